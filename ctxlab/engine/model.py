@@ -1,0 +1,233 @@
+"""The engine's vocabulary: a conversation as frozen values.
+
+Importers build these; strategies read them and never mutate them.
+Source message indexes (positions in ``Conversation.messages``) are the stable
+identity every replay, event and fate refers to.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+class Role(StrEnum):
+    SYSTEM = "system"
+    USER = "user"
+    ASSISTANT = "assistant"
+    TOOL = "tool"
+
+
+class BlockKind(StrEnum):
+    TEXT = "text"
+    THINKING = "thinking"
+    TOOL_USE = "tool_use"
+    TOOL_RESULT = "tool_result"
+    MEDIA = "media"  # image / audio / video / file: only its type and size are kept in `text`-free form
+    OPAQUE = "opaque"  # encrypted reasoning, server compaction items, unknown payloads: size only
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    """One content block.
+
+    - text / thinking: ``text``.
+    - tool_use: ``tool_id``, ``tool_name``, ``tool_input`` (parsed JSON value, or the raw
+      string when the source's arguments were not valid JSON).
+    - tool_result: ``tool_id`` (the call it answers), ``text`` (the model-visible output
+      flattened to text), ``parts`` (the original list form when the output was a list of
+      blocks), ``is_error``.
+    - media: ``media_type`` and ``size`` (bytes of the decoded payload, or of the URL);
+      ``text`` holds a URL when the source referenced one.
+    - opaque: ``raw_type`` (the source's type name) and ``size`` (bytes); ``text`` may carry
+      a short readable description, never the payload.
+    ``raw_type`` always records the source's own block type (``redacted_thinking``,
+    ``function_call_output``, ``compaction`` ...).
+    """
+
+    kind: BlockKind
+    text: str = ""
+    tool_id: str = ""
+    tool_name: str = ""
+    tool_input: Any = None
+    is_error: bool = False
+    media_type: str = ""
+    size: int = 0
+    raw_type: str = ""
+    parts: tuple[Block, ...] = ()
+
+    @property
+    def input_json(self) -> str:
+        """The tool input as compact-ish JSON (``json.dumps`` defaults, non-ASCII kept)."""
+        if isinstance(self.tool_input, str):
+            return self.tool_input
+        return json.dumps(self.tool_input, ensure_ascii=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Provider-reported usage of one API call, normalised to disjoint buckets.
+
+    ``input_uncached + cache_read + cache_write_5m + cache_write_1h`` is the whole prompt
+    (the context size the provider saw). ``reasoning`` is the part of ``output`` spent on
+    reasoning when the source reports it (it is *included* in ``output``).
+    ``convention`` records how the source reported it, e.g. ``anthropic`` (input excludes
+    cache buckets) or ``openai`` (prompt tokens include cached tokens).
+    """
+
+    input_uncached: int = 0
+    cache_read: int = 0
+    cache_write_5m: int = 0
+    cache_write_1h: int = 0
+    output: int = 0
+    reasoning: int = 0
+    convention: str = ""
+
+    @property
+    def prompt_tokens(self) -> int:
+        return self.input_uncached + self.cache_read + self.cache_write_5m + self.cache_write_1h
+
+    @property
+    def context_tokens(self) -> int:
+        """What the request plus its answer occupied in the window."""
+        return self.prompt_tokens + self.output
+
+
+@dataclass(frozen=True, slots=True)
+class SourcePos:
+    """Where a message came from: file name plus 1-based line, or 0-based record index."""
+
+    file: str = ""
+    line: int | None = None
+    record: int | None = None
+
+    def __str__(self) -> str:
+        where = f"line {self.line}" if self.line is not None else f"record {self.record}"
+        return f"{self.file}:{where}" if self.file else where
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One message. ``flags`` mark special messages: ``meta`` (injected, not typed by the
+    user), ``demonstration`` (SWE-agent few-shot), ``compact_summary`` (a summary the
+    original agent injected), ``sidechain``."""
+
+    role: Role
+    blocks: tuple[Block, ...]
+    source: SourcePos = SourcePos()
+    timestamp: str | None = None  # ISO-8601 as in the source
+    model: str = ""
+    usage: Usage | None = None
+    id: str = ""  # the source's own id (uuid, msg_…, event id)
+    name: str = ""  # author / tool name where the source has one
+    flags: frozenset[str] = frozenset()
+
+    @property
+    def text(self) -> str:
+        """All text-like content joined, for display and search."""
+        return "\n".join(b.text for b in self.blocks if b.text)
+
+    @property
+    def tool_uses(self) -> tuple[Block, ...]:
+        return tuple(b for b in self.blocks if b.kind is BlockKind.TOOL_USE)
+
+    @property
+    def tool_results(self) -> tuple[Block, ...]:
+        return tuple(b for b in self.blocks if b.kind is BlockKind.TOOL_RESULT)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolDef:
+    name: str
+    description: str = ""
+    parameters: Any = None  # JSON schema as in the source
+
+
+@dataclass(frozen=True, slots=True)
+class OriginalCompaction:
+    """A compaction the original agent really performed (Claude Code compact_boundary,
+    Codex ``compacted``, OpenHands condensation, server-side compaction blocks)."""
+
+    before_index: int  # index of the first message after the compaction
+    kind: str  # e.g. "compact_boundary", "compacted", "condensation", "server_compaction"
+    trigger: str = ""  # auto / manual where known
+    pre_tokens: int | None = None
+    summary_index: int | None = None  # message holding the summary, if any
+    source: SourcePos = SourcePos()
+
+
+@dataclass(frozen=True, slots=True)
+class Conversation:
+    """One conversation in request order. A system prompt, when the source has one, is the
+    first message with role ``system``."""
+
+    id: str
+    title: str
+    messages: tuple[Message, ...]
+    tools: tuple[ToolDef, ...] = ()
+    parent_id: str | None = None  # sub-agent threads point at their parent conversation
+    compactions: tuple[OriginalCompaction, ...] = ()
+    model: str = ""
+    metadata: tuple[tuple[str, str], ...] = ()  # small key/value facts (cwd, cli version …)
+    usage_convention: str = ""
+
+    @property
+    def tool_call_count(self) -> int:
+        return sum(len(m.tool_uses) for m in self.messages)
+
+    @property
+    def tool_result_count(self) -> int:
+        return sum(len(m.tool_results) for m in self.messages)
+
+
+@dataclass(frozen=True, slots=True)
+class ImportWarning:
+    message: str
+    where: str = ""  # "line 12", "record 3"
+    count: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedFile:
+    """What an importer returns for one file."""
+
+    format: str
+    conversations: tuple[Conversation, ...]
+    warnings: tuple[ImportWarning, ...] = field(default=())
+
+
+class TranscriptError(ValueError):
+    """A file could not be imported. Says which file, where, and what was expected."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        file: str = "",
+        line: int | None = None,
+        offset: int | None = None,
+        expected: str = "",
+    ) -> None:
+        self.file, self.line, self.offset, self.expected = file, line, offset, expected
+        self.reason = message
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        where = []
+        if self.file:
+            where.append(self.file)
+        if self.line is not None:
+            where.append(f"line {self.line}")
+        if self.offset is not None:
+            where.append(f"byte {self.offset}")
+        text = self.reason
+        if self.expected:
+            text += f" (expected {self.expected})"
+        return f"{', '.join(where)}: {text}" if where else text
+
+    def with_file(self, file: str) -> TranscriptError:
+        return TranscriptError(
+            self.reason, file=file, line=self.line, offset=self.offset, expected=self.expected
+        )
