@@ -1,0 +1,56 @@
+# ctxlab — two commands: `make run` (serve the dashboard) and `make test` (the whole suite).
+# Both create .venv on first use; pip runs again only when pyproject.toml changes.
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-stamp
+ADDR   ?= 127.0.0.1:8000
+
+.PHONY: run test lint typecheck test-unit test-browser test-distributed env clean help
+
+help:
+	@echo "make run               serve http://$(ADDR) (SQLite, in-process Celery worker, in-memory channels)"
+	@echo "make test              lint + mypy + unit/db tests + browser tests"
+	@echo "make test-distributed  db-backed tests against DATABASE_URL / CELERY_BROKER_URL / CHANNEL_LAYER_URL"
+
+env: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[scale,dev]'
+	@touch $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/python manage.py migrate --noinput
+	$(BIN)/python manage.py ensure_local_user
+	@if $(BIN)/python manage.py help load_demo >/dev/null 2>&1; then \
+		$(BIN)/python manage.py load_demo; \
+	else echo "(no load_demo command yet: skipping demo data)"; fi
+	@echo "Serving ctxlab on http://$(ADDR)/  (Ctrl-C to stop)"
+	$(BIN)/python manage.py serve $(ADDR)
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+test-unit: $(STAMP)
+	$(BIN)/pytest -q -p no:playwright --ignore=tests/browser
+
+# Playwright's sync API keeps an event loop in the main thread: browser tests get their own
+# pytest process (stack.md §6).
+test-browser: $(STAMP)
+	DJANGO_ALLOW_ASYNC_UNSAFE=true $(BIN)/pytest -q tests/browser
+
+test: lint typecheck test-unit test-browser
+
+# The distributed CI leg: same code, services chosen by environment (see .ci/run).
+test-distributed: $(STAMP)
+	@test -n "$$DATABASE_URL" || { echo "set DATABASE_URL (postgres://...)"; exit 2; }
+	$(BIN)/pytest -q -p no:playwright --ignore=tests/browser -m "not browser"
+
+clean:
+	rm -rf var/test_db_* .pytest_cache .mypy_cache .ruff_cache artifacts

@@ -1,0 +1,36 @@
+"""The Celery app. Workers: ``celery -A ctxlab.celery worker`` (distributed mode).
+
+Loaded by ``replay_app.apps.ReplayAppConfig.ready()`` rather than from ``ctxlab/__init__.py``
+so that ``import ctxlab.engine`` stays free of Django and Celery. Configuration comes from
+Django settings (``CELERY_*``); tasks are discovered in each app's ``tasks.py``.
+"""
+
+from __future__ import annotations
+
+import os
+
+from celery import Celery
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ctxlab.settings")
+
+app = Celery("ctxlab")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.autodiscover_tasks()
+
+
+def _tune_sqla_transport() -> None:
+    # kombu's SQLAlchemy transport hands every broker_transport_option to create_engine(),
+    # so its 1 s polling interval can only be changed on the class (stack.md §5).
+    from kombu.transport import sqlalchemy
+
+    sqlalchemy.Transport.polling_interval = 0.1  # type: ignore[attr-defined]
+
+
+if str(os.environ.get("CELERY_BROKER_URL", "")).startswith("sqla+"):
+    _tune_sqla_transport()
+
+
+@app.task(name="ctxlab.ping")
+def ping(value: str = "pong") -> str:
+    """Round-trip check for a worker: returns its argument."""
+    return value

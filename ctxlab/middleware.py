@@ -1,0 +1,25 @@
+"""Response headers Django's own middleware does not set."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse
+
+
+class SecurityHeadersMiddleware:
+    """Adds Content-Security-Policy and Permissions-Policy to every response."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+        self.csp: str = settings.CTXLAB_CSP
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if self.csp:
+            response.headers.setdefault("Content-Security-Policy", self.csp)
+        response.headers.setdefault(
+            "Permissions-Policy", "camera=(), microphone=(), geolocation=(), payment=()"
+        )
+        return response

@@ -1,0 +1,244 @@
+"""Django settings for ctxlab, configured by environment variables only.
+
+Defaults give the embedded, no-services setup (SQLite, in-process Celery worker on a
+``memory://`` broker, in-memory channel layer). Distributed mode is the same code with
+``DATABASE_URL``, ``CELERY_BROKER_URL`` and ``CHANNEL_LAYER_URL`` set (see README).
+Variables: ``DJANGO_*`` for Django's own knobs, ``CTXLAB_*`` for ours.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from django.core.exceptions import ImproperlyConfigured
+
+from ctxlab.envconfig import (
+    channel_layers_from_url,
+    database_from_url,
+    env_bool,
+    env_int,
+    env_list,
+    sqlite_database,
+)
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+# Writable state (SQLite files, tiktoken cache, media) lives in one git-ignored directory.
+DATA_DIR = Path(os.environ.get("CTXLAB_DATA_DIR", BASE_DIR / "var")).resolve()
+DATA_DIR.mkdir(parents=True, exist_ok=True)
+
+# ---------------------------------------------------------------------------------------------
+# Core / security
+# ---------------------------------------------------------------------------------------------
+
+DEBUG = env_bool("DJANGO_DEBUG", True)
+
+_DEV_SECRET_KEY = "django-insecure-ctxlab-dev-key-do-not-use-in-production"
+SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", _DEV_SECRET_KEY)
+if not DEBUG and SECRET_KEY == _DEV_SECRET_KEY:
+    raise ImproperlyConfigured(
+        "DJANGO_SECRET_KEY is not set and DJANGO_DEBUG is off: refusing to start with the "
+        "public development key. Set DJANGO_SECRET_KEY to a long random string."
+    )
+
+ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]", "testserver"])
+CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", [])
+
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SAMESITE = "Lax"
+# htmx reads the token from the page (body hx-headers), never from the cookie.
+CSRF_COOKIE_HTTPONLY = True
+CSRF_COOKIE_SAMESITE = "Lax"
+# Behind TLS set CTXLAB_HTTPS=1: secure cookies, HSTS and redirect to https.
+_HTTPS = env_bool("CTXLAB_HTTPS", False)
+SESSION_COOKIE_SECURE = _HTTPS
+CSRF_COOKIE_SECURE = _HTTPS
+SECURE_SSL_REDIRECT = _HTTPS
+SECURE_HSTS_SECONDS = 31_536_000 if _HTTPS else 0
+
+# Content-Security-Policy (ctxlab.middleware.SecurityHeadersMiddleware): no origin but our
+# own. 'unsafe-inline' scripts because plotly's fig.to_html() emits an inline <script>, and
+# 'unsafe-eval' because htmx compiles hx-trigger filters with Function(); neither can load
+# anything from elsewhere. Styles: plotly injects <style> rules at run time.
+CTXLAB_CSP = os.environ.get(
+    "CTXLAB_CSP",
+    "; ".join(
+        [
+            "default-src 'self'",
+            "script-src 'self' 'unsafe-inline' 'unsafe-eval'",
+            "style-src 'self' 'unsafe-inline'",
+            "img-src 'self' data: blob:",
+            "font-src 'self' data:",
+            "connect-src 'self'",
+            "object-src 'none'",
+            "base-uri 'self'",
+            "form-action 'self'",
+            "frame-ancestors 'none'",
+        ]
+    ),
+)
+
+# ---------------------------------------------------------------------------------------------
+# Applications
+# ---------------------------------------------------------------------------------------------
+
+INSTALLED_APPS = [
+    "daphne",  # first: its runserver serves ASGI (websockets) in development
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "whitenoise.runserver_nostatic",
+    "django.contrib.staticfiles",
+    "channels",
+    "django_htmx",
+    "template_partials",
+    "django_celery_results",
+    "ctxlab",  # management commands (serve, ensure_local_user), ownership helpers
+    "sessions_app",
+    "replay_app",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",  # static files before any auth check
+    "ctxlab.middleware.SecurityHeadersMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.auth.middleware.LoginRequiredMiddleware",  # every view, unless exempted
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "ctxlab.urls"
+WSGI_APPLICATION = "ctxlab.wsgi.application"
+ASGI_APPLICATION = "ctxlab.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# ---------------------------------------------------------------------------------------------
+# Database: DATABASE_URL=postgres://... for PostgreSQL, else SQLite in DATA_DIR
+# ---------------------------------------------------------------------------------------------
+
+_DATABASE_URL = os.environ.get("DATABASE_URL", "").strip()
+if _DATABASE_URL:
+    DATABASES = {"default": database_from_url(_DATABASE_URL)}
+else:
+    # Per-process test DB name: several pytest runs may share one checkout.
+    DATABASES = {
+        "default": sqlite_database(
+            DATA_DIR / "db.sqlite3", test_path=DATA_DIR / f"test_db_{os.getpid()}.sqlite3"
+        )
+    }
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# ---------------------------------------------------------------------------------------------
+# Authentication: every page needs a login (LoginRequiredMiddleware)
+# ---------------------------------------------------------------------------------------------
+
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "home"
+LOGOUT_REDIRECT_URL = "login"
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+
+# ---------------------------------------------------------------------------------------------
+# Static files: served by WhiteNoise straight from the finders (no collectstatic needed)
+# ---------------------------------------------------------------------------------------------
+
+STATIC_URL = "static/"
+STATIC_ROOT = BASE_DIR / "staticfiles"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATICFILES_FINDERS = [
+    "django.contrib.staticfiles.finders.FileSystemFinder",
+    "django.contrib.staticfiles.finders.AppDirectoriesFinder",
+    "ctxlab.staticfinders.PlotlyFinder",  # only plotly/plotly.min.js from the plotly package
+]
+WHITENOISE_USE_FINDERS = True
+WHITENOISE_AUTOREFRESH = DEBUG
+MEDIA_ROOT = DATA_DIR / "media"
+
+# ---------------------------------------------------------------------------------------------
+# Uploads and limits
+# ---------------------------------------------------------------------------------------------
+
+CTXLAB_MAX_UPLOAD_BYTES = env_int("CTXLAB_MAX_UPLOAD_BYTES", 200 * 1024 * 1024)
+# Uploads larger than this are streamed to a temp file instead of memory.
+FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
+DATA_UPLOAD_MAX_MEMORY_SIZE = CTXLAB_MAX_UPLOAD_BYTES
+DATA_UPLOAD_MAX_NUMBER_FIELDS = 10_000
+
+# ---------------------------------------------------------------------------------------------
+# Celery: memory:// = embedded in-process worker (started by `manage.py serve`);
+# redis://... = separate `celery -A ctxlab.celery worker` processes.
+# ---------------------------------------------------------------------------------------------
+
+CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "memory://")
+CELERY_RESULT_BACKEND = "django-db"
+CELERY_RESULT_EXTENDED = True
+CELERY_TASK_STORE_EAGER_RESULT = True  # bound into task classes at import; must be a setting
+CELERY_TASK_ALWAYS_EAGER = env_bool("CTXLAB_CELERY_EAGER", False)
+CELERY_TASK_EAGER_PROPAGATES = True
+CELERY_TASK_ACKS_LATE = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_TASK_SERIALIZER = "json"
+CELERY_RESULT_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CTXLAB_EMBEDDED_WORKER_CONCURRENCY = env_int("CTXLAB_WORKER_CONCURRENCY", 2)
+
+# ---------------------------------------------------------------------------------------------
+# Channels
+# ---------------------------------------------------------------------------------------------
+
+CHANNEL_LAYERS = channel_layers_from_url(
+    os.environ.get("CHANNEL_LAYER_URL") or os.environ.get("REDIS_URL")
+)
+
+# ---------------------------------------------------------------------------------------------
+# Tokenizer: tiktoken must never reach for the network (stack.md §2)
+# ---------------------------------------------------------------------------------------------
+
+os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(DATA_DIR / "tiktoken"))
+
+# ---------------------------------------------------------------------------------------------
+# i18n / logging
+# ---------------------------------------------------------------------------------------------
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": os.environ.get("CTXLAB_LOG_LEVEL", "INFO")},
+    "loggers": {"celery": {"level": "WARNING"}, "daphne": {"level": "WARNING"}},
+}

@@ -1,0 +1,3 @@
+"""Models (filled in by later issues)."""
+
+from __future__ import annotations

@@ -1,0 +1,7 @@
+"""Websocket routes of the replay app (collected by ctxlab.routing)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+websocket_urlpatterns: list[Any] = []
