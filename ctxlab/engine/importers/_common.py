@@ -58,7 +58,17 @@ def iter_jsonl(data: bytes, name: str = "") -> Iterator[tuple[int, Any]]:
                 offset=start,
                 expected=f"JSONL records under {MAX_LINE_BYTES:,} bytes",
             )
-        text = decode_text(raw, name)
+        try:
+            text = decode_text(raw, name)
+        except TranscriptError as exc:
+            # decode_text sees one line: make its line/offset file-relative.
+            raise TranscriptError(
+                exc.reason,
+                file=name,
+                line=number,
+                offset=start + (exc.offset or 0),
+                expected=exc.expected,
+            ) from None
         try:
             yield number, json.loads(text)
         except json.JSONDecodeError as exc:
