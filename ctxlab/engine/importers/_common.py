@@ -6,7 +6,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from ..model import TranscriptError
+from ..model import ImportWarning, TranscriptError
 
 MAX_LINE_BYTES = 64 * 1024 * 1024  # one JSONL record larger than this is refused, not parsed
 
@@ -85,3 +85,32 @@ def expect(condition: bool, what: str, *, name: str = "", line: int | None = Non
     """Raise a located ``TranscriptError`` unless ``condition`` holds."""
     if not condition:
         raise TranscriptError(f"unexpected structure: {what}", file=name, line=line)
+
+
+class WarningTally:
+    """Counts repeated warnings (same message) and remembers where each first happened."""
+
+    def __init__(self) -> None:
+        self._seen: dict[str, list[Any]] = {}  # message -> [first where, count]
+
+    def add(self, message: str, where: str = "") -> None:
+        entry = self._seen.get(message)
+        if entry is None:
+            self._seen[message] = [where, 1]
+        else:
+            entry[1] += 1
+
+    def __len__(self) -> int:
+        return len(self._seen)
+
+    def freeze(self) -> tuple[ImportWarning, ...]:
+        return tuple(
+            ImportWarning(message, where=str(where), count=int(count))
+            for message, (where, count) in self._seen.items()
+        )
+
+
+def short_title(text: str, limit: int = 80) -> str:
+    """One line of human text for a title: whitespace collapsed, cut at ``limit``."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
