@@ -1,0 +1,203 @@
+"""Small building kit shared by the API-shaped importers (Claude Code, Codex, Anthropic,
+OpenAI Responses, cassettes): type-safe access to untrusted JSON values, a mutable message
+builder that freezes into ``Message``, a counted-warning collector and title helpers.
+
+Transcripts are untrusted: every accessor returns a neutral value instead of raising when a
+field has the wrong type, so only the importers' own ``TranscriptError`` can escape.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..model import (
+    Block,
+    BlockKind,
+    ImportWarning,
+    Message,
+    Role,
+    SourcePos,
+    TranscriptError,
+    Usage,
+)
+
+TITLE_CHARS = 80
+_COMMAND = re.compile(r"<command-name>(.*?)</command-name>", re.S)
+_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.S)
+
+
+def reject_empty(data: bytes, name: str, expected: str) -> None:
+    """A forced format still gets a clear error for an empty or blank file."""
+    if not data.strip():
+        raise TranscriptError("the file is empty", file=name, expected=expected)
+
+
+def as_dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def as_str(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def as_int(value: Any) -> int:
+    """Non-negative int, or 0 (bools and floats from odd sources are not counts)."""
+    if isinstance(value, bool):
+        return 0
+    if isinstance(value, int):
+        return max(value, 0)
+    if isinstance(value, float) and value == value and 0 <= value < 1e18:
+        return int(value)
+    return 0
+
+
+def json_size(value: Any) -> int:
+    """Bytes of a value serialised as compact JSON (the size of an opaque payload)."""
+    if isinstance(value, str):
+        return len(value.encode("utf-8", "surrogatepass"))
+    try:
+        return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode())
+    except (TypeError, ValueError):
+        return 0
+
+
+def base64_size(data: str) -> int:
+    """Decoded size of a base64 payload without decoding it."""
+    n = len(data.rstrip().rstrip("="))
+    return n * 3 // 4
+
+
+def data_url_size(url: str) -> tuple[str, int]:
+    """``(media_type, decoded bytes)`` of a ``data:`` URL, or ``("", len(url))`` for others."""
+    if url.startswith("data:"):
+        head, _, payload = url.partition(",")
+        media_type = head[5:].split(";", 1)[0]
+        if ";base64" in head:
+            return media_type, base64_size(payload)
+        return media_type, len(payload.encode())
+    return "", len(url.encode())
+
+
+def opaque(raw_type: str, value: Any, *, text: str = "") -> Block:
+    return Block(BlockKind.OPAQUE, text=text, raw_type=raw_type or "unknown", size=json_size(value))
+
+
+def parse_arguments(arguments: Any) -> Any:
+    """Tool-call arguments sent as a JSON string: the parsed value, else the raw string."""
+    if not isinstance(arguments, str):
+        return arguments
+    try:
+        return json.loads(arguments)
+    except ValueError:
+        return arguments
+
+
+def openai_usage(usage: Any) -> Usage | None:
+    """OpenAI convention (prompt/input tokens *include* cached ones) -> disjoint buckets.
+
+    Accepts Responses (``input_tokens``/``input_tokens_details``), Chat Completions
+    (``prompt_tokens``/``prompt_tokens_details``) and Codex (``cached_input_tokens``,
+    ``reasoning_output_tokens``) spellings.
+    """
+    u = as_dict(usage)
+    if not u:
+        return None
+    prompt = as_int(u.get("input_tokens", u.get("prompt_tokens")))
+    details = as_dict(u.get("input_tokens_details", u.get("prompt_tokens_details")))
+    cached = as_int(u.get("cached_input_tokens", details.get("cached_tokens")))
+    output = as_int(u.get("output_tokens", u.get("completion_tokens")))
+    out_details = as_dict(u.get("output_tokens_details", u.get("completion_tokens_details")))
+    reasoning = as_int(u.get("reasoning_output_tokens", out_details.get("reasoning_tokens")))
+    cached = min(cached, prompt)
+    return Usage(
+        input_uncached=prompt - cached,
+        cache_read=cached,
+        output=output,
+        reasoning=min(reasoning, output) if output else reasoning,
+        convention="openai",
+    )
+
+
+@dataclass(slots=True)
+class MessageBuilder:
+    """A message under construction (importers merge split lines into it)."""
+
+    role: Role
+    blocks: list[Block] = field(default_factory=list)
+    source: SourcePos = SourcePos()
+    timestamp: str | None = None
+    model: str = ""
+    usage: Usage | None = None
+    id: str = ""
+    name: str = ""
+    flags: set[str] = field(default_factory=set)
+
+    def build(self) -> Message:
+        return Message(
+            role=self.role,
+            blocks=tuple(self.blocks),
+            source=self.source,
+            timestamp=self.timestamp,
+            model=self.model,
+            usage=self.usage,
+            id=self.id,
+            name=self.name,
+            flags=frozenset(self.flags),
+        )
+
+    @property
+    def only_tool_results(self) -> bool:
+        return bool(self.blocks) and all(b.kind is BlockKind.TOOL_RESULT for b in self.blocks)
+
+
+class Warnings:
+    """Counted warnings: one ``ImportWarning`` per distinct message, first place kept."""
+
+    def __init__(self) -> None:
+        self._counts: Counter[str] = Counter()
+        self._where: dict[str, str] = {}
+
+    def add(self, message: str, where: str = "") -> None:
+        self._counts[message] += 1
+        self._where.setdefault(message, where)
+
+    def __len__(self) -> int:
+        return len(self._counts)
+
+    def freeze(self) -> tuple[ImportWarning, ...]:
+        return tuple(
+            ImportWarning(message=m, where=self._where[m], count=c) for m, c in self._counts.items()
+        )
+
+
+def shorten(text: str, limit: int = TITLE_CHARS) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+
+
+def title_from(messages: list[MessageBuilder] | list[Message], fallback: str) -> str:
+    """First typed user text (skipping injected ``<tag>`` text and meta lines), shortened."""
+    first_any = ""
+    for m in messages:
+        if m.role is not Role.USER or "meta" in m.flags:
+            continue
+        for b in m.blocks:
+            if b.kind is not BlockKind.TEXT or not b.text.strip():
+                continue
+            text = b.text.strip()
+            if not text.startswith("<"):
+                return shorten(text)
+            command = _COMMAND.search(text)
+            if command and not first_any:  # a slash command: "/init args"
+                args = _ARGS.search(text)
+                first_any = command.group(1) + (" " + args.group(1) if args else "")
+            first_any = first_any or text
+    return shorten(first_any) if first_any else fallback
