@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 
 from celery import Celery
+from celery.signals import task_postrun
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ctxlab.settings")
 
@@ -34,3 +35,15 @@ if str(os.environ.get("CELERY_BROKER_URL", "")).startswith("sqla+"):
 def ping(value: str = "pong") -> str:
     """Round-trip check for a worker: returns its argument."""
     return value
+
+
+@task_postrun.connect
+def _close_db_connections(task: object = None, **kwargs: object) -> None:
+    # Worker threads (embedded mode) keep one connection each; return them after every task
+    # so they don't pile up or block a test database from being dropped. Eager tasks run in
+    # the caller's thread, inside its transaction: leave that connection alone.
+    if getattr(getattr(task, "request", None), "is_eager", False):
+        return
+    from django.db import close_old_connections
+
+    close_old_connections()

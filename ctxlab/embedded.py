@@ -34,7 +34,9 @@ class EmbeddedWorker(WorkController):
         self.ready.set()
 
 
-def start_embedded_worker(*, concurrency: int | None = None, timeout: float = 30.0) -> EmbeddedWorker:
+def start_embedded_worker(
+    *, concurrency: int | None = None, timeout: float = 30.0
+) -> EmbeddedWorker:
     """Start (once per process) an in-process worker and wait until it consumes tasks."""
     global _worker
     with _lock:

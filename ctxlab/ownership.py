@@ -23,9 +23,7 @@ M = TypeVar("M", bound=models.Model)
 OWNER_FIELD = "owner"
 
 
-def owned(
-    source: Manager[M] | QuerySet[M], user: Any, *, field: str = OWNER_FIELD
-) -> QuerySet[M]:
+def owned(source: Manager[M] | QuerySet[M], user: Any, *, field: str = OWNER_FIELD) -> QuerySet[M]:
     """Rows of ``source`` whose ``field`` is ``user``; none at all for anonymous users."""
     queryset = source.all()
     if user is None or not getattr(user, "is_authenticated", False):
@@ -46,9 +44,7 @@ def get_owned_or_404(
 class OwnedModel(models.Model):
     """Abstract base for user-owned rows: ``owner`` plus creation time."""
 
-    owner = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+"
-    )
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -198,6 +198,9 @@ DATA_UPLOAD_MAX_NUMBER_FIELDS = 10_000
 # ---------------------------------------------------------------------------------------------
 
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "memory://")
+if CELERY_BROKER_URL.startswith("memory://"):
+    # The in-memory transport polls; its 1 s default would add a second to every task.
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"polling_interval": 0.01}
 CELERY_RESULT_BACKEND = "django-db"
 CELERY_RESULT_EXTENDED = True
 CELERY_TASK_STORE_EAGER_RESULT = True  # bound into task classes at import; must be a setting
@@ -240,5 +243,11 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": os.environ.get("CTXLAB_LOG_LEVEL", "INFO")},
-    "loggers": {"celery": {"level": "WARNING"}, "daphne": {"level": "WARNING"}},
+    "loggers": {
+        "celery": {"level": "WARNING"},
+        "daphne": {"level": "WARNING"},
+        "django.channels.server": {"level": "WARNING"},  # daphne prints its own access log
+        # memory:// has no host; kombu warns about it on every connection.
+        "kombu.connection": {"level": "ERROR"},
+    },
 }

@@ -1,0 +1,95 @@
+"""Structural rules: the engine stays framework-free; the project package stays empty."""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django.apps import apps
+from django.conf import settings
+from django.contrib import admin
+
+BASE_DIR = Path(settings.BASE_DIR)
+ENGINE_DIR = BASE_DIR / "ctxlab" / "engine"
+FORBIDDEN = ("django", "celery", "channels", "kombu", "daphne", "asgiref", "redis", "psycopg")
+
+_IMPORT_ALL_ENGINE = """
+import importlib, json, pkgutil, sys
+import ctxlab.engine
+names = ["ctxlab.engine"]
+for info in pkgutil.walk_packages(ctxlab.engine.__path__, "ctxlab.engine."):
+    importlib.import_module(info.name)
+    names.append(info.name)
+loaded = sorted({m.split(".")[0] for m in sys.modules})
+print(json.dumps({"modules": names, "loaded": loaded}))
+"""
+
+
+def _run_clean(code: str) -> subprocess.CompletedProcess[str]:
+    # -I: isolated mode (no user site, no PYTHON* env); DJANGO_SETTINGS_MODULE is not set.
+    return subprocess.run(
+        [sys.executable, "-I", "-c", code],
+        cwd=BASE_DIR,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_import_ctxlab_engine_loads_no_framework() -> None:
+    result = _run_clean("import sys, json, ctxlab.engine; print(json.dumps(sorted(sys.modules)))")
+    assert result.returncode == 0, result.stderr
+    loaded = {name.split(".")[0] for name in json.loads(result.stdout)}
+    assert sorted(loaded & set(FORBIDDEN)) == []
+
+
+def test_every_engine_module_loads_no_framework() -> None:
+    result = _run_clean(_IMPORT_ALL_ENGINE)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert "ctxlab.engine.tokens" in report["modules"]
+    assert sorted(set(report["loaded"]) & set(FORBIDDEN)) == []
+
+
+def _engine_imports() -> dict[str, set[str]]:
+    found: dict[str, set[str]] = {}
+    for path in sorted(ENGINE_DIR.rglob("*.py")):
+        tree = ast.parse(path.read_text(), filename=str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                roots = {alias.name.split(".")[0] for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                roots = {node.module.split(".")[0]}
+            else:
+                continue
+            found.setdefault(str(path.relative_to(BASE_DIR)), set()).update(roots)
+    return found
+
+
+def test_engine_source_never_imports_frameworks() -> None:
+    # Static twin of the subprocess test: also covers imports inside functions.
+    offenders = {
+        path: sorted(roots & set(FORBIDDEN))
+        for path, roots in _engine_imports().items()
+        if roots & set(FORBIDDEN)
+    }
+    assert offenders == {}
+
+
+def test_ctxlab_package_init_is_empty() -> None:
+    # Anything here (the usual `from .celery import app`) would run on `import ctxlab.engine`.
+    assert (BASE_DIR / "ctxlab" / "__init__.py").read_text().strip() == ""
+
+
+@pytest.mark.parametrize("app_label", ["sessions_app", "replay_app"])
+def test_every_model_registered_in_admin(app_label: str) -> None:
+    missing = [
+        model.__name__
+        for model in apps.get_app_config(app_label).get_models()
+        if not admin.site.is_registered(model)
+    ]
+    assert missing == []
