@@ -1,0 +1,555 @@
+"""CowAgent (chatgpt-on-wechat 2.0.8) context rules as pure functions.
+
+Spec: strategies.md section 4. CowAgent keeps Claude-style messages: tool results are
+*user* messages holding ``tool_result`` blocks, the system prompt lives outside the list.
+These functions work on ``CowMsg`` rows (a source index plus the engine ``Message`` as
+CowAgent would hold it); none of them mutates its input.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from ..model import Block, BlockKind, Message, Role
+
+# -- constants (agent_stream.py / summarizer.py / config.py) -------------------------------
+
+CURRENT_TURN_RESULT_MAX_CHARS = 50_000  # cap applied when a tool result is created
+HISTORY_RESULT_MAX_CHARS = 20_000  # cap applied to earlier turns at every trim
+COMPRESS_THRESHOLD = 5  # fewer turns than this: text-only compression instead of dropping
+OVERFLOW_RESULT_MAX_CHARS = 10_000
+OVERFLOW_INPUT_JSON_MAX_CHARS = 10_000
+OVERFLOW_INPUT_VALUE_MAX_CHARS = 1_000
+OVERFLOW_USER_TEXT_MAX_CHARS = 10_000
+OVERFLOW_KEEP_TURNS = 5
+SUMMARY_INPUT_MAX_CHARS = 500  # per message, in the daily-memory summariser input
+FALLBACK_MAX_LINES = 10
+FALLBACK_MAX_CHARS = 120
+NO_SUMMARY_REPLY = "无"
+
+SYNTHETIC_TOOL_ERROR = (
+    "Error: Missing tool_result adjacent to tool_use (session repair). "
+    "The conversation history was inconsistent; continue from here."
+)
+
+# The summariser's system prompt, rendered from the spec's description (the original is
+# Chinese): record by event, one "- " line each, merge multi-turn items, skip chit-chat,
+# keep decisions / conclusions / todos, answer 无 when nothing is worth keeping.
+SUMMARY_SYSTEM_PROMPT = (
+    "你是一个记忆整理助手，负责把对话归纳为日常记录。\n"
+    "要求：\n"
+    '1. 以事件为单位归纳，每条一行，以 "- " 开头\n'
+    "2. 同一件事跨越多轮对话时合并为一条\n"
+    "3. 忽略寒暄和闲聊\n"
+    "4. 保留决定、结论和待办事项\n"
+    "5. 如果没有值得记录的内容，只回复“无”"
+)
+SUMMARY_USER_PROMPT = "请归纳以下对话的日常记录：\n\n{conversation}"
+SUMMARY_MAX_TOKENS = 500
+SUMMARY_TEMPERATURE = 0.0
+
+# Model context windows by name, used only when agent_max_context_tokens is unset (0).
+DEFAULT_MODEL_WINDOW = 128_000
+
+
+@dataclass(frozen=True, slots=True)
+class CowMsg:
+    """One entry of CowAgent's message list. ``src`` is the source message index, or
+    ``None`` for a message CowAgent synthesised (session repair)."""
+
+    src: int | None
+    msg: Message
+
+
+# -- token estimate (Agent._estimate_message_tokens) ----------------------------------------
+
+
+def estimate_text(text: str) -> int:
+    """``int(non_ascii*1.5 + ascii*0.25) + 1``; 0 for empty text."""
+    if not text:
+        return 0
+    non_ascii = sum(1 for ch in text if ord(ch) > 127)
+    ascii_chars = len(text) - non_ascii
+    return int(non_ascii * 1.5 + ascii_chars * 0.25) + 1
+
+
+def _is_image(block: Block) -> bool:
+    return block.kind is BlockKind.MEDIA and (
+        block.media_type.startswith("image") or block.raw_type in ("image", "image_url")
+    )
+
+
+def estimate_block(block: Block) -> int:
+    if block.kind is BlockKind.TEXT:
+        return estimate_text(block.text)
+    if _is_image(block):
+        return 1200
+    if block.kind is BlockKind.TOOL_USE:
+        # Only a dict input is counted (the original checks isinstance(input, dict)).
+        if isinstance(block.tool_input, dict):
+            return 50 + estimate_text(json.dumps(block.tool_input, ensure_ascii=False))
+        return 0
+    if block.kind is BlockKind.TOOL_RESULT:
+        # CowAgent's own tool results are always strings; list outputs arrive flattened.
+        return 30 + estimate_text(block.text)
+    return 10  # thinking, other media, opaque
+
+
+def estimate_message(msg: Message) -> int:
+    """Per message: ``max(1, sum of blocks)`` (a str content is one text block)."""
+    return max(1, sum(estimate_block(b) for b in msg.blocks))
+
+
+def estimate_system(prompt: str) -> int:
+    """The system prompt is estimated as a ``{"role": "system", "content": prompt}`` message."""
+    return max(1, estimate_text(prompt))
+
+
+def context_window_for_model(model: str) -> int:
+    """The window table CowAgent falls back on (``_get_model_context_window``)."""
+    name = model.lower()
+    if "claude-3" in name or "claude-sonnet" in name:
+        return 200_000
+    if "gpt-4" in name:
+        if "turbo" in name or "128k" in name:
+            return 128_000
+        if "32k" in name:
+            return 32_000
+        return 8_000
+    if "gpt-3.5" in name:
+        return 16_000 if "16k" in name else 4_000
+    if "deepseek" in name:
+        return 64_000
+    if "gemini" in name:
+        return 2_000_000 if "pro" in name else 1_000_000
+    return DEFAULT_MODEL_WINDOW
+
+
+def budget_tokens(max_context_tokens: int, model: str) -> int:
+    """``agent_max_context_tokens``, or 90 % of the model's window when it is unset."""
+    if max_context_tokens:
+        return max_context_tokens
+    window = context_window_for_model(model)
+    return window - int(window * 0.1)
+
+
+# -- message shapes -----------------------------------------------------------------------
+
+
+def to_cow(src: int, msg: Message) -> CowMsg:
+    """CowAgent's view of a source message: tool-role messages become user messages."""
+    if msg.role is Role.TOOL:
+        msg = replace(msg, role=Role.USER)
+    return CowMsg(src, msg)
+
+
+def has_kind(msg: Message, kind: BlockKind) -> bool:
+    return any(b.kind is kind for b in msg.blocks)
+
+
+def is_user_query(msg: Message) -> bool:
+    """A real query: a user message with a text block and no tool_result block."""
+    return (
+        msg.role is Role.USER
+        and has_kind(msg, BlockKind.TEXT)
+        and not has_kind(msg, BlockKind.TOOL_RESULT)
+    )
+
+
+def split_turns(rows: Sequence[CowMsg]) -> list[list[CowMsg]]:
+    """Turns start at each real query; everything else joins the current turn, and the
+    messages before the first query form a turn of their own."""
+    turns: list[list[CowMsg]] = []
+    current: list[CowMsg] = []
+    for row in rows:
+        if is_user_query(row.msg) and current:
+            turns.append(current)
+            current = []
+        current.append(row)
+    if current:
+        turns.append(current)
+    return turns
+
+
+def current_turn_start(rows: Sequence[CowMsg]) -> int:
+    """Index of the last user message with any text block (tool_result or not)."""
+    for i in range(len(rows) - 1, -1, -1):
+        msg = rows[i].msg
+        if msg.role is Role.USER and has_kind(msg, BlockKind.TEXT):
+            return i
+    return len(rows)
+
+
+def text_of(msg: Message) -> str:
+    """Text blocks joined with newlines (``_extract_text_from_content``, unstripped)."""
+    return "\n".join(b.text for b in msg.blocks if b.kind is BlockKind.TEXT)
+
+
+# -- truncation -----------------------------------------------------------------------------
+
+
+def truncate_at_creation(text: str, limit: int = CURRENT_TURN_RESULT_MAX_CHARS) -> str:
+    """Head-only cap applied when a tool result is produced."""
+    if len(text) <= limit:
+        return text
+    return (
+        text[:limit]
+        + f"\n\n[Output truncated: {len(text)} chars total, showing first {limit} chars]"
+    )
+
+
+def truncate_historical(text: str, limit: int = HISTORY_RESULT_MAX_CHARS) -> str:
+    """Head-only cap for tool results of earlier turns (the docs claim head and tail)."""
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f"\n\n[Historical output truncated: {len(text)} -> {limit} chars]"
+
+
+def _replace_block(msg: Message, index: int, block: Block) -> Message:
+    blocks = list(msg.blocks)
+    blocks[index] = block
+    return replace(msg, blocks=tuple(blocks))
+
+
+@dataclass(frozen=True, slots=True)
+class Truncation:
+    src: int | None
+    block: int
+    before_chars: int
+    after_chars: int
+
+
+def truncate_historical_tool_results(
+    rows: Sequence[CowMsg], *, limit: int = HISTORY_RESULT_MAX_CHARS
+) -> tuple[list[CowMsg], list[Truncation]]:
+    """Step 0 of the trim: cap str tool results of user messages before the current turn."""
+    out = list(rows)
+    done: list[Truncation] = []
+    if len(rows) < 2:
+        return out, done
+    start = current_turn_start(rows)
+    for i in range(start):
+        row = out[i]
+        if row.msg.role is not Role.USER:
+            continue
+        msg = row.msg
+        for j, block in enumerate(msg.blocks):
+            if block.kind is BlockKind.TOOL_RESULT and len(block.text) > limit:
+                new_text = truncate_historical(block.text, limit)
+                msg = _replace_block(msg, j, replace(block, text=new_text, parts=()))
+                done.append(Truncation(row.src, j, len(block.text), len(new_text)))
+        out[i] = CowMsg(row.src, msg)
+    return out, done
+
+
+def compress_turn_to_text_only(turn: Sequence[CowMsg]) -> list[CowMsg]:
+    """Keep the turn's first non-tool-result user text and its last assistant text, each as
+    one text block (stripped); a turn with neither vanishes."""
+    user: CowMsg | None = None
+    user_text = ""
+    assistant: CowMsg | None = None
+    assistant_text = ""
+    for row in turn:
+        msg = row.msg
+        if msg.role is Role.USER:
+            if has_kind(msg, BlockKind.TOOL_RESULT):
+                continue
+            if not user_text:
+                user_text = _joined_text(msg)
+                user = row
+        elif msg.role is Role.ASSISTANT:
+            text = _joined_text(msg)
+            if text:
+                assistant_text, assistant = text, row
+    out: list[CowMsg] = []
+    if user_text and user is not None:
+        out.append(CowMsg(user.src, _text_only(user.msg, user_text)))
+    if assistant_text and assistant is not None:
+        out.append(CowMsg(assistant.src, _text_only(assistant.msg, assistant_text)))
+    return out
+
+
+def _joined_text(msg: Message) -> str:
+    return "\n".join(b.text for b in msg.blocks if b.kind is BlockKind.TEXT and b.text).strip()
+
+
+def _text_only(msg: Message, text: str) -> Message:
+    return replace(msg, blocks=(Block(BlockKind.TEXT, text=text),))
+
+
+# -- overflow emergency trim ----------------------------------------------------------------
+
+
+def aggressive_trim(rows: Sequence[CowMsg]) -> tuple[list[CowMsg], int, int]:
+    """``_aggressive_trim_for_overflow``: cap results / inputs / user texts, then keep the
+    last 5 turns. Returns (rows, blocks truncated, turns removed)."""
+    truncated = 0
+    out: list[CowMsg] = []
+    for row in rows:
+        msg = row.msg
+        for j, block in enumerate(msg.blocks):
+            if block.kind is BlockKind.TOOL_RESULT and len(block.text) > OVERFLOW_RESULT_MAX_CHARS:
+                text = (
+                    block.text[:OVERFLOW_RESULT_MAX_CHARS]
+                    + f"\n\n[Truncated for context recovery: {len(block.text)} -> "
+                    f"{OVERFLOW_RESULT_MAX_CHARS} chars]"
+                )
+                msg = _replace_block(msg, j, replace(block, text=text, parts=()))
+                truncated += 1
+            elif block.kind is BlockKind.TOOL_USE and isinstance(block.tool_input, dict):
+                raw = json.dumps(block.tool_input, ensure_ascii=False)
+                if len(raw) > OVERFLOW_INPUT_JSON_MAX_CHARS:
+                    new_input = {
+                        k: (
+                            v[:OVERFLOW_INPUT_VALUE_MAX_CHARS] + f"... [truncated {len(v)} chars]"
+                            if isinstance(v, str) and len(v) > OVERFLOW_INPUT_VALUE_MAX_CHARS
+                            else v
+                        )
+                        for k, v in block.tool_input.items()
+                    }
+                    msg = _replace_block(msg, j, replace(block, tool_input=new_input))
+                    truncated += 1
+        if msg.role is Role.USER:
+            for j, block in enumerate(msg.blocks):
+                if block.kind is BlockKind.TEXT and len(block.text) > OVERFLOW_USER_TEXT_MAX_CHARS:
+                    text = (
+                        block.text[:OVERFLOW_USER_TEXT_MAX_CHARS]
+                        + f"\n\n[Message truncated for context recovery: {len(block.text)} -> "
+                        f"{OVERFLOW_USER_TEXT_MAX_CHARS} chars]"
+                    )
+                    msg = _replace_block(msg, j, replace(block, text=text))
+                    truncated += 1
+        out.append(CowMsg(row.src, msg))
+    turns = split_turns(out)
+    removed = 0
+    if len(turns) > OVERFLOW_KEEP_TURNS:
+        removed = len(turns) - OVERFLOW_KEEP_TURNS
+        out = [row for turn in turns[-OVERFLOW_KEEP_TURNS:] for row in turn]
+    return out, truncated, removed
+
+
+# -- sanitize_claude_messages ---------------------------------------------------------------
+
+
+def _synthetic(tool_id: str) -> Block:
+    return Block(
+        BlockKind.TOOL_RESULT,
+        text=SYNTHETIC_TOOL_ERROR,
+        tool_id=tool_id,
+        is_error=True,
+        raw_type="synthetic",
+    )
+
+
+def _use_ids(msg: Message) -> list[str]:
+    return [b.tool_id for b in msg.blocks if b.kind is BlockKind.TOOL_USE and b.tool_id]
+
+
+def _result_ids(msg: Message) -> set[str]:
+    return {b.tool_id for b in msg.blocks if b.kind is BlockKind.TOOL_RESULT and b.tool_id}
+
+
+def repair_adjacency(rows: list[CowMsg]) -> int:
+    """Every assistant tool_use must be answered in the very next user message; missing
+    answers become synthetic error results (inserted or prepended). Mutates ``rows``."""
+    repairs = 0
+    i = 0
+    while i < len(rows):
+        msg = rows[i].msg
+        required = _use_ids(msg) if msg.role is Role.ASSISTANT else []
+        if not required:
+            i += 1
+            continue
+        synthetic_msg = Message(Role.USER, tuple(_synthetic(t) for t in required))
+        if i + 1 >= len(rows):
+            rows.append(CowMsg(None, synthetic_msg))
+            return repairs + 1
+        nxt = rows[i + 1]
+        if nxt.msg.role is not Role.USER:
+            rows.insert(i + 1, CowMsg(None, synthetic_msg))
+            repairs += 1
+            i += 2
+            continue
+        present = _result_ids(nxt.msg)
+        missing = [t for t in required if t not in present]
+        if missing:
+            blocks = tuple(_synthetic(t) for t in missing) + nxt.msg.blocks
+            rows[i + 1] = CowMsg(nxt.src, replace(nxt.msg, blocks=blocks))
+            repairs += len(missing)
+        i += 1
+    return repairs
+
+
+def sanitize(rows: Sequence[CowMsg]) -> tuple[list[CowMsg], int, int]:
+    """``sanitize_claude_messages``: adjacency repair, drop leading tool-result-only user
+    messages, remove unmatched tool_use/tool_result (at most 5 passes), repair again if
+    anything was removed. Returns (rows, removals, repairs)."""
+    out = list(rows)
+    if not out:
+        return out, 0, 0
+    repairs = repair_adjacency(out)
+    removed = 0
+    while out:
+        first = out[0].msg
+        if (
+            first.role is Role.USER
+            and has_kind(first, BlockKind.TOOL_RESULT)
+            and not has_kind(first, BlockKind.TEXT)
+        ):
+            out.pop(0)
+            removed += 1
+        else:
+            break
+    for _ in range(5):
+        uses: set[str] = set()
+        results: set[str] = set()
+        for row in out:
+            uses.update(_use_ids(row.msg))
+            results |= _result_ids(row.msg)
+        bad_use, bad_result = uses - results, results - uses
+        if not bad_use and not bad_result:
+            break
+        pass_removed = 0
+        i = 0
+        while i < len(out):
+            msg = out[i].msg
+            if msg.role is Role.ASSISTANT and bad_use and set(_use_ids(msg)) & bad_use:
+                out.pop(i)
+                pass_removed += 1
+                continue
+            if msg.role is Role.USER and bad_result and _result_ids(msg) & bad_result:
+                if not has_kind(msg, BlockKind.TEXT):
+                    out.pop(i)
+                    pass_removed += 1
+                    continue
+                kept = tuple(
+                    b
+                    for b in msg.blocks
+                    if not (b.kind is BlockKind.TOOL_RESULT and b.tool_id in bad_result)
+                )
+                pass_removed += len(msg.blocks) - len(kept)
+                out[i] = CowMsg(out[i].src, replace(msg, blocks=kept))
+            i += 1
+        removed += pass_removed
+        if pass_removed == 0:
+            break
+    if removed:
+        repairs += repair_adjacency(out)
+    return out, removed, repairs
+
+
+# -- daily-memory summary (agent/memory/summarizer.py) ----------------------------------------
+
+
+def text_hash(msg: Message) -> str | None:
+    """MD5 of the message's text blocks; ``None`` when it has no text (never flushed)."""
+    text = text_of(msg)
+    if not text.strip():
+        return None
+    return hashlib.md5(text.encode("utf-8")).hexdigest()
+
+
+def dedupe_for_flush(
+    messages: Sequence[CowMsg], seen: frozenset[str]
+) -> tuple[list[CowMsg], frozenset[str]]:
+    """Skip text-less messages and those whose text was flushed before."""
+    out: list[CowMsg] = []
+    hashes = set(seen)
+    for row in messages:
+        digest = text_hash(row.msg)
+        if digest is None or digest in hashes:
+            continue
+        hashes.add(digest)
+        out.append(row)
+    return out, frozenset(hashes)
+
+
+def format_for_summary(messages: Sequence[CowMsg]) -> str:
+    """One ``用户: …`` / ``助手: …`` line per message with text (500 chars each)."""
+    lines = []
+    for row in messages:
+        text = text_of(row.msg).strip()
+        if not text:
+            continue
+        if row.msg.role is Role.USER:
+            lines.append(f"用户: {text[:SUMMARY_INPUT_MAX_CHARS]}")
+        elif row.msg.role is Role.ASSISTANT:
+            lines.append(f"助手: {text[:SUMMARY_INPUT_MAX_CHARS]}")
+    return "\n".join(lines)
+
+
+def summary_user_prompt(conversation: str) -> str:
+    return SUMMARY_USER_PROMPT.format(conversation=conversation)
+
+
+def is_no_summary(reply: str) -> bool:
+    """An empty reply or ``无`` means: nothing written, nothing injected."""
+    return not reply.strip() or reply.strip() == NO_SUMMARY_REPLY
+
+
+def _first_meaningful_line(text: str) -> str:
+    for line in text.splitlines():
+        if line.strip():
+            return line.strip()
+    return ""
+
+
+def fallback_summary(messages: Sequence[CowMsg]) -> str:
+    """Rule-based summary used when the LLM call raises: up to 10 lines
+    ``- 用户: {≤120} → 回复: {first meaningful line ≤120}``."""
+    lines: list[str] = []
+    pending_user: str | None = None
+    for row in messages:
+        text = text_of(row.msg).strip()
+        if not text:
+            continue
+        if row.msg.role is Role.USER:
+            if pending_user is not None:
+                lines.append(f"- 用户: {pending_user}")
+            pending_user = text[:FALLBACK_MAX_CHARS]
+        elif row.msg.role is Role.ASSISTANT and pending_user is not None:
+            reply = _first_meaningful_line(text)[:FALLBACK_MAX_CHARS]
+            lines.append(f"- 用户: {pending_user} → 回复: {reply}")
+            pending_user = None
+    if pending_user is not None:
+        lines.append(f"- 用户: {pending_user}")
+    return "\n".join(lines[:FALLBACK_MAX_LINES])
+
+
+def injection_text(summary: str, turns: int, original: str) -> str:
+    """The text the summary callback writes into the first kept user text block."""
+    return (
+        f"[System: Previous conversation summary — {turns} turns were compacted]\n\n"
+        f"{summary.strip()}\n\n"
+        "The recent conversation continues below.\n\n---\n\n"
+        f"{original}"
+    )
+
+
+def inject_summary(
+    rows: Sequence[CowMsg], *, target_src: int | None, summary: str, turns: int
+) -> tuple[list[CowMsg], bool]:
+    """Prepend the summary note to the first text block of the target message, if that
+    message is still in the list."""
+    out = list(rows)
+    for i, row in enumerate(out):
+        if row.src != target_src or target_src is None:
+            continue
+        for j, block in enumerate(row.msg.blocks):
+            if block.kind is BlockKind.TEXT:
+                new = replace(block, text=injection_text(summary, turns, block.text))
+                out[i] = CowMsg(row.src, _replace_block(row.msg, j, new))
+                return out, True
+    return out, False
+
+
+def first_user_text_target(turns: Sequence[Sequence[CowMsg]]) -> int | None:
+    """Source index of the first user message with a text block among the kept turns."""
+    for turn in turns:
+        for row in turn:
+            if row.msg.role is Role.USER and has_kind(row.msg, BlockKind.TEXT):
+                return row.src
+    return None

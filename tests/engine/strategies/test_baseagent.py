@@ -1,0 +1,177 @@
+"""BaseAgent: chars//4 estimator, prune scan, middle-out truncation, compaction shape."""
+
+from __future__ import annotations
+
+import pytest
+
+from ctxlab.engine.model import Block, BlockKind, Message, Role
+from ctxlab.engine.strategies import _baseagent_rules as ba
+from ctxlab.engine.strategies._baseagent_rules import BaseMsg, BaseToolCall
+
+# -- tiny builders ---------------------------------------------------------------------------
+
+
+def sys_(text: str = "S") -> BaseMsg:
+    return BaseMsg("system", text)
+
+
+def usr(text: str = "u") -> BaseMsg:
+    return BaseMsg("user", text)
+
+
+def asst(text: str = "a", *ids: str) -> BaseMsg:
+    return BaseMsg("assistant", text, tool_calls=tuple(BaseToolCall(i, "shell", "{}") for i in ids))
+
+
+def tool(call_id: str, tokens: int) -> BaseMsg:
+    return BaseMsg("tool", "x" * (tokens * 4), tool_call_id=call_id)
+
+
+# -- estimator -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("msg", "expected"),
+    [
+        pytest.param(usr(""), 4, id="empty-is-overhead"),
+        pytest.param(usr("abc"), 4, id="floors"),
+        pytest.param(usr("abcd"), 5, id="four-chars"),
+        pytest.param(usr("中文字符"), 5, id="code-points-not-bytes"),
+        pytest.param(BaseMsg("assistant", None), 4, id="none-content"),
+        pytest.param(
+            BaseMsg("assistant", "", tool_calls=(BaseToolCall("1", "read", "{'path': 'a.py'}"),)),
+            4 + 1 + 4,
+            id="tool-call-name-and-args",
+        ),
+        pytest.param(
+            BaseMsg("user", None, parts=(("text", "abcdefgh"), ("image_url", ""))),
+            4 + 2 + 1000,
+            id="image-1000",
+        ),
+    ],
+)
+def test_estimate_message_tokens(msg: BaseMsg, expected: int) -> None:
+    assert ba.estimate_message_tokens(msg) == expected
+
+
+def test_threshold_is_exactly_142800_and_strict() -> None:
+    threshold = ba.compact_threshold()
+    assert threshold == 142_800
+    assert not ba.is_overflow(142_800, threshold)
+    assert ba.is_overflow(142_801, threshold)
+
+
+def test_to_base_stores_arguments_as_python_str_dict() -> None:
+    src = Message(
+        Role.ASSISTANT,
+        (Block(BlockKind.TOOL_USE, tool_id="c", tool_name="read", tool_input={"path": "a.py"}),),
+    )
+    (out,) = ba.to_base(3, src)
+    assert out.tool_calls == (BaseToolCall("c", "read", "{'path': 'a.py'}"),)
+    assert out.content is None and out.src == 3
+
+
+def test_to_base_claude_results_become_tool_messages() -> None:
+    src = Message(Role.USER, (Block(BlockKind.TOOL_RESULT, tool_id="t", text="out"),))
+    assert ba.to_base(1, src) == [BaseMsg("tool", "out", tool_call_id="t")]
+
+
+# -- middle_out_truncate ---------------------------------------------------------------------
+
+
+def test_middle_out_truncate_noop_within_limit() -> None:
+    assert ba.middle_out_truncate("a" * 40, 10) == "a" * 40
+    assert ba.middle_out_truncate("", 1) == ""
+
+
+def test_middle_out_truncate_marker_and_halves() -> None:
+    text = "h" * 30 + "t" * 30  # 60 bytes = 15 tokens > 10
+    out = ba.middle_out_truncate(text, 10)
+    assert out == "h" * 20 + "\n\n...5 tokens truncated...\n\n" + "t" * 20
+
+
+def test_middle_out_truncate_drops_split_multibyte_chars() -> None:
+    text = "é" * 30  # 60 bytes
+    out = ba.middle_out_truncate(text, 5)  # keep 20 bytes: 10 head + 10 tail
+    assert out == "é" * 5 + "\n\n...10 tokens truncated...\n\n" + "é" * 5
+    out = ba.middle_out_truncate("a" + "é" * 30, 5)  # 61 bytes, head cut splits a char
+    assert out.startswith("a" + "é" * 4 + "\n\n")
+
+
+# -- prune -----------------------------------------------------------------------------------
+
+
+def test_prune_protects_after_second_to_last_user_and_crossing_output_is_pruned() -> None:
+    msgs = [
+        sys_(),
+        usr("task"),
+        asst("", "1"),
+        tool("1", 30_000),
+        asst("", "2"),
+        tool("2", 25_000),
+        asst("", "3"),
+        tool("3", 20_000),
+        usr("second-to-last"),  # scanning starts here (turns becomes 2)
+        asst("", "4"),
+        tool("4", 90_000),  # protected
+        usr("last"),
+    ]
+    scan = ba.scan_prune(msgs)
+    assert scan.indexes == (5, 3)  # 20k (7) fits 40k; 45k crosses at 5
+    assert scan.pruned == 55_000 and scan.applied
+    out = ba.prune_old_tool_outputs(msgs, scan)
+    assert [m.content == ba.PRUNE_MARKER for m in out] == [i in (3, 5) for i in range(len(msgs))]
+    assert out[3].tool_call_id == "1"
+    assert msgs[3].content != ba.PRUNE_MARKER  # input untouched
+
+
+@pytest.mark.parametrize(
+    ("old_tokens", "applied"),
+    [
+        pytest.param(20_000, False, id="exactly-minimum-not-applied"),
+        pytest.param(20_001, True, id="above"),
+    ],
+)
+def test_prune_minimum_is_strict(old_tokens: int, applied: bool) -> None:
+    msgs = [
+        usr(),
+        asst("", "1"),
+        tool("1", old_tokens),
+        asst("", "2"),
+        tool("2", 40_000),
+        usr(),
+        usr(),
+    ]
+    scan = ba.scan_prune(msgs)
+    assert scan.applied is applied
+    out = ba.prune_old_tool_outputs(msgs, scan)
+    assert (out == msgs) is (not applied)
+
+
+def test_prune_stops_at_an_earlier_marker() -> None:
+    msgs = [usr(), BaseMsg("tool", ba.PRUNE_MARKER), tool("2", 70_000), usr(), usr()]
+    scan = ba.scan_prune(msgs)
+    assert scan.indexes == (2,)
+
+
+def test_prune_empty_and_single_turn() -> None:
+    assert ba.prune_old_tool_outputs([]) == []
+    assert not ba.scan_prune([usr(), asst("", "1"), tool("1", 99_000)]).indexes
+
+
+# -- compaction ------------------------------------------------------------------------------
+
+
+def test_compacted_history_is_exactly_system_and_prefixed_summary() -> None:
+    out = ba.compacted_history("SYS", "sum")
+    assert out == [BaseMsg("system", "SYS"), BaseMsg("user", ba.SUMMARY_PREFIX + "sum")]
+    assert ba.SUMMARY_PREFIX.endswith("Here is the summary from the previous context:\n\n")
+
+
+def test_compaction_request_appends_prompt_as_user() -> None:
+    req = ba.compaction_request([sys_(), usr()])
+    assert req[-1] == BaseMsg("user", ba.COMPACTION_PROMPT)
+    assert ba.COMPACTION_PROMPT.startswith(
+        "You are performing a CONTEXT CHECKPOINT COMPACTION. Create a handoff summary for "
+        "another LLM that will resume the task."
+    )

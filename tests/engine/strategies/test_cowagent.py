@@ -1,0 +1,290 @@
+"""CowAgent (chatgpt-on-wechat): estimator, turns, truncation, sanitizer, summary rules."""
+
+from __future__ import annotations
+
+import pytest
+
+from ctxlab.engine.model import Block, BlockKind, Message, Role
+from ctxlab.engine.strategies import _cowagent_rules as cow
+from ctxlab.engine.strategies._cowagent_rules import CowMsg
+
+# -- tiny builders ---------------------------------------------------------------------------
+
+
+def user(text: str) -> Message:
+    return Message(Role.USER, (Block(BlockKind.TEXT, text=text),))
+
+
+def assistant(text: str = "", *tool_ids: str, inputs: object = None) -> Message:
+    blocks = [Block(BlockKind.TEXT, text=text)] if text else []
+    blocks += [
+        Block(BlockKind.TOOL_USE, tool_id=t, tool_name="bash", tool_input=inputs or {"c": t})
+        for t in tool_ids
+    ]
+    return Message(Role.ASSISTANT, tuple(blocks))
+
+
+def result(tool_id: str, text: str = "ok") -> Message:
+    return Message(Role.USER, (Block(BlockKind.TOOL_RESULT, tool_id=tool_id, text=text),))
+
+
+def image_only() -> Message:
+    return Message(Role.USER, (Block(BlockKind.MEDIA, media_type="image/png", size=10),))
+
+
+def rows(*msgs: Message) -> list[CowMsg]:
+    return [cow.to_cow(i, m) for i, m in enumerate(msgs)]
+
+
+def srcs(items: list[CowMsg]) -> list[int | None]:
+    return [r.src for r in items]
+
+
+# -- estimator -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param("", 0, id="empty"),
+        pytest.param("a", 1, id="one-ascii-int(0.25)+1"),
+        pytest.param("abcd", 2, id="four-ascii"),
+        pytest.param("abc", 1, id="three-ascii-floors"),
+        pytest.param("中", 2, id="one-cjk-int(1.5)+1"),
+        pytest.param("中文", 4, id="two-cjk"),
+        pytest.param("中a", 2, id="mixed-1.75"),
+        pytest.param("é", 2, id="latin1-is-non-ascii"),
+        pytest.param("😀", 2, id="astral-is-one-code-point"),
+    ],
+)
+def test_estimate_text_weighting(text: str, expected: int) -> None:
+    assert cow.estimate_text(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("msg", "expected"),
+    [
+        pytest.param(user(""), 1, id="empty-text-min-1"),
+        pytest.param(user("abcd"), 2, id="text"),
+        pytest.param(image_only(), 1200, id="image"),
+        pytest.param(result("t", "abcd"), 32, id="tool-result-30+"),
+        pytest.param(
+            assistant("", "t1", inputs={"k": "v"}),
+            50 + cow.estimate_text('{"k": "v"}'),
+            id="tool-use",
+        ),
+        pytest.param(
+            Message(Role.ASSISTANT, (Block(BlockKind.TOOL_USE, tool_id="x", tool_input="raw"),)),
+            1,
+            id="tool-use-non-dict-not-counted",
+        ),
+        pytest.param(
+            Message(Role.ASSISTANT, (Block(BlockKind.THINKING, text="x" * 400),)),
+            10,
+            id="thinking-is-other-10",
+        ),
+    ],
+)
+def test_estimate_message_rules(msg: Message, expected: int) -> None:
+    assert cow.estimate_message(msg) == expected
+
+
+def test_budget_tokens_falls_back_to_ninety_percent_of_model_window() -> None:
+    assert cow.budget_tokens(50_000, "whatever") == 50_000
+    assert cow.budget_tokens(0, "claude-3-5-sonnet") == 180_000
+    assert cow.budget_tokens(0, "gpt-4") == 7_200
+    assert cow.budget_tokens(0, "unknown") == 115_200
+
+
+# -- turns -----------------------------------------------------------------------------------
+
+
+def test_split_turns_tool_results_and_images_join_the_turn() -> None:
+    msgs = rows(
+        assistant("hello first"),  # before any query: a turn of its own
+        user("q1"),
+        assistant("", "t1"),
+        result("t1"),
+        image_only(),
+        assistant("a1"),
+        user("q2"),
+    )
+    assert [srcs(t) for t in cow.split_turns(msgs)] == [[0], [1, 2, 3, 4, 5], [6]]
+
+
+def test_split_turns_tool_role_is_user_in_cowagent() -> None:
+    tool_msg = Message(Role.TOOL, (Block(BlockKind.TOOL_RESULT, tool_id="t1", text="x"),))
+    msgs = rows(user("q"), assistant("", "t1"), tool_msg, assistant("done"))
+    assert msgs[2].msg.role is Role.USER
+    assert len(cow.split_turns(msgs)) == 1
+
+
+def test_split_turns_empty_history() -> None:
+    assert cow.split_turns([]) == []
+
+
+# -- truncation ------------------------------------------------------------------------------
+
+
+def test_truncate_historical_marker_is_head_only_and_byte_exact() -> None:
+    text = "x" * 20_001
+    out = cow.truncate_historical(text)
+    assert out == "x" * 20_000 + "\n\n[Historical output truncated: 20001 -> 20000 chars]"
+    assert cow.truncate_historical("y" * 20_000) == "y" * 20_000
+
+
+def test_truncate_at_creation_marker() -> None:
+    out = cow.truncate_at_creation("z" * 50_010)
+    assert out.endswith("\n\n[Output truncated: 50010 chars total, showing first 50000 chars]")
+    assert out.startswith("z" * 50_000 + "\n\n")
+
+
+def test_truncate_historical_tool_results_spares_the_current_turn() -> None:
+    big = "b" * 25_000
+    msgs = rows(
+        user("q1"),
+        assistant("", "t1"),
+        result("t1", big),
+        user("q2"),
+        assistant("", "t2"),
+        result("t2", big),
+    )
+    out, done = cow.truncate_historical_tool_results(msgs)
+    assert [d.src for d in done] == [2]
+    assert out[2].msg.blocks[0].text.endswith("[Historical output truncated: 25000 -> 20000 chars]")
+    assert out[5].msg.blocks[0].text == big
+
+
+def test_compress_turn_keeps_first_user_text_and_last_assistant_text() -> None:
+    turn = rows(
+        user("  ask  "),
+        assistant("thinking aloud", "t1"),
+        result("t1", "data"),
+        assistant(" final "),
+    )
+    out = cow.compress_turn_to_text_only(turn)
+    assert [(r.src, r.msg.role, r.msg.blocks[0].text) for r in out] == [
+        (0, Role.USER, "ask"),
+        (3, Role.ASSISTANT, "final"),
+    ]
+
+
+def test_compress_turn_without_text_vanishes() -> None:
+    assert cow.compress_turn_to_text_only(rows(assistant("", "t1"), result("t1"))) == []
+
+
+# -- sanitizer -------------------------------------------------------------------------------
+
+
+def test_sanitize_appends_synthetic_result_after_trailing_tool_use() -> None:
+    msgs = rows(user("q"), assistant("", "t1"))
+    out, removed, repairs = cow.sanitize(msgs)
+    assert removed == 0 and repairs == 1
+    assert out[-1].src is None
+    assert out[-1].msg.blocks[0].text == cow.SYNTHETIC_TOOL_ERROR
+    assert out[-1].msg.blocks[0].is_error
+
+
+def test_sanitize_drops_leading_orphan_results_and_unmatched_pairs() -> None:
+    msgs = rows(result("gone"), user("q"), assistant("", "t1"), result("t1"), result("zz"))
+    out, removed, _ = cow.sanitize(msgs)
+    assert srcs(out) == [1, 2, 3]
+    assert removed == 2
+
+
+def test_sanitize_keeps_text_when_removing_an_orphan_result_block() -> None:
+    mixed = Message(
+        Role.USER,
+        (Block(BlockKind.TOOL_RESULT, tool_id="zz", text="x"), Block(BlockKind.TEXT, text="hi")),
+    )
+    out, removed, _ = cow.sanitize(rows(user("q"), assistant("a"), mixed))
+    assert removed == 1
+    assert [b.kind for b in out[2].msg.blocks] == [BlockKind.TEXT]
+
+
+# -- summary ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("reply", "none"),
+    [
+        pytest.param("无", True, id="wu"),
+        pytest.param("  无\n", True, id="wu-padded"),
+        pytest.param("", True, id="empty"),
+        pytest.param("- 用户要求部署", False, id="real"),
+        pytest.param("无 变化", False, id="wu-prefix-is-real"),
+    ],
+)
+def test_is_no_summary(reply: str, none: bool) -> None:
+    assert cow.is_no_summary(reply) is none
+
+
+def test_format_for_summary_caps_each_line_and_skips_tool_results() -> None:
+    msgs = rows(user("u" * 600), assistant("", "t1"), result("t1", "secret"), assistant(" done "))
+    text = cow.format_for_summary(msgs)
+    assert text == f"用户: {'u' * 500}\n助手: done"
+    assert cow.summary_user_prompt(text).startswith("请归纳以下对话的日常记录：\n\n用户: ")
+
+
+def test_dedupe_for_flush_skips_seen_texts_and_textless_messages() -> None:
+    msgs = rows(user("same"), assistant("", "t1"), result("t1"), user("same"), user("new"))
+    out, seen = cow.dedupe_for_flush(msgs, frozenset())
+    assert srcs(out) == [0, 4]
+    again, _ = cow.dedupe_for_flush(rows(user("new")), seen)
+    assert again == []
+
+
+def test_fallback_summary_pairs_and_caps() -> None:
+    msgs = rows(
+        *(
+            m
+            for i in range(12)
+            for m in (user(f"q{i} " + "x" * 200), assistant(f"\n\nline{i}\nmore"))
+        )
+    )
+    text = cow.fallback_summary(msgs)
+    lines = text.split("\n")
+    assert len(lines) == 10
+    assert lines[0] == f"- 用户: {('q0 ' + 'x' * 200)[:120]} → 回复: line0"
+
+
+def test_injection_text_is_byte_exact() -> None:
+    assert cow.injection_text(" s \n", 3, "orig") == (
+        "[System: Previous conversation summary — 3 turns were compacted]\n\ns\n\n"
+        "The recent conversation continues below.\n\n---\n\norig"
+    )
+
+
+def test_inject_summary_misses_when_target_is_gone() -> None:
+    msgs = rows(user("a"), assistant("b"))
+    same, hit = cow.inject_summary(msgs, target_src=7, summary="s", turns=1)
+    assert not hit and same == msgs
+    out, hit = cow.inject_summary(msgs, target_src=0, summary="s", turns=1)
+    assert hit and out[0].msg.blocks[0].text.endswith("---\n\na")
+
+
+# -- overflow --------------------------------------------------------------------------------
+
+
+def test_aggressive_trim_caps_and_keeps_last_five_turns() -> None:
+    turns = [m for i in range(7) for m in (user(f"q{i}"), assistant(f"a{i}"))]
+    big_input = {"content": "w" * 12_000, "path": "p"}
+    msgs = rows(
+        *turns,
+        assistant("", "t9", inputs=big_input),
+        result("t9", "r" * 10_001),
+        user("u" * 10_001),
+    )
+    out, truncated, removed = cow.aggressive_trim(msgs)
+    assert removed == 3  # 8 turns -> 5
+    assert truncated == 3
+    by_src = {r.src: r.msg for r in out}
+    assert (
+        by_src[15].blocks[0].text.endswith("[Truncated for context recovery: 10001 -> 10000 chars]")
+    )
+    assert by_src[14].blocks[0].tool_input["content"] == "w" * 1000 + "... [truncated 12000 chars]"
+    assert (
+        by_src[16]
+        .blocks[0]
+        .text.endswith("[Message truncated for context recovery: 10001 -> 10000 chars]")
+    )

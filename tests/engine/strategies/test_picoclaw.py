@@ -1,0 +1,319 @@
+"""PicoClaw legacy context manager: estimator, boundaries, compression, summarisation."""
+
+from __future__ import annotations
+
+import pytest
+
+from ctxlab.engine.model import Block, BlockKind, Message, Role, ToolDef
+from ctxlab.engine.strategies import _picoclaw_budget as pb
+from ctxlab.engine.strategies._picoclaw_budget import PicoMsg, PicoToolCall
+
+# -- tiny builders (as context_budget_test.go has them) ----------------------------------------
+
+
+def msg_user(content: str = "u") -> PicoMsg:
+    return PicoMsg("user", content)
+
+
+def msg_assistant(content: str = "a") -> PicoMsg:
+    return PicoMsg("assistant", content)
+
+
+def msg_assistant_tc(*ids: str) -> PicoMsg:
+    return PicoMsg("assistant", "", tool_calls=tuple(PicoToolCall(i, "exec", "{}") for i in ids))
+
+
+def msg_tool(call_id: str, content: str = "r") -> PicoMsg:
+    return PicoMsg("tool", content, tool_call_id=call_id)
+
+
+# -- estimator -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("msg", "expected"),
+    [
+        pytest.param(PicoMsg("user", ""), 12 * 2 // 5, id="overhead-only"),
+        pytest.param(PicoMsg("user", "abc"), 15 * 2 // 5, id="ascii"),
+        pytest.param(PicoMsg("user", "中文字"), 15 * 2 // 5, id="multibyte-counts-runes"),
+        pytest.param(
+            PicoMsg("tool", "", tool_call_id="中"), (12 + 3) * 2 // 5, id="id-counts-bytes"
+        ),
+        pytest.param(
+            PicoMsg("assistant", "", tool_calls=(PicoToolCall("c1", "ls", '{"p":"é"}'),)),
+            (12 + 2 + 8 + 2 + 10) * 2 // 5,
+            id="tool-call-bytes",
+        ),
+        pytest.param(PicoMsg("assistant", "x", reasoning="yy"), 15 * 2 // 5, id="reasoning"),
+        pytest.param(PicoMsg("user", "", media=2), 4 + 512, id="media-256-each"),
+        pytest.param(
+            PicoMsg("system", "ab\n\n---\n\ncd", system_parts=("ab", "cd")),
+            (4 + 40 + 12) * 2 // 5,
+            id="system-parts-larger",
+        ),
+    ],
+)
+def test_estimate_message_tokens(msg: PicoMsg, expected: int) -> None:
+    assert pb.estimate_message_tokens(msg) == expected
+
+
+def test_estimate_ceil4_variant() -> None:
+    assert pb.estimate_message_tokens(PicoMsg("user", "a"), "ceil(chars/4)") == 4  # ceil(13/4)
+
+
+def test_go_json_marshal_sorts_compacts_and_escapes_html() -> None:
+    value = {"b": 1.0, "a": ["<x>", "&", "é"], "c": {"z": None, "y": True}}
+    assert pb.go_json_marshal(value) == (
+        '{"a":["\\u003cx\\u003e","\\u0026","é"],"b":1,"c":{"y":true,"z":null}}'
+    )
+
+
+def test_estimate_tool_defs_sums_then_divides() -> None:
+    defs = [ToolDef("ab", "cd", {"type": "object"}), ToolDef("e", "", None)]
+    chars = (2 + 2 + len('{"type":"object"}') + 20) + (1 + 0 + 20)
+    assert pb.estimate_tool_defs_tokens(defs) == chars * 2 // 5
+    assert pb.estimate_tool_defs_tokens([]) == 0
+
+
+@pytest.mark.parametrize(
+    ("window", "over"),
+    [pytest.param(100, False, id="equal-is-within"), pytest.param(99, True, id="one-less-is-over")],
+)
+def test_is_over_context_budget_strictly_greater(window: int, over: bool) -> None:
+    msgs = [PicoMsg("user", "x" * 38)]  # (38+12)*2/5 = 20
+    assert pb.is_over_context_budget(window, msgs, tool_tokens=30, max_tokens=50) is over
+
+
+# -- adapter ---------------------------------------------------------------------------------
+
+
+def test_to_pico_splits_claude_tool_results_into_tool_messages() -> None:
+    source = Message(
+        Role.USER,
+        (
+            Block(BlockKind.TOOL_RESULT, tool_id="t1", text="r1"),
+            Block(BlockKind.TOOL_RESULT, tool_id="t2", text="r2"),
+        ),
+    )
+    out = pb.to_pico(5, source)
+    assert [(m.role, m.tool_call_id, m.content, m.src) for m in out] == [
+        ("tool", "t1", "r1", 5),
+        ("tool", "t2", "r2", 5),
+    ]
+
+
+def test_to_pico_assistant_keeps_reasoning_and_marshals_arguments() -> None:
+    source = Message(
+        Role.ASSISTANT,
+        (
+            Block(BlockKind.THINKING, text="hmm"),
+            Block(BlockKind.TEXT, text="ok"),
+            Block(BlockKind.TOOL_USE, tool_id="c", tool_name="ls", tool_input={"b": 2, "a": 1}),
+        ),
+    )
+    (out,) = pb.to_pico(0, source)
+    assert out.reasoning == "hmm" and out.content == "ok"
+    assert out.tool_calls == (PicoToolCall("c", "ls", '{"a":1,"b":2}'),)
+
+
+# -- boundaries (TestParseTurnBoundaries / TestFindSafeBoundary*) -------------------------------
+
+
+def test_parse_turn_boundaries() -> None:
+    h = [msg_user(), msg_assistant_tc("1"), msg_tool("1"), msg_assistant(), msg_user()]
+    assert pb.parse_turn_boundaries(h) == [0, 4]
+
+
+@pytest.mark.parametrize(
+    ("history", "target", "expected"),
+    [
+        pytest.param([], 3, 0, id="empty"),
+        pytest.param([msg_user(), msg_assistant()], 0, 0, id="target-zero"),
+        pytest.param([msg_user(), msg_assistant()], 5, 2, id="target-past-end"),
+        pytest.param(
+            [msg_user(), msg_assistant(), msg_user(), msg_assistant()], 2, 2, id="already-safe"
+        ),
+        pytest.param(
+            [msg_user(), msg_assistant_tc("1"), msg_tool("1"), msg_user(), msg_assistant()],
+            2,
+            3,
+            id="single-user-before-forward-scan",
+        ),
+        pytest.param(
+            [
+                msg_user(),
+                msg_assistant(),
+                msg_user(),
+                msg_assistant_tc("1"),
+                msg_tool("1"),
+                msg_tool("2"),
+                msg_assistant(),
+            ],
+            5,
+            2,
+            id="backward-skips-tool-sequence",
+        ),
+        pytest.param(
+            [msg_user(), msg_assistant_tc("1"), msg_tool("1"), msg_assistant()],
+            2,
+            0,
+            id="single-turn-returns-zero",
+        ),
+        pytest.param(
+            [msg_assistant(), msg_assistant(), msg_assistant()], 1, 1, id="no-user-returns-target"
+        ),
+    ],
+)
+def test_find_safe_boundary(history: list[PicoMsg], target: int, expected: int) -> None:
+    assert pb.find_safe_boundary(history, target) == expected
+
+
+def test_find_safe_boundary_single_turn_returns_zero_for_plan() -> None:
+    # A single user message at 0: summarisation cannot cut safely.
+    h = [
+        msg_user(),
+        msg_assistant_tc("1"),
+        msg_tool("1"),
+        msg_assistant_tc("2"),
+        msg_tool("2"),
+        msg_assistant(),
+    ]
+    assert pb.plan_summary(h, context_window=1000) is None
+
+
+# -- sanitizer -------------------------------------------------------------------------------
+
+
+def test_sanitize_drops_orphans_and_unanswered_calls() -> None:
+    h = [
+        PicoMsg("system", "s"),
+        msg_tool("x"),  # leading orphan
+        msg_assistant_tc("0"),  # tool call at start
+        msg_user("q"),
+        msg_assistant_tc("1", "2"),
+        msg_tool("1"),
+        msg_tool("1"),  # duplicate
+        msg_tool("2"),
+        msg_tool(""),  # id-less
+        msg_assistant("a"),
+        msg_assistant_tc("3"),  # predecessor is assistant: dropped
+        msg_tool("3"),
+        msg_user("q2"),
+        msg_assistant_tc("4"),  # never answered
+    ]
+    out = pb.sanitize_history(h)
+    assert [(m.role, m.tool_call_id or m.content) for m in out] == [
+        ("user", "q"),
+        ("assistant", ""),
+        ("tool", "1"),
+        ("tool", "2"),
+        ("assistant", "a"),
+        ("user", "q2"),
+    ]
+
+
+def test_build_system_injects_summary_part() -> None:
+    sysmsg = pb.build_system("PROMPT", "S")
+    assert sysmsg.content == "PROMPT\n\n---\n\n" + pb.SUMMARY_PREFIX + "S"
+    assert sysmsg.content.split("\n\n---\n\n")[1].startswith(
+        "CONTEXT_SUMMARY: The following is an approximate summary of prior conversation for "
+        "reference only. It may be incomplete or outdated — always defer to explicit "
+        "instructions.\n\n"
+    )
+    assert pb.build_system("PROMPT", "").system_parts == ("PROMPT",)
+
+
+# -- forceCompression (TestLegacyCompact_*) ----------------------------------------------------
+
+
+def test_force_compression_too_short() -> None:
+    assert pb.force_compression([msg_user(), msg_assistant()], "") is None
+
+
+@pytest.mark.parametrize(
+    ("turns", "dropped_turns"),
+    [
+        pytest.param(5, 2, id="5-drops-2"),
+        pytest.param(4, 2, id="4-drops-2"),
+        pytest.param(3, 1, id="3-drops-1"),
+    ],
+)
+def test_force_compression_drops_floor_half_of_turns(turns: int, dropped_turns: int) -> None:
+    h = [m for i in range(turns) for m in (msg_user(f"q{i}"), msg_assistant(f"a{i}"))]
+    res = pb.force_compression(h, "")
+    assert res is not None
+    assert len(res.dropped) == 2 * dropped_turns
+    n = 2 * dropped_turns
+    assert (
+        res.summary == f"[Emergency compression dropped {n} oldest messages due to context limit]"
+    )
+
+
+def test_force_compression_single_turn_keeps_last_user_message() -> None:
+    h = [msg_user("only"), msg_assistant_tc("1"), msg_tool("1"), msg_assistant("a")]
+    res = pb.force_compression(h, "prev")
+    assert res is not None
+    assert res.kept == (msg_user("only"),)
+    assert (
+        res.summary
+        == "prev\n\n[Emergency compression dropped 3 oldest messages due to context limit]"
+    )
+
+
+def test_trim_history_drops_oldest_turns_then_clears() -> None:
+    h = [msg_user("x" * 50), msg_assistant("y" * 50), msg_user("z" * 50), msg_assistant("w" * 50)]
+
+    def build(hist: object) -> list[PicoMsg]:
+        return [PicoMsg("system", "s"), *hist, msg_user("now")]  # type: ignore[misc]
+
+    def over_limit(limit: int):  # type: ignore[no-untyped-def]
+        return lambda msgs: pb.estimate_messages(msgs) > limit
+
+    hist, _, fit = pb.trim_history_to_fit(h, build, over_limit(70))
+    assert fit and hist == h[2:]
+    hist, msgs, fit = pb.trim_history_to_fit(h, build, over_limit(5))
+    assert not fit and hist == [] and msgs[-1] == msg_user("now")
+
+
+# -- summarisation ---------------------------------------------------------------------------
+
+
+def test_should_summarize_message_count_and_token_threshold() -> None:
+    h = [msg_user()] * 21
+    assert pb.should_summarize(h, context_window=10**9)[0]
+    h = [msg_user("x" * 100)] * 2  # 2 * (112*2//5=44) = 88
+    fire, tokens, threshold = pb.should_summarize(h, context_window=117)
+    assert (fire, tokens, threshold) == (True, 88, 87)
+    assert not pb.should_summarize(h, context_window=118)[0]  # 118*75//100 = 88: not >
+
+
+def test_plan_summary_omits_oversized_and_skips_tools() -> None:
+    h = [
+        msg_user("q" * 300),  # 300//2 = 150 > 200//2 = 100: omitted
+        msg_assistant_tc("1"),
+        msg_tool("1"),
+        msg_assistant("a"),
+        msg_user("q2"),
+        msg_assistant("b"),
+        msg_user("q3"),
+        msg_assistant("c"),
+    ]
+    plan = pb.plan_summary(h, context_window=200)
+    assert plan is not None
+    assert (plan.cut, plan.keep, plan.omitted) == (4, 4, True)
+    assert [m.content for m in plan.valid] == ["", "a"]
+
+
+def test_split_batches_moves_mid_to_user_and_batch_prompt_format() -> None:
+    valid = [m for i in range(6) for m in (msg_user(f"u{i}"), msg_assistant(f"a{i}"))]
+    first, second = pb.split_batches(valid)
+    assert len(first) == 6 and second[0].role == "user"
+    assert pb.batch_prompt([msg_user("hi")], "S") == (
+        "Provide a concise summary of this conversation segment, preserving core context and key "
+        "points.\nExisting context: S\n\nCONVERSATION:\nuser: hi\n"
+    )
+
+
+def test_fallback_batch_summary_cuts_runes() -> None:
+    text = pb.fallback_batch_summary([msg_user(" " + "é" * 300 + " "), msg_assistant("")])
+    assert text == "Conversation summary: user: " + "é" * 200 + "... | assistant: "
