@@ -1,0 +1,105 @@
+"""Real-browser fixtures: Playwright (sync API) driving Debian's /usr/bin/chromium.
+
+Run in their own pytest process (``make test-browser``): Playwright's sync API keeps an
+event loop in the main thread, which breaks async tests sharing the process (stack.md §6).
+Without Chromium the tests skip, unless CTXLAB_REQUIRE_BROWSER=1 (set by .ci/run) makes a
+missing browser a failure. Screenshots go to artifacts/ (git-ignored).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.conf import settings
+
+CHROMIUM = Path(os.environ.get("CTXLAB_CHROMIUM", "/usr/bin/chromium"))
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+ARTIFACTS = Path(settings.BASE_DIR) / "artifacts"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    here = Path(__file__).parent
+    for item in items:
+        if here in Path(str(item.fspath)).parents:
+            item.add_marker(pytest.mark.browser)
+
+
+def _require_browser() -> None:
+    if CHROMIUM.exists():
+        return
+    reason = f"Chromium not found at {CHROMIUM} (apt-get install chromium chromium-driver)"
+    if os.environ.get("CTXLAB_REQUIRE_BROWSER") == "1":
+        pytest.fail(f"CTXLAB_REQUIRE_BROWSER=1 but {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    _require_browser()
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True
+        )
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    """A fresh browser context per test; console errors are collected on page.errors."""
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    page.errors = []  # type: ignore[attr-defined]
+    page.on("pageerror", lambda exc: page.errors.append(str(exc)))
+    page.on(
+        "console",
+        lambda msg: page.errors.append(msg.text) if msg.type == "error" else None,
+    )
+    yield page
+    context.close()
+
+
+@pytest.fixture
+def screenshot(page: Any, request: pytest.FixtureRequest) -> Any:
+    """``screenshot("name")`` saves artifacts/<test>-<name>.png and returns its path."""
+    ARTIFACTS.mkdir(exist_ok=True)
+
+    def take(name: str) -> Path:
+        path = ARTIFACTS / f"{request.node.name}-{name}.png"
+        page.screenshot(path=str(path), full_page=True)
+        return path
+
+    return take
+
+
+@pytest.fixture
+def login(page: Any, live_server: Any, django_user_model: Any) -> Any:
+    """``login()`` creates a user and signs in through the real login form."""
+
+    def sign_in(username: str = "alice", password: str = "alice-pass-123") -> Any:
+        if not django_user_model.objects.filter(username=username).exists():
+            django_user_model.objects.create_user(username=username, password=password)
+        page.goto(f"{live_server.url}/accounts/login/")
+        page.fill("input[name=username]", username)
+        page.fill("input[name=password]", password)
+        page.click("button[type=submit]")
+        page.wait_for_selector("nav.site-nav")
+        return page
+
+    return sign_in
