@@ -1,16 +1,446 @@
-"""Transcript views (placeholder index until the importers' UI lands)."""
+"""Transcript pages: upload + list, one upload's conversations, one transcript.
+
+Every query goes through ``owned``/``get_owned_or_404``: another user's data is a 404.
+Every page has a JSON twin (``?format=json``).
+"""
 
 from __future__ import annotations
 
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
-from django.views.decorators.http import require_GET
+import json
+from typing import Any
+
+from django.core.paginator import Page, Paginator
+from django.db.models import Exists, F, OuterRef, Q, QuerySet
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils.http import content_disposition_header
+from django.views.decorators.csrf import csrf_exempt, csrf_protect
+from django.views.decorators.http import require_GET, require_POST
+from django_htmx.middleware import HtmxDetails
+
+from ctxlab.engine import TranscriptError
+from ctxlab.ownership import get_owned_or_404, owned
+
+from . import charts, services
+from .forms import UploadForm
+from .models import Message, Transcript, Upload
+from .uploads import SizeLimitUploadHandler
+
+UPLOADS_PER_PAGE = 25
+CONVERSATIONS_PER_PAGE = 50
+MESSAGES_PER_PAGE = 100
+MAX_MESSAGES_PER_PAGE = 1000
+
+
+class HtmxHttpRequest(HttpRequest):
+    htmx: HtmxDetails
+
+
+def _wants_json(request: HttpRequest) -> bool:
+    return request.GET.get("format") == "json"
+
+
+def _page_number(request: HttpRequest) -> str:
+    return request.GET.get("page") or "1"
+
+
+# Upload list
+
+
+SORTS = {
+    "name": "name",
+    "format": "format",
+    "messages": "message_count",
+    "tool_calls": "tool_call_count",
+    "size": "size",
+    "tokens": "reference_tokens",
+    "peak": "reported_peak_context",
+    "secrets": "secret_count",
+    "created": "created_at",
+}
+SORT_LABELS = [
+    ("name", "File"),
+    ("format", "Format"),
+    ("messages", "Messages"),
+    ("tool_calls", "Tool calls"),
+    ("size", "Size"),
+    ("tokens", "Reference tokens"),
+    ("peak", "Reported peak context"),
+    ("secrets", "Secrets"),
+    ("created", "Imported"),
+]
+
+
+def _uploads(request: HttpRequest) -> tuple[QuerySet[Upload], str, str]:
+    uploads = owned(Upload.objects.defer("data"), request.user)
+    query = request.GET.get("q", "").strip()
+    if query:
+        titles = Transcript.objects.filter(upload=OuterRef("pk"), title__icontains=query)
+        uploads = uploads.filter(
+            Q(name__icontains=query) | Q(format__icontains=query) | Exists(titles)
+        )
+    sort = request.GET.get("sort", "-created")
+    key = sort.removeprefix("-")
+    if key not in SORTS:
+        sort, key = "-created", "created"
+    field = F(SORTS[key])
+    order = field.desc(nulls_last=True) if sort.startswith("-") else field.asc(nulls_first=True)
+    return uploads.order_by(order, "-id"), query, sort
+
+
+def _upload_json(upload: Upload) -> dict[str, Any]:
+    return {
+        "id": upload.pk,
+        "name": upload.name,
+        "format": upload.format,
+        "size": upload.size,
+        "sha256": upload.sha256,
+        "created_at": upload.created_at.isoformat(),
+        "importer_version": upload.importer_version,
+        "conversations": upload.conversation_count,
+        "messages": upload.message_count,
+        "tool_calls": upload.tool_call_count,
+        "tool_results": upload.tool_result_count,
+        "reference_tokens": upload.reference_tokens,
+        "reported_peak_context": upload.reported_peak_context,
+        "secrets": upload.secret_count,
+        "warnings": upload.warnings,
+        "url": upload.get_absolute_url(),
+    }
+
+
+def _list_context(request: HttpRequest) -> dict[str, Any]:
+    uploads, query, sort = _uploads(request)
+    page = Paginator(uploads, UPLOADS_PER_PAGE).get_page(_page_number(request))
+    # One query for the single-conversation uploads' transcript ids (their rows link there).
+    singles = dict(
+        Transcript.objects.filter(
+            upload__in=[u.pk for u in page if u.conversation_count == 1]
+        ).values_list("upload_id", "pk")
+    )
+    for upload in page:
+        upload.single_transcript_id = singles.get(upload.pk)  # type: ignore[attr-defined]
+    columns = [
+        {
+            "key": key,
+            "label": label,
+            "sort": f"-{key}" if sort == key else key,
+            "active": sort.removeprefix("-") == key,
+            "descending": sort == f"-{key}",
+        }
+        for key, label in SORT_LABELS
+    ]
+    return {"page_obj": page, "query": query, "sort": sort, "columns": columns}
 
 
 @require_GET
-def transcript_list(request: HttpRequest) -> HttpResponse:
-    return render(
-        request,
-        "_components/placeholder.html",
-        {"title": "Transcripts", "blurb": "Imported agent transcripts will be listed here."},
+def transcript_list(request: HtmxHttpRequest) -> HttpResponse:
+    context = _list_context(request)
+    if _wants_json(request):
+        page: Page[Upload] = context["page_obj"]
+        return JsonResponse(
+            {
+                "uploads": [_upload_json(u) for u in page],
+                "page": page.number,
+                "pages": page.paginator.num_pages,
+                "count": page.paginator.count,
+                "q": context["query"],
+                "sort": context["sort"],
+            }
+        )
+    template_name = "sessions_app/transcript_list.html"
+    if request.htmx and request.htmx.target == "upload-table":
+        template_name += "#upload-table"
+    context["form"] = UploadForm()
+    return render(request, template_name, context)
+
+
+# Upload (POST): many files, one outcome each
+
+
+@csrf_exempt  # the CSRF check runs in _upload_create, after our upload handler is installed
+@require_POST
+def upload_create(request: HtmxHttpRequest) -> HttpResponse:
+    handler = SizeLimitUploadHandler(request, limit=services.max_upload_bytes())
+    request.upload_handlers.insert(0, handler)
+    return _upload_create(request, handler)
+
+
+@csrf_protect
+def _upload_create(request: HtmxHttpRequest, handler: SizeLimitUploadHandler) -> HttpResponse:
+    form = UploadForm(request.POST, request.FILES)
+    outcomes: list[services.ImportOutcome] = [
+        services.ImportOutcome(
+            name=name, size=size, error=services.oversize_error(name=name, size=size)
+        )
+        for name, size in handler.refused
+    ]
+    if form.is_valid():
+        fmt = form.cleaned_data["format"] or None
+        for uploaded in form.cleaned_data["files"]:
+            name = uploaded.name or "upload"
+            if uploaded.size > services.max_upload_bytes():
+                error = services.oversize_error(name=name, size=uploaded.size)
+                outcomes.append(services.ImportOutcome(name=name, size=uploaded.size, error=error))
+                continue
+            outcomes.append(
+                services.upload_import(
+                    owner=request.user, name=name, data=uploaded.read(), format=fmt
+                )
+            )
+    elif not outcomes:
+        outcomes.append(
+            services.ImportOutcome(
+                name="(form)", size=0, error=TranscriptError(form.errors.as_text())
+            )
+        )
+    if not outcomes:
+        outcomes.append(
+            services.ImportOutcome(
+                name="(no file)", size=0, error=TranscriptError("no file was chosen")
+            )
+        )
+    status = 200 if any(o.ok for o in outcomes) else 400
+    if _wants_json(request):
+        return JsonResponse({"results": [o.to_json() for o in outcomes]}, status=status)
+    if request.htmx:
+        # htmx swaps 2xx only; per-file errors are content, not a failed request.
+        return render(
+            request, "sessions_app/_upload_results.html", {"outcomes": outcomes}, status=200
+        )
+    context = _list_context(request)
+    context.update(form=UploadForm(), outcomes=outcomes)
+    return render(request, "sessions_app/transcript_list.html", context, status=status)
+
+
+# One upload: its conversations, its bytes
+
+
+@require_GET
+def upload_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
+    upload = get_owned_or_404(Upload.objects.defer("data"), request.user, pk=pk)
+    transcripts = upload.transcripts.order_by("position").defer(
+        "tools", "compactions", "metadata", "secrets"
     )
+    query = request.GET.get("q", "").strip()
+    if query:
+        transcripts = transcripts.filter(
+            Q(title__icontains=query) | Q(conversation_id__icontains=query)
+        )
+    page = Paginator(transcripts, CONVERSATIONS_PER_PAGE).get_page(_page_number(request))
+    if _wants_json(request):
+        return JsonResponse(
+            {
+                "upload": _upload_json(upload),
+                "transcripts": [_transcript_summary_json(t) for t in page],
+                "page": page.number,
+                "pages": page.paginator.num_pages,
+                "count": page.paginator.count,
+            }
+        )
+    template_name = "sessions_app/upload_detail.html"
+    if request.htmx and request.htmx.target and request.htmx.target.startswith("conversations-"):
+        template_name += "#conversation-rows"
+    return render(request, template_name, {"upload": upload, "page_obj": page, "query": query})
+
+
+@require_GET
+def upload_download(request: HttpRequest, pk: int) -> HttpResponse:
+    upload = get_owned_or_404(Upload.objects.all(), request.user, pk=pk)
+    response = HttpResponse(bytes(upload.data), content_type="application/octet-stream")
+    response["Content-Disposition"] = content_disposition_header(True, upload.name)
+    return response
+
+
+@require_POST
+def upload_reparse(request: HttpRequest, pk: int) -> HttpResponse:
+    upload = get_owned_or_404(Upload.objects.defer("data"), request.user, pk=pk)
+    outcome = services.upload_reparse(upload=upload)
+    if _wants_json(request):
+        return JsonResponse(outcome.to_json(), status=200 if outcome.ok else 400)
+    from django.contrib import messages
+
+    if outcome.ok:
+        messages.success(request, f"Re-parsed {upload.name}.")
+    else:
+        messages.error(request, f"Re-parse failed: {outcome.error}")
+    return redirect(upload)
+
+
+@require_POST
+def upload_delete(request: HttpRequest, pk: int) -> HttpResponse:
+    upload = get_owned_or_404(Upload.objects.defer("data"), request.user, pk=pk)
+    services.upload_delete(upload=upload)
+    from django.contrib import messages
+
+    messages.success(request, f"Deleted {upload.name}.")
+    return redirect("transcript-list")
+
+
+# One transcript
+
+
+def _transcript_summary_json(t: Transcript) -> dict[str, Any]:
+    return {
+        "id": t.pk,
+        "conversation_id": t.conversation_id,
+        "title": t.title,
+        "format": t.format,
+        "messages": t.message_count,
+        "tool_calls": t.tool_call_count,
+        "tool_results": t.tool_result_count,
+        "reference_tokens": t.reference_tokens,
+        "reported_peak_context": t.reported_peak_context,
+        "secrets": t.secret_count,
+        "url": t.get_absolute_url(),
+    }
+
+
+def _transcript_json(t: Transcript) -> dict[str, Any]:
+    return {
+        **_transcript_summary_json(t),
+        "upload": t.upload_id,
+        "position": t.position,
+        "model": t.model,
+        "usage_convention": t.usage_convention,
+        "source_file": t.source_file,
+        "parent": t.parent_id,
+        "parent_conversation_id": t.parent_conversation_id,
+        "children": list(t.children.order_by("position").values_list("pk", flat=True)),
+        "tools": t.tools,
+        "compactions": t.compactions,
+        "metadata": t.metadata,
+        "secret_locations": t.secrets,
+    }
+
+
+def _message_json(m: Message, default_file: str) -> dict[str, Any]:
+    usage = m.usage
+    return {
+        "index": m.index,
+        "role": m.role,
+        "blocks": m.blocks,
+        "reference_tokens": m.reference_tokens,
+        "source": {
+            "file": default_file if m.source_file is None else m.source_file,
+            "line": m.source_line,
+            "record": m.source_record,
+        },
+        "timestamp": m.timestamp,
+        "model": m.model,
+        "id": m.source_id,
+        "name": m.name,
+        "usage": None
+        if usage is None
+        else {
+            "input_uncached": usage.input_uncached,
+            "cache_read": usage.cache_read,
+            "cache_write_5m": usage.cache_write_5m,
+            "cache_write_1h": usage.cache_write_1h,
+            "output": usage.output,
+            "reasoning": usage.reasoning,
+            "convention": usage.convention,
+            "prompt_tokens": usage.prompt_tokens,
+        },
+        "flags": m.flags,
+        "secrets": m.secrets,
+    }
+
+
+def _display_blocks(m: Message) -> list[dict[str, Any]]:
+    """Blocks as the template shows them: codec dicts plus a few display-only facts."""
+    shown = []
+    for block in m.blocks:
+        item = dict(block)
+        item.setdefault("text", "")
+        if block.get("kind") == "tool_use":
+            value = block.get("tool_input")
+            item["input_json"] = (
+                value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, indent=2)
+            )
+        item["chars"] = len(item["text"])
+        shown.append(item)
+    return shown
+
+
+def _message_page(request: HttpRequest, transcript: Transcript) -> tuple[Page[Message], int]:
+    try:
+        per_page = max(
+            1, min(int(request.GET.get("per_page", MESSAGES_PER_PAGE)), MAX_MESSAGES_PER_PAGE)
+        )
+    except ValueError:
+        per_page = MESSAGES_PER_PAGE
+    messages = transcript.messages.order_by("index")
+    return Paginator(messages, per_page).get_page(_page_number(request)), per_page
+
+
+@require_GET
+def transcript_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
+    transcript = get_owned_or_404(
+        Transcript.objects.select_related("upload", "parent").defer("upload__data"),
+        request.user,
+        pk=pk,
+    )
+    page, per_page = _message_page(request, transcript)
+    if _wants_json(request):
+        next_url = None
+        if page.has_next():
+            next_url = (
+                f"{transcript.get_absolute_url()}?format=json&page={page.next_page_number()}"
+                f"&per_page={per_page}"
+            )
+        return JsonResponse(
+            {
+                "transcript": _transcript_json(transcript),
+                "messages": [_message_json(m, transcript.source_file) for m in page],
+                "page": page.number,
+                "per_page": per_page,
+                "pages": page.paginator.num_pages,
+                "count": page.paginator.count,
+                "next": next_url,
+            },
+            json_dumps_params={"ensure_ascii": False},
+        )
+    for message in page:
+        message.display_blocks = _display_blocks(message)  # type: ignore[attr-defined]
+    context: dict[str, Any] = {
+        "transcript": transcript,
+        "page_obj": page,
+        "per_page": per_page,
+        "next_url": (
+            f"{reverse('transcript-detail', args=[transcript.pk])}?page={page.next_page_number()}"
+            f"&per_page={per_page}"
+            if page.has_next()
+            else None
+        ),
+    }
+    if request.htmx and request.htmx.target and request.htmx.target.startswith("message-page"):
+        return render(request, "sessions_app/transcript_detail.html#message-page", context)
+    usage_rows = list(
+        transcript.messages.filter(has_usage=True)
+        .order_by("index")
+        .values_list(
+            "index",
+            "usage_input_uncached",
+            "usage_cache_read",
+            "usage_cache_write_5m",
+            "usage_cache_write_1h",
+            "usage_output",
+        )
+    )
+    context.update(
+        usage_chart=charts.usage_chart_html(usage_rows, compactions=transcript.compactions)
+        if usage_rows
+        else "",
+        usage_points=len(usage_rows),
+        children=transcript.children.order_by("position").only(
+            "pk", "title", "conversation_id", "message_count"
+        ),
+        facts={
+            "conversation_id": transcript.conversation_id,
+            "format": transcript.format,
+            "model": transcript.model,
+        },
+    )
+    return render(request, "sessions_app/transcript_detail.html", context)

@@ -1,0 +1,46 @@
+"""Upload form: many files at once, an optional forced format."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+
+from ctxlab.engine import importers
+
+
+class MultipleFileInput(forms.ClearableFileInput):
+    allow_multiple_selected = True
+
+
+class MultipleFileField(forms.FileField):
+    """A FileField that accepts a list of files (Django docs' recipe)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("widget", MultipleFileInput(attrs={"multiple": True}))
+        super().__init__(*args, **kwargs)
+
+    def clean(self, data: Any, initial: Any = None) -> Any:
+        single = super().clean
+        if isinstance(data, (list, tuple)):
+            return [single(item, initial) for item in data]
+        return [single(data, initial)] if data else []
+
+
+def format_choices() -> list[tuple[str, str]]:
+    choices = [("", "Detect automatically")]
+    for fmt, module in importers.IMPORTERS.items():
+        choices.append((fmt, f"{getattr(module, 'LABEL', fmt)} ({fmt})"))
+    return choices
+
+
+class UploadForm(forms.Form):
+    files = MultipleFileField(
+        required=False,  # oversize files are dropped by the upload handler and reported
+        help_text="One or many transcript files; each is imported on its own.",
+    )
+    format = forms.ChoiceField(choices=(), required=False)
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["format"].choices = format_choices()

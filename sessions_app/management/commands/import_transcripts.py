@@ -1,0 +1,119 @@
+"""Import transcript files or folders from disk, one transaction per file."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from ctxlab.engine import TranscriptError, importers
+from sessions_app import services
+
+from ._owner import resolve_owner
+
+
+def iter_files(paths: list[str]) -> Iterator[Path]:
+    """Files named, and every file under folders named (recursive, dotfiles skipped)."""
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            for root, dirs, files in os.walk(path):
+                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+                for name in sorted(files):
+                    if not name.startswith("."):
+                        yield Path(root) / name
+        else:
+            yield path
+
+
+class Progress:
+    """A one-line progress bar on stderr, drawn only when stderr is a terminal."""
+
+    def __init__(self, total: int, *, enabled: bool) -> None:
+        self.total, self.done, self.enabled = total, 0, enabled
+
+    def step(self, label: str) -> None:
+        self.done += 1
+        if not self.enabled:
+            return
+        width = 30
+        filled = width * self.done // max(self.total, 1)
+        bar = "#" * filled + "-" * (width - filled)
+        sys.stderr.write(f"\r[{bar}] {self.done}/{self.total} {label[-40:]:<40}")
+        sys.stderr.flush()
+
+    def close(self) -> None:
+        if self.enabled:
+            sys.stderr.write("\n")
+            sys.stderr.flush()
+
+
+class Command(BaseCommand):
+    help = (
+        "Import transcript files (or folders, recursively) for a user. "
+        "--json prints one JSON object per file per line. Exits non-zero if any file failed."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("paths", nargs="+", metavar="PATH")
+        parser.add_argument("--format", choices=importers.FORMATS, default=None)
+        parser.add_argument("--user", default=None, help="owner (default: the local account)")
+        parser.add_argument("--json", action="store_true", help="one JSON line per file")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        owner = resolve_owner(options["user"])
+        files = list(iter_files(options["paths"]))
+        progress = Progress(len(files), enabled=sys.stderr.isatty() and not options["json"])
+        failed = 0
+        for path in files:
+            outcome = self._import_one(path, owner=owner, format=options["format"])
+            progress.step(path.name)
+            failed += not outcome.ok
+            if options["json"]:
+                line = outcome.to_json()
+                line["file"] = str(path)
+                self.stdout.write(json.dumps(line, ensure_ascii=False))
+            else:
+                self.stdout.write(self._describe(path, outcome))
+        progress.close()
+        if failed:
+            raise CommandError(f"{failed} of {len(files)} file(s) failed", returncode=1)
+
+    def _import_one(self, path: Path, *, owner: Any, format: str | None) -> services.ImportOutcome:
+        name = path.name
+        try:
+            size = path.stat().st_size
+        except OSError as exc:
+            return services.ImportOutcome(
+                name=name, size=0, error=TranscriptError(exc.strerror or str(exc), file=str(path))
+            )
+        if size > services.max_upload_bytes():  # refuse before reading it
+            return services.ImportOutcome(
+                name=name, size=size, error=services.oversize_error(name=name, size=size)
+            )
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            return services.ImportOutcome(
+                name=name,
+                size=size,
+                error=TranscriptError(exc.strerror or str(exc), file=str(path)),
+            )
+        return services.upload_import(owner=owner, name=name, data=data, format=format)
+
+    def _describe(self, path: Path, outcome: services.ImportOutcome) -> str:
+        if outcome.error is not None:
+            return self.style.ERROR(f"FAILED {path}: {outcome.error}")
+        messages = sum(c.messages for c in outcome.conversations)
+        state = "duplicate" if outcome.duplicate else "imported"
+        warnings = sum(int(w.get("count", 1)) for w in outcome.warnings)
+        extra = f", {warnings} warning(s)" if warnings else ""
+        return self.style.SUCCESS(
+            f"{state} {path}: {outcome.format}, {len(outcome.conversations)} conversation(s), "
+            f"{messages} messages{extra}"
+        )

@@ -1,0 +1,278 @@
+"""Imported transcripts: an Upload (the file, bytes kept) → Transcripts → Messages.
+
+Rows are written once by ``services.upload_import`` and read by the pages and by replays
+through ``Transcript.to_conversation()``. Message blocks are stored through the engine codec,
+already masked for secrets; the original bytes stay untouched in ``Upload.data`` so a
+later importer fix can re-parse them (``services.upload_reparse``).
+
+Why the bytes live in a BinaryField and not a FileField: the upload, its transcripts and
+its messages are written in ONE transaction, so a failed import leaves nothing behind, not
+even a stray file on disk, and a deleted upload takes its bytes with it. Files are capped
+by ``CTXLAB_MAX_UPLOAD_BYTES``; list queries ``defer("data")`` so the blob is read only for
+download and re-parse.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.db import models
+from django.urls import reverse
+
+from ctxlab.engine import codec
+from ctxlab.engine.model import (
+    Conversation,
+    Role,
+    SourcePos,
+    Usage,
+)
+from ctxlab.engine.model import (
+    Message as EngineMessage,
+)
+
+_ROLES = {role.value: role for role in Role}
+
+
+class Upload(models.Model):
+    """One file as the user gave it."""
+
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="uploads"
+    )
+    name = models.CharField(max_length=255)
+    format = models.CharField(max_length=40)
+    forced_format = models.CharField(max_length=40, blank=True)  # "" = auto-detected
+    size = models.PositiveBigIntegerField()
+    sha256 = models.CharField(max_length=64)
+    data = models.BinaryField()  # the original bytes, never modified
+    created_at = models.DateTimeField(auto_now_add=True)
+    importer_version = models.CharField(max_length=40)
+    warnings = models.JSONField(default=list)  # codec.warning_to_dict items
+    # Totals over the upload's transcripts, kept for sorting the list without joins.
+    conversation_count = models.PositiveIntegerField(default=0)
+    message_count = models.PositiveIntegerField(default=0)
+    tool_call_count = models.PositiveIntegerField(default=0)
+    tool_result_count = models.PositiveIntegerField(default=0)
+    reference_tokens = models.PositiveBigIntegerField(default=0)
+    reported_peak_context = models.PositiveBigIntegerField(null=True, blank=True)
+    secret_count = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["owner", "sha256"], name="upload_unique_content")
+        ]
+        indexes = [models.Index(fields=["owner", "-created_at"])]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def get_absolute_url(self) -> str:
+        return reverse("upload-detail", args=[self.pk])
+
+    @property
+    def warning_total(self) -> int:
+        return sum(int(w.get("count", 1)) for w in self.warnings)
+
+
+class Transcript(models.Model):
+    """One conversation of an upload (a file may hold hundreds)."""
+
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="transcripts"
+    )
+    upload = models.ForeignKey(Upload, on_delete=models.CASCADE, related_name="transcripts")
+    position = models.PositiveIntegerField()  # order within the file
+    # Strings taken from transcripts are TextFields: no length limit to trip over on Postgres.
+    conversation_id = models.TextField(blank=True)
+    title = models.TextField(blank=True)
+    format = models.CharField(max_length=40)
+    parent = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="children"
+    )
+    parent_conversation_id = models.TextField(null=True, blank=True)
+    model = models.TextField(blank=True)
+    usage_convention = models.TextField(blank=True)
+    source_file = models.TextField(blank=True)  # the messages' most common source file
+    message_count = models.PositiveIntegerField(default=0)
+    tool_call_count = models.PositiveIntegerField(default=0)
+    tool_result_count = models.PositiveIntegerField(default=0)
+    reference_tokens = models.PositiveBigIntegerField(default=0)
+    reported_peak_context = models.PositiveBigIntegerField(null=True, blank=True)
+    tools = models.JSONField(default=list)  # codec.tool_to_dict items
+    compactions = models.JSONField(default=list)  # codec.compaction_to_dict items
+    metadata = models.JSONField(default=list)  # [[key, value], ...]
+    secret_count = models.PositiveIntegerField(default=0)
+    secrets = models.JSONField(default=list)  # [{"message", "block", "kind"}, ...]
+
+    class Meta:
+        ordering = ["upload", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["upload", "position"], name="transcript_position")
+        ]
+
+    def __str__(self) -> str:
+        return self.title or self.conversation_id or f"transcript {self.pk}"
+
+    def get_absolute_url(self) -> str:
+        return reverse("transcript-detail", args=[self.pk])
+
+    @property
+    def display_title(self) -> str:
+        return str(self)
+
+    def to_conversation(self) -> Conversation:
+        """Rebuild the engine value (masked blocks) with one query over the messages."""
+        rows = self.messages.order_by("index").values_list(*MESSAGE_COLUMNS)
+        return Conversation(
+            id=self.conversation_id,
+            title=self.title,
+            messages=tuple(message_from_row(row, self.source_file) for row in rows),
+            tools=tuple(codec.tool_from_dict(t) for t in self.tools),
+            parent_id=self.parent_conversation_id,
+            compactions=tuple(codec.compaction_from_dict(c) for c in self.compactions),
+            model=self.model,
+            metadata=codec.metadata_from_list(self.metadata),
+            usage_convention=self.usage_convention,
+        )
+
+
+class Message(models.Model):
+    """One message, its blocks as codec JSON; token count computed once at import."""
+
+    transcript = models.ForeignKey(Transcript, on_delete=models.CASCADE, related_name="messages")
+    index = models.PositiveIntegerField()
+    role = models.CharField(max_length=16)
+    blocks = models.JSONField(default=list)
+    preview = models.CharField(max_length=200, blank=True)
+    reference_tokens = models.PositiveIntegerField(default=0)
+    source_file = models.TextField(null=True, blank=True)  # None = transcript.source_file
+    source_line = models.PositiveIntegerField(null=True, blank=True)
+    source_record = models.PositiveIntegerField(null=True, blank=True)
+    timestamp = models.TextField(null=True, blank=True)  # as in the source
+    model = models.TextField(blank=True)
+    source_id = models.TextField(blank=True)
+    name = models.TextField(blank=True)
+    has_usage = models.BooleanField(default=False)
+    usage_input_uncached = models.PositiveBigIntegerField(default=0)
+    usage_cache_read = models.PositiveBigIntegerField(default=0)
+    usage_cache_write_5m = models.PositiveBigIntegerField(default=0)
+    usage_cache_write_1h = models.PositiveBigIntegerField(default=0)
+    usage_output = models.PositiveBigIntegerField(default=0)
+    usage_reasoning = models.PositiveBigIntegerField(default=0)
+    usage_convention = models.TextField(blank=True)
+    flags = models.JSONField(default=list)  # sorted engine flags
+    secrets = models.JSONField(default=list)  # [[block index, kind], ...] masked here
+
+    class Meta:
+        ordering = ["transcript", "index"]
+        constraints = [
+            models.UniqueConstraint(fields=["transcript", "index"], name="message_index")
+        ]
+
+    def __str__(self) -> str:
+        return f"#{self.index} {self.role}"
+
+    @property
+    def usage(self) -> Usage | None:
+        if not self.has_usage:
+            return None
+        return Usage(
+            input_uncached=self.usage_input_uncached,
+            cache_read=self.usage_cache_read,
+            cache_write_5m=self.usage_cache_write_5m,
+            cache_write_1h=self.usage_cache_write_1h,
+            output=self.usage_output,
+            reasoning=self.usage_reasoning,
+            convention=self.usage_convention,
+        )
+
+
+# The columns to_conversation() reads, in the order message_from_row() expects.
+MESSAGE_COLUMNS = (
+    "role",
+    "blocks",
+    "source_file",
+    "source_line",
+    "source_record",
+    "timestamp",
+    "model",
+    "has_usage",
+    "usage_input_uncached",
+    "usage_cache_read",
+    "usage_cache_write_5m",
+    "usage_cache_write_1h",
+    "usage_output",
+    "usage_reasoning",
+    "usage_convention",
+    "source_id",
+    "name",
+    "flags",
+)
+
+
+def message_from_row(row: tuple[Any, ...], default_file: str) -> EngineMessage:
+    (
+        role,
+        blocks,
+        source_file,
+        line,
+        record,
+        timestamp,
+        model,
+        has_usage,
+        uncached,
+        cache_read,
+        write_5m,
+        write_1h,
+        output,
+        reasoning,
+        convention,
+        source_id,
+        name,
+        flags,
+    ) = row
+    usage = (
+        Usage(uncached, cache_read, write_5m, write_1h, output, reasoning, convention)
+        if has_usage
+        else None
+    )
+    return EngineMessage(
+        role=_ROLES[role],
+        blocks=codec.blocks_from_list(blocks),
+        source=SourcePos(
+            file=default_file if source_file is None else source_file, line=line, record=record
+        ),
+        timestamp=timestamp,
+        model=model,
+        usage=usage,
+        id=source_id,
+        name=name,
+        flags=frozenset(flags),
+    )
+
+
+def message_fields(message: EngineMessage, *, default_file: str) -> dict[str, Any]:
+    """The column values of one engine message (without transcript/index/derived fields)."""
+    usage = message.usage or Usage()
+    return {
+        "role": message.role.value,
+        "blocks": codec.blocks_to_list(message.blocks),
+        "source_file": None if message.source.file == default_file else message.source.file,
+        "source_line": message.source.line,
+        "source_record": message.source.record,
+        "timestamp": message.timestamp,
+        "model": message.model,
+        "source_id": message.id,
+        "name": message.name,
+        "has_usage": message.usage is not None,
+        "usage_input_uncached": usage.input_uncached,
+        "usage_cache_read": usage.cache_read,
+        "usage_cache_write_5m": usage.cache_write_5m,
+        "usage_cache_write_1h": usage.cache_write_1h,
+        "usage_output": usage.output,
+        "usage_reasoning": usage.reasoning,
+        "usage_convention": usage.convention,
+        "flags": sorted(message.flags),
+    }
