@@ -259,6 +259,7 @@ class MessageConverter:
     warn: WarningTally
     position: Callable[[int], SourcePos]
     _pending_legacy: list[str] = field(default_factory=list)
+    _names: dict[str, str] = field(default_factory=dict)  # tool id -> tool name, for results
     _counter: int = 0
 
     def synth_id(self) -> str:
@@ -294,7 +295,7 @@ class MessageConverter:
                 Block(
                     BlockKind.TOOL_RESULT,
                     tool_id=tool_id,
-                    tool_name=as_str(raw.get("name")),
+                    tool_name=as_str(raw.get("name")) or self._names.get(tool_id, ""),
                     text=text,
                     parts=parts,
                     raw_type=role_name,
@@ -321,6 +322,9 @@ class MessageConverter:
                         raw_type="function_call",
                     )
                 )
+        for block in blocks:
+            if block.kind is BlockKind.TOOL_USE:
+                self._names[block.tool_id] = block.tool_name
         return Message(
             role=role,
             blocks=tuple(blocks),
@@ -551,6 +555,8 @@ def sniff(head: bytes, name: str) -> int:
         return 5
     if b'"history"' in text and (b'"trajectory"' in text or b'"instance_id"' in text):
         return 5
+    if b'"trajectory"' in text and b'"observation"' in text:
+        return 5  # SWE-agent steps
     if b'"type": "message"' in text or b'"type":"message"' in text:
         return 10  # Responses API items
     score = 40
