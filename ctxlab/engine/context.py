@@ -1,0 +1,498 @@
+"""The mutable working state of one replay: what a strategy reads and changes.
+
+A ``ReplayContext`` holds the live history (source indexes in request order), the current
+version of every modified message, the summary, and running token totals under the
+strategy's estimator and the reference tokenizer. Totals are maintained incrementally
+(append/replace/remove adjust them), so a step costs O(changes), never O(context).
+
+Strategies change it only inside ``with ctx.action(kind) as act:`` blocks; the action
+becomes one ``Event`` carrying the fate changes, tokens before/after and detail.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .model import Block, BlockKind, Conversation, Message, Role
+from .records import (
+    Change,
+    Event,
+    Fate,
+    Finding,
+    ReplayResult,
+    StepRecord,
+    StepTokens,
+    SummaryRecord,
+)
+from .reference import ReferenceTokens
+from .summarizers import Summarizer, SummarizerError, SummaryRequest
+
+if TYPE_CHECKING:
+    from .strategies.base import Strategy
+
+
+def tool_ids(message: Message) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(tool_use ids, tool_result ids) of a message, empty ids ignored."""
+    uses: list[str] = []
+    results: list[str] = []
+    for b in message.blocks:
+        if b.kind is BlockKind.TOOL_USE and b.tool_id:
+            uses.append(b.tool_id)
+        elif b.kind is BlockKind.TOOL_RESULT and b.tool_id:
+            results.append(b.tool_id)
+    return tuple(uses), tuple(results)
+
+
+def has_tool_result(message: Message) -> bool:
+    return any(b.kind is BlockKind.TOOL_RESULT for b in message.blocks)
+
+
+def is_user_query(message: Message) -> bool:
+    """A user message that is not only tool results (the generic "new request" test)."""
+    return message.role is Role.USER and not has_tool_result(message)
+
+
+class _ToolLedger:
+    """Multiset of tool_use / tool_result ids with the set of unmatched ids kept current."""
+
+    __slots__ = ("results", "unmatched", "uses")
+
+    def __init__(self) -> None:
+        self.uses: dict[str, int] = {}
+        self.results: dict[str, int] = {}
+        self.unmatched: set[str] = set()
+
+    def _touch(self, tid: str) -> None:
+        if (self.uses.get(tid, 0) > 0) == (self.results.get(tid, 0) > 0):
+            self.unmatched.discard(tid)
+        else:
+            self.unmatched.add(tid)
+
+    def add(self, ids: tuple[tuple[str, ...], tuple[str, ...]], sign: int = 1) -> None:
+        uses, results = ids
+        for tid in uses:
+            self.uses[tid] = self.uses.get(tid, 0) + sign
+            self._touch(tid)
+        for tid in results:
+            self.results[tid] = self.results.get(tid, 0) + sign
+            self._touch(tid)
+
+
+@dataclass(slots=True)
+class Pending:
+    """Asynchronous work (a background summary, an injection) that lands at ``due`` step."""
+
+    id: int
+    kind: str
+    description: str
+    created_step: int
+    due: int
+    apply: Callable[[ReplayContext], None]
+
+
+@dataclass(slots=True)
+class Action:
+    """Collects one event's changes; see ``ReplayContext.action``."""
+
+    ctx: ReplayContext
+    kind: str
+    detail: dict[str, Any]
+    reason: str = ""
+    always: bool = False  # emit the event even with no message changes
+    changes: list[Change] = field(default_factory=list)
+    touched: list[int] = field(default_factory=list)
+    summary_id: int | None = None
+
+    def replace(
+        self,
+        index: int,
+        message: Message,
+        fate: Fate,
+        *,
+        reason: str = "",
+        offload_path: str = "",
+        offload_text: str | None = None,
+    ) -> None:
+        """Swap in a modified version of ``index`` (in place, persists)."""
+        self.ctx._replace(index, message)
+        if offload_path and offload_text is not None:
+            self.ctx.result.offloads[offload_path] = offload_text
+        self.changes.append(Change(index, fate, reason or self.reason, message, offload_path))
+        self.touched.append(index)
+
+    def remove(self, indexes: Iterable[int], fate: Fate, *, reason: str = "") -> list[int]:
+        """Take messages out of the live history (``summarised`` or ``dropped``)."""
+        gone = self.ctx._remove(indexes)
+        why = reason or self.reason
+        self.changes.extend(Change(i, fate, why) for i in gone)
+        self.touched.extend(gone)
+        return gone
+
+    def mark(
+        self, index: int, fate: Fate, *, reason: str = "", message: Message | None = None
+    ) -> None:
+        """Record a fate without changing the working history (request-view prunes,
+        ``restored``)."""
+        self.changes.append(Change(index, fate, reason or self.reason, message))
+        self.touched.append(index)
+
+
+class ReplayContext:
+    """Working state of one replay. Read freely; mutate through ``action``."""
+
+    def __init__(
+        self,
+        conversation: Conversation,
+        strategy: Strategy,
+        *,
+        reference: ReferenceTokens,
+        summarizer: Summarizer,
+    ) -> None:
+        self.conversation = conversation
+        self.originals = conversation.messages
+        self.strategy = strategy
+        self.summarizer = summarizer
+        self.reference = reference
+        n = len(self.originals)
+        self.result = ReplayResult(
+            strategy=strategy.name,
+            params=dict(strategy.params),
+            estimator=strategy.estimator,
+            summarizer=getattr(summarizer, "name", type(summarizer).__name__),
+            message_count=n,
+        )
+        self._current: dict[int, Message] = {}
+        self._est: list[int] = [-1] * n
+        self._ref_mod: dict[int, int] = {}
+        self._ids: dict[int, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+        self.alive = bytearray(n)
+        self.live: list[int] = []
+        self._ranges: list[tuple[int, int]] = []
+        self.history_tokens = 0
+        self.history_ref = 0
+        # The system prompt: the first message when its role is system.
+        first = self.originals[0] if n else None
+        self.system_index: int | None = (
+            0 if first is not None and first.role is Role.SYSTEM else None
+        )
+        self.system_text = first.text if self.system_index is not None and first else ""
+        self.system_tokens = strategy.count_system(
+            self.system_text, first if self.system_index is not None else None
+        )
+        self.system_ref = reference.message(0) if self.system_index is not None else 0
+        self.tools_tokens = strategy.count_tools(conversation.tools)
+        self.tools_ref = reference.tools
+        if self.system_index is not None:
+            self.alive[0] = 1
+            self._ranges.append((0, 1))
+        self.summary = ""
+        self.summary_tokens = 0
+        self.summary_ref = 0
+        self.summary_id: int | None = None
+        self.step = 0  # index of the next StepRecord
+        self.source_index = -1  # message being appended, or the assistant about to be generated
+        self.last_user_query: int | None = None
+        self.turn_start: int | None = None  # source index of the current turn's user query
+        self.turn_tokens = 0  # strategy tokens appended since the current turn started
+        self.live_tools = _ToolLedger()
+        self.orig_tools = _ToolLedger()
+        self.pending: list[Pending] = []
+        self._next_pending = 0
+        self._new_events: list[Event] = []
+        self._new_summaries: list[SummaryRecord] = []
+        self._new_findings: list[Finding] = []
+
+    # --- reading ------------------------------------------------------------------------
+    def message(self, index: int) -> Message:
+        """The current version of source message ``index`` (modified or original)."""
+        msg = self._current.get(index)
+        return msg if msg is not None else self.originals[index]
+
+    def original(self, index: int) -> Message:
+        return self.originals[index]
+
+    def is_modified(self, index: int) -> bool:
+        return index in self._current
+
+    def tokens(self, index: int) -> int:
+        """Strategy-estimator tokens of the current version (cached)."""
+        value = self._est[index]
+        if value < 0:
+            value = self.strategy.count_message(self.message(index))
+            self._est[index] = value
+        return value
+
+    def ref_tokens(self, index: int) -> int:
+        value = self._ref_mod.get(index)
+        return value if value is not None else self.reference.message(index)
+
+    def ids(self, index: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        value = self._ids.get(index)
+        if value is None:
+            value = self._ids[index] = tool_ids(self.message(index))
+        return value
+
+    def request_tokens(self) -> int:
+        """The whole request under the strategy estimator (system + tools + summary +
+        history)."""
+        return self.system_tokens + self.tools_tokens + self.summary_tokens + self.history_tokens
+
+    def request_ref(self) -> int:
+        return self.system_ref + self.tools_ref + self.summary_ref + self.history_ref
+
+    def live_messages(self) -> list[Message]:
+        return [self.message(i) for i in self.live]
+
+    def suffix_tokens(self, count: int) -> int:
+        return sum(self.tokens(i) for i in self.live[len(self.live) - count :])
+
+    # --- summary ------------------------------------------------------------------------
+    def set_summary(self, text: str, *, tokens: int, rendered: str, summary_id: int | None) -> None:
+        """Replace the summary. ``tokens`` is what the strategy counts for it; ``rendered``
+        is the text it adds to the request (counted with the reference tokenizer)."""
+        self.summary = text
+        self.summary_tokens = tokens
+        self.summary_ref = self.reference.text(rendered) + 4 if rendered else 0
+        self.summary_id = summary_id if text else None
+
+    def summarize(self, request: SummaryRequest, *, messages: Iterable[int] = ()) -> SummaryRecord:
+        """Call the summariser and record the call. ``record.error`` is set on failure
+        (exception or error response); the strategy then takes its own failure path."""
+        error = ""
+        text = ""
+        usage = None
+        try:
+            response = self.summarizer.summarize(request)
+            text, usage, error = response.text, response.usage, response.error
+        except SummarizerError as exc:
+            error = str(exc) or type(exc).__name__
+        input_text = request.input_text()
+        record = SummaryRecord(
+            id=len(self.result.summaries),
+            step=self.step,
+            input=input_text,
+            output=text,
+            input_tokens=usage.input_tokens if usage else 0,
+            output_tokens=usage.output_tokens if usage else 0,
+            usage_estimated=usage.estimated if usage else True,
+            error=error,
+            summarizer=self.result.summarizer,
+            messages=tuple(messages),
+        )
+        self.result.summaries.append(record)
+        self._new_summaries.append(record)
+        return record
+
+    # --- changing -----------------------------------------------------------------------
+    def action(
+        self, kind: str, *, reason: str = "", always: bool = False, **detail: Any
+    ) -> _ActionScope:
+        """``with ctx.action("truncate", threshold=t) as act: act.replace(...)`` -> one Event."""
+        return _ActionScope(Action(self, kind, dict(detail), reason, always))
+
+    def emit(
+        self,
+        kind: str,
+        *,
+        messages: Iterable[int] = (),
+        summary_id: int | None = None,
+        **detail: Any,
+    ) -> Event:
+        """An event with no message changes (``summary_failed``, ``skip``, ``overflow`` ...)."""
+        total = self.request_tokens()
+        return self._event(kind, tuple(messages), total, total, detail, (), summary_id)
+
+    def _event(
+        self,
+        kind: str,
+        messages: tuple[int, ...],
+        before: int,
+        after: int,
+        detail: dict[str, Any],
+        changes: tuple[Change, ...],
+        summary_id: int | None,
+    ) -> Event:
+        event = Event(
+            id=len(self.result.events),
+            step=self.step,
+            kind=kind,
+            messages=messages,
+            tokens_before=before,
+            tokens_after=after,
+            detail=detail,
+            changes=changes,
+            summary_id=summary_id,
+        )
+        self.result.events.append(event)
+        self._new_events.append(event)
+        return event
+
+    def finding(self, kind: str, *, messages: Iterable[int] = (), **detail: Any) -> None:
+        finding = Finding(self.step, kind, tuple(messages), detail)
+        self.result.findings.append(finding)
+        self._new_findings.append(finding)
+
+    def defer(
+        self,
+        kind: str,
+        description: str,
+        apply: Callable[[ReplayContext], None],
+        *,
+        skip_next: bool = False,
+    ) -> Pending:
+        """Asynchronous work: applied before the next request is built, or, with
+        ``skip_next`` (work started while preparing a request that will not wait for it),
+        before the one after. Shown in ``StepRecord.pending`` until then."""
+        item = Pending(
+            self._next_pending,
+            kind,
+            description,
+            self.step,
+            self.step + (1 if skip_next else 0),
+            apply,
+        )
+        self._next_pending += 1
+        self.pending.append(item)
+        return item
+
+    def _replace(self, index: int, message: Message) -> None:
+        was_alive = self.alive[index]
+        old_tokens = self.tokens(index)
+        old_ref = self.ref_tokens(index)
+        old_ids = self.ids(index)
+        self._current[index] = message
+        self._est[index] = -1
+        self._ids.pop(index, None)
+        self._ref_mod[index] = self.reference.message_of(message)
+        if was_alive and index != self.system_index:
+            self.history_tokens += self.tokens(index) - old_tokens
+            self.history_ref += self.ref_tokens(index) - old_ref
+            self.live_tools.add(old_ids, -1)
+            self.live_tools.add(self.ids(index))
+
+    def _remove(self, indexes: Iterable[int]) -> list[int]:
+        gone: list[int] = []
+        for i in indexes:
+            if not self.alive[i] or i == self.system_index:
+                continue
+            self.alive[i] = 0
+            self.history_tokens -= self.tokens(i)
+            self.history_ref -= self.ref_tokens(i)
+            self.live_tools.add(self.ids(i), -1)
+            gone.append(i)
+        if gone:
+            self.live = [i for i in self.live if self.alive[i]]
+            self._rebuild_ranges()
+            if self.turn_start is not None:
+                self.turn_tokens = sum(self.tokens(i) for i in self.live if i >= self.turn_start)
+        return gone
+
+    def _rebuild_ranges(self) -> None:
+        ranges: list[tuple[int, int]] = []
+        order = (
+            [self.system_index]
+            if self.system_index is not None and self.alive[self.system_index]
+            else []
+        ) + self.live
+        for i in order:
+            if ranges and ranges[-1][1] == i:
+                ranges[-1] = (ranges[-1][0], i + 1)
+            else:
+                ranges.append((i, i + 1))
+        self._ranges = ranges
+
+    # --- driven by the replay loop ------------------------------------------------------
+    def append(self, index: int) -> None:
+        """Source message ``index`` joins the history (as the original agent appends it)."""
+        self.source_index = index
+        msg = self.originals[index]
+        self.alive[index] = 1
+        self.live.append(index)
+        ranges = self._ranges
+        if ranges and ranges[-1][1] == index:
+            ranges[-1] = (ranges[-1][0], index + 1)
+        else:
+            ranges.append((index, index + 1))
+        tokens = self.tokens(index)
+        self.history_tokens += tokens
+        self.history_ref += self.ref_tokens(index)
+        ids = self.ids(index)
+        if ids[0] or ids[1]:
+            self.live_tools.add(ids)
+            self.orig_tools.add(ids)
+        if msg.role is Role.USER and not has_tool_result(msg):
+            self.last_user_query = index
+            self.turn_start = index
+            self.turn_tokens = tokens
+        else:
+            self.turn_tokens += tokens
+
+    def run_pending(self) -> None:
+        due = [p for p in self.pending if p.due <= self.step]
+        if not due:
+            return
+        self.pending = [p for p in self.pending if p.due > self.step]
+        for item in due:
+            item.apply(self)
+
+    def record(self, source_index: int) -> StepRecord:
+        """Build the StepRecord of the request prepared for ``source_index``."""
+        from .findings import check_step
+
+        self.source_index = source_index
+        check_step(self)
+        usage = self.originals[source_index].usage
+        record = StepRecord(
+            index=self.step,
+            source_index=source_index,
+            tokens=StepTokens(
+                self.request_tokens(), self.request_ref(), usage.prompt_tokens if usage else None
+            ),
+            zones=self.strategy.zones(self),
+            context=tuple(self._ranges),
+            summary_id=self.summary_id,
+            events=tuple(self._new_events),
+            summaries=tuple(self._new_summaries),
+            findings=tuple(self._new_findings),
+            pending=tuple(p.description for p in self.pending),
+        )
+        self._new_events.clear()
+        self._new_summaries.clear()
+        self._new_findings.clear()
+        self.result.steps.append(record)
+        self.step += 1
+        return record
+
+
+class _ActionScope:
+    __slots__ = ("_action", "_before")
+
+    def __init__(self, action: Action) -> None:
+        self._action = action
+        self._before = 0
+
+    def __enter__(self) -> Action:
+        self._before = self._action.ctx.request_tokens()
+        return self._action
+
+    def __exit__(self, *exc: object) -> None:
+        act = self._action
+        if exc[0] is not None:
+            return
+        if act.changes or act.always:
+            act.ctx._event(
+                act.kind,
+                tuple(dict.fromkeys(act.touched)),
+                self._before,
+                act.ctx.request_tokens(),
+                act.detail,
+                tuple(act.changes),
+                act.summary_id,
+            )
+
+
+def iter_blocks(messages: Iterable[Message]) -> Iterator[Block]:
+    for m in messages:
+        yield from m.blocks

@@ -1,0 +1,63 @@
+"""Find the facts a compaction can lose: file paths, identifiers, numbers, URLs, error lines.
+
+Shared by the offline summariser (to fill "critical context") and by ``lost.py`` (to list
+what a compaction removed and nothing kept). Pure regexes, linear in the text.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+URL_RE = re.compile(r"\bhttps?://[^\s<>\"'`)\]]+")
+PATH_RE = re.compile(
+    r"(?<![\w/.:-])(?:~|\.{1,2})?(?:/[\w.@+-]+){2,}/?|(?<![\w/.-])(?:[\w.-]+/)+[\w.-]+\.\w{1,8}\b"
+    r"|(?<![\w/.-])[\w-]+\.(?:py|js|ts|tsx|jsx|go|rs|java|c|h|cpp|md|json|yaml|yml|toml|txt|sh|html|css|sql|rb|php|kt|swift|cfg|ini)\b"
+)
+IDENT_RE = re.compile(
+    r"\b(?:[a-z][a-z0-9]*(?:_[a-z0-9]+)+|[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+|[a-z]+(?:[A-Z][a-z0-9]*)+)\b"
+    r"|\b\w+\(\)"
+)
+NUMBER_RE = re.compile(r"(?<![\w.])\d+(?:\.\d+)+(?![\w.])|(?<![\w.])\d{3,}(?![\w.])")
+ERROR_RE = re.compile(
+    r"^.*\b(?:Error|Exception|Traceback|FAILED|FAIL|error|failed|fatal|panic|错误|失败)\b.*$",
+    re.MULTILINE,
+)
+
+KINDS = ("paths", "identifiers", "numbers", "urls", "errors")
+
+
+@dataclass(frozen=True, slots=True)
+class Facts:
+    paths: tuple[str, ...] = ()
+    identifiers: tuple[str, ...] = ()
+    numbers: tuple[str, ...] = ()
+    urls: tuple[str, ...] = ()
+    errors: tuple[str, ...] = ()
+
+    def items(self) -> list[tuple[str, str]]:
+        return [(kind, value) for kind in KINDS for value in getattr(self, kind)]
+
+
+def _unique(values: list[str], limit: int | None) -> tuple[str, ...]:
+    seen: dict[str, None] = {}
+    for value in values:
+        if value not in seen:
+            seen[value] = None
+            if limit is not None and len(seen) >= limit:
+                break
+    return tuple(seen)
+
+
+def facts(text: str, *, limit: int | None = None, error_width: int = 200) -> Facts:
+    """The distinct facts of ``text`` in first-seen order (at most ``limit`` per kind)."""
+    urls = URL_RE.findall(text)
+    stripped = URL_RE.sub(" ", text) if urls else text
+    errors = [line.strip()[:error_width] for line in ERROR_RE.findall(stripped)]
+    return Facts(
+        paths=_unique(PATH_RE.findall(stripped), limit),
+        identifiers=_unique(IDENT_RE.findall(stripped), limit),
+        numbers=_unique(NUMBER_RE.findall(stripped), limit),
+        urls=_unique(urls, limit),
+        errors=_unique([e for e in errors if e], limit),
+    )

@@ -1,0 +1,63 @@
+"""Invariant checks run at every step; a broken one becomes a ``Finding``.
+
+The seed strategies break some of these by design; the lab shows where. Checks use the
+context's incrementally maintained ledgers, so a step costs O(unmatched tool ids).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .context import ReplayContext
+
+FINDING_KINDS: dict[str, str] = {
+    "tool_pair_broken": "a tool_use and its tool_result are not both in the request "
+    "(they were paired in the original up to this step)",
+    "latest_user_dropped": "the latest user message is not in the request",
+    "system_modified": "the system prompt is missing from the request or was changed",
+    "summary_larger": "a summary is larger (reference tokens) than the messages it replaced",
+    "overflow": "the request exceeds the window under the reference tokenizer",
+}
+
+
+def check_step(ctx: ReplayContext) -> None:
+    """Record the findings of the request about to be sent at ``ctx.step``."""
+    live_bad = ctx.live_tools.unmatched
+    if live_bad:
+        broken = sorted(t for t in live_bad if t not in ctx.orig_tools.unmatched)
+        if broken:
+            ctx.finding("tool_pair_broken", tool_ids=broken[:20], count=len(broken))
+    latest = ctx.last_user_query
+    if latest is not None and not ctx.alive[latest]:
+        ctx.finding("latest_user_dropped", messages=(latest,))
+    sysi = ctx.system_index
+    if sysi is not None and (not ctx.alive[sysi] or ctx.is_modified(sysi)):
+        ctx.finding("system_modified", messages=(sysi,))
+    window = ctx.strategy.window(ctx)
+    ref = ctx.request_ref()
+    if window and ref > window:
+        ctx.finding("overflow", reference=ref, window=window)
+
+
+def check_summary_size(
+    ctx: ReplayContext,
+    *,
+    summary_rendered: str,
+    replaced: list[int],
+    summary_id: int | None,
+    previous_ref: int = 0,
+) -> None:
+    """``summary_larger`` if the summary (as re-injected) outweighs what it replaced."""
+    if not replaced:
+        return
+    summary_ref = ctx.reference.text(summary_rendered)
+    replaced_ref = previous_ref + sum(ctx.ref_tokens(i) for i in replaced)
+    if summary_ref > replaced_ref:
+        ctx.finding(
+            "summary_larger",
+            messages=replaced,
+            summary_tokens=summary_ref,
+            replaced_tokens=replaced_ref,
+            summary_id=summary_id,
+        )

@@ -1,0 +1,233 @@
+"""What a replay produces: steps, events, summaries, findings, as frozen values.
+
+Storage grows with steps + events, never with steps x context size: a step's context is a
+tuple of half-open source-index ranges, and a message's fate is not stored per step but
+carried by the event that changed it (``Event.changes``). ``fate_at(result, index, step)``
+replays those changes on demand.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from .model import Message
+
+Ranges = tuple[tuple[int, int], ...]  # half-open [start, end) source-index ranges
+
+
+class Fate(StrEnum):
+    """What a strategy did to one source message (``kept`` is the default, never stored)."""
+
+    KEPT = "kept"
+    TRUNCATED = "truncated"  # content cut in place; the modified text is in Change.message
+    OFFLOADED = "offloaded"  # cut and the full text written to a file (ReplayResult.offloads)
+    PRUNED = "pruned"  # replaced by a placeholder in the request view only
+    SUMMARISED = "summarised"  # removed from the context and fed to a summariser
+    DROPPED = "dropped"  # removed from the context without being summarised
+    RESTORED = "restored"  # a request-view prune was lifted (BaseAgent recomputes per request)
+
+
+REMOVED_FATES = frozenset({Fate.SUMMARISED, Fate.DROPPED})
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """One message's new fate, set by an event. ``message`` is the modified message for
+    truncated / offloaded / pruned fates (diff it against the original)."""
+
+    index: int
+    fate: Fate
+    reason: str = ""
+    message: Message | None = None
+    offload_path: str = ""  # the file the notice points to (key of ReplayResult.offloads)
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """Every action a strategy took. ``step`` is the first step whose request reflects it.
+    ``tokens_before``/``tokens_after`` are the whole request under the strategy estimator."""
+
+    id: int
+    step: int
+    kind: str
+    messages: tuple[int, ...] = ()
+    tokens_before: int = 0
+    tokens_after: int = 0
+    detail: Mapping[str, Any] = field(default_factory=dict)
+    changes: tuple[Change, ...] = ()
+    summary_id: int | None = None  # the SummaryRecord this event produced, if any
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryRecord:
+    """One summariser call: the exact input (system prompt + messages, rendered as text)
+    and the output, with usage. ``error`` is set when the call failed."""
+
+    id: int
+    step: int
+    input: str
+    output: str
+    input_tokens: int = 0
+    output_tokens: int = 0
+    usage_estimated: bool = True
+    error: str = ""
+    summarizer: str = ""
+    messages: tuple[int, ...] = ()  # source messages the summariser was shown
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """A broken invariant at one step."""
+
+    step: int
+    kind: str  # see FINDING_KINDS in findings.py
+    messages: tuple[int, ...] = ()
+    detail: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Zones:
+    """How the request at one step divides the window, in strategy-estimator tokens."""
+
+    system: int
+    tools: int
+    summary: int
+    compactable: int
+    reserved_recent: int
+    output_reserve: int
+    free: int
+    window: int
+    threshold: int | None
+
+    def as_dict(self) -> dict[str, int | None]:
+        return {
+            "system": self.system,
+            "tools": self.tools,
+            "summary": self.summary,
+            "compactable": self.compactable,
+            "reserved_recent": self.reserved_recent,
+            "output_reserve": self.output_reserve,
+            "free": self.free,
+            "window": self.window,
+            "threshold": self.threshold,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class StepTokens:
+    strategy: int
+    reference: int
+    reported: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StepRecord:
+    """One inference call of the original agent, as the strategy would have sent it.
+
+    ``events``/``summaries``/``findings`` are those that first apply at this step, so a
+    streaming consumer gets everything by reading the records alone.
+    ``pending`` names asynchronous work started but not yet applied (it lands next step).
+    """
+
+    index: int
+    source_index: int
+    tokens: StepTokens
+    zones: Zones
+    context: Ranges
+    summary_id: int | None = None  # the summary present in this request, if any
+    events: tuple[Event, ...] = ()
+    summaries: tuple[SummaryRecord, ...] = ()
+    findings: tuple[Finding, ...] = ()
+    pending: tuple[str, ...] = ()
+
+    @property
+    def context_indexes(self) -> list[int]:
+        return expand(self.context)
+
+    @property
+    def context_len(self) -> int:
+        return sum(end - start for start, end in self.context)
+
+
+@dataclass(slots=True)
+class ReplayResult:
+    """A whole replay (collected by ``replay.run``)."""
+
+    strategy: str
+    params: dict[str, Any]
+    estimator: str
+    summarizer: str
+    message_count: int
+    steps: list[StepRecord] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
+    summaries: list[SummaryRecord] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    offloads: dict[str, str] = field(default_factory=dict)  # file path -> full text
+    metrics: dict[str, Any] = field(default_factory=dict)
+
+
+def expand(ranges: Ranges) -> list[int]:
+    out: list[int] = []
+    for start, end in ranges:
+        out.extend(range(start, end))
+    return out
+
+
+def to_ranges(indexes: list[int]) -> Ranges:
+    """Sorted-or-not index list -> ranges preserving order (runs of +1)."""
+    out: list[tuple[int, int]] = []
+    start = prev = None
+    for i in indexes:
+        if prev is not None and i == prev + 1:
+            prev = i
+            continue
+        if start is not None and prev is not None:
+            out.append((start, prev + 1))
+        start = prev = i
+    if start is not None and prev is not None:
+        out.append((start, prev + 1))
+    return tuple(out)
+
+
+def in_ranges(ranges: Ranges, index: int) -> bool:
+    return any(start <= index < end for start, end in ranges)
+
+
+def changes_for(events: list[Event], index: int) -> Iterator[tuple[Event, Change]]:
+    for event in events:
+        for change in event.changes:
+            if change.index == index:
+                yield event, change
+
+
+def fate_at(result: ReplayResult, index: int, step: int) -> tuple[Fate, Change | None, int | None]:
+    """The fate of source message ``index`` as of ``step``: (fate, the change, event id).
+
+    Messages never changed are ``kept`` while in context. Linear in the number of events;
+    callers rendering many messages should use ``fates_at``.
+    """
+    fates = fates_at(result.events, step)
+    if index in fates:
+        change, event_id = fates[index]
+        return change.fate, change, event_id
+    return Fate.KEPT, None, None
+
+
+def fates_at(events: list[Event], step: int) -> dict[int, tuple[Change, int]]:
+    """Every non-kept fate in force at ``step``: index -> (change, event id).
+
+    A ``restored`` change clears an earlier request-view prune.
+    """
+    out: dict[int, tuple[Change, int]] = {}
+    for event in events:
+        if event.step > step:
+            break
+        for change in event.changes:
+            if change.fate is Fate.RESTORED:
+                out.pop(change.index, None)
+            else:
+                out[change.index] = (change, event.id)
+    return out

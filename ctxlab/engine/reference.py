@@ -1,0 +1,90 @@
+"""Reference-tokenizer counts for one conversation, computed once and shared.
+
+Every preset replayed over the same conversation reuses the same per-message counts
+(``reference_tokens(conversation)`` memoises the last few conversations), so the
+tiktoken cost of a comparison is paid once, in one batched pass.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import OrderedDict
+
+from .model import BlockKind, Conversation, Message
+from .tokens import MEDIA_TOKENS, PER_MESSAGE_OVERHEAD, block_text, reference_counter
+
+
+class ReferenceTokens:
+    """Per-message cl100k counts (same rule as ``tokens.message_reference_tokens``)."""
+
+    def __init__(self, conversation: Conversation) -> None:
+        counter = reference_counter()
+        self._count = counter.count
+        texts: list[str] = []
+        owners: list[int] = []
+        base = [PER_MESSAGE_OVERHEAD] * len(conversation.messages)
+        for i, msg in enumerate(conversation.messages):
+            for block in msg.blocks:
+                if block.kind is BlockKind.MEDIA:
+                    base[i] += MEDIA_TOKENS
+                else:
+                    text = block_text(block)
+                    if text:
+                        texts.append(text)
+                        owners.append(i)
+        counts = counter.count_many(texts) if texts else []
+        for owner, count in zip(owners, counts, strict=True):
+            base[owner] += count
+        self.per_message = base
+        tools = conversation.tools
+        self.tools = (
+            counter.count(
+                json.dumps(
+                    [
+                        {"name": t.name, "description": t.description, "parameters": t.parameters}
+                        for t in tools
+                    ],
+                    ensure_ascii=False,
+                )
+            )
+            if tools
+            else 0
+        )
+
+    def message(self, index: int) -> int:
+        return self.per_message[index]
+
+    def message_of(self, message: Message) -> int:
+        """Count a modified message (texts memoised by the shared counter)."""
+        total = PER_MESSAGE_OVERHEAD
+        for block in message.blocks:
+            if block.kind is BlockKind.MEDIA:
+                total += MEDIA_TOKENS
+            else:
+                total += self._count(block_text(block))
+        return total
+
+    def text(self, text: str) -> int:
+        return self._count(text) if text else 0
+
+
+_CACHE: OrderedDict[int, tuple[Conversation, ReferenceTokens]] = OrderedDict()
+_LOCK = threading.Lock()
+_KEEP = 4
+
+
+def reference_tokens(conversation: Conversation) -> ReferenceTokens:
+    """The (memoised) reference counts of ``conversation``."""
+    key = id(conversation)
+    with _LOCK:
+        hit = _CACHE.get(key)
+        if hit is not None and hit[0] is conversation:
+            _CACHE.move_to_end(key)
+            return hit[1]
+    value = ReferenceTokens(conversation)
+    with _LOCK:
+        _CACHE[key] = (conversation, value)
+        while len(_CACHE) > _KEEP:
+            _CACHE.popitem(last=False)
+    return value

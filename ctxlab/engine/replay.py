@@ -1,0 +1,121 @@
+"""Replay a conversation through a strategy, one inference call at a time.
+
+``replay(...)`` streams ``StepRecord``s (the caller saves, broadcasts or prints them);
+``run(...)`` collects a whole ``ReplayResult`` with metrics.
+
+A step is one inference call of the original agent: it happens before each assistant
+message, except an assistant message that continues the same call (same non-empty ``id``
+as the assistant message right before it, as Claude Code splits one response into
+several records).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from .context import ReplayContext
+from .metrics import compute_metrics
+from .model import Conversation, Message, Role
+from .records import ReplayResult, StepRecord
+from .reference import ReferenceTokens, reference_tokens
+from .strategies import Strategy, make_strategy
+from .summarizers import OfflineSummarizer, Summarizer
+
+
+def call_starts(messages: tuple[Message, ...]) -> list[int]:
+    """Source indexes of the assistant messages that start an inference call."""
+    out: list[int] = []
+    prev: Message | None = None
+    for i, msg in enumerate(messages):
+        if msg.role is Role.ASSISTANT and not (
+            prev is not None and prev.role is Role.ASSISTANT and msg.id and prev.id == msg.id
+        ):
+            out.append(i)
+        prev = msg
+    return out
+
+
+class Replay:
+    """One replay in progress: iterate it for StepRecords; ``ctx.result`` accumulates."""
+
+    def __init__(
+        self,
+        conversation: Conversation,
+        strategy: str | Mapping[str, Any] | Strategy,
+        *,
+        params: Mapping[str, Any] | None = None,
+        summarizer: Summarizer | None = None,
+        reference: ReferenceTokens | None = None,
+    ) -> None:
+        self.strategy = make_strategy(strategy, params)
+        self.conversation = conversation
+        self.ctx = ReplayContext(
+            conversation,
+            self.strategy,
+            reference=reference or reference_tokens(conversation),
+            summarizer=summarizer or OfflineSummarizer(),
+        )
+
+    def __iter__(self) -> Iterator[StepRecord]:
+        ctx, strategy = self.ctx, self.strategy
+        messages = self.conversation.messages
+        starts = call_starts(messages)
+        if not starts:
+            return
+        last = starts[-1]
+        is_start = bytearray(len(messages))
+        for i in starts:
+            is_start[i] = 1
+        strategy.prepare(ctx)
+        first = 1 if ctx.system_index is not None else 0
+        for i in range(first, last + 1):
+            if is_start[i]:
+                ctx.source_index = i
+                ctx.run_pending()
+                strategy.before_call(ctx)
+                yield ctx.record(i)
+                if i == last:
+                    break
+            ctx.append(i)
+            strategy.after_append(ctx, i)
+
+    @property
+    def result(self) -> ReplayResult:
+        return self.ctx.result
+
+
+def replay(
+    conversation: Conversation,
+    strategy: str | Mapping[str, Any] | Strategy,
+    *,
+    params: Mapping[str, Any] | None = None,
+    summarizer: Summarizer | None = None,
+    reference: ReferenceTokens | None = None,
+) -> Iterator[StepRecord]:
+    """Stream the StepRecords of ``conversation`` under ``strategy`` (name, spec dict
+    or instance). Params are validated up front (ValueError names the bad one)."""
+    return iter(
+        Replay(conversation, strategy, params=params, summarizer=summarizer, reference=reference)
+    )
+
+
+def run(
+    conversation: Conversation,
+    strategy: str | Mapping[str, Any] | Strategy,
+    *,
+    params: Mapping[str, Any] | None = None,
+    summarizer: Summarizer | None = None,
+    reference: ReferenceTokens | None = None,
+) -> ReplayResult:
+    """The whole replay: steps, events, summaries, findings, offloads and metrics."""
+    job = Replay(conversation, strategy, params=params, summarizer=summarizer, reference=reference)
+    for _ in job:
+        pass
+    result = job.result
+    result.metrics = compute_metrics(result, threshold=_threshold(job), reference=job.ctx.reference)
+    return result
+
+
+def _threshold(job: Replay) -> int | None:
+    return job.strategy.threshold(job.ctx)

@@ -1,0 +1,145 @@
+"""AgentScope ``Msg`` view of engine messages, shared by QwenPaw and CoPaw/ReMe.
+
+Both count per block with their own string counter and format compacted messages for the
+summariser as ``[ts] name:`` plus one rendering per block.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from datetime import datetime
+
+from ..model import Block, BlockKind, Message, Role
+from .markers import QWENPAW_MARKER
+
+CountStr = Callable[[str], int]
+
+
+def as_role(message: Message) -> str:
+    """AgentScope role: tool results travel in a ``system``-role Msg."""
+    if message.role is Role.TOOL or any(b.kind is BlockKind.TOOL_RESULT for b in message.blocks):
+        return "system"
+    return message.role.value
+
+
+def as_name(message: Message) -> str:
+    role = as_role(message)
+    if role == "system":
+        return "system"
+    return message.name or role
+
+
+def as_timestamp(value: str | None) -> str:
+    """``YYYY-mm-dd HH:MM:SS.fff`` as AgentScope stamps messages ('' when unknown, so the
+    replay stays deterministic)."""
+    if not value:
+        return ""
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return value
+    return moment.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+
+
+def _media_tokens(block: Block, count: CountStr) -> int:
+    if block.text:  # a URL source
+        return count(block.text)
+    if block.size:  # base64 source: len(data)//4 of the base64 string
+        return (4 * math.ceil(block.size / 3)) // 4
+    return 10
+
+
+def tool_output_text(block: Block, *, with_files: bool) -> str:
+    """The tool_result output as AgentScope formats it (str, or list parts joined)."""
+    if not block.parts:
+        return block.text
+    parts: list[str] = []
+    for p in block.parts:
+        if p.kind is BlockKind.TEXT:
+            parts.append(p.text)
+        elif p.kind is BlockKind.MEDIA:
+            if with_files and p.media_type.startswith("file"):
+                parts.append(f"[file] {p.text}: {p.text}")
+            elif p.text:
+                parts.append(f"[{p.media_type.split('/')[0] or 'image'}] {p.text}")
+    return "\n".join(parts)
+
+
+def tool_result_tokens(block: Block, count: CountStr, *, files: bool) -> int:
+    if not block.parts:
+        return count(block.text)
+    total = 0
+    for p in block.parts:
+        if p.kind is BlockKind.TEXT:
+            total += count(p.text)
+        elif p.kind is BlockKind.MEDIA:
+            if files and p.media_type.startswith("file"):
+                total += count(p.text)
+            else:
+                total += _media_tokens(p, count)
+    return total
+
+
+def message_tokens(message: Message, count: CountStr, *, files_in_results: bool = False) -> int:
+    """Per-block sum (each block rounded separately); unknown blocks count 0."""
+    total = 0
+    for b in message.blocks:
+        kind = b.kind
+        if kind is BlockKind.TEXT or kind is BlockKind.THINKING:
+            total += count(b.text)
+        elif kind is BlockKind.TOOL_USE:
+            total += count(b.tool_name + b.input_json)
+        elif kind is BlockKind.TOOL_RESULT:
+            total += tool_result_tokens(b, count, files=files_in_results)
+        elif kind is BlockKind.MEDIA and not b.media_type.startswith("file"):
+            total += _media_tokens(b, count)
+    return total
+
+
+def _clip(text: str, limit: int, *, flatten: bool) -> str:
+    if len(text) > limit:
+        text = text[:limit] + "..."
+    return text.replace("\n", " ") if flatten else text
+
+
+def format_message(
+    message: Message,
+    *,
+    style: str,
+    include_thinking: bool,
+    tool_names: dict[str, str],
+) -> str:
+    """One compacted message as the summariser input shows it.
+
+    ``style="qwenpaw"``: ``[text]: …`` lines, 1000-char blocks, newlines flattened.
+    ``style="reme"``: ``<text>…</text>`` tags, 2000-char blocks, newlines kept.
+    """
+    reme = style == "reme"
+    limit = 2000 if reme else 1000
+    ts = as_timestamp(message.timestamp)
+    lines = [(f"[{ts}] " if ts else "") + f"{as_name(message)}:"]
+    for b in message.blocks:
+        kind = b.kind
+        if kind is BlockKind.TEXT:
+            if b.text:
+                body = _clip(b.text, limit, flatten=not reme)
+                lines.append(f"<text>{body}</text>" if reme else f"[text]: {body}")
+        elif kind is BlockKind.THINKING:
+            if include_thinking and b.text:
+                body = _clip(b.text, limit, flatten=not reme)
+                lines.append(f"<thinking>{body}</thinking>" if reme else f"[think]: {body}")
+        elif kind is BlockKind.TOOL_USE:
+            body = f"{b.tool_name} params={_clip(b.input_json, limit, flatten=not reme)}"
+            lines.append(f"<tool_use>{body}</tool_use>" if reme else f"[tool_use]: {body}")
+        elif kind is BlockKind.TOOL_RESULT:
+            output = tool_output_text(b, with_files=reme).split(QWENPAW_MARKER, 1)[0]
+            if not output:
+                continue
+            name = b.tool_name or tool_names.get(b.tool_id, "")
+            body = f"{name} output={_clip(output, limit, flatten=not reme)}"
+            lines.append(f"<tool_result>{body}</tool_result>" if reme else f"[tool_result]: {body}")
+        elif kind is BlockKind.MEDIA and b.text:
+            tag = (b.media_type.split("/")[0] or "image") if b.media_type else "image"
+            lines.append(f"<{tag}>{b.text}</{tag}>" if reme else f"[{tag}]: {b.text}")
+    return "\n".join(lines)

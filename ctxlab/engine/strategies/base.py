@@ -1,0 +1,107 @@
+"""The Strategy base class: estimator, geometry (window/threshold) and hooks.
+
+Subclasses override only what their original does. Hooks run at the original's hook
+points (see the package docstring for the order). All mutation goes through
+``ctx.action(...)`` so every change is an Event.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from ..model import Message, ToolDef
+from ..params import Param, validate
+from ..records import Zones
+
+if TYPE_CHECKING:
+    from ..context import ReplayContext
+
+
+class Strategy:
+    """One compaction strategy. Class attributes describe it; an instance holds params."""
+
+    name: ClassVar[str] = ""
+    label: ClassVar[str] = ""
+    description: ClassVar[str] = ""
+    estimator: ClassVar[str] = ""  # human name of the token estimator ("bytes/4 half-up per block")
+    PARAMS: ClassVar[tuple[Param, ...]] = ()
+
+    def __init__(self, params: Mapping[str, Any] | None = None) -> None:
+        self.params: dict[str, Any] = validate(self.PARAMS, params, strategy=self.name)
+
+    @classmethod
+    def param_specs(cls) -> tuple[Param, ...]:
+        return cls.PARAMS
+
+    # --- estimator ----------------------------------------------------------------------
+    def count_text(self, text: str) -> int:
+        raise NotImplementedError
+
+    def count_message(self, message: Message) -> int:
+        """Tokens of one message under this strategy's estimator (cached by the context)."""
+        raise NotImplementedError
+
+    def count_system(self, text: str, message: Message | None) -> int:
+        """Tokens of the system prompt as the original counts it."""
+        return self.count_text(text)
+
+    def count_tools(self, tools: Sequence[ToolDef]) -> int:
+        """Tokens of the tool definitions in the request (0 = not counted by the original)."""
+        if not tools:
+            return 0
+        return self.count_text(
+            json.dumps(
+                [
+                    {"name": t.name, "description": t.description, "parameters": t.parameters}
+                    for t in tools
+                ],
+                ensure_ascii=False,
+            )
+        )
+
+    # --- geometry -----------------------------------------------------------------------
+    def window(self, ctx: ReplayContext) -> int:
+        """The model window the original believes it has (overflow is judged against it)."""
+        raise NotImplementedError
+
+    def threshold(self, ctx: ReplayContext) -> int | None:
+        """The value the trigger compares against (None when there is no single one)."""
+        return None
+
+    def output_reserve(self, ctx: ReplayContext) -> int:
+        return 0
+
+    def reserved_recent(self, ctx: ReplayContext) -> int:
+        """Tokens the strategy will not compact now; default: the current turn."""
+        return min(ctx.turn_tokens, ctx.history_tokens)
+
+    def zones(self, ctx: ReplayContext) -> Zones:
+        window = self.window(ctx)
+        recent = self.reserved_recent(ctx)
+        reserve = self.output_reserve(ctx)
+        used = ctx.request_tokens() + reserve
+        return Zones(
+            system=ctx.system_tokens,
+            tools=ctx.tools_tokens,
+            summary=ctx.summary_tokens,
+            compactable=max(0, ctx.history_tokens - recent),
+            reserved_recent=recent,
+            output_reserve=reserve,
+            free=max(0, window - used),
+            window=window,
+            threshold=self.threshold(ctx),
+        )
+
+    # --- hooks --------------------------------------------------------------------------
+    def prepare(self, ctx: ReplayContext) -> None:
+        """Once, before the first message (batch pre-computation, initial state)."""
+
+    def after_append(self, ctx: ReplayContext, index: int) -> None:
+        """After source message ``index`` joined the history (tool results, user requests,
+        final replies: inspect ``ctx.message(index)``)."""
+
+    def before_call(self, ctx: ReplayContext) -> None:
+        """Before each inference call (``ctx.source_index`` = the assistant message about
+        to be generated). Check and compact here."""

@@ -1,0 +1,484 @@
+"""QwenPaw LightContextManager (``context_manager_backend="light"``), as its code behaves.
+
+Hooks: after each tool-result message, prune tool outputs in place (offload to a file
+with a ``<<<TRUNCATED>>>`` notice, or re-truncate); before each LLM call, check
+``history >= threshold - (system + summary)`` and compact the prefix that precedes the
+largest tool-aligned suffix fitting the reserve. Summaries are capped newest-first and
+re-enter as an English user message. Failure drops the prefix without summarising
+(keeping up to ``left`` tokens) and keeps the previous summary. Spec: strategies.md §2.
+"""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+from dataclasses import replace
+from typing import TYPE_CHECKING, ClassVar
+
+from ..findings import check_summary_size
+from ..model import BlockKind, Message
+from ..params import Param
+from ..records import Fate
+from ..stages import agentscope, prompts
+from ..stages.markers import QWENPAW_MARKER, qwenpaw_retruncate, qwenpaw_truncate_fresh
+from ..stages.split import largest_aligned_suffix
+from ..summarizers import MaterialItem, PromptMessage, SummaryRequest
+from .base import Strategy
+
+if TYPE_CHECKING:
+    from ..context import ReplayContext
+
+SLACK = 100  # bytes: outputs within max_bytes + 100 are left alone
+
+
+class QwenPaw(Strategy):
+    name = "qwenpaw"
+    label = "QwenPaw LightContextManager (1.1.9b1)"
+    description = (
+        "Prunes tool results after every tool call (offload to tool_results/ with a "
+        "<<<TRUNCATED>>> notice), then before each LLM call compacts everything older than "
+        "the largest tool-aligned suffix that fits the reserve into a structured summary."
+    )
+    estimator = "utf-8 bytes / divisor, rounded half up, per block"
+    PARAMS: ClassVar[tuple[Param, ...]] = (
+        Param(
+            "max_input_length",
+            131072,
+            "Model input window in tokens (ModelInfo, else 131072).",
+            "int",
+            min=1024,
+            max=10_000_000,
+            origin="model max_input_length",
+        ),
+        Param(
+            "token_count_estimate_divisor",
+            4.0,
+            "Bytes per token of the estimator.",
+            "float",
+            min=2,
+            max=5,
+            origin="light_context_config.token_count_estimate_divisor",
+        ),
+        Param(
+            "dialog_path",
+            "dialog",
+            "Where compacted messages are archived (shown in the summary message).",
+            "str",
+            origin="light_context_config.dialog_path",
+        ),
+        Param(
+            "context_compact_enabled",
+            True,
+            "Summarise with the LLM; when off the old prefix is dropped and the summary kept.",
+            "bool",
+            origin="context_compact_config.enabled",
+        ),
+        Param(
+            "compact_threshold_ratio",
+            0.8,
+            "Compact when history >= window x ratio minus "
+            "system and summary tokens; also the summariser input cap.",
+            "float",
+            min=0.1,
+            max=0.9,
+            origin="context_compact_config.compact_threshold_ratio",
+        ),
+        Param(
+            "reserve_threshold_ratio",
+            0.1,
+            "Recent messages kept verbatim: the largest tool-aligned suffix within window x ratio.",
+            "float",
+            min=0,
+            max=0.3,
+            origin="context_compact_config.reserve_threshold_ratio",
+        ),
+        Param(
+            "compact_with_thinking_block",
+            True,
+            "Show thinking blocks to the summariser.",
+            "bool",
+            origin="context_compact_config.compact_with_thinking_block",
+        ),
+        Param(
+            "tool_result_pruning_enabled",
+            True,
+            "Prune tool results after each tool call.",
+            "bool",
+            origin="tool_result_pruning_config.enabled",
+        ),
+        Param(
+            "pruning_recent_n",
+            2,
+            "At least this many trailing messages count as recent "
+            "(a whole trailing run of tool results always does).",
+            "int",
+            min=1,
+            max=10,
+            origin="tool_result_pruning_config.pruning_recent_n",
+        ),
+        Param(
+            "pruning_old_msg_max_bytes",
+            3000,
+            "Byte limit for older tool results.",
+            "int",
+            min=100,
+            max=10_000_000,
+            origin="tool_result_pruning_config.pruning_old_msg_max_bytes",
+        ),
+        Param(
+            "pruning_recent_msg_max_bytes",
+            50000,
+            "Byte limit for recent or exempt tool results.",
+            "int",
+            min=100,
+            max=10_000_000,
+            origin="tool_result_pruning_config.pruning_recent_msg_max_bytes",
+        ),
+        Param(
+            "offload_retention_days",
+            5,
+            "Offload files older than this are deleted on close (no effect within a replay).",
+            "int",
+            min=0,
+            max=3650,
+            origin="tool_result_pruning_config.offload_retention_days",
+        ),
+        Param(
+            "tool_results_cache",
+            "tool_results",
+            "Offload directory under the working dir (the docs say tool_result/).",
+            "str",
+            origin="tool_result_pruning_config.tool_results_cache",
+        ),
+        Param(
+            "exempt_file_extensions",
+            [".md"],
+            "read_file calls whose raw input contains one of these keep the recent limit.",
+            "list",
+            origin="tool_result_pruning_config.exempt_file_extensions",
+        ),
+        Param(
+            "exempt_tool_names",
+            ["chat_with_agent"],
+            "Tools whose results keep the recent limit.",
+            "list",
+            origin="tool_result_pruning_config.exempt_tool_names",
+        ),
+        Param(
+            "working_dir",
+            "~/.qwenpaw",
+            "Agent working dir, as written in offload notices.",
+            "str",
+            origin="agent working_dir",
+        ),
+        Param(
+            "language",
+            "zh",
+            "Compactor prompt language (zh -> Chinese prompts).",
+            "str",
+            choices=("zh", "en"),
+            origin="AgentProfileConfig.language",
+        ),
+    )
+
+    def __init__(self, params: dict[str, object] | None = None) -> None:
+        super().__init__(params)
+        self.divisor = float(self.params["token_count_estimate_divisor"])
+        self._cache: dict[str, int] = {}
+
+    # --- estimator ----------------------------------------------------------------------
+    def count_text(self, text: str) -> int:
+        if not text:
+            return 0
+        return int(len(text.encode("utf-8")) / self.divisor + 0.5)
+
+    def count_message(self, message: Message) -> int:
+        return agentscope.message_tokens(message, self.count_text)
+
+    def count_tools(self, tools: object) -> int:
+        return 0  # tool schemas never enter LightContextManager's arithmetic
+
+    # --- geometry -----------------------------------------------------------------------
+    def window(self, ctx: ReplayContext) -> int:
+        return int(self.params["max_input_length"])
+
+    def threshold(self, ctx: ReplayContext) -> int:
+        return int(self.params["max_input_length"] * self.params["compact_threshold_ratio"])
+
+    def reserve(self) -> int:
+        return int(self.params["max_input_length"] * self.params["reserve_threshold_ratio"])
+
+    # --- state --------------------------------------------------------------------------
+    def prepare(self, ctx: ReplayContext) -> None:
+        self.tool_names: dict[str, str] = {}
+        self.exempt: set[str] = set()
+        self.trailing = 0  # trailing run of tool-result messages
+        self.old_upto = -1  # live messages with source index < this were pruned as old
+        self.recent_upto = -1  # source indexes <= this were pruned as recent
+        self.skipping = False
+        names = {n.lower() for n in self.params["exempt_tool_names"]}
+        exts = [e.lower() for e in self.params["exempt_file_extensions"]]
+        self._exempt_rule = (names, exts)
+
+    def after_append(self, ctx: ReplayContext, index: int) -> None:
+        msg = ctx.message(index)
+        has_result = False
+        for b in msg.blocks:
+            if b.kind is BlockKind.TOOL_USE:
+                self.tool_names[b.tool_id] = b.tool_name
+                names, exts = self._exempt_rule
+                if b.tool_name.lower() in names or (
+                    b.tool_name == "read_file" and any(e in b.input_json.lower() for e in exts)
+                ):
+                    self.exempt.add(b.tool_id)
+            elif b.kind is BlockKind.TOOL_RESULT:
+                has_result = True
+        self.trailing = self.trailing + 1 if has_result else 0
+        if has_result and self.params["tool_result_pruning_enabled"]:
+            self._prune(ctx)
+
+    # --- §2.4 tool-result pruning -----------------------------------------------------
+    def _prune(self, ctx: ReplayContext) -> None:
+        live = ctx.live
+        trailing = min(self.trailing, len(live))
+        split = max(0, len(live) - max(trailing, int(self.params["pruning_recent_n"])))
+        old_limit = int(self.params["pruning_old_msg_max_bytes"])
+        recent_limit = int(self.params["pruning_recent_msg_max_bytes"])
+        todo: list[tuple[int, int]] = []
+        # Old zone: each message once (re-applying the same limit is a no-op).
+        start = bisect.bisect_left(live, self.old_upto) if self.old_upto >= 0 else 0
+        todo.extend((i, old_limit) for i in live[start:split])
+        if split > 0:
+            self.old_upto = live[split - 1] + 1
+        todo.extend((i, recent_limit) for i in live[split:] if i > self.recent_upto)
+        if live:
+            self.recent_upto = max(self.recent_upto, live[-1])
+        self._apply_limits(ctx, todo, split_index=split, recent_limit=recent_limit)
+
+    def _apply_limits(
+        self,
+        ctx: ReplayContext,
+        todo: list[tuple[int, int]],
+        *,
+        split_index: int,
+        recent_limit: int,
+    ) -> None:
+        offloaded: list[tuple[int, Message, str, str]] = []
+        truncated: list[tuple[int, Message]] = []
+        for index, limit in todo:
+            msg = ctx.message(index)
+            if not any(b.kind is BlockKind.TOOL_RESULT for b in msg.blocks):
+                continue
+            blocks = list(msg.blocks)
+            changed = False
+            paths: list[str] = []
+            fulls: list[str] = []
+            for bi, b in enumerate(blocks):
+                if b.kind is not BlockKind.TOOL_RESULT:
+                    continue
+                lim = recent_limit if b.tool_id in self.exempt else limit
+                if b.parts:
+                    parts = list(b.parts)
+                    for pi, part in enumerate(parts):
+                        if part.kind is BlockKind.TEXT and part.text:
+                            new, path = self._truncate(part.text, lim, index, bi, pi)
+                            if new != part.text:
+                                parts[pi] = replace(part, text=new)
+                                changed = True
+                                if path:
+                                    paths.append(path)
+                                    fulls.append(part.text)
+                    if changed:
+                        flat = "\n".join(p.text for p in parts if p.text)
+                        blocks[bi] = replace(b, parts=tuple(parts), text=flat)
+                elif b.text:
+                    new, path = self._truncate(b.text, lim, index, bi, -1)
+                    if new != b.text:
+                        blocks[bi] = replace(b, text=new)
+                        changed = True
+                        if path:
+                            paths.append(path)
+                            fulls.append(b.text)
+            if changed:
+                new_msg = replace(msg, blocks=tuple(blocks))
+                if paths:
+                    for p, full in zip(paths[1:], fulls[1:], strict=True):
+                        ctx.result.offloads[p] = full
+                    offloaded.append((index, new_msg, paths[0], fulls[0]))
+                else:
+                    truncated.append((index, new_msg))
+        detail = {
+            "split_index": split_index,
+            "old_max_bytes": int(self.params["pruning_old_msg_max_bytes"]),
+            "recent_max_bytes": recent_limit,
+            "recent_n": int(self.params["pruning_recent_n"]),
+        }
+        if offloaded:
+            with ctx.action("offload", reason="tool result over its byte limit", **detail) as act:
+                for index, new_msg, path, full in offloaded:
+                    act.replace(
+                        index, new_msg, Fate.OFFLOADED, offload_path=path, offload_text=full
+                    )
+        if truncated:
+            with ctx.action(
+                "truncate", reason="re-truncated to the old-message limit", **detail
+            ) as act:
+                for index, new_msg in truncated:
+                    act.replace(index, new_msg, Fate.TRUNCATED)
+
+    def _truncate(self, text: str, limit: int, index: int, bi: int, pi: int) -> tuple[str, str]:
+        """(new text, offload path or '') per ``_truncate_tool_result``."""
+        if QWENPAW_MARKER in text:
+            return qwenpaw_retruncate(text, max_bytes=limit), ""
+        if len(text.encode("utf-8")) <= limit + SLACK:
+            return text, ""
+        digest = hashlib.sha1(f"qwenpaw:{index}:{bi}:{pi}".encode()).hexdigest()[:32]
+        path = f"{self.params['working_dir']}/{self.params['tool_results_cache']}/{digest}.txt"
+        new = qwenpaw_truncate_fresh(
+            text, max_bytes=limit, start_line=1, total_lines=text.count("\n") + 1, path=path
+        )
+        return new, path
+
+    # --- §2.5 check + compact -----------------------------------------------------------
+    def before_call(self, ctx: ReplayContext) -> None:
+        threshold = self.threshold(ctx)
+        reserve = self.reserve()
+        str_tokens = ctx.system_tokens + ctx.summary_tokens
+        left = threshold - str_tokens
+        if left <= 0:
+            if not self.skipping:
+                ctx.emit(
+                    "compact_skipped",
+                    threshold=threshold,
+                    system_and_summary=str_tokens,
+                    reason="left <= 0: system + summary exceed the threshold",
+                )
+            self.skipping = True
+            return
+        self.skipping = False
+        total = ctx.history_tokens
+        if not ctx.live or total < left:
+            return
+        keep, keep_tokens = largest_aligned_suffix(ctx, reserve)
+        to_compact = ctx.live[: len(ctx.live) - keep]
+        if not to_compact:
+            return
+        detail = {
+            "threshold": threshold,
+            "left": left,
+            "reserve": reserve,
+            "estimate": total,
+            "system_tokens": ctx.system_tokens,
+            "summary_tokens": ctx.summary_tokens,
+            "keep_count": keep,
+            "keep_tokens": keep_tokens,
+        }
+        if self.params["context_compact_enabled"]:
+            if self._compact(ctx, to_compact, detail):
+                return
+        else:
+            detail["reason"] = "context compaction disabled"
+        self._fallback(ctx, left, detail)
+
+    def _compact(
+        self, ctx: ReplayContext, to_compact: list[int], detail: dict[str, object]
+    ) -> bool:
+        lang = prompts.lang_key(str(self.params["language"]))
+        cap = int(self.params["max_input_length"] * self.params["compact_threshold_ratio"])
+        parts: list[str] = []
+        shown: list[int] = []
+        used = 0
+        for pos in range(len(to_compact) - 1, -1, -1):
+            i = to_compact[pos]
+            text = agentscope.format_message(
+                ctx.message(i),
+                style="qwenpaw",
+                include_thinking=bool(self.params["compact_with_thinking_block"]),
+                tool_names=self.tool_names,
+            )
+            n = self.count_text(text)
+            if pos != len(to_compact) - 1 and used + n > cap:
+                break
+            parts.append(text)
+            shown.append(i)
+            used += n
+        parts.reverse()
+        shown.reverse()
+        history = "\n\n".join(parts)
+        previous = ctx.summary
+        if previous:
+            user = (
+                f"# conversation\n{history}\n\n# previous-summary\n{previous}\n\n"
+                f"{prompts.QWENPAW_UPDATE[lang]}"
+            )
+        else:
+            user = f"# conversation\n{history}\n\n{prompts.QWENPAW_INITIAL[lang]}"
+        request = SummaryRequest(
+            strategy=self.name,
+            system=prompts.COMPACTOR_SYSTEM[lang],
+            messages=(PromptMessage("user", user),),
+            language=lang,
+            style="sections",
+            sections=prompts.SECTIONS[lang],
+            material=tuple(
+                MaterialItem(_material_role(ctx.message(i)), ctx.message(i).text, i) for i in shown
+            ),
+            previous_summary=previous,
+        )
+        record = ctx.summarize(request, messages=shown)
+        text = record.output
+        if record.error or not text.strip() or "##" not in text:
+            reason = record.error or ("empty output" if not text.strip() else "output without ##")
+            ctx.emit("summary_failed", messages=to_compact, summary_id=record.id, reason=reason)
+            detail["reason"] = f"summary failed: {reason}"
+            return False
+        rendered = prompts.QWENPAW_SUMMARY_TEMPLATE.format(
+            dialog_path=self.params["dialog_path"], summary=text
+        )
+        previous_ref = ctx.summary_ref
+        skipped = [i for i in to_compact if i not in set(shown)]
+        with ctx.action(
+            "summarise",
+            reason="compacted into the summary",
+            cap=cap,
+            summarised=len(shown),
+            beyond_cap=len(skipped),
+            **detail,
+        ) as act:
+            act.remove(shown, Fate.SUMMARISED)
+            if skipped:
+                act.remove(skipped, Fate.DROPPED, reason="beyond the summariser input cap")
+            ctx.set_summary(
+                text, tokens=self.count_text(text), rendered=rendered, summary_id=record.id
+            )
+            act.summary_id = record.id
+        check_summary_size(
+            ctx,
+            summary_rendered=rendered,
+            replaced=to_compact,
+            summary_id=record.id,
+            previous_ref=previous_ref,
+        )
+        return True
+
+    def _fallback(self, ctx: ReplayContext, left: int, detail: dict[str, object]) -> None:
+        keep, keep_tokens = largest_aligned_suffix(ctx, left)
+        drop = ctx.live[: len(ctx.live) - keep]
+        if not drop:
+            return
+        with ctx.action(
+            "drop",
+            reason=str(detail.get("reason", "fallback")),
+            fallback_reserve=left,
+            fallback_keep=keep,
+            **detail,
+        ) as act:
+            act.remove(drop, Fate.DROPPED)
+
+
+def _material_role(message: Message) -> str:
+    role = agentscope.as_role(message)
+    return "tool" if role == "system" else role
+
+
+STRATEGY = QwenPaw

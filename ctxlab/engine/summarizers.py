@@ -1,0 +1,293 @@
+"""The summariser seam: prompt in, text and usage out.
+
+Strategies build a ``SummaryRequest`` exactly as the original builds its summary call
+(system prompt, messages, max output tokens) and hand it to an injected ``Summarizer``.
+A summariser returns a ``SummaryResponse`` or raises ``SummarizerError``; either failure
+(``error`` set, or the exception) sends the strategy down its own failure path.
+
+``OfflineSummarizer`` (the default) is deterministic and calls no model: it fills the
+structure the request asks for (``sections``/``style``) with facts extracted from
+``material`` (the compacted messages, oldest first) and says that it is extractive.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+from .extract import facts
+
+SummaryStyle = Literal["sections", "bullets", "plain"]
+Slot = Literal[
+    "note",
+    "goal",
+    "constraints",
+    "done",
+    "in_progress",
+    "blocked",
+    "decisions",
+    "next",
+    "critical",
+    "none",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class PromptMessage:
+    role: str  # "system" | "user" | "assistant"
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class Section:
+    """A heading the prompt asks for (exact text, e.g. ``## Goal``) and what fills it."""
+
+    heading: str
+    slot: Slot
+
+
+@dataclass(frozen=True, slots=True)
+class MaterialItem:
+    """One compacted message as the summariser sees it (used by offline summarisers)."""
+
+    role: str
+    text: str
+    index: int = -1  # source index
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryRequest:
+    strategy: str
+    system: str
+    messages: tuple[PromptMessage, ...]
+    max_output_tokens: int | None = None
+    temperature: float | None = None
+    language: str = "en"
+    style: SummaryStyle = "sections"
+    sections: tuple[Section, ...] = ()
+    material: tuple[MaterialItem, ...] = ()
+    previous_summary: str = ""
+    purpose: str = "compact"  # compact | merge | memory ...
+
+    def input_text(self) -> str:
+        """The exact input, rendered for storage and display."""
+        parts = [f"[system]\n{self.system}"] if self.system else []
+        parts.extend(f"[{m.role}]\n{m.text}" for m in self.messages)
+        return "\n\n".join(parts)
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryUsage:
+    input_tokens: int
+    output_tokens: int
+    estimated: bool = False  # True when counted locally rather than reported by a provider
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryResponse:
+    text: str
+    usage: SummaryUsage | None = None
+    error: str = ""
+    model: str = ""
+
+
+class SummarizerError(Exception):
+    """The summary call failed (network, refusal, timeout ...)."""
+
+
+class Summarizer(Protocol):
+    name: str
+
+    def summarize(self, request: SummaryRequest) -> SummaryResponse: ...
+
+
+def approx_tokens(text: str) -> int:
+    """ceil(utf8 bytes / 4): the local usage estimate for offline summaries."""
+    return -(-len(text.encode("utf-8")) // 4)
+
+
+# --- offline extractive summariser -------------------------------------------------------
+
+NOTES = {
+    "en": "(Extractive summary assembled offline by ctxlab from the compacted messages; "
+    "no language model was called.)",
+    "zh": "（抽取式摘要：由 ctxlab 离线从被压缩的消息中摘录，未调用语言模型。）",
+}
+NONE = {"en": "(none)", "zh": "（无）"}
+CONSTRAINT_RE = re.compile(
+    r"\b(?:must|should|never|always|don't|do not|please|make sure|avoid|only|prefer)\b"
+    r"|必须|不要|请|务必|避免|只",
+    re.IGNORECASE,
+)
+DECISION_RE = re.compile(
+    r"\b(?:decided|decide|will use|instead|because|chose|choose|going to|plan)\b"
+    r"|决定|选择|改用|因为",
+    re.IGNORECASE,
+)
+LINE = 160
+PER_SECTION = 6
+SCAN_CHARS = 4000  # per message: enough for headlines, bounded cost on huge tool outputs
+
+
+def _first_line(text: str, width: int = LINE) -> str:
+    for line in text.splitlines():
+        line = line.strip()
+        if line:
+            return line[:width]
+    return ""
+
+
+def _lines(text: str) -> list[str]:
+    return [s.strip()[:LINE] for s in text[:SCAN_CHARS].splitlines() if s.strip()]
+
+
+def _previous_sections(summary: str) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    current = ""
+    for line in summary.splitlines():
+        if line.startswith("#"):
+            current = line.strip()
+            out.setdefault(current, [])
+        elif current and line.strip() and line.strip() not in NOTES.values():
+            out[current].append(line.rstrip())
+    return out
+
+
+class OfflineSummarizer:
+    """Deterministic, extractive, no model. Fills the requested structure."""
+
+    name = "offline"
+
+    def summarize(self, request: SummaryRequest) -> SummaryResponse:
+        lang = "zh" if request.language.startswith("zh") else "en"
+        if request.style == "sections" and request.sections:
+            text = self._sections(request, lang)
+        elif request.style == "bullets":
+            text = self._bullets(request, lang)
+        else:
+            text = self._plain(request, lang)
+        usage = SummaryUsage(
+            input_tokens=approx_tokens(request.input_text()),
+            output_tokens=approx_tokens(text),
+            estimated=True,
+        )
+        return SummaryResponse(text=text, usage=usage, model="ctxlab-offline-extractive")
+
+    def _slots(self, request: SummaryRequest, lang: str) -> dict[str, list[str]]:
+        users = [m for m in request.material if m.role == "user" and m.text.strip()]
+        assistants = [m for m in request.material if m.role == "assistant" and m.text.strip()]
+        goal = [_first_line(users[0].text)] if users else []
+        constraints: list[str] = []
+        for m in users:
+            constraints.extend(s for s in _lines(m.text) if CONSTRAINT_RE.search(s))
+        decisions: list[str] = []
+        for m in assistants:
+            decisions.extend(s for s in _lines(m.text) if DECISION_RE.search(s))
+        done = [_first_line(m.text) for m in assistants[-PER_SECTION - 1 : -1]]
+        in_progress = [_first_line(assistants[-1].text)] if assistants else []
+        scanned = "\n".join(m.text[:SCAN_CHARS] for m in request.material)
+        found = facts(scanned, limit=PER_SECTION)
+        nxt = [_first_line(users[-1].text)] if users else []
+        critical = (
+            [f"path: {p}" for p in found.paths]
+            + [f"identifier: {i}" for i in found.identifiers]
+            + [f"url: {u}" for u in found.urls]
+            + [f"error: {e[:LINE]}" for e in found.errors]
+        )
+        return {
+            "goal": goal,
+            "constraints": constraints[:PER_SECTION],
+            "done": done,
+            "in_progress": in_progress,
+            "blocked": list(found.errors[:3]),
+            "decisions": decisions[:PER_SECTION],
+            "next": nxt,
+            "critical": critical[: PER_SECTION * 3],
+        }
+
+    def _sections(self, request: SummaryRequest, lang: str) -> str:
+        slots = self._slots(request, lang)
+        previous = _previous_sections(request.previous_summary)
+        out = [NOTES[lang], ""]
+        for section in request.sections:
+            out.append(section.heading)
+            if section.slot in ("note", "none"):
+                continue
+            items = self._render(section.slot, slots.get(section.slot, []), lang)
+            old = [line for line in previous.get(section.heading, []) if line not in items]
+            if section.slot == "goal" and old:
+                items = old[:1]
+            else:
+                items = (old + items)[-PER_SECTION * (3 if section.slot == "critical" else 1) :]
+            if not items and section.slot not in ("done", "in_progress", "blocked"):
+                items = [NONE[lang]]
+            out.extend(items)
+            out.append("")
+        return "\n".join(out).strip()
+
+    @staticmethod
+    def _render(slot: str, items: list[str], lang: str) -> list[str]:
+        if slot == "goal":
+            return items[:1]
+        if slot == "done":
+            return [f"- [x] {s}" for s in items]
+        if slot == "in_progress":
+            return [f"- [ ] {s}" for s in items]
+        if slot == "decisions":
+            label = "决策" if lang == "zh" else "Decision"
+            return [f"- **[{label}]**: {s}" for s in items]
+        if slot == "next":
+            return [f"{n}. {s}" for n, s in enumerate(items, 1)]
+        return [f"- {s}" for s in items]
+
+    def _bullets(self, request: SummaryRequest, lang: str) -> str:
+        slots = self._slots(request, lang)
+        lines = [
+            f"- {s}" for key in ("goal", "decisions", "done", "in_progress") for s in slots[key]
+        ]
+        if not lines:
+            return "无" if lang == "zh" else "(nothing to record)"
+        return "\n".join([f"- {NOTES[lang]}", *dict.fromkeys(lines)][: PER_SECTION * 2])
+
+    def _plain(self, request: SummaryRequest, lang: str) -> str:
+        slots = self._slots(request, lang)
+        parts = [NOTES[lang]]
+        if request.previous_summary:
+            parts.append(request.previous_summary.strip()[:2000])
+        for key, label in (
+            ("goal", "Goal"),
+            ("done", "Done"),
+            ("in_progress", "Latest"),
+            ("critical", "Context"),
+        ):
+            if slots[key]:
+                parts.append(f"{label}: " + "; ".join(slots[key]))
+        return "\n".join(parts)
+
+
+class FailingSummarizer:
+    """Always fails: exercises each strategy's failure path (tests, what-if runs)."""
+
+    name = "failing"
+
+    def __init__(self, mode: Literal["raise", "error", "empty"] = "raise") -> None:
+        self.mode = mode
+
+    def summarize(self, request: SummaryRequest) -> SummaryResponse:
+        if self.mode == "raise":
+            raise SummarizerError("summariser failed (simulated)")
+        if self.mode == "error":
+            return SummaryResponse(text="", error="summariser failed (simulated)")
+        return SummaryResponse(text="", usage=SummaryUsage(approx_tokens(request.input_text()), 0))
+
+
+SUMMARIZERS: dict[str, type] = {"offline": OfflineSummarizer, "failing": FailingSummarizer}
+
+
+def get_summarizer(name: str) -> Summarizer:
+    """A summariser by name (``offline``, ``failing``); later helpers add ``anthropic``."""
+    if name not in SUMMARIZERS:
+        raise ValueError(f"unknown summarizer {name!r} (known: {', '.join(sorted(SUMMARIZERS))})")
+    summarizer: Summarizer = SUMMARIZERS[name]()
+    return summarizer

@@ -1,0 +1,68 @@
+"""Tiny builders for engine tests: user("q"), assistant("a"), tool_use(...), tool_result(...)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ctxlab.engine.model import Block, BlockKind, Conversation, Message, Role, ToolDef, Usage
+
+
+def system(text: str = "You are a helpful agent.") -> Message:
+    return Message(Role.SYSTEM, (Block(BlockKind.TEXT, text=text),))
+
+
+def user(text: str, **kw: Any) -> Message:
+    return Message(Role.USER, (Block(BlockKind.TEXT, text=text),), **kw)
+
+
+def assistant(text: str = "", *uses: Block, thinking: str = "", **kw: Any) -> Message:
+    blocks: list[Block] = []
+    if thinking:
+        blocks.append(Block(BlockKind.THINKING, text=thinking))
+    if text:
+        blocks.append(Block(BlockKind.TEXT, text=text))
+    blocks.extend(uses)
+    return Message(Role.ASSISTANT, tuple(blocks), **kw)
+
+
+def tool_use(tool_id: str, name: str = "bash", **tool_input: Any) -> Block:
+    return Block(BlockKind.TOOL_USE, tool_id=tool_id, tool_name=name, tool_input=tool_input or {})
+
+
+def call(tool_id: str, name: str = "bash", text: str = "", **tool_input: Any) -> Message:
+    """An assistant message with one tool_use."""
+    return assistant(text, tool_use(tool_id, name, **tool_input))
+
+
+def tool_result(
+    tool_id: str, output: str = "ok", *, role: Role = Role.USER, name: str = ""
+) -> Message:
+    """A message carrying one tool_result (user role as Anthropic does; TOOL for OpenAI)."""
+    block = Block(BlockKind.TOOL_RESULT, tool_id=tool_id, text=output, tool_name=name)
+    return Message(role, (block,))
+
+
+def results(*pairs: tuple[str, str]) -> Message:
+    blocks = tuple(Block(BlockKind.TOOL_RESULT, tool_id=t, text=o) for t, o in pairs)
+    return Message(Role.USER, blocks)
+
+
+def usage(prompt: int) -> Usage:
+    return Usage(input_uncached=prompt)
+
+
+def conv(*messages: Message, tools: tuple[ToolDef, ...] = ()) -> Conversation:
+    return Conversation(id="t", title="test", messages=tuple(messages), tools=tools)
+
+
+def cycle(n: int, size: int = 400, *, start: int = 0) -> list[Message]:
+    """``n`` user -> tool call -> result -> reply turns with ``size``-char outputs."""
+    out: list[Message] = []
+    for k in range(start, start + n):
+        out += [
+            user(f"task {k}: please fix file src/mod{k}.py"),
+            call(f"t{k}", "bash", cmd=f"cat src/mod{k}.py"),
+            tool_result(f"t{k}", (f"line {k}\n" * (size // 7 + 1))[:size]),
+            assistant(f"done {k}"),
+        ]
+    return out
