@@ -70,7 +70,10 @@ class ModelInfo:
     rates: Rates
     long_prompt: LongPromptTier | None = None
     status: str = "current"  # current / legacy / deprecated / retired
-    can_disable_thinking: bool = True  # False: adaptive thinking is always on (400 otherwise)
+    # "optional": thinking can be turned off ({"type": "disabled"}); "always": adaptive
+    # thinking cannot be disabled (400); "none": the model has no thinking parameter.
+    thinking: str = "optional"
+    sampling: bool = True  # False: non-default temperature/top_p/top_k return 400
     aliases: tuple[str, ...] = ()
     note: str = ""
 
@@ -95,6 +98,7 @@ MODELS: tuple[ModelInfo, ...] = (
         Rates.standard("0.10", "0.50"),
         long_prompt=LongPromptTier(100_000, Rates.standard("0.50", "2.50")),
         note="prompt ≤100K: $0.10/$0.50, above: $0.50/$2.50 on every token of the request",
+        sampling=False,
     ),
     ModelInfo(
         "claude-sonnet-5-5",
@@ -104,6 +108,7 @@ MODELS: tuple[ModelInfo, ...] = (
         128 * _K,
         Rates.standard("2", "10", read="0.05"),
         note="cache read cut from 0.1× to 0.05× on 2026-10-07",
+        sampling=False,
     ),
     ModelInfo(
         "claude-opus-5-5",
@@ -112,7 +117,8 @@ MODELS: tuple[ModelInfo, ...] = (
         _M,
         128 * _K,
         Rates.standard("4", "20", read="0.05"),
-        can_disable_thinking=False,
+        thinking="always",
+        sampling=False,
     ),
     ModelInfo(
         "claude-fable-5-2",
@@ -121,8 +127,9 @@ MODELS: tuple[ModelInfo, ...] = (
         _M,
         128 * _K,
         Rates.standard("8", "40", read="0.025"),
-        can_disable_thinking=False,
+        thinking="always",
         note="released 2026-11-09; rates from price trackers quoting the pricing page",
+        sampling=False,
     ),
     ModelInfo(
         "claude-mythos-5-2",
@@ -131,8 +138,9 @@ MODELS: tuple[ModelInfo, ...] = (
         _M,
         128 * _K,
         Rates.standard("8", "40", read="0.025"),
-        can_disable_thinking=False,
+        thinking="always",
         note="limited availability; assumed priced like Fable 5.2 as every earlier Mythos was",
+        sampling=False,
     ),
     # --- legacy but available ---------------------------------------------------------------
     ModelInfo(
@@ -143,7 +151,8 @@ MODELS: tuple[ModelInfo, ...] = (
         128 * _K,
         Rates.standard("10", "50", read="0.025"),
         status="legacy",
-        can_disable_thinking=False,
+        thinking="always",
+        sampling=False,
     ),
     ModelInfo(
         "claude-mythos-5-1",
@@ -153,7 +162,8 @@ MODELS: tuple[ModelInfo, ...] = (
         128 * _K,
         Rates.standard("10", "50", read="0.025"),
         status="legacy",
-        can_disable_thinking=False,
+        thinking="always",
+        sampling=False,
     ),
     ModelInfo(
         "claude-fable-5",
@@ -163,7 +173,8 @@ MODELS: tuple[ModelInfo, ...] = (
         128 * _K,
         Rates.standard("10", "50"),
         status="legacy",
-        can_disable_thinking=False,
+        thinking="always",
+        sampling=False,
     ),
     ModelInfo(
         "claude-mythos-5",
@@ -173,7 +184,8 @@ MODELS: tuple[ModelInfo, ...] = (
         128 * _K,
         Rates.standard("10", "50"),
         status="legacy",
-        can_disable_thinking=False,
+        thinking="always",
+        sampling=False,
     ),
     ModelInfo(
         "claude-opus-5",
@@ -184,6 +196,7 @@ MODELS: tuple[ModelInfo, ...] = (
         Rates.standard("5", "25"),
         status="legacy",
         note="thinking can be disabled only at effort high or lower (the default)",
+        sampling=False,
     ),
     ModelInfo(
         "claude-sonnet-5",
@@ -193,6 +206,7 @@ MODELS: tuple[ModelInfo, ...] = (
         128 * _K,
         Rates.standard("2", "10"),
         status="legacy",
+        sampling=False,
     ),
     ModelInfo(
         "claude-opus-4-8",
@@ -313,6 +327,7 @@ MODELS: tuple[ModelInfo, ...] = (
         Rates.standard("3", "15"),
         status="retired",
         aliases=("claude-3-5-sonnet-20240620", "claude-3-5-sonnet-20241022"),
+        thinking="none",
     ),
     ModelInfo(
         "claude-3-5-haiku",
@@ -323,6 +338,7 @@ MODELS: tuple[ModelInfo, ...] = (
         Rates.standard("0.80", "4"),
         status="retired",
         aliases=("claude-3-5-haiku-20241022",),
+        thinking="none",
     ),
     ModelInfo(
         "claude-3-haiku",
@@ -333,6 +349,7 @@ MODELS: tuple[ModelInfo, ...] = (
         Rates(Decimal("0.25"), Decimal("1.25"), Decimal("0.30"), Decimal("0.50"), Decimal("0.03")),
         status="retired",
         aliases=("claude-3-haiku-20240307",),
+        thinking="none",
     ),
     ModelInfo(
         "claude-3-opus",
@@ -343,6 +360,7 @@ MODELS: tuple[ModelInfo, ...] = (
         Rates.standard("15", "75"),
         status="retired",
         aliases=("claude-3-opus-20240229",),
+        thinking="none",
     ),
 )
 
