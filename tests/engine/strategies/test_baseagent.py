@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from ctxlab.engine.model import Block, BlockKind, Message, Role
+from ctxlab.engine.model import Block, BlockKind, Conversation, Message, Role
+from ctxlab.engine.records import Fate
+from ctxlab.engine.replay import run
 from ctxlab.engine.strategies import _baseagent_rules as ba
 from ctxlab.engine.strategies._baseagent_rules import BaseMsg, BaseToolCall
+from ctxlab.engine.summarizers import FailingSummarizer
 
 # -- tiny builders ---------------------------------------------------------------------------
 
@@ -175,3 +178,71 @@ def test_compaction_request_appends_prompt_as_user() -> None:
         "You are performing a CONTEXT CHECKPOINT COMPACTION. Create a handoff summary for "
         "another LLM that will resume the task."
     )
+
+
+# -- replay (strategy wired into the engine) ---------------------------------------------------
+
+
+def _conv(turn_every: int, outputs: int = 30, size: int = 40_000) -> Conversation:
+    def text(role: Role, t: str) -> Message:
+        return Message(role, (Block(BlockKind.TEXT, text=t),))
+
+    msgs = [text(Role.SYSTEM, "sys"), text(Role.USER, "task")]
+    for k in range(outputs):
+        use = Block(BlockKind.TOOL_USE, tool_id=f"t{k}", tool_name="sh", tool_input={"c": k})
+        res = Block(BlockKind.TOOL_RESULT, tool_id=f"t{k}", text="x" * size)
+        msgs += [Message(Role.ASSISTANT, (use,)), Message(Role.TOOL, (res,))]
+        if k % turn_every == turn_every - 1:
+            msgs += [text(Role.ASSISTANT, "done"), text(Role.USER, f"next {k}")]
+    msgs.append(text(Role.ASSISTANT, "fin"))
+    return Conversation("c", "t", tuple(msgs))
+
+
+def test_replay_prune_is_request_view_only_and_recomputed() -> None:
+    res = run(_conv(3), "baseagent", params={"max_output_tokens": 0})
+    kinds = [e.kind for e in res.events]
+    assert "prune" in kinds and "compact" not in kinds
+    first = next(e for e in res.events if e.kind == "prune")
+    assert first.tokens_before > 142_800 >= first.tokens_after
+    assert all(c.fate is Fate.PRUNED for c in first.changes)
+    pruned = first.changes[0].message
+    assert pruned is not None and pruned.blocks[0].text == ba.PRUNE_MARKER
+    # the stored history is never shortened by pruning: every message stays in context
+    assert all(s.context == ((0, s.source_index),) for s in res.steps)
+
+
+def test_replay_compaction_persists_exactly_system_and_summary() -> None:
+    res = run(_conv(10), "baseagent", params={"max_output_tokens": 0})
+    compact = next(e for e in res.events if e.kind == "compact")
+    step = res.steps[compact.step]
+    assert step.context == ((0, 1),)  # system prompt only, plus the summary
+    assert step.summary_id == compact.summary_id
+    assert 1 in compact.messages  # the original task is summarised away too
+    assert {c.fate for c in compact.changes} == {Fate.SUMMARISED}
+    assert compact.detail["estimate"] > 142_800 >= res.steps[compact.step - 1].tokens.strategy
+    assert step.tokens.strategy < 1000
+
+
+@pytest.mark.parametrize("mode", ["raise", "error", "empty"])
+def test_replay_failed_summary_sends_messages_unchanged(mode: str) -> None:
+    res = run(
+        _conv(10), "baseagent", params={"max_output_tokens": 0}, summarizer=FailingSummarizer(mode)
+    )  # type: ignore[arg-type]
+    assert not any(e.kind == "compact" for e in res.events)
+    failed = [e for e in res.events if e.kind == "summary_failed"]
+    assert failed
+    step = res.steps[failed[0].step]
+    assert step.context == ((0, step.source_index),)
+
+
+def test_replay_middle_out_truncates_tool_outputs_at_creation() -> None:
+    res = run(_conv(3, outputs=2, size=10_004), "baseagent")
+    truncs = [e for e in res.events if e.kind == "truncate"]
+    assert [e.messages for e in truncs] == [(3,), (5,)]
+    text = truncs[0].changes[0].message.blocks[0].text  # type: ignore[union-attr]
+    assert "\n\n...1 tokens truncated...\n\n" in text
+
+
+def test_replay_empty_history_has_no_steps_and_no_events() -> None:
+    res = run(Conversation("c", "t", ()), "baseagent")
+    assert res.steps == [] and res.events == []
