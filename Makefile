@@ -50,7 +50,7 @@ test: lint typecheck test-unit test-browser
 # The distributed CI leg: same code, services chosen by environment (see .ci/run).
 test-distributed: $(STAMP)
 	@test -n "$$DATABASE_URL" || { echo "set DATABASE_URL (postgres://...)"; exit 2; }
-	$(BIN)/pytest -q -p no:playwright --ignore=tests/browser -m "not browser"
+	$(BIN)/pytest -q -p no:playwright --ignore=tests/browser --ignore=tests/engine -m "not browser"
 
 clean:
 	rm -rf var/test_db_* .pytest_cache .mypy_cache .ruff_cache artifacts

@@ -13,6 +13,15 @@ from typing import Any
 import pytest
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _fast_password_hashing() -> Iterator[None]:
+    # PBKDF2's deliberate slowness costs ~0.3 s per test user; tests don't need it.
+    from django.test.utils import override_settings
+
+    with override_settings(PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"]):
+        yield
+
+
 @pytest.fixture(autouse=True)
 def _celery_eager(request: pytest.FixtureRequest) -> Iterator[None]:
     """Run tasks eagerly by default, so no test depends on a worker by accident."""
