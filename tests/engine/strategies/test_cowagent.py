@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from ctxlab.engine.model import Block, BlockKind, Message, Role
+from ctxlab.engine.model import Block, BlockKind, Conversation, Message, Role
+from ctxlab.engine.records import Fate
+from ctxlab.engine.replay import run
 from ctxlab.engine.strategies import _cowagent_rules as cow
 from ctxlab.engine.strategies._cowagent_rules import CowMsg
+from ctxlab.engine.summarizers import FailingSummarizer, SummaryRequest, SummaryResponse
 
 # -- tiny builders ---------------------------------------------------------------------------
 
@@ -288,3 +291,120 @@ def test_aggressive_trim_caps_and_keeps_last_five_turns() -> None:
         .blocks[0]
         .text.endswith("[Message truncated for context recovery: 10001 -> 10000 chars]")
     )
+
+
+# -- replay (strategy wired into the engine) ---------------------------------------------------
+
+
+def _conv(
+    turns: int, result_chars: int = 100, *, answer: str = "decided to use plan"
+) -> Conversation:
+    msgs = [Message(Role.SYSTEM, (Block(BlockKind.TEXT, text="sys"),))]
+    for k in range(turns):
+        msgs += [
+            user(f"please do task {k} in /src/f{k}.py"),
+            assistant("", f"t{k}"),
+            result(f"t{k}", "x" * result_chars),
+            assistant(f"{answer} {k}"),
+        ]
+    return Conversation("c", "t", tuple(msgs))
+
+
+def test_replay_turn_limit_drops_half_and_injects_next_request() -> None:
+    res = run(_conv(25), "cowagent")
+    drop = next(e for e in res.events if e.kind == "drop_turns")
+    assert drop.detail["turns"] == 21 and drop.detail["dropped_turns"] == 10
+    assert {c.fate for c in drop.changes} == {Fate.SUMMARISED, Fate.DROPPED}
+    step = res.steps[drop.step]
+    assert step.pending and step.summary_id is None  # lands at the next request
+    nxt = res.steps[drop.step + 1]
+    assert [e.kind for e in nxt.events] == ["summary_injected"]
+    assert nxt.summary_id == drop.summary_id
+    assert nxt.tokens.strategy > step.tokens.strategy
+    summary = res.summaries[drop.summary_id]  # type: ignore[index]
+    assert summary.input.splitlines()[-1].startswith("助手: ")
+    assert "请归纳以下对话的日常记录：" in summary.input
+
+
+def test_replay_sync_injection_lands_in_the_trimmed_request() -> None:
+    res = run(_conv(25), "cowagent", params={"summary_injection": "sync"})
+    drop = next(e for e in res.events if e.kind == "drop_turns")
+    assert res.steps[drop.step].summary_id is not None and not res.steps[drop.step].pending
+
+
+class _Wu:
+    name = "wu"
+
+    def summarize(self, request: SummaryRequest) -> SummaryResponse:
+        return SummaryResponse(text=" 无 ")
+
+
+def test_replay_wu_reply_means_no_summary_and_plain_drop() -> None:
+    res = run(_conv(25), "cowagent", summarizer=_Wu())  # type: ignore[arg-type]
+    drop = next(e for e in res.events if e.kind == "drop_turns")
+    assert {c.fate for c in drop.changes} == {Fate.DROPPED}
+    assert any(e.kind == "summary_empty" for e in res.events)
+    assert all(s.summary_id is None for s in res.steps)
+
+
+def test_replay_failing_summariser_uses_rule_based_fallback() -> None:
+    res = run(_conv(25), "cowagent", summarizer=FailingSummarizer())  # type: ignore[arg-type]
+    assert any(e.kind == "summary_failed" for e in res.events)
+    injected = next(e for e in res.events if e.kind == "summary_injected")
+    assert res.steps[injected.step].summary_id is not None
+
+
+def test_replay_memory_disabled_drops_without_summary() -> None:
+    res = run(_conv(25), "cowagent", params={"memory_enabled": False})
+    assert res.summaries == []
+    assert all(
+        c.fate is Fate.DROPPED for e in res.events if e.kind == "drop_turns" for c in e.changes
+    )
+
+
+def test_replay_few_turns_over_budget_compress_to_text_never_drop_a_turn() -> None:
+    res = run(_conv(4, 30_000), "cowagent", params={"agent_max_context_tokens": 5000})
+    comp = [e for e in res.events if e.kind == "compress_text_only"]
+    assert comp and not any(e.kind == "drop_turns" for e in res.events)
+    last = res.steps[-1]
+    assert last.context_indexes[:5] == [0, 1, 4, 5, 8]  # each old turn: query + last answer
+    assert res.summaries == []
+
+
+def test_replay_many_turns_over_budget_drop_older_half_once() -> None:
+    res = run(_conv(8, 30_000), "cowagent", params={"agent_max_context_tokens": 5000})
+    drop = next(e for e in res.events if e.kind == "drop_turns")
+    assert drop.detail["turns"] == 5 and drop.detail["dropped_turns"] == 2
+
+
+@pytest.mark.parametrize(
+    ("budget", "fires"),
+    [pytest.param(None, False, id="equal-is-within"), pytest.param(-1, True, id="one-over")],
+)
+def test_replay_budget_is_within_when_equal(budget: int | None, fires: bool) -> None:
+    probe = run(_conv(6, 1000), "cowagent", params={"agent_max_context_tokens": 10**6})
+    need = max(s.tokens.strategy for s in probe.steps if s.source_index % 4 == 2)
+    res = run(_conv(6, 1000), "cowagent", params={"agent_max_context_tokens": need + (budget or 0)})
+    assert any(e.kind in ("drop_turns", "compress_text_only") for e in res.events) is fires
+
+
+def test_replay_overflow_aggressive_trim_then_clear() -> None:
+    res = run(_conv(7, 300_000), "cowagent", params={"model_context_window": 15_000})
+    trims = [e for e in res.events if e.kind == "overflow_trim"]
+    assert trims and trims[0].detail["truncated_blocks"] > 0
+    res = run(_conv(3, 10), "cowagent", params={"model_context_window": 5})
+    assert any(e.kind == "overflow_clear" for e in res.events)
+    cleared = next(e for e in res.events if e.kind == "overflow_clear")
+    assert res.steps[cleared.step].context == ((0, 1),)
+
+
+def test_replay_orphan_result_is_removed_by_the_sanitizer() -> None:
+    msgs = (
+        Message(Role.SYSTEM, (Block(BlockKind.TEXT, text="s"),)),
+        result("ghost"),
+        user("q"),
+        assistant("a"),
+    )
+    res = run(Conversation("c", "t", msgs), "cowagent")
+    san = next(e for e in res.events if e.kind == "sanitize")
+    assert san.messages == (1,)

@@ -1,0 +1,421 @@
+"""CowAgent (zhayujie/chatgpt-on-wechat 2.0.8 @ 55aaf60): turn-based trimming with an
+asynchronous daily-memory summary injected into the first kept user message.
+
+Where it runs (``agent/protocol/agent_stream.py``): tool results are capped at 50 000 chars
+when created; once per user request (the new query is appended, then ``_trim_messages``,
+then ``sanitize_claude_messages``) earlier tool results are cut to 20 000 chars (head only),
+more than ``agent_max_context_turns`` turns drop the oldest half, and a token budget
+(``agent_max_context_tokens`` + system prompt, within when ``<=``) either compresses every
+turn to text when there are fewer than 5 turns, or drops the oldest half once (no loop).
+Dropped turns go to the memory summariser in a background thread; its summary lands in the
+first kept user message from the next request on (recorded as pending). An answer of 无
+(or nothing) means no summary: the turns are simply gone. A provider overflow (simulated
+with the reference tokenizer against the model window) triggers the aggressive trim, then
+clears the whole history if that is not enough.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from ..findings import check_summary_size
+from ..model import BlockKind, Message, ToolDef
+from ..params import Param
+from ..records import Fate
+from ..summarizers import MaterialItem, PromptMessage, SummaryRequest
+from . import _cowagent_rules as cow
+from ._cowagent_rules import CowMsg
+from .base import Strategy
+
+if TYPE_CHECKING:
+    from ..context import ReplayContext
+
+
+class CowAgentStrategy(Strategy):
+    name: ClassVar[str] = "cowagent"
+    label: ClassVar[str] = "CowAgent (chatgpt-on-wechat 2.0.8)"
+    description: ClassVar[str] = (
+        "chatgpt-on-wechat agent_stream._trim_messages: once per user request, cap earlier "
+        "tool results at 20K chars, keep the newer half of the turns when there are more than "
+        "agent_max_context_turns, and over the token budget either compress turns to text "
+        "(< 5 turns) or drop the older half once; dropped turns are summarised into daily "
+        "memory and injected into the first kept user message on the next request."
+    )
+    estimator: ClassVar[str] = (
+        "int(non-ASCII x 1.5 + ASCII x 0.25) + 1 per text; image 1200, tool_use 50+, "
+        "tool_result 30+, other blocks 10; max(1, sum) per message"
+    )
+    PARAMS: ClassVar[tuple[Param, ...]] = (
+        Param(
+            "agent_max_context_tokens",
+            50_000,
+            "Token budget for history + system prompt (within when <=). 0 = unset: 90% of the "
+            "model's context window from CowAgent's model-name table.",
+            min=0,
+            origin="config.py agent_max_context_tokens",
+        ),
+        Param(
+            "agent_max_context_turns",
+            20,
+            "More turns than this drop the oldest floor(n/2) turns (executor default 30 when "
+            "not passed).",
+            min=1,
+            origin="config.py agent_max_context_turns",
+        ),
+        Param(
+            "model_context_window",
+            0,
+            "Window the provider enforces (overflow errors are simulated against it with the "
+            "reference tokenizer). 0 = from the conversation's model name.",
+            min=0,
+            origin="Agent._get_model_context_window",
+        ),
+        Param(
+            "memory_enabled",
+            True,
+            "A memory manager exists: dropped turns are flushed to the daily-memory summariser "
+            "and the summary is injected. Off: turns are dropped with no summary.",
+            "bool",
+            origin="agent.memory_manager",
+        ),
+        Param(
+            "summary_injection",
+            "next_request",
+            "When the background summary lands: from the next request (as the thread does) or "
+            "synchronously in the request being trimmed.",
+            "str",
+            choices=("next_request", "sync"),
+            origin="summarizer.flush_from_messages callback (background thread)",
+        ),
+        Param(
+            "simulate_overflow",
+            True,
+            "Treat a request above model_context_window (reference tokens) as the provider's "
+            "context-length error: aggressive trim, retry, then clear the history.",
+            "bool",
+            origin="AgentStreamExecutor._call_llm_stream except-path",
+        ),
+        Param(
+            "current_turn_result_max_chars",
+            cow.CURRENT_TURN_RESULT_MAX_CHARS,
+            "Tool results are cut to this many chars (head) when created; 0 disables.",
+            min=0,
+            origin="agent_stream.py MAX_CURRENT_TURN_RESULT_CHARS",
+        ),
+        Param(
+            "history_result_max_chars",
+            cow.HISTORY_RESULT_MAX_CHARS,
+            "Tool results of earlier turns are cut to this many chars (head only) at each trim.",
+            min=1,
+            origin="agent_stream.py MAX_HISTORY_RESULT_CHARS",
+        ),
+    )
+
+    # --- estimator ----------------------------------------------------------------------
+    def count_text(self, text: str) -> int:
+        return cow.estimate_text(text)
+
+    def count_message(self, message: Message) -> int:
+        return cow.estimate_message(message)
+
+    def count_system(self, text: str, message: Message | None) -> int:
+        return cow.estimate_system(text)
+
+    def count_tools(self, tools: Sequence[ToolDef]) -> int:
+        return 0  # CowAgent's budget ignores tool definitions
+
+    # --- geometry -----------------------------------------------------------------------
+    def _budget(self, ctx: ReplayContext) -> int:
+        return cow.budget_tokens(
+            int(self.params["agent_max_context_tokens"]), ctx.conversation.model
+        )
+
+    def window(self, ctx: ReplayContext) -> int:
+        given = int(self.params["model_context_window"])
+        return given or cow.context_window_for_model(ctx.conversation.model)
+
+    def threshold(self, ctx: ReplayContext) -> int | None:
+        return self._budget(ctx)
+
+    # --- state --------------------------------------------------------------------------
+    def prepare(self, ctx: ReplayContext) -> None:
+        self._new_request = False
+        self._flushed: frozenset[str] = frozenset()
+        self._inj_target: int | None = None
+        self._inj_text = ""  # the target's first text block as injected
+
+    def _rows(self, ctx: ReplayContext) -> list[CowMsg]:
+        return [cow.to_cow(i, ctx.message(i)) for i in ctx.live]
+
+    # --- hooks --------------------------------------------------------------------------
+    def after_append(self, ctx: ReplayContext, index: int) -> None:
+        msg = ctx.message(index)
+        cap = int(self.params["current_turn_result_max_chars"])
+        if cap and any(b.kind is BlockKind.TOOL_RESULT and len(b.text) > cap for b in msg.blocks):
+            blocks = tuple(
+                replace(b, text=cow.truncate_at_creation(b.text, cap), parts=())
+                if b.kind is BlockKind.TOOL_RESULT and len(b.text) > cap
+                else b
+                for b in msg.blocks
+            )
+            with ctx.action("truncate", reason="tool result capped at creation", limit=cap) as act:
+                act.replace(index, replace(msg, blocks=blocks), Fate.TRUNCATED)
+        if cow.is_user_query(cow.to_cow(index, msg).msg):
+            self._new_request = True
+
+    def before_call(self, ctx: ReplayContext) -> None:
+        if self._new_request:
+            self._new_request = False
+            self._trim(ctx)
+        if self.params["simulate_overflow"] and ctx.request_ref() > self.window(ctx):
+            self._overflow(ctx)
+
+    # --- _trim_messages -----------------------------------------------------------------
+    def _trim(self, ctx: ReplayContext) -> None:
+        limit = int(self.params["history_result_max_chars"])
+        rows, cuts = cow.truncate_historical_tool_results(self._rows(ctx), limit=limit)
+        if cuts:
+            with ctx.action(
+                "truncate", reason="historical tool result cut (head only)", limit=limit,
+                cuts=[{"message": c.src, "before": c.before_chars, "after": c.after_chars}
+                      for c in cuts],
+            ) as act:  # fmt: skip
+                for src in dict.fromkeys(c.src for c in cuts):
+                    if src is not None:
+                        new = next(r.msg for r in rows if r.src == src)
+                        act.replace(
+                            src, replace(ctx.message(src), blocks=new.blocks), Fate.TRUNCATED
+                        )
+        turns = cow.split_turns(rows)
+        if not turns:
+            return
+        max_turns = int(self.params["agent_max_context_turns"])
+        if len(turns) > max_turns:
+            cut = len(turns) // 2
+            self._drop_turns(ctx, turns[:cut], turns[cut:], kind="drop_turns",
+                             reason=f"{len(turns)} turns > agent_max_context_turns {max_turns}",
+                             turns=len(turns), limit=max_turns)  # fmt: skip
+            turns = turns[cut:]
+        budget = self._budget(ctx)
+        current = ctx.history_tokens + ctx.summary_tokens
+        if current + ctx.system_tokens <= budget:
+            self._sanitize(ctx)
+            return
+        if len(turns) < cow.COMPRESS_THRESHOLD:
+            self._compress(ctx, turns, budget=budget, current=current)
+        else:
+            cut = len(turns) // 2
+            self._drop_turns(ctx, turns[:cut], turns[cut:], kind="drop_turns",
+                             reason="over the token budget: older half of the turns dropped once",
+                             turns=len(turns), estimate=current + ctx.system_tokens,
+                             budget=budget)  # fmt: skip
+        self._sanitize(ctx)
+
+    def _compress(
+        self, ctx: ReplayContext, turns: list[list[CowMsg]], *, budget: int, current: int
+    ) -> None:
+        with ctx.action(
+            "compress_text_only", reason="fewer than 5 turns over budget: turns kept as text",
+            turns=len(turns), estimate=current + ctx.system_tokens, budget=budget,
+        ) as act:  # fmt: skip
+            for turn in turns:
+                kept = {r.src: r.msg for r in cow.compress_turn_to_text_only(turn)}
+                for row in turn:
+                    if row.src is None:
+                        continue
+                    if row.src in kept:
+                        new = replace(ctx.message(row.src), blocks=kept[row.src].blocks)
+                        if new != ctx.message(row.src):
+                            act.replace(row.src, new, Fate.TRUNCATED)
+                    else:
+                        act.remove([row.src], Fate.DROPPED)
+        self._check_injection_target(ctx)
+
+    def _drop_turns(
+        self,
+        ctx: ReplayContext,
+        dropped: list[list[CowMsg]],
+        kept: list[list[CowMsg]],
+        *,
+        kind: str,
+        reason: str,
+        **detail: Any,
+    ) -> None:
+        rows = [r for turn in dropped for r in turn]
+        summary, flushed, record_id = self._flush(ctx, rows, reason="trim")
+        with ctx.action(kind, reason=reason, dropped_turns=len(dropped), **detail) as act:
+            for row in rows:
+                if row.src is None:
+                    continue
+                fate = Fate.SUMMARISED if summary and row.src in flushed else Fate.DROPPED
+                act.remove([row.src], fate)
+            act.summary_id = record_id
+        self._check_injection_target(ctx)
+        if summary:
+            target = cow.first_user_text_target(kept)
+            self._schedule_injection(ctx, summary, len(dropped), target, record_id, rows)
+
+    # --- memory flush and injection -----------------------------------------------------
+    def _flush(
+        self, ctx: ReplayContext, rows: list[CowMsg], *, reason: str
+    ) -> tuple[str, set[int], int | None]:
+        """Summarise ``rows`` as the memory flush does. Returns (summary or "", sources
+        shown to the summariser, summary record id)."""
+        if not self.params["memory_enabled"]:
+            return "", set(), None
+        deduped, self._flushed = cow.dedupe_for_flush(rows, self._flushed)
+        conversation = cow.format_for_summary(deduped)
+        if not conversation.strip():
+            return "", set(), None
+        shown = [r.src for r in deduped if r.src is not None]
+        request = SummaryRequest(
+            strategy=self.name,
+            system=cow.SUMMARY_SYSTEM_PROMPT,
+            messages=(PromptMessage("user", cow.summary_user_prompt(conversation)),),
+            max_output_tokens=cow.SUMMARY_MAX_TOKENS,
+            temperature=cow.SUMMARY_TEMPERATURE,
+            language="zh",
+            style="bullets",
+            material=tuple(
+                MaterialItem(
+                    r.msg.role.value, cow.text_of(r.msg), r.src if r.src is not None else -1
+                )
+                for r in deduped
+            ),
+            purpose=f"memory-{reason}",
+        )
+        record = ctx.summarize(request, messages=shown)
+        if record.error:
+            summary = cow.fallback_summary(deduped)
+            ctx.emit("summary_failed", messages=shown, summary_id=record.id, error=record.error,
+                     outcome="rule-based fallback summary", reason=reason)  # fmt: skip
+        elif cow.is_no_summary(record.output):
+            ctx.emit("summary_empty", messages=shown, summary_id=record.id,
+                     reply=record.output.strip(), outcome="nothing written or injected")  # fmt: skip
+            summary = ""
+        else:
+            summary = record.output.strip()
+        return summary, set(shown), record.id
+
+    def _schedule_injection(
+        self,
+        ctx: ReplayContext,
+        summary: str,
+        turns: int,
+        target: int | None,
+        record_id: int | None,
+        replaced: list[CowMsg],
+    ) -> None:
+        if target is None:
+            ctx.emit("summary_not_injected", summary_id=record_id, reason="no kept user text")
+            return
+        replaced_srcs = [r.src for r in replaced if r.src is not None]
+
+        def apply(c: ReplayContext) -> None:
+            self._inject(c, summary, turns, target, record_id, replaced_srcs)
+
+        if self.params["summary_injection"] == "sync":
+            apply(ctx)
+        else:
+            ctx.defer(
+                "summary_injection", f"memory summary of {turns} turns -> message {target}", apply
+            )
+
+    def _inject(
+        self,
+        ctx: ReplayContext,
+        summary: str,
+        turns: int,
+        target: int,
+        record_id: int | None,
+        replaced: list[int],
+    ) -> None:
+        if not ctx.alive[target]:
+            ctx.emit("summary_not_injected", summary_id=record_id, reason="target message gone",
+                     target=target)  # fmt: skip
+            return
+        msg = ctx.message(target)
+        first = next((b for b in msg.blocks if b.kind is BlockKind.TEXT), None)
+        if first is None:
+            return
+        base = self._inj_text if self._inj_target == target else first.text
+        injected = cow.injection_text(summary, turns, base)
+        with_injection = replace(
+            msg, blocks=tuple(replace(b, text=injected) if b is first else b for b in msg.blocks)
+        )
+        tokens = cow.estimate_message(with_injection) - cow.estimate_message(msg)
+        rendered = injected[: len(injected) - len(first.text)]
+        previous_ref = ctx.summary_ref
+        with ctx.action(
+            "summary_injected", reason="background memory summary prepended to the first kept "
+            "user text", always=True, target=target, turns=turns,
+        ) as act:  # fmt: skip
+            ctx.set_summary(summary, tokens=tokens, rendered=rendered, summary_id=record_id)
+            act.summary_id = record_id
+        self._inj_target, self._inj_text = target, injected
+        check_summary_size(
+            ctx, summary_rendered=rendered, replaced=replaced, summary_id=record_id,
+            previous_ref=previous_ref,
+        )  # fmt: skip
+
+    def _check_injection_target(self, ctx: ReplayContext) -> None:
+        """An injected summary lives inside its message: it leaves with it."""
+        if self._inj_target is not None and not ctx.alive[self._inj_target]:
+            self._inj_target, self._inj_text = None, ""
+            ctx.set_summary("", tokens=0, rendered="", summary_id=None)
+
+    # --- sanitize_claude_messages -------------------------------------------------------
+    def _sanitize(self, ctx: ReplayContext) -> None:
+        rows = self._rows(ctx)
+        out, removed, repairs = cow.sanitize(rows)
+        if not removed and not repairs:
+            return
+        kept = {r.src: r.msg for r in out if r.src is not None}
+        synthetic = [b.tool_id for r in out for b in r.msg.blocks if b.raw_type == "synthetic"]
+        with ctx.action(
+            "sanitize", reason="sanitize_claude_messages repaired tool pairing",
+            removed=removed, repairs=repairs, synthetic_results=synthetic, always=True,
+        ) as act:  # fmt: skip
+            for row in rows:
+                src = row.src
+                if src is None:
+                    continue
+                if src not in kept:
+                    act.remove([src], Fate.DROPPED)
+                elif kept[src].blocks != row.msg.blocks:
+                    act.replace(
+                        src, replace(ctx.message(src), blocks=kept[src].blocks), Fate.TRUNCATED
+                    )
+        self._check_injection_target(ctx)
+
+    # --- provider overflow --------------------------------------------------------------
+    def _overflow(self, ctx: ReplayContext) -> None:
+        window = self.window(ctx)
+        before = ctx.request_ref()
+        self._flush(ctx, self._rows(ctx), reason="overflow")  # written to memory, not injected
+        rows, truncated, removed_turns = cow.aggressive_trim(self._rows(ctx))
+        kept = {r.src: r.msg for r in rows}
+        with ctx.action(
+            "overflow_trim", reason="provider context-length error: aggressive trim and retry",
+            reference=before, window=window, truncated_blocks=truncated,
+            removed_turns=removed_turns,
+        ) as act:  # fmt: skip
+            for i in list(ctx.live):
+                if i not in kept:
+                    act.remove([i], Fate.DROPPED)
+                elif kept[i].blocks != ctx.message(i).blocks:
+                    act.replace(i, replace(ctx.message(i), blocks=kept[i].blocks), Fate.TRUNCATED)
+        self._check_injection_target(ctx)
+        if (truncated or removed_turns) and ctx.request_ref() <= window:
+            return
+        with ctx.action(
+            "overflow_clear", reason="overflow persisted: history cleared, the request fails",
+            reference=ctx.request_ref(), window=window,
+        ) as act:  # fmt: skip
+            act.remove(list(ctx.live), Fate.DROPPED)
+        self._check_injection_target(ctx)
+
+
+STRATEGY = CowAgentStrategy
