@@ -22,7 +22,7 @@
       credentials: "same-origin",
     });
     // The server escapes every transcript-derived string in this fragment.
-    results.insertAdjacentHTML("afterbegin", await response.text());
+    results.insertAdjacentHTML("beforeend", await response.text());
   }
 
   async function postAll(files) {
