@@ -38,8 +38,11 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from .model import Usage
+from .model import Conversation, Role, Usage
 from .pricing import MTOK, ModelInfo, cost, model_info
+from .records import REMOVED_FATES, Fate, Ranges, StepRecord
+from .reference import ReferenceTokens
+from .tokens import PER_MESSAGE_OVERHEAD
 
 ZERO = Decimal(0)
 
@@ -48,17 +51,20 @@ ZERO = Decimal(0)
 class LedgerStep:
     """One request. ``keys`` and ``tokens`` are parallel, in request order.
 
-    ``unchanged_prefix``: optional hint from the replay framework that the first N items are
-    known to equal the previous request's (e.g. the length of the previous context when no
-    event touched it); comparison starts there. ``appended_tokens``: tokens new to the
-    conversation at this step, when the caller knows them (otherwise inferred at compactions
-    as the trailing items the previous request did not have)."""
+    ``tail_from``: when set, ``keys``/``tokens`` hold only the items from that position on,
+    and the items before it are the previous request's first ``tail_from`` items (a step
+    that only appends passes ``tail_from=len(previous)`` and the new items: O(new), never
+    O(context)). ``unchanged_prefix``: a hint that the first N items equal the previous
+    request's; comparison starts there. ``appended_tokens``: tokens new to the conversation
+    at this step, when the caller knows them (otherwise inferred at compactions as the
+    trailing items the previous request did not have)."""
 
     keys: Sequence[Hashable]
     tokens: Sequence[int]
     output_tokens: int = 0
     unchanged_prefix: int = 0
     appended_tokens: int | None = None
+    tail_from: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,19 +156,17 @@ class Ledger:
         }
 
 
-def _first_difference(a: Sequence[Hashable], b: Sequence[Hashable], start: int) -> int:
-    """Index of the first position ≥ start where a and b differ (or the shorter length)."""
-    n = min(len(a), len(b))
+def _first_difference(prev: list[Hashable], new: Sequence[Hashable], base: int, start: int) -> int:
+    """First position p ≥ start where prev[p] differs from new[p − base] (``new`` holds the
+    items from position ``base`` on), or the shorter length."""
+    n = min(len(prev), base + len(new))
     if start >= n:
         return n
-    head_a, head_b = a[start:n], b[start:n]
-    if type(head_a) is not type(head_b):  # list vs tuple never compare equal
-        head_a, head_b = tuple(head_a), tuple(head_b)
-    if head_a == head_b:  # one C-level pass (identity short-cuts each element)
+    if prev[start:n] == list(new[start - base : n - base]):  # one C-level pass
         return n
-    for i in range(start, n):  # only reached when something did change
-        if a[i] != b[i]:
-            return i
+    for p in range(start, n):  # only reached when something did change
+        if prev[p] != new[p - base]:
+            return p
     return n
 
 
@@ -180,9 +184,8 @@ def build_ledger(
     info.rates.write(ttl)  # validates the TTL early
 
     results: list[StepCost] = []
-    prev_keys: Sequence[Hashable] = ()
+    prev_keys: list[Hashable] = []  # the previous request, updated in place
     cum: list[int] = [0]  # prefix sums of the previous request's tokens
-    appended: list[int] = []
     removed_inferred: list[int] = []
     mark_steps = {m.step for m in marks} if marks is not None else None
     totals = [0, 0, 0, 0]
@@ -194,26 +197,36 @@ def build_ledger(
         if len(keys) != len(toks):
             raise ValueError(f"step {index}: {len(keys)} keys but {len(toks)} token sizes")
         n_prev = len(prev_keys)
-        prev_total = cum[n_prev] if index else 0
-        start = min(step.unchanged_prefix, n_prev, len(keys))
-        shared = _first_difference(prev_keys, keys, start) if index else 0
+        base = step.tail_from or 0
+        if base > n_prev:
+            raise ValueError(f"step {index}: tail_from {base} beyond the previous {n_prev} items")
+        prev_total = cum[n_prev]
+        start = max(base, min(step.unchanged_prefix, n_prev, base + len(keys)))
+        shared = _first_difference(prev_keys, keys, base, start) if index else 0
+        break_at = shared if index and shared < n_prev else None
+
+        # Appended content, for the counterfactual at compactions: needed where the prefix broke.
+        new_tokens = step.appended_tokens
+        if new_tokens is None:
+            new_tokens = 0
+            if index and break_at is not None and (mark_steps is None or index in mark_steps):
+                current = [*prev_keys[:base], *keys]
+                new_tokens = _trailing_new_tokens(
+                    prev_keys, current, [*_prefix_tokens(cum, base), *toks]
+                )
+
         readable = shared if prev_cached else 0  # an uncacheable request left nothing to read
-        read = cum[readable] if index else 0
+        read = cum[readable]
         del cum[shared + 1 :]
+        del prev_keys[shared:]
+        prev_keys.extend(keys[shared - base :])
         running = cum[-1]
-        for t in toks[shared:]:
+        for t in toks[shared - base :]:
             running += t
             cum.append(running)
         total = running
-        break_at = shared if index and shared < n_prev else None
-
-        # Appended content and the counterfactual reduction, needed only where the prefix broke.
-        new_tokens = step.appended_tokens
-        if new_tokens is None:
-            new_tokens = total - cum[n_prev] if break_at is None and index else 0
-            if break_at is not None and (mark_steps is None or index in mark_steps):
-                new_tokens = _trailing_new_tokens(prev_keys, keys, toks)
-        appended.append(new_tokens)
+        if step.appended_tokens is None and index and break_at is None:
+            new_tokens = total - prev_total
         removed_inferred.append(prev_total + new_tokens - total if index else 0)
 
         write = total - read
@@ -240,7 +253,7 @@ def build_ledger(
                 write_tokens=write,
                 uncached_tokens=uncached,
                 break_at=break_at,
-                invalidated_tokens=prev_total - cum[shared] if index else 0,
+                invalidated_tokens=prev_total - cum[shared],
                 output_tokens=out,
                 cost=step_cost,
                 uncached_cost=plain_cost,
@@ -252,7 +265,6 @@ def build_ledger(
         totals[3] += out
         request_cost += step_cost
         uncached_cost += plain_cost
-        prev_keys = keys
 
     if marks is None:
         marks = [CompactionMark(s.index, "prefix_break") for s in results if s.break_at is not None]
@@ -271,6 +283,10 @@ def build_ledger(
         summary_cost=summary_cost,
         uncached_cost=uncached_cost,
     )
+
+
+def _prefix_tokens(cum: list[int], n: int) -> list[int]:
+    return [cum[i + 1] - cum[i] for i in range(n)]
 
 
 def _trailing_new_tokens(
@@ -347,3 +363,138 @@ def _compaction_costs(
             )
         )
     return tuple(out)
+
+
+# --- from a replay ---------------------------------------------------------------------------
+
+PRICED_SUMMARY_ERRORS = False  # a failed summary call reported no usage: it costs nothing
+
+
+def ledger_from_records(
+    records: Iterable[StepRecord],
+    *,
+    conversation: Conversation,
+    reference: ReferenceTokens,
+    model: str | ModelInfo,
+    ttl: str = "5m",
+    summary_model: str | None = None,
+    min_cacheable_tokens: int = 0,
+) -> Ledger:
+    """The ledger of a replay, item sizes under the reference tokenizer.
+
+    Request layout, as a Claude request caches it: tool definitions, then the context in
+    order with the summary right after the system prompt (strategies that splice the summary
+    into the system prompt or the first kept message break the prefix at about the same
+    place). An item's key is its source index and version: truncation, offload and
+    request-view prunes make a new version, ``restored`` returns to the original.
+    Steps whose events changed nothing are appended in O(new messages); a step with
+    changes is rebuilt from its ranges. Every step with context-changing events is a mark;
+    summary calls (priced with ``summary_model``; ``None``: not priced) are charged to the
+    next mark at or after their step (asynchronous summaries land a step later).
+    """
+    system_index = (
+        0 if conversation.messages and conversation.messages[0].role is Role.SYSTEM else None
+    )
+    lead: list[tuple[Hashable, int]] = [(("tools",), reference.tools)] if reference.tools else []
+    versions: dict[int, tuple[int, int]] = {}  # source index -> (event id, tokens)
+    summary_tokens: dict[int, int] = {}
+    steps: list[LedgerStep] = []
+    marks: list[CompactionMark] = []
+    pending = Usage()
+    pending_step = -1
+    prev_len = prev_items = prev_source = 0
+    prev_summary: int | None = None
+
+    def item(i: int) -> tuple[Hashable, int]:
+        v = versions.get(i)
+        return ((i, v[0]), v[1]) if v else ((i, 0), reference.message(i))
+
+    for rec in records:
+        for summ in rec.summaries:
+            summary_tokens[summ.id] = reference.text(summ.output) + PER_MESSAGE_OVERHEAD
+            if summ.error and not PRICED_SUMMARY_ERRORS:
+                continue
+            pending = _add_usage(pending, summ.input_tokens, summ.output_tokens)
+            pending_step = rec.index
+        changed = rec.summary_id != prev_summary
+        kinds: list[str] = []
+        for ev in rec.events:
+            if ev.changes:
+                kinds.append(ev.kind)
+            for ch in ev.changes:
+                changed = True
+                if ch.fate is Fate.RESTORED:
+                    versions.pop(ch.index, None)
+                elif ch.message is not None and ch.fate not in REMOVED_FATES:
+                    versions[ch.index] = (ev.id, reference.message_of(ch.message))
+        n_ctx = rec.context_len
+        msg = conversation.messages[rec.source_index]
+        out = msg.usage.output if msg.usage else reference.message(rec.source_index)
+        if rec.index == 0 or changed or n_ctx < prev_len:
+            indexes = rec.context_indexes
+            items = list(lead)
+            at = 1 if indexes and indexes[0] == system_index else 0
+            for pos, i in enumerate(indexes):
+                if pos == at and rec.summary_id is not None:
+                    items.append(
+                        (("summary", rec.summary_id), summary_tokens.get(rec.summary_id, 0))
+                    )
+                items.append(item(i))
+            if at == len(indexes) and rec.summary_id is not None:
+                items.append((("summary", rec.summary_id), summary_tokens.get(rec.summary_id, 0)))
+            appended = sum(reference.message(i) for i in indexes if i >= prev_source)
+            steps.append(
+                LedgerStep(
+                    tuple(k for k, _ in items), tuple(t for _, t in items), out,
+                    appended_tokens=appended if rec.index else None,
+                )
+            )  # fmt: skip
+            prev_items = len(items)
+        else:
+            tail = [item(i) for i in _last_indexes(rec.context, n_ctx - prev_len)]
+            steps.append(
+                LedgerStep(
+                    tuple(k for k, _ in tail), tuple(t for _, t in tail), out,
+                    tail_from=prev_items,
+                )
+            )  # fmt: skip
+            prev_items += len(tail)
+        if rec.index and changed:
+            usage_here = pending if pending_step >= 0 else None
+            marks.append(
+                CompactionMark(
+                    rec.index, "+".join(dict.fromkeys(kinds)) or "summary_swap",
+                    summary_usage=usage_here if summary_model else None,
+                    summary_model=summary_model or "",
+                )
+            )  # fmt: skip
+            pending, pending_step = Usage(), -1
+        prev_len, prev_source, prev_summary = n_ctx, rec.source_index, rec.summary_id
+    if pending_step >= 0 and summary_model and steps:
+        # summaries whose result never reached a request (the run ended first)
+        marks.append(
+            CompactionMark(
+                min(pending_step, len(steps) - 1), "summary_unapplied",
+                summary_usage=pending, summary_model=summary_model, removed_tokens=0,
+            )
+        )  # fmt: skip
+    return build_ledger(
+        steps, model=model, ttl=ttl, marks=marks, min_cacheable_tokens=min_cacheable_tokens
+    )
+
+
+def _add_usage(usage: Usage, input_tokens: int, output_tokens: int) -> Usage:
+    return Usage(
+        input_uncached=usage.input_uncached + input_tokens, output=usage.output + output_tokens
+    )
+
+
+def _last_indexes(ranges: Ranges, count: int) -> list[int]:
+    """The last ``count`` source indexes of a context, walking ranges from the end."""
+    out: list[int] = []
+    for start, end in reversed(ranges):
+        if len(out) >= count:
+            break
+        take = min(count - len(out), end - start)
+        out[:0] = range(end - take, end)
+    return out

@@ -180,3 +180,82 @@ def test_ledger_as_dict_is_json_ready() -> None:
     data = json.loads(json.dumps(led.as_dict()))
     assert data["totals"]["request_cost"] == pytest.approx(0.001995)
     assert data["steps"][1]["read_tokens"] == 1200
+
+
+def test_ledger_tail_steps_equal_full_steps() -> None:
+    full = [
+        step(("sys", 1000), ("a", 200)),
+        step(("sys", 1000), ("a", 200), ("b", 300)),
+        step(("sys", 1000), ("S", 50), ("b", 300), ("c", 10)),
+        step(("sys", 1000), ("S", 50), ("b", 300), ("c", 10), ("d", 5)),
+    ]
+    tails = [
+        full[0],
+        LedgerStep(("b",), (300,), tail_from=2),  # pure append
+        LedgerStep(("S", "b", "c"), (50, 300, 10), tail_from=1),  # changed after position 1
+        LedgerStep(("d",), (5,), tail_from=4),
+    ]
+    a = build_ledger(full, model=MODEL)
+    b = build_ledger(tails, model=MODEL)
+    assert a.steps == b.steps and a.compactions == b.compactions
+    assert b.steps[2].break_at == 1
+
+
+def test_ledger_tail_from_beyond_previous_is_an_error() -> None:
+    with pytest.raises(ValueError, match="tail_from 5"):
+        build_ledger([APPEND_RUN[0], LedgerStep(("x",), (1,), tail_from=5)], model=MODEL)
+
+
+def _naive_steps(records: list, conversation, reference) -> list[LedgerStep]:  # type: ignore[no-untyped-def]
+    """Every request materialised in full (the slow, obvious way)."""
+    from ctxlab.engine.records import REMOVED_FATES, Fate
+
+    versions: dict[int, tuple[int, int]] = {}
+    sizes: dict[int, int] = {}
+    out = []
+    for rec in records:
+        for s in rec.summaries:
+            sizes[s.id] = reference.text(s.output) + 4
+        for ev in rec.events:
+            for ch in ev.changes:
+                if ch.fate is Fate.RESTORED:
+                    versions.pop(ch.index, None)
+                elif ch.message is not None and ch.fate not in REMOVED_FATES:
+                    versions[ch.index] = (ev.id, reference.message_of(ch.message))
+        items = [(("tools",), reference.tools)] if reference.tools else []
+        idx = rec.context_indexes
+        for i in idx:
+            v = versions.get(i)
+            items.append(((i, v[0]), v[1]) if v else ((i, 0), reference.message(i)))
+        if rec.summary_id is not None:  # right after the tools and the system prompt
+            at = len(items) - len(idx) + (1 if idx and idx[0] == 0 else 0)
+            items.insert(at, (("summary", rec.summary_id), sizes[rec.summary_id]))
+        msg = conversation.messages[rec.source_index]
+        out_tokens = msg.usage.output if msg.usage else reference.message(rec.source_index)
+        out.append(step(*items, out=out_tokens))  # type: ignore[arg-type]
+    return out
+
+
+def test_ledger_from_records_matches_full_materialisation() -> None:
+    from builders import conv, cycle, system
+
+    from ctxlab.engine.ledger import ledger_from_records
+    from ctxlab.engine.reference import reference_tokens
+    from ctxlab.engine.replay import run
+
+    conversation = conv(system("You are a careful coding agent."), *cycle(40, size=5000))
+    result = run(conversation, "qwenpaw", params={"max_input_length": 12000})
+    kinds = {e.kind for e in result.events}
+    assert len(kinds) >= 2, kinds  # the replay really changed its context
+    reference = reference_tokens(conversation)
+    led = ledger_from_records(
+        result.steps, conversation=conversation, reference=reference,
+        model=MODEL, summary_model="claude-haiku-4-5",
+    )  # fmt: skip
+    naive = build_ledger(_naive_steps(result.steps, conversation, reference), model=MODEL)
+    assert led.steps == naive.steps
+    breaks = [s.index for s in led.steps if s.break_at is not None]
+    assert breaks and {c.step for c in led.compactions} >= set(breaks)
+    summaries = [s for s in result.summaries if not s.error]
+    if summaries:
+        assert led.summary_cost > 0
