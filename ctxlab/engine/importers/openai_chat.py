@@ -557,6 +557,8 @@ def sniff(head: bytes, name: str) -> int:
         return 5
     if b'"trajectory"' in text and b'"observation"' in text:
         return 5  # SWE-agent steps
+    if b'"tool_call_metadata"' in text or (b'"observation"' in text and b'"action"' in text):
+        return 5  # OpenHands events embed chat.completion responses
     if b'"type": "message"' in text or b'"type":"message"' in text:
         return 10  # Responses API items
     score = 40
