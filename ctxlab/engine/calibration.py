@@ -24,6 +24,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from .model import Conversation, Message, Role
+from .records import StepRecord
 from .tokens import TokenCounter, message_reference_tokens, reference_counter
 
 OUTLIER_MADS = (
@@ -233,14 +234,16 @@ def calibrate_conversation(
 
 
 @dataclass(frozen=True, slots=True)
-class StepTokens:
-    """A replayed step's request as the strategy saw it and as the reference counts it."""
+class RequestSize:
+    """A replayed step's request as the strategy saw it and as the reference counts it.
+    ``limit``: what the request must fit in (window − output reserve), when known per step."""
 
     step: int
     strategy_tokens: int
     reference_tokens: int
     blocks: int
     reported: int | None = None  # only when the replayed request equals the original's
+    limit: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -255,17 +258,22 @@ class OverflowFlag:
 
 
 def flag_overflows(
-    steps: Iterable[StepTokens],
+    steps: Iterable[RequestSize],
     calibration: Calibration,
     *,
-    window: int,
+    window: int | None = None,
     output_reserve: int = 0,
 ) -> list[OverflowFlag]:
     """Steps where the strategy believed its request fit (``strategy_tokens ≤ limit``) but the
-    real request would not: ``limit = window − output_reserve``."""
-    limit = window - output_reserve
+    real request would not. ``limit`` is the row's own, else ``window − output_reserve``."""
     flags: list[OverflowFlag] = []
     for s in steps:
+        if s.limit is not None:
+            limit = s.limit
+        elif window is not None:
+            limit = window - output_reserve
+        else:
+            raise ValueError(f"step {s.step}: no limit and no window given")
         if s.strategy_tokens > limit:
             continue  # the strategy itself saw the overflow
         if s.reported is not None:
@@ -278,3 +286,33 @@ def flag_overflows(
         certainty = "certain" if low > limit else "likely" if est > limit else "possible"
         flags.append(OverflowFlag(s.step, s.strategy_tokens, est, low, high, limit, certainty))
     return flags
+
+
+def request_sizes(records: Iterable[StepRecord], conversation: Conversation) -> list[RequestSize]:
+    """``RequestSize`` rows for a replay, O(ranges) per step: blocks come from prefix sums
+    over the source messages (a summary counts as one block; truncation keeps blocks).
+    The original's reported size is used only while neither the replay nor the original
+    has changed the context, i.e. while the replayed request is the original request."""
+    prefix = [0]
+    for msg in conversation.messages:
+        prefix.append(prefix[-1] + len(msg.blocks))
+    first_original = min((c.before_index for c in conversation.compactions), default=None)
+    touched = False
+    rows: list[RequestSize] = []
+    for rec in records:
+        touched = touched or rec.summary_id is not None or any(e.changes for e in rec.events)
+        if first_original is not None and rec.source_index >= first_original:
+            touched = True
+        blocks = sum(prefix[end] - prefix[start] for start, end in rec.context)
+        blocks += 1 if rec.summary_id is not None else 0
+        rows.append(
+            RequestSize(
+                step=rec.index,
+                strategy_tokens=rec.tokens.strategy,
+                reference_tokens=rec.tokens.reference,
+                blocks=blocks,
+                reported=None if touched else rec.tokens.reported,
+                limit=rec.zones.window - rec.zones.output_reserve,
+            )
+        )
+    return rows

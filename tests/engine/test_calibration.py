@@ -9,7 +9,7 @@ from ctxlab.engine.calibration import (
     CalibrationError,
     CalibrationPoint,
     ErrorBand,
-    StepTokens,
+    RequestSize,
     calibrate_conversation,
     fit_calibration,
     flag_overflows,
@@ -195,16 +195,16 @@ CAL = Calibration(
 @pytest.mark.parametrize(
     ("row", "certainty"),
     [
-        (StepTokens(0, strategy_tokens=900, reference_tokens=500, blocks=1), None),
-        (StepTokens(1, strategy_tokens=1100, reference_tokens=5000, blocks=1), None),
-        (StepTokens(2, strategy_tokens=900, reference_tokens=1200, blocks=1), "certain"),
-        (StepTokens(3, strategy_tokens=900, reference_tokens=1050, blocks=1), "likely"),
-        (StepTokens(4, strategy_tokens=900, reference_tokens=950, blocks=1), "possible"),
+        (RequestSize(0, strategy_tokens=900, reference_tokens=500, blocks=1), None),
+        (RequestSize(1, strategy_tokens=1100, reference_tokens=5000, blocks=1), None),
+        (RequestSize(2, strategy_tokens=900, reference_tokens=1200, blocks=1), "certain"),
+        (RequestSize(3, strategy_tokens=900, reference_tokens=1050, blocks=1), "likely"),
+        (RequestSize(4, strategy_tokens=900, reference_tokens=950, blocks=1), "possible"),
         (
-            StepTokens(5, strategy_tokens=900, reference_tokens=10, blocks=1, reported=1001),
+            RequestSize(5, strategy_tokens=900, reference_tokens=10, blocks=1, reported=1001),
             "certain",
         ),
-        (StepTokens(6, strategy_tokens=900, reference_tokens=5000, blocks=1, reported=999), None),
+        (RequestSize(6, strategy_tokens=900, reference_tokens=5000, blocks=1, reported=999), None),
     ],
     ids=[
         "fits",
@@ -216,7 +216,7 @@ CAL = Calibration(
         "reported-fits",
     ],
 )
-def test_flag_overflows(row: StepTokens, certainty: str | None) -> None:
+def test_flag_overflows(row: RequestSize, certainty: str | None) -> None:
     flags = flag_overflows([row], CAL, window=1200, output_reserve=200)
     assert [f.certainty for f in flags] == ([certainty] if certainty else [])
     if flags:
@@ -229,3 +229,36 @@ def test_calibrated_counter_is_a_token_counter() -> None:
     assert counter.name == "calibrated:m"
     assert counter.count("") == 0
     assert counter.count("hello world") == 2 * reference_counter().count("hello world") + 3
+
+
+def test_request_sizes_from_a_replay() -> None:
+    from dataclasses import replace
+
+    from builders import conv, cycle, system
+
+    from ctxlab.engine.calibration import request_sizes
+    from ctxlab.engine.replay import run
+
+    msgs = [system("You are a careful coding agent."), *cycle(30, size=5000)]
+    msgs = [  # every call reports a prompt size
+        replace(m, usage=Usage(input_uncached=100 * i)) if m.role is Role.ASSISTANT else m
+        for i, m in enumerate(msgs)
+    ]
+    conversation = conv(*msgs)
+    result = run(conversation, "qwenpaw", params={"max_input_length": 12000})
+    rows = request_sizes(result.steps, conversation)
+    assert [r.step for r in rows] == [s.index for s in result.steps]
+    first_change = next(
+        s.index
+        for s in result.steps
+        if s.summary_id is not None or any(e.changes for e in s.events)
+    )
+    for rec, row in zip(result.steps, rows, strict=True):
+        brute = sum(len(msgs[i].blocks) for i in rec.context_indexes)
+        assert row.blocks == brute + (rec.summary_id is not None)
+        assert row.limit == rec.zones.window - rec.zones.output_reserve
+        assert (row.reported is None) == (rec.index >= first_change)
+    # a calibration 2× the reference finds the requests the strategy thought fitted
+    cal = Calibration("m", 2.0, 0.0, 0.0, 5, 0, CAL.delta_band, ErrorBand(5, 0, 0, 0, 0))
+    flags = flag_overflows(rows, cal)
+    assert flags and all(f.strategy_tokens <= f.limit < f.estimate for f in flags)
