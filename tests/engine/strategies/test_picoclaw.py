@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from ctxlab.engine.model import Block, BlockKind, Message, Role, ToolDef
+from ctxlab.engine.model import Block, BlockKind, Conversation, Message, Role, ToolDef
+from ctxlab.engine.records import Fate
+from ctxlab.engine.replay import run
 from ctxlab.engine.strategies import _picoclaw_budget as pb
 from ctxlab.engine.strategies._picoclaw_budget import PicoMsg, PicoToolCall
+from ctxlab.engine.summarizers import FailingSummarizer
 
 # -- tiny builders (as context_budget_test.go has them) ----------------------------------------
 
@@ -317,3 +320,93 @@ def test_split_batches_moves_mid_to_user_and_batch_prompt_format() -> None:
 def test_fallback_batch_summary_cuts_runes() -> None:
     text = pb.fallback_batch_summary([msg_user(" " + "é" * 300 + " "), msg_assistant("")])
     assert text == "Conversation summary: user: " + "é" * 200 + "... | assistant: "
+
+
+# -- replay (strategy wired into the engine) ---------------------------------------------------
+
+
+def _conv(turns: int, result_chars: int = 100) -> Conversation:
+    def text(role: Role, t: str) -> Message:
+        return Message(role, (Block(BlockKind.TEXT, text=t),))
+
+    msgs = [text(Role.SYSTEM, "sys")]
+    for k in range(turns):
+        use = Block(BlockKind.TOOL_USE, tool_id=f"t{k}", tool_name="sh", tool_input={"c": k})
+        res = Block(BlockKind.TOOL_RESULT, tool_id=f"t{k}", text="x" * result_chars)
+        msgs += [
+            text(Role.USER, f"please do task {k} in /src/f{k}.py"),
+            Message(Role.ASSISTANT, (use,)),
+            Message(Role.TOOL, (res,)),
+            text(Role.ASSISTANT, f"decided to use plan {k}"),
+        ]
+    return Conversation("c", "t", tuple(msgs))
+
+
+def test_replay_post_turn_summary_lands_next_request_and_keeps_last_four() -> None:
+    res = run(_conv(12), "picoclaw")
+    first = next(e for e in res.events if e.kind == "summarize")
+    assert first.detail["messages"] == 24  # > 20 after six turns
+    step = res.steps[first.step]
+    assert step.summary_id == first.summary_id is not None
+    # the last 4 session messages (turn 5) + the new user message remain
+    assert step.context == ((0, 1), (21, step.source_index))
+    fates = {c.fate for c in first.changes}
+    assert fates == {Fate.SUMMARISED, Fate.DROPPED}  # tool messages never reach the summariser
+    assert first.detail["batches"] == 2 and not first.detail["previous_summary_discarded"]
+
+
+def test_replay_split_path_discards_previous_summary() -> None:
+    res = run(_conv(20), "picoclaw")
+    later = [e for e in res.events if e.kind == "summarize"][1:]
+    assert later
+    assert any(e.detail["batches"] == 1 for e in later) or any(
+        e.detail["previous_summary_discarded"] for e in later
+    )
+    merge = [s for s in res.summaries if s.input.startswith("[user]\nMerge these two")]
+    assert merge
+
+
+def test_replay_proactive_budget_force_compression_and_note() -> None:
+    res = run(
+        _conv(8, 3000),
+        "picoclaw",
+        params={"max_tokens": 500, "context_window": 5000, "enable_summary": False},
+    )
+    comp = next(e for e in res.events if e.kind == "force_compression")
+    assert comp.detail["dropped_messages"] == 8 and comp.detail["remaining_messages"] == 8
+    assert {c.fate for c in comp.changes} == {Fate.DROPPED}
+    assert res.steps[comp.step].tokens.strategy < res.steps[comp.step - 1].tokens.strategy
+
+
+def test_replay_request_local_trim_when_compression_is_not_enough() -> None:
+    res = run(
+        _conv(4, 9800),
+        "picoclaw",
+        params={"max_tokens": 100, "context_window": 4000, "enable_summary": False},
+    )
+    kinds = [e.kind for e in res.events]
+    assert "trim_request" in kinds
+    trim = next(e for e in res.events if e.kind == "trim_request")
+    assert trim.detail["fit"] in (True, False)
+    # the current user message is never trimmed
+    assert res.steps[trim.step].context_indexes[-1] == res.steps[trim.step].source_index - 1
+
+
+def test_replay_failing_summariser_uses_fallback_text() -> None:
+    res = run(_conv(8), "picoclaw", summarizer=FailingSummarizer())  # type: ignore[arg-type]
+    summ = next(e for e in res.events if e.kind == "summarize")
+    assert summ.detail["failed_calls"] >= 1
+    assert res.steps[summ.step].summary_id is not None
+
+
+def test_replay_orphan_tool_result_is_sanitized_away() -> None:
+    orphan = Message(Role.TOOL, (Block(BlockKind.TOOL_RESULT, tool_id="ghost", text="x"),))
+    msgs = (
+        Message(Role.SYSTEM, (Block(BlockKind.TEXT, text="s"),)),
+        orphan,
+        Message(Role.USER, (Block(BlockKind.TEXT, text="q"),)),
+        Message(Role.ASSISTANT, (Block(BlockKind.TEXT, text="a"),)),
+    )
+    res = run(Conversation("c", "t", msgs), "picoclaw")
+    san = next(e for e in res.events if e.kind == "sanitize")
+    assert san.messages == (1,)

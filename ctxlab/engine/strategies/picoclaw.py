@@ -1,0 +1,321 @@
+"""PicoClaw (sipeed/picoclaw @ cf67dd3) legacy context manager.
+
+Where it runs: before the first LLM call of a turn (``pipeline_setup.go``) the fully
+assembled request (system message with the summary, sanitized history, current user
+message) + tool definitions + ``MaxTokens`` is compared ``> ContextWindow``; over budget,
+``forceCompression`` drops the oldest floor(T/2) turns from the session (persisted, with a
+note appended to the summary, no LLM), then ``trimHistoryToFitContextWindow`` drops whole
+turns from the front of *this request only*. After each turn, ``maybeSummarize`` runs in a
+goroutine when the session has more than 20 messages or more than 75% of the window; it
+lands before the next request (recorded as pending). Its split path (> 10 messages) loses
+the previous summary. A turn starts at every user message; tool results are ``tool``
+messages, so no cut separates a tool call from its results.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, ClassVar
+
+from ..findings import check_summary_size
+from ..model import Message, ToolDef
+from ..params import Param
+from ..records import Fate
+from ..summarizers import MaterialItem, PromptMessage, SummaryRequest
+from . import _picoclaw_budget as pb
+from ._picoclaw_budget import Estimator, PicoMsg
+from .base import Strategy
+
+if TYPE_CHECKING:
+    from ..context import Action, ReplayContext
+
+
+class PicoClawStrategy(Strategy):
+    name: ClassVar[str] = "picoclaw"
+    label: ClassVar[str] = "PicoClaw legacy context manager"
+    description: ClassVar[str] = (
+        "sipeed/picoclaw context_legacy.go + context_budget.go: proactive budget check over "
+        "the whole request (system + summary + history + tools + MaxTokens > ContextWindow) "
+        "with emergency compression of half the turns and a request-local trim, plus an "
+        "asynchronous post-turn LLM summary keeping the last 4 messages."
+    )
+    estimator: ClassVar[str] = (
+        "chars*2/5 (Go integer division): runes of content/reasoning, bytes of tool-call "
+        "fields and ids, +12 per message, +256 per media item"
+    )
+    PARAMS: ClassVar[tuple[Param, ...]] = (
+        Param(
+            "max_tokens",
+            32_768,
+            "MaxTokens: the output reserve counted in the budget, and the summary call's "
+            "max_tokens (code fallback 8192).",
+            min=1,
+            origin="config/defaults.go MaxTokens",
+        ),
+        Param(
+            "context_window",
+            0,
+            "ContextWindow the budget is compared with (strictly >). 0 = MaxTokens x 4.",
+            min=0,
+            origin="instance.go ContextWindow",
+        ),
+        Param(
+            "summarize_message_threshold",
+            pb.SUMMARIZE_MESSAGE_THRESHOLD,
+            "Post-turn summary when the session history has more messages than this.",
+            min=1,
+            origin="SummarizeMessageThreshold",
+        ),
+        Param(
+            "summarize_token_percent",
+            pb.SUMMARIZE_TOKEN_PERCENT,
+            "...or when its tokens exceed this percentage of ContextWindow (integer math).",
+            min=1,
+            max=100,
+            origin="SummarizeTokenPercent",
+        ),
+        Param(
+            "enable_summary",
+            True,
+            "Run maybeSummarize after every turn.",
+            "bool",
+            origin="EnableSummary",
+        ),
+        Param(
+            "token_estimator",
+            "chars*2/5",
+            "chars*2/5 as at cf67dd3; ceil(chars/4) as in later pkg/tokenizer versions.",
+            "str",
+            choices=("chars*2/5", "ceil(chars/4)"),
+            origin="pkg/tokenizer/estimator.go",
+        ),
+    )
+
+    # --- estimator ----------------------------------------------------------------------
+    @property
+    def _est(self) -> Estimator:
+        value: Estimator = self.params["token_estimator"]
+        return value
+
+    def count_text(self, text: str) -> int:
+        return pb.estimate_message_tokens(PicoMsg("user", text), self._est)
+
+    def count_message(self, message: Message) -> int:
+        return sum(pb.estimate_message_tokens(m, self._est) for m in pb.to_pico(-1, message))
+
+    def count_system(self, text: str, message: Message | None) -> int:
+        return pb.estimate_message_tokens(pb.build_system(text, ""), self._est)
+
+    def count_tools(self, tools: Sequence[ToolDef]) -> int:
+        return pb.estimate_tool_defs_tokens(tools, self._est)
+
+    # --- geometry -----------------------------------------------------------------------
+    def window(self, ctx: ReplayContext) -> int:
+        return int(self.params["context_window"]) or int(self.params["max_tokens"]) * 4
+
+    def threshold(self, ctx: ReplayContext) -> int | None:
+        return self.window(ctx) - int(self.params["max_tokens"]) - ctx.tools_tokens
+
+    def output_reserve(self, ctx: ReplayContext) -> int:
+        return int(self.params["max_tokens"])
+
+    # --- state --------------------------------------------------------------------------
+    def prepare(self, ctx: ReplayContext) -> None:
+        self._hist: list[PicoMsg] = []  # the session history (persisted)
+        self._summary = ""
+        self._current: list[PicoMsg] = []  # this turn's user message, not yet persisted
+        self._new_turn = False
+        self._replied = False  # an assistant message since the last user message
+        self._system_text = ctx.system_text
+
+    def _build(self, hist: Sequence[PicoMsg]) -> list[PicoMsg]:
+        return pb.build_messages(self._prompt, self._summary, hist, self._current)
+
+    def _over(self, ctx: ReplayContext, messages: Sequence[PicoMsg]) -> bool:
+        return pb.is_over_context_budget(
+            self.window(ctx), messages, ctx.tools_tokens, int(self.params["max_tokens"]), self._est
+        )
+
+    @property
+    def _prompt(self) -> str:
+        return self._system_text
+
+    def _set_summary(self, ctx: ReplayContext, text: str, summary_id: int | None) -> None:
+        self._summary = text
+        base = pb.estimate_message_tokens(pb.build_system(self._prompt, ""), self._est)
+        full = pb.estimate_message_tokens(pb.build_system(self._prompt, text), self._est)
+        rendered = pb.SUMMARY_PREFIX + text if text else ""
+        ctx.set_summary(text, tokens=full - base, rendered=rendered, summary_id=summary_id)
+
+    # --- hooks --------------------------------------------------------------------------
+    def after_append(self, ctx: ReplayContext, index: int) -> None:
+        parts = pb.to_pico(index, ctx.message(index))
+        if any(p.role == "user" for p in parts):
+            if self._replied and self.params["enable_summary"]:
+                self._maybe_summarize(ctx)
+            self._current = parts
+            self._new_turn = True
+            self._replied = False
+            return
+        if self._new_turn:  # messages after the user message before the first call
+            self._current.extend(parts)
+            return
+        self._hist.extend(parts)
+        if any(p.role == "assistant" for p in parts):
+            self._replied = True
+
+    def before_call(self, ctx: ReplayContext) -> None:
+        if self._new_turn:
+            self._new_turn = False
+            self._proactive(ctx)
+            self._hist.extend(self._current)  # the user message is persisted after the check
+            self._current = []
+
+    # --- proactive budget check (pipeline_setup.go) --------------------------------------
+    def _proactive(self, ctx: ReplayContext) -> None:
+        messages = self._build(self._hist)
+        self._drop_sanitized(ctx, messages)
+        if not self._over(ctx, messages):
+            return
+        window, reserve = self.window(ctx), int(self.params["max_tokens"])
+        estimate = pb.estimate_messages(messages, self._est) + ctx.tools_tokens + reserve
+        comp = pb.force_compression(self._hist, self._summary)
+        if comp is not None:
+            before = self._hist
+            with ctx.action(
+                "force_compression", reason="proactive_budget: oldest half of the turns dropped",
+                estimate=estimate, window=window, max_tokens=reserve,
+                dropped_messages=len(comp.dropped), remaining_messages=len(comp.kept),
+            ) as act:  # fmt: skip
+                self._hist = list(comp.kept)
+                self._remove_gone(act, before, self._hist, Fate.DROPPED)
+                self._set_summary(ctx, comp.summary, ctx.summary_id)
+        hist, messages, fit = pb.trim_history_to_fit(
+            self._hist, self._build, lambda m: self._over(ctx, m)
+        )
+        if len(hist) < len(self._hist):
+            with ctx.action(
+                "trim_request", reason="trimHistoryToFitContextWindow: request-local, the "
+                "session keeps these messages", fit=fit, window=window,
+            ) as act:  # fmt: skip
+                self._remove_gone(act, self._hist, hist, Fate.DROPPED)
+
+    def _drop_sanitized(self, ctx: ReplayContext, messages: Sequence[PicoMsg]) -> None:
+        shown = {m.src for m in messages}
+        gone = [i for i in ctx.live if i not in shown]
+        if gone:
+            with ctx.action(
+                "sanitize", reason="sanitizeHistoryForProvider dropped orphaned or unanswered "
+                "tool messages (and system messages in history)",
+            ) as act:  # fmt: skip
+                act.remove(gone, Fate.DROPPED)
+
+    def _remove_gone(
+        self, act: Action, before: Iterable[PicoMsg], after: Iterable[PicoMsg], fate: Fate,
+        shown: set[int] | None = None,
+    ) -> None:  # fmt: skip
+        """Remove source messages none of whose parts survive in ``after``."""
+        alive = {m.src for m in after}
+        gone = list(
+            dict.fromkeys(m.src for m in before if m.src is not None and m.src not in alive)
+        )
+        if shown is None:
+            act.remove(gone, fate)
+            return
+        act.remove([i for i in gone if i in shown], Fate.SUMMARISED)
+        act.remove([i for i in gone if i not in shown], Fate.DROPPED, reason="not shown to "
+                   "the summariser (tool message or oversized)")  # fmt: skip
+
+    # --- maybeSummarize (post-turn, asynchronous) ----------------------------------------
+    def _maybe_summarize(self, ctx: ReplayContext) -> None:
+        window = self.window(ctx)
+        fire, tokens, threshold = pb.should_summarize(
+            self._hist,
+            context_window=window,
+            message_threshold=int(self.params["summarize_message_threshold"]),
+            token_percent=int(self.params["summarize_token_percent"]),
+            estimator=self._est,
+        )
+        if not fire:
+            return
+        count = len(self._hist)
+
+        def apply(c: ReplayContext) -> None:
+            self._summarize(
+                c, trigger={"messages": count, "tokens": tokens, "threshold": threshold}
+            )
+
+        ctx.defer("summarize", f"post-turn summary of {count} session messages", apply)
+
+    def _call(self, ctx: ReplayContext, prompt: str, batch: Sequence[PicoMsg], previous: str,
+              purpose: str) -> tuple[str, int]:  # fmt: skip
+        request = SummaryRequest(
+            strategy=self.name,
+            system="",
+            messages=(PromptMessage("user", prompt),),
+            max_output_tokens=int(self.params["max_tokens"]),
+            temperature=0.3,
+            style="plain",
+            material=tuple(MaterialItem(m.role, m.content, m.src or -1) for m in batch),
+            previous_summary=previous,
+            purpose=purpose,
+        )
+        record = ctx.summarize(request, messages=[m.src for m in batch if m.src is not None])
+        if record.error or not record.output:
+            return "", record.id
+        return record.output.strip(), record.id
+
+    def _summarize(self, ctx: ReplayContext, *, trigger: dict[str, int]) -> None:
+        window = self.window(ctx)
+        plan = pb.plan_summary(self._hist, context_window=window)
+        if plan is None:
+            ctx.emit("summary_skipped", reason="history too short or single turn", trigger=trigger)
+            return
+        batches = pb.split_batches(plan.valid)
+        failures = 0
+        record_id: int | None = None
+        if len(batches) == 1:
+            (batch,) = batches
+            text, record_id = self._call(
+                ctx, pb.batch_prompt(batch, self._summary), batch, self._summary, "compact"
+            )
+            if not text:
+                failures += 1
+                text = pb.fallback_batch_summary(batch)
+            final = text
+        else:
+            parts = []
+            for batch in batches:
+                text, _ = self._call(ctx, pb.batch_prompt(batch, ""), batch, "", "compact")
+                if not text:
+                    failures += 1
+                    text = pb.fallback_batch_summary(batch)
+                parts.append(text)
+            merged, record_id = self._call(ctx, pb.merge_prompt(*parts), (), "", "merge")
+            final = merged or f"{parts[0]} {parts[1]}"
+            failures += 0 if merged else 1
+        if plan.omitted and final:
+            final += pb.OMITTED_NOTE
+        if not final:
+            return
+        before = self._hist
+        previous_ref = ctx.summary_ref
+        replaced = [m.src for m in before[: plan.cut] if m.src is not None]
+        with ctx.action(
+            "summarize", reason="post-turn maybeSummarize landed: summary replaced, last "
+            f"{plan.keep} messages kept", always=True, batches=len(batches),
+            previous_summary_discarded=len(batches) > 1 and bool(self._summary),
+            failed_calls=failures, omitted_oversized=plan.omitted, **trigger,
+        ) as act:  # fmt: skip
+            self._hist = self._hist[len(self._hist) - plan.keep :]
+            shown = {m.src for m in plan.valid if m.src is not None}
+            self._remove_gone(act, before, self._hist, Fate.SUMMARISED, shown=shown)
+            self._set_summary(ctx, final, record_id)
+            act.summary_id = record_id
+        check_summary_size(
+            ctx, summary_rendered=pb.SUMMARY_PREFIX + final, replaced=list(dict.fromkeys(replaced)),
+            summary_id=record_id, previous_ref=previous_ref,
+        )  # fmt: skip
+
+
+STRATEGY = PicoClawStrategy
