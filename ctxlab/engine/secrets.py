@@ -1,0 +1,218 @@
+"""Likely credentials in transcript text: find them, mask them, count them per conversation.
+
+Patterns are specific (provider key prefixes, PEM blocks, JWTs, Authorization/Cookie header
+values) plus generic ``api_key=…``/``password: …`` assignments whose value looks random
+(mixed letters and digits, high entropy). Plain hex strings (git SHAs, digests) and UUIDs
+are never reported. Masking keeps a short prefix so a reader can tell keys apart by kind.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass, replace
+from typing import Any
+
+from .model import Block, Conversation, Message
+
+
+@dataclass(frozen=True, slots=True)
+class SecretHit:
+    kind: str
+    start: int
+    end: int
+
+
+# (kind, pattern, group holding the secret: 0 = whole match)
+_PATTERNS: tuple[tuple[str, re.Pattern[str], int], ...] = (
+    (
+        "private_key",
+        re.compile(
+            r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
+            r"(?:[\s\S]*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|[A-Za-z0-9+/=\s\\n]{40,})"
+        ),
+        0,
+    ),
+    ("anthropic_key", re.compile(r"\bsk-ant-[A-Za-z0-9_\-]{20,}"), 0),
+    (
+        "openai_key",
+        re.compile(r"\bsk-(?!ant-)(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_\-]{20,}"),
+        0,
+    ),
+    ("aws_access_key", re.compile(r"\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b"), 0),
+    (
+        "github_token",
+        re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})"),
+        0,
+    ),
+    ("slack_token", re.compile(r"\bxox[abposr]-[A-Za-z0-9\-]{10,}"), 0),
+    ("google_api_key", re.compile(r"\bAIza[0-9A-Za-z_\-]{35}"), 0),
+    (
+        "bearer_token",
+        re.compile(
+            r"(?i)\b(?:authorization|proxy-authorization)[\"']?\s*[:=]\s*[\"']?"
+            r"(?:bearer|token|basic)\s+([A-Za-z0-9._~+/\-]{8,}=*)"
+        ),
+        1,
+    ),
+    ("bearer_token", re.compile(r"\b[Bb]earer\s+([A-Za-z0-9._~+/\-]{20,}=*)"), 1),
+    (
+        "jwt",
+        re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"),
+        0,
+    ),
+    (
+        "cookie",
+        re.compile(
+            r"(?i)(?<![\w-])(?:set-)?cookie[\"']?\s*[:=]\s*[\"']?([^\s\"'<>][^\"'\n\r]{7,})"
+        ),
+        1,
+    ),
+    (
+        "credential_assignment",
+        re.compile(
+            r"(?i)[\w\-]*(?:api[_\-]?key|secret|passw(?:or)?d|pwd|token|access[_\-]?key)[\w\-]*"
+            r"[\"']?\s*(?:=|:)\s*[\"']?([^\s\"',;<>{}()\[\]]{8,})"
+        ),
+        1,
+    ),
+)
+
+_HEX = re.compile(r"[0-9a-fA-F]+")
+_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+_PLACEHOLDER = re.compile(
+    r"(?i)^(?:x{4,}|\*{3,}|your|example|placeholder|changeme|redacted|dummy|test)"
+)
+_MASK = re.compile(r"…\[masked [a-z_]+\]")
+
+
+def _entropy(value: str) -> float:
+    counts = Counter(value)
+    n = len(value)
+    return -sum(c / n * math.log2(c / n) for c in counts.values())
+
+
+def _random_looking(value: str) -> bool:
+    """A generic assignment's value is reported only if it looks like a generated secret."""
+    if _HEX.fullmatch(value) or _UUID.fullmatch(value) or _PLACEHOLDER.match(value):
+        return False
+    if value.startswith(("$", "%", "process.env", "os.environ", "env.")) or "…[masked" in value:
+        return False
+    has_alpha = any(c.isalpha() for c in value)
+    has_digit = any(c.isdigit() for c in value)
+    return has_alpha and has_digit and len(value) >= 12 and _entropy(value) >= 3.2
+
+
+def _token_like(value: str) -> bool:
+    return not _HEX.fullmatch(value) and any(c.isdigit() for c in value)
+
+
+def find_secrets(text: str) -> list[SecretHit]:
+    """Non-overlapping hits in text order (the earliest, then longest, match wins)."""
+    if not text:
+        return []
+    found: list[SecretHit] = []
+    for kind, pattern, group in _PATTERNS:
+        for match in pattern.finditer(text):
+            value = match.group(group)
+            start, end = match.span(group)
+            if kind == "credential_assignment" and not _random_looking(value):
+                continue
+            if kind == "bearer_token" and not _token_like(value):
+                continue
+            if kind == "cookie" and (value.startswith("<") or len(value.strip()) < 8):
+                continue
+            if _MASK.match(text, end) or "…[masked" in value:  # already masked
+                continue
+            found.append(SecretHit(kind, start, end))
+    found.sort(key=lambda h: (h.start, -(h.end - h.start)))
+    hits: list[SecretHit] = []
+    for hit in found:
+        if hits and hit.start < hits[-1].end:
+            continue
+        hits.append(hit)
+    return hits
+
+
+def _prefix(secret: str) -> str:
+    return secret[: 6 if len(secret) >= 24 else 3]
+
+
+def mask(text: str) -> str:
+    """Each secret replaced by a short prefix + ``…[masked kind]`` (deterministic)."""
+    hits = find_secrets(text)
+    if not hits:
+        return text
+    out, pos = [], 0
+    for hit in hits:
+        out.append(text[pos : hit.start])
+        out.append(f"{_prefix(text[hit.start : hit.end])}…[masked {hit.kind}]")
+        pos = hit.end
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for k, v in value.items() for s in (*_strings(k), *_strings(v))]
+    if isinstance(value, list | tuple):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+def _mask_value(value: Any) -> Any:
+    if isinstance(value, str):
+        return mask(value)
+    if isinstance(value, dict):
+        return {mask(k) if isinstance(k, str) else k: _mask_value(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_mask_value(v) for v in value]
+    if isinstance(value, tuple):
+        return tuple(_mask_value(v) for v in value)
+    return value
+
+
+def _block_kinds(block: Block) -> list[str]:
+    texts = [block.text, block.tool_name, *_strings(block.tool_input)]
+    kinds = [hit.kind for t in texts for hit in find_secrets(t)]
+    for part in block.parts:
+        kinds.extend(_block_kinds(part))
+    return kinds
+
+
+def scan_conversation(conv: Conversation) -> list[tuple[int, int, str]]:
+    """``(message index, block index, kind)`` for every secret in the conversation."""
+    return [
+        (mi, bi, kind)
+        for mi, message in enumerate(conv.messages)
+        for bi, block in enumerate(message.blocks)
+        for kind in _block_kinds(block)
+    ]
+
+
+def _mask_block(block: Block) -> Block:
+    return replace(
+        block,
+        text=mask(block.text),
+        tool_name=mask(block.tool_name),
+        tool_input=_mask_value(block.tool_input),
+        parts=tuple(_mask_block(p) for p in block.parts),
+    )
+
+
+def _mask_message(message: Message) -> Message:
+    if not any(_block_kinds(b) for b in message.blocks):
+        return message
+    return replace(message, blocks=tuple(_mask_block(b) for b in message.blocks))
+
+
+def mask_conversation(conv: Conversation) -> Conversation:
+    """A copy with every text, tool input and the title masked (unchanged values reused)."""
+    return replace(
+        conv,
+        title=mask(conv.title),
+        messages=tuple(_mask_message(m) for m in conv.messages),
+    )
