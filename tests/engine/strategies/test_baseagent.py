@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from collections import Counter
+from pathlib import Path
+
 import pytest
 
+from ctxlab.engine import importers
 from ctxlab.engine.model import Block, BlockKind, Conversation, Message, Role
 from ctxlab.engine.records import Fate
 from ctxlab.engine.replay import run
@@ -246,3 +250,32 @@ def test_replay_middle_out_truncates_tool_outputs_at_creation() -> None:
 def test_replay_empty_history_has_no_steps_and_no_events() -> None:
     res = run(Conversation("c", "t", ()), "baseagent")
     assert res.steps == [] and res.events == []
+
+
+# -- golden replay over a real corpus transcript -----------------------------------------------
+
+CORPUS = Path(__file__).resolve().parents[2] / "data" / "corpus"
+SNIFFLY = CORPUS / "claude-code" / "sniffly-d3ad4cdc-5657-435d-98fa-0035d53e383d.jsonl"
+
+
+def _golden(
+    params: dict[str, object],
+) -> tuple[object, dict[str, int], dict[str, int], dict[str, int]]:
+    conv = importers.parse(SNIFFLY.read_bytes(), name=SNIFFLY.name).conversations[0]
+    res = run(conv, "baseagent", params=params)
+    kinds = Counter(e.kind for e in res.events)
+    firsts = {k: next(e.step for e in res.events if e.kind == k) for k in kinds}
+    return res, dict(kinds), dict(Counter(f.kind for f in res.findings)), firsts
+
+
+def test_golden_sniffly_small_window() -> None:
+    params = {
+        "model_context_limit": 50_000,
+        "output_token_max": 5000,
+        "prune_protect": 4000,
+        "prune_minimum": 2000,
+    }
+    res, kinds, findings, firsts = _golden(params)
+    assert kinds == {"compact": 1, "prune": 1, "truncate": 2}
+    assert findings == {"latest_user_dropped": 9}  # the task is summarised away by design
+    assert firsts == {"truncate": 13, "prune": 40, "compact": 53}

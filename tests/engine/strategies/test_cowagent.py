@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from collections import Counter
+from pathlib import Path
+
 import pytest
 
+from ctxlab.engine import importers
 from ctxlab.engine.model import Block, BlockKind, Conversation, Message, Role
 from ctxlab.engine.records import Fate
 from ctxlab.engine.replay import run
@@ -408,3 +412,49 @@ def test_replay_orphan_result_is_removed_by_the_sanitizer() -> None:
     res = run(Conversation("c", "t", msgs), "cowagent")
     san = next(e for e in res.events if e.kind == "sanitize")
     assert san.messages == (1,)
+
+
+# -- golden replay over a real corpus transcript -----------------------------------------------
+
+CORPUS = Path(__file__).resolve().parents[2] / "data" / "corpus"
+SNIFFLY = CORPUS / "claude-code" / "sniffly-d3ad4cdc-5657-435d-98fa-0035d53e383d.jsonl"
+
+
+def _golden(
+    params: dict[str, object],
+) -> tuple[object, dict[str, int], dict[str, int], dict[str, int]]:
+    conv = importers.parse(SNIFFLY.read_bytes(), name=SNIFFLY.name).conversations[0]
+    res = run(conv, "cowagent", params=params)
+    kinds = Counter(e.kind for e in res.events)
+    firsts = {k: next(e.step for e in res.events if e.kind == k) for k in kinds}
+    return res, dict(kinds), dict(Counter(f.kind for f in res.findings)), firsts
+
+
+@pytest.mark.parametrize(
+    ("params", "kinds", "findings", "firsts"),
+    [
+        pytest.param(
+            {},
+            {"drop_turns": 1, "summary_injected": 1, "truncate": 3},
+            {},
+            {"truncate": 21, "drop_turns": 51, "summary_injected": 52},
+            id="defaults-budget-drop",
+        ),
+        pytest.param(
+            {"agent_max_context_turns": 4, "model_context_window": 30_000},
+            {"drop_turns": 1, "overflow_trim": 2},
+            {},
+            {"overflow_trim": 17, "drop_turns": 51},
+            id="small-window-overflow",
+        ),
+    ],
+)
+def test_golden_sniffly(
+    params: dict[str, object],
+    kinds: dict[str, int],
+    findings: dict[str, int],
+    firsts: dict[str, int],
+) -> None:
+    res, got_kinds, got_findings, got_firsts = _golden(params)
+    assert (got_kinds, got_findings, got_firsts) == (kinds, findings, firsts)
+    assert len(res.steps) == 62  # type: ignore[attr-defined]

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from collections import Counter
+from pathlib import Path
+
 import pytest
 
+from ctxlab.engine import importers
 from ctxlab.engine.model import Block, BlockKind, Conversation, Message, Role, ToolDef
 from ctxlab.engine.records import Fate
 from ctxlab.engine.replay import run
@@ -410,3 +414,27 @@ def test_replay_orphan_tool_result_is_sanitized_away() -> None:
     res = run(Conversation("c", "t", msgs), "picoclaw")
     san = next(e for e in res.events if e.kind == "sanitize")
     assert san.messages == (1,)
+
+
+# -- golden replay over a real corpus transcript -----------------------------------------------
+
+CORPUS = Path(__file__).resolve().parents[2] / "data" / "corpus"
+SNIFFLY = CORPUS / "claude-code" / "sniffly-d3ad4cdc-5657-435d-98fa-0035d53e383d.jsonl"
+
+
+def _golden(
+    params: dict[str, object],
+) -> tuple[object, dict[str, int], dict[str, int], dict[str, int]]:
+    conv = importers.parse(SNIFFLY.read_bytes(), name=SNIFFLY.name).conversations[0]
+    res = run(conv, "picoclaw", params=params)
+    kinds = Counter(e.kind for e in res.events)
+    firsts = {k: next(e.step for e in res.events if e.kind == k) for k in kinds}
+    return res, dict(kinds), dict(Counter(f.kind for f in res.findings)), firsts
+
+
+def test_golden_sniffly_small_window() -> None:
+    res, kinds, findings, firsts = _golden({"context_window": 20_000, "max_tokens": 2000})
+    assert kinds == {"force_compression": 2, "summarize": 3}
+    assert findings == {"overflow": 18, "summary_larger": 1}
+    assert firsts == {"summarize": 21, "force_compression": 21}
+    assert len(res.summaries) == 3  # type: ignore[attr-defined]
