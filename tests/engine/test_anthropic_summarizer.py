@@ -137,6 +137,16 @@ def test_build_params_follows_strategy_and_model(
         assert params.get(key) == value, key
 
 
+def test_summarizer_sends_temperature_to_models_that_take_it(fake: FakeAnthropic) -> None:
+    summ = AnthropicSummarizer(model="claude-haiku-4-5", max_retries=0)
+    summ.summarize(request(temperature=0.0, max_output_tokens=500))
+    summ5 = AnthropicSummarizer(model="claude-haiku-5-5", max_retries=0)
+    summ5.summarize(request(temperature=0.0, max_output_tokens=500))
+    first, second = (r.body for r in fake.requests_to(MESSAGES))
+    assert (first["temperature"], first["max_tokens"]) == (0.0, 500)
+    assert "temperature" not in second and "thinking" in second
+
+
 def test_summarizer_retries_rate_limit_then_succeeds(fake: FakeAnthropic) -> None:
     fake.queue(Reply.error(429, retry_after="0.01"), Reply.error(529), Reply.ok("ok"))
     summ = AnthropicSummarizer(model="claude-haiku-4-5", max_retries=2, timeout=5)
@@ -265,3 +275,46 @@ def test_summarizer_empty_request_is_an_error(fake: FakeAnthropic) -> None:
     with pytest.raises(SummarizerError, match="nothing to summarise"):
         summ.summarize(request(messages=(PromptMessage("user", ""),)))
     assert fake.requests == []
+
+
+def _conversation():  # type: ignore[no-untyped-def]
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from builders import conv, cycle, system
+
+    return conv(system("You are a careful coding agent."), *cycle(12, size=5000))
+
+
+def test_summarizer_in_a_replay_sends_the_strategy_prompt(fake: FakeAnthropic) -> None:
+    from ctxlab.engine.replay import run
+
+    fake.default_reply = Reply.ok("## Goal\nfix the modules\n## Next Steps\n1. continue")
+    summ = AnthropicSummarizer(model="claude-haiku-4-5", max_retries=0)
+    result = run(_conversation(), "qwenpaw", params={"max_input_length": 12000,
+                                                      "language": "en"}, summarizer=summ)  # fmt: skip
+    sent = fake.requests_to(MESSAGES)
+    assert sent and len(sent) == len(result.summaries)
+    body = sent[0].body
+    assert body["system"].startswith("You are a context compaction assistant.")
+    assert body["messages"][0]["content"].startswith("# conversation\n")
+    # the record keeps the exact input and the model's output; usage is provider-reported
+    first = result.summaries[0]
+    assert first.output.startswith("## Goal") and not first.error and not first.usage_estimated
+    assert first.input == f"[system]\n{body['system']}\n\n[user]\n{body['messages'][0]['content']}"
+    assert summ.total_cost > 0
+
+
+def test_summarizer_failure_takes_the_strategy_failure_path(fake: FakeAnthropic) -> None:
+    from ctxlab.engine.replay import run
+
+    # CowAgent: a failed memory summary falls back to its rule-based lines
+    fake.default_reply = Reply.error(529)
+    summ = AnthropicSummarizer(model="claude-haiku-4-5", max_retries=1)
+    result = run(
+        _conversation(), "cowagent", params={"agent_max_context_tokens": 6000}, summarizer=summ
+    )
+    assert result.summaries
+    assert all("HTTP 529 overloaded_error" in s.error for s in result.summaries)
+    assert all(s.output == "" for s in result.summaries)
+    assert "summary_failed" in {e.kind for e in result.events}
+    assert len(fake.requests_to(MESSAGES)) == 2 * len(result.summaries)  # 1 retry each
+    assert SECRET not in repr(result.summaries) and SECRET not in repr(result.events)

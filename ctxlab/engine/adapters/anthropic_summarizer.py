@@ -231,7 +231,7 @@ class AnthropicSummarizer:
         client = self._get_client()
         started = time.monotonic()
         try:
-            raw = client.messages.with_raw_response.create(**params)
+            raw = client.messages.with_raw_response.create(**_sdk_kwargs(params))
             message = raw.parse()
         except Exception as exc:  # the SDK already retried what is retryable
             if not _is_sdk_error(exc):
@@ -302,6 +302,15 @@ class AnthropicSummarizer:
         )
         with self._lock:
             self.calls.append(record)
+
+
+def _sdk_kwargs(params: dict[str, Any]) -> dict[str, Any]:
+    """SDK 2.x has no sampling arguments any more (current models reject them): older
+    models still take ``temperature`` in the body, so it goes through ``extra_body``."""
+    kwargs = dict(params)
+    if "temperature" in kwargs:
+        kwargs["extra_body"] = {"temperature": kwargs.pop("temperature")}
+    return kwargs
 
 
 def _is_sdk_error(exc: BaseException) -> bool:
