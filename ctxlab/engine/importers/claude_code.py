@@ -87,7 +87,7 @@ def parse(data: bytes, *, name: str) -> ParsedFile:
         if not isinstance(rec, dict):
             warnings.add("line is not a JSON object; skipped", f"line {line}")
             continue
-        rtype = rec.get("type")
+        rtype = as_str(rec.get("type")) or repr(rec.get("type"))[:40]
         if rtype == "summary":
             recognised += 1
             text = as_str(rec.get("summary"))
@@ -163,7 +163,7 @@ def _active_path(
         while stack:
             off = stack.pop()
             stack.extend(children.get(off, ()))
-            if off not in on_path and nodes[off].rec.get("type") in _MESSAGE_TYPES:
+            if off not in on_path and as_str(nodes[off].rec.get("type")) in _MESSAGE_TYPES:
                 warnings.add(
                     "line on an abandoned branch (rewind/edit) skipped",
                     f"line {nodes[off].line}",
@@ -261,7 +261,7 @@ def _thread(
     pending_summary: int | None = None  # index in `compactions` awaiting its summary message
     for node in thread:
         rec, line = node.rec, node.line
-        rtype = rec.get("type")
+        rtype = as_str(rec.get("type"))
         where = SourcePos(file=name, line=line)
         if rtype == "system" and rec.get("subtype") == "compact_boundary":
             cm = as_dict(rec.get("compactMetadata"))

@@ -42,6 +42,9 @@ def sniff(head: bytes, name: str) -> int:
     compact = text.replace(b": ", b":").replace(b":\n", b":")
     if b'"request_body"' in compact or b'"payload"' in compact:
         return 0  # cassette twins and Codex rollouts embed items too
+    first, _, rest = text.partition(b"\n")
+    if first.rstrip().endswith(b"}") and rest.lstrip().startswith(b"{"):
+        return 0  # JSONL (legacy Codex rollouts are bare items, one per line)
     if b'"object":"response"' in compact:
         return 85
     markers = sum(m in compact for m in _ITEM_MARKERS)
