@@ -164,6 +164,11 @@ def fit_calibration(points: Iterable[CalibrationPoint], *, model: str = "") -> C
             pairs = kept
             a, b = _solve(pairs)
             residuals = [y - a * x - b * n for x, n, y in pairs]
+    if a <= 0:  # blocks soaked up everything (few, noisy pairs): fit tokens alone
+        a, b = _solve([(x, 0.0, y) for x, _, y in pairs])
+        residuals = [y - a * x for x, _, y in pairs]
+        if a <= 0:
+            raise CalibrationError("reported sizes do not grow with the reference count")
     c = statistics.median(p.reported - a * p.reference_tokens - b * p.blocks for p in pts)
     absolute = [p.reported - (a * p.reference_tokens + b * p.blocks + c) for p in pts]
     return Calibration(

@@ -91,6 +91,18 @@ def test_fit_drops_outlier_pairs() -> None:
     assert cal.a == pytest.approx(1.2, abs=0.01)
 
 
+def test_fit_negative_token_rate_falls_back_to_tokens_alone() -> None:
+    # few noisy pairs where blocks "explain" the growth and tokens get a negative rate
+    pts = [
+        CalibrationPoint(0, 1000, 10, 5000),
+        CalibrationPoint(1, 3000, 11, 5100),
+        CalibrationPoint(2, 3500, 30, 8200),
+        CalibrationPoint(3, 6000, 31, 8300),
+    ]
+    cal = fit_calibration(pts)
+    assert cal.a > 0 and cal.b == 0.0
+
+
 def test_fit_collinear_blocks_falls_back_to_ratio() -> None:
     pts = [CalibrationPoint(i, 100 * i, 2 * i, 130 * i) for i in range(1, 6)]
     cal = fit_calibration(pts)
