@@ -118,7 +118,8 @@ def _interactions(data: bytes, name: str) -> list[tuple[SourcePos, str, Any, Any
         return out
     source = decode_text(data, name)
     try:
-        doc = yaml.safe_load(source)
+        # the C loader (libyaml) when built in: same safe semantics, ~10x faster
+        doc = yaml.load(source, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise TranscriptError(
