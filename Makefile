@@ -27,6 +27,7 @@ run: $(STAMP)
 	@if $(BIN)/python manage.py help load_demo >/dev/null 2>&1; then \
 		$(BIN)/python manage.py load_demo; \
 	else echo "(no load_demo command yet: skipping demo data)"; fi
+	@$(BIN)/python manage.py ensure_local_user
 	@echo "Serving ctxlab on http://$(ADDR)/  (Ctrl-C to stop)"
 	$(BIN)/python manage.py serve $(ADDR)
 

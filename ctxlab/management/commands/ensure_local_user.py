@@ -23,10 +23,15 @@ class Command(BaseCommand):
         username = os.environ.get("CTXLAB_USER", DEFAULT_USERNAME)
         password = os.environ.get("CTXLAB_PASSWORD", DEFAULT_PASSWORD)
         if User.objects.exists():
-            if User.objects.filter(username=username).exists():
-                self.stdout.write(f"Local account exists. Log in as {username!r}.")
-            else:
+            existing = User.objects.filter(username=username).first()
+            if existing is None:
                 self.stdout.write("Users exist already; log in with one of them.")
+            elif "CTXLAB_PASSWORD" not in os.environ and existing.check_password(password):
+                self.stdout.write(
+                    f"Local account exists. Log in as {username} / {password} (the default)."
+                )
+            else:
+                self.stdout.write(f"Local account exists. Log in as {username!r}.")
             return
         User.objects.create_superuser(username=username, email="", password=password)
         shown = password if "CTXLAB_PASSWORD" not in os.environ else "(from CTXLAB_PASSWORD)"
