@@ -466,9 +466,10 @@ class QwenPaw(Strategy):
         drop = ctx.live[: len(ctx.live) - keep]
         if not drop:
             return
+        reason = str(detail.pop("reason", "fallback"))
         with ctx.action(
             "drop",
-            reason=str(detail.get("reason", "fallback")),
+            reason=reason,
             fallback_reserve=left,
             fallback_keep=keep,
             **detail,

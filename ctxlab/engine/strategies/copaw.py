@@ -1,0 +1,352 @@
+"""CoPaw 0.0.7 ``MemoryCompactionHook`` with ReMe 0.3.0.6b3 (``ReMeLight``), as coded.
+
+Before each LLM call: ``left = threshold - tokens(system + summary)``; optionally compact
+old tool results (off by default); ``check_context`` keeps a newest-first set within the
+reserve, pulling in the tool_use message of every kept tool_result (the kept set may be
+non-contiguous); an unaligned split falls back to the last <=3 aligned messages. The rest
+is summarised (XML-tagged input, capped newest-first at 90 % of the threshold) and hidden.
+A failed summary returns "" and *overwrites* the previous summary. Spec: strategies.md §3.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from ..findings import check_summary_size
+from ..model import BlockKind, Message
+from ..params import Param
+from ..qwen_tokens import bytes_floor4, qwen_counter
+from ..records import Fate
+from ..stages import agentscope, prompts
+from ..stages.markers import QWENPAW_MARKER, REME_END_MARKER, reme_truncate_text
+from ..stages.split import aligned
+from ..summarizers import MaterialItem, PromptMessage, SummaryRequest
+from .base import Strategy
+
+if TYPE_CHECKING:
+    from ..context import ReplayContext
+
+
+class CoPaw(Strategy):
+    name = "copaw"
+    label = "CoPaw 0.0.7 + ReMe 0.3.0.6b3"
+    description = (
+        "Before each LLM call, when history >= 75 % of the window minus system and summary, "
+        "keeps the newest messages within a 10 % reserve (with the tool calls their results "
+        "need) and summarises the rest into a structured checkpoint; a failed summary wipes "
+        "the previous one. Optional tool-result compaction to 1000 characters."
+    )
+    PARAMS: ClassVar[tuple[Param, ...]] = (
+        Param("max_input_length", 131072, "Model input window in tokens.", "int",
+              min=1024, max=10_000_000, origin="config.json agents.running.max_input_length"),
+        Param("memory_compact_ratio", 0.75, "Compact when history >= window x ratio minus "
+              "system and summary tokens.", "float", min=0.3, max=0.9,
+              origin="config.json agents.running.memory_compact_ratio"),
+        Param("memory_reserve_ratio", 0.1, "Newest messages kept within window x ratio.",
+              "float", min=0.05, max=0.3,
+              origin="config.json agents.running.memory_reserve_ratio"),
+        Param("enable_tool_result_compact", False, "Cut old tool results to "
+              "tool_result_threshold characters (head + tail) and save them to a file.",
+              "bool", origin="config.json agents.running.enable_tool_result_compact"),
+        Param("tool_result_compact_keep_n", 5, "The newest N messages are exempt from "
+              "tool-result compaction.", "int", min=1, max=10,
+              origin="config.json agents.running.tool_result_compact_keep_n"),
+        Param("memory_compact_keep_recent", 3, "Fallback keep count when the split is not "
+              "tool-aligned.", "int", min=0, max=100,
+              origin="env COPAW_MEMORY_COMPACT_KEEP_RECENT (constant.py)"),
+        Param("tool_result_threshold", 1000, "ReMe tool-result compaction limit in "
+              "characters.", "int", min=10, max=10_000_000,
+              origin="ReMeLight(tool_result_threshold=1000)"),
+        Param("retention_days", 7, "ReMe offload file retention (no effect within a "
+              "replay).", "int", min=0, max=3650, origin="ReMeLight(retention_days=7)"),
+        Param("token_counter", "qwen2.5", "Message token counter: the Qwen2.5 tokenizer "
+              "(shipped offline) or CoPaw's bytes//4 fallback.", "str",
+              choices=("qwen2.5", "bytes4"), origin="copaw/agents/utils/token_counting.py"),
+        Param("working_dir", "~/.copaw", "Working dir, as written in offload notices.",
+              "str", origin="COPAW_WORKING_DIR"),
+        Param("language", "zh", "Compactor prompt language (zh -> Chinese prompts).", "str",
+              choices=("zh", "en"), origin="config.json agents.language"),
+    )  # fmt: skip
+
+    def __init__(self, params: dict[str, Any] | None = None) -> None:
+        super().__init__(params)
+        self._qwen = qwen_counter() if self.params["token_counter"] == "qwen2.5" else None
+        self.count_text = self._qwen.count if self._qwen is not None else bytes_floor4  # type: ignore[method-assign]
+
+    @property
+    def estimator(self) -> str:  # type: ignore[override]
+        if self._qwen is not None and self._qwen.exact:
+            return "Qwen2.5 tokenizer, per block"
+        return "utf-8 bytes // 4, per block"
+
+    # --- estimator ----------------------------------------------------------------------
+    def count_text(self, text: str) -> int:  # replaced per instance in __init__
+        return bytes_floor4(text)
+
+    def count_message(self, message: Message) -> int:
+        return agentscope.message_tokens(message, self.count_text, files_in_results=True)
+
+    def count_system(self, text: str, message: Message | None) -> int:
+        return 0  # counted together with the summary as one string in before_call
+
+    def count_tools(self, tools: object) -> int:
+        return 0
+
+    def prepare(self, ctx: ReplayContext) -> None:
+        if self._qwen is not None:
+            self._qwen.prime(_texts(ctx.originals))
+            self._qwen.prime([ctx.system_text])
+        self.tool_names: dict[str, str] = {}
+        self.compacted_upto = -1  # source indexes < this went through tool-result compaction
+        self.skipping = False
+        self._refresh_system(ctx)
+
+    def _refresh_system(self, ctx: ReplayContext) -> None:
+        """System + summary as one string (CoPaw counts them concatenated): the system zone
+        holds the system alone, the summary zone the difference."""
+        ctx.system_tokens = self.count_text(ctx.system_text)
+        combined = self.count_text(ctx.system_text + ctx.summary)
+        ctx.summary_tokens = combined - ctx.system_tokens
+        self.str_tokens = combined
+
+    # --- geometry -----------------------------------------------------------------------
+    def window(self, ctx: ReplayContext) -> int:
+        return int(self.params["max_input_length"])
+
+    def threshold(self, ctx: ReplayContext) -> int:
+        return int(self.params["max_input_length"] * self.params["memory_compact_ratio"])
+
+    def reserve(self) -> int:
+        return int(self.params["max_input_length"] * self.params["memory_reserve_ratio"])
+
+    def after_append(self, ctx: ReplayContext, index: int) -> None:
+        for b in ctx.message(index).blocks:
+            if b.kind is BlockKind.TOOL_USE:
+                self.tool_names[b.tool_id] = b.tool_name
+
+    # --- hook ---------------------------------------------------------------------------
+    def before_call(self, ctx: ReplayContext) -> None:
+        threshold = self.threshold(ctx)
+        left = threshold - self.str_tokens
+        if left <= 0:
+            if not self.skipping:
+                ctx.emit("compact_skipped", threshold=threshold, system_and_summary=self.str_tokens,
+                         reason="left <= 0: system + summary exceed the threshold")  # fmt: skip
+            self.skipping = True
+            return
+        self.skipping = False
+        keep_n = int(self.params["tool_result_compact_keep_n"])
+        if self.params["enable_tool_result_compact"] and keep_n > 0:
+            self._compact_tool_results(ctx, ctx.live[:-keep_n])
+        reserve = self.reserve()
+        to_compact, to_keep, valid = self._check_context(ctx, left, reserve)
+        if not to_compact:
+            return
+        detail: dict[str, Any] = {
+            "threshold": threshold, "left": left, "reserve": reserve,
+            "estimate": ctx.history_tokens, "system_and_summary": self.str_tokens,
+            "kept": len(to_keep), "valid_split": valid,
+        }  # fmt: skip
+        if not valid:
+            keep = int(self.params["memory_compact_keep_recent"])
+            live = ctx.live
+            while keep > 0 and not aligned(ctx, live[len(live) - keep :]):
+                keep -= 1
+            to_compact = live[: len(live) - keep] if keep > 0 else list(live)
+            detail["fallback_keep"] = keep
+        self._compact(ctx, to_compact, detail)
+
+    def _check_context(
+        self, ctx: ReplayContext, threshold: int, reserve: int
+    ) -> tuple[list[int], list[int], bool]:
+        """ReMe ``context_check`` (§3.4): newest-first within ``reserve``, pulling in the
+        tool_use messages kept results depend on; the kept set may be non-contiguous."""
+        live = ctx.live
+        if not live:
+            return [], [], True
+        if ctx.history_tokens < threshold:
+            return [], list(live), True
+        use_at: dict[str, int] = {}
+        for i in live:  # last occurrence wins
+            for tid in ctx.ids(i)[0]:
+                use_at[tid] = i
+        keep: set[int] = set()
+        acc = 0
+        for i in reversed(live):
+            if i in keep:
+                continue
+            tokens = ctx.tokens(i)
+            if acc + tokens > reserve:
+                break
+            deps: set[int] = set()
+            extra = 0
+            for tid in ctx.ids(i)[1]:
+                j = use_at.get(tid)
+                if j is not None and j not in keep and j != i:  # per result id, as ReMe
+                    deps.add(j)
+                    extra += ctx.tokens(j)
+            if acc + tokens + extra > reserve:
+                break
+            keep.add(i)
+            keep.update(deps)
+            acc += tokens + extra
+        to_keep = [i for i in live if i in keep]
+        to_compact = [i for i in live if i not in keep]
+        return to_compact, to_keep, aligned(ctx, to_keep)
+
+    def _compact_tool_results(self, ctx: ReplayContext, messages: list[int]) -> None:
+        """ReMe ``ToolResultCompactor`` (§3.5) on ``messages`` (each message once: a
+        compacted text carries both markers and is left alone afterwards)."""
+        limit = int(self.params["tool_result_threshold"])
+        todo = [i for i in messages if i >= self.compacted_upto]
+        if messages:
+            self.compacted_upto = max(self.compacted_upto, messages[-1] + 1)
+        changed: list[tuple[int, Message, list[tuple[str, str]]]] = []
+        for i in todo:
+            msg = ctx.message(i)
+            blocks = list(msg.blocks)
+            files: list[tuple[str, str]] = []
+            for bi, b in enumerate(blocks):
+                if b.kind is not BlockKind.TOOL_RESULT:
+                    continue
+                name = b.tool_name or self.tool_names.get(b.tool_id, "")
+                if b.parts:
+                    parts = list(b.parts)
+                    for pi, p in enumerate(parts):
+                        if p.kind is BlockKind.TEXT:
+                            new = self._offload(p.text, limit, name, i, bi, pi, msg, files)
+                            if new is not None:
+                                parts[pi] = replace(p, text=new)
+                    if files:
+                        flat = "\n".join(p.text for p in parts if p.text)
+                        blocks[bi] = replace(b, parts=tuple(parts), text=flat)
+                else:
+                    new = self._offload(b.text, limit, name, i, bi, -1, msg, files)
+                    if new is not None:
+                        blocks[bi] = replace(b, text=new)
+            if files:
+                changed.append((i, replace(msg, blocks=tuple(blocks)), files))
+        if not changed:
+            return
+        with ctx.action("tool_result_compact", reason="tool result over 1000 characters",
+                        threshold_chars=limit) as act:  # fmt: skip
+            for i, new_msg, files in changed:
+                for path, full in files[1:]:
+                    ctx.result.offloads[path] = full
+                act.replace(i, new_msg, Fate.OFFLOADED, offload_path=files[0][0],
+                            offload_text=files[0][1])  # fmt: skip
+
+    def _offload(
+        self, text: str, limit: int, name: str, i: int, bi: int, pi: int, msg: Message,
+        files: list[tuple[str, str]],
+    ) -> str | None:  # fmt: skip
+        if not text or (QWENPAW_MARKER in text and REME_END_MARKER in text) or len(text) <= limit:
+            return None
+        digest = hashlib.sha1(f"copaw:{i}:{bi}:{pi}".encode()).hexdigest()[:32]
+        path = f"{self.params['working_dir']}/tool_result/{digest}.txt"
+        header = f"# tool_name: {name}\n# created_at: {msg.timestamp or ''}\n# ---\n"
+        files.append((path, header + text))
+        return reme_truncate_text(text, limit) + f"\n\n[Full content saved to: {path}]"
+
+    def _compact(self, ctx: ReplayContext, to_compact: list[int], detail: dict[str, Any]) -> None:
+        lang = prompts.lang_key(str(self.params["language"]))
+        cap = int(self.params["max_input_length"] * self.params["memory_compact_ratio"] * 0.9)
+        parts: list[str] = []
+        shown: list[int] = []
+        used = 0
+        for pos in range(len(to_compact) - 1, -1, -1):
+            i = to_compact[pos]
+            text = agentscope.format_message(
+                ctx.message(i), style="reme", include_thinking=False, tool_names=self.tool_names
+            )
+            n = self.count_text(text)
+            if pos != len(to_compact) - 1 and used + n > cap:
+                break
+            parts.append(text)
+            shown.append(i)
+            used += n
+        parts.reverse()
+        shown.reverse()
+        history = "\n\n".join(parts)
+        previous = ctx.summary
+        previous_ref = ctx.summary_ref
+        text = ""
+        record = None
+        if history:
+            if previous:
+                user = (
+                    f"<conversation>\n{history}\n</conversation>\n\n"
+                    f"{prompts.REME_UPDATE_PREFIX[lang]}\n\n"
+                    f"<previous-summary>\n{previous}\n</previous-summary>\n\n"
+                    f"{prompts.REME_UPDATE_SUFFIX[lang]}"
+                )
+            else:
+                user = f"<conversation>\n{history}\n</conversation>\n\n{prompts.REME_INITIAL[lang]}"
+            request = SummaryRequest(
+                strategy=self.name,
+                system=prompts.COMPACTOR_SYSTEM[lang],
+                messages=(PromptMessage("user", user),),
+                language=lang,
+                style="sections",
+                sections=prompts.SECTIONS[lang],
+                material=tuple(
+                    MaterialItem(_role(ctx.message(i)), ctx.message(i).text, i) for i in shown
+                ),
+                previous_summary=previous,
+            )
+            record = ctx.summarize(request, messages=shown)
+            text = "" if record.error else record.output
+        ok = bool(text)
+        summary_id = record.id if record is not None and ok else None
+        rendered = prompts.REME_SUMMARY_TEMPLATE.format(summary=text).strip() if ok else ""
+        if not ok:
+            reason = (record.error or "empty output") if record else "empty formatted input"
+            ctx.emit("summary_failed", messages=to_compact,
+                     summary_id=record.id if record else None, reason=reason,
+                     previous_summary_lost=bool(previous))  # fmt: skip
+        kind = "summarise" if ok else "drop"
+        why = ("compacted into the summary" if ok
+               else "summary failed: hidden without a summary; the previous summary is overwritten")  # fmt: skip
+        skipped = [i for i in to_compact if i not in set(shown)]
+        with ctx.action(kind, reason=why, cap=cap, summarised=len(shown) if ok else 0,
+                        beyond_cap=len(skipped), **detail) as act:  # fmt: skip
+            if ok:
+                act.remove(shown, Fate.SUMMARISED)
+                act.remove(skipped, Fate.DROPPED, reason="beyond the summariser input cap")
+            else:
+                act.remove(to_compact, Fate.DROPPED)
+            ctx.set_summary(text, tokens=0, rendered=rendered, summary_id=summary_id)
+            self._refresh_system(ctx)
+            act.summary_id = summary_id
+        if ok:
+            check_summary_size(ctx, summary_rendered=rendered, replaced=to_compact,
+                               summary_id=summary_id, previous_ref=previous_ref)  # fmt: skip
+
+
+def _role(message: Message) -> str:
+    role = agentscope.as_role(message)
+    return "tool" if role == "system" else role
+
+
+def _texts(messages: tuple[Message, ...]) -> list[str]:
+    """Every string the per-block estimator will count (for one batched tokenizer pass)."""
+    out: list[str] = []
+    for m in messages:
+        for b in m.blocks:
+            if b.kind in (BlockKind.TEXT, BlockKind.THINKING):
+                out.append(b.text)
+            elif b.kind is BlockKind.TOOL_USE:
+                out.append(b.tool_name + b.input_json)
+            elif b.kind is BlockKind.TOOL_RESULT:
+                if b.parts:
+                    out.extend(p.text for p in b.parts if p.text)
+                else:
+                    out.append(b.text)
+            elif b.kind is BlockKind.MEDIA and b.text:
+                out.append(b.text)
+    return out
+
+
+STRATEGY = CoPaw
