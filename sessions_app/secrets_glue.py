@@ -1,35 +1,83 @@
 """Adapter between the engine's secret detector and what the transcript rows store.
 
 Stored blocks are masked; the owner sees *where* each secret was as
-``{"message": i, "block": j, "kind": k, "masked": "<masked value>"}`` — never the value.
+``{"message": i, "block": j, "kind": k, "context": "…masked text around it…"}``, never
+the value itself.
 """
 
 from __future__ import annotations
 
+import json
+from dataclasses import replace
 from typing import Any
 
-from ctxlab.engine.model import Conversation
+from ctxlab.engine import secrets
+from ctxlab.engine.model import Block, Conversation
 
-try:
-    from ctxlab.engine import secrets as _engine_secrets
-except ImportError:  # pragma: no cover - the detector lands separately
-    _engine_secrets = None  # type: ignore[assignment]
+CONTEXT_BEFORE = 40
+CONTEXT_AFTER = 30
 
 
 def mask_conversation(conversation: Conversation) -> tuple[Conversation, list[dict[str, Any]]]:
-    if _engine_secrets is None:
-        return conversation, []
-    findings = _engine_secrets.scan_conversation(conversation)
-    if not findings:
-        return conversation, []
-    masked = _engine_secrets.mask_conversation(conversation)
-    return masked, [_finding_dict(f) for f in findings]
+    """The conversation with secrets masked, and where they were.
+
+    Scans once; only the messages that hold a secret are masked again, so a clean 4 MB
+    file costs one scan.
+    """
+    found = secrets.scan_conversation(conversation)
+    title = secrets.mask(conversation.title)
+    if not found:
+        return (
+            conversation if title == conversation.title else replace(conversation, title=title)
+        ), []
+    flagged = sorted({message for message, _, _ in found})
+    subset = replace(conversation, messages=tuple(conversation.messages[i] for i in flagged))
+    masked_subset = secrets.mask_conversation(subset).messages
+    messages = list(conversation.messages)
+    for index, masked in zip(flagged, masked_subset, strict=True):
+        messages[index] = masked
+    result = replace(conversation, title=title, messages=tuple(messages))
+    return result, _locations(result, found)
 
 
-def _finding_dict(finding: Any) -> dict[str, Any]:
-    return {
-        "message": finding.message_index,
-        "block": finding.block_index,
-        "kind": finding.kind,
-        "masked": finding.masked,
-    }
+def _locations(masked: Conversation, found: list[tuple[int, int, str]]) -> list[dict[str, Any]]:
+    seen: dict[tuple[int, int, str], int] = {}
+    out = []
+    for message, block, kind in found:
+        nth = seen.get((message, block, kind), 0)
+        seen[(message, block, kind)] = nth + 1
+        text = _block_text(masked.messages[message].blocks[block])
+        out.append(
+            {
+                "message": message,
+                "block": block,
+                "kind": kind,
+                "context": _context(text, f"[masked {kind}]", nth),
+            }
+        )
+    return out
+
+
+def _block_text(block: Block) -> str:
+    parts = [block.text, block.tool_name]
+    if block.tool_input is not None:
+        parts.append(
+            block.tool_input
+            if isinstance(block.tool_input, str)
+            else json.dumps(block.tool_input, ensure_ascii=False)
+        )
+    parts.extend(_block_text(part) for part in block.parts)
+    return "\n".join(p for p in parts if p)
+
+
+def _context(text: str, marker: str, nth: int) -> str:
+    """The masked text around the nth marker (its surroundings tell the owner where)."""
+    at = -1
+    for _ in range(nth + 1):
+        at = text.find(marker, at + 1)
+        if at < 0:
+            return ""
+    start = max(0, at - CONTEXT_BEFORE)
+    end = min(len(text), at + len(marker) + CONTEXT_AFTER)
+    snippet = " ".join(text[start:end].split())
+    return ("…" if start else "") + snippet + ("…" if end < len(text) else "")

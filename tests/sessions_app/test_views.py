@@ -306,3 +306,48 @@ def test_transcript_text_is_escaped(alice: Any, alice_client: Client) -> None:
         assert "<script>window.__xss" not in body
         assert "<img src=x" not in body
     assert "&lt;script&gt;window.__xss=1&lt;/script&gt;" in pages[1]
+
+
+def test_secrets_are_masked_in_pages_and_json(alice: Any, alice_client: Client) -> None:
+    key = "sk-ant-api03-" + "Zx9Qw8Er7Ty6Ui5Op4As3Df2Gh1Jk0Lz" * 2
+    data = json.dumps(
+        [
+            {"role": "user", "content": f"my key is {key} please use it"},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "c1",
+                        "type": "function",
+                        "function": {
+                            "name": "bash",
+                            "arguments": json.dumps({"cmd": f"curl -H 'x-api-key: {key}'"}),
+                        },
+                    }
+                ],
+            },
+            {"role": "tool", "tool_call_id": "c1", "content": "ok"},
+        ]
+    ).encode()
+    outcome = services.upload_import(owner=alice, name="leak.json", data=data)
+    assert outcome.upload is not None and outcome.upload.secret_count == 2
+    transcript = Transcript.objects.get()
+    assert [(s["message"], s["block"], s["kind"]) for s in transcript.secrets] == [
+        (0, 0, "anthropic_key"),
+        (1, 0, "anthropic_key"),
+    ]
+    pages = [
+        alice_client.get(transcript.get_absolute_url()).content.decode(),
+        alice_client.get(transcript.get_absolute_url() + "?format=json").content.decode(),
+        alice_client.get(LIST_URL).content.decode(),
+    ]
+    for body in pages:
+        assert key not in body and key[10:30] not in body
+    assert "[masked anthropic_key]" in pages[0] and 'id="secrets"' in pages[0]
+    assert "my key is" in transcript.secrets[0]["context"]
+    assert key not in json.dumps(
+        services.load_conversation(transcript.pk).messages[1].blocks[0].tool_input
+    )
+    # The original bytes are kept untouched for the owner's download.
+    assert key.encode() in bytes(Upload.objects.get().data)
