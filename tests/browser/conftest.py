@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -89,13 +92,54 @@ def screenshot(page: Any, request: pytest.FixtureRequest) -> Any:
 
 
 @pytest.fixture
-def login(page: Any, live_server: Any, django_user_model: Any) -> Any:
-    """``login()`` creates a user and signs in through the real login form."""
+def asgi_live_server(transactional_db: None) -> Iterator[SimpleNamespace]:
+    """Daphne serving ctxlab.asgi in a forked process: HTTP *and* websockets.
 
-    def sign_in(username: str = "alice", password: str = "alice-pass-123") -> Any:
+    pytest-django's ``live_server`` is WSGI (no websockets). This mirrors channels'
+    ChannelsLiveServerTestCase as a fixture. The forked child shares the file test database;
+    tasks run as configured in the parent at fork time (eager by default).
+    """
+    import asgiref.sync
+    from channels.testing.live import make_application, set_database_connection
+    from daphne.testing import DaphneProcess
+    from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
+
+    # A thread-sensitive executor started before the fork would never run in the child,
+    # hanging database_sync_to_async in consumers (stack.md §6).
+    asgiref.sync.SyncToAsync.single_thread_executor = ThreadPoolExecutor(max_workers=1)
+    process = DaphneProcess(
+        "localhost",
+        partial(make_application, static_wrapper=ASGIStaticFilesHandler),
+        setup=set_database_connection,
+    )
+    process.start()
+    while not process.ready.wait(timeout=1):
+        if not process.is_alive():
+            raise RuntimeError("Daphne test server exited before it was ready")
+    port = process.port.value
+    try:
+        yield SimpleNamespace(url=f"http://localhost:{port}", ws_url=f"ws://localhost:{port}")
+    finally:
+        process.terminate()
+        process.join()
+
+
+@pytest.fixture
+def login(page: Any, django_user_model: Any, request: pytest.FixtureRequest) -> Any:
+    """``login(base_url=None)`` creates a user and signs in through the real login form.
+
+    ``base_url`` defaults to pytest-django's ``live_server``; pass ``asgi_live_server.url``
+    for pages that need websockets.
+    """
+
+    def sign_in(
+        username: str = "alice", password: str = "alice-pass-123", *, base_url: str | None = None
+    ) -> Any:
+        if base_url is None:
+            base_url = request.getfixturevalue("live_server").url
         if not django_user_model.objects.filter(username=username).exists():
             django_user_model.objects.create_user(username=username, password=password)
-        page.goto(f"{live_server.url}/accounts/login/")
+        page.goto(f"{base_url}/accounts/login/")
         page.fill("input[name=username]", username)
         page.fill("input[name=password]", password)
         page.click("button[type=submit]")

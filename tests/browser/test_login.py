@@ -67,3 +67,10 @@ def test_plotly_local_copy_draws_under_csp(page: Any, live_server: Any, login: A
     )
     page.wait_for_selector("#probe-chart .main-svg")
     assert [e for e in page.errors if "Content Security Policy" in e] == []
+
+
+def test_login_through_daphne_asgi_server(page: Any, asgi_live_server: Any, login: Any) -> None:
+    login(base_url=asgi_live_server.url)
+    page.goto(f"{asgi_live_server.url}/runs/")
+    assert page.locator("nav.site-nav a[aria-current=page]").inner_text() == "Runs"
+    assert page.evaluate("typeof htmx.createWebSocket") == "function"  # hx-ws extension hook
