@@ -27,7 +27,8 @@ DEMO_FILES = (
     "aider/aider-example-complex-change.md",
 )
 LONG_NAME = "demo-long-session.ctxlab.json"
-LONG_TARGET_TOKENS = 300_000
+# A margin over 300K: masking secrets at import shortens a few texts a little.
+LONG_TARGET_TOKENS = 310_000
 
 
 class Command(BaseCommand):
