@@ -1,0 +1,270 @@
+"""What a compaction lost: facts of the messages it removed or modified that nothing kept.
+
+For each event that changed a message's fate, the facts at risk are the file paths,
+identifiers, numbers, URLs and error lines (``extract.facts``) of the touched messages as
+they were just before the event. A fact is *retained* when it is still present in the
+request right after it (the context of the event's step: every message in context, in the
+version in force then, plus the summary in force); otherwise it is *lost*.
+
+The run's retention score is sum(retained) / sum(at risk) over its events (each event
+counts its own distinct facts): 1.0 means every fact a compaction touched survived
+somewhere in context. ``None`` when no event put anything at risk.
+
+Cost: facts are extracted once per message version (an inverted index fact -> messages),
+so the analysis is linear in the transcript plus the facts at risk, never events x context.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .extract import KINDS, facts
+from .model import BlockKind, Message
+from .records import Event, Fate, Ranges, ReplayResult, StepRecord
+
+Fact = tuple[str, str]  # (kind, value), kind in extract.KINDS
+
+_MODIFIED = frozenset({Fate.TRUNCATED, Fate.OFFLOADED, Fate.PRUNED})
+
+
+@dataclass(frozen=True, slots=True)
+class LostFact:
+    kind: str
+    value: str
+    message: int  # the first touched message that held it
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionLoss:
+    """One event's losses. ``lost`` lists at most ``limit`` facts; ``lost_count`` is exact."""
+
+    event_id: int
+    step: int
+    kind: str
+    messages: int  # messages the event touched
+    at_risk: int
+    retained: int
+    lost: tuple[LostFact, ...]
+
+    @property
+    def lost_count(self) -> int:
+        return self.at_risk - self.retained
+
+    @property
+    def score(self) -> float | None:
+        return round(self.retained / self.at_risk, 4) if self.at_risk else None
+
+    def as_dict(self) -> dict[str, Any]:
+        by_kind: dict[str, list[str]] = {kind: [] for kind in KINDS}
+        for fact in self.lost:
+            by_kind[fact.kind].append(fact.value)
+        return {
+            "event": self.event_id,
+            "step": self.step,
+            "kind": self.kind,
+            "messages": self.messages,
+            "at_risk": self.at_risk,
+            "retained": self.retained,
+            "lost_count": self.lost_count,
+            "score": self.score,
+            "lost": [{"kind": f.kind, "value": f.value, "message": f.message} for f in self.lost],
+            "lost_by_kind": {k: v for k, v in by_kind.items() if v},
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Retention:
+    at_risk: int
+    retained: int
+    events: tuple[CompactionLoss, ...]
+
+    @property
+    def score(self) -> float | None:
+        return round(self.retained / self.at_risk, 4) if self.at_risk else None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "retention": self.score,
+            "at_risk": self.at_risk,
+            "retained": self.retained,
+            "lost": self.at_risk - self.retained,
+            "events": [e.as_dict() for e in self.events],
+        }
+
+
+def message_text(message: Message) -> str:
+    """Everything the model sees of a message as text, tool call inputs included (a Read
+    call's path is a fact even when its result is gone)."""
+    parts: list[str] = []
+    for block in message.blocks:
+        if block.kind is BlockKind.TOOL_USE:
+            parts.append(block.tool_name)
+            parts.append(block.input_json)
+        elif block.text:
+            parts.append(block.text)
+    return "\n".join(parts)
+
+
+def fact_set(text: str) -> frozenset[Fact]:
+    return frozenset(facts(text).items())
+
+
+def in_ranges(ranges: Ranges, starts: list[int], index: int) -> bool:
+    """``index`` in sorted, disjoint ``ranges`` (``starts`` = their start points)."""
+    pos = bisect_right(starts, index) - 1
+    return pos >= 0 and ranges[pos][0] <= index < ranges[pos][1]
+
+
+class _Index:
+    """Facts per message version, and messages per fact, built lazily."""
+
+    def __init__(self, originals: Sequence[Message]) -> None:
+        self.originals = originals
+        self._original: list[frozenset[Fact] | None] = [None] * len(originals)
+        self._by_fact: dict[Fact, list[int]] | None = None
+        self._versions: dict[int, frozenset[Fact]] = {}  # id(Message) -> facts
+
+    def original(self, index: int) -> frozenset[Fact]:
+        found = self._original[index]
+        if found is None:
+            found = self._original[index] = fact_set(message_text(self.originals[index]))
+        return found
+
+    def version(self, message: Message) -> frozenset[Fact]:
+        key = id(message)
+        found = self._versions.get(key)
+        if found is None:
+            found = self._versions[key] = fact_set(message_text(message))
+        return found
+
+    def holders(self, fact: Fact) -> list[int]:
+        """Source indexes whose original holds ``fact`` (built on first use)."""
+        if self._by_fact is None:
+            by_fact: dict[Fact, list[int]] = {}
+            for i in range(len(self.originals)):
+                for f in self.original(i):
+                    by_fact.setdefault(f, []).append(i)
+            self._by_fact = by_fact
+        return self._by_fact.get(fact, [])
+
+
+def analyse(
+    result: ReplayResult,
+    originals: Sequence[Message],
+    *,
+    limit: int = 60,
+) -> Retention:
+    """Facts lost by each fate-changing event of ``result`` (see module docstring).
+
+    ``originals`` are the conversation's messages (source order). ``limit`` caps the lost
+    facts listed per event (counts stay exact).
+    """
+    return analyse_parts(
+        result.steps,
+        result.events,
+        {s.id: s.output for s in result.summaries},
+        originals,
+        limit=limit,
+    )
+
+
+def analyse_parts(
+    steps: Sequence[StepRecord],
+    events: Sequence[Event],
+    summaries: Mapping[int, str],
+    originals: Sequence[Message],
+    *,
+    limit: int = 60,
+) -> Retention:
+    """``analyse`` over the parts (steps need only ``index``, ``context``, ``summary_id``)."""
+    index = _Index(originals)
+    current: dict[int, Message] = {}  # modified versions in force
+    mod_holders: dict[Fact, set[int]] = {}  # fact -> indexes whose current version holds it
+    summary_facts: dict[int, frozenset[Fact]] = {}
+    step_at = {s.index: s for s in steps}
+    last_step = steps[-1] if steps else None
+    losses: list[CompactionLoss] = []
+
+    def set_version(i: int, message: Message | None) -> None:
+        old = current.pop(i, None)
+        if old is not None:
+            for f in index.version(old):
+                holders = mod_holders.get(f)
+                if holders is not None:
+                    holders.discard(i)
+        if message is not None:
+            current[i] = message
+            for f in index.version(message):
+                mod_holders.setdefault(f, set()).add(i)
+
+    def facts_now(i: int) -> frozenset[Fact]:
+        version = current.get(i)
+        return index.version(version) if version is not None else index.original(i)
+
+    pending: list[tuple[Event, dict[Fact, int]]] = []
+
+    def settle(step: int) -> None:
+        record = step_at.get(step, last_step if last_step and step > last_step.index else None)
+        ranges: Ranges = record.context if record else ()
+        starts = [a for a, _ in ranges]
+        sfacts: frozenset[Fact] = frozenset()
+        if record is not None and record.summary_id is not None:
+            sid = record.summary_id
+            if sid not in summary_facts:
+                summary_facts[sid] = fact_set(summaries.get(sid, ""))
+            sfacts = summary_facts[sid]
+
+        def stayed(fact: Fact) -> bool:
+            if fact in sfacts:
+                return True
+            for i in mod_holders.get(fact, ()):
+                if in_ranges(ranges, starts, i):
+                    return True
+            return any(
+                i not in current and in_ranges(ranges, starts, i) for i in index.holders(fact)
+            )
+
+        for event, risk in pending:
+            lost = [LostFact(f[0], f[1], src) for f, src in risk.items() if not stayed(f)]
+            lost.sort(key=lambda x: (KINDS.index(x.kind), x.message, x.value))
+            losses.append(
+                CompactionLoss(
+                    event_id=event.id,
+                    step=event.step,
+                    kind=event.kind,
+                    messages=len({c.index for c in event.changes}),
+                    at_risk=len(risk),
+                    retained=len(risk) - len(lost),
+                    lost=tuple(lost[:limit]),
+                )
+            )
+        pending.clear()
+
+    group_step: int | None = None
+    for event in events:
+        if group_step is not None and event.step != group_step:
+            settle(group_step)
+        group_step = event.step
+        risk: dict[Fact, int] = {}
+        touched = False
+        for change in event.changes:
+            if change.fate is Fate.RESTORED or change.fate is Fate.KEPT:
+                continue
+            touched = True
+            for f in sorted(facts_now(change.index)):
+                risk.setdefault(f, change.index)
+        for change in event.changes:
+            if change.fate in _MODIFIED:
+                set_version(change.index, change.message)
+            elif change.fate is Fate.RESTORED:
+                set_version(change.index, None)
+        if touched:
+            pending.append((event, risk))
+    if group_step is not None:
+        settle(group_step)
+    at_risk = sum(e.at_risk for e in losses)
+    retained = sum(e.retained for e in losses)
+    return Retention(at_risk=at_risk, retained=retained, events=tuple(losses))
