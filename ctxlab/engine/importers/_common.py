@@ -114,3 +114,9 @@ def short_title(text: str, limit: int = 80) -> str:
     """One line of human text for a title: whitespace collapsed, cut at ``limit``."""
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+
+
+def require_content(data: bytes, name: str, expected: str) -> None:
+    """Refuse empty or whitespace-only files with a clear error (not a JSON parse error)."""
+    if not data.strip():
+        raise TranscriptError("the file is empty", file=name, offset=0, expected=expected)
