@@ -78,3 +78,28 @@ def test_transcript_messages_load_as_you_scroll(
     ids = page.locator(".message-item").evaluate_all("els => els.map(e => e.id)")
     assert ids == [f"m{i}" for i in range(62)]
     screenshot("scrolled")
+
+
+def test_many_conversation_file_expands_in_place(
+    page: Any, live_server: Any, login: Any, screenshot: Any
+) -> None:
+    login()
+    from django.contrib.auth import get_user_model
+
+    from sessions_app import services
+
+    path = Path(settings.BASE_DIR) / "tests/data/corpus/sharegpt/fastchat-dummy_conversation.json"
+    owner = get_user_model().objects.get(username="alice")
+    assert services.upload_import(owner=owner, name=path.name, data=path.read_bytes()).ok
+    page.goto(f"{live_server.url}/transcripts/")
+    assert page.locator("#upload-table tbody > tr:not(.conversations-row)").count() == 1
+    page.click("details.conversations summary")
+    rows = page.locator("details.conversations .conversation-rows tbody tr")
+    rows.first.wait_for()
+    assert rows.count() == 50
+    assert "Page 1 of 10" in page.locator("details.conversations").inner_text()
+    page.click("details.conversations >> text=Next")
+    page.wait_for_selector("details.conversations >> text=Page 2 of 10")
+    assert page.url.endswith("/transcripts/")  # swapped in place, no navigation
+    assert page.errors == []
+    screenshot("expanded")
