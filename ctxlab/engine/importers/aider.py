@@ -33,7 +33,7 @@ from ..model import (
     TranscriptError,
     Usage,
 )
-from ._common import WarningTally, decode_text, short_title
+from ._common import WarningTally, decode_text, require_content, short_title
 
 FORMAT = "aider"
 LABEL = "Aider chat history (.aider.chat.history.md)"
@@ -214,6 +214,7 @@ def _website_parts(lines: list[str]) -> tuple[int, int, str]:
 
 
 def parse(data: bytes, *, name: str) -> ParsedFile:
+    require_content(data, name, _EXPECTED)
     text = decode_text(data, name)
     lines = text.split("\n")
     warn = WarningTally()

@@ -26,7 +26,7 @@ from ..model import (
     TranscriptError,
     Usage,
 )
-from ._common import WarningTally, iter_jsonl, load_json, short_title
+from ._common import WarningTally, iter_jsonl, load_json, require_content, short_title
 from .openai_chat import _looks_like_jsonl, as_dict, as_int, as_list, as_str
 
 FORMAT = "gemini-cli"
@@ -344,6 +344,7 @@ def _from_checkpoint(contents: list[Any], *, name: str, warn: WarningTally) -> C
 
 
 def parse(data: bytes, *, name: str) -> ParsedFile:
+    require_content(data, name, _EXPECTED)
     warn = WarningTally()
     if _looks_like_jsonl(data):
         conversation = _from_jsonl(data, name=name, warn=warn)

@@ -27,7 +27,7 @@ from ..model import (
     TranscriptError,
     Usage,
 )
-from ._common import WarningTally, decode_text, iter_jsonl, load_json, short_title
+from ._common import WarningTally, decode_text, iter_jsonl, load_json, require_content, short_title
 
 FORMAT = "openai-chat"
 LABEL = "OpenAI Chat Completions messages"
@@ -531,6 +531,7 @@ def _looks_like_jsonl(data: bytes) -> bool:
 
 
 def parse(data: bytes, *, name: str) -> ParsedFile:
+    require_content(data, name, _EXPECTED)
     warn = WarningTally()
     if _looks_like_jsonl(data):
         conversations = _from_jsonl(data, name=name, warn=warn)

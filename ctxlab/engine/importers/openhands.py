@@ -34,7 +34,7 @@ from ..model import (
     SourcePos,
     TranscriptError,
 )
-from ._common import WarningTally, iter_jsonl, load_json, short_title
+from ._common import WarningTally, iter_jsonl, load_json, require_content, short_title
 from .openai_chat import (
     _looks_like_jsonl,
     as_dict,
@@ -74,6 +74,11 @@ _EVENT_KEYS = {
 }
 
 
+def _is_kind(value: Any) -> bool:
+    """Action/observation type names are identifiers (``run``, ``agent_state_changed``)."""
+    return isinstance(value, str) and value.isidentifier()
+
+
 def _event_fields(event: dict[str, Any]) -> dict[str, Any]:
     """An event's arguments: ``args``/``extras`` in the current shape, top-level keys in the
     flat 2024 shape."""
@@ -110,9 +115,13 @@ class _Instance:
         if not isinstance(event, dict):
             self.warn.add("skipped an event that is not a JSON object", str(self.pos(index)))
             return
-        if isinstance(event.get("action"), str):
+        if "role" in event:  # a chat message (SWE-agent history also has "action" keys)
+            self.warn.add(
+                "skipped a chat message where an event was expected", str(self.pos(index))
+            )
+        elif _is_kind(event.get("action")):
             self._action(index, event)
-        elif isinstance(event.get("observation"), str):
+        elif _is_kind(event.get("observation")):
             self._observation(index, event)
         else:
             self.warn.add(
@@ -408,6 +417,7 @@ def _from_instance(
 
 
 def parse(data: bytes, *, name: str) -> ParsedFile:
+    require_content(data, name, _EXPECTED)
     warn = WarningTally()
     conversations: list[Conversation] = []
     used: set[str] = set()
@@ -427,7 +437,9 @@ def parse(data: bytes, *, name: str) -> ParsedFile:
         else:
             events = value.get("trajectory") if isinstance(value, dict) else value
             if isinstance(events, list) and any(
-                isinstance(e, dict) and ("action" in e or "observation" in e)
+                isinstance(e, dict)
+                and "role" not in e
+                and (_is_kind(e.get("action")) or _is_kind(e.get("observation")))
                 for e in _events(events)
             ):
                 builder = _Instance(name or "events", name, warn)

@@ -21,7 +21,7 @@ from ..model import (
     SourcePos,
     TranscriptError,
 )
-from ._common import WarningTally, iter_jsonl, load_json, short_title
+from ._common import WarningTally, iter_jsonl, load_json, require_content, short_title
 from .openai_chat import _looks_like_jsonl, as_dict, as_list, as_str, parse_arguments, tool_defs
 
 FORMAT = "sharegpt"
@@ -184,6 +184,7 @@ def _conversation(
 
 
 def parse(data: bytes, *, name: str) -> ParsedFile:
+    require_content(data, name, _EXPECTED)
     warn = WarningTally()
     records: list[tuple[int | None, Any]]
     if _looks_like_jsonl(data):

@@ -26,7 +26,7 @@ from ..model import (
     SourcePos,
     TranscriptError,
 )
-from ._common import WarningTally, load_json, short_title
+from ._common import WarningTally, load_json, require_content, short_title
 from .openai_chat import MessageConverter, as_dict, as_str, content_blocks
 
 FORMAT = "swe-agent"
@@ -206,6 +206,7 @@ def _metadata(doc: dict[str, Any]) -> tuple[tuple[str, str], ...]:
 
 
 def parse(data: bytes, *, name: str) -> ParsedFile:
+    require_content(data, name, _EXPECTED)
     doc = load_json(data, name)
     if not isinstance(doc, dict):
         raise TranscriptError("the file is not a JSON object", file=name, expected=_EXPECTED)
