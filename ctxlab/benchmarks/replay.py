@@ -1,0 +1,98 @@
+"""Replay benchmark (issue 4): all five presets over a 20,000-message transcript.
+
+Definitions:
+- ``tokenize_s``: one single-threaded tiktoken ``cl100k_base`` pass over the text of every
+  block of every message (what "tokenising the transcript once" costs).
+- ``replay_s``: wall time to replay all five presets with the offline summariser, starting
+  from cold caches: the shared reference counts (batched cl100k pass), CoPaw's Qwen2.5
+  counts and every strategy's own estimator are all included.
+- ``replay_vs_tokenize_ratio = replay_s / tokenize_s`` (target <= 2.0).
+- ``replay_scaling_2x = replay_s(40,000 messages) / replay_s(20,000 messages)`` (target <= 2.2).
+"""
+
+from __future__ import annotations
+
+import gc
+import time
+from pathlib import Path
+from typing import Any, TextIO
+
+from ctxlab.engine import reference as reference_mod
+from ctxlab.engine import synth
+from ctxlab.engine.model import Conversation
+from ctxlab.engine.replay import run as replay_run
+from ctxlab.engine.strategies import PRESETS, STRATEGIES
+from ctxlab.engine.tokens import _encoding, block_text
+
+CORPUS = Path(__file__).resolve().parents[2] / "tests" / "data" / "corpus"
+
+
+def _cold() -> None:
+    reference_mod._CACHE.clear()
+    try:
+        from ctxlab.engine import qwen_tokens
+
+        qwen_tokens.qwen_counter()._memo.clear()
+    except ImportError:
+        pass
+    gc.collect()
+
+
+def tokenize_pass(conversation: Conversation) -> tuple[float, int]:
+    encode = _encoding().encode_ordinary
+    texts = [block_text(b) for m in conversation.messages for b in m.blocks]
+    start = time.perf_counter()
+    total = sum(len(encode(t)) for t in texts if t)
+    return time.perf_counter() - start, total
+
+
+def replay_all(conversation: Conversation) -> tuple[float, dict[str, float], dict[str, Any]]:
+    _cold()
+    presets = [p for p in PRESETS if p in STRATEGIES]
+    per: dict[str, float] = {}
+    info: dict[str, Any] = {}
+    start = time.perf_counter()
+    t0 = time.perf_counter()
+    reference_mod.reference_tokens(conversation)
+    per["reference"] = time.perf_counter() - t0
+    for name in presets:
+        t0 = time.perf_counter()
+        result = replay_run(conversation, name)
+        per[name] = time.perf_counter() - t0
+        info[name] = {
+            "steps": len(result.steps),
+            "events": len(result.events),
+            "peak": result.metrics["peak_reference"],
+        }
+    return time.perf_counter() - start, per, info
+
+
+def run(out: TextIO) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    out.write("replay: building the 20,000-message transcript ... ")
+    out.flush()
+    one = synth.bench_conversation(CORPUS, messages=20_000, seed=0)
+    tok_s, ref_total = tokenize_pass(one)
+    out.write(f"{len(one.messages):,} messages, {ref_total:,} cl100k tokens; "
+              f"tiktoken pass {tok_s:.2f} s\n")  # fmt: skip
+    total_1, per_1, info = replay_all(one)
+    for name, seconds in per_1.items():
+        extra = info.get(name, {})
+        out.write(f"replay {name:<10} {seconds:6.2f} s  {extra}\n")
+        rows.append({"section": "replay", "name": name, "seconds": round(seconds, 3), **extra})
+    out.write(f"replay all five (20k): {total_1:.2f} s\n")
+    del one
+    gc.collect()
+    two = synth.bench_conversation(CORPUS, messages=40_000, seed=0)
+    total_2, per_2, _ = replay_all(two)
+    out.write(f"replay all five (40k): {total_2:.2f} s\n")
+    ratio = total_1 / tok_s if tok_s else float("inf")
+    scaling = total_2 / total_1 if total_1 else float("inf")
+    worst = max((s for n, s in per_1.items() if n != "reference"), default=0.0)
+    rows.append({"section": "replay", "name": "tokenize", "seconds": round(tok_s, 3),
+                 "tokens": ref_total})  # fmt: skip
+    rows.append({"section": "replay", "name": "per_preset_max_ratio",
+                 "value": round(worst / tok_s, 3) if tok_s else None})  # fmt: skip
+    rows.append({"line": f"replay_vs_tokenize_ratio={ratio:.3f}"})
+    rows.append({"line": f"replay_scaling_2x={scaling:.3f}"})
+    return rows

@@ -1,0 +1,185 @@
+"""The replay CLI's logic (the Django command is a thin shell around it).
+
+``load_file`` imports a transcript file without any database; ``result_to_json`` writes the
+public JSON shape of issue 4; ``format_table`` renders the readable summary.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from . import importers
+from .model import Conversation
+from .params import parse_assignments
+from .records import Change, Fate, ReplayResult, expand
+from .replay import run
+from .summarizers import get_summarizer
+
+
+def load_file(
+    path: str | Path, *, format: str | None = None, conversation: int = 0
+) -> Conversation:
+    """The ``conversation``-th conversation of a transcript file (TranscriptError if bad)."""
+    p = Path(path)
+    parsed = importers.parse(p.read_bytes(), name=p.name, format=format)
+    if not parsed.conversations:
+        raise ValueError(f"{p.name}: no conversation found")
+    if not 0 <= conversation < len(parsed.conversations):
+        raise ValueError(
+            f"{p.name}: conversation {conversation} out of range "
+            f"(0..{len(parsed.conversations) - 1})"
+        )
+    return parsed.conversations[conversation]
+
+
+def replay_conversation(
+    conversation: Conversation,
+    *,
+    strategy: str,
+    assignments: Sequence[str] = (),
+    params: Mapping[str, Any] | None = None,
+    summarizer: str = "offline",
+) -> ReplayResult:
+    merged = {**dict(params or {}), **parse_assignments(assignments)}
+    return run(conversation, strategy, params=merged, summarizer=get_summarizer(summarizer))
+
+
+def _change_json(change: Change, event_id: int, *, with_text: bool) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "index": change.index,
+        "fate": change.fate.value,
+        "reason": change.reason,
+        "event": event_id,
+    }
+    if change.offload_path:
+        out["offload_path"] = change.offload_path
+    if with_text and change.message is not None:
+        out["text"] = change.message.text
+    return out
+
+
+def result_to_json(result: ReplayResult, *, detail: bool = False) -> dict[str, Any]:
+    """The issue's JSON: strategy, params, estimator, steps (context expanded), events,
+    summaries, findings, metrics. ``detail`` adds ``fates`` (one per context index, in
+    order), each event's ``changes`` with modified texts, and the offloaded files."""
+    steps: list[dict[str, Any]] = []
+    fates: dict[int, tuple[Fate, int]] = {}
+    events = result.events
+    ei = 0
+    for step in result.steps:
+        context = expand(step.context)
+        row: dict[str, Any] = {
+            "index": step.index,
+            "source_index": step.source_index,
+            "tokens": {
+                "strategy": step.tokens.strategy,
+                "reference": step.tokens.reference,
+                "reported": step.tokens.reported,
+            },
+            "zones": step.zones.as_dict(),
+            "context": context,
+            "summary": step.summary_id,
+        }
+        if step.pending:
+            row["pending"] = list(step.pending)
+        if detail:
+            while ei < len(events) and events[ei].step <= step.index:
+                for change in events[ei].changes:
+                    if change.fate is Fate.RESTORED:
+                        fates.pop(change.index, None)
+                    else:
+                        fates[change.index] = (change.fate, events[ei].id)
+                ei += 1
+            row["fates"] = [fates.get(i, (Fate.KEPT, None))[0].value for i in context]
+        steps.append(row)
+    out: dict[str, Any] = {
+        "strategy": result.strategy,
+        "params": result.params,
+        "estimator": result.estimator,
+        "summarizer": result.summarizer,
+        "steps": steps,
+        "events": [
+            {
+                "id": e.id,
+                "step": e.step,
+                "kind": e.kind,
+                "messages": list(e.messages),
+                "tokens_before": e.tokens_before,
+                "tokens_after": e.tokens_after,
+                "detail": dict(e.detail),
+                "summary": e.summary_id,
+                **(
+                    {"changes": [_change_json(c, e.id, with_text=True) for c in e.changes]}
+                    if detail
+                    else {}
+                ),
+            }
+            for e in events
+        ],
+        "summaries": [
+            {
+                "id": s.id,
+                "step": s.step,
+                "input": s.input,
+                "output": s.output,
+                "input_tokens": s.input_tokens,
+                "output_tokens": s.output_tokens,
+                "usage_estimated": s.usage_estimated,
+                "error": s.error,
+                "messages": list(s.messages),
+            }
+            for s in result.summaries
+        ],
+        "findings": [
+            {"step": f.step, "kind": f.kind, "messages": list(f.messages), "detail": dict(f.detail)}
+            for f in result.findings
+        ],
+        "metrics": result.metrics,
+    }
+    if detail:
+        out["offloads"] = result.offloads
+    return out
+
+
+def format_table(result: ReplayResult) -> str:
+    """A readable summary: steps, events by kind, peak tokens, findings."""
+    m = result.metrics
+    lines = [
+        f"strategy   {result.strategy}  (estimator: {result.estimator}; "
+        f"summarizer: {result.summarizer})",
+        f"messages   {result.message_count}    steps {m.get('steps', len(result.steps))}",
+        f"peak       strategy {m.get('peak_strategy', 0):,}  reference "
+        f"{m.get('peak_reference', 0):,}  reported {m.get('peak_reported', 0):,}  "
+        f"threshold {m.get('threshold')}",
+        f"input Σ    {m.get('input_tokens_total', 0):,} reference tokens over all steps",
+        f"removed    {m.get('messages_removed', 0)} messages "
+        f"({m.get('tokens_removed') or 0:,} reference tokens); "
+        f"modified {m.get('messages_modified', 0)}",
+        f"summaries  {m.get('summaries', 0)} ({m.get('summary_failures', 0)} failed), "
+        f"in {m.get('summary_input_tokens', 0):,} / out {m.get('summary_output_tokens', 0):,} tokens",
+        f"firing     {m.get('firing_per_100_steps', 0)} per 100 steps; thrash {m.get('thrash', 0)}",
+        "",
+        "events by kind:",
+    ]
+    by_kind = Counter(e.kind for e in result.events)
+    lines += [f"  {kind:<22} {n:>6}" for kind, n in sorted(by_kind.items())] or ["  (none)"]
+    lines += ["", "findings by kind:"]
+    found = Counter(f.kind for f in result.findings)
+    lines += [f"  {kind:<22} {n:>6} steps" for kind, n in sorted(found.items())] or ["  (none)"]
+    lines += [
+        "",
+        f"{'step':>6} {'msg':>6} {'strategy':>10} {'reference':>10} {'reported':>9}  events",
+    ]
+    shown = [s for s in result.steps if s.events] or result.steps[-1:]
+    for s in shown[:40]:
+        kinds = ", ".join(e.kind for e in s.events)
+        lines.append(
+            f"{s.index:>6} {s.source_index:>6} {s.tokens.strategy:>10,} {s.tokens.reference:>10,} "
+            f"{s.tokens.reported if s.tokens.reported is not None else '-':>9}  {kinds}"
+        )
+    if len(shown) > 40:
+        lines.append(f"  ... {len(shown) - 40} more steps with events")
+    return "\n".join(lines)

@@ -1,0 +1,38 @@
+"""``manage.py bench``: run every section in ``ctxlab.benchmarks`` and print a table.
+
+Ends with the sections' result lines (``replay_vs_tokenize_ratio=…``, ``replay_scaling_2x=…``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandParser
+
+from ctxlab.benchmarks import sections
+
+
+class Command(BaseCommand):
+    help = "Run the benchmarks (imports, replay ...) and print a table plus result lines."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--only", action="append", default=[], help="run only these sections")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        lines: list[str] = []
+        table: list[tuple[str, dict[str, Any]]] = []
+        for name, module in sections():
+            if options["only"] and name not in options["only"]:
+                continue
+            self.stdout.write(f"== {name}")
+            for row in module.run(self.stdout):
+                if "line" in row:
+                    lines.append(str(row["line"]))
+                else:
+                    table.append((name, row))
+        self.stdout.write("\n== summary")
+        for name, row in table:
+            cells = "  ".join(f"{k}={v}" for k, v in row.items() if k != "section")
+            self.stdout.write(f"{name:<10} {cells}")
+        for line in lines:
+            self.stdout.write(line)

@@ -1,0 +1,86 @@
+"""``manage.py replay``: replay a transcript through a strategy and print what it did.
+
+Thin shell: the logic lives in ``ctxlab.engine.cli``. ``--file`` needs no database.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from ctxlab.engine import cli
+from ctxlab.engine.model import Conversation, TranscriptError
+from ctxlab.engine.strategies import STRATEGIES
+from ctxlab.engine.summarizers import SUMMARIZERS
+
+
+def _load_stored(transcript_id: str) -> Conversation:
+    """The seam to stored transcripts (``sessions_app.services.load_conversation``)."""
+    try:
+        from sessions_app.services import load_conversation  # type: ignore[attr-defined]
+    except ImportError as exc:
+        raise CommandError(
+            "--transcript needs sessions_app.services.load_conversation, which is not "
+            f"available in this build ({exc}); use --file PATH instead"
+        ) from None
+    try:
+        return load_conversation(transcript_id)  # type: ignore[no-any-return]
+    except Exception as exc:  # DoesNotExist, bad id ...
+        raise CommandError(f"transcript {transcript_id!r}: {exc}") from None
+
+
+class Command(BaseCommand):
+    help = (
+        "Replay a transcript through a compaction strategy: prints steps, events by kind, "
+        "peak tokens and findings; --json OUT writes the full record."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        source = parser.add_mutually_exclusive_group(required=True)
+        source.add_argument("--transcript", metavar="ID", help="a stored transcript")
+        source.add_argument("--file", metavar="PATH", help="a transcript file (no database)")
+        parser.add_argument("--format", default=None, help="force the file format")
+        parser.add_argument(
+            "--conversation", type=int, default=0, help="which conversation of the file (0-based)"
+        )
+        parser.add_argument("--strategy", required=True, choices=sorted(STRATEGIES))
+        parser.add_argument(
+            "--set", action="append", default=[], metavar="KEY=VALUE", dest="assignments",
+            help="override a strategy parameter (repeatable)",
+        )  # fmt: skip
+        parser.add_argument("--summarizer", default="offline", choices=sorted(SUMMARIZERS))
+        parser.add_argument(
+            "--json", metavar="OUT", help="write the JSON record here ('-' = stdout)"
+        )
+        parser.add_argument("--detail", action="store_true", help="add a fate per context index")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        try:
+            if options["file"]:
+                conversation = cli.load_file(
+                    options["file"], format=options["format"], conversation=options["conversation"]
+                )
+            else:
+                conversation = _load_stored(options["transcript"])
+            result = cli.replay_conversation(
+                conversation,
+                strategy=options["strategy"],
+                assignments=options["assignments"],
+                summarizer=options["summarizer"],
+            )
+        except (TranscriptError, ValueError, OSError) as exc:
+            raise CommandError(str(exc)) from None
+        if options["json"]:
+            data = json.dumps(
+                cli.result_to_json(result, detail=options["detail"]), ensure_ascii=False
+            )
+            if options["json"] == "-":
+                self.stdout.write(data)
+                return
+            Path(options["json"]).write_text(data, encoding="utf-8")
+        self.stdout.write(cli.format_table(result))
+        if options["json"]:
+            self.stdout.write(f"\nJSON written to {options['json']}")
