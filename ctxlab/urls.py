@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.contrib import admin
+from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from ctxlab import views
@@ -13,7 +14,19 @@ admin.site.site_title = "ctxlab admin"
 urlpatterns = [
     path("", views.home, name="home"),
     path("healthz", views.healthz, name="healthz"),
-    path("accounts/", include("django.contrib.auth.urls")),
+    # Login, logout and password change only: no e-mail, so no password reset by e-mail.
+    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path(
+        "accounts/password_change/",
+        auth_views.PasswordChangeView.as_view(),
+        name="password_change",
+    ),
+    path(
+        "accounts/password_change/done/",
+        auth_views.PasswordChangeDoneView.as_view(),
+        name="password_change_done",
+    ),
     path("admin/", admin.site.urls),
     path("", include("sessions_app.urls")),
     path("", include("replay_app.urls")),

@@ -188,7 +188,7 @@ def test_asset_scanner_flags_external_urls(html: str, expected: list[str]) -> No
 def test_no_external_script_or_style_on_any_page(client: Client, staff_user: Any) -> None:
     pages = {"/accounts/login/": client.get("/accounts/login/")}
     client.force_login(staff_user)
-    for path in [*NAV_PAGES, "/admin/", "/admin/password_change/"]:
+    for path in [*NAV_PAGES, "/admin/", "/admin/password_change/", "/accounts/password_change/"]:
         pages[path] = client.get(path)
     pages["/accounts/logout/"] = client.post("/accounts/logout/", follow=True)
     for path, response in pages.items():
@@ -223,6 +223,7 @@ def test_no_external_script_or_style_in_template_sources() -> None:
     ],
     ids=["htmx", "htmx-ws", "plotly", "css"],
 )
+@pytest.mark.django_db  # closing the response fires request_finished, which checks the DB
 def test_static_asset_served_locally(client: Client, path: str) -> None:
     response = client.get(path)
     assert response.status_code == 200
@@ -304,3 +305,53 @@ def test_ensure_local_user_reads_env(
     out = capsys.readouterr().out
     assert django_user_model.objects.get().check_password("s3cret-Pass")
     assert "s3cret-Pass" not in out  # a password from the environment is never echoed
+
+
+# Every endpoint, present and future -------------------------------------------------------
+
+_SAMPLE = {
+    "int": "1",
+    "str": "x",
+    "slug": "x",
+    "path": "x/y",
+    "uuid": "00000000-0000-0000-0000-000000000001",
+}
+
+
+def _routes() -> list[tuple[str, Any]]:
+    """(sample path, view) for every route-style URL pattern, converters filled with samples."""
+    from django.urls import URLPattern, URLResolver, get_resolver
+    from django.urls.resolvers import RoutePattern
+
+    found: list[tuple[str, Any]] = []
+
+    def walk(patterns: list[Any], prefix: str) -> None:
+        for entry in patterns:
+            if not isinstance(entry.pattern, RoutePattern):
+                continue  # regex patterns (admin's app index) are covered by the admin tests
+            route = str(entry.pattern)
+            for name, converter in entry.pattern.converters.items():
+                kind = type(converter).__name__.replace("Converter", "").lower()
+                value = _SAMPLE.get(kind, "1")
+                route = route.replace(f"<{kind}:{name}>", value).replace(f"<{name}>", value)
+            if isinstance(entry, URLResolver):
+                walk(entry.url_patterns, prefix + route)
+            elif isinstance(entry, URLPattern):
+                found.append(("/" + prefix + route, entry.callback))
+
+    walk(get_resolver().url_patterns, "")
+    return found
+
+
+def test_every_endpoint_requires_login(client: Client) -> None:
+    checked, open_views = [], []
+    for path, view in _routes():
+        if getattr(view, "login_required", True) is False:
+            open_views.append(path)  # explicitly exempt with @login_not_required
+            continue
+        response = client.get(path)
+        assert response.status_code == 302, f"{path} answered {response.status_code} anonymously"
+        assert "/login/" in response["Location"], f"{path} → {response['Location']}"
+        checked.append(path)
+    assert "/transcripts/" in checked and "/admin/" in checked
+    assert sorted(open_views) == ["/accounts/login/", "/admin/login/", "/healthz"]

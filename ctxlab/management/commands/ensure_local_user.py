@@ -38,6 +38,6 @@ class Command(BaseCommand):
         self.stdout.write(
             self.style.SUCCESS(
                 f"Created local account.\n  username: {username}\n  password: {shown}\n"
-                "  Change it at /admin/password_change/ if this machine is shared."
+                "  Change it at /accounts/password_change/ if this machine is shared."
             )
         )
