@@ -128,6 +128,8 @@ DECISION_RE = re.compile(
 LINE = 160
 PER_SECTION = 6
 SCAN_CHARS = 4000  # per message: enough for headlines, bounded cost on huge tool outputs
+FACT_MESSAGES = 40  # critical context is extracted from the newest 40 compacted messages
+FACT_CHARS = 600  # ... and from the first 600 characters of each
 
 
 def _first_line(text: str, width: int = LINE) -> str:
@@ -186,7 +188,9 @@ class OfflineSummarizer:
             decisions.extend(s for s in _lines(m.text) if DECISION_RE.search(s))
         done = [_first_line(m.text) for m in assistants[-PER_SECTION - 1 : -1]]
         in_progress = [_first_line(assistants[-1].text)] if assistants else []
-        scanned = "\n".join(m.text[:SCAN_CHARS] for m in request.material)
+        # Facts from the newest messages' heads: bounded work per summary, whatever its size.
+        recent = request.material[-FACT_MESSAGES:]
+        scanned = "\n".join(m.text[:FACT_CHARS] for m in recent)
         found = facts(scanned, limit=PER_SECTION)
         nxt = [_first_line(users[-1].text)] if users else []
         critical = (
