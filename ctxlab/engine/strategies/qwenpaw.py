@@ -13,7 +13,7 @@ from __future__ import annotations
 import bisect
 import hashlib
 from dataclasses import replace
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..findings import check_summary_size
 from ..model import BlockKind, Message
@@ -307,7 +307,7 @@ class QwenPaw(Strategy):
                     offloaded.append((index, new_msg, paths[0], fulls[0]))
                 else:
                     truncated.append((index, new_msg))
-        detail = {
+        detail: dict[str, Any] = {
             "split_index": split_index,
             "old_max_bytes": int(self.params["pruning_old_msg_max_bytes"]),
             "recent_max_bytes": recent_limit,
@@ -363,7 +363,7 @@ class QwenPaw(Strategy):
         to_compact = ctx.live[: len(ctx.live) - keep]
         if not to_compact:
             return
-        detail = {
+        detail: dict[str, Any] = {
             "threshold": threshold,
             "left": left,
             "reserve": reserve,
@@ -381,7 +381,7 @@ class QwenPaw(Strategy):
         self._fallback(ctx, left, detail)
 
     def _compact(
-        self, ctx: ReplayContext, to_compact: list[int], detail: dict[str, object]
+        self, ctx: ReplayContext, to_compact: list[int], detail: dict[str, Any]
     ) -> bool:
         lang = prompts.lang_key(str(self.params["language"]))
         cap = int(self.params["max_input_length"] * self.params["compact_threshold_ratio"])
@@ -461,7 +461,7 @@ class QwenPaw(Strategy):
         )
         return True
 
-    def _fallback(self, ctx: ReplayContext, left: int, detail: dict[str, object]) -> None:
+    def _fallback(self, ctx: ReplayContext, left: int, detail: dict[str, Any]) -> None:
         keep, keep_tokens = largest_aligned_suffix(ctx, left)
         drop = ctx.live[: len(ctx.live) - keep]
         if not drop:
