@@ -87,9 +87,7 @@ def blocks_from_list(data: list[JSON]) -> tuple[Block, ...]:
 
 
 def usage_to_dict(usage: Usage) -> JSON:
-    out: JSON = {
-        name: getattr(usage, name) for name in _USAGE_FIELDS if getattr(usage, name)
-    }
+    out: JSON = {name: getattr(usage, name) for name in _USAGE_FIELDS if getattr(usage, name)}
     if usage.convention:
         out["convention"] = usage.convention
     return out
@@ -254,8 +252,6 @@ def parsed_file_to_dict(parsed: ParsedFile) -> JSON:
 def parsed_file_from_dict(data: JSON) -> ParsedFile:
     return ParsedFile(
         format=data["format"],
-        conversations=tuple(
-            conversation_from_dict(c) for c in data.get("conversations", [])
-        ),
+        conversations=tuple(conversation_from_dict(c) for c in data.get("conversations", [])),
         warnings=tuple(warning_from_dict(w) for w in data.get("warnings", [])),
     )

@@ -30,13 +30,9 @@ def through_json(data: object) -> object:
     ("block", "expected"),
     [
         pytest.param(Block(BlockKind.TEXT), {"kind": "text"}, id="empty-text"),
+        pytest.param(Block(BlockKind.TEXT, text="hi"), {"kind": "text", "text": "hi"}, id="text"),
         pytest.param(
-            Block(BlockKind.TEXT, text="hi"), {"kind": "text", "text": "hi"}, id="text"
-        ),
-        pytest.param(
-            Block(
-                BlockKind.TOOL_USE, tool_id="t1", tool_name="ls", tool_input={"a": 1}
-            ),
+            Block(BlockKind.TOOL_USE, tool_id="t1", tool_name="ls", tool_input={"a": 1}),
             {
                 "kind": "tool_use",
                 "tool_id": "t1",
@@ -67,9 +63,7 @@ def through_json(data: object) -> object:
         ),
     ],
 )
-def test_block_to_dict_omits_defaults(
-    block: Block, expected: dict[str, object]
-) -> None:
+def test_block_to_dict_omits_defaults(block: Block, expected: dict[str, object]) -> None:
     assert codec.block_to_dict(block) == expected
     assert codec.block_from_dict(through_json(expected)) == block  # type: ignore[arg-type]
 
@@ -108,8 +102,7 @@ json_scalars = st.none() | st.booleans() | st.integers() | st.text(max_size=8)
 json_values = st.recursive(
     json_scalars,
     lambda inner: (
-        st.lists(inner, max_size=3)
-        | st.dictionaries(st.text(max_size=4), inner, max_size=3)
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3)
     ),
     max_leaves=8,
 )
@@ -118,11 +111,7 @@ opt_int = st.none() | st.integers(min_value=0, max_value=10**9)
 
 
 def blocks(depth: int = 1) -> st.SearchStrategy[Block]:
-    parts = (
-        st.just(())
-        if depth == 0
-        else st.lists(blocks(depth - 1), max_size=2).map(tuple)
-    )
+    parts = st.just(()) if depth == 0 else st.lists(blocks(depth - 1), max_size=2).map(tuple)
     return st.builds(
         Block,
         kind=st.sampled_from(BlockKind),
@@ -203,9 +192,7 @@ def test_conversation_round_trip_through_json(conversation: Conversation) -> Non
         format=short,
         conversations=st.lists(conversations, max_size=2).map(tuple),
         warnings=st.lists(
-            st.builds(
-                ImportWarning, message=short, where=short, count=st.integers(0, 9)
-            ),
+            st.builds(ImportWarning, message=short, where=short, count=st.integers(0, 9)),
             max_size=2,
         ).map(tuple),
     )
