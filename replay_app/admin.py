@@ -1,3 +1,87 @@
 """Admin registrations: every model of this app is registered here."""
 
 from __future__ import annotations
+
+from django.contrib import admin
+
+from .models import (
+    Run,
+    RunEvent,
+    RunFinding,
+    RunGroup,
+    RunOffload,
+    RunStep,
+    RunSummary,
+    StrategyConfig,
+)
+
+
+@admin.register(StrategyConfig)
+class StrategyConfigAdmin(admin.ModelAdmin):
+    list_display = ("name", "strategy", "owner", "updated_at")
+    list_filter = ("strategy",)
+    search_fields = ("name",)
+
+
+@admin.register(RunGroup)
+class RunGroupAdmin(admin.ModelAdmin):
+    list_display = ("id", "name", "owner", "transcript", "created_at")
+    raw_id_fields = ("transcript",)
+
+
+@admin.register(Run)
+class RunAdmin(admin.ModelAdmin):
+    list_display = (
+        "id",
+        "label",
+        "strategy",
+        "status",
+        "steps_done",
+        "steps_total",
+        "attempts",
+        "owner",
+        "created_at",
+    )
+    list_filter = ("status", "strategy", "summarizer")
+    raw_id_fields = ("transcript", "group", "config")
+    readonly_fields = (
+        "error",
+        "traceback",
+        "task_id",
+        "heartbeat_at",
+        "started_at",
+        "finished_at",
+        "metrics",
+    )
+
+
+class _RunChildAdmin(admin.ModelAdmin):
+    raw_id_fields = ("run",)
+    list_filter = ()
+
+
+@admin.register(RunStep)
+class RunStepAdmin(_RunChildAdmin):
+    list_display = ("run", "index", "source_index", "tokens_strategy", "tokens_reference")
+
+
+@admin.register(RunEvent)
+class RunEventAdmin(_RunChildAdmin):
+    list_display = ("run", "seq", "step", "kind", "tokens_before", "tokens_after")
+    list_filter = ("kind",)
+
+
+@admin.register(RunSummary)
+class RunSummaryAdmin(_RunChildAdmin):
+    list_display = ("run", "seq", "step", "input_tokens", "output_tokens", "error")
+
+
+@admin.register(RunFinding)
+class RunFindingAdmin(_RunChildAdmin):
+    list_display = ("run", "step", "kind")
+    list_filter = ("kind",)
+
+
+@admin.register(RunOffload)
+class RunOffloadAdmin(_RunChildAdmin):
+    list_display = ("run", "path")

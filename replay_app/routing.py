@@ -4,4 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-websocket_urlpatterns: list[Any] = []
+from django.urls import path
+
+from . import consumers
+
+websocket_urlpatterns: list[Any] = [
+    path("ws/runs/<int:run_id>/", consumers.RunProgressConsumer.as_asgi()),
+    path("ws/runs/groups/<int:group_id>/", consumers.GroupProgressConsumer.as_asgi()),
+]

@@ -6,6 +6,18 @@ from replay_app import views
 
 urlpatterns = [
     path("strategies/", views.strategy_list, name="strategy-list"),
+    path("strategies/new/", views.strategy_create, name="strategy-create"),
+    path("strategies/import/", views.strategy_import, name="strategy-import"),
+    path("strategies/presets/<str:name>/native/", views.preset_native, name="preset-native"),
+    path("strategies/<int:pk>/", views.strategy_edit, name="strategy-edit"),
+    path("strategies/<int:pk>/delete/", views.strategy_delete, name="strategy-delete"),
+    path("strategies/<int:pk>/export/", views.strategy_export, name="strategy-export"),
+    path("strategies/<int:pk>/native/", views.strategy_native, name="strategy-native"),
     path("runs/", views.run_list, name="run-list"),
+    path("runs/new/", views.run_create, name="run-create"),
+    path("runs/<int:pk>/", views.run_detail, name="run-detail"),
+    path("runs/<int:pk>/cancel/", views.run_cancel, name="run-cancel"),
+    path("runs/<int:pk>/retry/", views.run_retry, name="run-retry"),
+    path("runs/groups/<int:pk>/", views.group_detail, name="run-group"),
     path("compare/", views.run_compare, name="run-compare"),
 ]

@@ -1,26 +1,460 @@
-"""Strategy, run and comparison views (placeholders until the replay UI lands)."""
+"""Strategy configurations, runs and comparison groups.
+
+Thin views: parse input, call a service or query, render. Every query is scoped with
+``owned``/``get_owned_or_404`` (another user's row is a 404). Every page has a JSON twin
+(``?format=json``). POSTs end in a redirect.
+"""
 
 from __future__ import annotations
 
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
-from django.views.decorators.http import require_GET
+import json
+from typing import Any
+
+from django.contrib import messages
+from django.core.paginator import Paginator
+from django.db.models import QuerySet
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+from django.utils.http import content_disposition_header
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django_htmx.middleware import HtmxDetails
+
+from ctxlab.engine.native_config import native_config
+from ctxlab.engine.strategies import PRESETS, STRATEGIES
+from ctxlab.ownership import get_owned_or_404, owned
+from sessions_app.models import Transcript
+
+from . import services
+from .forms import ImportConfigForm, RunCreateForm, StrategyConfigForm
+from .models import Run, RunGroup, RunStatus, StrategyConfig
+
+EVENTS_PER_PAGE = 50
+RUNS_PER_PAGE = 50
+
+# (metrics key, label, what it means) — headline metrics, in display order.
+METRICS: list[tuple[str, str, str]] = [
+    ("steps", "Steps", "inference calls replayed"),
+    (
+        "peak_strategy",
+        "Peak context (estimator)",
+        "max request tokens under the strategy's own estimator",
+    ),
+    ("peak_reference", "Peak context (cl100k)", "max request tokens under the reference tokenizer"),
+    (
+        "input_tokens_total",
+        "Σ input tokens",
+        "reference request tokens summed over all steps (what the agent is billed for)",
+    ),
+    ("compaction_count", "Compactions", "compaction events of any kind"),
+    ("messages_removed", "Messages removed", "distinct messages summarised or dropped"),
+    ("tokens_removed", "Tokens removed", "reference tokens of the removed messages"),
+    ("messages_modified", "Messages modified", "distinct messages truncated, offloaded or pruned"),
+    ("summary_input_tokens", "Summary input", "tokens sent to the summariser"),
+    ("summary_output_tokens", "Summary output", "tokens the summariser returned"),
+    ("overflow_steps", "Steps in overflow", "requests over the window (reference tokens)"),
+    ("firing_per_100_steps", "Firing / 100 steps", "compaction steps per 100 steps"),
+    ("thrash", "Thrash", "compactions firing again within 3 steps while still near the threshold"),
+]
+LIST_METRICS = [
+    "peak_reference",
+    "input_tokens_total",
+    "compaction_count",
+    "messages_removed",
+    "thrash",
+]
 
 
-def _placeholder(request: HttpRequest, title: str, blurb: str) -> HttpResponse:
-    return render(request, "_components/placeholder.html", {"title": title, "blurb": blurb})
+class HtmxHttpRequest(HttpRequest):
+    htmx: HtmxDetails
+
+
+def _wants_json(request: HttpRequest) -> bool:
+    return request.GET.get("format") == "json"
+
+
+# ---------------------------------------------------------------------------------------
+# Strategy configurations
+# ---------------------------------------------------------------------------------------
+
+
+def _preset_rows() -> list[dict[str, Any]]:
+    return [
+        {
+            "name": name,
+            "label": STRATEGIES[name].label,
+            "description": STRATEGIES[name].description,
+            "params": [p.as_dict() for p in STRATEGIES[name].PARAMS],
+        }
+        for name in PRESETS
+        if name in STRATEGIES
+    ]
+
+
+def _config_json(config: StrategyConfig) -> dict[str, Any]:
+    return {
+        "id": config.pk,
+        "url": config.get_absolute_url(),
+        **services.config_export(config),
+        "changed": dict(config.params),
+        "updated_at": config.updated_at.isoformat(),
+    }
 
 
 @require_GET
 def strategy_list(request: HttpRequest) -> HttpResponse:
-    return _placeholder(request, "Strategies", "Compaction strategy configurations.")
+    configs = owned(StrategyConfig.objects, request.user)
+    presets = _preset_rows()
+    if _wants_json(request):
+        return JsonResponse(
+            {"presets": presets, "configs": [_config_json(c) for c in configs]},
+            json_dumps_params={"ensure_ascii": False},
+        )
+    return render(
+        request,
+        "replay_app/strategy_list.html",
+        {"configs": configs, "presets": presets, "import_form": ImportConfigForm()},
+    )
+
+
+@require_http_methods(["GET", "POST"])
+def strategy_create(request: HttpRequest) -> HttpResponse:
+    strategy = request.POST.get("strategy") or request.GET.get("preset") or ""
+    if strategy not in STRATEGIES:
+        raise Http404("No such strategy preset.")
+    form = StrategyConfigForm(
+        request.POST or None,
+        strategy=strategy,
+        owner=request.user,
+        initial={"name": f"my {strategy}"},
+    )
+    if request.method == "POST" and form.is_valid():
+        config = services.config_create(
+            owner=request.user,
+            name=form.cleaned_data["name"],
+            strategy=strategy,
+            params=form.cleaned_data["params"],
+            description=form.cleaned_data["description"],
+        )
+        messages.success(request, f"Saved configuration {config.name!r}.")
+        return redirect(config)
+    status = 400 if request.method == "POST" else 200
+    return render(
+        request,
+        "replay_app/strategy_form.html",
+        {"form": form, "strategy": STRATEGIES[strategy], "config": None},
+        status=status,
+    )
+
+
+@require_http_methods(["GET", "POST"])
+def strategy_edit(request: HttpRequest, pk: int) -> HttpResponse:
+    config = get_owned_or_404(StrategyConfig.objects, request.user, pk=pk)
+    if _wants_json(request):
+        return JsonResponse(_config_json(config), json_dumps_params={"ensure_ascii": False})
+    form = StrategyConfigForm(
+        request.POST or None, strategy=config.strategy, owner=request.user, instance=config
+    )
+    if request.method == "POST" and form.is_valid():
+        services.config_update(
+            config=config,
+            name=form.cleaned_data["name"],
+            params=form.cleaned_data["params"],
+            description=form.cleaned_data["description"],
+        )
+        messages.success(request, f"Saved configuration {config.name!r}.")
+        return redirect(config)
+    status = 400 if request.method == "POST" else 200
+    native = services.config_native(config)
+    return render(
+        request,
+        "replay_app/strategy_form.html",
+        {"form": form, "strategy": STRATEGIES[config.strategy], "config": config, "native": native},
+        status=status,
+    )
+
+
+@require_POST
+def strategy_delete(request: HttpRequest, pk: int) -> HttpResponse:
+    config = get_owned_or_404(StrategyConfig.objects, request.user, pk=pk)
+    name = config.name
+    config.delete()
+    messages.success(request, f"Deleted configuration {name!r}.")
+    return redirect("strategy-list")
+
+
+def _download(content: str, filename: str, content_type: str) -> HttpResponse:
+    response = HttpResponse(content, content_type=content_type)
+    response["Content-Disposition"] = content_disposition_header(True, filename)
+    return response
+
+
+@require_GET
+def strategy_export(request: HttpRequest, pk: int) -> HttpResponse:
+    config = get_owned_or_404(StrategyConfig.objects, request.user, pk=pk)
+    text = json.dumps(services.config_export(config), ensure_ascii=False, indent=2) + "\n"
+    return _download(text, f"{config.name}.ctxlab.json", "application/json")
+
+
+@require_GET
+def strategy_native(request: HttpRequest, pk: int) -> HttpResponse:
+    config = get_owned_or_404(StrategyConfig.objects, request.user, pk=pk)
+    native = services.config_native(config)
+    if _wants_json(request):
+        return JsonResponse(native.as_dict(), json_dumps_params={"ensure_ascii": False})
+    kind = "application/json" if native.filename.endswith(".json") else "text/x-python"
+    return _download(native.text, native.filename, f"{kind}; charset=utf-8")
+
+
+@require_GET
+def preset_native(request: HttpRequest, name: str) -> HttpResponse:
+    if name not in STRATEGIES:
+        raise Http404("No such strategy preset.")
+    return JsonResponse(native_config(name).as_dict(), json_dumps_params={"ensure_ascii": False})
+
+
+@require_POST
+def strategy_import(request: HttpRequest) -> HttpResponse:
+    form = ImportConfigForm(request.POST, request.FILES)
+    if form.is_valid():
+        try:
+            config = services.config_import(owner=request.user, data=form.cleaned_data["data"])
+        except ValueError as exc:
+            form.add_error(None, f"Import failed: {exc}")
+        else:
+            messages.success(request, f"Imported configuration {config.name!r}.")
+            return redirect(config)
+    configs = owned(StrategyConfig.objects, request.user)
+    return render(
+        request,
+        "replay_app/strategy_list.html",
+        {"configs": configs, "presets": _preset_rows(), "import_form": form},
+        status=400,
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# Runs
+# ---------------------------------------------------------------------------------------
+
+
+def _run_json(run: Run, *, full: bool = False) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "id": run.pk,
+        "url": run.get_absolute_url(),
+        "transcript": {"id": run.transcript_id, "title": str(run.transcript)},
+        "group": run.group_id,
+        "label": run.label,
+        "strategy": run.strategy,
+        "config": run.config_id,
+        "summarizer": run.summarizer,
+        "status": run.status,
+        "error": run.error,
+        "attempts": run.attempts,
+        "steps_done": run.steps_done,
+        "steps_total": run.steps_total,
+        "percent": run.percent,
+        "events_count": run.events_count,
+        "created_at": run.created_at.isoformat(),
+        "started_at": run.started_at.isoformat() if run.started_at else None,
+        "finished_at": run.finished_at.isoformat() if run.finished_at else None,
+        "duration_seconds": run.duration_seconds,
+        "metrics": run.metrics,
+    }
+    if full:
+        data["params"] = run.params
+        data["estimator"] = run.estimator
+    return data
+
+
+def _filtered_runs(request: HttpRequest) -> tuple[QuerySet[Run], dict[str, str]]:
+    runs = owned(Run.objects, request.user).select_related("transcript", "config")
+    filters = {
+        "status": request.GET.get("status", ""),
+        "transcript": request.GET.get("transcript", ""),
+    }
+    if filters["status"] in RunStatus.values:
+        runs = runs.filter(status=filters["status"])
+    if filters["transcript"].isdigit():
+        runs = runs.filter(transcript_id=int(filters["transcript"]))
+    return runs, filters
 
 
 @require_GET
 def run_list(request: HttpRequest) -> HttpResponse:
-    return _placeholder(request, "Runs", "Replays of a transcript through a strategy.")
+    services.runs_reap_stale()  # a page load is also a chance to notice dead workers
+    runs, filters = _filtered_runs(request)
+    page = Paginator(runs, RUNS_PER_PAGE).get_page(request.GET.get("page"))
+    if _wants_json(request):
+        return JsonResponse(
+            {
+                "runs": [_run_json(r) for r in page],
+                "page": page.number,
+                "pages": page.paginator.num_pages,
+                "count": page.paginator.count,
+                "filters": filters,
+            },
+            json_dumps_params={"ensure_ascii": False},
+        )
+    metric_cols = [m for m in METRICS if m[0] in LIST_METRICS]
+    transcripts = owned(Transcript.objects, request.user).filter(runs__isnull=False).distinct()
+    return render(
+        request,
+        "replay_app/run_list.html",
+        {
+            "page_obj": page,
+            "filters": filters,
+            "statuses": RunStatus.values,
+            "transcripts": transcripts,
+            "metric_cols": metric_cols,
+        },
+    )
+
+
+@require_http_methods(["GET", "POST"])
+def run_create(request: HttpRequest) -> HttpResponse:
+    initial: dict[str, Any] = {"presets": list(PRESETS), "summarizer": "offline"}
+    if request.GET.get("transcript", "").isdigit():
+        initial["transcript"] = int(request.GET["transcript"])
+    form = RunCreateForm(request.POST or None, owner=request.user, initial=initial)
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        specs = [services.RunSpec(strategy=p) for p in data["presets"]]
+        specs += [services.RunSpec(config=c) for c in data["configs"]]
+        group = services.group_create(
+            owner=request.user,
+            transcript=data["transcript"],
+            specs=specs,
+            summarizer=data["summarizer"],
+            name=data["name"],
+        )
+        return redirect(group)
+    status = 400 if request.method == "POST" else 200
+    return render(request, "replay_app/run_new.html", {"form": form}, status=status)
+
+
+@require_GET
+def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    run = get_owned_or_404(
+        Run.objects.select_related("transcript", "config", "group"), request.user, pk=pk
+    )
+    events = Paginator(run.events.order_by("seq"), EVENTS_PER_PAGE).get_page(
+        request.GET.get("page")
+    )
+    summaries = run.summaries.order_by("seq")
+    findings = run.findings.order_by("step", "id")
+    if _wants_json(request):
+        data = _run_json(run, full=True)
+        data["events"] = {
+            "page": events.number,
+            "pages": events.paginator.num_pages,
+            "count": events.paginator.count,
+            "items": [
+                {
+                    "seq": e.seq,
+                    "step": e.step,
+                    "kind": e.kind,
+                    "messages": e.messages,
+                    "tokens_before": e.tokens_before,
+                    "tokens_after": e.tokens_after,
+                    "detail": e.detail,
+                    "changes": e.changes,
+                    "summary": e.summary_seq,
+                }
+                for e in events
+            ],
+        }
+        data["summaries"] = [
+            {
+                "seq": s.seq,
+                "step": s.step,
+                "input_tokens": s.input_tokens,
+                "output_tokens": s.output_tokens,
+                "usage_estimated": s.usage_estimated,
+                "error": s.error,
+                "summarizer": s.summarizer,
+                "messages": s.messages,
+                "output": s.output,
+            }
+            for s in summaries
+        ]
+        data["findings"] = [
+            {"step": f.step, "kind": f.kind, "messages": f.messages, "detail": f.detail}
+            for f in findings
+        ]
+        return JsonResponse(data, json_dumps_params={"ensure_ascii": False})
+    context = {
+        "run": run,
+        "state": services.run_state(run),
+        "events": events,
+        "summaries": summaries,
+        "findings": findings,
+        "metrics": [(key, label, hint, run.metrics.get(key)) for key, label, hint in METRICS],
+    }
+    template = "replay_app/run_detail.html"
+    if request.htmx and request.htmx.target == "run-events":  # type: ignore[attr-defined]
+        template = "replay_app/run/_events.html#run-events"
+    return render(request, template, context)
+
+
+@require_POST
+def run_cancel(request: HttpRequest, pk: int) -> HttpResponse:
+    run = get_owned_or_404(Run.objects, request.user, pk=pk)
+    run = services.run_cancel(run=run)
+    messages.info(
+        request, f"Run {run.pk}: {'cancelled' if run.status == 'cancelled' else 'cancelling'}."
+    )
+    return redirect(request.POST.get("next") or run.get_absolute_url())
+
+
+@require_POST
+def run_retry(request: HttpRequest, pk: int) -> HttpResponse:
+    run = get_owned_or_404(Run.objects, request.user, pk=pk)
+    try:
+        services.run_retry(run=run)
+    except ValueError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.info(request, f"Run {run.pk} queued again (attempt {run.attempts + 1}).")
+    return redirect(request.POST.get("next") or run.get_absolute_url())
+
+
+@require_GET
+def group_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    services.runs_reap_stale()
+    group = get_owned_or_404(RunGroup.objects.select_related("transcript"), request.user, pk=pk)
+    runs = list(group.runs.select_related("config").order_by("pk"))
+    if _wants_json(request):
+        return JsonResponse(
+            {
+                "id": group.pk,
+                "name": group.name,
+                "transcript": {"id": group.transcript_id, "title": str(group.transcript)},
+                "created_at": group.created_at.isoformat(),
+                "runs": [_run_json(r) for r in runs],
+            },
+            json_dumps_params={"ensure_ascii": False},
+        )
+    finished = all(not r.is_active for r in runs)
+    rows = [(key, label, hint, [r.metrics.get(key) for r in runs]) for key, label, hint in METRICS]
+    return render(
+        request,
+        "replay_app/run_group.html",
+        {
+            "group": group,
+            "runs": runs,
+            "states": [services.run_state(r, latest=[]) for r in runs],
+            "finished": finished,
+            "metric_rows": rows,
+            "compare_ids": ",".join(str(r.pk) for r in runs),
+        },
+    )
 
 
 @require_GET
 def run_compare(request: HttpRequest) -> HttpResponse:
-    return _placeholder(request, "Compare", "Runs side by side.")
+    # The inspection/compare pages come with the next issue.
+    return render(
+        request,
+        "_components/placeholder.html",
+        {"title": "Compare", "blurb": "Runs side by side."},
+    )

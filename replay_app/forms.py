@@ -1,0 +1,166 @@
+"""Forms: a strategy's parameters (generated from its Param specs, validated by the engine),
+config import, and the "start runs" form."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django import forms
+
+from ctxlab.engine.params import Param, validate
+from ctxlab.engine.strategies import PRESETS, STRATEGIES, get_strategy_class
+from ctxlab.ownership import owned
+from sessions_app.models import Transcript
+
+from .models import StrategyConfig
+from .services import SUMMARIZERS
+
+
+def param_help(spec: Param) -> str:
+    parts = [spec.help.rstrip(".") + "."]
+    parts.append(f"Range: {spec.describe_range()}.")
+    parts.append(f"Default: {_show(spec.default)}.")
+    if spec.origin:
+        parts.append(f"Original: {spec.origin}.")
+    return " ".join(parts)
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, list | tuple | dict):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _field(spec: Param) -> forms.Field:
+    common: dict[str, Any] = {"label": spec.name, "help_text": param_help(spec), "required": False}
+    if spec.type == "bool":
+        return forms.BooleanField(**common)
+    if spec.choices:
+        choices = [(_show(c), _show(c)) for c in spec.choices]
+        # Not a ChoiceField: the engine's validation (and its message) decides.
+        return forms.CharField(widget=forms.Select(choices=choices), **common)
+    if spec.type in ("int", "float"):
+        attrs: dict[str, Any] = {"step": "1" if spec.type == "int" else "any"}
+        if spec.min is not None:
+            attrs["min"] = f"{spec.min:g}"
+        if spec.max is not None:
+            attrs["max"] = f"{spec.max:g}"
+        return forms.CharField(widget=forms.NumberInput(attrs=attrs), **common)
+    return forms.CharField(**common)
+
+
+class StrategyConfigForm(forms.Form):
+    """Name + one field per parameter of ``strategy``. Values are checked by the engine's
+    ``params.validate`` so the messages are the engine's, shown beside each field."""
+
+    name = forms.CharField(max_length=100)
+    description = forms.CharField(widget=forms.Textarea(attrs={"rows": 2}), required=False)
+
+    def __init__(
+        self,
+        *args: Any,
+        strategy: str,
+        owner: Any,
+        instance: StrategyConfig | None = None,
+        **kwargs: Any,
+    ) -> None:
+        self.strategy = strategy
+        self.owner = owner
+        self.instance = instance
+        self.specs = get_strategy_class(strategy).PARAMS
+        current = dict(instance.params) if instance else {}
+        initial = kwargs.pop("initial", None) or {}
+        if instance is not None:
+            initial.setdefault("name", instance.name)
+            initial.setdefault("description", instance.description)
+        for spec in self.specs:
+            value = current.get(spec.name, spec.default)
+            initial.setdefault(spec.name, value if spec.type == "bool" else _show(value))
+        super().__init__(*args, initial=initial, **kwargs)
+        for spec in self.specs:
+            self.fields[spec.name] = _field(spec)
+
+    def param_fields(self) -> list[forms.BoundField]:
+        return [self[spec.name] for spec in self.specs]
+
+    def clean_name(self) -> str:
+        name = self.cleaned_data["name"].strip()
+        clash = StrategyConfig.objects.filter(owner=self.owner, name=name)
+        if self.instance is not None:
+            clash = clash.exclude(pk=self.instance.pk)
+        if clash.exists():
+            raise forms.ValidationError(f"You already have a configuration named {name!r}.")
+        return name
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        params: dict[str, Any] = {}
+        for spec in self.specs:
+            raw = cleaned.get(spec.name)
+            if spec.type != "bool" and (raw is None or str(raw).strip() == ""):
+                self.add_error(
+                    spec.name, f"{spec.name} is required (default {_show(spec.default)})"
+                )
+                continue
+            try:
+                params[spec.name] = validate(self.specs, {spec.name: raw}, strategy=self.strategy)[
+                    spec.name
+                ]
+            except ValueError as exc:
+                self.add_error(spec.name, str(exc))
+        cleaned["params"] = params
+        return cleaned
+
+
+class ImportConfigForm(forms.Form):
+    file = forms.FileField(required=False, help_text="A configuration exported from ctxlab.")
+    text = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 6}), required=False, label="or paste JSON"
+    )
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        upload = cleaned.get("file")
+        data = upload.read() if upload else (cleaned.get("text") or "").strip()
+        if not data:
+            raise forms.ValidationError("Choose a file or paste the JSON.")
+        cleaned["data"] = data
+        return cleaned
+
+
+def preset_choices() -> list[tuple[str, str]]:
+    return [(name, f"{STRATEGIES[name].label} ({name})") for name in PRESETS if name in STRATEGIES]
+
+
+class RunCreateForm(forms.Form):
+    transcript = forms.ModelChoiceField(queryset=Transcript.objects.none())
+    presets = forms.MultipleChoiceField(
+        choices=preset_choices, widget=forms.CheckboxSelectMultiple, required=False
+    )
+    configs = forms.ModelMultipleChoiceField(
+        queryset=StrategyConfig.objects.none(),
+        widget=forms.CheckboxSelectMultiple,
+        required=False,
+        label="Saved configurations",
+    )
+    summarizer = forms.ChoiceField(
+        choices=[(s, s) for s in SUMMARIZERS],
+        initial="offline",
+        help_text="offline: deterministic extractive summaries, no model calls.",
+    )
+    name = forms.CharField(max_length=200, required=False, label="Comparison name")
+
+    def __init__(self, *args: Any, owner: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        transcripts = owned(Transcript.objects, owner).select_related("upload")
+        self.fields["transcript"].queryset = transcripts.order_by("-upload__created_at", "position")
+        self.fields["configs"].queryset = owned(StrategyConfig.objects, owner)
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        if not cleaned.get("presets") and not cleaned.get("configs"):
+            raise forms.ValidationError("Choose at least one preset or saved configuration.")
+        return cleaned

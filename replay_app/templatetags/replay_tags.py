@@ -1,0 +1,40 @@
+"""Small display helpers for run pages."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import template
+
+register = template.Library()
+
+
+@register.filter
+def get_metric(metrics: Any, key: str) -> str:
+    """A metric for a table cell: numbers with thousands separators, dicts as k=v, — if absent."""
+    if not isinstance(metrics, dict) or metrics.get(key) is None:
+        return "—"
+    return metric_text(metrics[key])
+
+
+@register.filter
+def metric_text(value: Any) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        return f"{value:,.3g}" if abs(value) < 1000 else f"{value:,.0f}"
+    if isinstance(value, dict):
+        return ", ".join(f"{k} {metric_text(v)}" for k, v in value.items()) or "none"
+    return str(value)
+
+
+@register.filter
+def index(sequence: Any, position: int) -> Any:
+    try:
+        return sequence[position]
+    except (IndexError, KeyError, TypeError):
+        return None
