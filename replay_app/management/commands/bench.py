@@ -13,6 +13,7 @@ from ctxlab.benchmarks import sections
 
 
 class Command(BaseCommand):
+    requires_system_checks: list[str] = []  # engine-only: never import the web URLconf
     help = "Run the benchmarks (imports, replay ...) and print a table plus result lines."
 
     def add_arguments(self, parser: CommandParser) -> None:
