@@ -118,8 +118,9 @@ def in_ranges(ranges: Ranges, starts: list[int], index: int) -> bool:
     return pos >= 0 and ranges[pos][0] <= index < ranges[pos][1]
 
 
-class _Index:
-    """Facts per message version, and messages per fact, built lazily."""
+class FactIndex:
+    """Facts per message version, and messages per fact, built lazily. One index can serve
+    every run over the same transcript."""
 
     def __init__(self, originals: Sequence[Message]) -> None:
         self.originals = originals
@@ -178,9 +179,10 @@ def analyse_parts(
     originals: Sequence[Message],
     *,
     limit: int = 60,
+    fact_index: FactIndex | None = None,
 ) -> Retention:
     """``analyse`` over the parts (steps need only ``index``, ``context``, ``summary_id``)."""
-    index = _Index(originals)
+    index = fact_index if fact_index is not None else FactIndex(originals)
     current: dict[int, Message] = {}  # modified versions in force
     mod_holders: dict[Fact, set[int]] = {}  # fact -> indexes whose current version holds it
     summary_facts: dict[int, frozenset[Fact]] = {}
