@@ -1,10 +1,12 @@
 from __future__ import annotations
 
-from django.urls import path
+from django.urls import include, path
 
 from replay_app import views
 
 urlpatterns = [
+    # Inspection + compare routes (views_inspect); first, so /compare/ resolves there.
+    path("", include("replay_app.urls_inspect")),
     path("strategies/", views.strategy_list, name="strategy-list"),
     path("strategies/new/", views.strategy_create, name="strategy-create"),
     path("strategies/import/", views.strategy_import, name="strategy-import"),

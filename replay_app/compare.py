@@ -1,0 +1,305 @@
+"""Read models for the compare page: 2-6 runs over one transcript, side by side.
+
+Costs stay O(steps + events + messages/bucket) per run: curves and fate logs come from
+``inspect`` (cached for finished runs), summaries are read for the visible rows only, and
+the fate matrix aggregates messages into at most ``MATRIX_COLUMNS`` buckets.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ctxlab.engine.lost import FactIndex
+from ctxlab.engine.records import Fate
+from ctxlab.ownership import owned
+
+from . import inspect
+from .charts import RunCurve
+from .models import Run, RunSummary
+
+MIN_RUNS = 2
+MAX_RUNS = 6
+MATRIX_COLUMNS = 400  # buckets at most; a bucket holds ceil(messages / 400) messages
+SUMMARY_ROWS = 10
+LOST_EVENTS = 20  # events listed per run on the page (all in the JSON)
+Better = Literal["lower", "higher"] | None
+
+# key, label, which value is better, help
+METRICS: tuple[tuple[str, str, Better, str], ...] = (
+    ("steps", "Steps", None, "inference calls replayed"),
+    ("peak_reference", "Peak context (cl100k)", "lower", "max request tokens, reference tokenizer"),
+    (
+        "peak_strategy",
+        "Peak context (own estimate)",
+        "lower",
+        "max request tokens, strategy's estimator",
+    ),
+    ("input_tokens_total", "Σ input tokens", "lower", "reference request tokens over all steps"),
+    ("compaction_count", "Compactions", "lower", "compaction events of any kind"),
+    ("messages_removed", "Messages removed", "lower", "distinct messages summarised or dropped"),
+    ("tokens_removed", "Tokens removed", "lower", "reference tokens of the removed messages"),
+    (
+        "messages_modified",
+        "Messages modified",
+        "lower",
+        "distinct messages truncated, offloaded or pruned",
+    ),
+    ("summary_input_tokens", "Summary input tokens", "lower", "tokens sent to the summariser"),
+    ("summary_output_tokens", "Summary output tokens", "lower", "tokens the summariser returned"),
+    ("summary_failures", "Summary failures", "lower", "summariser calls that failed"),
+    ("overflow_steps", "Steps in overflow", "lower", "requests over the window (reference tokens)"),
+    ("firing_per_100_steps", "Firing / 100 steps", "lower", "compaction steps per 100 steps"),
+    ("mean_steps_between", "Mean steps between", "higher", "mean gap between compaction steps"),
+    ("thrash", "Thrash", "lower", "compactions firing again within 3 steps near the threshold"),
+    (
+        "retention",
+        "Fact retention",
+        "higher",
+        "facts of touched messages still in context after each compaction / facts at risk",
+    ),
+    (
+        "facts_lost",
+        "Facts lost",
+        "lower",
+        "facts at risk that nothing kept, summed over compactions",
+    ),
+)
+
+
+class CompareError(ValueError):
+    """A bad ``runs`` parameter; the message says what to fix."""
+
+
+def parse_ids(raw: str) -> list[int]:
+    ids: list[int] = []
+    for part in raw.replace(" ", ",").split(","):
+        if not part:
+            continue
+        try:
+            value = int(part)
+        except ValueError:
+            raise CompareError(f"run ids are numbers: {part!r} is not") from None
+        if value not in ids:
+            ids.append(value)
+    return ids
+
+
+def load_runs(user: Any, raw: str) -> list[Run]:
+    """The user's runs named by ``raw`` ("1,2,3"), in that order. Another user's run is
+    reported as missing, like a run that does not exist."""
+    ids = parse_ids(raw)
+    if not MIN_RUNS <= len(ids) <= MAX_RUNS:
+        raise CompareError(f"compare {MIN_RUNS} to {MAX_RUNS} runs (got {len(ids)})")
+    found = {
+        r.pk: r for r in owned(Run.objects.select_related("transcript"), user).filter(pk__in=ids)
+    }
+    missing = [i for i in ids if i not in found]
+    if missing:
+        raise LookupError(f"no such run: {', '.join(map(str, missing))}")
+    runs = [found[i] for i in ids]
+    transcripts = {r.transcript_id for r in runs}
+    if len(transcripts) > 1:
+        names = "; ".join(f"run {r.pk} on transcript {r.transcript_id}" for r in runs)
+        raise CompareError(f"runs must be on the same transcript ({names})")
+    return runs
+
+
+# --- metrics -----------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class MetricRow:
+    key: str
+    label: str
+    better: Better
+    help: str
+    values: list[Any]
+    best: list[bool] = field(default_factory=list)
+
+    @property
+    def cells(self) -> list[tuple[Any, bool]]:
+        return list(zip(self.values, self.best, strict=True))
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int | float):
+        return float(value)
+    return None
+
+
+def metric_rows(runs: Sequence[Run], retentions: Sequence[dict[str, Any]]) -> list[MetricRow]:
+    rows = []
+    for key, label, better, help_text in METRICS:
+        values: list[Any] = []
+        for run, ret in zip(runs, retentions, strict=True):
+            if key == "retention":
+                values.append(ret.get("retention"))
+            elif key == "facts_lost":
+                values.append(ret.get("lost"))
+            else:
+                values.append((run.metrics or {}).get(key))
+        numbers = [_number(v) for v in values]
+        present = [n for n in numbers if n is not None]
+        best = [False] * len(values)
+        if better and len(set(present)) > 1:  # all equal: nothing stands out
+            target = min(present) if better == "lower" else max(present)
+            best = [n == target for n in numbers]
+        rows.append(MetricRow(key, label, better, help_text, values, best))
+    return rows
+
+
+def metrics_csv(runs: Sequence[Run], rows: Sequence[MetricRow]) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(["metric", "better", *[f"run {r.pk} {r.label}" for r in runs]])
+    for row in rows:
+        writer.writerow([row.key, row.better or "", *["" if v is None else v for v in row.values]])
+    return out.getvalue()
+
+
+# --- curves ------------------------------------------------------------------------------
+
+
+def curves(runs: Sequence[Run]) -> list[RunCurve]:
+    out = []
+    for run in runs:
+        c = inspect.curve(run)
+        out.append(RunCurve(f"{run.pk} {run.label}", c.series, c.events, c.window, c.threshold))
+    return out
+
+
+# --- summaries side by side --------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class SummaryCell:
+    seq: int
+    output: str
+    error: str
+    output_tokens: int
+    diff: list[tuple[str, str]]  # against the row's first summary (empty for the first)
+
+
+@dataclass(slots=True)
+class SummaryRow:
+    step: int
+    cells: list[SummaryCell | None]
+
+
+def summary_rows(
+    runs: Sequence[Run], *, page: int = 1, per_page: int = SUMMARY_ROWS
+) -> tuple[list[SummaryRow], int, int]:
+    """Rows = the steps at which any run summarised; cells = each run's summary there.
+    Returns (rows of the page, page, pages)."""
+    by_run = {r.pk: i for i, r in enumerate(runs)}
+    keys = list(
+        RunSummary.objects.filter(run__in=runs)
+        .values_list("run_id", "step", "seq")
+        .order_by("step", "seq")
+    )
+    steps = sorted({step for _, step, _ in keys})
+    pages = max(1, -(-len(steps) // per_page))
+    page = min(max(page, 1), pages)
+    visible = set(steps[(page - 1) * per_page : page * per_page])
+    wanted = [(run_id, seq) for run_id, step, seq in keys if step in visible]
+    outputs: dict[tuple[int, int], tuple[int, str, str, int]] = {}
+    if wanted:
+        from django.db.models import Q
+
+        query = Q()
+        for run_id, seq in wanted:
+            query |= Q(run_id=run_id, seq=seq)
+        for run_id, seq, step, output, error, tokens in RunSummary.objects.filter(
+            query
+        ).values_list("run_id", "seq", "step", "output", "error", "output_tokens"):
+            outputs[(run_id, seq)] = (step, output, error, tokens)
+    rows: dict[int, SummaryRow] = {s: SummaryRow(s, [None] * len(runs)) for s in sorted(visible)}
+    for (run_id, seq), (step, output, error, tokens) in sorted(
+        outputs.items(), key=lambda kv: kv[0][1]
+    ):
+        row = rows[step]
+        col = by_run[run_id]
+        if row.cells[col] is None:  # a run's first summary at that step
+            row.cells[col] = SummaryCell(seq, output, error, tokens, [])
+    for row in rows.values():
+        base = next((c for c in row.cells if c is not None), None)
+        for cell in row.cells:
+            if cell is not None and base is not None and cell is not base:
+                cell.diff = inspect.diff_lines(base.output, cell.output, context=1)
+    return list(rows.values()), page, pages
+
+
+# --- the fate matrix ---------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class MatrixCell:
+    start: int
+    end: int
+    fate: str  # the dominant fate (or the only one)
+    counts: dict[str, int]
+
+    @property
+    def title(self) -> str:
+        span = f"#{self.start}" if self.end - self.start == 1 else f"#{self.start}–{self.end - 1}"
+        return f"{span}: " + ", ".join(f"{k} {v}" for k, v in self.counts.items())
+
+
+def bucket_size(messages: int, columns: int = MATRIX_COLUMNS) -> int:
+    return max(1, -(-messages // columns))
+
+
+def final_fates(run: Run) -> dict[int, Fate]:
+    return inspect.fate_log(run).final()
+
+
+def matrix(
+    runs: Sequence[Run], messages: int, *, size: int | None = None
+) -> tuple[int, list[list[MatrixCell]]]:
+    """Per run, one cell per bucket of ``size`` messages: the final fate of each message
+    (last change over the run; never changed = kept)."""
+    size = size or bucket_size(messages)
+    buckets = -(-messages // size)
+    grid: list[list[MatrixCell]] = []
+    for run in runs:
+        counts: list[Counter[str]] = [Counter() for _ in range(buckets)]
+        for i, fate in final_fates(run).items():
+            if 0 <= i < messages:
+                counts[i // size][fate.value] += 1
+        cells = []
+        for b, found in enumerate(counts):
+            start, end = b * size, min(b * size + size, messages)
+            kept = (end - start) - sum(found.values())
+            if kept:
+                found["kept"] = kept
+            ordered = dict(sorted(found.items(), key=lambda kv: (-kv[1], kv[0])))
+            cells.append(MatrixCell(start, end, next(iter(ordered), "kept"), ordered))
+        grid.append(cells)
+    return size, grid
+
+
+def matrix_detail(runs: Sequence[Run], start: int, end: int) -> list[tuple[int, list[str]]]:
+    """Message by message for ``[start, end)``: (index, [fate per run])."""
+    finals = [final_fates(r) for r in runs]
+    return [(i, [f.get(i, Fate.KEPT).value for f in finals]) for i in range(start, end)]
+
+
+# --- what was lost -----------------------------------------------------------------------
+
+
+def retentions(runs: Sequence[Run]) -> list[dict[str, Any]]:
+    """``inspect.retention`` per run, loading the transcript's messages at most once."""
+    index: FactIndex | None = None
+    out = []
+    for run in runs:
+        if index is None and not inspect.has_cached_retention(run):
+            index = FactIndex(run.transcript.to_conversation().messages)
+        out.append(inspect.retention(run, fact_index=index))
+    return out

@@ -1,0 +1,586 @@
+"""Read models for the run inspection pages: curves, the context at a step, fates, diffs.
+
+Designed for runs over 20,000-message transcripts within the page budgets: steps are read
+with ``values_list`` of a few columns; fates come from a compact *fate log* (one tuple per
+change, no message bodies) built once per finished run and cached; a step's message list
+reads only the visible page of messages and only the events whose modified versions it
+shows. Nothing here is O(steps x context).
+"""
+
+from __future__ import annotations
+
+import difflib
+from bisect import bisect_right
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from django.core.cache import cache
+
+from ctxlab.engine import codec
+from ctxlab.engine.lost import FactIndex, analyse_parts
+from ctxlab.engine.lost import message_text as engine_message_text
+from ctxlab.engine.records import Event, Fate, StepRecord, StepTokens, Zones
+from sessions_app.models import Message
+
+from .charts import EventPoint, Series
+from .models import Run, RunEvent, RunStatus, RunStep
+
+PER_PAGE = 50
+CACHE_SECONDS = 24 * 3600
+FATES = tuple(f.value for f in Fate if f is not Fate.RESTORED)
+ZONE_ORDER = (
+    ("system", "System prompt"),
+    ("tools", "Tool definitions"),
+    ("summary", "Summary"),
+    ("compactable", "Compactable history"),
+    ("reserved_recent", "Reserved recent"),
+    ("output_reserve", "Output reserve"),
+    ("free", "Free"),
+)
+_FATE_CODE = {f.value: i for i, f in enumerate(Fate)}
+_FATES_BY_CODE = tuple(Fate)
+
+
+def _cache_key(run: Run, name: str) -> str | None:
+    """Finished runs never change: cache their derived data (key includes finish time)."""
+    if run.status != RunStatus.DONE or run.finished_at is None:
+        return None
+    return f"ctxlab:{name}:{run.pk}:{run.finished_at.timestamp()}"
+
+
+def _cached(run: Run, name: str, build: Any) -> Any:
+    key = _cache_key(run, name)
+    if key is None:
+        return build()
+    value = cache.get(key)
+    if value is None:
+        value = build()
+        cache.set(key, value, CACHE_SECONDS)
+    return value
+
+
+# --- the curve ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Curve:
+    series: Series
+    events: tuple[EventPoint, ...]
+    window: int | None
+    threshold: int | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "steps": list(self.series.steps),
+            "source": list(self.series.source),
+            "strategy": list(self.series.strategy),
+            "reference": list(self.series.reference),
+            "reported": list(self.series.reported),
+            "window": self.window,
+            "threshold": self.threshold,
+            "events": [
+                {
+                    "step": e.step,
+                    "kind": e.kind,
+                    "tokens_before": e.tokens_before,
+                    "tokens_after": e.tokens_after,
+                    "messages": e.messages,
+                }
+                for e in self.events
+            ],
+        }
+
+
+def curve(run: Run) -> Curve:
+    return _cached(run, "curve", lambda: _curve(run))
+
+
+def _curve(run: Run) -> Curve:
+    rows = list(
+        RunStep.objects.filter(run=run)
+        .order_by("index")
+        .values_list(
+            "index", "source_index", "tokens_strategy", "tokens_reference", "tokens_reported"
+        )
+    )
+    series = Series(
+        steps=[r[0] for r in rows],
+        source=[r[1] for r in rows],
+        strategy=[r[2] for r in rows],
+        reference=[r[3] for r in rows],
+        reported=[r[4] for r in rows],
+    )
+    events = tuple(
+        EventPoint(step, kind, before, after, len(messages))
+        for step, kind, before, after, messages in RunEvent.objects.filter(run=run)
+        .order_by("seq")
+        .values_list("step", "kind", "tokens_before", "tokens_after", "messages")
+    )
+    zones: dict[str, Any] = {}
+    if rows:
+        zones = (
+            RunStep.objects.filter(run=run, index=rows[-1][0]).values_list("zones", flat=True)[0]
+            or {}
+        )
+    threshold = run.metrics.get("threshold") if run.metrics else None
+    return Curve(
+        series=series,
+        events=events,
+        window=zones.get("window") or None,
+        threshold=threshold if threshold is not None else zones.get("threshold"),
+    )
+
+
+# --- the fate log ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class FateLog:
+    """Every change of a run without message bodies, in event order:
+    parallel tuples (step, event seq, message index, fate code)."""
+
+    steps: tuple[int, ...]
+    seqs: tuple[int, ...]
+    indexes: tuple[int, ...]
+    fates: tuple[int, ...]
+
+    def upto(self, step: int) -> int:
+        """How many entries apply at ``step`` (events are ordered by step)."""
+        return bisect_right(self.steps, step)
+
+    def fates_at(
+        self, step: int, indexes: Iterable[int] | None = None
+    ) -> dict[int, tuple[Fate, int]]:
+        """Non-kept fates in force at ``step``: index -> (fate, event seq)."""
+        wanted = None if indexes is None else set(indexes)
+        out: dict[int, tuple[Fate, int]] = {}
+        for k in range(self.upto(step)):
+            i = self.indexes[k]
+            if wanted is not None and i not in wanted:
+                continue
+            fate = _FATES_BY_CODE[self.fates[k]]
+            if fate is Fate.RESTORED:
+                out.pop(i, None)
+            else:
+                out[i] = (fate, self.seqs[k])
+        return out
+
+    def final(self) -> dict[int, Fate]:
+        return {i: fate for i, (fate, _) in self.fates_at(10**12).items()}
+
+
+def fate_log(run: Run) -> FateLog:
+    return _cached(run, "fatelog", lambda: _fate_log(run))
+
+
+def _fate_log(run: Run) -> FateLog:
+    steps: list[int] = []
+    seqs: list[int] = []
+    indexes: list[int] = []
+    fates: list[int] = []
+    rows = RunEvent.objects.filter(run=run).order_by("seq").values_list("seq", "step", "changes")
+    for seq, step, changes in rows.iterator(chunk_size=500):
+        for change in changes:
+            steps.append(step)
+            seqs.append(seq)
+            indexes.append(int(change["index"]))
+            fates.append(_FATE_CODE[change["fate"]])
+    return FateLog(tuple(steps), tuple(seqs), tuple(indexes), tuple(fates))
+
+
+# --- the context at a step --------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ZoneSegment:
+    key: str
+    label: str
+    tokens: int
+    percent: float
+
+
+def zone_segments(zones: dict[str, Any]) -> list[ZoneSegment]:
+    """Proportional widths over the window (or over the total when the request overflows)."""
+    values = [(key, label, max(int(zones.get(key) or 0), 0)) for key, label in ZONE_ORDER]
+    total = max(int(zones.get("window") or 0), sum(v for _, _, v in values), 1)
+    return [
+        ZoneSegment(key, label, tokens, round(100 * tokens / total, 3))
+        for key, label, tokens in values
+    ]
+
+
+@dataclass(slots=True)
+class MessageRow:
+    index: int
+    role: str
+    preview: str
+    tokens: int
+    name: str
+    fate: str
+    event: int | None  # the event seq that set the fate
+    in_context: bool
+    reason: str = ""
+    modified_preview: str = ""
+    offload_path: str = ""
+
+    @property
+    def diffable(self) -> bool:
+        return self.fate in ("truncated", "offloaded", "pruned")
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "role": self.role,
+            "preview": self.preview,
+            "reference_tokens": self.tokens,
+            "name": self.name,
+            "fate": self.fate,
+            "event": self.event,
+            "in_context": self.in_context,
+            "reason": self.reason,
+            "modified_preview": self.modified_preview,
+            "offload_path": self.offload_path,
+        }
+
+
+@dataclass(slots=True)
+class StepView:
+    step: int
+    steps: int  # how many steps the run has
+    source_index: int
+    tokens: dict[str, int | None]
+    zones: dict[str, Any]
+    segments: list[ZoneSegment]
+    context_len: int
+    summary_seq: int | None
+    pending: list[str]
+    messages: list[MessageRow]
+    page: int
+    pages: int
+    count: int  # messages listed over all pages (everything appended so far)
+    fate_counts: dict[str, int]
+    events_here: list[dict[str, Any]]
+
+    @property
+    def has_next(self) -> bool:
+        return self.page < self.pages
+
+    @property
+    def has_previous(self) -> bool:
+        return self.page > 1
+
+    @property
+    def prev_step(self) -> int | None:
+        return self.step - 1 if self.step > 0 else None
+
+    @property
+    def next_step(self) -> int | None:
+        return self.step + 1 if self.step + 1 < self.steps else None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "step": self.step,
+            "steps": self.steps,
+            "source_index": self.source_index,
+            "tokens": self.tokens,
+            "zones": self.zones,
+            "context_len": self.context_len,
+            "summary": self.summary_seq,
+            "pending": self.pending,
+            "fate_counts": self.fate_counts,
+            "events": self.events_here,
+            "page": self.page,
+            "pages": self.pages,
+            "count": self.count,
+            "messages": [m.as_dict() for m in self.messages],
+        }
+
+
+def step_count(run: Run) -> int:
+    return RunStep.objects.filter(run=run).count()
+
+
+def _in_ranges(ranges: Sequence[Sequence[int]], index: int) -> bool:
+    return any(a <= index < b for a, b in ranges)
+
+
+def step_view(
+    run: Run, step: int, *, page: int | None = None, per_page: int = PER_PAGE
+) -> StepView:
+    """The request at ``step``: zones, and one page of the messages appended so far (each
+    with its fate then). ``page=None`` shows the last page (the most recent messages)."""
+    row = RunStep.objects.filter(run=run, index=step).values_list(
+        "index",
+        "source_index",
+        "tokens_strategy",
+        "tokens_reference",
+        "tokens_reported",
+        "zones",
+        "context",
+        "context_len",
+        "summary_seq",
+        "pending",
+    )
+    found = list(row)
+    if not found:
+        raise LookupError(f"run {run.pk} has no step {step}")
+    (
+        _,
+        source_index,
+        t_strategy,
+        t_reference,
+        t_reported,
+        zones,
+        ranges,
+        context_len,
+        summary_seq,
+        pending,
+    ) = found[0]
+    total_steps = step_count(run)
+    count = source_index  # messages 0..source_index-1 were appended before this call
+    pages = max(1, -(-count // per_page))
+    page = pages if page is None else min(max(page, 1), pages)
+    start = (page - 1) * per_page
+    end = min(start + per_page, count)
+    log = fate_log(run)
+    fates = log.fates_at(step, range(start, end))
+    rows = list(
+        Message.objects.filter(transcript_id=run.transcript_id, index__gte=start, index__lt=end)
+        .order_by("index")
+        .values_list("index", "role", "preview", "reference_tokens", "name")
+    )
+    # Modified versions shown on this page: only their events are read.
+    modified_seqs = {
+        seq for fate, seq in fates.values() if fate.value in ("truncated", "offloaded", "pruned")
+    }
+    versions: dict[int, dict[str, Any]] = {}
+    if modified_seqs:
+        for seq, changes in RunEvent.objects.filter(run=run, seq__in=modified_seqs).values_list(
+            "seq", "changes"
+        ):
+            for change in changes:
+                i = int(change["index"])
+                if i in fates and fates[i][1] == seq:
+                    versions[i] = change
+    messages: list[MessageRow] = []
+    for index, role, preview, tokens, name in rows:
+        fate, seq = fates.get(index, (Fate.KEPT, None))
+        change = versions.get(index, {})
+        modified = ""
+        if change.get("message"):
+            modified = _preview(codec.message_from_dict(change["message"]))
+        messages.append(
+            MessageRow(
+                index=index,
+                role=role,
+                preview=preview,
+                tokens=tokens,
+                name=name,
+                fate=fate.value,
+                event=seq,
+                in_context=_in_ranges(ranges, index),
+                reason=change.get("reason", ""),
+                modified_preview=modified,
+                offload_path=change.get("offload_path", ""),
+            )
+        )
+    all_fates = log.fates_at(step)
+    fate_counts = Counter(f.value for f, _ in all_fates.values())
+    fate_counts["kept"] = max(count - sum(1 for i in all_fates if i < count), 0)
+    events_here = [
+        {"seq": seq, "kind": kind, "tokens_before": b, "tokens_after": a, "messages": len(m)}
+        for seq, kind, b, a, m in RunEvent.objects.filter(run=run, step=step)
+        .order_by("seq")
+        .values_list("seq", "kind", "tokens_before", "tokens_after", "messages")
+    ]
+    return StepView(
+        step=step,
+        steps=total_steps,
+        source_index=source_index,
+        tokens={"strategy": t_strategy, "reference": t_reference, "reported": t_reported},
+        zones=zones,
+        segments=zone_segments(zones),
+        context_len=context_len,
+        summary_seq=summary_seq,
+        pending=list(pending),
+        messages=messages,
+        page=page,
+        pages=pages,
+        count=count,
+        fate_counts={f: fate_counts.get(f, 0) for f in FATES if fate_counts.get(f, 0)},
+        events_here=events_here,
+    )
+
+
+def _preview(message: Any, limit: int = 200) -> str:
+    text = engine_message_text(message)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# --- one message: original vs modified --------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class MessageDiff:
+    index: int
+    fate: str
+    event: int | None
+    reason: str
+    offload_path: str
+    original: str
+    modified: str
+    lines: list[tuple[str, str]]  # (css class, line)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "fate": self.fate,
+            "event": self.event,
+            "reason": self.reason,
+            "offload_path": self.offload_path,
+            "original": self.original,
+            "modified": self.modified,
+            "diff": [line for _, line in self.lines],
+        }
+
+
+def diff_lines(original: str, modified: str, *, context: int = 3) -> list[tuple[str, str]]:
+    """Unified diff lines with a css class each (rendered escaped by the template)."""
+    out: list[tuple[str, str]] = []
+    for line in difflib.unified_diff(
+        original.splitlines(),
+        modified.splitlines(),
+        "original",
+        "as sent",
+        n=context,
+        lineterm="",
+    ):
+        if line.startswith(("+++", "---")):
+            cls = "diff-file"
+        elif line.startswith("@@"):
+            cls = "diff-hunk"
+        elif line.startswith("+"):
+            cls = "diff-add"
+        elif line.startswith("-"):
+            cls = "diff-del"
+        else:
+            cls = "diff-ctx"
+        out.append((cls, line))
+    return out
+
+
+def message_diff(
+    run: Run, index: int, *, step: int | None = None, event: int | None = None
+) -> MessageDiff:
+    """Original text of message ``index`` against the version a strategy sent: the one set
+    by ``event`` (seq), else the one in force at ``step``, else the last one."""
+    original_row = list(
+        Message.objects.filter(transcript_id=run.transcript_id, index=index).values_list(
+            "role", "blocks"
+        )
+    )
+    if not original_row:
+        raise LookupError(f"transcript has no message {index}")
+    original = engine_message_text(_row_message(original_row[0]))
+    if event is None:
+        fates = fate_log(run).fates_at(step if step is not None else 10**12, (index,))
+        event = fates[index][1] if index in fates else None
+    change: dict[str, Any] = {}
+    if event is not None:
+        changes = RunEvent.objects.filter(run=run, seq=event).values_list("changes", flat=True)
+        for item in next(iter(changes), []):
+            if int(item["index"]) == index:
+                change = item
+    modified = original
+    if change.get("message"):
+        modified = engine_message_text(codec.message_from_dict(change["message"]))
+    return MessageDiff(
+        index=index,
+        fate=change.get("fate", "kept"),
+        event=event if change else None,
+        reason=change.get("reason", ""),
+        offload_path=change.get("offload_path", ""),
+        original=original,
+        modified=modified,
+        lines=diff_lines(original, modified) if modified != original else [],
+    )
+
+
+def _row_message(row: tuple[str, list[Any]]) -> Any:
+    from ctxlab.engine.model import Message as EngineMessage
+    from ctxlab.engine.model import Role
+
+    role, blocks = row
+    return EngineMessage(role=Role(role), blocks=codec.blocks_from_list(blocks))
+
+
+# --- summaries and what was lost --------------------------------------------------------
+
+
+def summaries(run: Run) -> list[dict[str, Any]]:
+    """Each summary call with its output (inputs are loaded on demand: they can be large)."""
+    return [
+        {
+            "seq": seq,
+            "step": step,
+            "output": output,
+            "input_tokens": i_tok,
+            "output_tokens": o_tok,
+            "usage_estimated": estimated,
+            "error": error,
+            "summarizer": summarizer,
+            "messages": len(messages),
+        }
+        for seq, step, output, i_tok, o_tok, estimated, error, summarizer, messages in run.summaries.order_by(
+            "seq"
+        ).values_list(
+            "seq",
+            "step",
+            "output",
+            "input_tokens",
+            "output_tokens",
+            "usage_estimated",
+            "error",
+            "summarizer",
+            "messages",
+        )
+    ]
+
+
+def retention(run: Run, *, fact_index: FactIndex | None = None) -> dict[str, Any]:
+    """``lost.analyse`` over the stored run (cached for finished runs). ``fact_index`` lets
+    a caller analysing several runs of one transcript extract its facts once."""
+    return _cached(run, "retention", lambda: _retention(run, fact_index))
+
+
+def _retention(run: Run, fact_index: FactIndex | None) -> dict[str, Any]:
+    if fact_index is None:
+        fact_index = FactIndex(run.transcript.to_conversation().messages)
+    steps = [
+        StepRecord(
+            index,
+            source,
+            StepTokens(0, 0),
+            _NO_ZONES,
+            tuple((int(a), int(b)) for a, b in ctx),
+            summary,
+        )
+        for index, source, ctx, summary in RunStep.objects.filter(run=run)
+        .order_by("index")
+        .values_list("index", "source_index", "context", "summary_seq")
+    ]
+    events: list[Event] = [e.to_event() for e in RunEvent.objects.filter(run=run).order_by("seq")]
+    outputs = dict(run.summaries.values_list("seq", "output"))
+    return analyse_parts(
+        steps, events, outputs, fact_index.originals, fact_index=fact_index
+    ).as_dict()
+
+
+_NO_ZONES = Zones(0, 0, 0, 0, 0, 0, 0, 0, None)
+
+
+def has_cached_retention(run: Run) -> bool:
+    key = _cache_key(run, "retention")
+    return key is not None and cache.get(key) is not None

@@ -1,0 +1,394 @@
+"""Inspection views: a run's context at a step, message diffs, offloads, summaries, compare.
+
+Thin: parse input, call ``inspect``/``compare``, render. One URL serves the page, its htmx
+fragment (``#partial``) and its JSON twin (``?format=json``). Every run is fetched through
+``get_owned_or_404``/``owned``: another user's run is a 404.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import render
+from django.utils.http import content_disposition_header
+from django.views.decorators.http import require_GET
+from django_htmx.middleware import HtmxDetails
+
+from ctxlab.ownership import get_owned_or_404, owned
+
+from . import charts, compare, inspect
+from .models import Run, RunOffload, RunSummary
+
+
+class HtmxHttpRequest(HttpRequest):
+    htmx: HtmxDetails
+
+
+def _wants(request: HttpRequest, fmt: str) -> bool:
+    return request.GET.get("format") == fmt
+
+
+def _int(value: str | None, default: int | None = None) -> int | None:
+    try:
+        return int(value) if value not in (None, "") else default
+    except (TypeError, ValueError):
+        return default
+
+
+def _json(data: Any, status: int = 200) -> JsonResponse:
+    return JsonResponse(data, status=status, json_dumps_params={"ensure_ascii": False})
+
+
+def _run(request: HttpRequest, pk: int) -> Run:
+    return get_owned_or_404(Run.objects.select_related("transcript"), request.user, pk=pk)
+
+
+# --- the run page's inspection section ---------------------------------------------------
+
+
+def run_inspect_context(request: HttpRequest, run: Run) -> dict[str, Any]:
+    """Context of ``run_inspect.html`` (the curve, the scrubber at ``?step``, summaries)."""
+    curve = inspect.curve(run)
+    steps = len(curve.series.steps)
+    step = _int(request.GET.get("step"), steps - 1 if steps else 0) or 0
+    step = min(max(step, 0), max(steps - 1, 0))
+    view = None
+    if steps:
+        view = inspect.step_view(run, step, page=_int(request.GET.get("mpage")))
+    chart = ""
+    if steps:
+        spec = charts.token_curve(
+            curve.series,
+            curve.events,
+            window=curve.window,
+            threshold=curve.threshold,
+            estimator=run.strategy,
+        )
+        chart = charts.chart_html(spec, div_id="token-curve-plot", filename=f"run-{run.pk}-curve")
+    return {
+        "run": run,
+        "curve": curve,
+        "chart": chart,
+        "view": view,
+        "summary_list": inspect.summaries(run),
+    }
+
+
+# --- the context at one step -------------------------------------------------------------
+
+
+@require_GET
+def run_step(request: HtmxHttpRequest, pk: int, step: int) -> HttpResponse:
+    run = _run(request, pk)
+    try:
+        view = inspect.step_view(run, step, page=_int(request.GET.get("mpage")))
+    except LookupError as exc:
+        raise Http404(str(exc)) from None
+    if _wants(request, "json"):
+        return _json({"run": run.pk, **view.as_dict()})
+    template = "replay_app/run_step.html"
+    if request.htmx:
+        template += "#step-context"
+    return render(request, template, {"run": run, "view": view})
+
+
+@require_GET
+def message_diff(request: HtmxHttpRequest, pk: int, index: int) -> HttpResponse:
+    run = _run(request, pk)
+    try:
+        diff = inspect.message_diff(
+            run, index, step=_int(request.GET.get("step")), event=_int(request.GET.get("event"))
+        )
+    except LookupError as exc:
+        raise Http404(str(exc)) from None
+    if _wants(request, "json"):
+        return _json({"run": run.pk, **diff.as_dict()})
+    template = "replay_app/message_diff.html"
+    if request.htmx:
+        template += "#message-diff"
+    return render(request, template, {"run": run, "diff": diff})
+
+
+@require_GET
+def offload_text(request: HttpRequest, pk: int) -> HttpResponse:
+    """The full text a strategy offloaded, as text/plain (never rendered as HTML)."""
+    run = _run(request, pk)
+    path = request.GET.get("path", "")
+    text = RunOffload.objects.filter(run=run, path=path).values_list("text", flat=True).first()
+    if text is None:
+        raise Http404("no such offloaded file")
+    response = HttpResponse(text, content_type="text/plain; charset=utf-8")
+    name = path.rsplit("/", 1)[-1] or "offload.txt"
+    response.headers["Content-Disposition"] = content_disposition_header(False, name)
+    return response
+
+
+@require_GET
+def summary_detail(request: HtmxHttpRequest, pk: int, seq: int) -> HttpResponse:
+    """One summary next to the exact input it was made from."""
+    run = _run(request, pk)
+    summary = RunSummary.objects.filter(run=run, seq=seq).first()
+    if summary is None:
+        raise Http404("no such summary")
+    if _wants(request, "json"):
+        return _json(
+            {
+                "run": run.pk,
+                "seq": summary.seq,
+                "step": summary.step,
+                "input": summary.input,
+                "output": summary.output,
+                "input_tokens": summary.input_tokens,
+                "output_tokens": summary.output_tokens,
+                "usage_estimated": summary.usage_estimated,
+                "error": summary.error,
+                "messages": summary.messages,
+            }
+        )
+    template = "replay_app/summary_detail.html"
+    if request.htmx:
+        template += "#summary-input"
+    return render(request, template, {"run": run, "summary": summary})
+
+
+@require_GET
+def run_lost(request: HttpRequest, pk: int) -> HttpResponse:
+    """What each compaction of one run lost, and its retention score."""
+    run = _run(request, pk)
+    data = inspect.retention(run)
+    if _wants(request, "json"):
+        return _json({"run": run.pk, **data})
+    return render(request, "replay_app/run_lost.html", {"run": run, "ret": data})
+
+
+# --- compare -----------------------------------------------------------------------------
+
+
+def _runs_param(request: HttpRequest) -> str:
+    values = request.GET.getlist("runs")
+    return ",".join(v for v in values if v)
+
+
+def _picker(request: HttpRequest) -> dict[str, Any]:
+    runs = (
+        owned(Run.objects, request.user)
+        .select_related("transcript", "group")
+        .order_by("transcript_id", "group_id", "-id")
+        .only(
+            "id",
+            "label",
+            "strategy",
+            "status",
+            "transcript_id",
+            "transcript__title",
+            "transcript__conversation_id",
+            "group_id",
+            "group__name",
+            "created_at",
+        )[:500]
+    )
+    groups: dict[int, dict[str, Any]] = {}
+    for run in runs:
+        entry = groups.setdefault(
+            run.transcript_id, {"transcript": run.transcript, "runs": [], "groups": {}}
+        )
+        entry["runs"].append(run)
+        if run.group_id:
+            entry["groups"].setdefault(run.group_id, []).append(run.pk)
+    for entry in groups.values():
+        entry["group_links"] = [
+            (gid, ",".join(map(str, ids[: compare.MAX_RUNS])))
+            for gid, ids in entry["groups"].items()
+            if len(ids) >= compare.MIN_RUNS
+        ]
+    return {"picker": list(groups.values())}
+
+
+@require_GET
+def run_compare(request: HtmxHttpRequest) -> HttpResponse:
+    raw = _runs_param(request)
+    if not raw:
+        context = _picker(request)
+        if _wants(request, "json"):
+            return _json(
+                {
+                    "transcripts": [
+                        {
+                            "transcript": e["transcript"].pk,
+                            "title": e["transcript"].display_title,
+                            "runs": [
+                                {"id": r.pk, "label": r.label, "status": r.status}
+                                for r in e["runs"]
+                            ],
+                        }
+                        for e in context["picker"]
+                    ]
+                }
+            )
+        return render(request, "replay_app/compare.html", context)
+    try:
+        runs = compare.load_runs(request.user, raw)
+    except LookupError as exc:
+        raise Http404(str(exc)) from None
+    except compare.CompareError as exc:
+        if _wants(request, "json"):
+            return _json({"error": str(exc)}, status=400)
+        return render(
+            request, "replay_app/compare.html", {**_picker(request), "error": str(exc)}, status=400
+        )
+    retentions = compare.retentions(runs)
+    rows = compare.metric_rows(runs, retentions)
+    if _wants(request, "csv"):
+        response = HttpResponse(
+            compare.metrics_csv(runs, rows), content_type="text/csv; charset=utf-8"
+        )
+        response.headers["Content-Disposition"] = content_disposition_header(
+            True, f"compare-{'-'.join(str(r.pk) for r in runs)}.csv"
+        )
+        return response
+    spage = _int(request.GET.get("spage"), 1) or 1
+    summary_rows, spage, spages = compare.summary_rows(runs, page=spage)
+    messages = runs[0].transcript.message_count
+    size, grid = compare.matrix(runs, messages)
+    ids = ",".join(str(r.pk) for r in runs)
+    if _wants(request, "json"):
+        return _json(_compare_json(runs, rows, retentions, summary_rows, spage, spages, size, grid))
+    curves = compare.curves(runs)
+    chart = charts.chart_html(
+        charts.compare_curves(curves),
+        div_id="compare-plot",
+        filename=f"compare-{ids.replace(',', '-')}",
+    )
+    context = {
+        "runs": runs,
+        "ids": ids,
+        "chart": chart,
+        "rows": rows,
+        "retentions": list(zip(runs, retentions, strict=True)),
+        "lost_events": compare.LOST_EVENTS,
+        "summary_rows": summary_rows,
+        "spage": spage,
+        "spages": spages,
+        "matrix": list(zip(runs, grid, strict=True)),
+        "bucket": size,
+        "messages": messages,
+        "fate_names": inspect.FATES,
+    }
+    template = "replay_app/compare.html"
+    if request.htmx and request.htmx.target == "compare-summaries":
+        template += "#compare-summaries"
+    return render(request, template, context)
+
+
+def _compare_json(
+    runs: list[Run],
+    rows: list[compare.MetricRow],
+    retentions: list[dict[str, Any]],
+    summary_rows: list[compare.SummaryRow],
+    spage: int,
+    spages: int,
+    size: int,
+    grid: list[list[compare.MatrixCell]],
+) -> dict[str, Any]:
+    return {
+        "runs": [
+            {
+                "id": r.pk,
+                "label": r.label,
+                "strategy": r.strategy,
+                "status": r.status,
+                "transcript": r.transcript_id,
+                "retention": ret.get("retention"),
+            }
+            for r, ret in zip(runs, retentions, strict=True)
+        ],
+        "retention": {
+            str(r.pk): ret.get("retention") for r, ret in zip(runs, retentions, strict=True)
+        },
+        "metrics": [
+            {"key": m.key, "label": m.label, "better": m.better, "values": m.values, "best": m.best}
+            for m in rows
+        ],
+        "lost": {str(r.pk): ret for r, ret in zip(runs, retentions, strict=True)},
+        "curves": {str(r.pk): inspect.curve(r).as_dict() for r in runs},
+        "summaries": {
+            "page": spage,
+            "pages": spages,
+            "rows": [
+                {
+                    "step": row.step,
+                    "cells": [
+                        None
+                        if c is None
+                        else {
+                            "seq": c.seq,
+                            "output": c.output,
+                            "error": c.error,
+                            "diff": [x for _, x in c.diff],
+                        }
+                        for c in row.cells
+                    ],
+                }
+                for row in summary_rows
+            ],
+        },
+        "matrix": {
+            "bucket": size,
+            "runs": {
+                str(r.pk): [
+                    {"start": c.start, "end": c.end, "fate": c.fate, "counts": c.counts}
+                    for c in cells
+                ]
+                for r, cells in zip(runs, grid, strict=True)
+            },
+        },
+    }
+
+
+MATRIX_DETAIL_MAX = 500
+
+
+@require_GET
+def compare_matrix(request: HttpRequest) -> HttpResponse:
+    """One bucket of the fate matrix, message by message."""
+    try:
+        runs = compare.load_runs(request.user, _runs_param(request))
+    except LookupError as exc:
+        raise Http404(str(exc)) from None
+    except compare.CompareError as exc:
+        return HttpResponse(str(exc), status=400, content_type="text/plain; charset=utf-8")
+    messages = runs[0].transcript.message_count
+    start = max(_int(request.GET.get("start"), 0) or 0, 0)
+    end = min(_int(request.GET.get("end"), start + 100) or 0, messages, start + MATRIX_DETAIL_MAX)
+    rows = compare.matrix_detail(runs, start, max(end, start))
+    if _wants(request, "json"):
+        return _json(
+            {
+                "runs": [r.pk for r in runs],
+                "start": start,
+                "end": end,
+                "messages": [{"index": i, "fates": fates} for i, fates in rows],
+            }
+        )
+    previews = dict(
+        runs[0]
+        .transcript.messages.filter(index__gte=start, index__lt=end)
+        .values_list("index", "preview")
+    )
+    ids = ",".join(str(r.pk) for r in runs)
+    span = end - start
+    return render(
+        request,
+        "replay_app/compare_matrix.html",
+        {
+            "runs": runs,
+            "ids": ids,
+            "rows": [(i, previews.get(i, ""), fates) for i, fates in rows],
+            "start": start,
+            "end": end,
+            "prev_start": max(start - span, 0) if start > 0 else None,
+            "next_start": end if end < messages else None,
+            "span": span,
+        },
+    )
