@@ -25,7 +25,8 @@ class BlockKind(StrEnum):
     THINKING = "thinking"
     TOOL_USE = "tool_use"
     TOOL_RESULT = "tool_result"
-    MEDIA = "media"  # image / audio / video / file: only its type and size are kept in `text`-free form
+    # image / audio / video / file: only its type and size are kept in `text`-free form
+    MEDIA = "media"
     OPAQUE = "opaque"  # encrypted reasoning, server compaction items, unknown payloads: size only
 
 

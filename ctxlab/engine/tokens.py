@@ -42,7 +42,9 @@ class ReferenceCounter:
     def __init__(self, cache_size: int = 1 << 18) -> None:
         enc = _encoding()
         encode = enc.encode_ordinary
-        self.count = functools.lru_cache(maxsize=cache_size)(lambda text: len(encode(text)) if text else 0)  # type: ignore[method-assign]
+        self.count = functools.lru_cache(maxsize=cache_size)(  # type: ignore[method-assign]
+            lambda text: len(encode(text)) if text else 0
+        )
 
     def count(self, text: str) -> int:  # replaced per instance by the cached closure
         raise NotImplementedError
