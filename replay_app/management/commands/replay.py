@@ -32,6 +32,25 @@ def _load_stored(transcript_id: str) -> Conversation:
         raise CommandError(f"transcript {transcript_id!r}: {exc}") from None
 
 
+def _save(options: dict[str, Any]) -> str:
+    """``--save``: a stored run via replay_app (same service path as the web)."""
+    from replay_app.cli import describe, save_run
+
+    if not (options["save"] and options["transcript"]):
+        raise CommandError("--save and --config need --transcript ID (and each other)")
+    try:
+        run = save_run(
+            transcript_id=options["transcript"], strategy=options["strategy"],
+            config_name=options["config"], assignments=options["assignments"],
+            summarizer=options["summarizer"],
+        )  # fmt: skip
+    except ValueError as exc:
+        raise CommandError(str(exc)) from None
+    if run.status != "done":
+        raise CommandError(describe(run))
+    return describe(run)
+
+
 class Command(BaseCommand):
     help = (
         "Replay a transcript through a compaction strategy: prints steps, events by kind, "
@@ -46,7 +65,12 @@ class Command(BaseCommand):
         parser.add_argument(
             "--conversation", type=int, default=0, help="which conversation of the file (0-based)"
         )
-        parser.add_argument("--strategy", required=True, choices=sorted(STRATEGIES))
+        parser.add_argument("--strategy", choices=sorted(STRATEGIES))
+        parser.add_argument("--config", metavar="NAME", help="a saved configuration (with --save)")
+        parser.add_argument(
+            "--save", action="store_true",
+            help="store a run of a --transcript (same path as the web) and print its URL",
+        )  # fmt: skip
         parser.add_argument(
             "--set", action="append", default=[], metavar="KEY=VALUE", dest="assignments",
             help="override a strategy parameter (repeatable)",
@@ -58,6 +82,11 @@ class Command(BaseCommand):
         parser.add_argument("--detail", action="store_true", help="add a fate per context index")
 
     def handle(self, *args: Any, **options: Any) -> None:
+        if options["save"] or options["config"]:
+            self.stdout.write(_save(options))
+            return
+        if not options["strategy"]:
+            raise CommandError("--strategy is required (or --config NAME --save)")
         try:
             if options["file"]:
                 conversation = cli.load_file(

@@ -1,0 +1,42 @@
+"""Test data for the replay lab: a transcript big enough that every preset acts on it."""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Any
+
+from sessions_app import services as session_services
+from sessions_app.models import Transcript
+
+
+def agent_chat(*, turns: int = 60, size: int = 8000, seed: int = 1) -> bytes:
+    """An OpenAI-chat transcript: a coding agent reading ``turns`` large files."""
+    rnd = random.Random(seed)
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": "You are a coding agent."},
+        {"role": "user", "content": "Fix the failing tests in src/app.py"},
+    ]
+    for i in range(turns):
+        call = {
+            "id": f"c{i}",
+            "type": "function",
+            "function": {"name": "read_file", "arguments": json.dumps({"path": f"src/m{i}.py"})},
+        }
+        messages.append({"role": "assistant", "content": f"Reading {i}", "tool_calls": [call]})
+        body = "\n".join(
+            f"line {j}: value={rnd.randint(0, 10**6)} path=/srv/app/f{j}.py"
+            for j in range(size // 40)
+        )
+        messages.append({"role": "tool", "tool_call_id": f"c{i}", "content": body[:size]})
+        if i % 10 == 9:
+            messages.append({"role": "user", "content": f"Continue with part {i}"})
+    messages.append({"role": "assistant", "content": "All tests pass now."})
+    return json.dumps(messages).encode()
+
+
+def import_transcript(owner: Any, data: bytes, name: str = "agent.json") -> Transcript:
+    outcome = session_services.upload_import(owner=owner, name=name, data=data)
+    assert outcome.error is None, outcome.error
+    assert outcome.upload is not None
+    return outcome.upload.transcripts.get()
