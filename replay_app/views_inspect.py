@@ -272,7 +272,7 @@ def run_compare(request: HtmxHttpRequest) -> HttpResponse:
         "spages": spages,
         "matrix": list(zip(runs, grid, strict=True)),
         "bucket": size,
-        "messages": messages,
+        "message_count": messages,
         "fate_names": inspect.FATES,
     }
     template = "replay_app/compare.html"
