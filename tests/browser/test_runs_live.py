@@ -1,0 +1,140 @@
+"""The replay lab in a real browser: upload, compare the five presets, watch progress live.
+
+The server is Daphne in a forked process (``daphne.testing.DaphneProcess``, what
+ChannelsLiveServerTestCase uses) serving the real ASGI app with websockets; the embedded
+Celery worker is started inside that process, so tasks and progress messages flow exactly
+as with ``make run`` (memory:// broker, in-memory channel layer).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+import random
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+PRESETS = ["qwenpaw", "copaw", "cowagent", "picoclaw", "baseagent"]
+
+
+def _serve_with_worker() -> None:
+    """Runs in the server process before it serves: test DB + a real worker."""
+    from channels.testing.live import set_database_connection
+
+    from ctxlab.celery import app
+    from ctxlab.embedded import start_embedded_worker
+
+    set_database_connection()
+    app.conf.task_always_eager = False  # the parent's eager test default must not leak in
+    start_embedded_worker()
+
+
+@pytest.fixture
+def asgi_server(transactional_db: None, settings: Any) -> Iterator[str]:
+    from functools import partial
+
+    from asgiref.sync import SyncToAsync
+    from channels.testing.live import make_application
+    from daphne.testing import DaphneProcess
+    from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
+
+    # A forked child cannot use an executor thread started in the parent (stack.md §6).
+    SyncToAsync.single_thread_executor = concurrent.futures.ThreadPoolExecutor(max_workers=1)
+    get_app = partial(make_application, static_wrapper=ASGIStaticFilesHandler)
+    server = DaphneProcess("localhost", get_app, setup=_serve_with_worker)
+    server.start()
+    try:
+        assert server.ready.wait(timeout=60), "Daphne did not start"
+        yield f"http://localhost:{server.port.value}"
+    finally:
+        server.terminate()
+        server.join(10)
+
+
+def _agent_transcript(path: Path) -> Path:
+    rnd = random.Random(7)
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": "You are a coding agent."},
+        {"role": "user", "content": "Fix the failing tests"},
+    ]
+    for i in range(150):
+        call = {
+            "id": f"c{i}",
+            "type": "function",
+            "function": {"name": "read_file", "arguments": json.dumps({"path": f"m{i}.py"})},
+        }
+        messages.append({"role": "assistant", "content": f"step {i}", "tool_calls": [call]})
+        body = "\n".join(f"{j}: {rnd.randint(0, 10**9)} /srv/f{j}.py" for j in range(220))
+        messages.append({"role": "tool", "tool_call_id": f"c{i}", "content": body})
+    messages.append({"role": "assistant", "content": "Done."})
+    path.write_text(json.dumps(messages))
+    return path
+
+
+def test_compare_five_presets_progress_live_to_results(
+    page: Any, asgi_server: str, django_user_model: Any, screenshot: Any, tmp_path: Path
+) -> None:
+    django_user_model.objects.create_user(username="alice", password="alice-pass-123")
+    page.goto(f"{asgi_server}/accounts/login/")
+    page.fill("input[name=username]", "alice")
+    page.fill("input[name=password]", "alice-pass-123")
+    page.click("button[type=submit]")
+    page.wait_for_selector("nav.site-nav")
+
+    page.goto(f"{asgi_server}/transcripts/")
+    page.set_input_files(
+        "#upload-form input[type=file]", str(_agent_transcript(tmp_path / "agent.json"))
+    )
+    page.click("#upload-form button[type=submit]")
+    page.click("#upload-results .upload-ok a[href^='/transcripts/']")
+    page.click("#replay-link")
+
+    for name in PRESETS:
+        assert page.locator(f"#run-form input[name=presets][value={name}]").is_checked()
+    screenshot("form")
+    # Watch the socket open, so the bars are known to move through it.
+    page.add_init_script(
+        """
+        window.wsPercents = [];
+        document.addEventListener('htmx:wsOpen', () => document.body.dataset.ws = 'open');
+        document.addEventListener('htmx:wsAfterMessage', (e) => {
+            for (const m of e.detail.message.matchAll(/data-percent="(\\d+)"/g)) {
+                window.wsPercents.push(Number(m[1]));
+            }
+        });
+        """
+    )
+    page.click("#start-runs")
+    page.wait_for_url("**/runs/groups/*/")
+    page.wait_for_selector("body[data-ws=open]", state="attached")
+    bars = page.locator("#group-live .run-progress")
+    assert bars.count() == 5
+    # Every bar reaches 100 % through websocket fragments (no reload happens here).
+    page.wait_for_function(
+        """() => [...document.querySelectorAll('#group-live .run-progress')]
+                 .every(el => el.dataset.status === 'done' && el.dataset.percent === '100')""",
+        timeout=120_000,
+    )
+    assert page.locator("#group-live progress[value='100']").count() == 5
+    percents = page.evaluate("window.wsPercents")
+    # Bars moved through the socket: values below 100 arrived before the final ones.
+    assert percents.count(100) >= 5 and min(percents) < 100, percents
+    screenshot("progress-done")
+
+    page.click("#group-results-link")
+    page.wait_for_selector("#group-metrics")
+    headers = page.locator("#group-metrics thead th").all_inner_texts()
+    assert headers[1:] == PRESETS
+    assert page.locator("#group-metrics tr[data-metric=peak_reference] td").count() == 5
+    screenshot("results")
+
+    page.click("#group-metrics thead a >> nth=0")
+    page.wait_for_selector("#run-metrics .metrics-table")
+    assert page.locator("#run-live .run-progress").get_attribute("data-status") == "done"
+    screenshot("run")
+    assert page.errors == []
