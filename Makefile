@@ -49,9 +49,15 @@ test-browser: $(STAMP)
 test: lint typecheck test-unit test-browser
 
 # The distributed CI leg: same code, services chosen by environment (see .ci/run).
+# First a comparison of the five presets on a separate `celery worker` process with
+# progress over the Redis channel layer (its own pytest process: no embedded worker there
+# to steal its tasks), then the database-backed suite on the same services.
+DISTRIBUTED_TEST := tests/replay_app/test_replay_distributed.py
 test-distributed: $(STAMP)
 	@test -n "$$DATABASE_URL" || { echo "set DATABASE_URL (postgres://...)"; exit 2; }
-	$(BIN)/pytest -q -p no:playwright --ignore=tests/browser --ignore=tests/engine -m "not browser"
+	$(BIN)/pytest -q -p no:playwright -rs $(DISTRIBUTED_TEST)
+	$(BIN)/pytest -q -p no:playwright --ignore=tests/browser --ignore=tests/engine \
+		--ignore=$(DISTRIBUTED_TEST) -m "not browser"
 
 clean:
 	rm -rf var/test_db_* .pytest_cache .mypy_cache .ruff_cache artifacts

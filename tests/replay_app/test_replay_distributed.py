@@ -1,0 +1,135 @@
+"""Distributed mode: a real ``celery -A ctxlab.celery worker`` process executes a comparison
+of the five presets (PostgreSQL + Redis broker), and progress reaches this process over the
+Redis channel layer.
+
+Runs only when DATABASE_URL (postgres), CELERY_BROKER_URL (redis) and CHANNEL_LAYER_URL
+(redis) are set: ``make test-distributed`` (the distributed leg of .ci/run).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import pytest
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from django.conf import settings
+from django.db import connection
+from replay_testdata import agent_chat, import_transcript
+
+from replay_app import services
+from replay_app.models import Run, RunStatus, RunStep
+from replay_app.progress import run_group_name
+
+REQUIRED = ("DATABASE_URL", "CELERY_BROKER_URL", "CHANNEL_LAYER_URL")
+pytestmark = [
+    pytest.mark.db_backend,
+    pytest.mark.skipif(
+        not all(os.environ.get(v) for v in REQUIRED)
+        or not os.environ.get("CELERY_BROKER_URL", "").startswith("redis")
+        or not os.environ.get("CHANNEL_LAYER_URL", "").startswith("redis"),
+        reason="distributed mode needs DATABASE_URL, CELERY_BROKER_URL=redis://..., "
+        "CHANNEL_LAYER_URL=redis://... (make test-distributed)",
+    ),
+    pytest.mark.django_db(transaction=True),
+]
+TERMINAL = {"done", "failed", "cancelled"}
+
+
+def _test_database_url() -> str:
+    # The worker must use the test database pytest-django created, not the configured one.
+    parts = urlsplit(os.environ["DATABASE_URL"])
+    return urlunsplit(parts._replace(path="/" + connection.settings_dict["NAME"]))
+
+
+@pytest.fixture
+def celery_worker_process(transactional_db: None) -> Iterator[str]:
+    from ctxlab.celery import app
+
+    name = f"dist-{uuid.uuid4().hex[:8]}@localhost"
+    env = {**os.environ, "DATABASE_URL": _test_database_url()}
+    celery = Path(sys.executable).with_name("celery")
+    proc = subprocess.Popen(
+        [str(celery), "-A", "ctxlab.celery", "worker", "--loglevel=WARNING", "--concurrency=2",
+         "-n", name, "--without-mingle", "--without-gossip"],
+        cwd=settings.BASE_DIR, env=env,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while not app.control.ping(destination=[name], timeout=0.5):
+            assert proc.poll() is None, f"celery worker exited with {proc.returncode}"
+            assert time.monotonic() < deadline, "celery worker did not answer a ping in 60 s"
+        yield name
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+async def _collect(channel: str, run_ids: set[int], timeout: float) -> list[dict[str, Any]]:
+    layer = get_channel_layer()
+    seen: list[dict[str, Any]] = []
+    finished: set[int] = set()
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while finished != run_ids:
+        remaining = deadline - loop.time()
+        if remaining <= 0:
+            break
+        try:
+            message = await asyncio.wait_for(layer.receive(channel), remaining)
+        except TimeoutError:
+            break
+        data = message["data"]
+        seen.append(data)
+        if data["status"] in TERMINAL:
+            finished.add(data["run_id"])
+    return seen
+
+
+def test_comparison_runs_on_separate_worker_with_redis_progress(
+    celery_worker_process: str, user: Any
+) -> None:
+    from django_celery_results.models import TaskResult
+
+    from ctxlab.celery import app
+
+    assert connection.vendor == "postgresql"
+    app.conf.task_always_eager = False  # the suite's eager default; restored by its fixture
+    transcript = import_transcript(user, agent_chat(turns=40, size=6000))
+    group = services.group_create(
+        owner=user, transcript=transcript, specs=services.preset_specs(), enqueue=False
+    )
+    runs = list(group.runs.order_by("pk"))
+    layer = get_channel_layer()
+    assert type(layer).__module__.startswith("channels_redis")
+    channel = async_to_sync(layer.new_channel)()
+    for run in runs:
+        async_to_sync(layer.group_add)(run_group_name(run.pk), channel)
+    for run in runs:
+        services.run_enqueue(run)  # autocommit: queued at once
+
+    seen = async_to_sync(_collect)(channel, {r.pk for r in runs}, 180.0)
+
+    for run in runs:
+        run.refresh_from_db()
+        assert run.status == RunStatus.DONE, (run.label, run.status, run.error)
+        assert RunStep.objects.filter(run=run).count() == run.steps_total > 0
+        result = TaskResult.objects.get(task_id=run.task_id)
+        assert result.worker == celery_worker_process  # executed by the separate process
+        statuses = [d["status"] for d in seen if d["run_id"] == run.pk]
+        assert "running" in statuses and statuses[-1] == "done", (run.label, statuses)
+    assert Run.objects.filter(status=RunStatus.DONE).count() == 5
