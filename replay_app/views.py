@@ -29,6 +29,7 @@ from .forms import ImportConfigForm, RunCreateForm, StrategyConfigForm
 from .models import Run, RunGroup, RunStatus, StrategyConfig
 
 EVENTS_PER_PAGE = 50
+FINDINGS_SHOWN = 500
 RUNS_PER_PAGE = 50
 
 # (metrics key, label, what it means) — headline metrics, in display order.
@@ -342,6 +343,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     )
     summaries = run.summaries.order_by("seq")
     findings = run.findings.order_by("step", "id")
+    findings_shown = list(findings[:FINDINGS_SHOWN])
     if _wants_json(request):
         data = _run_json(run, full=True)
         data["events"] = {
@@ -387,7 +389,8 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "state": services.run_state(run),
         "events": events,
         "summaries": summaries,
-        "findings": findings,
+        "findings": findings_shown,
+        "findings_count": findings.count(),
         "metrics": [(key, label, hint, run.metrics.get(key)) for key, label, hint in METRICS],
     }
     template = "replay_app/run_detail.html"
