@@ -1,0 +1,137 @@
+"""Performance guard rail: every preset's complete replay output is pinned.
+
+The digests below were recorded before the replay performance work (bench, issue 4) and
+must never change from a speed-up: they hash every step (tokens, zones, context ranges,
+summary id, pending), every event (kind, messages, tokens, detail, each change with the
+modified message), every summary (input, output, usage), every finding, every offloaded
+file and the metrics. A change in behaviour breaks the digest; the readable numbers next
+to it say roughly where.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import functools
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ctxlab.engine import cli, synth
+from ctxlab.engine.model import Conversation
+from ctxlab.engine.records import ReplayResult
+from ctxlab.engine.replay import run
+
+CORPUS = Path(__file__).resolve().parents[1] / "data" / "corpus"
+MID_MESSAGES = 1200  # ~500K reference tokens: every preset fires with its defaults
+
+SMALL: dict[str, dict[str, Any]] = {
+    "qwenpaw": {"max_input_length": 4096},
+    "copaw": {"max_input_length": 4096, "token_counter": "bytes4"},
+    "cowagent": {"agent_max_context_tokens": 300, "agent_max_context_turns": 2},
+    "picoclaw": {"max_tokens": 1024, "context_window": 3000, "summarize_message_threshold": 4},
+    "baseagent": {"model_context_limit": 8000, "output_token_max": 1000},
+}
+CUSTOM = {
+    "strategy": "custom",
+    "params": {
+        "window": 32768,
+        "stages": [
+            {"stage": "truncate_tool_results", "max_bytes": 2000, "keep_recent": 2},
+            {"stage": "drop_oldest_turns", "keep_turns": 6},
+            {"stage": "summarise", "keep_tokens": 6000},
+        ],
+    },
+}
+
+# (conversation, strategy spec, params) -> (steps, events, summaries, findings, digest)
+CASES: dict[str, tuple[str, Any, dict[str, Any] | None]] = {
+    "mid-qwenpaw": ("mid", "qwenpaw", None),
+    "mid-copaw": ("mid", "copaw", None),
+    "mid-copaw-toolcompact": ("mid", "copaw", {"enable_tool_result_compact": True,
+                                               "max_input_length": 32768}),
+    "mid-copaw-bytes4": ("mid", "copaw", {"token_counter": "bytes4",
+                                          "max_input_length": 32768}),
+    "mid-cowagent": ("mid", "cowagent", None),
+    "mid-cowagent-small": ("mid", "cowagent", {"agent_max_context_tokens": 20000,
+                                               "agent_max_context_turns": 4}),
+    "mid-picoclaw": ("mid", "picoclaw", None),
+    "mid-baseagent": ("mid", "baseagent", None),
+    "mid-baseagent-small": ("mid", "baseagent", {"model_context_limit": 32000,
+                                                 "output_token_max": 4000}),
+    "mid-custom": ("mid", CUSTOM, None),
+    **{f"cc-{p}-small": ("cc", p, SMALL[p]) for p in SMALL},
+}  # fmt: skip
+
+GOLDEN: dict[str, tuple[int, int, int, int, str]] = {
+    'mid-qwenpaw': (589, 86, 3, 0, '82887fcaf75f6b5e915c077de12589b3014915bbd89f74d32732fff55cf31fef'),
+    'mid-copaw': (589, 5, 5, 27, '4b312d7856f86f8e34fb88c9e68dad5080a48c2098ad0901f93c4fcebd01b9d9'),
+    'mid-copaw-toolcompact': (589, 231, 14, 151, '2eda5cd8645651b2610ab80ee2f5d642d2f157529205840759de7e0d7276151f'),
+    'mid-copaw-bytes4': (589, 19, 19, 175, 'b612f2115d3c52156cdc848959b690b237bab27c731ed8a0fa3948174479c6fd'),
+    'mid-cowagent': (589, 49, 11, 0, '798ae9848603fbfabd0aa534f13b24bb247e910cf939965f3b490a8e75eaa1ae'),
+    'mid-cowagent-small': (589, 80, 22, 2, '5b8f7b23f2d443cc03777e4d4a6148036db5bba1edecc47ea00447a56fb2535f'),
+    'mid-picoclaw': (589, 63, 94, 0, '355ba1296246a7c33989d7c28cca3c8943c0785af378866af14948c7e42018cc'),
+    'mid-baseagent': (589, 19, 2, 6, 'acc14ecde0192b8c0f7fe6973a5d584166e14a486d997a69ae20df7eb96f83a6'),
+    'mid-baseagent-small': (589, 25, 16, 107, '6b4795a8ee38d3337977d8d14f02e40bcf1a67baea695ace707f3f1c1887c98b'),
+    'mid-custom': (589, 143, 10, 54, '6956caa755855f0ed56d00378abd2208185fa82ae7fa8b26bfe4e638c4234251'),
+    'cc-qwenpaw-small': (10, 2, 2, 5, 'f44590ef5d47b020a7915beca9e20c12acca9b7dbd4ee1361208069e50754d03'),
+    'cc-copaw-small': (10, 2, 2, 5, '7c814d25ec455a1fc1ee5074c928c1d9a8df535f36f5b65a329d0a9603b1d78b'),
+    'cc-cowagent-small': (10, 0, 0, 0, '967289ac4902c6175caa40795f04a9359ed1eba2ba2647cb0a3a541ba5defb18'),
+    'cc-picoclaw-small': (10, 0, 0, 5, '2c10e5d998713f2f3abf35efc0cc096dec708328c1e7ec295318011bc9adbc54'),
+    'cc-baseagent-small': (10, 1, 1, 4, 'edefac652953b294b83ca1213a4b99668911f007052be3ebd32045a5f3a3aef0'),
+}  # fmt: skip
+
+
+@functools.cache
+def _conversation(name: str) -> Conversation:
+    if name == "mid":
+        return synth.bench_conversation(CORPUS, messages=MID_MESSAGES, seed=0)
+    return cli.load_file(CORPUS / "claude-code" / "agentcmd-full-session.jsonl")
+
+
+def _plain(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, (set, frozenset)):
+        return sorted(_plain(v) for v in value)
+    return value
+
+
+def digest(result: ReplayResult) -> str:
+    """sha256 of the whole result (steps, events, summaries, findings, offloads, metrics)."""
+    h = hashlib.sha256()
+    for part in (result.steps, result.events, result.summaries, result.findings):
+        for item in part:
+            h.update(json.dumps(_plain(item), sort_keys=True, ensure_ascii=False).encode())
+            h.update(b"\n")
+    h.update(json.dumps(_plain(result.offloads), sort_keys=True, ensure_ascii=False).encode())
+    h.update(json.dumps(_plain(result.metrics), sort_keys=True, ensure_ascii=False).encode())
+    h.update(json.dumps([result.strategy, result.estimator, _plain(result.params)]).encode())
+    return h.hexdigest()
+
+
+def summary(result: ReplayResult) -> tuple[int, int, int, int, str]:
+    return (
+        len(result.steps),
+        len(result.events),
+        len(result.summaries),
+        len(result.findings),
+        digest(result),
+    )
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_perf_golden_replay_unchanged(case: str) -> None:
+    conv, spec, params = CASES[case]
+    result = run(_conversation(conv), spec, params=params)
+    assert result.steps, "the golden transcripts have inference steps"
+    assert summary(result) == GOLDEN[case]
