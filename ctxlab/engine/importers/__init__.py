@@ -41,6 +41,9 @@ def detect(data: bytes, name: str = "") -> str:
     if not data.strip():
         raise TranscriptError("the file is empty", file=name, expected="a transcript")
     head = data[:SNIFF_BYTES]
+    if b"\x00" in head[:8192]:
+        # Checked before sniffing so a binary file is named as such, not as "unrecognised".
+        raise TranscriptError("this looks like a binary file", file=name, expected="UTF-8 text")
     scores = sorted(((m.sniff(head, name), fmt) for fmt, m in IMPORTERS.items()), reverse=True)
     best, fmt = scores[0]
     if best <= 0:
@@ -60,7 +63,8 @@ def parse(data: bytes, *, name: str = "", format: str | None = None) -> ParsedFi
         )
     fmt = format or detect(data, name)
     try:
-        return IMPORTERS[fmt].parse(data, name=name)
+        parsed: ParsedFile = IMPORTERS[fmt].parse(data, name=name)
+        return parsed
     except TranscriptError as exc:
         raise exc if exc.file else exc.with_file(name) from None
     except RecursionError:
