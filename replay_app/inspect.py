@@ -10,13 +10,12 @@ shows. Nothing here is O(steps x context).
 from __future__ import annotations
 
 import difflib
+import threading
 from bisect import bisect_right
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
-
-from django.core.cache import cache
 
 from ctxlab.engine import codec
 from ctxlab.engine.lost import FactIndex, analyse_parts
@@ -28,7 +27,7 @@ from .charts import EventPoint, Series
 from .models import Run, RunEvent, RunStatus, RunStep
 
 PER_PAGE = 50
-CACHE_SECONDS = 24 * 3600
+CACHE_ENTRIES = 256  # derived values of finished runs (curves, fate logs, retention)
 FATES = tuple(f.value for f in Fate if f is not Fate.RESTORED)
 ZONE_ORDER = (
     ("system", "System prompt"),
@@ -47,17 +46,50 @@ def _cache_key(run: Run, name: str) -> str | None:
     """Finished runs never change: cache their derived data (key includes finish time)."""
     if run.status != RunStatus.DONE or run.finished_at is None:
         return None
-    return f"ctxlab:{name}:{run.pk}:{run.finished_at.timestamp()}"
+    return f"{name}:{run.pk}:{run.finished_at.timestamp()}"
 
 
-def _cached(run: Run, name: str, build: Any) -> Any:
+class _Memo:
+    """A small in-process LRU of immutable derived values. Not Django's cache: its
+    backends pickle every value on get, which costs more than some of the pages' budgets
+    (a fate log of 100K changes unpickles in ~90 ms)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.items: OrderedDict[str, Any] = OrderedDict()
+        self.lock = threading.Lock()
+
+    def get(self, key: str) -> Any:
+        with self.lock:
+            value = self.items.get(key)
+            if value is not None:
+                self.items.move_to_end(key)
+            return value
+
+    def set(self, key: str, value: Any) -> None:
+        with self.lock:
+            self.items[key] = value
+            self.items.move_to_end(key)
+            while len(self.items) > self.size:
+                self.items.popitem(last=False)
+
+    def clear(self) -> None:
+        with self.lock:
+            self.items.clear()
+
+
+MEMO = _Memo(CACHE_ENTRIES)
+
+
+def cached(run: Run, name: str, build: Any) -> Any:
+    """``build()``, memoised while the run stays finished."""
     key = _cache_key(run, name)
     if key is None:
         return build()
-    value = cache.get(key)
+    value = MEMO.get(key)
     if value is None:
         value = build()
-        cache.set(key, value, CACHE_SECONDS)
+        MEMO.set(key, value)
     return value
 
 
@@ -94,7 +126,7 @@ class Curve:
 
 
 def curve(run: Run) -> Curve:
-    return _cached(run, "curve", lambda: _curve(run))
+    return cached(run, "curve", lambda: _curve(run))
 
 
 def _curve(run: Run) -> Curve:
@@ -138,13 +170,17 @@ def _curve(run: Run) -> Curve:
 
 @dataclass(frozen=True, slots=True)
 class FateLog:
-    """Every change of a run without message bodies, in event order:
-    parallel tuples (step, event seq, message index, fate code)."""
+    """Every change of a run without message bodies, in event order: parallel tuples
+    (step, event seq, message index, fate code), plus two indexes built once: each
+    message's entry positions, and the non-kept fate counts after each step with changes."""
 
     steps: tuple[int, ...]
     seqs: tuple[int, ...]
     indexes: tuple[int, ...]
     fates: tuple[int, ...]
+    positions: dict[int, tuple[int, ...]]
+    count_steps: tuple[int, ...]
+    counts: tuple[dict[str, int], ...]
 
     def upto(self, step: int) -> int:
         """How many entries apply at ``step`` (events are ordered by step)."""
@@ -153,13 +189,17 @@ class FateLog:
     def fates_at(
         self, step: int, indexes: Iterable[int] | None = None
     ) -> dict[int, tuple[Fate, int]]:
-        """Non-kept fates in force at ``step``: index -> (fate, event seq)."""
-        wanted = None if indexes is None else set(indexes)
+        """Non-kept fates in force at ``step``: index -> (fate, event seq). With
+        ``indexes``, only their own entries are read."""
+        if indexes is None:
+            ks: Iterable[int] = range(self.upto(step))
+        else:
+            ks = sorted(
+                k for i in indexes for k in self.positions.get(i, ()) if self.steps[k] <= step
+            )
         out: dict[int, tuple[Fate, int]] = {}
-        for k in range(self.upto(step)):
+        for k in ks:
             i = self.indexes[k]
-            if wanted is not None and i not in wanted:
-                continue
             fate = _FATES_BY_CODE[self.fates[k]]
             if fate is Fate.RESTORED:
                 out.pop(i, None)
@@ -167,12 +207,48 @@ class FateLog:
                 out[i] = (fate, self.seqs[k])
         return out
 
+    def counts_at(self, step: int) -> dict[str, int]:
+        """How many messages have each non-kept fate at ``step``."""
+        pos = bisect_right(self.count_steps, step) - 1
+        return dict(self.counts[pos]) if pos >= 0 else {}
+
     def final(self) -> dict[int, Fate]:
         return {i: fate for i, (fate, _) in self.fates_at(10**12).items()}
 
 
+def _build_fate_log(
+    steps: list[int], seqs: list[int], indexes: list[int], fates: list[int]
+) -> FateLog:
+    positions: dict[int, list[int]] = {}
+    current: dict[int, str] = {}
+    counter: Counter[str] = Counter()
+    count_steps: list[int] = []
+    counts: list[dict[str, int]] = []
+    for k, (step, i, code) in enumerate(zip(steps, indexes, fates, strict=True)):
+        positions.setdefault(i, []).append(k)
+        old = current.pop(i, None)
+        if old is not None:
+            counter[old] -= 1
+        fate = _FATES_BY_CODE[code]
+        if fate is not Fate.RESTORED:
+            current[i] = fate.value
+            counter[fate.value] += 1
+        if k + 1 == len(steps) or steps[k + 1] != step:
+            count_steps.append(step)
+            counts.append({f: n for f, n in counter.items() if n})
+    return FateLog(
+        tuple(steps),
+        tuple(seqs),
+        tuple(indexes),
+        tuple(fates),
+        {i: tuple(ks) for i, ks in positions.items()},
+        tuple(count_steps),
+        tuple(counts),
+    )
+
+
 def fate_log(run: Run) -> FateLog:
-    return _cached(run, "fatelog", lambda: _fate_log(run))
+    return cached(run, "fatelog", lambda: _fate_log(run))
 
 
 def _fate_log(run: Run) -> FateLog:
@@ -187,7 +263,7 @@ def _fate_log(run: Run) -> FateLog:
             seqs.append(seq)
             indexes.append(int(change["index"]))
             fates.append(_FATE_CODE[change["fate"]])
-    return FateLog(tuple(steps), tuple(seqs), tuple(indexes), tuple(fates))
+    return _build_fate_log(steps, seqs, indexes, fates)
 
 
 # --- the context at a step --------------------------------------------------------------
@@ -299,6 +375,8 @@ class StepView:
 
 
 def step_count(run: Run) -> int:
+    if run.status == RunStatus.DONE:
+        return run.steps_total  # set from the stored steps when the run finished
     return RunStep.objects.filter(run=run).count()
 
 
@@ -386,9 +464,8 @@ def step_view(
                 offload_path=change.get("offload_path", ""),
             )
         )
-    all_fates = log.fates_at(step)
-    fate_counts = Counter(f.value for f, _ in all_fates.values())
-    fate_counts["kept"] = max(count - sum(1 for i in all_fates if i < count), 0)
+    fate_counts = log.counts_at(step)
+    fate_counts["kept"] = max(count - sum(fate_counts.values()), 0)
     events_here = [
         {"seq": seq, "kind": kind, "tokens_before": b, "tokens_after": a, "messages": len(m)}
         for seq, kind, b, a, m in RunEvent.objects.filter(run=run, step=step)
@@ -552,7 +629,7 @@ def summaries(run: Run) -> list[dict[str, Any]]:
 def retention(run: Run, *, fact_index: FactIndex | None = None) -> dict[str, Any]:
     """``lost.analyse`` over the stored run (cached for finished runs). ``fact_index`` lets
     a caller analysing several runs of one transcript extract its facts once."""
-    return _cached(run, "retention", lambda: _retention(run, fact_index))
+    return cached(run, "retention", lambda: _retention(run, fact_index))
 
 
 def _retention(run: Run, fact_index: FactIndex | None) -> dict[str, Any]:
@@ -583,4 +660,4 @@ _NO_ZONES = Zones(0, 0, 0, 0, 0, 0, 0, 0, None)
 
 def has_cached_retention(run: Run) -> bool:
     key = _cache_key(run, "retention")
-    return key is not None and cache.get(key) is not None
+    return key is not None and MEMO.get(key) is not None

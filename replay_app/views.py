@@ -341,7 +341,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     events = Paginator(run.events.order_by("seq"), EVENTS_PER_PAGE).get_page(
         request.GET.get("page")
     )
-    summaries = run.summaries.order_by("seq")
+    summaries = run.summaries.order_by("seq").defer("input")  # inputs load on demand
     findings = run.findings.order_by("step", "id")
     findings_shown = list(findings[:FINDINGS_SHOWN])
     if _wants_json(request):

@@ -49,30 +49,30 @@ def _run(request: HttpRequest, pk: int) -> Run:
 
 def run_inspect_context(request: HttpRequest, run: Run) -> dict[str, Any]:
     """Context of ``run_inspect.html`` (the curve, the scrubber at ``?step``, summaries)."""
-    curve = inspect.curve(run)
-    steps = len(curve.series.steps)
+    steps = inspect.step_count(run)
     step = _int(request.GET.get("step"), steps - 1 if steps else 0) or 0
     step = min(max(step, 0), max(steps - 1, 0))
     view = None
     if steps:
         view = inspect.step_view(run, step, page=_int(request.GET.get("mpage")))
-    chart = ""
-    if steps:
-        spec = charts.token_curve(
-            curve.series,
-            curve.events,
-            window=curve.window,
-            threshold=curve.threshold,
-            estimator=run.strategy,
-        )
-        chart = charts.chart_html(spec, div_id="token-curve-plot", filename=f"run-{run.pk}-curve")
+    chart = inspect.cached(run, "curve-html", lambda: _curve_html(run)) if steps else ""
     return {
         "run": run,
-        "curve": curve,
         "chart": chart,
         "view": view,
-        "summary_list": inspect.summaries(run),
     }
+
+
+def _curve_html(run: Run) -> str:
+    curve = inspect.curve(run)
+    spec = charts.token_curve(
+        curve.series,
+        curve.events,
+        window=curve.window,
+        threshold=curve.threshold,
+        estimator=run.strategy,
+    )
+    return charts.chart_html(spec, div_id="token-curve-plot", filename=f"run-{run.pk}-curve")
 
 
 # --- the context at one step -------------------------------------------------------------

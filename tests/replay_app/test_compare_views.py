@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from conftest import agent_chat, import_transcript
-from test_inspect_views import make_run
+from test_inspect_views import _fresh_memo, make_run  # noqa: F401 (autouse fixture)
 
 from replay_app import compare
 from replay_app.models import Run

@@ -10,7 +10,7 @@ import pytest
 from conftest import import_transcript
 
 from ctxlab.engine.records import fates_at
-from replay_app import services
+from replay_app import inspect, services
 from replay_app.models import Run, RunEvent, RunOffload, RunStatus, RunStep
 from replay_app.services import RunSpec
 
@@ -29,6 +29,11 @@ def make_run(user: Any, transcript: Any, strategy: str, **params: Any) -> Run:
     run = services.run_execute(run=run)
     assert run.status == RunStatus.DONE, run.error
     return run
+
+
+@pytest.fixture(autouse=True)
+def _fresh_memo() -> None:
+    inspect.MEMO.clear()  # run ids repeat across rolled-back tests
 
 
 @pytest.fixture
@@ -64,7 +69,8 @@ def test_run_page_has_curve_scrubber_and_summaries(client: Any, user: Any, cow_r
     assert '"toImageButtonOptions"' in html  # the PNG button's options
     assert 'id="step-slider"' in html and f'max="{cow_run.steps_total - 1}"' in html
     assert 'id="step-context"' in html
-    assert 'id="summary-inputs"' in html
+    # each summary beside its input, loaded on demand
+    assert f'hx-get="/runs/{cow_run.pk}/summaries/0/"' in html
     assert html.count('class="zone-bar zone-bar-large"') == 1
 
 
