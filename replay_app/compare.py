@@ -8,6 +8,7 @@ the fate matrix aggregates messages into at most ``MATRIX_COLUMNS`` buckets.
 from __future__ import annotations
 
 import csv
+import html
 import io
 from collections import Counter
 from collections.abc import Sequence
@@ -266,23 +267,41 @@ def matrix(
     """Per run, one cell per bucket of ``size`` messages: the final fate of each message
     (last change over the run; never changed = kept)."""
     size = size or bucket_size(messages)
-    buckets = -(-messages // size)
-    grid: list[list[MatrixCell]] = []
-    for run in runs:
-        counts: list[Counter[str]] = [Counter() for _ in range(buckets)]
-        for i, fate in final_fates(run).items():
-            if 0 <= i < messages:
-                counts[i // size][fate.value] += 1
-        cells = []
-        for b, found in enumerate(counts):
-            start, end = b * size, min(b * size + size, messages)
-            kept = (end - start) - sum(found.values())
-            if kept:
-                found["kept"] = kept
-            ordered = dict(sorted(found.items(), key=lambda kv: (-kv[1], kv[0])))
-            cells.append(MatrixCell(start, end, next(iter(ordered), "kept"), ordered))
-        grid.append(cells)
+    grid = [
+        inspect.cached(
+            run, f"matrix:{messages}:{size}", lambda r=run: _matrix_row(r, messages, size)
+        )
+        for run in runs
+    ]
     return size, grid
+
+
+def _matrix_row(run: Run, messages: int, size: int) -> list[MatrixCell]:
+    buckets = -(-messages // size)
+    counts: list[Counter[str]] = [Counter() for _ in range(buckets)]
+    for i, fate in final_fates(run).items():
+        if 0 <= i < messages:
+            counts[i // size][fate.value] += 1
+    cells = []
+    for b, found in enumerate(counts):
+        start, end = b * size, min(b * size + size, messages)
+        kept = (end - start) - sum(found.values())
+        if kept:
+            found["kept"] = kept
+        ordered = dict(sorted(found.items(), key=lambda kv: (-kv[1], kv[0])))
+        cells.append(MatrixCell(start, end, next(iter(ordered), "kept"), ordered))
+    return cells
+
+
+def matrix_strip(cells: Sequence[MatrixCell], *, href: str) -> str:
+    """One run's row of the matrix as HTML (2,000+ cells: a template loop costs ~100 ms).
+    Only fate names and numbers go in; ``href`` is escaped."""
+    base = html.escape(href)
+    return "".join(
+        f'<a class="fate-cell cell-{c.fate}" data-fate="{c.fate}" '
+        f'href="{base}&amp;start={c.start}&amp;end={c.end}" title="{html.escape(c.title)}"></a>'
+        for c in cells
+    )
 
 
 def matrix_detail(runs: Sequence[Run], start: int, end: int) -> list[tuple[int, list[str]]]:

@@ -11,7 +11,9 @@ from typing import Any
 
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
+from django.urls import reverse
 from django.utils.http import content_disposition_header
+from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET
 from django_htmx.middleware import HtmxDetails
 
@@ -254,12 +256,8 @@ def run_compare(request: HtmxHttpRequest) -> HttpResponse:
     ids = ",".join(str(r.pk) for r in runs)
     if _wants(request, "json"):
         return _json(_compare_json(runs, rows, retentions, summary_rows, spage, spages, size, grid))
-    curves = compare.curves(runs)
-    chart = charts.chart_html(
-        charts.compare_curves(curves),
-        div_id="compare-plot",
-        filename=f"compare-{ids.replace(',', '-')}",
-    )
+    chart = inspect.cached_many(runs, "compare-html", lambda: _compare_html(runs, ids))
+    matrix_href = f"{reverse('compare-matrix')}?runs={ids}"
     context = {
         "runs": runs,
         "ids": ids,
@@ -270,7 +268,10 @@ def run_compare(request: HtmxHttpRequest) -> HttpResponse:
         "summary_rows": summary_rows,
         "spage": spage,
         "spages": spages,
-        "matrix": list(zip(runs, grid, strict=True)),
+        "matrix": [
+            (run, mark_safe(compare.matrix_strip(cells, href=matrix_href)))  # noqa: S308
+            for run, cells in zip(runs, grid, strict=True)
+        ],
         "bucket": size,
         "message_count": messages,
         "fate_names": inspect.FATES,
@@ -279,6 +280,13 @@ def run_compare(request: HtmxHttpRequest) -> HttpResponse:
     if request.htmx and request.htmx.target == "compare-summaries":
         template += "#compare-summaries"
     return render(request, template, context)
+
+
+def _compare_html(runs: list[Run], ids: str) -> str:
+    spec = charts.compare_curves(compare.curves(runs))
+    return charts.chart_html(
+        spec, div_id="compare-plot", filename=f"compare-{ids.replace(',', '-')}"
+    )
 
 
 def _compare_json(
