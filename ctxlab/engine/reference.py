@@ -33,10 +33,17 @@ class ReferenceTokens:
                     if text:
                         texts.append(text)
                         owners.append(i)
-        counts = counter.count_many(texts) if texts else []
-        for owner, count in zip(owners, counts, strict=True):
-            base[owner] += count
+        # One tiktoken pass over the distinct texts (a transcript repeats file contents,
+        # prompts and tool outputs); the counts stay here for recounting modified messages.
+        distinct = list(dict.fromkeys(texts))
+        self._memo: dict[str, int] = dict(
+            zip(distinct, counter.count_distinct(distinct), strict=True)
+        )
+        memo = self._memo
+        for owner, text in zip(owners, texts, strict=True):
+            base[owner] += memo[text]
         self.per_message = base
+        self.distinct_texts = len(distinct)
         tools = conversation.tools
         self.tools = (
             counter.count(
@@ -62,11 +69,14 @@ class ReferenceTokens:
             if block.kind is BlockKind.MEDIA:
                 total += MEDIA_TOKENS
             else:
-                total += self._count(block_text(block))
+                total += self.text(block_text(block))
         return total
 
     def text(self, text: str) -> int:
-        return self._count(text) if text else 0
+        if not text:
+            return 0
+        value = self._memo.get(text)
+        return value if value is not None else self._count(text)
 
 
 _CACHE: OrderedDict[int, tuple[Conversation, ReferenceTokens]] = OrderedDict()

@@ -50,9 +50,15 @@ class ReferenceCounter:
         raise NotImplementedError
 
     def count_many(self, texts: list[str]) -> list[int]:
-        """Batch count (two threads); used for bulk pre-computation at import time."""
-        enc = _encoding()
-        return [len(ids) for ids in enc.encode_ordinary_batch(texts, num_threads=2)]
+        """Batch count, one entry per input text; each distinct text is tokenized once
+        (cached by content), in one single-threaded tiktoken pass."""
+        distinct = list(dict.fromkeys(texts))
+        counts = dict(zip(distinct, self.count_distinct(distinct), strict=True))
+        return [counts[t] for t in texts]
+
+    def count_distinct(self, texts: list[str]) -> list[int]:
+        encode = _encoding().encode_ordinary
+        return [len(encode(t)) if t else 0 for t in texts]
 
 
 @functools.cache

@@ -71,8 +71,10 @@ def estimate_text(text: str) -> int:
     """``int(non_ascii*1.5 + ascii*0.25) + 1``; 0 for empty text."""
     if not text:
         return 0
-    non_ascii = sum(1 for ch in text if ord(ch) > 127)
-    ascii_chars = len(text) - non_ascii
+    # Same count as ``sum(ord(ch) > 127 for ch in text)``, at C speed: encoding to ASCII
+    # with "ignore" keeps exactly the code points <= 127.
+    ascii_chars = len(text) if text.isascii() else len(text.encode("ascii", "ignore"))
+    non_ascii = len(text) - ascii_chars
     return int(non_ascii * 1.5 + ascii_chars * 0.25) + 1
 
 
