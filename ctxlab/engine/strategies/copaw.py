@@ -11,6 +11,7 @@ A failed summary returns "" and *overwrites* the previous summary. Spec: strateg
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -250,18 +251,42 @@ class CoPaw(Strategy):
         files.append((path, header + text))
         return reme_truncate_text(text, limit) + f"\n\n[Full content saved to: {path}]"
 
+    def _formatted_counter(self, texts: list[str]) -> Callable[[str], int]:
+        """``count_text`` for formatted messages. With the exact tokenizer, header and body
+        are counted apart (same total, see ``_header_split``) after one batched pass."""
+        qwen = self._qwen
+        if qwen is None or not qwen.exact:
+            return self.count_text
+        pieces: list[str] = []
+        for text in texts:
+            k = _header_split(text)
+            pieces.extend((text[:k], text[k:]) if k else (text,))
+        qwen.prime(pieces)
+        count = qwen.count
+
+        def count_formatted(text: str) -> int:
+            k = _header_split(text)
+            return count(text[:k]) + count(text[k:]) if k else count(text)
+
+        return count_formatted
+
     def _compact(self, ctx: ReplayContext, to_compact: list[int], detail: dict[str, Any]) -> None:
         lang = prompts.lang_key(str(self.params["language"]))
         cap = int(self.params["max_input_length"] * self.params["memory_compact_ratio"] * 0.9)
         parts: list[str] = []
         shown: list[int] = []
         used = 0
-        for pos in range(len(to_compact) - 1, -1, -1):
-            i = to_compact[pos]
-            text = agentscope.format_message(
+        texts = [
+            agentscope.format_message(
                 ctx.message(i), style="reme", include_thinking=False, tool_names=self.tool_names
             )
-            n = self.count_text(text)
+            for i in to_compact
+        ]
+        count = self._formatted_counter(texts)
+        for pos in range(len(to_compact) - 1, -1, -1):
+            i = to_compact[pos]
+            text = texts[pos]
+            n = count(text)
             if pos != len(to_compact) - 1 and used + n > cap:
                 break
             parts.append(text)
@@ -323,6 +348,21 @@ class CoPaw(Strategy):
         if ok:
             check_summary_size(ctx, summary_rendered=rendered, replaced=to_compact,
                                summary_id=summary_id, previous_ref=previous_ref)  # fmt: skip
+
+
+def _header_split(text: str) -> int:
+    r"""Where a formatted message (``[ts] name:`` + ``\n<tag>...`` lines) may be cut so that
+    the Qwen2.5 count of the whole equals the sum of the counts of both sides; 0 if not.
+
+    The pre-tokenizer chunk holding the header's ``:`` (`` ?[^\s\p{L}\p{N}]+[\r\n]*``)
+    ends right after the one newline (a ``<`` follows), no alternative looks behind, the
+    only lookahead (``\s+(?!\S)``) never reaches past that chunk, NFC cannot compose across
+    ``\n<`` and no added token contains ``:\n<``: both sides tokenize exactly as in the
+    whole. The header (unique timestamp) is small; the body repeats and is memoised."""
+    k = text.find("\n")
+    if k > 0 and text[k - 1] == ":" and text[k + 1 : k + 2] == "<":
+        return k + 1
+    return 0
 
 
 def _role(message: Message) -> str:
