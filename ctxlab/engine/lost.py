@@ -16,7 +16,7 @@ so the analysis is linear in the transcript plus the facts at risk, never events
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -126,7 +126,9 @@ class FactIndex:
         self.originals = originals
         self._original: list[frozenset[Fact] | None] = [None] * len(originals)
         self._by_fact: dict[Fact, list[int]] | None = None
-        self._versions: dict[int, frozenset[Fact]] = {}  # id(Message) -> facts
+        # id(Message) -> (the message, its facts): holding the message keeps its id from
+        # being reused by another object while the entry exists.
+        self._versions: dict[int, tuple[Message, frozenset[Fact]]] = {}
 
     def original(self, index: int) -> frozenset[Fact]:
         found = self._original[index]
@@ -135,11 +137,10 @@ class FactIndex:
         return found
 
     def version(self, message: Message) -> frozenset[Fact]:
-        key = id(message)
-        found = self._versions.get(key)
-        if found is None:
-            found = self._versions[key] = fact_set(message_text(message))
-        return found
+        entry = self._versions.get(id(message))
+        if entry is None or entry[0] is not message:
+            entry = self._versions[id(message)] = (message, fact_set(message_text(message)))
+        return entry[1]
 
     def holders(self, fact: Fact) -> list[int]:
         """Source indexes whose original holds ``fact`` (built on first use)."""
@@ -210,7 +211,8 @@ def analyse_parts(
 
     def settle(step: int) -> None:
         record = step_at.get(step, last_step if last_step and step > last_step.index else None)
-        ranges: Ranges = record.context if record else ()
+        # sorted: the request order may differ from source order; membership is all we need
+        ranges: Ranges = tuple(sorted(record.context)) if record else ()
         starts = [a for a, _ in ranges]
         sfacts: frozenset[Fact] = frozenset()
         if record is not None and record.summary_id is not None:
@@ -225,9 +227,15 @@ def analyse_parts(
             for i in mod_holders.get(fact, ()):
                 if in_ranges(ranges, starts, i):
                     return True
-            return any(
-                i not in current and in_ranges(ranges, starts, i) for i in index.holders(fact)
-            )
+            # holders are sorted: bisect each (few) context range instead of scanning them
+            holders = index.holders(fact)
+            for start, end in ranges:
+                pos = bisect_left(holders, start)
+                while pos < len(holders) and holders[pos] < end:
+                    if holders[pos] not in current:
+                        return True
+                    pos += 1
+            return False
 
         for event, risk in pending:
             lost = [LostFact(f[0], f[1], src) for f, src in risk.items() if not stayed(f)]
