@@ -1,0 +1,155 @@
+"""Inspecting runs in a real browser: the token curve with its event markers, scrubbing
+steps (keyboard and slider) swaps the zone bar and the message list, compare page."""
+
+from __future__ import annotations
+
+import json
+import random
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _agent_chat(turns: int = 40, size: int = 6000) -> bytes:
+    rnd = random.Random(3)
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": "You are a coding agent."},
+        {"role": "user", "content": "Fix the failing tests in src/app.py"},
+    ]
+    for i in range(turns):
+        call = {
+            "id": f"c{i}",
+            "type": "function",
+            "function": {"name": "read_file", "arguments": json.dumps({"path": f"src/m{i}.py"})},
+        }
+        messages.append({"role": "assistant", "content": f"Reading {i}", "tool_calls": [call]})
+        body = "\n".join(
+            f"line {j}: value={rnd.randint(0, 10**6)} path=/srv/app/f{j}.py"
+            for j in range(size // 40)
+        )
+        messages.append({"role": "tool", "tool_call_id": f"c{i}", "content": body[:size]})
+        if i % 10 == 9:
+            messages.append({"role": "user", "content": f"Continue with part {i}"})
+    messages.append({"role": "assistant", "content": "All tests pass now."})
+    return json.dumps(messages).encode()
+
+
+def _runs(username: str, strategies: tuple[str, ...]) -> list[Any]:
+    from django.contrib.auth import get_user_model
+
+    from replay_app import services
+    from sessions_app import services as session_services
+
+    user = get_user_model().objects.get(username=username)
+    outcome = session_services.upload_import(owner=user, name="agent.json", data=_agent_chat())
+    assert outcome.upload is not None, outcome.error
+    transcript = outcome.upload.transcripts.get()
+    runs = []
+    for strategy in strategies:
+        run = services.run_create(
+            owner=user,
+            transcript=transcript,
+            spec=services.RunSpec(strategy=strategy),
+            enqueue=False,
+        )
+        runs.append(services.run_execute(run=run))
+        assert runs[-1].status == "done", runs[-1].error
+    return runs
+
+
+def _state(page: Any) -> tuple[str, str, list[str]]:
+    ctx = page.locator("#step-context")
+    return (
+        ctx.get_attribute("data-step") or "",
+        page.locator("#step-context .zone-bar").inner_html(),
+        page.locator("#step-context .ctx-message").evaluate_all(
+            "els => els.map(e => e.dataset.index + ':' + e.dataset.fate)"
+        ),
+    )
+
+
+def _wait_step(page: Any, step: int) -> None:
+    page.wait_for_selector(f'#step-context[data-step="{step}"]')
+
+
+def test_run_curve_markers_and_scrubbing(
+    page: Any, asgi_live_server: Any, login: Any, screenshot: Any
+) -> None:
+    # ASGI server: the run page also opens its progress websocket
+    login(base_url=asgi_live_server.url)
+    (run,) = _runs("alice", ("cowagent",))
+    events = run.events.count()
+    assert events > 0
+    page.goto(f"{asgi_live_server.url}/runs/{run.pk}/")
+    page.wait_for_selector("#token-curve-plot .main-svg")
+    # the events trace: one scatter point per event
+    points = page.locator("#token-curve-plot .scatterlayer .trace:last-child .points path")
+    assert points.count() == events
+    titles = page.locator("#token-curve-plot .modebar-btn").evaluate_all(
+        "els => els.map(e => e.getAttribute('data-title') || '')"
+    )
+    assert any("png" in t.lower() for t in titles), titles  # plotly's own download button
+    screenshot("curve")
+
+    last = run.steps_total - 1
+    _wait_step(page, last)
+    start = _state(page)
+
+    # keyboard: Home jumps to step 0, ArrowRight moves one step
+    page.locator("h1").click()
+    page.keyboard.press("Home")
+    _wait_step(page, 0)
+    home = _state(page)
+    assert home[1] != start[1], "the zone bar changes"
+    assert home[2] != start[2], "the message list changes"
+    page.keyboard.press("ArrowRight")
+    _wait_step(page, 1)
+    assert page.locator("#step-slider").input_value() == "1"
+
+    # the slider: jump to a step after the first drop
+    drop_step = min(e.step for e in run.events.all() if "dropped" in e.fate_counts)
+    page.locator("#step-slider").evaluate(
+        "(el, v) => { el.value = v; el.dispatchEvent(new Event('input', {bubbles: true})); }",
+        str(drop_step),
+    )
+    _wait_step(page, drop_step)
+    # the counts now include dropped messages; the first page of the list shows them
+    assert page.locator("#step-context [data-fate-count=dropped]").count() == 1
+    on_page = int(page.locator("#step-context").get_attribute("data-page") or "1")
+    while on_page > 1:
+        page.locator("#step-context .pagination a[rel=prev]").click()
+        on_page -= 1
+        page.wait_for_selector(f'#step-context[data-page="{on_page}"]')
+    page.wait_for_selector("#step-context .ctx-message[data-fate=dropped]", state="attached")
+    assert page.locator("#step-context .zone-bar span").count() >= 2
+    screenshot("scrubbed")
+
+    # the prev link swaps in place too (and keeps the slider in step)
+    page.locator("#step-context a.step-prev").click()
+    _wait_step(page, drop_step - 1)
+    assert page.locator("#step-slider").input_value() == str(drop_step - 1)
+    # (the progress websocket's own out-of-band swaps are another section's concern)
+    assert [e for e in page.errors if not e.startswith("htmx:oobErrorNoTarget")] == []
+
+
+def test_compare_shows_every_run_and_the_fate_matrix(
+    page: Any, live_server: Any, login: Any, screenshot: Any
+) -> None:
+    login()
+    runs = _runs("alice", ("cowagent", "picoclaw", "qwenpaw"))
+    ids = ",".join(str(r.pk) for r in runs)
+    page.goto(f"{live_server.url}/compare/?runs={ids}")
+    page.wait_for_selector("#compare-plot .main-svg")
+    legend = page.locator("#compare-plot .legend").text_content() or ""
+    for run in runs:
+        assert f"{run.pk} {run.label}" in legend
+        assert page.locator(f'.fate-matrix tr[data-run="{run.pk}"] .fate-cell').count() > 0
+    assert page.locator(".fate-matrix .fate-cell[data-fate=dropped]").count() > 0
+    assert page.locator(".metrics-table td.best").count() > 0
+    screenshot("compare")
+    page.locator(".fate-matrix .fate-cell").first.click()
+    page.wait_for_selector("table.fate-detail")
+    assert page.locator("table.fate-detail tbody tr").count() >= 1
+    assert page.errors == []
