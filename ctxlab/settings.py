@@ -216,6 +216,18 @@ CELERY_ACCEPT_CONTENT = ["json"]
 CTXLAB_EMBEDDED_WORKER_CONCURRENCY = env_int("CTXLAB_WORKER_CONCURRENCY", 2)
 
 # ---------------------------------------------------------------------------------------------
+# Claude summaries and costs (issue 7). The API key is read from ANTHROPIC_API_KEY by the SDK
+# itself (ANTHROPIC_BASE_URL honoured) and never stored or shown.
+# ---------------------------------------------------------------------------------------------
+
+CTXLAB_SUMMARY_MODELS = env_list(
+    "CTXLAB_SUMMARY_MODELS", ["claude-haiku-5-5", "claude-sonnet-5-5", "claude-opus-5-5"]
+)
+CTXLAB_DEFAULT_SUMMARY_MODEL = os.environ.get("CTXLAB_DEFAULT_SUMMARY_MODEL", "claude-haiku-5-5")
+CTXLAB_RUN_BUDGET_USD = os.environ.get("CTXLAB_RUN_BUDGET_USD", "5.00")  # per run, USD
+CTXLAB_COUNT_TOKENS_PER_SECOND = float(os.environ.get("CTXLAB_COUNT_TOKENS_PER_SECOND", "5"))
+
+# ---------------------------------------------------------------------------------------------
 # Channels
 # ---------------------------------------------------------------------------------------------
 

@@ -145,6 +145,14 @@ class Run(models.Model):
     heartbeat_at = models.DateTimeField(null=True, blank=True)
 
     metrics = models.JSONField(default=dict)  # ctxlab.engine.metrics.compute_metrics
+    # Issue 7 (replay_app.costs): the run's LLM options and spend ({"budget_usd", "estimate",
+    # "calls", "cache_hits", "errors", "usage", "cost_usd"}), the prompt-caching ledger
+    # computed at run end (compact: totals, per-compaction rows, per-step read/write arrays)
+    # and token ground truth (calibration, error band, overflow flags, exact counts).
+    exact_counts = models.BooleanField(default=False)
+    llm = models.JSONField(default=dict)
+    ledger = models.JSONField(default=dict)
+    ground_truth = models.JSONField(default=dict)
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -436,3 +444,30 @@ class RunOffload(models.Model):
     class Meta:
         ordering = ["run", "id"]
         indexes = [models.Index(fields=["run", "path"])]
+
+
+class SummaryCache(models.Model):
+    """A Claude summary by the sha256 of its exact request body (model, prompt, input, cap):
+    the adapter's cache hook, so the same summary is never paid for twice."""
+
+    key = models.CharField(max_length=64, unique=True)
+    model = models.CharField(max_length=100)
+    text = models.TextField()
+    response_model = models.CharField(max_length=100, blank=True)
+    input_tokens = models.PositiveBigIntegerField(default=0)
+    output_tokens = models.PositiveBigIntegerField(default=0)
+    hits = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"{self.model} {self.key[:12]}"
+
+
+class TokenCountCache(models.Model):
+    """Exact counts from Anthropic's count_tokens endpoint, by sha256 of (model, kind, text)."""
+
+    key = models.CharField(max_length=64, unique=True)
+    tokens = models.PositiveBigIntegerField()
+
+    def __str__(self) -> str:
+        return f"{self.key[:12]}={self.tokens}"

@@ -18,6 +18,7 @@ import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
+from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
@@ -27,11 +28,14 @@ from django.utils import timezone
 from ctxlab.engine.metrics import compute_metrics
 from ctxlab.engine.native_config import NativeConfig, native_config
 from ctxlab.engine.params import validate
+from ctxlab.engine.pricing import find_model
 from ctxlab.engine.replay import Replay, call_starts
 from ctxlab.engine.strategies import PRESETS, STRATEGIES, get_strategy_class
 from ctxlab.engine.summarizers import OfflineSummarizer, Summarizer
 from sessions_app.models import Transcript
 
+from . import costs
+from . import llm as llm_mod
 from .models import (
     Run,
     RunEvent,
@@ -50,7 +54,7 @@ log = logging.getLogger(__name__)
 BATCH_STEPS = 200
 BATCH_SECONDS = 0.5
 EXPORT_FORMAT = "ctxlab.strategy-config/1"
-SUMMARIZERS = ("offline",)
+SUMMARIZERS = ("offline", "anthropic")
 
 
 def stale_seconds() -> int:
@@ -206,11 +210,17 @@ def run_create(
     summarizer: str = "offline",
     group: RunGroup | None = None,
     enqueue: bool = True,
+    llm: LLMOptions | None = None,
 ) -> Run:
     """A queued run; its task starts when the surrounding transaction commits."""
     if summarizer not in SUMMARIZERS:
         raise ValueError(f"unknown summarizer {summarizer!r} (known: {', '.join(SUMMARIZERS)})")
     strategy, params, label = spec.resolve()
+    llm = llm or LLMOptions()
+    llm_json = llm_check(
+        transcript=transcript, strategy=strategy, params=params, label=label,
+        summarizer=summarizer, options=llm,
+    )  # fmt: skip
     run = Run.objects.create(
         owner=owner,
         transcript=transcript,
@@ -220,12 +230,73 @@ def run_create(
         strategy=strategy,
         params=params,
         summarizer=summarizer,
+        summarizer_model=(llm.model or llm_mod.default_model())
+        if summarizer == "anthropic"
+        else "",
+        exact_counts=llm.exact_counts,
+        llm=llm_json,
         estimator=str(get_strategy_class(strategy)(params).estimator)[:200],
         task_id=str(uuid.uuid4()),
     )
     if enqueue:
         run_enqueue(run)
     return run
+
+
+@dataclass(frozen=True, slots=True)
+class LLMOptions:
+    """Per-run options of issue 7: the Claude model, the budget cap (USD; None: the
+    CTXLAB_RUN_BUDGET_USD setting) and exact ``count_tokens`` counts."""
+
+    model: str = ""
+    budget_usd: Decimal | None = None
+    exact_counts: bool = False
+
+
+class BudgetError(ValueError):
+    """The estimated cost of a run is above its budget: it is not started."""
+
+
+def llm_estimate(
+    *, transcript: Transcript, strategy: str, params: Mapping[str, Any], model: str, label: str = ""
+) -> costs.Estimate:
+    return costs.estimate(
+        transcript.to_conversation(), strategy=strategy, params=params, model=model,
+        label=label, memo_key=f"transcript:{transcript.pk}",
+    )  # fmt: skip
+
+
+def llm_check(
+    *,
+    transcript: Transcript,
+    strategy: str,
+    params: Mapping[str, Any],
+    label: str,
+    summarizer: str,
+    options: LLMOptions,
+) -> dict[str, Any]:
+    """The run's ``llm`` JSON; refuses (ValueError/BudgetError) a Claude run without a key,
+    with an unknown model or with an estimate above the budget."""
+    if summarizer != "anthropic" and not options.exact_counts:
+        return {}
+    if not llm_mod.key_available():
+        raise ValueError(llm_mod.NO_KEY_MESSAGE)
+    model = options.model or llm_mod.default_model()
+    if find_model(model) is None:
+        raise ValueError(f"no price known for model {model!r}: choose one of the listed models")
+    budget = options.budget_usd if options.budget_usd is not None else llm_mod.budget_default()
+    out: dict[str, Any] = {"model": model, "budget_usd": float(budget)}
+    if summarizer == "anthropic":
+        est = llm_estimate(
+            transcript=transcript, strategy=strategy, params=params, model=model, label=label
+        )
+        out["estimate"] = est.as_dict()
+        if est.cost_usd > budget:
+            raise BudgetError(
+                f"{label}: estimated ${est.cost_usd:.4f} for {est.calls} summary calls is above "
+                f"the ${budget:.2f} budget per run"
+            )
+    return out
 
 
 def group_create(
@@ -236,6 +307,7 @@ def group_create(
     summarizer: str = "offline",
     name: str = "",
     enqueue: bool = True,
+    llm: LLMOptions | None = None,
 ) -> RunGroup:
     """A comparison: one run per spec, all queued together (atomically)."""
     if not specs:
@@ -250,6 +322,7 @@ def group_create(
                 summarizer=summarizer,
                 group=group,
                 enqueue=enqueue,
+                llm=llm,
             )
     return group
 
@@ -356,6 +429,12 @@ class _Stop(Exception):
 def make_summarizer(run: Run) -> Summarizer:
     if run.summarizer == "offline":
         return OfflineSummarizer()
+    if run.summarizer == "anthropic":
+        budget = (run.llm or {}).get("budget_usd")
+        return llm_mod.MeteredSummarizer(
+            llm_mod.make_anthropic(model=run.summarizer_model),
+            budget_usd=Decimal(str(budget)) if budget is not None else llm_mod.budget_default(),
+        )
     raise ValueError(f"unknown summarizer {run.summarizer!r}")
 
 
@@ -409,11 +488,13 @@ def _execute(
     batch_seconds: float,
 ) -> None:
     conversation = run.transcript.to_conversation()
-    job = Replay(conversation, run.strategy, params=run.params, summarizer=make_summarizer(run))
+    summarizer = make_summarizer(run)
+    job = Replay(conversation, run.strategy, params=run.params, summarizer=summarizer)
     total = len(call_starts(conversation.messages))
     Run.objects.filter(pk=run.pk).update(steps_total=total)
     run.steps_total = total
     writer = _BatchWriter(run, attempt)
+    writer.metered = summarizer if isinstance(summarizer, llm_mod.MeteredSummarizer) else None
     last_flush = time.monotonic()
     for record in job:
         writer.add(record)
@@ -426,11 +507,15 @@ def _execute(
     metrics = compute_metrics(
         result, threshold=job.strategy.threshold(job.ctx), reference=job.ctx.reference
     )
+    counter = llm_mod.make_counter(model=run.summarizer_model or None) if run.exact_counts else None
+    extra = costs.finish(run, job, metered=writer.metered, exact_counter=counter)
+    metrics = {**metrics, **extra.pop("metrics")}
     done = Run.objects.filter(pk=run.pk, attempts=attempt, status=RunStatus.RUNNING).update(
         status=RunStatus.DONE,
         finished_at=timezone.now(),
         heartbeat_at=timezone.now(),
         metrics=_jsonable(metrics),
+        **_jsonable(extra),
         steps_done=len(result.steps),
         steps_total=len(result.steps),
     )
@@ -451,6 +536,7 @@ class _BatchWriter:
         self.steps_done = 0
         self.events_count = 0
         self.latest: list[EventRow] = []
+        self.metered: llm_mod.MeteredSummarizer | None = None
 
     @property
     def pending(self) -> int:
@@ -459,8 +545,12 @@ class _BatchWriter:
     def add(self, record: Any) -> None:
         run = self.run
         self.steps.append(RunStep.from_record(run, record))
-        self.events.extend(RunEvent.from_event(run, e) for e in record.events)
-        self.summaries.extend(RunSummary.from_record(run, s) for s in record.summaries)
+        events = [RunEvent.from_event(run, e) for e in record.events]
+        summaries = [RunSummary.from_record(run, s) for s in record.summaries]
+        if summaries:
+            costs.annotate(record, summaries, events, self.metered)
+        self.events.extend(events)
+        self.summaries.extend(summaries)
         self.findings.extend(RunFinding.from_record(run, f) for f in record.findings)
 
     def flush(self, offloads: Mapping[str, str]) -> None:
