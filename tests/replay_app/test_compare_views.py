@@ -9,13 +9,17 @@ import re
 from typing import Any
 
 import pytest
-from conftest import agent_chat, import_transcript
-from test_inspect_views import _fresh_memo, make_run  # noqa: F401 (autouse fixture)
+from inspect_helpers import agent_chat, import_transcript, make_run
 
-from replay_app import compare
+from replay_app import compare, inspect
 from replay_app.models import Run
 
 pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _fresh_memo() -> None:
+    inspect.MEMO.clear()  # run ids repeat across rolled-back tests
 
 
 @pytest.fixture

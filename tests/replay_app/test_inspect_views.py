@@ -7,28 +7,15 @@ import re
 from typing import Any
 
 import pytest
-from conftest import import_transcript
+from inspect_helpers import import_transcript, make_run
 
 from ctxlab.engine.records import fates_at
-from replay_app import inspect, services
-from replay_app.models import Run, RunEvent, RunOffload, RunStatus, RunStep
-from replay_app.services import RunSpec
+from replay_app import inspect
+from replay_app.models import Run, RunEvent, RunOffload, RunStep
 
 pytestmark = pytest.mark.django_db
 
 HX = {"HTTP_HX_REQUEST": "true"}
-
-
-def make_run(user: Any, transcript: Any, strategy: str, **params: Any) -> Run:
-    run = services.run_create(
-        owner=user,
-        transcript=transcript,
-        spec=RunSpec(strategy=strategy, params=params),
-        enqueue=False,
-    )
-    run = services.run_execute(run=run)
-    assert run.status == RunStatus.DONE, run.error
-    return run
 
 
 @pytest.fixture(autouse=True)
