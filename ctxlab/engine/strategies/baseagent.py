@@ -13,7 +13,8 @@ unchanged.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import bisect
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, ClassVar
 
@@ -148,9 +149,20 @@ class BaseAgentStrategy(Strategy):
 
     # --- state --------------------------------------------------------------------------
     def prepare(self, ctx: ReplayContext) -> None:
+        self._summary_msg: BaseMsg | None = None
+        self._reset_view()
+
+    def _reset_view(self) -> None:
         self._unpruned: dict[int, Message] = {}  # request-view prunes: index -> full version
         self._prune_delta = 0  # tokens the current view saves versus the stored history
-        self._summary_msg: BaseMsg | None = None
+        self._rows = _RowIndex()  # the stored live history as BaseAgent rows, incremental
+        self._marked = (0, 0)  # row positions [lo, hi) whose tool outputs the view prunes
+        self._view: dict[int, set[str]] = {}  # index -> pruned tool ids (the current view)
+        self._shown: dict[int, set[str] | None] = {}  # _pruned_ids of each view placeholder
+        self._sticky: set[int] = set()  # view entries whose placeholder never matches its ids
+        self._seq: dict[int, int] = {}  # insertion order into _unpruned (restore order)
+        self._saved: dict[int, int] = {}  # index -> full tokens - placeholder tokens
+        self._next_seq = 0
 
     def _stored_total(self, ctx: ReplayContext) -> int:
         """estimate_total_tokens(messages) of the stored (unpruned) history."""
@@ -158,16 +170,6 @@ class BaseAgentStrategy(Strategy):
 
     def _stored(self, ctx: ReplayContext, index: int) -> Message:
         return self._unpruned.get(index) or ctx.message(index)
-
-    def _rows(self, ctx: ReplayContext) -> list[BaseMsg]:
-        rows: list[BaseMsg] = []
-        if ctx.system_index is not None:
-            rows.append(BaseMsg("system", ctx.system_text, src=ctx.system_index))
-        if self._summary_msg is not None:
-            rows.append(self._summary_msg)
-        for i in ctx.live:
-            rows.extend(rules.to_base(i, self._stored(ctx, i)))
-        return rows
 
     # --- hooks --------------------------------------------------------------------------
     def after_append(self, ctx: ReplayContext, index: int) -> None:
@@ -194,22 +196,30 @@ class BaseAgentStrategy(Strategy):
         threshold = self._threshold()
         total = self._stored_total(ctx)
         if not rules.is_overflow(total, threshold):
-            self._apply_view(ctx, {}, total=total, threshold=threshold)
+            if self._view:
+                self._apply_view(ctx, None, total=total, threshold=threshold)
             return
-        rows = self._rows(ctx)
-        scan = rules.scan_prune(
-            rows,
+        rows = self._rows
+        synced = rows.sync(ctx, self._stored)
+        scan_total, scan_pruned, marked = rows.scan(
+            summary_turn=self._summary_msg is not None,
             protect_last_turns=int(self.params["protect_last_turns"]),
             prune_protect=int(self.params["prune_protect"]),
             prune_minimum=int(self.params["prune_minimum"]),
         )
-        view: dict[int, set[str]] = {}
-        if scan.applied:
-            for pos in scan.indexes:
-                row = rows[pos]
-                if row.src is not None:
-                    view.setdefault(row.src, set()).add(row.tool_call_id)
-        self._apply_view(ctx, view, total=total, threshold=threshold, scan=scan)
+        changed = (
+            rows.sources_between(self._marked, marked)
+            if synced
+            else set(self._view) | rows.sources_between((0, 0), marked)
+        )
+        self._marked = marked
+        self._apply_view(
+            ctx,
+            {i: rows.ids_in(i, marked) for i in changed},
+            total=total,
+            threshold=threshold,
+            scan=(scan_total, scan_pruned),
+        )
         pruned_total = ctx.request_tokens()
         if not rules.is_overflow(pruned_total, threshold):
             return
@@ -219,14 +229,27 @@ class BaseAgentStrategy(Strategy):
     def _apply_view(
         self,
         ctx: ReplayContext,
-        view: dict[int, set[str]],
+        update: dict[int, set[str]] | None,
         *,
         total: int,
         threshold: float,
-        scan: rules.PruneScan | None = None,
+        scan: tuple[int, int] | None = None,
     ) -> None:
-        """Make the live context show ``view`` (index -> pruned tool ids) and nothing else."""
-        restore = [i for i in self._unpruned if i not in view]
+        """Make the live context show the view (index -> pruned tool ids) and nothing else.
+
+        ``update`` holds the new ids of every index whose pruned rows changed (empty set:
+        no longer pruned); ``None`` lifts the whole view. Indexes outside ``update`` keep
+        their ids, so a step costs O(changes), not O(history): same events, in the same
+        order, as recomputing the whole view (restores in insertion order, prunes newest
+        first)."""
+        if update is None:
+            self._marked = (0, 0)
+            update = dict.fromkeys(self._view, set())
+        view = self._view
+        restore = sorted(
+            (i for i, ids in update.items() if not ids and i in self._unpruned),
+            key=self._seq.__getitem__,
+        )
         if restore:
             with ctx.action(
                 "prune_lifted", reason="request-view prune recomputed from full outputs",
@@ -235,26 +258,46 @@ class BaseAgentStrategy(Strategy):
                 for i in restore:
                     original = self._unpruned.pop(i)
                     act.replace(i, original, Fate.RESTORED)
+                    self._prune_delta -= self._saved.pop(i)
+                    del self._seq[i], self._shown[i]
+                    self._sticky.discard(i)
+        for i, ids in update.items():
+            if ids:
+                view[i] = ids
+            else:
+                view.pop(i, None)
         if not view:
             self._prune_delta = 0
             return
-        todo = {i: ids for i, ids in view.items() if self._pruned_ids(ctx, i) != ids}
+        candidates = {i for i, ids in update.items() if ids} | self._sticky
+        todo = {
+            i: view[i] for i in sorted(candidates, reverse=True) if self._shown.get(i) != view[i]
+        }
         if todo:
             with ctx.action(
                 "prune",
                 reason="old tool output cleared in the request view only",
                 estimate=total,
                 threshold=threshold,
-                scanned_tokens=scan.total if scan else None,
-                prunable_tokens=scan.pruned if scan else None,
+                scanned_tokens=scan[0] if scan else None,
+                prunable_tokens=scan[1] if scan else None,
             ) as act:
                 for i, ids in todo.items():
                     full = self._stored(ctx, i)
+                    if i not in self._unpruned:
+                        self._seq[i] = self._next_seq
+                        self._next_seq += 1
                     self._unpruned[i] = full
                     act.replace(i, _placeholder(full, ids), Fate.PRUNED)
-        self._prune_delta = sum(
-            self.count_message(self._unpruned[i]) - ctx.tokens(i) for i in self._unpruned
-        )
+                    saved = self.count_message(full) - ctx.tokens(i)
+                    self._prune_delta += saved - self._saved.get(i, 0)
+                    self._saved[i] = saved
+                    shown = self._pruned_ids(ctx, i)
+                    self._shown[i] = shown
+                    if shown != ids:
+                        self._sticky.add(i)
+                    else:
+                        self._sticky.discard(i)
 
     def _pruned_ids(self, ctx: ReplayContext, index: int) -> set[str] | None:
         if index not in self._unpruned:
@@ -314,8 +357,7 @@ class BaseAgentStrategy(Strategy):
                 summary_id=record.id,
             )
             act.summary_id = record.id
-        self._unpruned.clear()
-        self._prune_delta = 0
+        self._reset_view()
         check_summary_size(
             ctx,
             summary_rendered=rendered,
@@ -333,6 +375,121 @@ class BaseAgentStrategy(Strategy):
         for i in ctx.live:
             rows.extend(rules.to_base(i, ctx.message(i)))
         return rows
+
+
+class _RowIndex:
+    """The stored live history as BaseAgent rows (``to_base`` of each message's full
+    version), kept incrementally: BaseAgent's history only grows between compactions, and
+    a message's stored version is final once it was appended (the creation-time cap runs
+    in ``after_append``). Prefix sums of tool-output estimates let ``scan`` answer
+    ``prune_old_tool_outputs`` in O(log n) instead of walking the whole list."""
+
+    __slots__ = ("covered", "ids", "last", "markers", "pre", "spans", "srcs", "tools", "users")
+
+    def __init__(self) -> None:
+        self.covered = 0  # live messages indexed
+        self.last = -1  # source index of the last one
+        self.pre = [0]  # pre[k] = sum of tool-output estimates of rows < k
+        self.srcs: list[int] = []  # row -> source index
+        self.ids: list[str] = []  # row -> tool_call_id
+        self.tools: list[int] = []  # positions of tool rows
+        self.users: list[int] = []  # positions of user rows
+        self.markers: list[int] = []  # positions of tool rows whose output is PRUNE_MARKER
+        self.spans: dict[int, tuple[int, int]] = {}  # source index -> its rows [start, end)
+
+    def sync(self, ctx: ReplayContext, stored: Callable[[ReplayContext, int], Message]) -> bool:
+        """Index the messages appended since the last call. False when the live history
+        changed otherwise (then everything is re-indexed)."""
+        live = ctx.live
+        synced = self.covered <= len(live) and (
+            self.covered == 0 or live[self.covered - 1] == self.last
+        )
+        if not synced:
+            self.__init__()  # type: ignore[misc]
+        for i in live[self.covered :]:
+            start = len(self.srcs)
+            for row in rules.to_base(i, stored(ctx, i)):
+                pos = len(self.srcs)
+                self.srcs.append(i)
+                self.ids.append(row.tool_call_id)
+                est = 0
+                if row.role == "user":
+                    self.users.append(pos)
+                elif row.role == "tool":
+                    self.tools.append(pos)
+                    content = row.content if isinstance(row.content, str) else ""
+                    if content == rules.PRUNE_MARKER:
+                        self.markers.append(pos)
+                    else:
+                        est = rules.estimate_tokens(content)
+                self.pre.append(self.pre[-1] + est)
+            self.spans[i] = (start, len(self.srcs))
+        self.covered = len(live)
+        self.last = live[-1] if live else -1
+        return synced
+
+    def scan(
+        self,
+        *,
+        summary_turn: bool,
+        protect_last_turns: int,
+        prune_protect: int,
+        prune_minimum: int,
+    ) -> tuple[int, int, tuple[int, int]]:
+        """``rules.scan_prune`` over [system, summary?, *rows]: (total, pruned, marked row
+        positions [lo, hi), empty unless applied). Walking back from the end, rows after
+        the ``protect_last_turns``-th user row are skipped, an earlier PRUNE_MARKER output
+        stops the walk, and every tool row from the one where the running total first
+        exceeds ``prune_protect`` back to that stop is marked."""
+        users = self.users
+        n = len(self.srcs)
+        if protect_last_turns == 0:
+            b = n - 1
+        elif len(users) >= protect_last_turns:
+            b = users[-protect_last_turns]
+        else:  # the walk starts at the summary row or never starts: no live tool row
+            return 0, 0, (0, 0)
+        k = bisect.bisect_right(self.markers, b) - 1
+        lo = self.markers[k] + 1 if k >= 0 else 0
+        pre = self.pre
+        total = pre[b + 1] - pre[lo]
+        if total <= prune_protect:
+            return total, 0, (0, 0)
+        crossing = bisect.bisect_left(pre, pre[b + 1] - prune_protect, lo, b + 2) - 1
+        pruned = pre[crossing + 1] - pre[lo]
+        if pruned <= prune_minimum:
+            return total, pruned, (0, 0)
+        return total, pruned, (lo, crossing + 1)
+
+    def sources_between(self, old: tuple[int, int], new: tuple[int, int]) -> set[int]:
+        """Source indexes with a tool row in exactly one of the two position ranges."""
+        spans: list[tuple[int, int]] = []
+        for a, b in ((old, new), (new, old)):
+            if a[0] >= a[1]:
+                continue
+            if b[0] >= b[1] or b[1] <= a[0] or a[1] <= b[0]:
+                spans.append(a)
+                continue
+            if a[0] < b[0]:
+                spans.append((a[0], b[0]))
+            if b[1] < a[1]:
+                spans.append((b[1], a[1]))
+        out: set[int] = set()
+        tools, srcs = self.tools, self.srcs
+        for lo, hi in spans:
+            for k in range(bisect.bisect_left(tools, lo), bisect.bisect_left(tools, hi)):
+                out.add(srcs[tools[k]])
+        return out
+
+    def ids_in(self, index: int, marked: tuple[int, int]) -> set[str]:
+        """The tool_call_ids of ``index``'s tool rows inside the marked range."""
+        start, end = self.spans[index]
+        lo, hi = max(start, marked[0]), min(end, marked[1])
+        tools = self.tools
+        return {
+            self.ids[tools[k]]
+            for k in range(bisect.bisect_left(tools, lo), bisect.bisect_left(tools, hi))
+        }
 
 
 def _placeholder(message: Message, tool_ids: set[str]) -> Message:
