@@ -21,6 +21,7 @@ from ctxlab.ownership import owned
 
 from . import inspect
 from .charts import RunCurve
+from .costs import COST_METRICS
 from .models import Run, RunSummary
 
 MIN_RUNS = 2
@@ -70,6 +71,8 @@ METRICS: tuple[tuple[str, str, Better, str], ...] = (
         "facts at risk that nothing kept, summed over compactions",
     ),
 )
+# Issue 7: cost ledger and ground-truth rows (stored in run.metrics by replay_app.costs).
+METRICS += tuple((k, label, b or None, h) for k, label, b, h in COST_METRICS)  # type: ignore[misc]
 
 
 class CompareError(ValueError):

@@ -51,18 +51,33 @@ ESTIMATE_MEMO = 64
 ERROR_CHARS = 500
 
 # (metrics key, label, hint): rows added to the metrics tables of the run and compare pages.
-COST_METRICS: list[tuple[str, str, str]] = [
-    ("llm_cost_usd", "Summary calls $", "what the summary calls cost (cache hits are free)"),
-    ("llm_calls", "Summary calls", "summariser calls (paid + cached + failed)"),
-    ("llm_cache_hits", "Summary cache hits", "summaries served from the database cache"),
-    ("ledger_request_cost", "Requests $ (cached)", "agent requests priced with prompt caching"),
-    ("ledger_uncached_cost", "Requests $ (no cache)", "the same requests without caching"),
-    ("ledger_write_tokens", "Cache write tokens", "tokens written to the prompt cache"),
-    ("ledger_read_tokens", "Cache read tokens", "tokens read from the prompt cache"),
-    ("ledger_invalidated_tokens", "Invalidated tokens", "cached tokens compactions invalidated"),
-    ("ledger_extra_cost", "Compaction extra $", "re-writes − lost reads + summary calls"),
-    ("ledger_total_cost", "Total $", "requests (cached) + summary calls"),
-    ("overflow_flags", "Hidden overflows", "steps the strategy thought fit but would not"),
+COST_METRICS: list[tuple[str, str, str, str]] = [  # (key, label, better, hint)
+    (
+        "llm_cost_usd",
+        "Summary calls $",
+        "lower",
+        "what the summary calls cost (cache hits are free)",
+    ),
+    ("llm_calls", "Summary calls", "", "summariser calls (paid + cached + failed)"),
+    ("llm_cache_hits", "Summary cache hits", "", "summaries served from the database cache"),
+    (
+        "ledger_request_cost",
+        "Requests $ (cached)",
+        "lower",
+        "agent requests priced with prompt caching",
+    ),
+    ("ledger_uncached_cost", "Requests $ (no cache)", "lower", "the same requests without caching"),
+    ("ledger_write_tokens", "Cache write tokens", "lower", "tokens written to the prompt cache"),
+    ("ledger_read_tokens", "Cache read tokens", "", "tokens read from the prompt cache"),
+    (
+        "ledger_invalidated_tokens",
+        "Invalidated tokens",
+        "lower",
+        "cached tokens compactions invalidated",
+    ),
+    ("ledger_extra_cost", "Compaction extra $", "lower", "re-writes − lost reads + summary calls"),
+    ("ledger_total_cost", "Total $", "lower", "requests (cached) + summary calls"),
+    ("overflow_flags", "Hidden overflows", "lower", "steps the strategy thought fit but would not"),
 ]
 
 
@@ -424,3 +439,26 @@ def _label(run: Any) -> str:
     from .llm import summarizer_label
 
     return summarizer_label(run.summarizer, run.summarizer_model)
+
+
+LEDGER_ROWS = 200  # compactions listed on the page (all of them in the JSON)
+
+
+def page_context(run: Any) -> dict[str, Any]:
+    """What ``_cost.html`` / ``_ledger.html`` show (JSON reads only, plus one chart query)."""
+    from . import inspect
+
+    ledger = run.ledger or {}
+    truth = run.ground_truth or {}
+    chart = ""
+    if run.status == "done" and (truth.get("estimate") or truth.get("exact")):
+        chart = inspect.cached(run, "truth-html", lambda: truth_chart(run))
+    return {
+        "label": _label(run),
+        "llm": run.llm or {},
+        "ledger": ledger,
+        "ledger_rows": (ledger.get("compactions") or [])[:LEDGER_ROWS],
+        "truth": truth,
+        "truth_chart": chart,
+        "flags": (truth.get("flags") or [])[:LEDGER_ROWS],
+    }

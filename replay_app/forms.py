@@ -13,8 +13,11 @@ from ctxlab.engine.strategies import PRESETS, STRATEGIES, get_strategy_class
 from ctxlab.ownership import owned
 from sessions_app.models import Transcript
 
+from . import llm
 from .models import StrategyConfig
 from .services import SUMMARIZERS
+
+SUMMARIZER_LABELS = {"offline": "offline (no model)", "anthropic": "Claude (Anthropic API)"}
 
 
 def param_help(spec: Param) -> str:
@@ -147,9 +150,22 @@ class RunCreateForm(forms.Form):
         label="Saved configurations",
     )
     summarizer = forms.ChoiceField(
-        choices=[(s, s) for s in SUMMARIZERS],
+        choices=[(s, SUMMARIZER_LABELS.get(s, s)) for s in SUMMARIZERS],
         initial="offline",
-        help_text="offline: deterministic extractive summaries, no model calls.",
+        help_text="offline: deterministic extractive summaries, no model calls. "
+        "Claude: the strategy's exact prompt sent to the model below (costs money; summaries "
+        "are cached, so replaying again never pays twice).",
+    )
+    # Issue 7: Claude model, budget cap, exact counts (replay_app.costs / llm).
+    model = forms.ChoiceField(choices=(), required=False, label="Claude model")
+    budget_usd = forms.DecimalField(
+        required=False, min_value=0, decimal_places=2, label="Budget per run (USD)"
+    )
+    exact_counts = forms.BooleanField(
+        required=False,
+        label="Exact Anthropic counts",
+        help_text="Also count every request with Anthropic's count_tokens endpoint "
+        "(cached, rate-limited; needs the API key).",
     )
     name = forms.CharField(max_length=200, required=False, label="Comparison name")
 
@@ -158,9 +174,40 @@ class RunCreateForm(forms.Form):
         transcripts = owned(Transcript.objects, owner).select_related("upload")
         self.fields["transcript"].queryset = transcripts.order_by("-upload__created_at", "position")
         self.fields["configs"].queryset = owned(StrategyConfig.objects, owner)
+        self.fields["model"].choices = [(m, llm.model_label(m)) for m in llm.summary_models()]
+        self.fields["model"].initial = llm.default_model()
+        cap = llm.budget_default()
+        self.fields["budget_usd"].initial = cap
+        self.fields["budget_usd"].max_value = cap
+        self.fields["budget_usd"].help_text = (
+            f"Runs whose estimated summary cost is above this are not started "
+            f"(at most ${cap:.2f}, the server's CTXLAB_RUN_BUDGET_USD)."
+        )
+        self.key_available = llm.key_available()
+
+    def clean_budget_usd(self) -> Any:
+        value = self.cleaned_data.get("budget_usd")
+        cap = llm.budget_default()
+        if value is not None and value > cap:
+            raise forms.ValidationError(f"At most ${cap:.2f} per run (CTXLAB_RUN_BUDGET_USD).")
+        return value
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
         if not cleaned.get("presets") and not cleaned.get("configs"):
             raise forms.ValidationError("Choose at least one preset or saved configuration.")
+        wants_key = cleaned.get("summarizer") == "anthropic" or cleaned.get("exact_counts")
+        if wants_key and not self.key_available:
+            field = "summarizer" if cleaned.get("summarizer") == "anthropic" else "exact_counts"
+            self.add_error(field, llm.NO_KEY_MESSAGE)
         return cleaned
+
+    def llm_options(self) -> Any:
+        from .services import LLMOptions
+
+        data = self.cleaned_data
+        return LLMOptions(
+            model=data.get("model") or llm.default_model(),
+            budget_usd=data.get("budget_usd"),
+            exact_counts=bool(data.get("exact_counts")),
+        )

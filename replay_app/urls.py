@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import include, path
 
-from replay_app import views
+from replay_app import views, views_costs
 
 urlpatterns = [
     # Inspection + compare routes (views_inspect); first, so /compare/ resolves there.
@@ -17,6 +17,7 @@ urlpatterns = [
     path("strategies/<int:pk>/native/", views.strategy_native, name="strategy-native"),
     path("runs/", views.run_list, name="run-list"),
     path("runs/new/", views.run_create, name="run-create"),
+    path("runs/new/estimate/", views_costs.run_estimate, name="run-estimate"),
     path("runs/<int:pk>/", views.run_detail, name="run-detail"),
     path("runs/<int:pk>/cancel/", views.run_cancel, name="run-cancel"),
     path("runs/<int:pk>/retry/", views.run_retry, name="run-retry"),

@@ -24,7 +24,7 @@ from ctxlab.engine.strategies import PRESETS, STRATEGIES
 from ctxlab.ownership import get_owned_or_404, owned
 from sessions_app.models import Transcript
 
-from . import services
+from . import costs, services
 from .forms import ImportConfigForm, RunCreateForm, StrategyConfigForm
 from .models import Run, RunGroup, RunStatus, StrategyConfig
 
@@ -56,6 +56,7 @@ METRICS: list[tuple[str, str, str]] = [
     ("firing_per_100_steps", "Firing / 100 steps", "compaction steps per 100 steps"),
     ("thrash", "Thrash", "compactions firing again within 3 steps while still near the threshold"),
 ]
+METRICS += [(key, label, hint) for key, label, _, hint in costs.COST_METRICS]  # issue 7
 LIST_METRICS = [
     "peak_reference",
     "input_tokens_total",
@@ -264,6 +265,8 @@ def _run_json(run: Run, *, full: bool = False) -> dict[str, Any]:
     if full:
         data["params"] = run.params
         data["estimator"] = run.estimator
+        data["summarizer_model"] = run.summarizer_model
+        data["cost"] = costs.run_costs_json(run)
     return data
 
 
@@ -321,14 +324,21 @@ def run_create(request: HttpRequest) -> HttpResponse:
         data = form.cleaned_data
         specs = [services.RunSpec(strategy=p) for p in data["presets"]]
         specs += [services.RunSpec(config=c) for c in data["configs"]]
-        group = services.group_create(
-            owner=request.user,
-            transcript=data["transcript"],
-            specs=specs,
-            summarizer=data["summarizer"],
-            name=data["name"],
-        )
-        return redirect(group)
+        try:
+            group = services.group_create(
+                owner=request.user,
+                transcript=data["transcript"],
+                specs=specs,
+                summarizer=data["summarizer"],
+                name=data["name"],
+                llm=form.llm_options(),
+            )
+        except services.BudgetError as exc:  # nothing was started (atomic)
+            form.add_error("budget_usd", str(exc))
+        except ValueError as exc:
+            form.add_error("summarizer", str(exc))
+        else:
+            return redirect(group)
     status = 400 if request.method == "POST" else 200
     return render(request, "replay_app/run_new.html", {"form": form}, status=status)
 
@@ -376,6 +386,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
                 "summarizer": s.summarizer,
                 "messages": s.messages,
                 "output": s.output,
+                "usage": s.usage,
             }
             for s in summaries
         ]
@@ -392,6 +403,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "findings": findings_shown,
         "findings_count": findings.count(),
         "metrics": [(key, label, hint, run.metrics.get(key)) for key, label, hint in METRICS],
+        "costs": costs.page_context(run),
     }
     template = "replay_app/run_detail.html"
     if request.htmx and request.htmx.target == "run-events":  # type: ignore[attr-defined]
