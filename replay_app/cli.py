@@ -20,6 +20,7 @@ def save_run(
     config_name: str | None,
     assignments: Sequence[str],
     summarizer: str = "offline",
+    model: str | None = None,
 ) -> Run:
     """Create and execute a run; ValueError says what is wrong (bad id, name, params)."""
     try:
@@ -48,6 +49,7 @@ def save_run(
         spec=spec,
         summarizer=summarizer,
         enqueue=False,
+        llm=services.LLMOptions(model=model or ""),
     )
     return services.run_execute(run=run, on_progress=ChannelProgress())
 

@@ -16,7 +16,7 @@ from .model import Conversation
 from .params import parse_assignments
 from .records import Change, Fate, ReplayResult, expand
 from .replay import run
-from .summarizers import get_summarizer
+from .summarizers import Summarizer, get_summarizer
 
 
 def load_file(
@@ -41,10 +41,13 @@ def replay_conversation(
     strategy: str,
     assignments: Sequence[str] = (),
     params: Mapping[str, Any] | None = None,
-    summarizer: str = "offline",
+    summarizer: str | Summarizer = "offline",
 ) -> ReplayResult:
+    """``summarizer``: a registered name, or a ready instance (e.g. the web app's Claude
+    summariser with its database cache)."""
     merged = {**dict(params or {}), **parse_assignments(assignments)}
-    return run(conversation, strategy, params=merged, summarizer=get_summarizer(summarizer))
+    summ = get_summarizer(summarizer) if isinstance(summarizer, str) else summarizer
+    return run(conversation, strategy, params=merged, summarizer=summ)
 
 
 def _change_json(change: Change, event_id: int, *, with_text: bool) -> dict[str, Any]:

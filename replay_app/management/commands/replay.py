@@ -42,13 +42,28 @@ def _save(options: dict[str, Any]) -> str:
         run = save_run(
             transcript_id=options["transcript"], strategy=options["strategy"],
             config_name=options["config"], assignments=options["assignments"],
-            summarizer=options["summarizer"],
+            summarizer=options["summarizer"], model=options.get("model"),
         )  # fmt: skip
     except ValueError as exc:
         raise CommandError(str(exc)) from None
     if run.status != "done":
         raise CommandError(describe(run))
     return describe(run)
+
+
+def _summarizer(options: dict[str, Any]) -> tuple[Any, Any]:
+    """The summariser for a file/stored replay: a name, or Claude with the DB cache."""
+    if options["summarizer"] != "anthropic":
+        return options["summarizer"], None
+    from replay_app import llm
+
+    if not llm.key_available():
+        raise ValueError(llm.NO_KEY_MESSAGE)
+    model = options["model"] or llm.default_model()
+    if model not in llm.summary_models() and llm.find_model(model) is None:
+        raise ValueError(f"no price known for model {model!r}")
+    metered = llm.MeteredSummarizer(llm.make_anthropic(model=model))
+    return metered, metered
 
 
 class Command(BaseCommand):
@@ -75,7 +90,15 @@ class Command(BaseCommand):
             "--set", action="append", default=[], metavar="KEY=VALUE", dest="assignments",
             help="override a strategy parameter (repeatable)",
         )  # fmt: skip
-        parser.add_argument("--summarizer", default="offline", choices=sorted(SUMMARIZERS))
+        parser.add_argument(
+            "--summarizer", default="offline", choices=sorted({*SUMMARIZERS, "anthropic"}),
+            help="anthropic: Claude via ANTHROPIC_API_KEY / ANTHROPIC_BASE_URL (environment "
+            "only); summaries are cached in the database, so a rerun never pays twice",
+        )  # fmt: skip
+        parser.add_argument(
+            "--model", default=None,
+            help="Claude model for --summarizer anthropic (default CTXLAB_DEFAULT_SUMMARY_MODEL)",
+        )  # fmt: skip
         parser.add_argument(
             "--json", metavar="OUT", help="write the JSON record here ('-' = stdout)"
         )
@@ -94,22 +117,30 @@ class Command(BaseCommand):
                 )
             else:
                 conversation = _load_stored(options["transcript"])
+            summarizer, metered = _summarizer(options)
             result = cli.replay_conversation(
                 conversation,
                 strategy=options["strategy"],
                 assignments=options["assignments"],
-                summarizer=options["summarizer"],
+                summarizer=summarizer,
             )
         except (TranscriptError, ValueError, OSError) as exc:
             raise CommandError(str(exc)) from None
         if options["json"]:
-            data = json.dumps(
-                cli.result_to_json(result, detail=options["detail"]), ensure_ascii=False
-            )
+            record = cli.result_to_json(result, detail=options["detail"])
+            if metered is not None:
+                record["llm"] = {"model": metered.model, **metered.totals()}
+            data = json.dumps(record, ensure_ascii=False)
             if options["json"] == "-":
                 self.stdout.write(data)
                 return
             Path(options["json"]).write_text(data, encoding="utf-8")
         self.stdout.write(cli.format_table(result))
+        if metered is not None:
+            t = metered.totals()
+            self.stdout.write(
+                f"summariser Claude ({metered.model}): {t['calls']} calls, {t['paid_calls']} paid, "
+                f"{t['cache_hits']} cache hits, {t['errors']} failed · ${t['cost_usd']:.6f}"
+            )
         if options["json"]:
             self.stdout.write(f"\nJSON written to {options['json']}")
