@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -24,45 +25,52 @@ class SecretHit:
     end: int
 
 
-# (kind, pattern, group holding the secret: 0 = whole match)
-_PATTERNS: tuple[tuple[str, re.Pattern[str], int], ...] = (
+# (kind, anchor, pattern, group holding the secret: 0 = whole match). The anchor names the
+# literal every match of the pattern contains within its first few characters (see _ANCHORS).
+_PATTERNS: tuple[tuple[str, str, re.Pattern[str], int], ...] = (
     (
         "private_key",
+        "pem",
         re.compile(
             r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
             r"(?:[\s\S]*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|[A-Za-z0-9+/=\s\\n]{40,})"
         ),
         0,
     ),
-    ("anthropic_key", re.compile(r"\bsk-ant-[A-Za-z0-9_\-]{20,}"), 0),
+    ("anthropic_key", "sk", re.compile(r"\bsk-ant-[A-Za-z0-9_\-]{20,}"), 0),
     (
         "openai_key",
+        "sk",
         re.compile(r"\bsk-(?!ant-)(?:proj-|svcacct-|admin-|None-)?[A-Za-z0-9_\-]{20,}"),
         0,
     ),
-    ("aws_access_key", re.compile(r"\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b"), 0),
+    ("aws_access_key", "aws", re.compile(r"\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b"), 0),
     (
         "github_token",
+        "gh",
         re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})"),
         0,
     ),
-    ("slack_token", re.compile(r"\bxox[abposr]-[A-Za-z0-9\-]{10,}"), 0),
-    ("google_api_key", re.compile(r"\bAIza[0-9A-Za-z_\-]{35}"), 0),
+    ("slack_token", "slack", re.compile(r"\bxox[abposr]-[A-Za-z0-9\-]{10,}"), 0),
+    ("google_api_key", "google", re.compile(r"\bAIza[0-9A-Za-z_\-]{35}"), 0),
     (
         "bearer_token",
+        "auth",
         re.compile(
             r"(?i)\b(?:authorization|proxy-authorization)[\"']?\s*[:=]\s*[\"']?"
             r"(?:bearer|token|basic)\s+([A-Za-z0-9._~+/\-]{8,}=*)"
         ),
         1,
     ),
-    ("bearer_token", re.compile(r"\b[Bb]earer\s+([A-Za-z0-9._~+/\-]{20,}=*)"), 1),
+    ("bearer_token", "bearer", re.compile(r"\b[Bb]earer\s+([A-Za-z0-9._~+/\-]{20,}=*)"), 1),
     (
+        "jwt",
         "jwt",
         re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"),
         0,
     ),
     (
+        "cookie",
         "cookie",
         re.compile(
             r"(?i)(?<![\w-])(?:set-)?cookie[\"']?\s*[:=]\s*[\"']?([^\s\"'<>][^\"'\n\r]{7,})"
@@ -71,6 +79,7 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str], int], ...] = (
     ),
     (
         "credential_assignment",
+        "cred",
         re.compile(
             # No leading [\w\-]*: it only widened the match to the left (group 1 is the
             # value) and made the scan quadratic in word length (8 s on a 4 MB history).
@@ -80,6 +89,66 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str], int], ...] = (
         1,
     ),
 )
+
+# Pre-filter. Twelve detailed patterns over every text cost ~2 MB/s; most transcript text
+# holds none of their literals. One alternation of those literals over the lower-cased text
+# (lower-casing first is several times faster than an IGNORECASE scan) finds the texts, and
+# the positions, that can hold a match; the detailed patterns are tried only there. Exact,
+# not heuristic: every match of a pattern contains its anchor literal, and a match starts at
+# most ANCHOR_BACKOFF characters before it ("proxy-" authorization, "set-" cookie).
+# Case-sensitive anchors are matched case-insensitively: a superset.
+ANCHORS: dict[str, str] = {
+    "pem": r"-----begin",
+    "sk": r"sk-",
+    "aws": r"akia|asia|abia|acca",
+    "gh": r"gh[pousr]_|github_pat_",
+    "slack": r"xox[abposr]-",
+    "google": r"aiza",
+    "jwt": r"eyj",
+    "bearer": r"bearer",
+    "auth": r"authorization",
+    "cookie": r"cookie",
+    "cred": r"api[_\-]?key|secret|passw|pwd|token|access[_\-]?key",
+}
+ANCHOR_BACKOFF = 8
+_ANY_ANCHOR = re.compile("|".join(ANCHORS.values()))
+_ANCHOR_AT = tuple((name, re.compile(alts)) for name, alts in ANCHORS.items())
+# Non-ASCII characters that IGNORECASE patterns treat as ASCII letters but str.lower() does
+# not turn into them (Kelvin sign, long s, dotted/dotless i): folded before lower-casing.
+_FOLD = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"})
+_FOLD_CHARS = ("\u0130", "\u0131", "\u017f", "\u212a")
+_EVERYWHERE: tuple[int, ...] = ()  # candidate list meaning "scan the whole text"
+
+
+def _folded(text: str) -> str:
+    if not text.isascii() and any(c in text for c in _FOLD_CHARS):
+        text = text.translate(_FOLD)
+    return text.lower()
+
+
+def anchor_starts(text: str) -> dict[str, tuple[int, ...]]:
+    """Anchor name -> the sorted positions where a match of its patterns may start.
+
+    Empty when the text holds no anchor (the common case: one C-level regex pass). An empty
+    tuple means "anywhere" (lower-casing lengthened a character, so positions shifted).
+    """
+    folded = _folded(text)
+    hit = _ANY_ANCHOR.search(folded)
+    if hit is None:
+        return {}
+    aligned = len(folded) == len(text)
+    found: dict[str, set[int]] = {}
+    while hit is not None:
+        at = hit.start()
+        # Every anchor starting here (anchors may overlap: "AKIAIza…" holds two).
+        for name, anchor in _ANCHOR_AT:
+            if anchor.match(folded, at) is not None:
+                found.setdefault(name, set()).update(range(max(0, at - ANCHOR_BACKOFF), at + 1))
+        hit = _ANY_ANCHOR.search(folded, at + 1)
+    if not aligned:
+        return dict.fromkeys(found, _EVERYWHERE)
+    return {name: tuple(sorted(starts)) for name, starts in found.items()}
+
 
 _HEX = re.compile(r"[0-9a-fA-F]+")
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
@@ -114,9 +183,50 @@ def find_secrets(text: str) -> list[SecretHit]:
     """Non-overlapping hits in text order (the earliest, then longest, match wins)."""
     if not text:
         return []
+    starts = anchor_starts(text)
+    if not starts:
+        return []
+    return _scan(text, starts)
+
+
+def find_secrets_exhaustive(text: str) -> list[SecretHit]:
+    """``find_secrets`` without the pre-filter: every pattern over the whole text.
+
+    The reference the pre-filter is tested against; too slow for imports.
+    """
+    if not text:
+        return []
+    return _scan(text, dict.fromkeys(ANCHORS, _EVERYWHERE))
+
+
+def _matches(
+    pattern: re.Pattern[str], text: str, starts: tuple[int, ...]
+) -> Iterator[re.Match[str]]:
+    """``pattern.finditer(text)`` when every match starts at one of ``starts``.
+
+    Same matches: finditer returns the leftmost match at or after the end of the previous
+    one, and trying the candidate starts in order finds exactly that one.
+    """
+    if not starts:
+        yield from pattern.finditer(text)
+        return
+    end = 0
+    for start in starts:
+        if start < end:
+            continue
+        match = pattern.match(text, start)
+        if match is not None:
+            yield match
+            end = match.end()
+
+
+def _scan(text: str, starts: dict[str, tuple[int, ...]]) -> list[SecretHit]:
     found: list[SecretHit] = []
-    for kind, pattern, group in _PATTERNS:
-        for match in pattern.finditer(text):
+    for kind, anchor, pattern, group in _PATTERNS:
+        candidates = starts.get(anchor)
+        if candidates is None:
+            continue
+        for match in _matches(pattern, text, candidates):
             value = match.group(group)
             start, end = match.span(group)
             if kind == "credential_assignment" and not _random_looking(value):
