@@ -13,6 +13,8 @@ from .models import (
     RunStep,
     RunSummary,
     StrategyConfig,
+    SummaryCache,
+    TokenCountCache,
 )
 
 
@@ -85,3 +87,15 @@ class RunFindingAdmin(_RunChildAdmin):
 @admin.register(RunOffload)
 class RunOffloadAdmin(_RunChildAdmin):
     list_display = ("run", "path")
+
+
+@admin.register(SummaryCache)
+class SummaryCacheAdmin(admin.ModelAdmin):
+    list_display = ("key", "model", "input_tokens", "output_tokens", "hits", "created_at")
+    search_fields = ("key", "model")
+
+
+@admin.register(TokenCountCache)
+class TokenCountCacheAdmin(admin.ModelAdmin):
+    list_display = ("key", "tokens")
+    search_fields = ("key",)
