@@ -18,6 +18,13 @@ MEMO_LIMIT = 1_000_000  # distinct texts kept; cleared beyond (a long-lived work
 TOKENIZER_SHA256 = "c0382117ea329cdf097041132f6d735924b697924d6f6fc3945713e96ce87539"
 
 
+# Qwen2.5's pre-tokenizer makes every numeric character a chunk of its own (``\p{N}``, and
+# every other alternative excludes \p{N}); an ASCII digit is one byte, hence one token, and
+# no added token contains a digit. So replacing ASCII digits by "0" never changes a count:
+# texts that differ only in their digits (timestamps) share one memo entry.
+DIGIT_SHAPE = str.maketrans("123456789", "000000000")
+
+
 def bytes_floor4(text: str) -> int:
     return len(text.encode("utf-8")) // 4
 

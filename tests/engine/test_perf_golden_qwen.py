@@ -67,3 +67,30 @@ def test_header_split_adversarial_names_and_bodies(name: str, body: str) -> None
 )
 def test_header_split_only_where_safe(text: str, expected: int) -> None:
     assert _header_split(text) == expected
+
+
+DIGITS = [
+    ("timestamp-header", "[2025-01-01 00:00:07.123] assistant:\n"),
+    ("numbers", "v1.2.3 took 9876543210 ms, 3.14159; id=a1b2c3 0x1F"),
+    ("mixed-scripts", "第3章 ٣ ⅷ ²³ 12abc34 _9_ 7%"),
+    ("digit-runs", "1\n22\n333 4444 55555"),
+]
+
+
+@pytest.mark.parametrize("text", [d[1] for d in DIGITS], ids=[d[0] for d in DIGITS])
+def test_digit_shape_keeps_the_qwen_count(text: str) -> None:
+    shaped = text.translate(qwen_tokens.DIGIT_SHAPE)
+    assert shaped != text
+    assert _exact(shaped) == _exact(text)
+
+
+def test_digit_shape_corpus_texts_keep_the_qwen_count() -> None:
+    checked = 0
+    for conversation in synth.corpus_conversations(CORPUS):
+        for message in conversation.messages[:40]:
+            text = _formatted(message)
+            shaped = text.translate(qwen_tokens.DIGIT_SHAPE)
+            if shaped != text:
+                assert _exact(shaped) == _exact(text), text[:200]
+                checked += 1
+    assert checked > 200

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from ..findings import check_summary_size
 from ..model import BlockKind, Message
 from ..params import Param
-from ..qwen_tokens import bytes_floor4, qwen_counter
+from ..qwen_tokens import DIGIT_SHAPE, bytes_floor4, qwen_counter
 from ..records import Fate
 from ..stages import agentscope, prompts
 from ..stages.markers import QWENPAW_MARKER, REME_END_MARKER, reme_truncate_text
@@ -260,13 +260,13 @@ class CoPaw(Strategy):
         pieces: list[str] = []
         for text in texts:
             k = _header_split(text)
-            pieces.extend((text[:k], text[k:]) if k else (text,))
+            pieces.extend((text[:k].translate(DIGIT_SHAPE), text[k:]) if k else (text,))
         qwen.prime(pieces)
         count = qwen.count
 
         def count_formatted(text: str) -> int:
             k = _header_split(text)
-            return count(text[:k]) + count(text[k:]) if k else count(text)
+            return count(text[:k].translate(DIGIT_SHAPE)) + count(text[k:]) if k else count(text)
 
         return count_formatted
 
@@ -358,7 +358,8 @@ def _header_split(text: str) -> int:
     ends right after the one newline (a ``<`` follows), no alternative looks behind, the
     only lookahead (``\s+(?!\S)``) never reaches past that chunk, NFC cannot compose across
     ``\n<`` and no added token contains ``:\n<``: both sides tokenize exactly as in the
-    whole. The header (unique timestamp) is small; the body repeats and is memoised."""
+    whole. The body repeats and is memoised; the header is counted by its digit shape
+    (``qwen_tokens.DIGIT_SHAPE``), so its unique timestamp costs nothing."""
     k = text.find("\n")
     if k > 0 and text[k - 1] == ":" and text[k + 1 : k + 2] == "<":
         return k + 1
