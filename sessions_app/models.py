@@ -14,10 +14,16 @@ download and re-parse.
 
 from __future__ import annotations
 
+import json
+import threading
+from collections import OrderedDict
 from typing import Any
 
 from django.conf import settings
 from django.db import models
+from django.db.models.functions import Cast
+from django.db.models.signals import post_save
+from django.dispatch import receiver
 from django.urls import reverse
 
 from ctxlab.engine import codec
@@ -105,6 +111,9 @@ class Transcript(models.Model):
     metadata = models.JSONField(default=list)  # [[key, value], ...]
     secret_count = models.PositiveIntegerField(default=0)
     secrets = models.JSONField(default=list)  # [{"message", "block", "kind"}, ...]
+    # A fresh random token each time the messages are (re)written: the key of the decoded
+    # conversation cache ("" = never cached).
+    revision = models.CharField(max_length=32, blank=True, default="")
 
     class Meta:
         ordering = ["upload", "position"]
@@ -123,12 +132,45 @@ class Transcript(models.Model):
         return str(self)
 
     def to_conversation(self) -> Conversation:
-        """Rebuild the engine value (masked blocks) with one query over the messages."""
-        rows = self.messages.order_by("index").values_list(*MESSAGE_COLUMNS)
+        """The engine value (masked blocks): one query over the messages, or the cache.
+
+        Decoded conversations are immutable, so one process keeps the last few it built
+        (keyed by id and revision, which every rewrite of the messages changes).
+        """
+        key = (self.pk, self.revision)
+        if self.revision:
+            cached = _CONVERSATIONS.get(key)
+            if cached is not None:
+                return cached
+        conversation = self._decode()
+        if self.revision:
+            _CONVERSATIONS.put(key, conversation)
+        return conversation
+
+    def _decode(self) -> Conversation:
+        # Blocks and flags come back as JSON text (no per-row JSONField converter): the
+        # blocks of all messages are decoded by ONE json.loads over a joined array.
+        rows = list(
+            self.messages.order_by("index")
+            .annotate(_blocks=Cast("blocks", models.TextField()))
+            .annotate(_flags=Cast("flags", models.TextField()))
+            .values_list(*_RAW_COLUMNS)
+        )
+        blocks = json.loads("[" + ",".join(row[1] for row in rows) + "]") if rows else []
+        flags: dict[str, frozenset[str]] = {}
+        messages = []
+        for row, message_blocks in zip(rows, blocks, strict=True):
+            flag_text = row[-1]
+            row_flags = flags.get(flag_text)
+            if row_flags is None:
+                row_flags = flags[flag_text] = frozenset(json.loads(flag_text))
+            messages.append(
+                message_from_row((row[0], message_blocks, *row[2:-1], row_flags), self.source_file)
+            )
         return Conversation(
             id=self.conversation_id,
             title=self.title,
-            messages=tuple(message_from_row(row, self.source_file) for row in rows),
+            messages=tuple(messages),
             tools=tuple(codec.tool_from_dict(t) for t in self.tools),
             parent_id=self.parent_conversation_id,
             compactions=tuple(codec.compaction_from_dict(c) for c in self.compactions),
@@ -136,6 +178,46 @@ class Transcript(models.Model):
             metadata=codec.metadata_from_list(self.metadata),
             usage_convention=self.usage_convention,
         )
+
+
+class _ConversationCache:
+    """A small LRU of decoded conversations, bounded by entries and by total messages."""
+
+    def __init__(self, *, entries: int, messages: int) -> None:
+        self.entries = entries
+        self.messages = messages
+        self._items: OrderedDict[tuple[int, str], Conversation] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[int, str]) -> Conversation | None:
+        with self._lock:
+            conversation = self._items.get(key)
+            if conversation is not None:
+                self._items.move_to_end(key)
+            return conversation
+
+    def put(self, key: tuple[int, str], conversation: Conversation) -> None:
+        if len(conversation.messages) > self.messages:
+            return
+        with self._lock:
+            self._items[key] = conversation
+            self._items.move_to_end(key)
+            total = sum(len(c.messages) for c in self._items.values())
+            while len(self._items) > self.entries or total > self.messages:
+                _, dropped = self._items.popitem(last=False)
+                total -= len(dropped.messages)
+
+    def forget(self, transcript_id: int) -> None:
+        with self._lock:
+            for key in [k for k in self._items if k[0] == transcript_id]:
+                del self._items[key]
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+
+
+_CONVERSATIONS = _ConversationCache(entries=4, messages=60_000)
 
 
 class Message(models.Model):
@@ -210,6 +292,17 @@ MESSAGE_COLUMNS = (
     "name",
     "flags",
 )
+
+
+# The same, with blocks and flags as JSON text (Transcript._decode).
+_RAW_COLUMNS = ("role", "_blocks", *MESSAGE_COLUMNS[2:-1], "_flags")
+
+
+# post_save only: a post_delete receiver would make every cascade delete fetch its rows.
+@receiver(post_save, sender="sessions_app.Message")
+def _message_changed(sender: Any, instance: Message, **kwargs: Any) -> None:
+    """A message edited one by one (admin, shell) must not be hidden by the cache."""
+    _CONVERSATIONS.forget(instance.transcript_id)
 
 
 def message_from_row(row: tuple[Any, ...], default_file: str) -> EngineMessage:
