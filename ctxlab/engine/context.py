@@ -11,6 +11,7 @@ becomes one ``Event`` carrying the fate changes, tokens before/after and detail.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -170,6 +171,7 @@ class ReplayContext:
         self.alive = bytearray(n)
         self.live: list[int] = []
         self._ranges: list[tuple[int, int]] = []
+        self._ranges_dirty = False  # _ranges must be rebuilt from live before it is read
         self.history_tokens = 0
         self.history_ref = 0
         # The system prompt: the first message when its role is system.
@@ -383,11 +385,27 @@ class ReplayContext:
             self.live_tools.add(self.ids(i), -1)
             gone.append(i)
         if gone:
-            self.live = [i for i in self.live if self.alive[i]]
-            self._rebuild_ranges()
+            live = self.live
+            k = len(gone)
+            # A new list (strategies may still iterate the old one); dropping the oldest
+            # messages is the common case and needs no per-item test.
+            alive = self.alive
+            if not any(alive[i] for i in live[:k]):  # the k oldest are exactly the gone ones
+                self.live = live[k:]
+            else:
+                self.live = [i for i in live if self.alive[i]]
+            self._ranges_dirty = True  # rebuilt once, when the step is recorded
             if self.turn_start is not None:
-                self.turn_tokens = sum(self.tokens(i) for i in self.live if i >= self.turn_start)
+                # live is in source order: the current turn is a suffix of it
+                start = bisect.bisect_left(self.live, self.turn_start)
+                self.turn_tokens = sum(self.tokens(i) for i in self.live[start:])
         return gone
+
+    def _context_ranges(self) -> list[tuple[int, int]]:
+        if self._ranges_dirty:
+            self._rebuild_ranges()
+            self._ranges_dirty = False
+        return self._ranges
 
     def _rebuild_ranges(self) -> None:
         ranges: list[tuple[int, int]] = []
@@ -410,11 +428,12 @@ class ReplayContext:
         msg = self.originals[index]
         self.alive[index] = 1
         self.live.append(index)
-        ranges = self._ranges
-        if ranges and ranges[-1][1] == index:
-            ranges[-1] = (ranges[-1][0], index + 1)
-        else:
-            ranges.append((index, index + 1))
+        if not self._ranges_dirty:
+            ranges = self._ranges
+            if ranges and ranges[-1][1] == index:
+                ranges[-1] = (ranges[-1][0], index + 1)
+            else:
+                ranges.append((index, index + 1))
         tokens = self.tokens(index)
         self.history_tokens += tokens
         self.history_ref += self.ref_tokens(index)
@@ -451,7 +470,7 @@ class ReplayContext:
                 self.request_tokens(), self.request_ref(), usage.prompt_tokens if usage else None
             ),
             zones=self.strategy.zones(self),
-            context=tuple(self._ranges),
+            context=tuple(self._context_ranges()),
             summary_id=self.summary_id,
             events=tuple(self._new_events),
             summaries=tuple(self._new_summaries),
