@@ -24,12 +24,10 @@ from ctxlab.engine.strategies import PRESETS, STRATEGIES
 from ctxlab.ownership import get_owned_or_404, owned
 from sessions_app.models import Transcript
 
-from . import costs, services
+from . import costs, runpage, services
 from .forms import ImportConfigForm, RunCreateForm, StrategyConfigForm
 from .models import Run, RunGroup, RunStatus, StrategyConfig
 
-EVENTS_PER_PAGE = 50
-FINDINGS_SHOWN = 500
 RUNS_PER_PAGE = 50
 
 # (metrics key, label, what it means) — headline metrics, in display order.
@@ -348,67 +346,55 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     run = get_owned_or_404(
         Run.objects.select_related("transcript", "config", "group"), request.user, pk=pk
     )
-    events = Paginator(run.events.order_by("seq"), EVENTS_PER_PAGE).get_page(
-        request.GET.get("page")
+    # Long lists are paged (runpage): events by ?page/?kind, summaries by ?spage, finding
+    # groups by ?fkind/?fpage; htmx swaps one section, the links work without JS.
+    events = runpage.events_page(
+        run, page=runpage.page_number(request.GET.get("page")), kind=request.GET.get("kind", "")
     )
-    summaries = run.summaries.order_by("seq").defer("input")  # inputs load on demand
-    findings = run.findings.order_by("step", "id")
-    findings_shown = list(findings[:FINDINGS_SHOWN])
     if _wants_json(request):
         data = _run_json(run, full=True)
-        data["events"] = {
-            "page": events.number,
-            "pages": events.paginator.num_pages,
-            "count": events.paginator.count,
-            "items": [
-                {
-                    "seq": e.seq,
-                    "step": e.step,
-                    "kind": e.kind,
-                    "messages": e.messages,
-                    "tokens_before": e.tokens_before,
-                    "tokens_after": e.tokens_after,
-                    "detail": e.detail,
-                    "changes": e.changes,
-                    "summary": e.summary_seq,
-                }
-                for e in events
-            ],
-        }
-        data["summaries"] = [
-            {
-                "seq": s.seq,
-                "step": s.step,
-                "input_tokens": s.input_tokens,
-                "output_tokens": s.output_tokens,
-                "usage_estimated": s.usage_estimated,
-                "error": s.error,
-                "summarizer": s.summarizer,
-                "messages": s.messages,
-                "output": s.output,
-                "usage": s.usage,
-            }
-            for s in summaries
-        ]
+        data["events"] = runpage.event_json(run, events, url=run.get_absolute_url())
+        data["summaries"] = runpage.summaries_json(run)
         data["findings"] = [
             {"step": f.step, "kind": f.kind, "messages": f.messages, "detail": f.detail}
-            for f in findings
+            for f in run.findings.order_by("step", "id")
         ]
         return JsonResponse(data, json_dumps_params={"ensure_ascii": False})
-    context = {
-        "run": run,
-        "state": services.run_state(run),
-        "events": events,
-        "summaries": summaries,
-        "findings": findings_shown,
-        "findings_count": findings.count(),
-        "metrics": [(key, label, hint, run.metrics.get(key)) for key, label, hint in METRICS],
-        "costs": costs.page_context(run),
+    target = request.htmx.target if request.htmx else None  # type: ignore[attr-defined]
+    seq = request.GET.get("summary", "")
+    if target and seq.isdigit() and target == f"summary-{seq}-output":
+        output = runpage.summary_output(run, int(seq))
+        if output is None:
+            raise Http404("no such summary")
+        return render(
+            request,
+            "replay_app/run/_summaries.html#summary-output",
+            {"run": run, "seq": int(seq), "output": output},
+        )
+    context: dict[str, Any] = {"run": run, "events": events}
+    fragments = {
+        "run-events": "replay_app/run/_events.html#run-events",
+        "run-summaries": "replay_app/run/_summaries.html#run-summaries",
+        "run-findings": "replay_app/run/_findings.html#run-findings",
     }
-    template = "replay_app/run_detail.html"
-    if request.htmx and request.htmx.target == "run-events":  # type: ignore[attr-defined]
-        template = "replay_app/run/_events.html#run-events"
-    return render(request, template, context)
+    if target not in fragments or target == "run-summaries":
+        context["summaries"] = runpage.summaries_page(
+            run, page=runpage.page_number(request.GET.get("spage"))
+        )
+    if target not in fragments or target == "run-findings":
+        context["findings"] = runpage.findings_groups(
+            run,
+            kind=request.GET.get("fkind", ""),
+            page=runpage.page_number(request.GET.get("fpage")),
+        )
+    if target in fragments:
+        return render(request, fragments[str(target)], context)
+    context.update(
+        state=services.run_state(run),
+        metrics=[(key, label, hint, run.metrics.get(key)) for key, label, hint in METRICS],
+        costs=costs.page_context(run),
+    )
+    return render(request, "replay_app/run_detail.html", context)
 
 
 @require_POST
