@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import re
 from types import ModuleType
+from typing import Any
 
-from ..model import ParsedFile, TranscriptError
+from ..model import ImportWarning, ParsedFile, TranscriptError
 
 SNIFF_BYTES = 64 * 1024
 
@@ -64,8 +66,42 @@ def parse(data: bytes, *, name: str = "", format: str | None = None) -> ParsedFi
     fmt = format or detect(data, name)
     try:
         parsed: ParsedFile = IMPORTERS[fmt].parse(data, name=name)
-        return parsed
     except TranscriptError as exc:
         raise exc if exc.file else exc.with_file(name) from None
     except RecursionError:
         raise TranscriptError("the data is nested too deeply", file=name) from None
+    if _SURROGATE_ESCAPE.search(data):
+        parsed = _replace_lone_surrogates(parsed)
+    return parsed
+
+
+# JSON may spell an unpaired UTF-16 surrogate ("\ud800"): valid JSON, but a Python string
+# holding one cannot be encoded as UTF-8, so databases, tokenizers and pages would choke on it.
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _replace_lone_surrogates(parsed: ParsedFile) -> ParsedFile:
+    """Swap unpaired surrogates for U+FFFD (the kept original bytes still hold them)."""
+    from .. import codec
+
+    replaced = 0
+
+    def clean(value: Any) -> Any:
+        nonlocal replaced
+        if isinstance(value, str):
+            fixed, n = _LONE_SURROGATE.subn("\ufffd", value)
+            replaced += n
+            return fixed
+        if isinstance(value, list):
+            return [clean(v) for v in value]
+        if isinstance(value, dict):
+            return {clean(k): clean(v) for k, v in value.items()}
+        return value
+
+    document = clean(codec.parsed_file_to_dict(parsed))
+    if not replaced:
+        return parsed
+    fixed = codec.parsed_file_from_dict(document)
+    warning = ImportWarning(f"{replaced} unpaired UTF-16 surrogate(s) shown as U+FFFD")
+    return ParsedFile(fixed.format, fixed.conversations, (*fixed.warnings, warning))
