@@ -76,7 +76,40 @@ class ReferenceTokens:
         if not text:
             return 0
         value = self._memo.get(text)
-        return value if value is not None else self._count(text)
+        if value is not None:
+            return value
+        cut = safe_split(text) if len(text) > SPLIT_MIN else 0
+        if cut:
+            # A modified text is mostly an earlier text (a truncated output, a notice with
+            # a unique path at the end): its head is counted once and memoised.
+            head = text[:cut]
+            counted = self._memo.get(head)
+            if counted is None:
+                counted = self._memo[head] = self._count(head)
+            value = counted + self._count(text[cut:])
+        else:
+            value = self._count(text)
+        self._memo[text] = value
+        return value
+
+
+SPLIT_MIN = 512  # characters; shorter texts are counted whole
+
+
+def safe_split(text: str) -> int:
+    r"""The last position ``q`` after a newline whose next character is not whitespace, or 0.
+
+    cl100k's pre-tokenizer then has a chunk boundary at ``q`` and chunks ``text[:q]`` the
+    same way alone: the whitespace run ending in that newline is one chunk either way
+    (``\s*[\r\n]`` in the whole, ``\s++$`` alone; a punctuation run takes its trailing
+    newlines in both), nothing looks behind and the only lookahead stays inside a run. So
+    ``count(text) == count(text[:q]) + count(text[q:])`` exactly."""
+    k = text.rfind("\n", 0, len(text) - 1)
+    while k > 0:
+        if not text[k + 1].isspace():  # str.isspace covers every regex \s character
+            return k + 1
+        k = text.rfind("\n", 0, k)
+    return 0
 
 
 _CACHE: OrderedDict[int, tuple[Conversation, ReferenceTokens]] = OrderedDict()

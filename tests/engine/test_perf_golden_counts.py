@@ -1,5 +1,6 @@
-"""CoPaw counts a formatted message's header and body apart (a performance shortcut):
-the exact Qwen2.5 count of the whole must equal the sum, on real and adversarial text."""
+"""Exact counting shortcuts of the performance work: CoPaw counts a formatted message's header
+and body apart, headers by digit shape, reference counts split at a safe newline: the exact
+counts of the whole must equal the sums, on real and adversarial text."""
 
 from __future__ import annotations
 
@@ -94,3 +95,51 @@ def test_digit_shape_corpus_texts_keep_the_qwen_count() -> None:
                 assert _exact(shaped) == _exact(text), text[:200]
                 checked += 1
     assert checked > 200
+
+
+# --- reference (cl100k) counts split at a safe newline --------------------------------------
+
+SPLITS = [
+    ("notice", "x = 1\n" * 200 + "<<<TRUNCATED>>>\nThe output above was truncated.\nsee /tmp/a"),
+    ("blank-lines", "para one.\n\n\n  \nPara two" * 80 + "\n\nend"),
+    ("crlf", "a,b\r\nc,d\r\n" * 120 + "tail"),
+    ("punct-newlines", "done.)\n\n" * 100 + ")))more"),
+    ("trailing-space", "word  \n  \nnext \n" * 90 + "X"),
+    ("unicode", "ligne été\n日本語\n" * 100 + "\u00a0nbsp\n\u3000wide\nz"),
+]
+
+
+@pytest.mark.parametrize("text", [s[1] for s in SPLITS], ids=[s[0] for s in SPLITS])
+def test_reference_safe_split_keeps_the_cl100k_count(text: str) -> None:
+    from ctxlab.engine.reference import safe_split
+    from ctxlab.engine.tokens import _encoding
+
+    def count(t: str) -> int:
+        return len(_encoding().encode_ordinary(t))
+
+    q = safe_split(text)
+    assert q > 0
+    assert count(text) == count(text[:q]) + count(text[q:])
+    # every safe boundary of the text, not only the last one
+    for k in range(1, len(text)):
+        if text[k - 1] == "\n" and not text[k].isspace():
+            assert count(text) == count(text[:k]) + count(text[k:]), k
+
+
+def test_reference_modified_counts_equal_direct_counts_on_corpus() -> None:
+    from ctxlab.engine.reference import ReferenceTokens, safe_split
+    from ctxlab.engine.tokens import _encoding
+
+    encode = _encoding().encode_ordinary
+    checked = 0
+    for conversation in synth.corpus_conversations(CORPUS):
+        ref = ReferenceTokens(conversation)
+        for message in conversation.messages:
+            for block in message.blocks:
+                text = block.text
+                if len(text) < 600 or not safe_split(text):
+                    continue
+                for variant in (text[: len(text) // 2] + "\n[notice]", text + "\nfile=/x/1"):
+                    assert ref.text(variant) == len(encode(variant))
+                    checked += 1
+    assert checked > 100
