@@ -52,6 +52,31 @@ def _kind(value: str | None) -> str:
     return value if len(value) <= KIND_MAX else ""
 
 
+def index_ranges(indexes: list[int], *, limit: int = 12) -> str:
+    """``[0, 1, 2, 5, 7, 8]`` -> ``"0–2, 5, 7–8"``: message indexes at a glance, the first
+    ``limit`` runs only (an event can touch thousands of messages)."""
+    runs: list[str] = []
+    ordered = sorted(set(indexes))
+    k = 0
+    while k < len(ordered) and len(runs) < limit:
+        start = end = ordered[k]
+        while k + 1 < len(ordered) and ordered[k + 1] == end + 1:
+            k += 1
+            end = ordered[k]
+        runs.append(str(start) if start == end else f"{start}–{end}")
+        k += 1
+    return ", ".join(runs) + (", …" if k < len(ordered) else "")
+
+
+def detail_text(detail: dict[str, Any], *, limit: int = 60) -> str:
+    """``k=v; …`` with each value cut to ``limit`` characters (escaped by the template)."""
+    parts = []
+    for key, value in detail.items():
+        text = value if isinstance(value, str) else str(value)
+        parts.append(f"{key}={text if len(text) <= limit else text[: limit - 1] + '…'}")
+    return "; ".join(parts)
+
+
 def _kind_counts(rows: Any) -> list[tuple[str, int]]:
     return [(k, n) for k, n in rows.values("kind").annotate(n=Count("id")).values_list("kind", "n")]
 
@@ -70,6 +95,14 @@ class EventRow:
     detail: dict[str, Any]
     summary_seq: int | None
     fate_counts: dict[str, int]
+
+    @property
+    def messages_text(self) -> str:
+        return index_ranges(self.messages)
+
+    @property
+    def detail_text(self) -> str:
+        return detail_text(self.detail)
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,5 +262,14 @@ def findings_groups(run: Run, *, kind: str = "", page: int = 1) -> Findings:
         rows = run.findings.filter(kind=name).order_by("step", "id")
         paginator = Paginator(rows, FINDINGS_PER_PAGE)
         paginator.count = count  # type: ignore[misc]
-        groups.append(FindingGroup(name, count, paginator.get_page(page if name == kind else 1)))
+        current = paginator.get_page(page if name == kind else 1)
+        current.object_list = [
+            {
+                "step": f.step,
+                "messages": index_ranges(f.messages),
+                "detail": detail_text(f.detail, limit=120),
+            }
+            for f in current.object_list
+        ]
+        groups.append(FindingGroup(name, count, current))
     return Findings(count=sum(n for _, n in counts), groups=groups)

@@ -24,11 +24,12 @@ from ctxlab.engine.strategies import PRESETS, STRATEGIES
 from ctxlab.ownership import get_owned_or_404, owned
 from sessions_app.models import Transcript
 
-from . import costs, runpage, services
+from . import costs, inspect, runpage, services
 from .forms import ImportConfigForm, RunCreateForm, StrategyConfigForm
 from .models import Run, RunGroup, RunStatus, StrategyConfig
 
 RUNS_PER_PAGE = 50
+LEDGER_ROWS_SHOWN = 50  # issue 7's per-compaction ledger rows on the run page
 
 # (metrics key, label, what it means) — headline metrics, in display order.
 METRICS: list[tuple[str, str, str]] = [
@@ -344,8 +345,13 @@ def run_create(request: HttpRequest) -> HttpResponse:
 @require_GET
 def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     run = get_owned_or_404(
-        Run.objects.select_related("transcript", "config", "group"), request.user, pk=pk
+        Run.objects.select_related("transcript", "config", "group").defer("ledger"),
+        request.user,
+        pk=pk,
     )
+    # A finished run's ledger (issue 7: up to ~1 MB of JSON, per-step arrays) is parsed once
+    # and kept in the inspect memo, like the run's curve: never re-parsed per page view.
+    run.ledger = inspect.cached(run, "ledger", lambda: _ledger(run.pk))
     # Long lists are paged (runpage): events by ?page/?kind, summaries by ?spage, finding
     # groups by ?fkind/?fpage; htmx swaps one section, the links work without JS.
     events = runpage.events_page(
@@ -389,12 +395,19 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         )
     if target in fragments:
         return render(request, fragments[str(target)], context)
+    cost_context = costs.page_context(run)
+    if cost_context.get("ledger_rows"):  # the first rows; every row is in the JSON twin
+        cost_context["ledger_rows"] = cost_context["ledger_rows"][:LEDGER_ROWS_SHOWN]
     context.update(
         state=services.run_state(run),
         metrics=[(key, label, hint, run.metrics.get(key)) for key, label, hint in METRICS],
-        costs=costs.page_context(run),
+        costs=cost_context,
     )
     return render(request, "replay_app/run_detail.html", context)
+
+
+def _ledger(pk: int) -> dict[str, Any]:
+    return Run.objects.filter(pk=pk).values_list("ledger", flat=True).first() or {}
 
 
 @require_POST
