@@ -380,9 +380,7 @@ class QwenPaw(Strategy):
             detail["reason"] = "context compaction disabled"
         self._fallback(ctx, left, detail)
 
-    def _compact(
-        self, ctx: ReplayContext, to_compact: list[int], detail: dict[str, Any]
-    ) -> bool:
+    def _compact(self, ctx: ReplayContext, to_compact: list[int], detail: dict[str, Any]) -> bool:
         lang = prompts.lang_key(str(self.params["language"]))
         cap = int(self.params["max_input_length"] * self.params["compact_threshold_ratio"])
         parts: list[str] = []
