@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from ctxlab.benchmarks import sections
 
@@ -17,13 +17,22 @@ class Command(BaseCommand):
     help = "Run the benchmarks (imports, replay ...) and print a table plus result lines."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--only", action="append", default=[], help="run only these sections")
+        parser.add_argument(
+            "--only",
+            action="append",
+            default=[],
+            help="run only these sections (repeat the option or separate names by commas)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         lines: list[str] = []
         table: list[tuple[str, dict[str, Any]]] = []
+        only = {name.strip() for value in options["only"] for name in value.split(",") if name}
+        unknown = only - {name for name, _ in sections()}
+        if unknown:
+            raise CommandError(f"unknown bench section(s): {', '.join(sorted(unknown))}")
         for name, module in sections():
-            if options["only"] and name not in options["only"]:
+            if only and name not in only:
                 continue
             self.stdout.write(f"== {name}")
             for row in module.run(self.stdout):
