@@ -25,6 +25,7 @@ from typing import Any
 from django.core.paginator import Page, Paginator
 from django.db.models import Count
 from django.db.models.functions import Length, Substr
+from django.urls import reverse
 
 from ctxlab.engine.records import Fate
 
@@ -124,7 +125,7 @@ def events_page(run: Run, *, page: int, kind: str = "") -> EventsPage:
         rows = rows.filter(kind=kind)
         count = dict(kinds).get(kind, 0)
     paginator = Paginator(rows, EVENTS_PER_PAGE)
-    paginator.count = count  # known from the kind counts: no COUNT query  # type: ignore[misc]
+    paginator.count = count  # known from the kind counts: no COUNT query
     current = paginator.get_page(page)
     finished = run.status == RunStatus.DONE and run.finished_at is not None
     fields = [
@@ -143,13 +144,15 @@ def events_page(run: Run, *, page: int, kind: str = "") -> EventsPage:
     log = inspect.fate_log(run) if finished and values else None
     out = []
     for value in values:
-        seq = value[0]
+        seq, step, name, messages, before, after, detail, summary_seq = value[:8]
         if log is None:
             counts = Counter(c["fate"] for c in value[8])
         else:
             lo, hi = bisect_left(log.seqs, seq), bisect_right(log.seqs, seq)
             counts = Counter(FATE_NAMES[code] for code in log.fates[lo:hi])
-        out.append(EventRow(*value[:8], fate_counts=dict(counts)))
+        out.append(
+            EventRow(seq, step, name, messages, before, after, detail, summary_seq, dict(counts))
+        )
     return EventsPage(page=current, rows=out, kind=kind, kinds=kinds, total=total)
 
 
@@ -217,8 +220,6 @@ def summary_output(run: Run, seq: int) -> str | None:
 
 def summaries_json(run: Run) -> list[dict[str, Any]]:
     """Every summary call with its output; inputs (which can be megabytes) at ``input_url``."""
-    from django.urls import reverse
-
     return [
         {
             "seq": s.seq,
@@ -261,7 +262,7 @@ def findings_groups(run: Run, *, kind: str = "", page: int = 1) -> Findings:
     for name, count in counts:
         rows = run.findings.filter(kind=name).order_by("step", "id")
         paginator = Paginator(rows, FINDINGS_PER_PAGE)
-        paginator.count = count  # type: ignore[misc]
+        paginator.count = count
         current = paginator.get_page(page if name == kind else 1)
         current.object_list = [
             {

@@ -99,6 +99,7 @@ def test_run_json_events_pages_follow_next_to_every_event(auth_client: Any, run:
         events = data["events"]
         assert "page" in events["paging"] and "kind" in events["paging"]
         assert events["count"] == run.events_count == events["total"]
+        assert events["kind"] is None  # no filter
         seen += [item["seq"] for item in events["items"]]
         changes.update({item["seq"]: item["changes"] for item in events["items"]})
         url = events["next"]
