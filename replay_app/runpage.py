@@ -214,6 +214,11 @@ def summaries_page(run: Run, *, page: int) -> Page[Any]:
     return Paginator(rows, SUMMARIES_PER_PAGE).get_page(page)
 
 
+def summary_page_of(run: Run, seq: int) -> int:
+    """The summaries page that lists summary ``seq`` (link ``?summary=N#summary-N``)."""
+    return run.summaries.filter(seq__lt=seq).count() // SUMMARIES_PER_PAGE + 1
+
+
 def summary_output(run: Run, seq: int) -> str | None:
     return run.summaries.filter(seq=seq).values_list("output", flat=True).first()
 

@@ -384,9 +384,10 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "run-findings": "replay_app/run/_findings.html#run-findings",
     }
     if target not in fragments or target == "run-summaries":
-        context["summaries"] = runpage.summaries_page(
-            run, page=runpage.page_number(request.GET.get("spage"))
-        )
+        spage = runpage.page_number(request.GET.get("spage"))
+        if seq.isdigit() and "spage" not in request.GET:  # ?summary=N: the page showing N
+            spage = runpage.summary_page_of(run, int(seq))
+        context["summaries"] = runpage.summaries_page(run, page=spage)
     if target not in fragments or target == "run-findings":
         context["findings"] = runpage.findings_groups(
             run,

@@ -151,6 +151,13 @@ def test_run_page_summaries_paged_with_previews(auth_client: Any, run: Run) -> N
     assert 'href="?spage=2#run-summaries"' in fragment
 
 
+def test_run_page_summary_param_opens_the_page_listing_it(auth_client: Any, run: Run) -> None:
+    add_summaries(run, 25, chars=100)
+    html = auth_client.get(f"/runs/{run.pk}/?summary=13").content.decode()
+    assert 'id="summary-13"' in html and 'id="summary-0"' not in html
+    assert 'data-page="2"' in html
+
+
 def test_run_page_summary_full_output_fragment(auth_client: Any, run: Run) -> None:
     (summary,) = add_summaries(run, 1, chars=5000)
     response = auth_client.get(
