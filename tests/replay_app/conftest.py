@@ -18,3 +18,9 @@ def transcript(user: Any) -> Transcript:
 @pytest.fixture
 def small_transcript(user: Any) -> Transcript:
     return import_transcript(user, agent_chat(turns=6, size=500), name="small.json")
+
+
+@pytest.fixture
+def llm_transcript(user: Any) -> Transcript:
+    """A short transcript for the runs against the fake Claude API."""
+    return import_transcript(user, agent_chat(turns=8, size=3000), name="llm.json")

@@ -30,11 +30,6 @@ SUMMARY = "## Goal\nfix the tests\n## Next Steps\n1. continue"
 
 
 @pytest.fixture
-def llm_transcript(user: Any) -> Any:
-    return import_transcript(user, agent_chat(turns=8, size=3000), name="llm.json")
-
-
-@pytest.fixture
 def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeAnthropic]:
     with FakeAnthropic(api_key=SECRET, default_reply=Reply.ok(SUMMARY)) as server:
         monkeypatch.setenv("ANTHROPIC_API_KEY", SECRET)

@@ -14,7 +14,6 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: the shared fake
 from fake_anthropic import MESSAGES, FakeAnthropic, Reply  # noqa: E402
-from replay_testdata import agent_chat, import_transcript  # noqa: E402
 
 from replay_app import costs, llm, services  # noqa: E402
 from replay_app.models import Run, RunStatus, SummaryCache  # noqa: E402
@@ -25,11 +24,6 @@ pytestmark = pytest.mark.django_db
 SECRET = "sk-ant-test-web-DO-NOT-LEAK-7777"
 QWEN = {"max_input_length": 3000, "language": "en"}  # 2 summaries on llm_transcript
 SUMMARY = "## Goal\nfix the tests\n## Next Steps\n1. continue"
-
-
-@pytest.fixture
-def llm_transcript(user: Any) -> Any:
-    return import_transcript(user, agent_chat(turns=8, size=3000), name="llm.json")
 
 
 @pytest.fixture
