@@ -19,6 +19,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
+from ._db import in_test_db
+
 CORPUS = Path(__file__).resolve().parents[2] / "tests" / "data" / "corpus"
 FILES = (
     ("aider", "aider history (4 MB)", "aider/aider-repo-chat-history.md"),
@@ -142,16 +144,6 @@ def _measure(out: TextIO) -> list[dict[str, Any]]:
 
 def run(out: TextIO) -> list[dict[str, Any]]:
     """Create a throwaway test database, measure, and drop it again."""
-    from django.db import connection
-    from django.test.utils import setup_test_environment, teardown_test_environment
-
     out.write("imports_service: upload_import / conversation_import / to_conversation\n")
     out.flush()
-    setup_test_environment()
-    old_name = connection.settings_dict["NAME"]
-    connection.creation.create_test_db(verbosity=0, autoclobber=True, serialize=False)
-    try:
-        return _measure(out)
-    finally:
-        connection.creation.destroy_test_db(old_name, verbosity=0)
-        teardown_test_environment()
+    return in_test_db(_measure, out)
