@@ -3,49 +3,25 @@ steps (keyboard and slider) swaps the zone bar and the message list, compare pag
 
 from __future__ import annotations
 
-import json
-import random
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "replay_app"))  # shared test data
+from replay_testdata import agent_chat, import_transcript  # noqa: E402
+
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def _agent_chat(turns: int = 40, size: int = 6000) -> bytes:
-    rnd = random.Random(3)
-    messages: list[dict[str, Any]] = [
-        {"role": "system", "content": "You are a coding agent."},
-        {"role": "user", "content": "Fix the failing tests in src/app.py"},
-    ]
-    for i in range(turns):
-        call = {
-            "id": f"c{i}",
-            "type": "function",
-            "function": {"name": "read_file", "arguments": json.dumps({"path": f"src/m{i}.py"})},
-        }
-        messages.append({"role": "assistant", "content": f"Reading {i}", "tool_calls": [call]})
-        body = "\n".join(
-            f"line {j}: value={rnd.randint(0, 10**6)} path=/srv/app/f{j}.py"
-            for j in range(size // 40)
-        )
-        messages.append({"role": "tool", "tool_call_id": f"c{i}", "content": body[:size]})
-        if i % 10 == 9:
-            messages.append({"role": "user", "content": f"Continue with part {i}"})
-    messages.append({"role": "assistant", "content": "All tests pass now."})
-    return json.dumps(messages).encode()
 
 
 def _runs(username: str, strategies: tuple[str, ...]) -> list[Any]:
     from django.contrib.auth import get_user_model
 
     from replay_app import services
-    from sessions_app import services as session_services
 
     user = get_user_model().objects.get(username=username)
-    outcome = session_services.upload_import(owner=user, name="agent.json", data=_agent_chat())
-    assert outcome.upload is not None, outcome.error
-    transcript = outcome.upload.transcripts.get()
+    transcript = import_transcript(user, agent_chat(turns=40, size=6000, seed=3))
     runs = []
     for strategy in strategies:
         run = services.run_create(
