@@ -9,7 +9,8 @@ import re
 from typing import Any
 
 import pytest
-from inspect_helpers import agent_chat, import_transcript, make_run
+from inspect_helpers import make_run
+from replay_testdata import agent_chat, import_transcript
 
 from replay_app import compare, inspect
 from replay_app.models import Run

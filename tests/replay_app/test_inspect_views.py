@@ -7,7 +7,8 @@ import re
 from typing import Any
 
 import pytest
-from inspect_helpers import import_transcript, make_run
+from inspect_helpers import make_run
+from replay_testdata import import_transcript
 
 from ctxlab.engine.records import fates_at
 from replay_app import inspect
