@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 from replay_testdata import agent_chat, import_transcript
 
+from replay_app import inspect
 from sessions_app.models import Transcript
 
 
@@ -24,3 +25,9 @@ def small_transcript(user: Any) -> Transcript:
 def llm_transcript(user: Any) -> Transcript:
     """A short transcript for the runs against the fake Claude API."""
     return import_transcript(user, agent_chat(turns=8, size=3000), name="llm.json")
+
+
+@pytest.fixture
+def fresh_memo() -> None:
+    """An empty inspect memo: run ids repeat across rolled-back tests."""
+    inspect.MEMO.clear()

@@ -12,15 +12,10 @@ import pytest
 from inspect_helpers import make_run
 from replay_testdata import agent_chat, import_transcript
 
-from replay_app import compare, inspect
+from replay_app import compare
 from replay_app.models import Run
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def _fresh_memo() -> None:
-    inspect.MEMO.clear()  # run ids repeat across rolled-back tests
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_memo")]
 
 
 @pytest.fixture

@@ -11,17 +11,11 @@ from inspect_helpers import make_run
 from replay_testdata import import_transcript
 
 from ctxlab.engine.records import fates_at
-from replay_app import inspect
 from replay_app.models import Run, RunEvent, RunOffload, RunStep
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_memo")]
 
 HX = {"HTTP_HX_REQUEST": "true"}
-
-
-@pytest.fixture(autouse=True)
-def _fresh_memo() -> None:
-    inspect.MEMO.clear()  # run ids repeat across rolled-back tests
 
 
 @pytest.fixture

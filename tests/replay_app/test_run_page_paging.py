@@ -10,18 +10,13 @@ from typing import Any
 import pytest
 from inspect_helpers import make_run
 
-from replay_app import inspect, runpage
+from replay_app import runpage
 from replay_app.consumers import render_run
 from replay_app.models import Run, RunEvent, RunFinding, RunStatus, RunSummary
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_memo")]
 
 HX = {"HTTP_HX_REQUEST": "true"}
-
-
-@pytest.fixture(autouse=True)
-def _fresh_memo() -> None:
-    inspect.MEMO.clear()  # run ids repeat across rolled-back tests
 
 
 @pytest.fixture
