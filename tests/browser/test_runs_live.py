@@ -77,14 +77,9 @@ def _agent_transcript(path: Path) -> Path:
 
 
 def test_compare_five_presets_progress_live_to_results(
-    page: Any, asgi_server: str, django_user_model: Any, screenshot: Any, tmp_path: Path
+    page: Any, asgi_server: str, login: Any, screenshot: Any, tmp_path: Path
 ) -> None:
-    django_user_model.objects.create_user(username="alice", password="alice-pass-123")
-    page.goto(f"{asgi_server}/accounts/login/")
-    page.fill("input[name=username]", "alice")
-    page.fill("input[name=password]", "alice-pass-123")
-    page.click("button[type=submit]")
-    page.wait_for_selector("nav.site-nav")
+    login(base_url=asgi_server)
 
     page.goto(f"{asgi_server}/transcripts/")
     page.set_input_files(
