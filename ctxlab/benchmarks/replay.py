@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ctxlab.engine import reference as reference_mod
-from ctxlab.engine import synth
+from ctxlab.engine import summarizers, synth
 from ctxlab.engine.model import Conversation
 from ctxlab.engine.replay import run as replay_run
 from ctxlab.engine.strategies import PRESETS, STRATEGIES
@@ -38,6 +38,7 @@ CORPUS = Path(__file__).resolve().parents[2] / "tests" / "data" / "corpus"
 def _cold() -> None:
     reference_mod._CACHE.clear()
     reference_counter().count.cache_clear()  # type: ignore[attr-defined]
+    summarizers.clear_caches()  # the offline summariser's per-text scans
     try:
         from ctxlab.engine import qwen_tokens
 

@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Literal, Protocol
 
-from .extract import facts
+from .extract import clear_caches as extract_clear_caches
+from .extract import facts_of_parts
 
 SummaryStyle = Literal["sections", "bullets", "plain"]
 Slot = Literal[
@@ -144,6 +146,19 @@ def _lines(text: str) -> list[str]:
     return [s.strip()[:LINE] for s in text[:SCAN_CHARS].splitlines() if s.strip()]
 
 
+@lru_cache(maxsize=8192)
+def _matching_lines(text: str, pattern: re.Pattern[str]) -> tuple[str, ...]:
+    """The scanned lines of ``text`` that ``pattern`` finds something in (cached by
+    content: several strategies and compactions summarise the same messages)."""
+    return tuple(s for s in _lines(text) if pattern.search(s))
+
+
+def clear_caches() -> None:
+    """Forget cached line scans and facts (benchmarks start cold)."""
+    _matching_lines.cache_clear()
+    extract_clear_caches()
+
+
 def _previous_sections(summary: str) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     current = ""
@@ -180,18 +195,22 @@ class OfflineSummarizer:
         users = [m for m in request.material if m.role == "user" and m.text.strip()]
         assistants = [m for m in request.material if m.role == "assistant" and m.text.strip()]
         goal = [_first_line(users[0].text)] if users else []
+        # Only the first PER_SECTION lines are kept: stop scanning once they are found.
         constraints: list[str] = []
         for m in users:
-            constraints.extend(s for s in _lines(m.text) if CONSTRAINT_RE.search(s))
+            constraints.extend(_matching_lines(m.text, CONSTRAINT_RE))
+            if len(constraints) >= PER_SECTION:
+                break
         decisions: list[str] = []
         for m in assistants:
-            decisions.extend(s for s in _lines(m.text) if DECISION_RE.search(s))
+            decisions.extend(_matching_lines(m.text, DECISION_RE))
+            if len(decisions) >= PER_SECTION:
+                break
         done = [_first_line(m.text) for m in assistants[-PER_SECTION - 1 : -1]]
         in_progress = [_first_line(assistants[-1].text)] if assistants else []
         # Facts from the newest messages' heads: bounded work per summary, whatever its size.
         recent = request.material[-FACT_MESSAGES:]
-        scanned = "\n".join(m.text[:FACT_CHARS] for m in recent)
-        found = facts(scanned, limit=PER_SECTION)
+        found = facts_of_parts((m.text[:FACT_CHARS] for m in recent), limit=PER_SECTION)
         nxt = [_first_line(users[-1].text)] if users else []
         critical = (
             [f"path: {p}" for p in found.paths]
