@@ -8,6 +8,8 @@ identity every replay, event and fate refers to.
 from __future__ import annotations
 
 import json
+import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -30,7 +32,7 @@ class BlockKind(StrEnum):
     OPAQUE = "opaque"  # encrypted reasoning, server compaction items, unknown payloads: size only
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, weakref_slot=True)  # weakref: the input_json cache
 class Block:
     """One content block.
 
@@ -62,9 +64,51 @@ class Block:
     @property
     def input_json(self) -> str:
         """The tool input as compact-ish JSON (``json.dumps`` defaults, non-ASCII kept)."""
-        if isinstance(self.tool_input, str):
-            return self.tool_input
-        return json.dumps(self.tool_input, ensure_ascii=False)
+        tool_input = self.tool_input
+        if isinstance(tool_input, str):
+            return tool_input
+        # Estimators ask for it again at every replay step and for every strategy.
+        return _INPUT_JSON.get(self, _dump_input)
+
+
+def _dump_input(block: Block) -> str:
+    return json.dumps(block.tool_input, ensure_ascii=False)
+
+
+class _MemoRef(weakref.ref[Block]):
+    __slots__ = ("key", "text")
+    key: int
+    text: str
+
+
+class BlockMemo:
+    """A string derived from a block, cached while the block lives (keyed by identity:
+    blocks are compared by value and may hold unhashable tool inputs, which are never
+    mutated after import)."""
+
+    __slots__ = ("_refs",)
+
+    def __init__(self) -> None:
+        self._refs: dict[int, _MemoRef] = {}
+
+    def get(self, block: Block, derive: Callable[[Block], str]) -> str:
+        key = id(block)
+        ref = self._refs.get(key)
+        if ref is not None and ref() is block:
+            return ref.text
+        text = derive(block)
+        ref = _MemoRef(block, self._forget)
+        ref.key, ref.text = key, text
+        self._refs[key] = ref
+        return text
+
+    def _forget(self, ref: weakref.ref[Block]) -> None:
+        key = getattr(ref, "key", None)
+        if key is not None and self._refs.get(key) is ref:
+            del self._refs[key]
+
+
+_INPUT_JSON = BlockMemo()
 
 
 @dataclass(frozen=True, slots=True)

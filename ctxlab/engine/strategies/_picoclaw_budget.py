@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..model import Block, BlockKind, Message, Role, ToolDef
+from ..model import Block, BlockKind, BlockMemo, Message, Role, ToolDef
 
 SUMMARIZE_MESSAGE_THRESHOLD = 20
 SUMMARIZE_TOKEN_PERCENT = 75
@@ -169,7 +169,14 @@ def is_over_context_budget(
 def _arguments(block: Block) -> str:
     if isinstance(block.tool_input, str):
         return block.tool_input
+    return _ARGUMENTS.get(block, _marshal_input)  # asked again at every step
+
+
+def _marshal_input(block: Block) -> str:
     return go_json_marshal(block.tool_input if block.tool_input is not None else {})
+
+
+_ARGUMENTS = BlockMemo()
 
 
 def _texts(blocks: Sequence[Block], kind: BlockKind) -> str:
