@@ -21,7 +21,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..findings import check_summary_size
-from ..model import BlockKind, Message, ToolDef
+from ..model import BlockKind, Message, Role, ToolDef
 from ..params import Param
 from ..records import Fate
 from ..summarizers import MaterialItem, PromptMessage, SummaryRequest
@@ -145,9 +145,19 @@ class CowAgentStrategy(Strategy):
         self._flushed: frozenset[str] = frozenset()
         self._inj_target: int | None = None
         self._inj_text = ""  # the target's first text block as injected
+        self._row_cache: dict[int, tuple[Message, CowMsg]] = {}
 
     def _rows(self, ctx: ReplayContext) -> list[CowMsg]:
-        return [cow.to_cow(i, ctx.message(i)) for i in ctx.live]
+        # Each message's row is kept until the message is replaced (rows are immutable).
+        cache = self._row_cache
+        out: list[CowMsg] = []
+        for i in ctx.live:
+            msg = ctx.message(i)
+            hit = cache.get(i)
+            if hit is None or hit[0] is not msg:
+                hit = cache[i] = (msg, cow.to_cow(i, msg))
+            out.append(hit[1])
+        return out
 
     # --- hooks --------------------------------------------------------------------------
     def after_append(self, ctx: ReplayContext, index: int) -> None:
@@ -368,6 +378,8 @@ class CowAgentStrategy(Strategy):
 
     # --- sanitize_claude_messages -------------------------------------------------------
     def _sanitize(self, ctx: ReplayContext) -> None:
+        if _sanitize_is_noop(ctx):
+            return
         rows = self._rows(ctx)
         out, removed, repairs = cow.sanitize(rows)
         if not removed and not repairs:
@@ -416,6 +428,38 @@ class CowAgentStrategy(Strategy):
         ) as act:  # fmt: skip
             act.remove(list(ctx.live), Fate.DROPPED)
         self._check_injection_target(ctx)
+
+
+def _sanitize_is_noop(ctx: ReplayContext) -> bool:
+    """True when ``cow.sanitize`` would change nothing, read off the context's ledgers:
+    every tool_use answered in the very next message (a user or tool message holding all
+    its ids), no leading tool-result-only user message, no unmatched tool id."""
+    if ctx.live_tools.unmatched:
+        return False
+    live = ctx.live
+    if not live:
+        return True
+    first = ctx.message(live[0])
+    if (
+        first.role in (Role.USER, Role.TOOL)
+        and cow.has_kind(first, BlockKind.TOOL_RESULT)
+        and not cow.has_kind(first, BlockKind.TEXT)
+    ):
+        return False
+    last = len(live) - 1
+    for k, i in enumerate(live):
+        uses = ctx.ids(i)[0]
+        if not uses or ctx.message(i).role is not Role.ASSISTANT:
+            continue
+        if k == last:
+            return False
+        j = live[k + 1]
+        if ctx.message(j).role not in (Role.USER, Role.TOOL):
+            return False
+        results = ctx.ids(j)[1]
+        if any(t not in results for t in uses):
+            return False
+    return True
 
 
 STRATEGY = CowAgentStrategy
