@@ -72,13 +72,21 @@ class _ToolLedger:
             self.unmatched.add(tid)
 
     def add(self, ids: tuple[tuple[str, ...], tuple[str, ...]], sign: int = 1) -> None:
+        # _touch inlined: this runs for every appended, replaced and removed message.
         uses, results = ids
+        use_counts, result_counts, unmatched = self.uses, self.results, self.unmatched
         for tid in uses:
-            self.uses[tid] = self.uses.get(tid, 0) + sign
-            self._touch(tid)
+            n = use_counts[tid] = use_counts.get(tid, 0) + sign
+            if (n > 0) == (result_counts.get(tid, 0) > 0):
+                unmatched.discard(tid)
+            else:
+                unmatched.add(tid)
         for tid in results:
-            self.results[tid] = self.results.get(tid, 0) + sign
-            self._touch(tid)
+            n = result_counts[tid] = result_counts.get(tid, 0) + sign
+            if (use_counts.get(tid, 0) > 0) == (n > 0):
+                unmatched.discard(tid)
+            else:
+                unmatched.add(tid)
 
 
 @dataclass(slots=True)
@@ -434,10 +442,16 @@ class ReplayContext:
                 ranges[-1] = (ranges[-1][0], index + 1)
             else:
                 ranges.append((index, index + 1))
-        tokens = self.tokens(index)
+        # A newly appended message is the original unless a strategy already replaced it.
+        modified = index in self._current
+        tokens = self._est[index]
+        if tokens < 0:
+            tokens = self.tokens(index)
         self.history_tokens += tokens
-        self.history_ref += self.ref_tokens(index)
-        ids = self.ids(index)
+        self.history_ref += self.ref_tokens(index) if modified else self.reference.message(index)
+        ids = self._ids.get(index)
+        if ids is None:
+            ids = self._ids[index] = tool_ids(msg if not modified else self.message(index))
         if ids[0] or ids[1]:
             self.live_tools.add(ids)
             self.orig_tools.add(ids)

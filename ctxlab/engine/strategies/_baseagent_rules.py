@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-from ..model import Block, BlockKind, Message, Role
+from ..model import Block, BlockKind, BlockMemo, Message, Role
 
 APPROX_CHARS_PER_TOKEN = 4
 MODEL_CONTEXT_LIMIT = 200_000
@@ -118,6 +118,19 @@ def _py_str(value: object) -> str:
     return value if isinstance(value, str) else str(value if value is not None else {})
 
 
+def _arguments(block: Block) -> str:
+    if isinstance(block.tool_input, str):
+        return block.tool_input
+    return _ARGUMENTS.get(block, _repr_input)  # asked again at every count and view
+
+
+def _repr_input(block: Block) -> str:
+    return _py_str(block.tool_input)
+
+
+_ARGUMENTS = BlockMemo()
+
+
 def to_base(src: int, msg: Message) -> list[BaseMsg]:
     """BaseAgent's dicts for one source message: Claude-style user messages holding tool
     results become ``tool`` messages (plus a user message for any text left). Thinking and
@@ -126,7 +139,7 @@ def to_base(src: int, msg: Message) -> list[BaseMsg]:
     images = [b for b in msg.blocks if b.kind is BlockKind.MEDIA]
     if msg.role is Role.ASSISTANT:
         calls = tuple(
-            BaseToolCall(b.tool_id, b.tool_name, _py_str(b.tool_input))
+            BaseToolCall(b.tool_id, b.tool_name, _arguments(b))
             for b in msg.blocks
             if b.kind is BlockKind.TOOL_USE
         )
