@@ -130,7 +130,8 @@ def estimate_message_tokens(msg: PicoMsg, estimator: Estimator = "chars*2/5") ->
 
 
 def _blen(text: str) -> int:
-    return len(text.encode("utf-8"))
+    # ASCII (ids, names, most arguments): one byte per character, no encoding pass.
+    return len(text) if text.isascii() else len(text.encode("utf-8"))
 
 
 def estimate_tool_defs_tokens(defs: Sequence[ToolDef], estimator: Estimator = "chars*2/5") -> int:

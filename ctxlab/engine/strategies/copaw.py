@@ -334,7 +334,8 @@ class CoPaw(Strategy):
         kind = "summarise" if ok else "drop"
         why = ("compacted into the summary" if ok
                else "summary failed: hidden without a summary; the previous summary is overwritten")  # fmt: skip
-        skipped = [i for i in to_compact if i not in set(shown)]
+        shown_set = set(shown)
+        skipped = [i for i in to_compact if i not in shown_set]
         with ctx.action(kind, reason=why, cap=cap, summarised=len(shown) if ok else 0,
                         beyond_cap=len(skipped), **detail) as act:  # fmt: skip
             if ok:

@@ -434,7 +434,8 @@ class QwenPaw(Strategy):
             dialog_path=self.params["dialog_path"], summary=text
         )
         previous_ref = ctx.summary_ref
-        skipped = [i for i in to_compact if i not in set(shown)]
+        shown_set = set(shown)
+        skipped = [i for i in to_compact if i not in shown_set]
         with ctx.action(
             "summarise",
             reason="compacted into the summary",
