@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .findings import check_step
 from .model import Block, BlockKind, Conversation, Message, Role
 from .records import (
     Change,
@@ -472,8 +473,6 @@ class ReplayContext:
 
     def record(self, source_index: int) -> StepRecord:
         """Build the StepRecord of the request prepared for ``source_index``."""
-        from .findings import check_step
-
         self.source_index = source_index
         check_step(self)
         usage = self.originals[source_index].usage
@@ -489,7 +488,7 @@ class ReplayContext:
             events=tuple(self._new_events),
             summaries=tuple(self._new_summaries),
             findings=tuple(self._new_findings),
-            pending=tuple(p.description for p in self.pending),
+            pending=tuple(p.description for p in self.pending) if self.pending else (),
         )
         self._new_events.clear()
         self._new_summaries.clear()
