@@ -15,6 +15,7 @@ messages, so no cut separates a tool call from its results.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, ClassVar
 
 from ..findings import check_summary_size
@@ -101,7 +102,10 @@ class PicoClawStrategy(Strategy):
         return pb.estimate_message_tokens(PicoMsg("user", text), self._est)
 
     def count_message(self, message: Message) -> int:
-        return sum(pb.estimate_message_tokens(m, self._est) for m in pb.to_pico(-1, message))
+        parts = pb.to_pico(-1, message)
+        # The replay counts a message just before after_append converts it again.
+        self._counted = (message, parts)
+        return sum(pb.estimate_message_tokens(m, self._est) for m in parts)
 
     def count_system(self, text: str, message: Message | None) -> int:
         return pb.estimate_message_tokens(pb.build_system(text, ""), self._est)
@@ -149,7 +153,12 @@ class PicoClawStrategy(Strategy):
 
     # --- hooks --------------------------------------------------------------------------
     def after_append(self, ctx: ReplayContext, index: int) -> None:
-        parts = pb.to_pico(index, ctx.message(index))
+        msg = ctx.message(index)
+        counted = getattr(self, "_counted", None)
+        if counted is not None and counted[0] is msg:
+            parts = [replace(p, src=index) for p in counted[1]]
+        else:
+            parts = pb.to_pico(index, msg)
         if any(p.role == "user" for p in parts):
             if self._replied and self.params["enable_summary"]:
                 self._maybe_summarize(ctx)
