@@ -5,7 +5,9 @@ Definitions (also shown in the UI):
 - ``input_tokens_total``: sum of reference request tokens over all steps (what the agent
   would have been billed for as input); ``input_tokens_total_strategy`` the same under the
   estimator.
-- ``compactions``: events by kind, for kinds in COMPACTION_KINDS.
+- ``compactions``: events by kind, for every event that compacts: a kind in
+  COMPACTION_KINDS, or any other event that changed a message's fate, except the repairs
+  in REPAIR_KINDS (removing orphan tool results is not compaction).
 - ``messages_removed`` / ``tokens_removed``: distinct messages summarised or dropped, and
   their reference tokens; ``messages_modified``: distinct truncated/offloaded/pruned.
 - ``summary_input_tokens`` / ``summary_output_tokens``: summed summariser usage.
@@ -42,8 +44,16 @@ COMPACTION_KINDS = frozenset(
         "compact_fallback",
     }
 )
+# Events that change fates only to restore the request's invariants.
+REPAIR_KINDS = frozenset({"sanitize"})
 THRASH_STEPS = 3
 THRASH_NEAR = 0.9
+
+
+def is_compaction(kind: str, changed: bool) -> bool:
+    """Whether an event counts as a compaction (strategies name their actions freely:
+    CowAgent's ``drop_turns``, PicoClaw's ``summarize`` ...)."""
+    return kind in COMPACTION_KINDS or (changed and kind not in REPAIR_KINDS)
 
 
 def compute_metrics(
@@ -52,7 +62,7 @@ def compute_metrics(
     steps = result.steps
     n = len(steps)
     by_kind = Counter(e.kind for e in result.events)
-    compactions = [e for e in result.events if e.kind in COMPACTION_KINDS]
+    compactions = [e for e in result.events if is_compaction(e.kind, bool(e.changes))]
     removed: dict[int, None] = {}
     modified: dict[int, None] = {}
     for event in result.events:
