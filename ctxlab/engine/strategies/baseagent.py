@@ -14,9 +14,9 @@ unchanged.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..findings import check_summary_size
 from ..model import BlockKind, Message, ToolDef
@@ -120,8 +120,23 @@ class BaseAgentStrategy(Strategy):
     def count_text(self, text: str) -> int:
         return rules.estimate_tokens(text)
 
+    def __init__(self, params: Mapping[str, Any] | None = None) -> None:
+        super().__init__(params)
+        # id(message) -> (message, its rows with src=-1): count_message and the row index
+        # both convert every message; the message is kept so a reused id cannot match.
+        self._base: dict[int, tuple[Message, list[BaseMsg]]] = {}
+
+    def _base_rows(self, message: Message) -> list[BaseMsg]:
+        """``to_base(-1, message)``, converted once per message object (do not mutate)."""
+        hit = self._base.get(id(message))
+        if hit is not None and hit[0] is message:
+            return hit[1]
+        rows = rules.to_base(-1, message)
+        self._base[id(message)] = (message, rows)
+        return rows
+
     def count_message(self, message: Message) -> int:
-        return sum(rules.estimate_message_tokens(m) for m in rules.to_base(-1, message))
+        return sum(rules.estimate_message_tokens(m) for m in self._base_rows(message))
 
     def count_system(self, text: str, message: Message | None) -> int:
         if message is None:
@@ -171,6 +186,9 @@ class BaseAgentStrategy(Strategy):
     def _stored(self, ctx: ReplayContext, index: int) -> Message:
         return self._unpruned.get(index) or ctx.message(index)
 
+    def _stored_rows(self, ctx: ReplayContext, index: int) -> list[BaseMsg]:
+        return self._base_rows(self._stored(ctx, index))
+
     # --- hooks --------------------------------------------------------------------------
     def after_append(self, ctx: ReplayContext, index: int) -> None:
         cap = int(self.params["max_output_tokens"])
@@ -200,7 +218,7 @@ class BaseAgentStrategy(Strategy):
                 self._apply_view(ctx, None, total=total, threshold=threshold)
             return
         rows = self._rows
-        synced = rows.sync(ctx, self._stored)
+        synced = rows.sync(ctx, self._stored_rows)
         scan_total, scan_pruned, marked = rows.scan(
             summary_turn=self._summary_msg is not None,
             protect_last_turns=int(self.params["protect_last_turns"]),
@@ -397,7 +415,9 @@ class _RowIndex:
         self.markers: list[int] = []  # positions of tool rows whose output is PRUNE_MARKER
         self.spans: dict[int, tuple[int, int]] = {}  # source index -> its rows [start, end)
 
-    def sync(self, ctx: ReplayContext, stored: Callable[[ReplayContext, int], Message]) -> bool:
+    def sync(
+        self, ctx: ReplayContext, stored_rows: Callable[[ReplayContext, int], list[BaseMsg]]
+    ) -> bool:
         """Index the messages appended since the last call. False when the live history
         changed otherwise (then everything is re-indexed)."""
         live = ctx.live
@@ -408,7 +428,7 @@ class _RowIndex:
             self.__init__()  # type: ignore[misc]
         for i in live[self.covered :]:
             start = len(self.srcs)
-            for row in rules.to_base(i, stored(ctx, i)):
+            for row in stored_rows(ctx, i):  # src is -1 in these rows: unused here
                 pos = len(self.srcs)
                 self.srcs.append(i)
                 self.ids.append(row.tool_call_id)
