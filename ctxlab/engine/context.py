@@ -25,8 +25,9 @@ from .records import (
     Finding,
     ReplayResult,
     StepRecord,
-    StepTokens,
     SummaryRecord,
+    new_step_record,
+    new_step_tokens,
 )
 from .reference import ReferenceTokens
 from .summarizers import Summarizer, SummarizerError, SummaryRequest
@@ -476,19 +477,20 @@ class ReplayContext:
         self.source_index = source_index
         check_step(self)
         usage = self.originals[source_index].usage
-        record = StepRecord(
-            index=self.step,
-            source_index=source_index,
-            tokens=StepTokens(
+        # Positional, every field in order (see records.new_step_record).
+        record = new_step_record(
+            self.step,
+            source_index,
+            new_step_tokens(
                 self.request_tokens(), self.request_ref(), usage.prompt_tokens if usage else None
             ),
-            zones=self.strategy.zones(self),
-            context=tuple(self._context_ranges()),
-            summary_id=self.summary_id,
-            events=tuple(self._new_events),
-            summaries=tuple(self._new_summaries),
-            findings=tuple(self._new_findings),
-            pending=tuple(p.description for p in self.pending) if self.pending else (),
+            self.strategy.zones(self),
+            tuple(self._context_ranges()),
+            self.summary_id,
+            tuple(self._new_events),
+            tuple(self._new_summaries),
+            tuple(self._new_findings),
+            tuple(p.description for p in self.pending) if self.pending else (),
         )
         self._new_events.clear()
         self._new_summaries.clear()

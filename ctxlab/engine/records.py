@@ -8,10 +8,10 @@ replays those changes on demand.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field, fields
 from enum import StrEnum
-from typing import Any
+from typing import Any, TypeVar
 
 from .model import Message
 
@@ -150,6 +150,32 @@ class StepRecord:
     @property
     def context_len(self) -> int:
         return sum(end - start for start, end in self.context)
+
+
+_T = TypeVar("_T")
+
+
+def _positional_builder(cls: type[_T]) -> Callable[..., _T]:
+    """A constructor taking every field positionally that sets the slots through their
+    member descriptors: the frozen dataclass ``__init__`` routes each field through
+    ``object.__setattr__`` by name, which dominated building a record per step. The
+    instance is the same frozen value (equality, hash, repr and pickling unchanged)."""
+    names = [f.name for f in fields(cls)]  # type: ignore[arg-type]
+    namespace: dict[str, Any] = {"_new": object.__new__, "_cls": cls}
+    lines = [f"def build({', '.join(names)}):", "    obj = _new(_cls)"]
+    for name in names:
+        namespace[f"_set_{name}"] = getattr(cls, name).__set__
+        lines.append(f"    _set_{name}(obj, {name})")
+    lines.append("    return obj")
+    exec("\n".join(lines), namespace)  # noqa: S102 - code built from the field names only
+    build: Callable[..., _T] = namespace["build"]
+    return build
+
+
+# Hot-path constructors (one StepRecord per inference call): every field, in field order.
+new_step_record = _positional_builder(StepRecord)
+new_zones = _positional_builder(Zones)
+new_step_tokens = _positional_builder(StepTokens)
 
 
 @dataclass(slots=True)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..model import Message, ToolDef
 from ..params import Param, validate
-from ..records import Zones
+from ..records import Zones, new_zones
 
 if TYPE_CHECKING:
     from ..context import ReplayContext
@@ -82,16 +82,18 @@ class Strategy:
         recent = self.reserved_recent(ctx)
         reserve = self.output_reserve(ctx)
         used = ctx.request_tokens() + reserve
-        return Zones(
-            system=ctx.system_tokens,
-            tools=ctx.tools_tokens,
-            summary=ctx.summary_tokens,
-            compactable=max(0, ctx.history_tokens - recent),
-            reserved_recent=recent,
-            output_reserve=reserve,
-            free=max(0, window - used),
-            window=window,
-            threshold=self.threshold(ctx),
+        # system, tools, summary, compactable, reserved_recent, output_reserve, free,
+        # window, threshold (positional: records.new_zones)
+        return new_zones(
+            ctx.system_tokens,
+            ctx.tools_tokens,
+            ctx.summary_tokens,
+            max(0, ctx.history_tokens - recent),
+            recent,
+            reserve,
+            max(0, window - used),
+            window,
+            self.threshold(ctx),
         )
 
     # --- hooks --------------------------------------------------------------------------
