@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from datetime import datetime
+from functools import lru_cache
 
 from ..model import Block, BlockKind, Message, Role
 from .markers import QWENPAW_MARKER
@@ -30,6 +31,7 @@ def as_name(message: Message) -> str:
     return message.name or role
 
 
+@lru_cache(maxsize=1 << 16)  # QwenPaw and CoPaw format the same messages again and again
 def as_timestamp(value: str | None) -> str:
     """``YYYY-mm-dd HH:MM:SS.fff`` as AgentScope stamps messages ('' when unknown, so the
     replay stays deterministic)."""
