@@ -29,6 +29,7 @@ from ctxlab.engine import reference as reference_mod
 from ctxlab.engine import summarizers, synth
 from ctxlab.engine.model import Conversation
 from ctxlab.engine.replay import run as replay_run
+from ctxlab.engine.stages import agentscope
 from ctxlab.engine.strategies import PRESETS, STRATEGIES
 from ctxlab.engine.tokens import _encoding, block_text, reference_counter
 
@@ -39,6 +40,7 @@ def _cold() -> None:
     reference_mod._CACHE.clear()
     reference_counter().count.cache_clear()  # type: ignore[attr-defined]
     summarizers.clear_caches()  # the offline summariser's per-text scans
+    agentscope.as_timestamp.cache_clear()
     try:
         from ctxlab.engine import qwen_tokens
 
