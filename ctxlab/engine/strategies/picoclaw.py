@@ -15,7 +15,6 @@ messages, so no cut separates a tool call from its results.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING, ClassVar
 
 from ..findings import check_summary_size
@@ -156,7 +155,12 @@ class PicoClawStrategy(Strategy):
         msg = ctx.message(index)
         counted = getattr(self, "_counted", None)
         if counted is not None and counted[0] is msg:
-            parts = [replace(p, src=index) for p in counted[1]]
+            # The cached parts are private to this strategy (fresh from count_message), so
+            # stamping the index in place is safe and skips a dataclasses.replace per part.
+            parts = counted[1]
+            for part in parts:
+                object.__setattr__(part, "src", index)
+            self._counted = None
         else:
             parts = pb.to_pico(index, msg)
         if any(p.role == "user" for p in parts):
