@@ -103,7 +103,7 @@ class PicoClawStrategy(Strategy):
     def count_message(self, message: Message) -> int:
         parts = pb.to_pico(-1, message)
         # The replay counts a message just before after_append converts it again.
-        self._counted = (message, parts)
+        self._counted: tuple[Message, list[PicoMsg]] | None = (message, parts)
         return sum(pb.estimate_message_tokens(m, self._est) for m in parts)
 
     def count_system(self, text: str, message: Message | None) -> int:
