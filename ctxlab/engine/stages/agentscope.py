@@ -12,6 +12,8 @@ from datetime import datetime
 from functools import lru_cache
 
 from ..model import Block, BlockKind, Message, Role
+from ..summarizers import MaterialItem, PromptMessage, SummaryRequest
+from . import prompts
 from .markers import QWENPAW_MARKER
 
 CountStr = Callable[[str], int]
@@ -145,3 +147,31 @@ def format_message(
             tag = (b.media_type.split("/")[0] or "image") if b.media_type else "image"
             lines.append(f"<{tag}>{b.text}</{tag}>" if reme else f"[{tag}]: {b.text}")
     return "\n".join(lines)
+
+
+def material_role(message: Message) -> str:
+    """The role the offline summariser sees: AgentScope tool results are ``system`` msgs."""
+    role = as_role(message)
+    return "tool" if role == "system" else role
+
+
+def compactor_request(
+    *,
+    strategy: str,
+    lang: str,
+    user: str,
+    messages: list[tuple[int, Message]],
+    previous: str,
+) -> SummaryRequest:
+    """The compactor call QwenPaw and ReMe both make: their shared system prompt and one
+    user message (each builds ``user`` its own way); ``messages`` are (index, message)."""
+    return SummaryRequest(
+        strategy=strategy,
+        system=prompts.COMPACTOR_SYSTEM[lang],
+        messages=(PromptMessage("user", user),),
+        language=lang,
+        style="sections",
+        sections=prompts.SECTIONS[lang],
+        material=tuple(MaterialItem(material_role(m), m.text, i) for i, m in messages),
+        previous_summary=previous,
+    )

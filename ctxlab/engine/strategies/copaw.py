@@ -24,7 +24,6 @@ from ..records import Fate
 from ..stages import agentscope, prompts
 from ..stages.markers import QWENPAW_MARKER, REME_END_MARKER, reme_truncate_text
 from ..stages.split import aligned
-from ..summarizers import MaterialItem, PromptMessage, SummaryRequest
 from .base import Strategy
 
 if TYPE_CHECKING:
@@ -322,17 +321,12 @@ class CoPaw(Strategy):
                 )
             else:
                 user = f"<conversation>\n{history}\n</conversation>\n\n{prompts.REME_INITIAL[lang]}"
-            request = SummaryRequest(
+            request = agentscope.compactor_request(
                 strategy=self.name,
-                system=prompts.COMPACTOR_SYSTEM[lang],
-                messages=(PromptMessage("user", user),),
-                language=lang,
-                style="sections",
-                sections=prompts.SECTIONS[lang],
-                material=tuple(
-                    MaterialItem(_role(ctx.message(i)), ctx.message(i).text, i) for i in shown
-                ),
-                previous_summary=previous,
+                lang=lang,
+                user=user,
+                messages=[(i, ctx.message(i)) for i in shown],
+                previous=previous,
             )
             record = ctx.summarize(request, messages=shown)
             text = "" if record.error else record.output
@@ -393,11 +387,6 @@ def _line_pieces(text: str) -> list[str]:
     here), so a cut is never made where the tokenizer would see whitespace."""
     bounds = [0, *(m.end() for m in _LINE_START.finditer(text)), len(text)]
     return [text[a:b] for a, b in zip(bounds, bounds[1:], strict=False) if b > a]
-
-
-def _role(message: Message) -> str:
-    role = agentscope.as_role(message)
-    return "tool" if role == "system" else role
 
 
 def _texts(messages: tuple[Message, ...]) -> list[str]:

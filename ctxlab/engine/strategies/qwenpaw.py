@@ -22,7 +22,6 @@ from ..records import Fate
 from ..stages import agentscope, prompts
 from ..stages.markers import QWENPAW_MARKER, qwenpaw_retruncate, qwenpaw_truncate_fresh
 from ..stages.split import largest_aligned_suffix
-from ..summarizers import MaterialItem, PromptMessage, SummaryRequest
 from .base import Strategy
 
 if TYPE_CHECKING:
@@ -411,17 +410,12 @@ class QwenPaw(Strategy):
             )
         else:
             user = f"# conversation\n{history}\n\n{prompts.QWENPAW_INITIAL[lang]}"
-        request = SummaryRequest(
+        request = agentscope.compactor_request(
             strategy=self.name,
-            system=prompts.COMPACTOR_SYSTEM[lang],
-            messages=(PromptMessage("user", user),),
-            language=lang,
-            style="sections",
-            sections=prompts.SECTIONS[lang],
-            material=tuple(
-                MaterialItem(_material_role(ctx.message(i)), ctx.message(i).text, i) for i in shown
-            ),
-            previous_summary=previous,
+            lang=lang,
+            user=user,
+            messages=[(i, ctx.message(i)) for i in shown],
+            previous=previous,
         )
         record = ctx.summarize(request, messages=shown)
         text = record.output
@@ -474,11 +468,6 @@ class QwenPaw(Strategy):
             **detail,
         ) as act:
             act.remove(drop, Fate.DROPPED)
-
-
-def _material_role(message: Message) -> str:
-    role = agentscope.as_role(message)
-    return "tool" if role == "system" else role
 
 
 STRATEGY = QwenPaw
