@@ -149,9 +149,7 @@ def estimate(
             return Estimate(**{**_fields(hit), "label": label or hit.label})
     counting = _Counting(model)
     try:
-        job = Replay(conversation, strategy, params=params, summarizer=counting)
-        for _ in job:
-            pass
+        Replay(conversation, strategy, params=params, summarizer=counting).exhaust()
     except Exception as exc:  # a bad transcript/params: say so beside the estimate
         return Estimate(strategy, label or strategy, 0, 0, 0, Decimal(0), error=str(exc)[:300])
     info = find_model(model)

@@ -25,6 +25,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from ctxlab.engine.heap import existing_heap_frozen
 from ctxlab.engine.metrics import compute_metrics
 from ctxlab.engine.native_config import NativeConfig, native_config
 from ctxlab.engine.params import validate
@@ -496,12 +497,13 @@ def _execute(
     writer = _BatchWriter(run, attempt)
     writer.metered = summarizer if isinstance(summarizer, llm_mod.MeteredSummarizer) else None
     last_flush = time.monotonic()
-    for record in job:
-        writer.add(record)
-        if writer.pending >= batch_steps or time.monotonic() - last_flush >= batch_seconds:
-            writer.flush(job.result.offloads)
-            last_flush = time.monotonic()
-            _emit(on_progress, run, writer.latest)
+    with existing_heap_frozen():  # see ctxlab.engine.heap: full collections skip the input
+        for record in job:
+            writer.add(record)
+            if writer.pending >= batch_steps or time.monotonic() - last_flush >= batch_seconds:
+                writer.flush(job.result.offloads)
+                last_flush = time.monotonic()
+                _emit(on_progress, run, writer.latest)
     writer.flush(job.result.offloads)
     result = job.result
     metrics = compute_metrics(

@@ -15,6 +15,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from .context import ReplayContext
+from .heap import existing_heap_frozen
 from .metrics import compute_metrics
 from .model import Conversation, Message, Role
 from .records import ReplayResult, StepRecord
@@ -84,6 +85,14 @@ class Replay:
     def result(self) -> ReplayResult:
         return self.ctx.result
 
+    def exhaust(self) -> ReplayResult:
+        """Run every remaining step (the heap that existed before is frozen meanwhile, see
+        ``heap``) and return the result, without metrics."""
+        with existing_heap_frozen():
+            for _ in self:
+                pass
+        return self.ctx.result
+
 
 def replay(
     conversation: Conversation,
@@ -110,9 +119,7 @@ def run(
 ) -> ReplayResult:
     """The whole replay: steps, events, summaries, findings, offloads and metrics."""
     job = Replay(conversation, strategy, params=params, summarizer=summarizer, reference=reference)
-    for _ in job:
-        pass
-    result = job.result
+    result = job.exhaust()
     result.metrics = compute_metrics(result, threshold=_threshold(job), reference=job.ctx.reference)
     return result
 

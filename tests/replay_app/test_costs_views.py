@@ -252,8 +252,7 @@ def test_costs_calibration_band_and_overflow_flags_from_reported_usage(user: Any
     ]
     conv2 = replace(conv, messages=tuple(msgs))
     job = Replay(conv2, "picoclaw", params={"context_window": 9000, "max_tokens": 500})
-    for _ in job:
-        pass
+    job.exhaust()
     truth = costs.ground_truth_json(job.result.steps, conv2)
     cal = truth["calibration"]
     assert cal is not None and cal["pairs_used"] >= 5 and cal["band"]["n"] > 0
