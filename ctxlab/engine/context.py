@@ -12,6 +12,7 @@ becomes one ``Event`` carrying the fate changes, tokens before/after and detail.
 from __future__ import annotations
 
 import bisect
+import heapq
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -140,6 +141,15 @@ class Action:
         self.changes.extend(Change(i, fate, why) for i in gone)
         self.touched.extend(gone)
         return gone
+
+    def restore(self, indexes: Iterable[int], *, reason: str = "") -> list[int]:
+        """Put removed messages back into the live history (``restored``): a request-local
+        removal has ended and the next request is built from the session again."""
+        back = self.ctx._restore(indexes)
+        why = reason or self.reason
+        self.changes.extend(Change(i, Fate.RESTORED, why) for i in back)
+        self.touched.extend(back)
+        return back
 
     def mark(
         self, index: int, fate: Fate, *, reason: str = "", message: Message | None = None
@@ -405,11 +415,28 @@ class ReplayContext:
             else:
                 self.live = [i for i in live if self.alive[i]]
             self._ranges_dirty = True  # rebuilt once, when the step is recorded
-            if self.turn_start is not None:
-                # live is in source order: the current turn is a suffix of it
-                start = bisect.bisect_left(self.live, self.turn_start)
-                self.turn_tokens = sum(self.tokens(i) for i in self.live[start:])
+            self._recount_turn()
         return gone
+
+    def _restore(self, indexes: Iterable[int]) -> list[int]:
+        back = sorted({i for i in indexes if not self.alive[i] and i != self.system_index})
+        if not back:
+            return back
+        for i in back:
+            self.alive[i] = 1
+            self.history_tokens += self.tokens(i)
+            self.history_ref += self.ref_tokens(i)
+            self.live_tools.add(self.ids(i))
+        self.live = list(heapq.merge(self.live, back))  # both in source order
+        self._ranges_dirty = True
+        self._recount_turn()
+        return back
+
+    def _recount_turn(self) -> None:
+        if self.turn_start is not None:
+            # live is in source order: the current turn is a suffix of it
+            start = bisect.bisect_left(self.live, self.turn_start)
+            self.turn_tokens = sum(self.tokens(i) for i in self.live[start:])
 
     def _context_ranges(self) -> list[tuple[int, int]]:
         if self._ranges_dirty:

@@ -6,8 +6,9 @@ Definitions (also shown in the UI):
   would have been billed for as input); ``input_tokens_total_strategy`` the same under the
   estimator.
 - ``compactions``: events by kind, for every event that compacts: a kind in
-  COMPACTION_KINDS, or any other event that changed a message's fate, except the repairs
-  in REPAIR_KINDS (removing orphan tool results is not compaction).
+  COMPACTION_KINDS, or any other event that changed a message's fate, except those in
+  NON_COMPACTION_KINDS (removing orphan tool results repairs the request; putting back
+  what a request-local trim hid restores it).
 - ``messages_removed`` / ``tokens_removed``: distinct messages summarised or dropped, and
   their reference tokens; ``messages_modified``: distinct truncated/offloaded/pruned.
 - ``summary_input_tokens`` / ``summary_output_tokens``: summed summariser usage.
@@ -44,8 +45,9 @@ COMPACTION_KINDS = frozenset(
         "compact_fallback",
     }
 )
-# Events that change fates only to restore the request's invariants.
-REPAIR_KINDS = frozenset({"sanitize"})
+# Events that change fates without compacting: a repair of the request's invariants, and the
+# end of a request-local trim (PicoClaw) putting the session's messages back.
+NON_COMPACTION_KINDS = frozenset({"sanitize", "restore_request"})
 THRASH_STEPS = 3
 THRASH_NEAR = 0.9
 
@@ -53,7 +55,7 @@ THRASH_NEAR = 0.9
 def is_compaction(kind: str, changed: bool) -> bool:
     """Whether an event counts as a compaction (strategies name their actions freely:
     CowAgent's ``drop_turns``, PicoClaw's ``summarize`` ...)."""
-    return kind in COMPACTION_KINDS or (changed and kind not in REPAIR_KINDS)
+    return kind in COMPACTION_KINDS or (changed and kind not in NON_COMPACTION_KINDS)
 
 
 def compute_metrics(

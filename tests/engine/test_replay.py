@@ -137,3 +137,35 @@ def _spec(**kw: Any) -> dict[str, Any]:
 def test_spec_dict_is_accepted() -> None:
     result = run(conv(system(), *cycle(3, 10)), _spec(max_input_length=2048))
     assert result.params["max_input_length"] == 2048
+
+
+class HideAndRestore(Toy):
+    """Hides the tool pair at the first call, puts it back at the next one."""
+
+    def before_call(self, ctx: ReplayContext) -> None:
+        if ctx.step == 1:
+            with ctx.action("hide") as act:
+                act.remove([2, 3], Fate.DROPPED)
+        elif ctx.step == 2:
+            with ctx.action("restore_request") as act:
+                assert act.restore([2, 3, 4, 0]) == [2, 3]  # alive 4, system 0: ignored
+
+
+def test_restore_puts_messages_back_in_source_order_with_their_tokens() -> None:
+    c = conv(system("S"), user("go"), call("t1"), tool_result("t1", "out"), assistant("a"),
+             user("next"), assistant("b"), user("last"), assistant("c"))  # fmt: skip
+    result = run(c, HideAndRestore())
+    hidden, back = result.steps[1], result.steps[2]
+    assert hidden.context == ((0, 2),)
+    assert "tool_pair_broken" not in {f.kind for f in result.findings}  # the pair left together
+    assert back.context == ((0, 6),)
+    restore = result.events[-1]
+    assert [c.fate for c in restore.changes] == [Fate.RESTORED, Fate.RESTORED]
+    assert restore.tokens_after - restore.tokens_before == sum(
+        Toy().count_message(c.messages[i]) for i in (2, 3)
+    )
+    # the totals equal a fresh replay that never hid anything
+    plain = run(c, Toy())
+    assert back.tokens == plain.steps[2].tokens
+    assert fates_at(result.events, 2) == {}
+    assert result.metrics["compactions"] == {"hide": 1}

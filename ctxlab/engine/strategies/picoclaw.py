@@ -130,6 +130,7 @@ class PicoClawStrategy(Strategy):
         self._new_turn = False
         self._replied = False  # an assistant message since the last user message
         self._system_text = ctx.system_text
+        self._trimmed: list[int] = []  # sources out of the request by a trim, not the session
 
     def _build(self, hist: Sequence[PicoMsg]) -> list[PicoMsg]:
         return pb.build_messages(self._prompt, self._summary, hist, self._current)
@@ -164,6 +165,7 @@ class PicoClawStrategy(Strategy):
         else:
             parts = pb.to_pico(index, msg)
         if any(p.role == "user" for p in parts):
+            self._end_request_trim(ctx)
             if self._replied and self.params["enable_summary"]:
                 self._maybe_summarize(ctx)
             self._current = parts
@@ -212,6 +214,23 @@ class PicoClawStrategy(Strategy):
                 "session keeps these messages", fit=fit, window=window,
             ) as act:  # fmt: skip
                 self._remove_gone(act, self._hist, hist, Fate.DROPPED)
+                self._trimmed.extend(act.touched)
+
+    def _end_request_trim(self, ctx: ReplayContext) -> None:
+        """The trimmed request served its turn; the next one is assembled from the session,
+        which still holds the trimmed messages (those a compression or summary has not
+        taken since)."""
+        if not self._trimmed:
+            return
+        in_session = {m.src for m in self._hist}
+        back = [i for i in self._trimmed if i in in_session]
+        self._trimmed = []
+        if back:
+            with ctx.action(
+                "restore_request", reason="trimHistoryToFitContextWindow is request-local: "
+                "the next turn's request is rebuilt from the session, which kept these",
+            ) as act:  # fmt: skip
+                act.restore(back)
 
     def _drop_sanitized(self, ctx: ReplayContext, messages: Sequence[PicoMsg]) -> None:
         shown = {m.src for m in messages}

@@ -396,6 +396,31 @@ def test_replay_request_local_trim_when_compression_is_not_enough() -> None:
     assert res.steps[trim.step].context_indexes[-1] == res.steps[trim.step].source_index - 1
 
 
+def test_replay_request_local_trim_ends_with_its_turn() -> None:
+    """The session keeps what a trim hid: the next turn's request is rebuilt from it (the
+    messages come back, ``restored``), and only then compressed again."""
+    res = run(
+        _conv(4, 9800),
+        "picoclaw",
+        params={"max_tokens": 100, "context_window": 4000, "enable_summary": False},
+    )
+    trim = next(e for e in res.events if e.kind == "trim_request")
+    trimmed = {c.index for c in trim.changes}
+    restore = next(e for e in res.events if e.kind == "restore_request")
+    assert restore.step > trim.step
+    assert {c.index for c in restore.changes} == trimmed
+    assert {c.fate for c in restore.changes} == {Fate.RESTORED}
+    # within the trimmed turn the messages stay out of every request ...
+    for step in res.steps[trim.step : restore.step]:
+        assert trimmed.isdisjoint(step.context_indexes)
+    # ... and the restored session is what the next turn's compression works on
+    after = [e for e in res.events if e.step == restore.step and e.id > restore.id]
+    assert after and after[0].kind == "force_compression"
+    assert after[0].tokens_before == restore.tokens_after > restore.tokens_before
+    assert trimmed <= {c.index for c in after[0].changes}
+    assert "restore_request" not in res.metrics["compactions"]
+
+
 def test_replay_failing_summariser_uses_fallback_text() -> None:
     res = run(_conv(8), "picoclaw", summarizer=FailingSummarizer())  # type: ignore[arg-type]
     summ = next(e for e in res.events if e.kind == "summarize")
