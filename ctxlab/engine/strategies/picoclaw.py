@@ -5,7 +5,8 @@ assembled request (system message with the summary, sanitized history, current u
 message) + tool definitions + ``MaxTokens`` is compared ``> ContextWindow``; over budget,
 ``forceCompression`` drops the oldest floor(T/2) turns from the session (persisted, with a
 note appended to the summary, no LLM), then ``trimHistoryToFitContextWindow`` drops whole
-turns from the front of *this request only*. After each turn, ``maybeSummarize`` runs in a
+turns from the front of *this request only* (they come back when the next turn's request
+is rebuilt from the session: ``restore_request``). After each turn, ``maybeSummarize`` runs in a
 goroutine when the session has more than 20 messages or more than 75% of the window; it
 lands before the next request (recorded as pending). Its split path (> 10 messages) loses
 the previous summary. A turn starts at every user message; tool results are ``tool``
