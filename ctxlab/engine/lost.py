@@ -10,8 +10,10 @@ The run's retention score is sum(retained) / sum(at risk) over its events (each 
 counts its own distinct facts): 1.0 means every fact a compaction touched survived
 somewhere in context. ``None`` when no event put anything at risk.
 
-Cost: facts are extracted once per message version (an inverted index fact -> messages),
-so the analysis is linear in the transcript plus the facts at risk, never events x context.
+Cost: facts are extracted once per distinct text (``extract.fact_set`` memoises them by
+content, so repeated texts and other runs over the same transcript reuse them), and an
+inverted index fact -> messages keeps the analysis linear in the transcript plus the facts
+at risk, never events x context. ``clear_caches`` forgets the memo (benchmarks start cold).
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .extract import KINDS, facts
+from . import extract
+from .extract import KINDS
 from .model import BlockKind, Message
 from .records import Event, Fate, Ranges, ReplayResult, StepRecord
 
@@ -109,7 +112,13 @@ def message_text(message: Message) -> str:
 
 
 def fact_set(text: str) -> frozenset[Fact]:
-    return frozenset(facts(text).items())
+    """The distinct facts of ``text`` (memoised by content in ``extract``; bounded)."""
+    return extract.fact_set(text)
+
+
+def clear_caches() -> None:
+    """Forget memoised facts (all of ``extract``'s caches): benchmarks start cold."""
+    extract.clear_caches()
 
 
 def in_ranges(ranges: Ranges, starts: list[int], index: int) -> bool:

@@ -1,0 +1,68 @@
+"""extract.fact_set: the content-keyed, bounded memo of a text's facts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ctxlab.engine import extract, lost, synth
+from ctxlab.engine.extract import _FactSetMemo, facts
+
+CORPUS = Path(__file__).resolve().parents[1] / "data" / "corpus"
+
+
+def uncached(text: str) -> frozenset[tuple[str, str]]:
+    return frozenset(facts(text).items())
+
+
+@pytest.fixture(scope="module")
+def corpus_texts() -> list[str]:
+    texts = [lost.message_text(m) for c in synth.corpus_conversations(CORPUS) for m in c.messages]
+    assert len(texts) > 5000, "the corpus has thousands of messages"
+    return texts
+
+
+def test_memoised_fact_sets_equal_uncached_extraction_on_the_corpus(
+    corpus_texts: list[str],
+) -> None:
+    lost.clear_caches()
+    for _ in range(2):  # cold, then served from the memo
+        for text in corpus_texts:
+            assert lost.fact_set(text) == uncached(text)
+    assert any(lost.fact_set(t) for t in corpus_texts), "corpus messages hold facts"
+
+
+def test_same_text_is_extracted_once() -> None:
+    lost.clear_caches()
+    text = "see /srv/app/main.py and parse_config at line 1234"
+    first = lost.fact_set(text)
+    assert lost.fact_set("".join(list(text))) is first  # an equal, distinct string object
+
+
+def test_clear_caches_forgets_memoised_sets() -> None:
+    text = "fatal: refusing src/x.py"
+    first = extract.fact_set(text)
+    lost.clear_caches()
+    assert extract.fact_set(text) is not first
+    assert extract.fact_set(text) == first
+
+
+def test_memo_is_bounded_by_entries() -> None:
+    memo = _FactSetMemo(max_entries=3, max_chars=10_000)
+    for i in range(5):
+        memo.put(f"text {i}", frozenset())
+    assert list(memo.items) == ["text 2", "text 3", "text 4"]
+    assert memo.chars == 3 * len("text 0")
+
+
+def test_memo_is_bounded_by_characters_and_keeps_recently_used() -> None:
+    memo = _FactSetMemo(max_entries=100, max_chars=30)
+    memo.put("a" * 10, frozenset())
+    memo.put("b" * 10, frozenset())
+    assert memo.get("a" * 10) is not None  # now the most recently used
+    memo.put("c" * 15, frozenset())
+    assert set(memo.items) == {"a" * 10, "c" * 15}
+    assert memo.chars == 25
+    memo.put("d" * 31, frozenset())  # larger than the whole memo: not kept
+    assert "d" * 31 not in memo.items and memo.chars == 25
