@@ -6,6 +6,7 @@ from django.contrib import admin
 
 from .models import (
     Run,
+    RunAnalysis,
     RunEvent,
     RunFinding,
     RunGroup,
@@ -87,6 +88,11 @@ class RunFindingAdmin(_RunChildAdmin):
 @admin.register(RunOffload)
 class RunOffloadAdmin(_RunChildAdmin):
     list_display = ("run", "path")
+
+
+@admin.register(RunAnalysis)
+class RunAnalysisAdmin(_RunChildAdmin):
+    list_display = ("run", "attempts", "created_at")
 
 
 @admin.register(SummaryCache)

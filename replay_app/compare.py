@@ -8,6 +8,7 @@ the fate matrix aggregates messages into at most ``MATRIX_COLUMNS`` buckets.
 from __future__ import annotations
 
 import csv
+import functools
 import html
 import io
 from collections import Counter
@@ -317,11 +318,10 @@ def matrix_detail(runs: Sequence[Run], start: int, end: int) -> list[tuple[int, 
 
 
 def retentions(runs: Sequence[Run]) -> list[dict[str, Any]]:
-    """``inspect.retention`` per run, loading the transcript's messages at most once."""
-    index: FactIndex | None = None
-    out = []
-    for run in runs:
-        if index is None and not inspect.has_cached_retention(run):
-            index = FactIndex(run.transcript.to_conversation().messages)
-        out.append(inspect.retention(run, fact_index=index))
-    return out
+    """``inspect.retention`` per run. Usually stored by the worker; the transcript's
+    messages are loaded (at most once) only when a run's analysis has to be computed."""
+    if not runs:
+        return []
+    transcript = runs[0].transcript  # load_runs: every run is on this transcript
+    shared_index = functools.cache(lambda: FactIndex(transcript.to_conversation().messages))
+    return [inspect.retention(run, fact_index=shared_index) for run in runs]

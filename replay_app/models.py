@@ -18,6 +18,8 @@ Storage (grows with steps + events, never with steps x context size):
 - ``RunSummary``: each summariser call with its exact input and output and usage.
 - ``RunFinding``: broken invariants per step.
 - ``RunOffload``: the full text a strategy wrote to a file (path -> text), once per path.
+- ``RunAnalysis``: analyses derived from a finished run (what each compaction lost), one
+  row per run, computed off the page request.
 
 Message texts are never copied: the original is ``sessions_app.Message`` (transcript,
 index); ``Run.to_result()`` rebuilds the engine's ``ReplayResult`` for inspection code.
@@ -444,6 +446,24 @@ class RunOffload(models.Model):
     class Meta:
         ordering = ["run", "id"]
         indexes = [models.Index(fields=["run", "path"])]
+
+
+class RunAnalysis(models.Model):
+    """Derived analyses of a finished run, computed by the worker at run end (or once on
+    first view for older runs): ``retention`` is ``lost.analyse(...).as_dict()``. A row of
+    its own so that listing runs never reads it. ``attempts`` is the run attempt it belongs
+    to: a retried run ignores an older attempt's analysis."""
+
+    run = models.OneToOneField(Run, on_delete=models.CASCADE, related_name="analysis")
+    attempts = models.PositiveIntegerField()
+    retention = models.JSONField(default=dict)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        verbose_name_plural = "run analyses"
+
+    def __str__(self) -> str:
+        return f"analysis of run {self.run_id} (attempt {self.attempts})"
 
 
 class SummaryCache(models.Model):

@@ -35,7 +35,7 @@ from ctxlab.engine.strategies import PRESETS, STRATEGIES, get_strategy_class
 from ctxlab.engine.summarizers import OfflineSummarizer, Summarizer
 from sessions_app.models import Transcript
 
-from . import costs
+from . import costs, inspect
 from . import llm as llm_mod
 from .models import (
     Run,
@@ -512,15 +512,20 @@ def _execute(
     counter = llm_mod.make_counter(model=run.summarizer_model or None) if run.exact_counts else None
     extra = costs.finish(run, job, metered=writer.metered, exact_counter=counter)
     metrics = {**metrics, **extra.pop("metrics")}
-    done = Run.objects.filter(pk=run.pk, attempts=attempt, status=RunStatus.RUNNING).update(
-        status=RunStatus.DONE,
-        finished_at=timezone.now(),
-        heartbeat_at=timezone.now(),
-        metrics=_jsonable(metrics),
-        **_jsonable(extra),
-        steps_done=len(result.steps),
-        steps_total=len(result.steps),
-    )
+    # What each compaction lost, off the page request (None when it failed: logged).
+    retention = inspect.analyse_finished(run, result, conversation.messages)
+    with transaction.atomic():  # done and its analysis become visible together
+        done = Run.objects.filter(pk=run.pk, attempts=attempt, status=RunStatus.RUNNING).update(
+            status=RunStatus.DONE,
+            finished_at=timezone.now(),
+            heartbeat_at=timezone.now(),
+            metrics=_jsonable(metrics),
+            **_jsonable(extra),
+            steps_done=len(result.steps),
+            steps_total=len(result.steps),
+        )
+        if done and retention is not None:
+            inspect.store_retention(run, attempt, retention)
     if not done:
         raise _Stop(cancelled=False)
 
