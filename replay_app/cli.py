@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from ctxlab.engine.params import parse_assignments
 from sessions_app.models import Transcript
 
-from . import services
-from .models import Run, StrategyConfig
+from . import services, sweep
+from .models import Run, RunGroup, StrategyConfig
 from .progress import ChannelProgress
 
 
@@ -23,22 +23,10 @@ def save_run(
     model: str | None = None,
 ) -> Run:
     """Create and execute a run; ValueError says what is wrong (bad id, name, params)."""
-    try:
-        transcript = Transcript.objects.get(pk=int(transcript_id))
-    except (Transcript.DoesNotExist, ValueError):
-        raise ValueError(f"no transcript with id {transcript_id!r}") from None
+    transcript = _transcript(transcript_id)
     params = parse_assignments(list(assignments))
     if config_name:
-        config = StrategyConfig.objects.filter(owner=transcript.owner, name=config_name).first()
-        if config is None:
-            names = ", ".join(
-                StrategyConfig.objects.filter(owner=transcript.owner).values_list("name", flat=True)
-            )
-            raise ValueError(
-                f"{transcript.owner} has no configuration named {config_name!r} "
-                f"(known: {names or 'none'})"
-            )
-        spec = services.RunSpec(config=config, params=params)
+        spec = services.RunSpec(config=_config(transcript, config_name), params=params)
     elif strategy:
         spec = services.RunSpec(strategy=strategy, params=params)
     else:
@@ -52,6 +40,85 @@ def save_run(
         llm=services.LLMOptions(model=model or ""),
     )
     return services.run_execute(run=run, on_progress=ChannelProgress())
+
+
+def _transcript(transcript_id: str) -> Transcript:
+    try:
+        return Transcript.objects.get(pk=int(transcript_id))
+    except (Transcript.DoesNotExist, ValueError):
+        raise ValueError(f"no transcript with id {transcript_id!r}") from None
+
+
+def _config(transcript: Transcript, name: str) -> StrategyConfig:
+    config = StrategyConfig.objects.filter(owner=transcript.owner, name=name).first()
+    if config is None:
+        names = ", ".join(
+            StrategyConfig.objects.filter(owner=transcript.owner).values_list("name", flat=True)
+        )
+        raise ValueError(
+            f"{transcript.owner} has no configuration named {name!r} (known: {names or 'none'})"
+        )
+    return config
+
+
+def save_sweep(
+    *,
+    transcript_id: str,
+    strategy: str | None,
+    config_name: str | None,
+    sweep_text: str,
+    assignments: Sequence[str] = (),
+    summarizer: str = "offline",
+    model: str | None = None,
+) -> tuple[RunGroup, list[Run]]:
+    """``--sweep key=v1,v2`` (or ``key=start:stop:step``): a sweep group created as the web
+    creates it, its runs executed here one after another."""
+    transcript = _transcript(transcript_id)
+    extra = parse_assignments(list(assignments))
+    if config_name:
+        config = _config(transcript, config_name)
+        base = sweep.Base(strategy=config.strategy, config=config, extra=extra)
+    elif strategy:
+        base = sweep.Base(strategy=strategy, extra=extra)
+    else:
+        raise ValueError("give --strategy PRESET or --config NAME")
+    key, sep, raw = sweep_text.partition("=")
+    if not sep:
+        raise ValueError(
+            f"--sweep expects key=v1,v2,... or key=start:stop:step, got {sweep_text!r}"
+        )
+    spec = sweep.param_spec(base.strategy, key.strip())
+    values = sweep.check_values(
+        strategy=base.strategy, base=base.overrides, spec=spec, values=sweep.parse_text(spec, raw)
+    )
+    group = services.group_create(
+        owner=transcript.owner,
+        transcript=transcript,
+        specs=sweep.specs(base, spec.name, values),
+        summarizer=summarizer,
+        name=sweep.default_name(base, spec.name),
+        enqueue=False,
+        llm=services.LLMOptions(model=model or ""),
+    )
+    runs = [
+        services.run_execute(run=run, on_progress=ChannelProgress())
+        for run in group.runs.order_by("pk")
+    ]
+    return group, runs
+
+
+def describe_sweep(group: RunGroup, runs: Sequence[Run]) -> str:
+    found = sweep.detect(list(runs))
+    lines = [f"sweep group {group.pk}: {group.get_absolute_url()}"]
+    if found is None:
+        return "\n".join(lines + [describe(run) for run in runs])
+    columns = found.columns[:5]
+    lines.append("  ".join([f"{found.key:>24}", "run", *[c.key for c in columns], "status"]))
+    for row in found.rows:
+        cells = ["-" if v is None else str(v) for v in row.values[:5]]
+        lines.append("  ".join([f"{sweep.fmt_value(row.value):>24}", str(row.run.pk), *cells,
+                                row.run.status]))  # fmt: skip
+    return "\n".join(lines)
 
 
 def describe(run: Run) -> str:

@@ -196,11 +196,15 @@ class RunCreateForm(forms.Form):
         cleaned = super().clean() or {}
         if not cleaned.get("presets") and not cleaned.get("configs"):
             raise forms.ValidationError("Choose at least one preset or saved configuration.")
+        self.check_key(cleaned)
+        return cleaned
+
+    def check_key(self, cleaned: dict[str, Any]) -> None:
+        """Claude or exact counts need the API key (also used by the sweep form)."""
         wants_key = cleaned.get("summarizer") == "anthropic" or cleaned.get("exact_counts")
         if wants_key and not self.key_available:
             field = "summarizer" if cleaned.get("summarizer") == "anthropic" else "exact_counts"
             self.add_error(field, llm.NO_KEY_MESSAGE)
-        return cleaned
 
     def llm_options(self) -> Any:
         from .services import LLMOptions

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import include, path
 
-from replay_app import views, views_costs
+from replay_app import views, views_costs, views_sweep
 
 urlpatterns = [
     # Inspection + compare routes (views_inspect); first, so /compare/ resolves there.
@@ -18,9 +18,11 @@ urlpatterns = [
     path("runs/", views.run_list, name="run-list"),
     path("runs/new/", views.run_create, name="run-create"),
     path("runs/new/estimate/", views_costs.run_estimate, name="run-estimate"),
+    path("runs/sweep/new/", views_sweep.sweep_new, name="run-sweep"),
     path("runs/<int:pk>/", views.run_detail, name="run-detail"),
     path("runs/<int:pk>/cancel/", views.run_cancel, name="run-cancel"),
     path("runs/<int:pk>/retry/", views.run_retry, name="run-retry"),
     path("runs/groups/<int:pk>/", views.group_detail, name="run-group"),
+    path("runs/groups/<int:pk>/sweep/", views_sweep.group_sweep, name="run-group-sweep"),
     path("compare/", views.run_compare, name="run-compare"),
 ]

@@ -24,7 +24,7 @@ from ctxlab.engine.strategies import PRESETS, STRATEGIES
 from ctxlab.ownership import get_owned_or_404, owned
 from sessions_app.models import Transcript
 
-from . import costs, inspect, runpage, services
+from . import costs, inspect, runpage, services, sweep
 from .forms import ImportConfigForm, RunCreateForm, StrategyConfigForm
 from .models import Run, RunGroup, RunStatus, StrategyConfig
 
@@ -446,6 +446,7 @@ def group_detail(request: HttpRequest, pk: int) -> HttpResponse:
                 "transcript": {"id": group.transcript_id, "title": str(group.transcript)},
                 "created_at": group.created_at.isoformat(),
                 "runs": [_run_json(r) for r in runs],
+                "sweep": _sweep_json(runs),
             },
             json_dumps_params={"ensure_ascii": False},
         )
@@ -463,6 +464,12 @@ def group_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "compare_ids": ",".join(str(r.pk) for r in runs),
         },
     )
+
+
+def _sweep_json(runs: list[Run]) -> dict[str, Any] | None:
+    """The sweep table when the group's runs vary one parameter (replay_app.sweep)."""
+    found = sweep.detect(runs)
+    return sweep.as_json(found) if found else None
 
 
 @require_GET

@@ -38,6 +38,8 @@ def _save(options: dict[str, Any]) -> str:
 
     if not (options["save"] and options["transcript"]):
         raise CommandError("--save and --config need --transcript ID (and each other)")
+    if options["sweep"]:
+        return _save_sweep(options)
     try:
         run = save_run(
             transcript_id=options["transcript"], strategy=options["strategy"],
@@ -49,6 +51,25 @@ def _save(options: dict[str, Any]) -> str:
     if run.status != "done":
         raise CommandError(describe(run))
     return describe(run)
+
+
+def _save_sweep(options: dict[str, Any]) -> str:
+    """``--sweep key=v1,v2 --save``: a sweep group (same path as /runs/sweep/new/)."""
+    from replay_app.cli import describe_sweep, save_sweep
+
+    try:
+        group, runs = save_sweep(
+            transcript_id=options["transcript"], strategy=options["strategy"],
+            config_name=options["config"], sweep_text=options["sweep"],
+            assignments=options["assignments"], summarizer=options["summarizer"],
+            model=options.get("model"),
+        )  # fmt: skip
+    except ValueError as exc:
+        raise CommandError(str(exc)) from None
+    text = describe_sweep(group, runs)
+    if any(run.status != "done" for run in runs):
+        raise CommandError(text)
+    return text
 
 
 def _summarizer(options: dict[str, Any]) -> tuple[Any, Any]:
@@ -87,6 +108,11 @@ class Command(BaseCommand):
             help="store a run of a --transcript (same path as the web) and print its URL",
         )  # fmt: skip
         parser.add_argument(
+            "--sweep", metavar="KEY=V1,V2,...",
+            help="with --save: one run per value of a numeric parameter (2-12 values, or "
+            "KEY=START:STOP:STEP), stored as one comparison group with a sweep table",
+        )  # fmt: skip
+        parser.add_argument(
             "--set", action="append", default=[], metavar="KEY=VALUE", dest="assignments",
             help="override a strategy parameter (repeatable)",
         )  # fmt: skip
@@ -105,6 +131,8 @@ class Command(BaseCommand):
         parser.add_argument("--detail", action="store_true", help="add a fate per context index")
 
     def handle(self, *args: Any, **options: Any) -> None:
+        if options["sweep"] and not options["save"]:
+            raise CommandError("--sweep needs --save (and --transcript ID)")
         if options["save"] or options["config"]:
             self.stdout.write(_save(options))
             return
