@@ -18,7 +18,7 @@ at risk, never events x context. ``clear_caches`` forgets the memo (benchmarks s
 
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right
+from bisect import bisect_left, insort
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -121,12 +121,6 @@ def clear_caches() -> None:
     extract.clear_caches()
 
 
-def in_ranges(ranges: Ranges, starts: list[int], index: int) -> bool:
-    """``index`` in sorted, disjoint ``ranges`` (``starts`` = their start points)."""
-    pos = bisect_right(starts, index) - 1
-    return pos >= 0 and ranges[pos][0] <= index < ranges[pos][1]
-
-
 class FactIndex:
     """Facts per message version, and messages per fact, built lazily. One index can serve
     every run over the same transcript."""
@@ -194,7 +188,9 @@ def analyse_parts(
     """``analyse`` over the parts (steps need only ``index``, ``context``, ``summary_id``)."""
     index = fact_index if fact_index is not None else FactIndex(originals)
     current: dict[int, Message] = {}  # modified versions in force
-    mod_holders: dict[Fact, set[int]] = {}  # fact -> indexes whose current version holds it
+    # fact -> indexes whose current version holds it, kept sorted so that a context range
+    # is one bisect (a scan per fact cost seconds when many truncated versions share facts)
+    mod_holders: dict[Fact, list[int]] = {}
     summary_facts: dict[int, frozenset[Fact]] = {}
     step_at = {s.index: s for s in steps}
     last_step = steps[-1] if steps else None
@@ -206,11 +202,13 @@ def analyse_parts(
             for f in index.version(old):
                 holders = mod_holders.get(f)
                 if holders is not None:
-                    holders.discard(i)
+                    pos = bisect_left(holders, i)
+                    if pos < len(holders) and holders[pos] == i:
+                        del holders[pos]
         if message is not None:
             current[i] = message
             for f in index.version(message):
-                mod_holders.setdefault(f, set()).add(i)
+                insort(mod_holders.setdefault(f, []), i)
 
     def facts_now(i: int) -> frozenset[Fact]:
         version = current.get(i)
@@ -222,7 +220,6 @@ def analyse_parts(
         record = step_at.get(step, last_step if last_step and step > last_step.index else None)
         # sorted: the request order may differ from source order; membership is all we need
         ranges: Ranges = tuple(sorted(record.context)) if record else ()
-        starts = [a for a, _ in ranges]
         sfacts: frozenset[Fact] = frozenset()
         if record is not None and record.summary_id is not None:
             sid = record.summary_id
@@ -233,9 +230,12 @@ def analyse_parts(
         def stayed(fact: Fact) -> bool:
             if fact in sfacts:
                 return True
-            for i in mod_holders.get(fact, ()):
-                if in_ranges(ranges, starts, i):
-                    return True
+            modified = mod_holders.get(fact)
+            if modified:
+                for start, end in ranges:
+                    pos = bisect_left(modified, start)
+                    if pos < len(modified) and modified[pos] < end:
+                        return True
             # holders are sorted: bisect each (few) context range instead of scanning them
             holders = index.holders(fact)
             for start, end in ranges:
