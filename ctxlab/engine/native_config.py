@@ -14,6 +14,9 @@ Shapes (see strategies.md):
 - CowAgent (chatgpt-on-wechat): flat ``config.json`` keys.
 - PicoClaw: ``config.json`` -> ``agents.defaults.{max_tokens, context_window, ...}``.
 - BaseAgent: module constants in ``src/core/compaction.py`` (hard-coded, not configurable).
+- Anthropic context editing: the Messages request's ``context_management`` body
+  (``{"edits": [clear_thinking_20251015?, clear_tool_uses_20250919]}``, thinking first as the
+  API requires).
 """
 
 from __future__ import annotations
@@ -177,12 +180,51 @@ def _baseagent(p: Mapping[str, Any]) -> NativeConfig:
     return NativeConfig("baseagent", "compaction.py", content, "\n".join(lines) + "\n", notes)
 
 
+def _anthropic_edits(p: Mapping[str, Any]) -> NativeConfig:
+    tool_edit: dict[str, Any] = {
+        "type": "clear_tool_uses_20250919",
+        "trigger": {"type": p["trigger_type"], "value": p["trigger"]},
+        "keep": {"type": "tool_uses", "value": p["keep"]},
+    }
+    if p["clear_at_least"]:
+        tool_edit["clear_at_least"] = {"type": "input_tokens", "value": p["clear_at_least"]}
+    if p["exclude_tools"]:
+        tool_edit["exclude_tools"] = list(p["exclude_tools"])
+    if p["clear_tool_inputs"]:
+        inputs = p["clear_tool_inputs"]
+        tool_edit["clear_tool_inputs"] = list(inputs) if isinstance(inputs, list) else True
+    edits: list[dict[str, Any]] = []
+    if p["clear_thinking"]:
+        keep: Any = (
+            "all"
+            if p["thinking_keep_all"]
+            else {"type": "thinking_turns", "value": p["thinking_keep"]}
+        )
+        edits.append({"type": "clear_thinking_20251015", "keep": keep})
+    edits.append(tool_edit)
+    content = {"edits": edits}
+    notes = (
+        "Send with the beta header anthropic-beta: context-management-2025-06-27; "
+        "clear_thinking_20251015 needs extended thinking enabled.",
+        f"max_tokens={p['max_tokens']}: the request's own max_tokens (top level).",
+        f"placeholder {p['placeholder']!r}, keep_counts_excluded={p['keep_counts_excluded']}, "
+        f"strip_prior_thinking={p['strip_prior_thinking']}: replay readings of undocumented "
+        "server behaviour, not request fields.",
+        f"token_ratio={p['token_ratio']}, context_window={p['context_window']}: replay "
+        "estimator and model window, not request fields.",
+    )
+    return NativeConfig(
+        "anthropic_edits", "context_management.json", content, _json_text(content), notes
+    )
+
+
 NATIVE_SHAPES: dict[str, Callable[[Mapping[str, Any]], NativeConfig]] = {
     "qwenpaw": _qwenpaw,
     "copaw": _copaw,
     "cowagent": _cowagent,
     "picoclaw": _picoclaw,
     "baseagent": _baseagent,
+    "anthropic_edits": _anthropic_edits,
 }
 
 

@@ -98,6 +98,9 @@ def _discover() -> dict[str, type[Strategy]]:
 
 STRATEGIES: dict[str, type[Strategy]] = _discover()
 PRESETS: tuple[str, ...] = ("qwenpaw", "copaw", "cowagent", "picoclaw", "baseagent")
+# Every strategy a user can pick: the seed presets (what the benchmark and the default
+# comparison replay) plus the provider strategies.
+LIBRARY: tuple[str, ...] = PRESETS + ("anthropic_edits",)
 
 
 def get_strategy_class(name: str) -> type[Strategy]:
@@ -125,4 +128,4 @@ def make_strategy(
     return get_strategy_class(name)(merged)
 
 
-__all__ = ["PRESETS", "STRATEGIES", "Strategy", "get_strategy_class", "make_strategy"]
+__all__ = ["LIBRARY", "PRESETS", "STRATEGIES", "Strategy", "get_strategy_class", "make_strategy"]
