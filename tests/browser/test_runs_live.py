@@ -119,6 +119,11 @@ def test_compare_five_presets_progress_live_to_results(
     percents = page.evaluate("window.wsPercents")
     # Bars moved through the socket: values below 100 arrived before the final ones.
     assert percents.count(100) >= 5 and min(percents) < 100, percents
+    # Runs still going at page load had their Cancel rendered; it follows the live status
+    # away, and no Retry shows for a run that succeeded.
+    assert page.locator("#group-live form.when-active").count() > 0
+    assert page.locator("#group-live .when-active:visible").count() == 0
+    assert page.locator("#group-live .when-retryable:visible").count() == 0
     screenshot("progress-done")
 
     page.click("#group-results-link")
