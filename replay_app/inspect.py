@@ -23,6 +23,7 @@ from django.db import DatabaseError, transaction
 
 from ctxlab.engine import codec
 from ctxlab.engine.extract import KINDS
+from ctxlab.engine.heap import existing_heap_frozen
 from ctxlab.engine.lost import (
     CompactionLoss,
     FactIndex,
@@ -683,7 +684,8 @@ def analyse_finished(
     (equal to what ``_retention`` computes from the stored rows). None when it fails: an
     analysis never fails a run; the pages then compute it on demand."""
     try:
-        return analyse(result, originals).as_dict()
+        with existing_heap_frozen():  # as the replay: full collections skip the input
+            return analyse(result, originals).as_dict()
     except Exception:
         log.exception("run %s: retention analysis failed (pages compute it on demand)", run.pk)
         return None
