@@ -9,7 +9,7 @@ from typing import Any
 from django import forms
 
 from ctxlab.engine.params import Param, validate
-from ctxlab.engine.strategies import PRESETS, STRATEGIES, get_strategy_class
+from ctxlab.engine.strategies import LIBRARY, STRATEGIES, get_strategy_class
 from ctxlab.ownership import owned
 from sessions_app.models import Transcript
 
@@ -135,7 +135,7 @@ class ImportConfigForm(forms.Form):
 
 
 def preset_choices() -> list[tuple[str, str]]:
-    return [(name, f"{STRATEGIES[name].label} ({name})") for name in PRESETS if name in STRATEGIES]
+    return [(name, f"{STRATEGIES[name].label} ({name})") for name in LIBRARY if name in STRATEGIES]
 
 
 class RunCreateForm(forms.Form):

@@ -8,7 +8,7 @@ from typing import Any
 from django import forms
 
 from ctxlab.engine.params import Param
-from ctxlab.engine.strategies import PRESETS
+from ctxlab.engine.strategies import LIBRARY, PRESETS
 from ctxlab.ownership import owned
 
 from . import services, sweep
@@ -63,7 +63,7 @@ class SweepForm(RunCreateForm):
 
     def base_of(self, value: str) -> sweep.Base | None:
         kind, _, name = value.partition(":")
-        if kind == "preset" and name in PRESETS:
+        if kind == "preset" and name in LIBRARY:
             return sweep.Base(strategy=name)
         if kind == "config" and name.isdigit() and int(name) in self.user_configs:
             config = self.user_configs[int(name)]

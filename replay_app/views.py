@@ -20,7 +20,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.middleware import HtmxDetails
 
 from ctxlab.engine.native_config import native_config
-from ctxlab.engine.strategies import PRESETS, STRATEGIES
+from ctxlab.engine.strategies import LIBRARY, PRESETS, STRATEGIES
 from ctxlab.ownership import get_owned_or_404, owned
 from sessions_app.models import Transcript
 
@@ -86,7 +86,7 @@ def _preset_rows() -> list[dict[str, Any]]:
             "description": STRATEGIES[name].description,
             "params": [p.as_dict() for p in STRATEGIES[name].PARAMS],
         }
-        for name in PRESETS
+        for name in LIBRARY
         if name in STRATEGIES
     ]
 

@@ -9,7 +9,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from ctxlab.engine.strategies import PRESETS
+from ctxlab.engine.strategies import LIBRARY
 from ctxlab.ownership import owned
 from sessions_app.models import Transcript
 
@@ -41,7 +41,7 @@ def run_estimate(request: HttpRequest) -> HttpResponse:
         transcript = owned(Transcript.objects, request.user).filter(pk=int(get["transcript"]))
         transcript = transcript.first()
     if context["summarizer"] == "anthropic" and transcript is not None:
-        specs = [services.RunSpec(strategy=p) for p in get.getlist("presets") if p in PRESETS]
+        specs = [services.RunSpec(strategy=p) for p in get.getlist("presets") if p in LIBRARY]
         ids = [int(c) for c in get.getlist("configs") if c.isdigit()]
         specs += [
             services.RunSpec(config=c) for c in owned(StrategyConfig.objects, request.user)

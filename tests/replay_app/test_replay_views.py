@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
@@ -15,6 +16,7 @@ from replay_app.services import RunSpec
 pytestmark = pytest.mark.django_db
 
 PRESETS = ["qwenpaw", "copaw", "cowagent", "picoclaw", "baseagent"]
+LIBRARY = [*PRESETS, "anthropic_edits"]  # the seeds, then the provider strategies
 
 
 def _client(user: Any) -> Client:
@@ -29,10 +31,10 @@ def _client(user: Any) -> Client:
 def test_strategy_list_shows_presets_and_json(auth_client: Client):
     page = auth_client.get("/strategies/")
     assert page.status_code == 200
-    for name in PRESETS:
+    for name in LIBRARY:
         assert f"?preset={name}" in page.content.decode()
     data = auth_client.get("/strategies/?format=json").json()
-    assert [p["name"] for p in data["presets"]] == PRESETS
+    assert [p["name"] for p in data["presets"]] == LIBRARY
     assert data["configs"] == []
 
 
@@ -262,6 +264,24 @@ def test_run_create_form_starts_comparison_eagerly(
     assert 'id="group-metrics"' in html
     data = auth_client.get(response["Location"] + "?format=json").json()
     assert [r["status"] for r in data["runs"]] == ["done"] * 6
+
+
+def test_run_form_offers_provider_strategies_unticked(
+    auth_client: Client, user: Any, small_transcript: Any, django_capture_on_commit_callbacks: Any
+):
+    html = auth_client.get(f"/runs/new/?transcript={small_transcript.pk}").content.decode()
+    boxes = dict(re.findall(r'name="presets" value="(\w+)" id="id_presets_\d+"( checked)?', html))
+    assert boxes == {**dict.fromkeys(PRESETS, " checked"), "anthropic_edits": ""}
+    with django_capture_on_commit_callbacks(execute=True):
+        response = auth_client.post(
+            "/runs/new/",
+            {"transcript": small_transcript.pk, "presets": ["anthropic_edits"],
+             "summarizer": "offline"},
+        )  # fmt: skip
+    assert response.status_code == 302
+    run = Run.objects.get(owner=user)
+    assert (run.strategy, run.status) == ("anthropic_edits", RunStatus.DONE)
+    assert run.params["trigger"] == 100_000
 
 
 def test_run_create_form_requires_a_strategy(auth_client: Client, small_transcript: Any):
