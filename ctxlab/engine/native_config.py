@@ -17,6 +17,8 @@ Shapes (see strategies.md):
 - Anthropic context editing: the Messages request's ``context_management`` body
   (``{"edits": [clear_thinking_20251015?, clear_tool_uses_20250919]}``, thinking first as the
   API requires).
+- Codex CLI: ``~/.codex/config.toml`` top-level keys (``model_context_window``,
+  ``model_auto_compact_token_limit``, ``tool_output_token_limit``); unset keys are omitted.
 """
 
 from __future__ import annotations
@@ -218,6 +220,26 @@ def _anthropic_edits(p: Mapping[str, Any]) -> NativeConfig:
     )
 
 
+def _codex(p: Mapping[str, Any]) -> NativeConfig:
+    content: dict[str, Any] = {"model_context_window": p["model_context_window"]}
+    if p["model_auto_compact_token_limit"]:
+        content["model_auto_compact_token_limit"] = p["model_auto_compact_token_limit"]
+    if p["tool_output_token_limit"]:
+        content["tool_output_token_limit"] = p["tool_output_token_limit"]
+    text = "".join(f"{key} = {value}\n" for key, value in content.items())
+    notes = (
+        "model_auto_compact_token_limit omitted = 90% of model_context_window."
+        if not p["model_auto_compact_token_limit"]
+        else "model_auto_compact_token_limit set explicitly.",
+        f"auto_compact_default={p['auto_compact_default']!r}, prompt_version="
+        f"{p['prompt_version']!r}, truncation_policy={p['truncation_policy']!r}: Codex version "
+        "and model family, not config keys.",
+        f"compact_user_message_max_tokens={p['compact_user_message_max_tokens']}: "
+        "COMPACT_USER_MESSAGE_MAX_TOKENS in codex-rs/core/src/compact.rs.",
+    )
+    return NativeConfig("codex", "config.toml", content, text, notes)
+
+
 NATIVE_SHAPES: dict[str, Callable[[Mapping[str, Any]], NativeConfig]] = {
     "qwenpaw": _qwenpaw,
     "copaw": _copaw,
@@ -225,6 +247,7 @@ NATIVE_SHAPES: dict[str, Callable[[Mapping[str, Any]], NativeConfig]] = {
     "picoclaw": _picoclaw,
     "baseagent": _baseagent,
     "anthropic_edits": _anthropic_edits,
+    "codex": _codex,
 }
 
 
