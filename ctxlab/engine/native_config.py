@@ -17,6 +17,8 @@ Shapes (see strategies.md):
 - Anthropic context editing: the Messages request's ``context_management`` body
   (``{"edits": [clear_thinking_20251015?, clear_tool_uses_20250919]}``, thinking first as the
   API requires).
+- OpenCode: ``opencode.json`` -> ``compaction.{auto, prune, reserved}`` (``reserved`` omitted
+  when unset); model limits live in the models.dev entry or ``provider.*.models.*.limit``.
 - Codex CLI: ``~/.codex/config.toml`` top-level keys (``model_context_window``,
   ``model_auto_compact_token_limit``, ``tool_output_token_limit``); unset keys are omitted.
 """
@@ -240,6 +242,34 @@ def _codex(p: Mapping[str, Any]) -> NativeConfig:
     return NativeConfig("codex", "config.toml", content, text, notes)
 
 
+def _opencode(p: Mapping[str, Any]) -> NativeConfig:
+    compaction: dict[str, Any] = {"auto": p["compaction_auto"], "prune": p["compaction_prune"]}
+    if p["compaction_reserved"] >= 0:
+        compaction["reserved"] = p["compaction_reserved"]
+    content = {"compaction": compaction}
+    limit = {"context": p["context"], "output": p["output"]}
+    if p["input"]:
+        limit["input"] = p["input"]
+    notes = (
+        f"model limits {json.dumps(limit)}: the model's models.dev entry, or for a custom "
+        "model provider.<id>.models.<id>.limit in opencode.json.",
+        "compaction.reserved omitted = min(20000, the model's max output tokens)."
+        if p["compaction_reserved"] < 0
+        else "compaction.reserved set explicitly.",
+        f"output_token_max={p['output_token_max']}: environment "
+        "OPENCODE_EXPERIMENTAL_OUTPUT_TOKEN_MAX.",
+        f"compaction_buffer={p['compaction_buffer']}, prune_protect={p['prune_protect']}, "
+        f"prune_minimum={p['prune_minimum']}, prune_protect_turns={p['prune_protect_turns']}, "
+        f"protected_tools={p['protected_tools']!r}: constants in session/overflow.ts and "
+        "session/compaction.ts.",
+        f"usable_rule={p['usable_rule']!r}, overflow_compare={p['overflow_compare']!r}, "
+        f"usage_count={p['usage_count']!r}, prompt_version={p['prompt_version']!r}, "
+        f"system_prompt={p['system_prompt']!r}: OpenCode version, not configuration; "
+        f"usage_source={p['usage_source']!r} is a replay switch.",
+    )
+    return NativeConfig("opencode", "opencode.json", content, _json_text(content), notes)
+
+
 NATIVE_SHAPES: dict[str, Callable[[Mapping[str, Any]], NativeConfig]] = {
     "qwenpaw": _qwenpaw,
     "copaw": _copaw,
@@ -248,6 +278,7 @@ NATIVE_SHAPES: dict[str, Callable[[Mapping[str, Any]], NativeConfig]] = {
     "baseagent": _baseagent,
     "anthropic_edits": _anthropic_edits,
     "codex": _codex,
+    "opencode": _opencode,
 }
 
 

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
+from ctxlab.engine.strategies import LIBRARY as ENGINE_LIBRARY
 from replay_app import services
 from replay_app.models import Run, RunGroup, RunStatus, StrategyConfig
 from replay_app.services import RunSpec
@@ -16,7 +17,8 @@ from replay_app.services import RunSpec
 pytestmark = pytest.mark.django_db
 
 PRESETS = ["qwenpaw", "copaw", "cowagent", "picoclaw", "baseagent"]
-LIBRARY = [*PRESETS, "anthropic_edits"]  # the seeds, then the provider strategies
+LIBRARY = list(ENGINE_LIBRARY)  # the seeds, then the provider strategies
+assert LIBRARY[: len(PRESETS)] == PRESETS and "anthropic_edits" in LIBRARY
 
 
 def _client(user: Any) -> Client:
@@ -271,7 +273,10 @@ def test_run_form_offers_provider_strategies_unticked(
 ):
     html = auth_client.get(f"/runs/new/?transcript={small_transcript.pk}").content.decode()
     boxes = dict(re.findall(r'name="presets" value="(\w+)" id="id_presets_\d+"( checked)?', html))
-    assert boxes == {**dict.fromkeys(PRESETS, " checked"), "anthropic_edits": ""}
+    assert boxes == {
+        **dict.fromkeys(PRESETS, " checked"),
+        **dict.fromkeys(LIBRARY[len(PRESETS) :], ""),
+    }
     with django_capture_on_commit_callbacks(execute=True):
         response = auth_client.post(
             "/runs/new/",
