@@ -62,16 +62,17 @@ SECURE_SSL_REDIRECT = _HTTPS
 SECURE_HSTS_SECONDS = 31_536_000 if _HTTPS else 0
 
 # Content-Security-Policy (ctxlab.middleware.SecurityHeadersMiddleware): no origin but our
-# own, anywhere. Measured in Chromium: plotly.min.js draws with script-src 'self' alone but
-# needs inline styles. 'unsafe-inline' scripts because plotly's fig.to_html() emits an inline
-# <script>; 'unsafe-eval' because htmx compiles hx-on / hx-trigger filters with Function().
-# Tighten with CTXLAB_CSP once no page relies on either.
+# own, anywhere, and no inline or eval'd script: charts are JSON data blocks drawn by
+# static/js/plots.js (ctxlab/plots.py), htmx runs with allowEval false (templates/base.html)
+# and no template uses hx-on, trigger filters, js: values or on*= attributes (tests check
+# every page type). Measured in Chromium: plotly.min.js draws under script-src 'self', but it
+# injects <style> elements and style attributes, hence style-src 'unsafe-inline'.
 CTXLAB_CSP = os.environ.get(
     "CTXLAB_CSP",
     "; ".join(
         [
             "default-src 'self'",
-            "script-src 'self' 'unsafe-inline' 'unsafe-eval'",
+            "script-src 'self'",
             "style-src 'self' 'unsafe-inline'",
             "img-src 'self' data: blob:",
             "font-src 'self' data:",

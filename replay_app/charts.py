@@ -7,7 +7,8 @@ and the run page has a 150 ms budget. ``figure(spec)`` turns one into a validate
 
 Hover texts are HTML in plotly (``<br>``, ``<b>`` ...), so every string that could come
 from a transcript or a strategy goes through ``html.escape`` before it lands in one.
-Plotly's JSON escapes ``<``/``>``/``/`` inside its ``<script>``, so names cannot close it.
+``chart_html`` renders data, not script (``ctxlab.plots``): the figure goes into a JSON
+data block escaped so that no string can close it, and ``static/js/plots.js`` draws it.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import plotly.graph_objects as go
-import plotly.io as pio
+
+from ctxlab.plots import figure_html
 
 # Colours per fate/zone live in CSS too (ctxlab/inspect.css); these are the chart's.
 STRATEGY_COLOUR = "#2563eb"
@@ -225,14 +227,7 @@ def figure(spec: dict[str, Any]) -> go.Figure:
 
 
 def chart_html(spec: dict[str, Any], *, div_id: str, filename: str = "ctxlab-chart") -> str:
-    """``<div>`` + ``<script>Plotly.newPlot(...)</script>``; plotly.js comes from static."""
+    """The chart's ``<div data-plotly>`` + JSON data block (no inline script; see module doc)."""
     config = {**CONFIG, "toImageButtonOptions": {**CONFIG["toImageButtonOptions"]}}
     config["toImageButtonOptions"]["filename"] = filename
-    return pio.to_html(
-        spec,
-        full_html=False,
-        include_plotlyjs=False,
-        div_id=div_id,
-        config=config,
-        validate=False,
-    )
+    return figure_html(spec, div_id=div_id, config=config)

@@ -1,4 +1,4 @@
-"""Pure chart builders: stored usage rows -> plotly figure HTML (plotly.js comes from static)."""
+"""Pure chart builders: stored usage rows -> plotly figure HTML (drawn by static/js/plots.js)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import plotly.graph_objects as go
-import plotly.io as pio
+
+from ctxlab.plots import figure_html
 
 # (message index, uncached input, cache read, cache write 5m, cache write 1h, output)
 UsageRow = tuple[int, int, int, int, int, int]
@@ -57,12 +58,10 @@ def usage_figure(
 def usage_chart_html(
     rows: Sequence[UsageRow], *, compactions: Sequence[dict[str, Any]] = ()
 ) -> str:
-    # plotly serialises trace names and annotation text as JSON inside its <script>, with
-    # "<", ">" and "/" escaped, so transcript-provided strings cannot close the script tag.
-    return pio.to_html(
+    # Trace names and annotation text come from the transcript: figure_html puts them in a
+    # JSON data block escaped so that they cannot close it (no inline script at all).
+    return figure_html(
         usage_figure(rows, compactions=compactions),
-        full_html=False,
-        include_plotlyjs=False,
         div_id="usage-chart",
         config={"displaylogo": False, "responsive": True},
     )

@@ -71,6 +71,7 @@ def test_compare_curves_one_group_per_run() -> None:
 
 def test_chart_html_has_png_button_config_and_no_plotlyjs() -> None:
     html = chart_html(token_curve(SERIES, (EVENT,), window=None, threshold=None), div_id="curve")
-    assert 'id="curve"' in html
-    assert '"toImageButtonOptions": {"format": "png"' in html
+    assert 'id="curve"' in html and 'data-plotly="curve-figure"' in html
+    assert '"toImageButtonOptions":{"format":"png"' in html
     assert "plotly.min.js" not in html and "cdn.plot.ly" not in html
+    assert "Plotly.newPlot" not in html  # data only: static/js/plots.js draws it
