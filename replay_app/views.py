@@ -8,6 +8,7 @@ Thin views: parse input, call a service or query, render. Every query is scoped 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from django.contrib import messages
@@ -319,17 +320,32 @@ def run_create(request: HttpRequest) -> HttpResponse:
     if request.GET.get("transcript", "").isdigit():
         initial["transcript"] = int(request.GET["transcript"])
     form = RunCreateForm(request.POST or None, owner=request.user, initial=initial)
+
+    def plan(data: dict[str, Any]) -> tuple[list[services.RunSpec], str]:
+        specs = [services.RunSpec(strategy=p) for p in data["presets"]]
+        return specs + [services.RunSpec(config=c) for c in data["configs"]], data["name"]
+
+    return start_group(request, form, plan, "replay_app/run_new.html")
+
+
+def start_group(
+    request: HttpRequest,
+    form: Any,
+    plan: Callable[[dict[str, Any]], tuple[list[services.RunSpec], str]],
+    template: str,
+) -> HttpResponse:
+    """The run and sweep forms: create the comparison a valid form plans (runs and group
+    name) and go to it, or show the form again with the error beside its field."""
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
-        specs = [services.RunSpec(strategy=p) for p in data["presets"]]
-        specs += [services.RunSpec(config=c) for c in data["configs"]]
+        specs, name = plan(data)
         try:
             group = services.group_create(
                 owner=request.user,
                 transcript=data["transcript"],
                 specs=specs,
                 summarizer=data["summarizer"],
-                name=data["name"],
+                name=name,
                 llm=form.llm_options(),
             )
         except services.BudgetError as exc:  # nothing was started (atomic)
@@ -339,7 +355,7 @@ def run_create(request: HttpRequest) -> HttpResponse:
         else:
             return redirect(group)
     status = 400 if request.method == "POST" else 200
-    return render(request, "replay_app/run_new.html", {"form": form}, status=status)
+    return render(request, template, {"form": form}, status=status)
 
 
 @require_GET

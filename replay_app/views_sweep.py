@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import redirect, render
+from django.shortcuts import render
 from django.urls import reverse
 from django.utils.http import content_disposition_header
 from django.views.decorators.http import require_GET, require_http_methods
@@ -20,6 +20,7 @@ from ctxlab.ownership import get_owned_or_404
 from . import services, sweep, sweep_chart
 from .forms_sweep import SweepForm
 from .models import Run, RunGroup
+from .views import start_group
 
 POLL_SECONDS = 2
 INITIAL_FROM_QUERY = ("transcript", "base", "param", "values", "start", "stop", "step", "name")
@@ -30,26 +31,13 @@ def sweep_new(request: HttpRequest) -> HttpResponse:
     initial: dict[str, Any] = {"base": "preset:qwenpaw", "summarizer": "offline"}
     initial.update({k: request.GET[k] for k in INITIAL_FROM_QUERY if request.GET.get(k)})
     form = SweepForm(request.POST or None, owner=request.user, initial=initial)
-    if request.method == "POST" and form.is_valid():
-        data = form.cleaned_data
+
+    def plan(data: dict[str, Any]) -> tuple[list[services.RunSpec], str]:
         base, key = data["sweep_base"], data["sweep_key"]
-        try:
-            group = services.group_create(
-                owner=request.user,
-                transcript=data["transcript"],
-                specs=sweep.specs(base, key, data["sweep_values"]),
-                summarizer=data["summarizer"],
-                name=data["name"] or sweep.default_name(base, key),
-                llm=form.llm_options(),
-            )
-        except services.BudgetError as exc:  # nothing was started (atomic)
-            form.add_error("budget_usd", str(exc))
-        except ValueError as exc:
-            form.add_error("summarizer", str(exc))
-        else:
-            return redirect(group)
-    status = 400 if request.method == "POST" else 200
-    return render(request, "replay_app/sweep/sweep_new.html", {"form": form}, status=status)
+        specs = sweep.specs(base, key, data["sweep_values"])
+        return specs, data["name"] or sweep.default_name(base, key)
+
+    return start_group(request, form, plan, "replay_app/sweep/sweep_new.html")
 
 
 def group_runs(group: RunGroup) -> list[Run]:

@@ -66,3 +66,14 @@ def cycle(n: int, size: int = 400, *, start: int = 0) -> list[Message]:
             assistant(f"done {k}"),
         ]
     return out
+
+
+# Windows small enough that the seed presets act on the short real corpus sessions (golden
+# replays, perf digests, the stored-run analysis tests).
+SMALL_WINDOWS: dict[str, dict[str, Any]] = {
+    "qwenpaw": {"max_input_length": 4096},
+    "copaw": {"max_input_length": 4096, "token_counter": "bytes4"},
+    "cowagent": {"agent_max_context_tokens": 300, "agent_max_context_turns": 2},
+    "picoclaw": {"max_tokens": 1024, "context_window": 3000, "summarize_message_threshold": 4},
+    "baseagent": {"model_context_limit": 8000, "output_token_max": 1000},
+}

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
+from builders import SMALL_WINDOWS as SMALL
 
 from ctxlab.engine import cli
 from ctxlab.engine.records import expand
@@ -21,13 +21,6 @@ FILES = [
 # cowagent/picoclaw fire at user-request / post-turn boundaries: their own golden tests own
 # that; here every preset must at least replay and serialise cleanly.
 MUST_FIRE = {"qwenpaw", "copaw", "baseagent"}
-SMALL: dict[str, dict[str, Any]] = {
-    "qwenpaw": {"max_input_length": 4096},
-    "copaw": {"max_input_length": 4096, "token_counter": "bytes4"},
-    "cowagent": {"agent_max_context_tokens": 300, "agent_max_context_turns": 2},
-    "picoclaw": {"max_tokens": 1024, "context_window": 3000, "summarize_message_threshold": 4},
-    "baseagent": {"model_context_limit": 8000, "output_token_max": 1000},
-}
 
 
 @pytest.mark.parametrize("preset", [p for p in PRESETS if p in STRATEGIES])

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from builders import SMALL_WINDOWS as SMALL
 
 from ctxlab.engine import cli, synth
 from ctxlab.engine.model import Conversation
@@ -28,13 +29,6 @@ from ctxlab.engine.replay import run
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "corpus"
 MID_MESSAGES = 1200  # ~500K reference tokens: every preset fires with its defaults
 
-SMALL: dict[str, dict[str, Any]] = {
-    "qwenpaw": {"max_input_length": 4096},
-    "copaw": {"max_input_length": 4096, "token_counter": "bytes4"},
-    "cowagent": {"agent_max_context_tokens": 300, "agent_max_context_turns": 2},
-    "picoclaw": {"max_tokens": 1024, "context_window": 3000, "summarize_message_threshold": 4},
-    "baseagent": {"model_context_limit": 8000, "output_token_max": 1000},
-}
 CUSTOM = {
     "strategy": "custom",
     "params": {

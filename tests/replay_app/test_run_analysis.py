@@ -16,19 +16,12 @@ from ctxlab.engine.strategies import PRESETS
 from replay_app import inspect, services
 from replay_app.models import Run, RunAnalysis, RunStatus
 from sessions_app.models import Transcript
+from tests.engine.builders import SMALL_WINDOWS as SMALL  # every preset compacts SESSION
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_memo")]
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "corpus"
 SESSION = "claude-code/agentcmd-full-session-four.jsonl"
-# Small windows so that every preset compacts this real session (as tests/engine/test_golden).
-SMALL: dict[str, dict[str, Any]] = {
-    "qwenpaw": {"max_input_length": 4096},
-    "copaw": {"max_input_length": 4096, "token_counter": "bytes4"},
-    "cowagent": {"agent_max_context_tokens": 300, "agent_max_context_turns": 2},
-    "picoclaw": {"max_tokens": 1024, "context_window": 3000, "summarize_message_threshold": 4},
-    "baseagent": {"model_context_limit": 8000, "output_token_max": 1000},
-}
 CSRF_TOKEN = re.compile(r'("X-CSRFToken": "|name="csrfmiddlewaretoken" value=")[^"]*')
 
 
