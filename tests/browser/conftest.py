@@ -91,16 +91,27 @@ def screenshot(page: Any, request: pytest.FixtureRequest) -> Any:
     return take
 
 
-@pytest.fixture
-def asgi_live_server(transactional_db: None) -> Iterator[SimpleNamespace]:
+def _serve_with_worker() -> None:
+    """Runs in the server process before it serves: test DB + a real embedded worker."""
+    from channels.testing.live import set_database_connection
+
+    from ctxlab.celery import app
+    from ctxlab.embedded import start_embedded_worker
+
+    set_database_connection()
+    app.conf.task_always_eager = False  # the parent's eager test default must not leak in
+    start_embedded_worker()
+
+
+def _daphne(setup: Any) -> Iterator[SimpleNamespace]:
     """Daphne serving ctxlab.asgi in a forked process: HTTP *and* websockets.
 
     pytest-django's ``live_server`` is WSGI (no websockets). This mirrors channels'
-    ChannelsLiveServerTestCase as a fixture. The forked child shares the file test database;
-    tasks run as configured in the parent at fork time (eager by default).
+    ChannelsLiveServerTestCase. The forked child shares the file test database; ``setup``
+    runs in it before it serves.
     """
     import asgiref.sync
-    from channels.testing.live import make_application, set_database_connection
+    from channels.testing.live import make_application
     from daphne.testing import DaphneProcess
     from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 
@@ -110,7 +121,7 @@ def asgi_live_server(transactional_db: None) -> Iterator[SimpleNamespace]:
     process = DaphneProcess(
         "localhost",
         partial(make_application, static_wrapper=ASGIStaticFilesHandler),
-        setup=set_database_connection,
+        setup=setup,
     )
     process.start()
     while not process.ready.wait(timeout=1):
@@ -122,6 +133,21 @@ def asgi_live_server(transactional_db: None) -> Iterator[SimpleNamespace]:
     finally:
         process.terminate()
         process.join()
+
+
+@pytest.fixture
+def asgi_live_server(transactional_db: None) -> Iterator[SimpleNamespace]:
+    """The ASGI server; tasks run as configured in the parent at fork time (eager)."""
+    from channels.testing.live import set_database_connection
+
+    yield from _daphne(set_database_connection)
+
+
+@pytest.fixture
+def asgi_worker_server(transactional_db: None) -> Iterator[SimpleNamespace]:
+    """The ASGI server with a real embedded Celery worker inside, as ``make run`` serves:
+    tasks and progress messages flow through the memory broker and channel layer."""
+    yield from _daphne(_serve_with_worker)
 
 
 @pytest.fixture

@@ -8,10 +8,8 @@ as with ``make run`` (memory:// broker, in-memory channel layer).
 
 from __future__ import annotations
 
-import concurrent.futures
 import json
 import random
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,40 +18,6 @@ import pytest
 pytestmark = pytest.mark.django_db(transaction=True)
 
 PRESETS = ["qwenpaw", "copaw", "cowagent", "picoclaw", "baseagent"]
-
-
-def _serve_with_worker() -> None:
-    """Runs in the server process before it serves: test DB + a real worker."""
-    from channels.testing.live import set_database_connection
-
-    from ctxlab.celery import app
-    from ctxlab.embedded import start_embedded_worker
-
-    set_database_connection()
-    app.conf.task_always_eager = False  # the parent's eager test default must not leak in
-    start_embedded_worker()
-
-
-@pytest.fixture
-def asgi_server(transactional_db: None, settings: Any) -> Iterator[str]:
-    from functools import partial
-
-    from asgiref.sync import SyncToAsync
-    from channels.testing.live import make_application
-    from daphne.testing import DaphneProcess
-    from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
-
-    # A forked child cannot use an executor thread started in the parent (stack.md §6).
-    SyncToAsync.single_thread_executor = concurrent.futures.ThreadPoolExecutor(max_workers=1)
-    get_app = partial(make_application, static_wrapper=ASGIStaticFilesHandler)
-    server = DaphneProcess("localhost", get_app, setup=_serve_with_worker)
-    server.start()
-    try:
-        assert server.ready.wait(timeout=60), "Daphne did not start"
-        yield f"http://localhost:{server.port.value}"
-    finally:
-        server.terminate()
-        server.join(10)
 
 
 def _agent_transcript(path: Path) -> Path:
@@ -77,11 +41,12 @@ def _agent_transcript(path: Path) -> Path:
 
 
 def test_compare_five_presets_progress_live_to_results(
-    page: Any, asgi_server: str, login: Any, screenshot: Any, tmp_path: Path
+    page: Any, asgi_worker_server: Any, login: Any, screenshot: Any, tmp_path: Path
 ) -> None:
-    login(base_url=asgi_server)
+    base = asgi_worker_server.url
+    login(base_url=base)
 
-    page.goto(f"{asgi_server}/transcripts/")
+    page.goto(f"{base}/transcripts/")
     page.set_input_files(
         "#upload-form input[type=file]", str(_agent_transcript(tmp_path / "agent.json"))
     )

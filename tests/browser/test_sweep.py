@@ -5,10 +5,7 @@ sweep's runs execute on a real worker and the group page's sweep table and chart
 
 from __future__ import annotations
 
-import concurrent.futures
 import sys
-from collections.abc import Iterator
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -20,38 +17,6 @@ from replay_testdata import agent_chat, import_transcript  # noqa: E402
 pytestmark = pytest.mark.django_db(transaction=True)
 
 VALUES = [20000, 40000, 80000, 131072]
-
-
-def _serve_with_worker() -> None:
-    """Runs in the server process before it serves: test DB + a real worker."""
-    from channels.testing.live import set_database_connection
-
-    from ctxlab.celery import app
-    from ctxlab.embedded import start_embedded_worker
-
-    set_database_connection()
-    app.conf.task_always_eager = False  # the parent's eager test default must not leak in
-    start_embedded_worker()
-
-
-@pytest.fixture
-def asgi_server(transactional_db: None) -> Iterator[str]:
-    from asgiref.sync import SyncToAsync
-    from channels.testing.live import make_application
-    from daphne.testing import DaphneProcess
-    from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
-
-    # A forked child cannot use an executor thread started in the parent (stack.md §6).
-    SyncToAsync.single_thread_executor = concurrent.futures.ThreadPoolExecutor(max_workers=1)
-    get_app = partial(make_application, static_wrapper=ASGIStaticFilesHandler)
-    server = DaphneProcess("localhost", get_app, setup=_serve_with_worker)
-    server.start()
-    try:
-        assert server.ready.wait(timeout=60), "Daphne did not start"
-        yield f"http://localhost:{server.port.value}"
-    finally:
-        server.terminate()
-        server.join(10)
 
 
 def _swapped(page: Any, selector: str, text: str) -> None:
@@ -68,15 +33,16 @@ def _swapped(page: Any, selector: str, text: str) -> None:
 
 
 def test_sweep_form_to_table_chart_and_compare(
-    page: Any, asgi_server: str, login: Any, screenshot: Any
+    page: Any, asgi_worker_server: Any, login: Any, screenshot: Any
 ) -> None:
     from django.contrib.auth import get_user_model
 
-    login(base_url=asgi_server)
+    base = asgi_worker_server.url
+    login(base_url=base)
     user = get_user_model().objects.get(username="alice")
     transcript = import_transcript(user, agent_chat(turns=120, size=8000, seed=5))
 
-    page.goto(f"{asgi_server}/runs/new/?transcript={transcript.pk}")
+    page.goto(f"{base}/runs/new/?transcript={transcript.pk}")
     page.click("#sweep-link a")
     page.wait_for_selector("#sweep-form")
     assert page.input_value("#id_transcript") == str(transcript.pk)
