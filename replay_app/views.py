@@ -468,9 +468,11 @@ def group_detail(request: HttpRequest, pk: int) -> HttpResponse:
         )
     finished = all(not r.is_active for r in runs)
     rows = [(key, label, hint, [r.metrics.get(key) for r in runs]) for key, label, hint in METRICS]
+    # The live page asks for its results section alone once every run has finished.
+    fragment = "#group-results" if request.GET.get("fragment") == "results" else ""
     return render(
         request,
-        "replay_app/run_group.html",
+        "replay_app/run_group.html" + fragment,
         {
             "group": group,
             "runs": runs,

@@ -266,6 +266,10 @@ def test_run_create_form_starts_comparison_eagerly(
     assert 'id="group-metrics"' in html
     data = auth_client.get(response["Location"] + "?format=json").json()
     assert [r["status"] for r in data["runs"]] == ["done"] * 6
+    # the live page's results section alone (fetched in place once every run is done)
+    part = auth_client.get(response["Location"] + "?fragment=results").content.decode()
+    assert part.lstrip().startswith('<section class="panel" id="results">')
+    assert 'id="group-metrics"' in part and "<html" not in part and "group-live" not in part
 
 
 def test_run_form_offers_provider_strategies_unticked(
