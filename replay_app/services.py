@@ -505,6 +505,7 @@ def _execute(
                 last_flush = time.monotonic()
                 _emit(on_progress, run, writer.latest)
     writer.flush(job.result.offloads)
+    _emit(on_progress, run, writer.latest)  # 100 %: pages say it is finishing (metrics, analysis)
     result = job.result
     metrics = compute_metrics(
         result, threshold=job.strategy.threshold(job.ctx), reference=job.ctx.reference

@@ -109,6 +109,9 @@ async def test_run_consumer_receives_executor_progress(user: Any, transcript: An
     while not await comm.receive_nothing(timeout=1):
         seen.append(await comm.receive_from())
     assert any('data-status="running"' in h for h in seen)
+    # every step replayed, the run says it is finishing (metrics, analysis) before done
+    finishing = [h for h in seen if 'data-status="running" data-percent="100"' in h]
+    assert finishing and 'data-role="finishing"' in finishing[-1]
     assert 'data-status="done"' in seen[-1] and 'id="results-link"' in seen[-1]
     await comm.disconnect()
 
