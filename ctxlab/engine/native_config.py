@@ -21,6 +21,8 @@ Shapes (see strategies.md):
   when unset); model limits live in the models.dev entry or ``provider.*.models.*.limit``.
 - Codex CLI: ``~/.codex/config.toml`` top-level keys (``model_context_window``,
   ``model_auto_compact_token_limit``, ``tool_output_token_limit``); unset keys are omitted.
+- Claude Code: ``settings.json`` -> ``autoCompactEnabled`` + ``env.{CLAUDE_AUTOCOMPACT_PCT_OVERRIDE,
+  DISABLE_AUTO_COMPACT, CLAUDE_CODE_AUTO_COMPACT_WINDOW}`` (set ones only; values as strings).
 """
 
 from __future__ import annotations
@@ -270,6 +272,29 @@ def _opencode(p: Mapping[str, Any]) -> NativeConfig:
     return NativeConfig("opencode", "opencode.json", content, _json_text(content), notes)
 
 
+def _claude_code(p: Mapping[str, Any]) -> NativeConfig:
+    env: dict[str, str] = {}
+    if 0 < p["autocompact_pct_override"] <= 100:
+        env["CLAUDE_AUTOCOMPACT_PCT_OVERRIDE"] = f"{p['autocompact_pct_override']:g}"
+    if p["disable_auto_compact"]:
+        env["DISABLE_AUTO_COMPACT"] = "1"
+    if p["auto_compact_window"]:
+        env["CLAUDE_CODE_AUTO_COMPACT_WINDOW"] = str(p["auto_compact_window"])
+    content: dict[str, Any] = {"autoCompactEnabled": p["auto_compact_enabled"]}
+    if env:
+        content["env"] = env
+    notes = (
+        "autoCompactEnabled is also toggled by /config (2.1.88 reads it from the global "
+        "config, ~/.claude.json); the env block can equally be exported in the shell.",
+        f"context_window={p['context_window']}, output_reserve={p['output_reserve']}, "
+        f"autocompact_buffer_tokens={p['autocompact_buffer_tokens']}: the model's window and "
+        "constants in services/compact/autoCompact.ts, not settings.",
+        f"prompt_version={p['prompt_version']!r}: Claude Code version; custom_instructions: "
+        "/compact <instructions> or a PreCompact hook; transcript_path: replay knob.",
+    )
+    return NativeConfig("claude_code", "settings.json", content, _json_text(content), notes)
+
+
 NATIVE_SHAPES: dict[str, Callable[[Mapping[str, Any]], NativeConfig]] = {
     "qwenpaw": _qwenpaw,
     "copaw": _copaw,
@@ -279,6 +304,7 @@ NATIVE_SHAPES: dict[str, Callable[[Mapping[str, Any]], NativeConfig]] = {
     "anthropic_edits": _anthropic_edits,
     "codex": _codex,
     "opencode": _opencode,
+    "claude_code": _claude_code,
 }
 
 
