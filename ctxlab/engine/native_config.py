@@ -23,6 +23,8 @@ Shapes (see strategies.md):
   ``model_auto_compact_token_limit``, ``tool_output_token_limit``); unset keys are omitted.
 - Claude Code: ``settings.json`` -> ``autoCompactEnabled`` + ``env.{CLAUDE_AUTOCOMPACT_PCT_OVERRIDE,
   DISABLE_AUTO_COMPACT, CLAUDE_CODE_AUTO_COMPACT_WINDOW}`` (set ones only; values as strings).
+- LangChain: Python, not a config file: the ``SummarizationMiddleware(...)`` constructor call,
+  and the ``trim_messages(...)`` pre-model hook (``content`` holds the keyword arguments).
 """
 
 from __future__ import annotations
@@ -295,6 +297,72 @@ def _claude_code(p: Mapping[str, Any]) -> NativeConfig:
     return NativeConfig("claude_code", "settings.json", content, _json_text(content), notes)
 
 
+def _py_arg(value: Any) -> str:
+    """A keyword value as Python source (lists of pairs become tuples, null -> None)."""
+    if value is None or isinstance(value, bool):
+        return repr(value)
+    if isinstance(value, list | tuple) and value and isinstance(value[0], list | tuple):
+        return "[" + ", ".join(_py_arg(v) for v in value) + "]"
+    if isinstance(value, list | tuple):
+        inner = ", ".join(json.dumps(v) for v in value)
+        return f"({inner},)" if len(value) == 1 else f"({inner})"
+    return json.dumps(value)
+
+
+def _langchain_summarization(p: Mapping[str, Any]) -> NativeConfig:
+    content: dict[str, Any] = {}
+    if p["trigger"] is not None:
+        content["trigger"] = p["trigger"]
+    content["keep"] = p["keep"]
+    content["trim_tokens_to_summarize"] = p["trim_tokens_to_summarize"] or None
+    lines = ["from langchain.agents.middleware import SummarizationMiddleware", "",
+             "SummarizationMiddleware(", '    model="<summary model>",']  # fmt: skip
+    lines += [f"    {key}={_py_arg(value)}," for key, value in content.items()]
+    lines.append(")")
+    notes = (
+        "trigger omitted = None: the middleware never summarises."
+        if p["trigger"] is None
+        else "trigger: any listed condition fires.",
+        f"summary_prompt={p['summary_prompt']!r}: DEFAULT_SUMMARY_PROMPT of the pinned "
+        "version ('original' = the earlier text, pass it as summary_prompt=).",
+        f"max_input_tokens={p['max_input_tokens']}: the chat model's profile "
+        f"(ChatModel(profile={{'max_input_tokens': ...}})); chars_per_token="
+        f"{p['chars_per_token']:g}: 3.3 when the summary model is ChatAnthropic.",
+        f"usage_metadata_scaling={p['usage_metadata_scaling']}, reported_usage_trigger="
+        f"{p['reported_usage_trigger']}, cutoff_rule={p['cutoff_rule']!r}: langchain version "
+        f"behaviour; message_format={p['message_format']!r}: replay mapping.",
+    )
+    return NativeConfig("langchain_summarization", "agent.py", content,
+                        "\n".join(lines) + "\n", notes)  # fmt: skip
+
+
+def _langchain_trim(p: Mapping[str, Any]) -> NativeConfig:
+    content: dict[str, Any] = {
+        "strategy": p["strategy"],
+        "max_tokens": p["max_tokens"],
+        "start_on": p["start_on"] or None,
+        "end_on": p["end_on"] or None,
+        "include_system": p["include_system"],
+        "allow_partial": p["allow_partial"],
+    }
+    lines = ["from langchain_core.messages.utils import count_tokens_approximately, trim_messages",
+             "", "", "def pre_model_hook(state):", "    trimmed = trim_messages(",
+             '        state["messages"],', f'        strategy="{p["strategy"]}",',
+             "        token_counter=count_tokens_approximately,"]  # fmt: skip
+    lines += [f"        {key}={_py_arg(content[key])},"
+              for key in ("max_tokens", "start_on", "end_on", "include_system", "allow_partial")]  # fmt: skip
+    lines += ["    )", '    return {"llm_input_messages": trimmed}']
+    notes = (
+        "Pass as create_react_agent(..., pre_model_hook=pre_model_hook): the state keeps the "
+        "full history, only the request is trimmed.",
+        f"chars_per_token={p['chars_per_token']:g}: functools.partial(count_tokens_approximately, "
+        "chars_per_token=...) when not 4.",
+        f"system_prompt_in_state={p['system_prompt_in_state']}, message_format="
+        f"{p['message_format']!r}, context_window={p['context_window']}: replay mapping.",
+    )
+    return NativeConfig("langchain_trim", "agent.py", content, "\n".join(lines) + "\n", notes)
+
+
 NATIVE_SHAPES: dict[str, Callable[[Mapping[str, Any]], NativeConfig]] = {
     "qwenpaw": _qwenpaw,
     "copaw": _copaw,
@@ -305,6 +373,8 @@ NATIVE_SHAPES: dict[str, Callable[[Mapping[str, Any]], NativeConfig]] = {
     "codex": _codex,
     "opencode": _opencode,
     "claude_code": _claude_code,
+    "langchain_summarization": _langchain_summarization,
+    "langchain_trim": _langchain_trim,
 }
 
 

@@ -100,7 +100,14 @@ STRATEGIES: dict[str, type[Strategy]] = _discover()
 PRESETS: tuple[str, ...] = ("qwenpaw", "copaw", "cowagent", "picoclaw", "baseagent")
 # Every strategy a user can pick: the seed presets (what the benchmark and the default
 # comparison replay) plus the provider strategies.
-LIBRARY: tuple[str, ...] = PRESETS + ("anthropic_edits", "codex", "opencode", "claude_code")
+LIBRARY: tuple[str, ...] = PRESETS + (
+    "anthropic_edits",
+    "codex",
+    "opencode",
+    "claude_code",
+    "langchain_summarization",
+    "langchain_trim",
+)
 
 
 def get_strategy_class(name: str) -> type[Strategy]:

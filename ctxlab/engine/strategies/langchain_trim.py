@@ -1,0 +1,303 @@
+"""LangChain ``trim_messages`` as an agent's pre-model hook (request view, nothing persisted).
+
+Pinned: ``trim_messages`` / ``_first_max_tokens`` / ``_last_max_tokens`` from
+langchain-core ``libs/core/langchain_core/messages/utils.py`` @
+911f4d4ebd56f591d10de3689fa97f3c57a1eb83, and ``count_tokens_approximately`` as in
+``_langchain_tokens`` (shared with ``langchain_summarization``).
+
+Where it runs: LangGraph's ``create_react_agent(pre_model_hook=...)`` returning
+``{"llm_input_messages": trim_messages(state["messages"], ...)}``: the state keeps the full
+history and only the request is trimmed. So this is a *request view* recomputed from the
+whole history before every call: messages outside the trimmed window are DROPPED from the
+request, come back (``restore_request`` events, RESTORED) when the window moves over them
+again (``end_on`` cutting a trailing message today and not tomorrow), and a message kept
+in part (``allow_partial``) is shown PRUNED with the part that fits. For
+``strategy="last"`` without ``allow_partial`` / ``end_on`` the window's start only moves
+forward (the count is additive and the history only grows), so persisting the removals
+would give the same requests; the view is kept general because the other options do not.
+
+Defaults are the documented recipe (``strategy="last"``, ``token_counter=
+count_tokens_approximately``, ``start_on="human"``, ``end_on=("human", "tool")``,
+``include_system=True``) with ``max_tokens=384`` from LangGraph's "manage conversation
+history" pre_model_hook example; the function's own defaults differ (``include_system=
+False``, no ``start_on`` / ``end_on``) and are one parameter change away.
+
+The system prompt: agents pass it as ``prompt=`` / ``system_prompt=``, added after the hook,
+so it is neither counted nor trimmed (``system_prompt_in_state=false``). With ``true`` it
+is the state's first message: counted against ``max_tokens`` and kept by
+``include_system=True`` (trimming it away is not modelled, so that combination is refused).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from ..model import Block, BlockKind, Message, ToolDef
+from ..params import Param
+from ..records import Fate
+from . import _langchain_tokens as lc
+from .base import Strategy
+
+if TYPE_CHECKING:
+    from ..context import ReplayContext
+
+FUNCTION = "trim_messages"
+MESSAGE_TYPES = (lc.HUMAN, lc.AI, lc.TOOL, lc.SYSTEM)
+
+
+def _types(value: Any, name: str) -> tuple[str, ...]:
+    """A message-type filter: "" / [] = none, a type, or a list of types."""
+    items = [value] if isinstance(value, str) else list(value or [])
+    items = [v for v in items if v]
+    bad = [v for v in items if v not in MESSAGE_TYPES]
+    if bad:
+        raise ValueError(f"{name}={value!r}: unknown message type(s) {bad} ({MESSAGE_TYPES})")
+    return tuple(items)
+
+
+class LangChainTrimStrategy(Strategy):
+    name: ClassVar[str] = "langchain_trim"
+    label: ClassVar[str] = "LangChain trim_messages (pre-model hook)"
+    description: ClassVar[str] = (
+        "langchain-core trim_messages used as an agent's pre-model hook: before every "
+        "model call the last messages that fit max_tokens (count_tokens_approximately), "
+        "starting on a human message and ending on a human or tool message, are sent; "
+        "the state keeps the full history, so nothing is persisted and trimmed messages "
+        "can come back."
+    )
+    estimator: ClassVar[str] = (
+        "count_tokens_approximately: ceil(chars / 4) + 3 per message (role, name, tool "
+        "calls, tool_call_id counted); state messages only"
+    )
+    PARAMS: ClassVar[tuple[Param, ...]] = (
+        Param(
+            "max_tokens",
+            384,
+            "Token budget of the trimmed messages (LangGraph's pre_model_hook example: 384).",
+            min=1,
+            origin=f"{FUNCTION}(max_tokens=...)",
+        ),
+        Param(
+            "strategy",
+            "last",
+            "Keep the last messages (recipe) or the first ones.",
+            "str",
+            choices=("last", "first"),
+            origin=f"{FUNCTION}(strategy=...)",
+        ),
+        Param(
+            "include_system",
+            True,
+            "Keep a leading SystemMessage of the state (recipe: true; function default "
+            "false). Only with strategy last.",
+            "bool",
+            origin=f"{FUNCTION}(include_system=...)",
+        ),
+        Param(
+            "start_on",
+            "human",
+            'Message type(s) the kept messages must start on ("" = any). Only with strategy last.',
+            "json",
+            origin=f"{FUNCTION}(start_on=...)",
+        ),
+        Param(
+            "end_on",
+            [lc.HUMAN, lc.TOOL],
+            "Message type(s) the kept messages must end on ([] = any; function default None).",
+            "json",
+            origin=f"{FUNCTION}(end_on=...)",
+        ),
+        Param(
+            "allow_partial",
+            False,
+            "Keep part of the message that does not fit (content blocks, else lines of "
+            "its first text).",
+            "bool",
+            origin=f"{FUNCTION}(allow_partial=...)",
+        ),
+        Param(
+            "chars_per_token",
+            4.0,
+            "count_tokens_approximately chars_per_token.",
+            "float",
+            min=0.5,
+            max=20.0,
+            origin="count_tokens_approximately(chars_per_token=...)",
+        ),
+        Param(
+            "system_prompt_in_state",
+            False,
+            "The system prompt is the state's first message (counted, kept by "
+            "include_system) rather than the agent's prompt= (neither).",
+            "bool",
+            origin="create_react_agent(prompt=...) vs a SystemMessage in state",
+        ),
+        Param(
+            "message_format",
+            "openai",
+            "How AI messages hold tool calls: openai (text + tool_calls) or anthropic "
+            "(content list with tool_use blocks).",
+            "str",
+            choices=("openai", "anthropic"),
+            origin="chat model integration (replay mapping)",
+        ),
+        Param(
+            "context_window",
+            128_000,
+            "Model context window (overflow findings only; the hook does not read it).",
+            min=1_000,
+            origin="model context window",
+        ),
+    )
+
+    def __init__(self, params: Mapping[str, Any] | None = None) -> None:
+        super().__init__(params)
+        p = self.params
+        self.start_on = _types(p["start_on"], "start_on")
+        self.end_on = _types(p["end_on"], "end_on")
+        if p["strategy"] == "first" and (self.start_on or p["include_system"]):
+            raise ValueError(
+                "start_on and include_system are only valid with strategy='last' "
+                "(trim_messages raises ValueError)"
+            )
+        if p["system_prompt_in_state"] and not p["include_system"]:
+            raise ValueError("system_prompt_in_state without include_system is not modelled")
+        self._cpt = float(p["chars_per_token"])
+        self._tool_names: dict[str, str] = {}
+
+    # --- estimator ----------------------------------------------------------------------
+    def lc_messages(self, message: Message, index: int) -> list[lc.LcMessage]:
+        return lc.to_lc_messages(message, index, tool_names=self._tool_names,
+                                 message_format=self.params["message_format"])  # fmt: skip
+
+    def lc_tokens(self, message: lc.LcMessage) -> int:
+        return int(lc.message_tokens(message, chars_per_token=self._cpt))
+
+    def count_text(self, text: str) -> int:
+        return self.lc_tokens(lc.LcMessage(lc.HUMAN, text))
+
+    def count_message(self, message: Message) -> int:
+        return sum(self.lc_tokens(m) for m in self.lc_messages(message, -1))
+
+    def count_system(self, text: str, message: Message | None) -> int:
+        return self.lc_tokens(lc.LcMessage(lc.SYSTEM, text)) if message is not None else 0
+
+    def count_tools(self, tools: Sequence[ToolDef]) -> int:
+        return lc.tools_tokens(tools, chars_per_token=self._cpt)
+
+    def _count(self, messages: Sequence[lc.LcMessage]) -> int:
+        """count_tokens_approximately over a list: per-message counts are whole numbers
+        (integral extra tokens, no scaling), so the total is their sum (cached)."""
+        cache = self._tokens
+        total = 0
+        for m in messages:
+            entry = cache.get(id(m))
+            if entry is not None and entry[0] is m:
+                total += entry[1]
+                continue
+            value = self.lc_tokens(m)
+            if m.source >= 0:  # history messages live as long as the replay: cache them
+                cache[id(m)] = (m, value)
+            total += value
+        return total
+
+    # --- geometry -----------------------------------------------------------------------
+    def window(self, ctx: ReplayContext) -> int:
+        return int(self.params["context_window"])
+
+    def threshold(self, ctx: ReplayContext) -> int | None:
+        return int(self.params["max_tokens"])
+
+    # --- state --------------------------------------------------------------------------
+    def prepare(self, ctx: ReplayContext) -> None:
+        self._system: lc.LcMessage | None = None
+        if self.params["system_prompt_in_state"] and ctx.system_index is not None:
+            self._system = lc.LcMessage(lc.SYSTEM, ctx.system_text, source=ctx.system_index)
+        self._history: list[lc.LcMessage] = [] if self._system is None else [self._system]
+        self._by_source: dict[int, list[lc.LcMessage]] = {}
+        self._tokens: dict[int, tuple[lc.LcMessage, int]] = {}
+        self._view: dict[int, Message | None] = {}  # source -> shown part (None: dropped)
+
+    def after_append(self, ctx: ReplayContext, index: int) -> None:
+        msg = ctx.original(index)
+        for block in msg.blocks:
+            if block.kind is BlockKind.TOOL_USE and block.tool_id:
+                self._tool_names[block.tool_id] = block.tool_name
+        items = self.lc_messages(msg, index)
+        self._by_source[index] = items
+        self._history.extend(items)
+
+    def trimmed(self) -> list[lc.LcMessage]:
+        p = self.params
+        return lc.trim_messages(
+            self._history, max_tokens=int(p["max_tokens"]), token_counter=self._count,
+            strategy=p["strategy"], allow_partial=bool(p["allow_partial"]),
+            start_on=self.start_on or None, end_on=self.end_on or None,
+            include_system=bool(p["include_system"]),
+        )  # fmt: skip
+
+    def before_call(self, ctx: ReplayContext) -> None:
+        kept = self.trimmed()
+        desired = self._desired(ctx, kept)
+        full = self._count(self._history)
+        detail = {"input_tokens": full, "max_tokens": int(self.params["max_tokens"]),
+                  "kept_messages": len(kept), "state_messages": len(self._history)}  # fmt: skip
+        self._apply(ctx, desired, detail)
+
+    def _desired(self, ctx: ReplayContext, kept: list[lc.LcMessage]) -> dict[int, Message | None]:
+        """Source -> what the request shows when not the whole message (None: nothing)."""
+        by_source: dict[int, list[lc.LcMessage]] = {}
+        for m in kept:
+            by_source.setdefault(m.source, []).append(m)
+        out: dict[int, Message | None] = {}
+        for source, items in self._by_source.items():
+            shown = by_source.get(source, [])
+            if len(shown) == len(items) and all(a is b for a, b in zip(shown, items, strict=True)):
+                continue
+            out[source] = _render(ctx.original(source), shown) if shown else None
+        return out
+
+    def _apply(
+        self, ctx: ReplayContext, desired: dict[int, Message | None], detail: dict[str, Any]
+    ) -> None:
+        current = self._view
+        changed = sorted(
+            i for i in set(current) | set(desired) if current.get(i, ...) != desired.get(i, ...)
+        )
+        if not changed:
+            return
+        back = [i for i in changed if i in current]
+        if back:
+            with ctx.action("restore_request", reason="request view recomputed from the full "
+                            "history", **detail) as act:  # fmt: skip
+                for i in back:
+                    if current[i] is not None:
+                        act.replace(i, ctx.original(i), Fate.RESTORED)
+                act.restore([i for i in back if current[i] is None])
+        dropped = [i for i in changed if i in desired and desired[i] is None]
+        if dropped:
+            with ctx.action("trim", reason=f"outside the {FUNCTION} window (request view)",
+                            **detail) as act:  # fmt: skip
+                act.remove(dropped, Fate.DROPPED)
+        partial = [i for i in changed if desired.get(i) is not None]
+        if partial:
+            with ctx.action("trim_partial", reason="partly inside the window (allow_partial, "
+                            "request view)", **detail) as act:  # fmt: skip
+                for i in partial:
+                    shown = desired[i]
+                    assert shown is not None
+                    act.replace(i, shown, Fate.PRUNED)
+        self._view = desired
+
+
+def _render(original: Message, shown: list[lc.LcMessage]) -> Message:
+    """The part of ``original`` its kept LangChain messages still hold."""
+    blocks: list[Block] = []
+    for item in shown:
+        blocks.extend(lc.from_lc_partial(original, item).blocks)
+    return replace(original, blocks=tuple(blocks))
+
+
+STRATEGY = LangChainTrimStrategy
