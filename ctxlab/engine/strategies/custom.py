@@ -3,21 +3,48 @@
 ``stages`` is a JSON list run in order, e.g.::
 
     [{"stage": "truncate_tool_results", "max_bytes": 3000, "keep_recent": 2},
+     {"stage": "prune_tool_outputs", "protect_tokens": 40000},
      {"stage": "drop_oldest_turns", "keep_turns": 4},
      {"stage": "summarise", "keep_tokens": 8000}]
 
-``truncate_tool_results`` runs after each tool result (QwenPaw's byte cut + notice; the
-full text is offloaded). The other stages run before each call, in order, only while the
-request is ``>= window x threshold_ratio``: ``drop_oldest_turns`` drops whole user turns
-(oldest first) down to ``keep_turns``; ``summarise`` summarises everything before the
-largest tool-aligned suffix within ``keep_tokens`` (structured EN prompt; on failure the
-prefix is dropped).
+Omitted options take the defaults in ``STAGES``; an unknown stage or option, or a value
+of the wrong type or out of range, raises ValueError naming the stage and option.
+
+Tool-result stages run after each tool result, on every message but the newest
+``keep_recent`` live ones:
+
+- ``truncate_tool_results`` {max_bytes, keep_recent}: QwenPaw's byte cut + continuation
+  notice; the full text is *offloaded* (``ReplayResult.offloads``, Fate.OFFLOADED) and the
+  notice names that file. An already-cut text is re-cut (QwenPaw ``_retruncate``).
+- ``offload_tool_results`` {max_bytes, keep_recent}: a result over ``max_bytes`` is
+  replaced whole by a one-line notice naming the offloaded file (no head kept).
+
+The other stages run before each call, in order, only while the request is
+``>= window x threshold_ratio`` (checked again before each stage):
+
+- ``prune_tool_outputs`` {protect_turns, protect_tokens, minimum_tokens, placeholder}:
+  OpenCode's prune walk (``stages.prune``): newest first, the newest ``protect_turns``
+  user turns skipped, tool outputs summed with this strategy's estimator; past
+  ``protect_tokens`` older outputs are marked, and replaced by ``placeholder`` only if
+  the marked total is strictly more than ``minimum_tokens``. The walk stops at an output
+  this strategy already cleared.
+- ``clear_tool_results`` {keep, placeholder}: every tool result but the newest ``keep``
+  becomes ``placeholder`` (Anthropic context editing's ``clear_tool_uses`` / LangChain's
+  ``ClearToolUsesEdit``, but persisted, not a per-request view).
+- ``drop_oldest_turns`` {keep_turns}: drops whole user turns (oldest first) down to
+  ``keep_turns``.
+- ``summarise`` {keep_tokens}: summarises everything before the largest tool-aligned
+  suffix within ``keep_tokens`` (structured EN prompt; on failure the prefix is dropped).
+
+Pruned and cleared outputs are persisted replacements of the message version
+(Fate.PRUNED); the replay context keeps the original.
 """
 
 from __future__ import annotations
 
 import hashlib
-from dataclasses import replace
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..context import has_tool_result, is_user_query
@@ -27,6 +54,7 @@ from ..params import Param
 from ..records import Fate
 from ..stages import agentscope, prompts
 from ..stages.markers import QWENPAW_MARKER, qwenpaw_retruncate, qwenpaw_truncate_fresh
+from ..stages.prune import clear_blocks, scan_tool_outputs
 from ..stages.split import largest_aligned_suffix
 from ..summarizers import MaterialItem, PromptMessage, SummaryRequest
 from .base import Strategy
@@ -34,18 +62,111 @@ from .base import Strategy
 if TYPE_CHECKING:
     from ..context import ReplayContext
 
-STAGES: dict[str, dict[str, Any]] = {
-    "truncate_tool_results": {"max_bytes": 3000, "keep_recent": 2},
-    "drop_oldest_turns": {"keep_turns": 4},
-    "summarise": {"keep_tokens": 8000},
+
+@dataclass(frozen=True)
+class Option:
+    """One stage option: its default (int or non-empty str) and, for ints, the minimum."""
+
+    default: int | str
+    help: str
+    minimum: int = 0
+
+    def check(self, stage: str, name: str, value: Any) -> None:
+        where = f"stages: {stage} option {name!r}"
+        if isinstance(self.default, str):
+            if not isinstance(value, str) or not value:
+                raise ValueError(f"{where} must be a non-empty string (got {value!r})")
+        elif isinstance(value, bool) or not isinstance(value, int):
+            raise ValueError(f"{where} must be an integer (got {value!r})")
+        elif value < self.minimum:
+            raise ValueError(f"{where} must be >= {self.minimum} (got {value})")
+
+
+@dataclass(frozen=True)
+class StageSpec:
+    help: str
+    options: dict[str, Option]
+    on_tool_result: bool = False  # runs after each tool result, not before a call
+
+
+_MAX_BYTES = Option(3000, "Tool results longer than this many UTF-8 bytes are cut.", 1)
+_KEEP_RECENT = Option(2, "The newest live messages left untouched.")
+STAGES: dict[str, StageSpec] = {
+    "truncate_tool_results": StageSpec(
+        "Cut long tool results to a head + notice; the full text is offloaded to a file.",
+        {"max_bytes": _MAX_BYTES, "keep_recent": _KEEP_RECENT},
+        on_tool_result=True,
+    ),
+    "offload_tool_results": StageSpec(
+        "Replace long tool results by a notice naming the offloaded file (no head kept).",
+        {"max_bytes": _MAX_BYTES, "keep_recent": _KEEP_RECENT},
+        on_tool_result=True,
+    ),
+    "prune_tool_outputs": StageSpec(
+        "OpenCode-style prune: tool outputs older than the protected budget become a "
+        "placeholder, if enough would be cleared.",
+        {
+            "protect_turns": Option(2, "Newest user turns whose tool outputs are kept."),
+            "protect_tokens": Option(40000, "Newest tool-output tokens kept."),
+            "minimum_tokens": Option(20000, "Prune only if strictly more would be cleared."),
+            "placeholder": Option("[Old tool result content cleared]", "Replacement text."),
+        },
+    ),
+    "clear_tool_results": StageSpec(
+        "Replace every tool result but the newest few by a placeholder.",
+        {
+            "keep": Option(3, "Newest tool results kept."),
+            "placeholder": Option("[cleared]", "Replacement text."),
+        },
+    ),
+    "drop_oldest_turns": StageSpec(
+        "Drop whole user turns, oldest first.",
+        {"keep_turns": Option(4, "User turns kept.")},
+    ),
+    "summarise": StageSpec(
+        "Summarise everything before the newest tool-aligned messages.",
+        {"keep_tokens": Option(8000, "Tokens of recent messages kept verbatim.")},
+    ),
 }
+# (text, max_bytes, message index, block position) -> (new text, offload path, offloaded
+# text), or None to leave the block alone.
+Rewrite = Callable[[str, int, int, int], tuple[str, str, str] | None]
 ESTIMATORS = ("bytes/4 half-up", "bytes//4", "chars//4")
+OFFLOAD_NOTICE = (
+    "[Tool result offloaded to {path}: {size} bytes, {lines} lines; read the file for the content.]"  # noqa: E501
+)
+
+
+def check_stages(stages: Any) -> list[dict[str, Any]]:
+    """The stage list with every option filled in; ValueError naming the stage and option
+    for an unknown stage or option or a bad value."""
+    if not isinstance(stages, list):
+        raise ValueError(f"stages: expected a JSON list of stages (got {stages!r})")
+    out: list[dict[str, Any]] = []
+    for raw in stages:
+        if not isinstance(raw, dict) or raw.get("stage") not in STAGES:
+            raise ValueError(f"stages: unknown stage {raw!r} (known: {', '.join(STAGES)})")
+        name = raw["stage"]
+        options = STAGES[name].options
+        unknown = sorted(set(raw) - {"stage", *options})
+        if unknown:
+            raise ValueError(
+                f"stages: {name} has no option {unknown[0]!r} (options: {', '.join(options)})"
+            )
+        for key, option in options.items():
+            if key in raw:
+                option.check(name, key, raw[key])
+        out.append({"stage": name, **{k: o.default for k, o in options.items()}, **raw})
+    return out
 
 
 class Custom(Strategy):
     name = "custom"
     label = "Custom (composed stages)"
-    description = "Chain truncate / drop-turns / summarise stages under one threshold."
+    description = (
+        "Chain truncate / offload / prune / clear / drop-turns / summarise stages under one "
+        "threshold."
+    )
     estimator = "configurable"
     PARAMS: ClassVar[tuple[Param, ...]] = (
         Param("window", 131072, "Model window in tokens.", "int", min=1024, max=10_000_000),
@@ -59,15 +180,7 @@ class Custom(Strategy):
 
     def __init__(self, params: dict[str, Any] | None = None) -> None:
         super().__init__(params)
-        self.stages: list[dict[str, Any]] = []
-        for raw in self.params["stages"]:
-            if not isinstance(raw, dict) or raw.get("stage") not in STAGES:
-                raise ValueError(f"stages: unknown stage {raw!r} (known: {', '.join(STAGES)})")
-            defaults = STAGES[raw["stage"]]
-            unknown = set(raw) - {"stage", *defaults}
-            if unknown:
-                raise ValueError(f"stages: {raw['stage']} has no option {sorted(unknown)[0]!r}")
-            self.stages.append({**defaults, **raw})
+        self.stages = check_stages(self.params["stages"])
         self.estimator = str(self.params["token_estimator"])  # type: ignore[misc]
 
     def count_text(self, text: str) -> int:
@@ -90,7 +203,8 @@ class Custom(Strategy):
 
     def prepare(self, ctx: ReplayContext) -> None:
         self.tool_names: dict[str, str] = {}
-        self.done_upto = -1
+        self.done_upto: dict[int, int] = {}  # stage position -> first index not yet scanned
+        self.cleared: set[tuple[int, int]] = set()  # (index, block) pruned or cleared
 
     def after_append(self, ctx: ReplayContext, index: int) -> None:
         msg = ctx.message(index)
@@ -98,26 +212,41 @@ class Custom(Strategy):
             if b.kind is BlockKind.TOOL_USE:
                 self.tool_names[b.tool_id] = b.tool_name
         if has_tool_result(msg):
-            for stage in self.stages:
+            for slot, stage in enumerate(self.stages):
                 if stage["stage"] == "truncate_tool_results":
-                    self._truncate(ctx, stage)
+                    self._cut(ctx, slot, stage, "truncate", self._truncated)
+                elif stage["stage"] == "offload_tool_results":
+                    self._cut(ctx, slot, stage, "offload", self._offloaded)
 
     def before_call(self, ctx: ReplayContext) -> None:
         for stage in self.stages:
+            if STAGES[stage["stage"]].on_tool_result:
+                continue
             if ctx.request_tokens() < self.threshold(ctx):
                 return
-            if stage["stage"] == "drop_oldest_turns":
+            kind = stage["stage"]
+            if kind == "drop_oldest_turns":
                 self._drop_turns(ctx, int(stage["keep_turns"]))
-            elif stage["stage"] == "summarise":
+            elif kind == "summarise":
                 self._summarise(ctx, int(stage["keep_tokens"]))
+            elif kind == "prune_tool_outputs":
+                self._prune(ctx, stage)
+            elif kind == "clear_tool_results":
+                self._clear_old(ctx, stage)
 
-    def _truncate(self, ctx: ReplayContext, stage: dict[str, Any]) -> None:
+    # --- tool-result stages: truncate / offload ---------------------------------------
+    def _cut(
+        self, ctx: ReplayContext, slot: int, stage: dict[str, Any], kind: str, rewrite: Rewrite
+    ) -> None:
+        """Rewrite the tool results of live messages older than the newest ``keep_recent``
+        (each message once per stage, except re-cuts); ``rewrite`` gives (text, offload
+        path, offloaded text) or None to leave a block alone."""
         live = ctx.live
         split = max(0, len(live) - int(stage["keep_recent"]))
         limit = int(stage["max_bytes"])
         changed: list[tuple[int, Message, str, str]] = []
         for i in live[:split]:
-            if i < self.done_upto:
+            if i < self.done_upto.get(slot, -1):
                 continue
             msg = ctx.message(i)
             blocks = list(msg.blocks)
@@ -125,29 +254,100 @@ class Custom(Strategy):
             for bi, b in enumerate(blocks):
                 if b.kind is not BlockKind.TOOL_RESULT or not b.text:
                     continue
-                if QWENPAW_MARKER in b.text:
-                    new = qwenpaw_retruncate(b.text, max_bytes=limit)
-                elif len(b.text.encode("utf-8")) > limit:
-                    digest = hashlib.sha1(f"custom:{i}:{bi}".encode()).hexdigest()[:32]
-                    path, full = f"tool_results/{digest}.txt", b.text
-                    new = qwenpaw_truncate_fresh(
-                        b.text, max_bytes=limit, start_line=1,
-                        total_lines=b.text.count("\n") + 1, path=path,
-                    )  # fmt: skip
-                else:
+                out = rewrite(b.text, limit, i, bi)
+                if out is None:
                     continue
+                new, new_path, new_full = out
+                if new_path:
+                    path, full = new_path, new_full
                 blocks[bi] = replace(b, text=new, parts=())
             if blocks != list(msg.blocks):
                 changed.append((i, replace(msg, blocks=tuple(blocks)), path, full))
         if split:
-            self.done_upto = live[split - 1] + 1
+            self.done_upto[slot] = live[split - 1] + 1
         if changed:
-            with ctx.action(
-                "truncate", reason=f"tool result over {limit} bytes", max_bytes=limit
-            ) as act:
+            with ctx.action(kind, reason=f"tool result over {limit} bytes", max_bytes=limit) as act:
                 for i, new_msg, path, full in changed:
                     fate = Fate.OFFLOADED if path else Fate.TRUNCATED
                     act.replace(i, new_msg, fate, offload_path=path, offload_text=full or None)
+
+    @staticmethod
+    def _truncated(text: str, limit: int, i: int, bi: int) -> tuple[str, str, str] | None:
+        if QWENPAW_MARKER in text:
+            return qwenpaw_retruncate(text, max_bytes=limit), "", ""
+        if len(text.encode("utf-8")) <= limit:
+            return None
+        digest = hashlib.sha1(f"custom:{i}:{bi}".encode()).hexdigest()[:32]
+        path = f"tool_results/{digest}.txt"
+        new = qwenpaw_truncate_fresh(
+            text, max_bytes=limit, start_line=1, total_lines=text.count("\n") + 1, path=path
+        )
+        return new, path, text
+
+    @staticmethod
+    def _offloaded(text: str, limit: int, i: int, bi: int) -> tuple[str, str, str] | None:
+        size = len(text.encode("utf-8"))
+        if size <= limit or text.startswith(OFFLOAD_NOTICE[:24]):
+            return None
+        digest = hashlib.sha1(f"custom-offload:{i}:{bi}".encode()).hexdigest()[:32]
+        path = f"tool_results/{digest}.txt"
+        notice = OFFLOAD_NOTICE.format(path=path, size=size, lines=text.count("\n") + 1)
+        return notice, path, text
+
+    # --- before-call stages -----------------------------------------------------------
+    def _prune(self, ctx: ReplayContext, stage: dict[str, Any]) -> None:
+        protect, minimum = int(stage["protect_tokens"]), int(stage["minimum_tokens"])
+        found = scan_tool_outputs(
+            ctx,
+            protect_turns=int(stage["protect_turns"]),
+            protect_tokens=protect,
+            count=self.count_text,
+            stop=lambda index, pos, _b: (index, pos) in self.cleared,
+        )
+        if found.pruned <= minimum or not found.queued:
+            return
+        self._clear_parts(
+            ctx, "prune", found.by_message(), str(stage["placeholder"]),
+            reason=f"tool outputs past the newest {protect} tokens",
+            scanned_tokens=found.total, pruned_tokens=found.pruned, parts=len(found.queued),
+            protect_tokens=protect, minimum_tokens=minimum,
+        )  # fmt: skip
+
+    def _clear_old(self, ctx: ReplayContext, stage: dict[str, Any]) -> None:
+        placeholder, keep = str(stage["placeholder"]), int(stage["keep"])
+        parts = [
+            (i, pos)
+            for i in ctx.live
+            for pos, b in enumerate(ctx.message(i).blocks)
+            if b.kind is BlockKind.TOOL_RESULT and (i, pos) not in self.cleared
+        ]
+        old = parts[: max(0, len(parts) - keep)]
+        if not old:
+            return
+        by_message: dict[int, set[int]] = {}
+        for i, pos in old:
+            by_message.setdefault(i, set()).add(pos)
+        self._clear_parts(ctx, "clear", by_message, placeholder,
+                          reason=f"kept the newest {keep} tool results", keep=keep,
+                          parts=len(old))  # fmt: skip
+
+    def _clear_parts(
+        self,
+        ctx: ReplayContext,
+        kind: str,
+        by_message: dict[int, set[int]],
+        placeholder: str,
+        *,
+        reason: str,
+        **detail: Any,
+    ) -> None:
+        """Persist the placeholder over the given tool outputs (one action, Fate.PRUNED)."""
+        with ctx.action(kind, reason=reason, **detail) as act:
+            for index in sorted(by_message, reverse=True):
+                positions = by_message[index]
+                self.cleared.update((index, pos) for pos in positions)
+                new = clear_blocks(ctx.message(index), positions, placeholder)
+                act.replace(index, new, Fate.PRUNED)
 
     def _drop_turns(self, ctx: ReplayContext, keep_turns: int) -> None:
         starts = [pos for pos, i in enumerate(ctx.live) if is_user_query(ctx.message(i))]

@@ -69,14 +69,13 @@ pruning of parts before the last summary (no later request contains them), and t
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ..context import is_user_query
 from ..findings import check_summary_size
 from ..model import Block, BlockKind, Message, Role
 from ..params import Param
 from ..records import Fate
+from ..stages.prune import PruneScan, clear_blocks, scan_tool_outputs
 from ..summarizers import MaterialItem, PromptMessage, Section, SummaryRequest
 from .base import Strategy
 
@@ -492,51 +491,34 @@ class OpenCodeStrategy(Strategy):
 
     # --- prune --------------------------------------------------------------------------
     def _prune(self, ctx: ReplayContext) -> None:
-        total, pruned, queued = self.scan(ctx)
-        if pruned <= int(self.params["prune_minimum"]) or not queued:
+        found = self.scan(ctx)
+        if found.pruned <= int(self.params["prune_minimum"]) or not found.queued:
             return
-        by_message: dict[int, list[int]] = {}
-        for index, pos in queued:
-            by_message.setdefault(index, []).append(pos)
+        by_message = found.by_message()
         with ctx.action(
             "prune", reason="old tool output marked compacted (sent as the placeholder)",
-            scanned_tokens=total, pruned_tokens=pruned, parts=len(queued),
+            scanned_tokens=found.total, pruned_tokens=found.pruned, parts=len(found.queued),
             prune_protect=int(self.params["prune_protect"]),
             prune_minimum=int(self.params["prune_minimum"]),
         ) as act:  # fmt: skip
             for index in sorted(by_message, reverse=True):
-                positions = set(by_message[index])
+                positions = by_message[index]
                 self._cleared.update((index, pos) for pos in positions)
-                act.replace(index, _cleared(ctx.message(index), positions), Fate.PRUNED)
+                act.replace(index, clear_blocks(ctx.message(index), positions, CLEARED),
+                            Fate.PRUNED)  # fmt: skip
 
-    def scan(self, ctx: ReplayContext) -> tuple[int, int, list[tuple[int, int]]]:
-        """``prune``'s walk over the live history, newest first: (total, pruned, queued
-        (index, block) parts). Parts before the last summary are not in the live history,
-        so the walk ends where OpenCode's breaks at the summary message."""
-        protect_turns = int(self.params["prune_protect_turns"])
-        protect = int(self.params["prune_protect"])
-        total = pruned = turns = 0
-        queued: list[tuple[int, int]] = []
-        for index in reversed(ctx.live):
-            msg = ctx.message(index)
-            if is_user_query(msg):
-                turns += 1
-            if turns < protect_turns:
-                continue
-            for pos in range(len(msg.blocks) - 1, -1, -1):
-                block = msg.blocks[pos]
-                if block.kind is not BlockKind.TOOL_RESULT or block.is_error:
-                    continue  # only completed tool parts (an error result is not completed)
-                if self._tool_name(block) in self._protected:
-                    continue
-                if (index, pos) in self._cleared:
-                    return total, pruned, queued
-                tokens = estimate(block.text)
-                total += tokens
-                if total > protect:
-                    pruned += tokens
-                    queued.append((index, pos))
-        return total, pruned, queued
+    def scan(self, ctx: ReplayContext) -> PruneScan:
+        """``prune``'s walk over the live history (``stages.prune.scan_tool_outputs``).
+        Parts before the last summary are not in the live history, so the walk ends where
+        OpenCode's breaks at the summary message."""
+        return scan_tool_outputs(
+            ctx,
+            protect_turns=int(self.params["prune_protect_turns"]),
+            protect_tokens=int(self.params["prune_protect"]),
+            count=estimate,
+            skip=lambda _i, _p, block: self._tool_name(block) in self._protected,
+            stop=lambda index, pos, _b: (index, pos) in self._cleared,
+        )
 
     def _tool_name(self, block: Block) -> str:
         # An orphan result (its call is not in the transcript) keeps its own name, if any.
@@ -603,16 +585,6 @@ class OpenCodeStrategy(Strategy):
             summary_id=record.id,
             previous_ref=previous_ref,
         )
-
-
-def _cleared(message: Message, positions: set[int]) -> Message:
-    """``message`` with the tool outputs at ``positions`` as the placeholder, attachments
-    (the result's parts) dropped."""
-    blocks = tuple(
-        replace(b, text=CLEARED, parts=()) if pos in positions else b
-        for pos, b in enumerate(message.blocks)
-    )
-    return replace(message, blocks=blocks)
 
 
 def _prompt_message(message: Message) -> PromptMessage:
