@@ -10,6 +10,7 @@ from django import forms
 
 from ctxlab.engine.params import Param, validate
 from ctxlab.engine.strategies import LIBRARY, STRATEGIES, get_strategy_class
+from ctxlab.engine.strategies.custom import check_stages
 from ctxlab.ownership import owned
 from sessions_app.models import Transcript
 
@@ -114,8 +115,19 @@ class StrategyConfigForm(forms.Form):
                 ]
             except ValueError as exc:
                 self.add_error(spec.name, str(exc))
+        self._check_stages(params)
         cleaned["params"] = params
         return cleaned
+
+    def _check_stages(self, params: dict[str, Any]) -> None:
+        """The custom strategy's stage list is checked by the engine beyond its JSON type
+        (stage names, options, ranges); the message goes beside the field."""
+        if self.strategy != "custom" or "stages" not in params:
+            return
+        try:
+            check_stages(params["stages"])
+        except ValueError as exc:
+            self.add_error("stages", str(exc))
 
 
 class ImportConfigForm(forms.Form):

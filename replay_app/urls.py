@@ -9,6 +9,8 @@ urlpatterns = [
     path("", include("replay_app.urls_inspect")),
     path("strategies/", views.strategy_list, name="strategy-list"),
     path("strategies/new/", views.strategy_create, name="strategy-create"),
+    path("strategies/stages/", views.strategy_stages, name="strategy-stages"),
+    path("strategies/<int:pk>/stages/", views.strategy_stages, name="strategy-stages-for"),
     path("strategies/import/", views.strategy_import, name="strategy-import"),
     path("strategies/presets/<str:name>/native/", views.preset_native, name="preset-native"),
     path("strategies/<int:pk>/", views.strategy_edit, name="strategy-edit"),

@@ -14,21 +14,23 @@ from typing import Any
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.db.models import QuerySet
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, QueryDict
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.utils.http import content_disposition_header
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.middleware import HtmxDetails
 
-from ctxlab.engine.native_config import native_config
+from ctxlab.engine.native_config import NATIVE_SHAPES, native_config
 from ctxlab.engine.strategies import LIBRARY, PRESETS, STRATEGIES
 from ctxlab.ownership import get_owned_or_404, owned
 from sessions_app.models import Transcript
 
-from . import costs, inspect, runpage, services, sweep
+from . import costs, inspect, runpage, services, stage_builder, sweep
 from .forms import ImportConfigForm, RunCreateForm, StrategyConfigForm
 from .models import Run, RunGroup, RunStatus, StrategyConfig
 
+CUSTOM = "custom"  # the strategy composed from stages (stage builder on its form)
 RUNS_PER_PAGE = 50
 LEDGER_ROWS_SHOWN = 50  # issue 7's per-compaction ledger rows on the run page
 
@@ -114,8 +116,46 @@ def strategy_list(request: HttpRequest) -> HttpResponse:
     return render(
         request,
         "replay_app/strategy_list.html",
-        {"configs": configs, "presets": presets, "import_form": ImportConfigForm()},
+        {
+            "configs": configs,
+            "presets": presets,
+            "import_form": ImportConfigForm(),
+            "native_strategies": set(NATIVE_SHAPES),
+        },
     )
+
+
+def _posted(request: HttpRequest, strategy: str) -> tuple[QueryDict | None, bool]:
+    """The form data (None for a GET) and whether a stage-builder button sent it (a
+    no-JavaScript builder step: re-render, do not save). For ``custom`` the stages field
+    is rebuilt from the builder's inputs first (``stage_builder.from_post``)."""
+    if request.method != "POST":
+        return None, False
+    data = request.POST.copy()
+    if strategy != CUSTOM or stage_builder.FIELD not in data:
+        return data, False
+    built = stage_builder.from_post(data)
+    data[stage_builder.FIELD] = built.text
+    return data, bool(data.get(stage_builder.ACTION))
+
+
+def _unsaved(data: QueryDict) -> dict[str, Any]:
+    """A builder step's values as the initial values of an unbound form."""
+    return {key: data.get(key) for key in data if key != "csrfmiddlewaretoken"}
+
+
+def _form_context(
+    form: StrategyConfigForm, strategy: str, config: StrategyConfig | None
+) -> dict[str, Any]:
+    context: dict[str, Any] = {"form": form, "strategy": STRATEGIES[strategy], "config": config}
+    if strategy == CUSTOM:
+        context["builder"] = stage_builder.from_text(str(form[stage_builder.FIELD].value()))
+        context["builder_url"] = (
+            reverse("strategy-stages-for", args=[config.pk])
+            if config
+            else reverse("strategy-stages")
+        )
+    return context
 
 
 @require_http_methods(["GET", "POST"])
@@ -123,13 +163,12 @@ def strategy_create(request: HttpRequest) -> HttpResponse:
     strategy = request.POST.get("strategy") or request.GET.get("preset") or ""
     if strategy not in STRATEGIES:
         raise Http404("No such strategy preset.")
-    form = StrategyConfigForm(
-        request.POST or None,
-        strategy=strategy,
-        owner=request.user,
-        initial={"name": f"my {strategy}"},
-    )
-    if request.method == "POST" and form.is_valid():
+    data, building = _posted(request, strategy)
+    initial = {"name": f"my {strategy}"}
+    if building and data is not None:
+        initial, data = _unsaved(data), None
+    form = StrategyConfigForm(data, strategy=strategy, owner=request.user, initial=initial)
+    if data is not None and form.is_valid():
         config = services.config_create(
             owner=request.user,
             name=form.cleaned_data["name"],
@@ -139,12 +178,9 @@ def strategy_create(request: HttpRequest) -> HttpResponse:
         )
         messages.success(request, f"Saved configuration {config.name!r}.")
         return redirect(config)
-    status = 400 if request.method == "POST" else 200
+    status = 400 if data is not None else 200
     return render(
-        request,
-        "replay_app/strategy_form.html",
-        {"form": form, "strategy": STRATEGIES[strategy], "config": None},
-        status=status,
+        request, "replay_app/strategy_form.html", _form_context(form, strategy, None), status=status
     )
 
 
@@ -153,10 +189,14 @@ def strategy_edit(request: HttpRequest, pk: int) -> HttpResponse:
     config = get_owned_or_404(StrategyConfig.objects, request.user, pk=pk)
     if _wants_json(request):
         return JsonResponse(_config_json(config), json_dumps_params={"ensure_ascii": False})
+    data, building = _posted(request, config.strategy)
+    initial = None
+    if building and data is not None:
+        initial, data = _unsaved(data), None
     form = StrategyConfigForm(
-        request.POST or None, strategy=config.strategy, owner=request.user, instance=config
+        data, strategy=config.strategy, owner=request.user, instance=config, initial=initial
     )
-    if request.method == "POST" and form.is_valid():
+    if data is not None and form.is_valid():
         services.config_update(
             config=config,
             name=form.cleaned_data["name"],
@@ -165,14 +205,23 @@ def strategy_edit(request: HttpRequest, pk: int) -> HttpResponse:
         )
         messages.success(request, f"Saved configuration {config.name!r}.")
         return redirect(config)
-    status = 400 if request.method == "POST" else 200
-    native = services.config_native(config)
-    return render(
-        request,
-        "replay_app/strategy_form.html",
-        {"form": form, "strategy": STRATEGIES[config.strategy], "config": config, "native": native},
-        status=status,
-    )
+    status = 400 if data is not None else 200
+    context = _form_context(form, config.strategy, config)
+    # A composed (custom) configuration has no original system, so no native file.
+    context["native"] = services.config_native(config) if config.strategy in NATIVE_SHAPES else None
+    return render(request, "replay_app/strategy_form.html", context, status=status)
+
+
+@require_POST
+def strategy_stages(request: HttpRequest, pk: int | None = None) -> HttpResponse:
+    """The stage builder re-rendered from the posted form (htmx swaps it in place). With a
+    ``pk`` the builder belongs to that (own, custom) configuration."""
+    if pk is not None:
+        config = get_owned_or_404(StrategyConfig.objects, request.user, pk=pk)
+        if config.strategy != CUSTOM:
+            raise Http404("Not a custom configuration.")
+    context = {"builder": stage_builder.from_post(request.POST), "builder_url": request.path}
+    return render(request, "replay_app/_stage_builder.html", context)
 
 
 @require_POST
@@ -200,6 +249,8 @@ def strategy_export(request: HttpRequest, pk: int) -> HttpResponse:
 @require_GET
 def strategy_native(request: HttpRequest, pk: int) -> HttpResponse:
     config = get_owned_or_404(StrategyConfig.objects, request.user, pk=pk)
+    if config.strategy not in NATIVE_SHAPES:
+        raise Http404("This strategy has no native configuration file.")
     native = services.config_native(config)
     if _wants_json(request):
         return JsonResponse(native.as_dict(), json_dumps_params={"ensure_ascii": False})
@@ -209,7 +260,7 @@ def strategy_native(request: HttpRequest, pk: int) -> HttpResponse:
 
 @require_GET
 def preset_native(request: HttpRequest, name: str) -> HttpResponse:
-    if name not in STRATEGIES:
+    if name not in STRATEGIES or name not in NATIVE_SHAPES:
         raise Http404("No such strategy preset.")
     return JsonResponse(native_config(name).as_dict(), json_dumps_params={"ensure_ascii": False})
 
@@ -229,7 +280,12 @@ def strategy_import(request: HttpRequest) -> HttpResponse:
     return render(
         request,
         "replay_app/strategy_list.html",
-        {"configs": configs, "presets": _preset_rows(), "import_form": form},
+        {
+            "configs": configs,
+            "presets": _preset_rows(),
+            "import_form": form,
+            "native_strategies": set(NATIVE_SHAPES),
+        },
         status=400,
     )
 

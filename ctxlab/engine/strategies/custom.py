@@ -132,9 +132,8 @@ STAGES: dict[str, StageSpec] = {
 # text), or None to leave the block alone.
 Rewrite = Callable[[str, int, int, int], tuple[str, str, str] | None]
 ESTIMATORS = ("bytes/4 half-up", "bytes//4", "chars//4")
-OFFLOAD_NOTICE = (
-    "[Tool result offloaded to {path}: {size} bytes, {lines} lines; read the file for the content.]"  # noqa: E501
-)
+OFFLOAD_PREFIX = "[Tool result offloaded to "
+OFFLOAD_NOTICE = OFFLOAD_PREFIX + "{path}: {size} bytes, {lines} lines; read the file for it.]"
 
 
 def check_stages(stages: Any) -> list[dict[str, Any]]:
@@ -144,7 +143,11 @@ def check_stages(stages: Any) -> list[dict[str, Any]]:
         raise ValueError(f"stages: expected a JSON list of stages (got {stages!r})")
     out: list[dict[str, Any]] = []
     for raw in stages:
-        if not isinstance(raw, dict) or raw.get("stage") not in STAGES:
+        if (
+            not isinstance(raw, dict)
+            or not isinstance(raw.get("stage"), str)
+            or raw["stage"] not in STAGES
+        ):
             raise ValueError(f"stages: unknown stage {raw!r} (known: {', '.join(STAGES)})")
         name = raw["stage"]
         options = STAGES[name].options
@@ -287,7 +290,7 @@ class Custom(Strategy):
     @staticmethod
     def _offloaded(text: str, limit: int, i: int, bi: int) -> tuple[str, str, str] | None:
         size = len(text.encode("utf-8"))
-        if size <= limit or text.startswith(OFFLOAD_NOTICE[:24]):
+        if size <= limit or text.startswith(OFFLOAD_PREFIX):  # never offload a notice
             return None
         digest = hashlib.sha1(f"custom-offload:{i}:{bi}".encode()).hexdigest()[:32]
         path = f"tool_results/{digest}.txt"

@@ -39,8 +39,10 @@ def test_custom_summarise_only() -> None:
     [
         ([{"stage": "nope"}], "unknown stage"),
         ([{"stage": "summarise", "x": 1}], "has no option 'x'"),
+        ([{"stage": ["summarise"]}], "unknown stage"),
+        ([3], "unknown stage 3"),
     ],
-    ids=["unknown-stage", "unknown-option"],
+    ids=["unknown-stage", "unknown-option", "unhashable-name", "not-an-object"],
 )
 def test_custom_rejects_bad_stages(stages: list[dict[str, object]], message: str) -> None:
     with pytest.raises(ValueError, match=message):
@@ -213,7 +215,7 @@ GOLDEN_EVERY_STAGE = (
     11,
     3,
     6,
-    "d604dfeb2999e633679086e837f589b63c74cb5dedaefd485c73c1a029ecda35",
+    "069db144df587f32038844d5866246e5d5c50aa4e6314c3de5c6292ae2c60173",
 )
 
 
