@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from ctxlab.engine.model import Block, BlockKind, Conversation, Message, Role, ToolDef, Usage
+from ctxlab.engine.records import Event, ReplayResult
+from ctxlab.engine.summarizers import SummaryRequest, SummaryResponse
 
 
 def system(text: str = "You are a helpful agent.") -> Message:
@@ -77,3 +79,21 @@ SMALL_WINDOWS: dict[str, dict[str, Any]] = {
     "picoclaw": {"max_tokens": 1024, "context_window": 3000, "summarize_message_threshold": 4},
     "baseagent": {"model_context_limit": 8000, "output_token_max": 1000},
 }
+
+
+class EchoSummarizer:
+    """Answers every summary request with ``text`` and keeps the requests it saw."""
+
+    name = "echo"
+
+    def __init__(self, text: str = "SUM") -> None:
+        self.text = text
+        self.requests: list[SummaryRequest] = []
+
+    def summarize(self, request: SummaryRequest) -> SummaryResponse:
+        self.requests.append(request)
+        return SummaryResponse(text=self.text)
+
+
+def events_of(result: ReplayResult, kind: str) -> list[Event]:
+    return [e for e in result.events if e.kind == kind]

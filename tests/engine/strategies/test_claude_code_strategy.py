@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from builders import assistant, call, conv, system, tool_result, user
+from builders import EchoSummarizer, assistant, call, conv, events_of, system, tool_result, user
 
 from ctxlab.engine import cli
 from ctxlab.engine.model import Message, OriginalCompaction, Usage
@@ -17,27 +17,23 @@ from ctxlab.engine.replay import run
 from ctxlab.engine.strategies import LIBRARY, PRESETS
 from ctxlab.engine.strategies import _claude_code_rules as rules
 from ctxlab.engine.strategies.claude_code import ClaudeCodeStrategy, rough_tokens
-from ctxlab.engine.summarizers import FailingSummarizer, SummaryRequest, SummaryResponse
+from ctxlab.engine.summarizers import FailingSummarizer
 
 CORPUS = Path(__file__).resolve().parents[2] / "data" / "corpus"
 SESSION = CORPUS / "claude-code" / "agentcmd-full-session-four.jsonl"
 TRACE = CORPUS / "anthropic-messages" / "claude-trace-req34-request.json"
 
 
-class Echo:
-    name = "echo"
-
-    def __init__(self, text: str = "<analysis>draft</analysis>\n<summary>S</summary>") -> None:
-        self.text = text
-        self.requests: list[SummaryRequest] = []
-
-    def summarize(self, request: SummaryRequest) -> SummaryResponse:
-        self.requests.append(request)
-        return SummaryResponse(text=self.text)
+CLAUDE_REPLY = (
+    "<analysis>draft</analysis>\n<summary>S</summary>"  # an analysis pass, then the summary
+)
 
 
-def events(result, kind: str):  # type: ignore[no-untyped-def]
-    return [e for e in result.events if e.kind == kind]
+def Echo(text: str = CLAUDE_REPLY) -> EchoSummarizer:  # noqa: N802
+    return EchoSummarizer(text)
+
+
+events = events_of
 
 
 def used(total: int) -> Usage:

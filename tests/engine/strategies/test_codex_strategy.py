@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from builders import assistant, call, conv, system, tool_result, user
+from builders import EchoSummarizer, assistant, call, conv, events_of, system, tool_result, user
 
 from ctxlab.engine import cli
 from ctxlab.engine.model import Block, BlockKind, Message, Role, Usage
@@ -15,7 +15,7 @@ from ctxlab.engine.replay import run
 from ctxlab.engine.strategies import LIBRARY, PRESETS
 from ctxlab.engine.strategies import _codex_rules as rules
 from ctxlab.engine.strategies.codex import CodexStrategy
-from ctxlab.engine.summarizers import FailingSummarizer, SummaryRequest, SummaryResponse
+from ctxlab.engine.summarizers import FailingSummarizer
 
 P = rules.TruncationPolicy
 CORPUS = Path(__file__).resolve().parents[2] / "data" / "corpus" / "codex-rollout"
@@ -160,22 +160,10 @@ def used(total: int) -> Usage:
     return Usage(input_uncached=total)
 
 
-class Echo:
-    """Returns a fixed summary and records the requests it saw."""
-
-    name = "echo"
-
-    def __init__(self, text: str = "SUM") -> None:
-        self.text = text
-        self.requests: list[SummaryRequest] = []
-
-    def summarize(self, request: SummaryRequest) -> SummaryResponse:
-        self.requests.append(request)
-        return SummaryResponse(text=self.text)
+Echo = EchoSummarizer
 
 
-def events(result, kind: str):  # type: ignore[no-untyped-def]
-    return [e for e in result.events if e.kind == kind]
+events = events_of
 
 
 def fates(event) -> dict[int, Fate]:  # type: ignore[no-untyped-def]

@@ -6,7 +6,17 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from builders import assistant, call, conv, results, system, tool_result, tool_use, user
+from builders import (
+    EchoSummarizer,
+    assistant,
+    call,
+    conv,
+    results,
+    system,
+    tool_result,
+    tool_use,
+    user,
+)
 
 from ctxlab.engine import cli
 from ctxlab.engine.model import Usage
@@ -20,7 +30,7 @@ from ctxlab.engine.strategies.langchain_summarization import (
     SUMMARY_TEMPLATE,
     LangChainSummarizationStrategy,
 )
-from ctxlab.engine.summarizers import FailingSummarizer, SummaryRequest, SummaryResponse
+from ctxlab.engine.summarizers import FailingSummarizer
 
 CORPUS = Path(__file__).resolve().parents[2] / "data" / "corpus"
 SESSION = CORPUS / "claude-code" / "agentcmd-full-session.jsonl"
@@ -91,16 +101,7 @@ def strategy(**params: object) -> LangChainSummarizationStrategy:
     return LangChainSummarizationStrategy(params)
 
 
-class Echo:
-    name = "echo"
-
-    def __init__(self, text: str = "SUM") -> None:
-        self.text = text
-        self.requests: list[SummaryRequest] = []
-
-    def summarize(self, request: SummaryRequest) -> SummaryResponse:
-        self.requests.append(request)
-        return SummaryResponse(text=self.text)
+Echo = EchoSummarizer
 
 
 def summarize_events(result):  # type: ignore[no-untyped-def]
