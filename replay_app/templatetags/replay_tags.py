@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from django import template
@@ -38,3 +39,18 @@ def index(sequence: Any, position: int) -> Any:
         return sequence[position]
     except (IndexError, KeyError, TypeError):
         return None
+
+
+@register.filter
+def param_value(value: Any) -> str:
+    """A parameter for a summary cell: a custom strategy's stage list as ``a → b``, other
+    lists and dicts as JSON (never Python's repr)."""
+    if (
+        isinstance(value, list)
+        and value
+        and all(isinstance(v, dict) and isinstance(v.get("stage"), str) for v in value)
+    ):
+        return " → ".join(v["stage"] for v in value)
+    if isinstance(value, list | dict):
+        return json.dumps(value, ensure_ascii=False)
+    return str(value)

@@ -40,6 +40,16 @@ def test_strategy_list_shows_presets_and_json(auth_client: Client):
     assert data["configs"] == []
 
 
+def test_strategy_list_shows_a_composition_as_its_stages(auth_client: Client, user: Any):
+    stages = [{"stage": "clear_tool_results", "keep": 2}, {"stage": "summarise"}]
+    services.config_create(owner=user, name="diet", strategy="custom", params={"stages": stages})
+    services.config_create(owner=user, name="<b>x</b>", strategy="qwenpaw",
+                           params={"max_input_length": 20000})  # fmt: skip
+    html = auth_client.get("/strategies/").content.decode()
+    assert "stages=clear_tool_results → summarise" in html and "{&#x27;stage" not in html
+    assert "max_input_length=20000" in html and "&lt;b&gt;x&lt;/b&gt;" in html
+
+
 def test_strategy_create_form_shows_help_range_default(auth_client: Client):
     html = auth_client.get("/strategies/new/?preset=qwenpaw").content.decode()
     assert "compact_threshold_ratio" in html
