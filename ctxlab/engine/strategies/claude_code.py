@@ -83,6 +83,7 @@ from ..findings import check_summary_size
 from ..model import Block, BlockKind, Message, Role
 from ..params import Param
 from ..records import Fate
+from ..stages.js_text import quarter_length_tokens
 from ..summarizers import MaterialItem, PromptMessage, Section, SummaryRequest
 from . import _claude_code_rules as rules
 from .base import Strategy
@@ -111,9 +112,9 @@ _SLUG = re.compile(r"[^A-Za-z0-9]")
 
 
 def rough_tokens(text: str) -> int:
-    """``roughTokenCountEstimation``: ``Math.round(text.length / 4)`` (UTF-16 units)."""
-    length = len(text) if text.isascii() else len(text.encode("utf-16-le")) // 2
-    return (length + 2) // 4
+    """``roughTokenCountEstimation``: ``Math.round(text.length / 4)`` (UTF-16 units), the
+    rule OpenCode's ``Token.estimate`` uses too."""
+    return quarter_length_tokens(text)
 
 
 def block_tokens(block: Block) -> int:

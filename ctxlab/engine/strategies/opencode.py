@@ -75,6 +75,7 @@ from ..findings import check_summary_size
 from ..model import Block, BlockKind, Message, Role
 from ..params import Param
 from ..records import Fate
+from ..stages.js_text import quarter_length_tokens
 from ..stages.prune import PruneScan, clear_blocks, scan_tool_outputs
 from ..summarizers import MaterialItem, PromptMessage, Section, SummaryRequest
 from .base import Strategy
@@ -88,7 +89,6 @@ PRUNE_PROTECTED_TOOLS = ("skill",)
 PRUNE_PROTECT_TURNS = 2  # prune(): `if (turns < 2) continue`
 COMPACTION_BUFFER = 20_000  # overflow.ts
 OUTPUT_TOKEN_MAX = 32_000  # SessionPrompt.OUTPUT_TOKEN_MAX
-CHARS_PER_TOKEN = 4
 CLEARED = "[Old tool result content cleared]"
 COMPACTION_USER_TEXT = "What did we do so far?"
 CONTINUE_TEXT = (
@@ -188,16 +188,9 @@ TEMPLATE_SECTIONS = (
 )
 
 
-def utf16_length(text: str) -> int:
-    """JavaScript's ``string.length``: UTF-16 code units (a character above U+FFFF is 2)."""
-    if text.isascii():
-        return len(text)
-    return len(text.encode("utf-16-le")) // 2
-
-
 def estimate(text: str) -> int:
     """``Token.estimate``: ``Math.max(0, Math.round(length / 4))``, half up."""
-    return (utf16_length(text) + CHARS_PER_TOKEN // 2) // CHARS_PER_TOKEN
+    return quarter_length_tokens(text)
 
 
 def _block_strings(block: Block) -> str:

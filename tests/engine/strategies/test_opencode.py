@@ -14,6 +14,7 @@ from ctxlab.engine.model import Block, BlockKind, Message, Role, Usage
 from ctxlab.engine.native_config import native_config
 from ctxlab.engine.records import Fate, ReplayResult, expand
 from ctxlab.engine.replay import run
+from ctxlab.engine.stages.js_text import utf16_length
 from ctxlab.engine.strategies import LIBRARY, PRESETS, STRATEGIES
 from ctxlab.engine.strategies import opencode as oc
 from ctxlab.engine.summarizers import (
@@ -137,7 +138,7 @@ def test_token_estimate_utf16_half_up(text: str, expected: int) -> None:
 
 
 def test_utf16_length_counts_astral_as_two() -> None:
-    assert oc.utf16_length("a😀中") == 4
+    assert utf16_length("a😀中") == 4
 
 
 # -- prune -------------------------------------------------------------------------------------
