@@ -19,7 +19,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
@@ -33,6 +32,7 @@ from ctxlab.engine.calibration import (
     request_sizes,
 )
 from ctxlab.engine.ledger import ledger_from_records
+from ctxlab.engine.lru import BoundedLRU
 from ctxlab.engine.model import Conversation, Usage
 from ctxlab.engine.pricing import DEFAULT_SUMMARY_MODEL, cost, find_model
 from ctxlab.engine.records import StepRecord
@@ -126,7 +126,7 @@ class _Counting:
         return self.inner.summarize(request)
 
 
-_memo: OrderedDict[str, Estimate] = OrderedDict()
+_memo: BoundedLRU[Estimate] = BoundedLRU(ESTIMATE_MEMO)
 
 
 def estimate(
@@ -143,9 +143,8 @@ def estimate(
     if memo_key:
         blob = json.dumps([memo_key, strategy, dict(params), model], sort_keys=True, default=str)
         key = hashlib.sha256(blob.encode()).hexdigest()
-        if key in _memo:
-            _memo.move_to_end(key)
-            hit = _memo[key]
+        hit = _memo.get(key)
+        if hit is not None:
             return Estimate(**{**_fields(hit), "label": label or hit.label})
     counting = _Counting(model)
     try:
@@ -167,9 +166,7 @@ def estimate(
         error="" if info is not None else f"no price known for {model!r}",
     )
     if key:
-        _memo[key] = result
-        while len(_memo) > ESTIMATE_MEMO:
-            _memo.popitem(last=False)
+        _memo.set(key, result)
     return result
 
 

@@ -12,9 +12,8 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import logging
-import threading
 from bisect import bisect_right
-from collections import Counter, OrderedDict
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -33,6 +32,7 @@ from ctxlab.engine.lost import (
     analyse_parts,
 )
 from ctxlab.engine.lost import message_text as engine_message_text
+from ctxlab.engine.lru import BoundedLRU
 from ctxlab.engine.model import Message as EngineMessage
 from ctxlab.engine.records import Event, Fate, ReplayResult, StepRecord, StepTokens, Zones
 from sessions_app.models import Message
@@ -65,36 +65,10 @@ def _cache_key(run: Run, name: str) -> str | None:
     return f"{name}:{run.pk}:{run.finished_at.timestamp()}"
 
 
-class _Memo:
-    """A small in-process LRU of immutable derived values. Not Django's cache: its
-    backends pickle every value on get, which costs more than some of the pages' budgets
-    (a fate log of 100K changes unpickles in ~90 ms)."""
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self.items: OrderedDict[str, Any] = OrderedDict()
-        self.lock = threading.Lock()
-
-    def get(self, key: str) -> Any:
-        with self.lock:
-            value = self.items.get(key)
-            if value is not None:
-                self.items.move_to_end(key)
-            return value
-
-    def set(self, key: str, value: Any) -> None:
-        with self.lock:
-            self.items[key] = value
-            self.items.move_to_end(key)
-            while len(self.items) > self.size:
-                self.items.popitem(last=False)
-
-    def clear(self) -> None:
-        with self.lock:
-            self.items.clear()
-
-
-MEMO = _Memo(CACHE_ENTRIES)
+# A small in-process LRU of immutable derived values. Not Django's cache: its backends
+# pickle every value on get, which costs more than some of the pages' budgets (a fate log of
+# 100K changes unpickles in ~90 ms).
+MEMO: BoundedLRU[Any] = BoundedLRU(CACHE_ENTRIES)
 
 
 def cached(run: Run, name: str, build: Any) -> Any:

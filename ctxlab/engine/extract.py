@@ -7,11 +7,11 @@ what a compaction removed and nothing kept). Pure regexes, linear in the text.
 from __future__ import annotations
 
 import re
-import threading
-from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
+
+from .lru import BoundedLRU
 
 URL_RE = re.compile(r"\bhttps?://[^\s<>\"'`)\]]+")
 PATH_RE = re.compile(
@@ -101,42 +101,7 @@ FACT_SET_ENTRIES = 32_768
 FACT_SET_CHARS = 32_000_000
 
 
-class _FactSetMemo:
-    """Distinct facts by text, LRU-bounded by entries and characters; thread-safe (the
-    embedded worker runs tasks in threads)."""
-
-    def __init__(self, max_entries: int, max_chars: int) -> None:
-        self.max_entries, self.max_chars = max_entries, max_chars
-        self.items: OrderedDict[str, frozenset[FactPair]] = OrderedDict()
-        self.chars = 0
-        self.lock = threading.Lock()
-
-    def get(self, text: str) -> frozenset[FactPair] | None:
-        with self.lock:
-            found = self.items.get(text)
-            if found is not None:
-                self.items.move_to_end(text)
-            return found
-
-    def put(self, text: str, value: frozenset[FactPair]) -> None:
-        if len(text) > self.max_chars:
-            return  # would evict everything else and still not fit
-        with self.lock:
-            if text in self.items:
-                return
-            self.items[text] = value
-            self.chars += len(text)
-            while len(self.items) > self.max_entries or self.chars > self.max_chars:
-                old, _ = self.items.popitem(last=False)
-                self.chars -= len(old)
-
-    def clear(self) -> None:
-        with self.lock:
-            self.items.clear()
-            self.chars = 0
-
-
-_FACT_SETS = _FactSetMemo(FACT_SET_ENTRIES, FACT_SET_CHARS)
+_FACT_SETS: BoundedLRU[frozenset[FactPair]] = BoundedLRU(FACT_SET_ENTRIES, FACT_SET_CHARS)
 
 
 def fact_set(text: str) -> frozenset[FactPair]:
@@ -145,7 +110,7 @@ def fact_set(text: str) -> frozenset[FactPair]:
     found = _FACT_SETS.get(text)
     if found is None:
         found = frozenset(facts(text).items())
-        _FACT_SETS.put(text, found)
+        _FACT_SETS.set(text, found)
     return found
 
 

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from ctxlab.engine import extract, lost, synth
-from ctxlab.engine.extract import _FactSetMemo, facts
+from ctxlab.engine.extract import facts
+from ctxlab.engine.lru import BoundedLRU
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "corpus"
 
@@ -49,20 +50,20 @@ def test_clear_caches_forgets_memoised_sets() -> None:
 
 
 def test_memo_is_bounded_by_entries() -> None:
-    memo = _FactSetMemo(max_entries=3, max_chars=10_000)
+    memo = BoundedLRU[frozenset[tuple[str, str]]](max_entries=3, max_chars=10_000)
     for i in range(5):
-        memo.put(f"text {i}", frozenset())
+        memo.set(f"text {i}", frozenset())
     assert list(memo.items) == ["text 2", "text 3", "text 4"]
     assert memo.chars == 3 * len("text 0")
 
 
 def test_memo_is_bounded_by_characters_and_keeps_recently_used() -> None:
-    memo = _FactSetMemo(max_entries=100, max_chars=30)
-    memo.put("a" * 10, frozenset())
-    memo.put("b" * 10, frozenset())
+    memo = BoundedLRU[frozenset[tuple[str, str]]](max_entries=100, max_chars=30)
+    memo.set("a" * 10, frozenset())
+    memo.set("b" * 10, frozenset())
     assert memo.get("a" * 10) is not None  # now the most recently used
-    memo.put("c" * 15, frozenset())
+    memo.set("c" * 15, frozenset())
     assert set(memo.items) == {"a" * 10, "c" * 15}
     assert memo.chars == 25
-    memo.put("d" * 31, frozenset())  # larger than the whole memo: not kept
+    memo.set("d" * 31, frozenset())  # larger than the whole memo: not kept
     assert "d" * 31 not in memo.items and memo.chars == 25
