@@ -150,14 +150,19 @@ def metric_rows(runs: Sequence[Run], retentions: Sequence[dict[str, Any]]) -> li
                 values.append(ret.get("lost"))
             else:
                 values.append((run.metrics or {}).get(key))
-        numbers = [_number(v) for v in values]
-        present = [n for n in numbers if n is not None]
-        best = [False] * len(values)
-        if better and len(set(present)) > 1:  # all equal: nothing stands out
-            target = min(present) if better == "lower" else max(present)
-            best = [n == target for n in numbers]
-        rows.append(MetricRow(key, label, better, help_text, values, best))
+        rows.append(MetricRow(key, label, better, help_text, values, best_flags(values, better)))
     return rows
+
+
+def best_flags(values: Sequence[Any], better: Better) -> list[bool]:
+    """Which values stand out as the best (the lowest or the highest number); none when the
+    metric has no direction or every number is equal."""
+    numbers = [_number(v) for v in values]
+    present = [n for n in numbers if n is not None]
+    if not better or len(set(present)) < 2:
+        return [False] * len(values)
+    target = min(present) if better == "lower" else max(present)
+    return [n == target for n in numbers]
 
 
 def metrics_csv(runs: Sequence[Run], rows: Sequence[MetricRow]) -> str:

@@ -24,6 +24,7 @@ from ctxlab.engine.params import Param, parse_value
 from ctxlab.engine.strategies import get_strategy_class
 
 from . import services
+from .compare import Better, best_flags
 from .models import Run, RunStatus, StrategyConfig
 
 MIN_VALUES = 2
@@ -184,7 +185,7 @@ class Column:
     key: str
     label: str
     hint: str
-    better: str = "lower"
+    better: Better = "lower"
 
 
 # The run page's headline metrics that move with a parameter (all: lower is better).
@@ -298,13 +299,9 @@ def _mark_best(rows: Sequence[Row], columns: Sequence[Column]) -> None:
     for row in rows:
         row.best = [False] * len(columns)
     for i, column in enumerate(columns):
-        numbers = [row.values[i] if _is_number(row.values[i]) else None for row in rows]
-        present = [n for n in numbers if n is not None]
-        if len(set(present)) < 2:
-            continue
-        target = min(present) if column.better == "lower" else max(present)
-        for row, number in zip(rows, numbers, strict=True):
-            row.best[i] = number == target
+        flags = best_flags([row.values[i] for row in rows], column.better)
+        for row, flag in zip(rows, flags, strict=True):
+            row.best[i] = flag
 
 
 # --- exports ------------------------------------------------------------------------------
