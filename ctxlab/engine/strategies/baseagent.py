@@ -139,8 +139,8 @@ class BaseAgentStrategy(Strategy):
         return sum(rules.estimate_message_tokens(m) for m in self._base_rows(message))
 
     def count_system(self, text: str, message: Message | None) -> int:
-        if message is None:
-            return 0
+        # loop.py always sends {"role": "system", ...} first, so a transcript without a
+        # system prompt still costs the 4-token message overhead (empty content).
         return rules.estimate_message_tokens(BaseMsg("system", text))
 
     def count_tools(self, tools: Sequence[ToolDef]) -> int:
@@ -386,8 +386,7 @@ class BaseAgentStrategy(Strategy):
 
     def _view_rows(self, ctx: ReplayContext) -> list[BaseMsg]:
         rows: list[BaseMsg] = []
-        if ctx.system_index is not None:
-            rows.append(BaseMsg("system", ctx.system_text, src=ctx.system_index))
+        rows.append(BaseMsg("system", ctx.system_text, src=ctx.system_index))
         if self._summary_msg is not None:
             rows.append(self._summary_msg)
         for i in ctx.live:

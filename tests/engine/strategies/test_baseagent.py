@@ -279,3 +279,26 @@ def test_golden_sniffly_small_window() -> None:
     assert kinds == {"compact": 1, "prune": 1, "truncate": 2}
     assert findings == {"latest_user_dropped": 9}  # the task is summarised away by design
     assert firsts == {"truncate": 13, "prune": 40, "compact": 53}
+
+
+# -- issue 14 divergence 1: the system message is always sent -----------------------------------
+
+
+def test_missing_system_prompt_still_costs_the_message_overhead() -> None:
+    """loop.py always puts {"role": "system"} first: with no system prompt in the
+    transcript the estimate is 4 higher, and at the threshold the original compacts.
+    History = one user message of 3384 chars: 3384//4 + 4 = 850 = threshold (not over);
+    with the empty system message 854 > 850."""
+    from tests.engine.builders import EchoSummarizer, assistant, conv, user
+
+    params = {"model_context_limit": 1000, "output_token_max": 0, "max_output_tokens": 0}
+    c = conv(user("x" * 3384), assistant("ok"))
+    res = run(c, "baseagent", params=params, summarizer=EchoSummarizer())  # type: ignore[arg-type]
+    compact = [e for e in res.events if e.kind == "compact"]
+    assert len(compact) == 1
+    assert compact[0].detail["estimate"] == 854
+    # 3368 chars: 842 + 4 + 4 = 850, not over -> no compaction
+    c2 = conv(user("x" * 3368), assistant("ok"))
+    res2 = run(c2, "baseagent", params=params, summarizer=EchoSummarizer())  # type: ignore[arg-type]
+    assert not [e for e in res2.events if e.kind == "compact"]
+    assert res2.steps[0].tokens.strategy == 850
