@@ -21,14 +21,17 @@ def save_run(
     assignments: Sequence[str],
     summarizer: str = "offline",
     model: str | None = None,
+    window: int | None = None,
 ) -> Run:
     """Create and execute a run; ValueError says what is wrong (bad id, name, params)."""
     transcript = _transcript(transcript_id)
     params = parse_assignments(list(assignments))
     if config_name:
-        spec = services.RunSpec(config=_config(transcript, config_name), params=params)
+        spec = services.RunSpec(
+            config=_config(transcript, config_name), params=params, window=window
+        )
     elif strategy:
-        spec = services.RunSpec(strategy=strategy, params=params)
+        spec = services.RunSpec(strategy=strategy, params=params, window=window)
     else:
         raise ValueError("give --strategy PRESET or --config NAME")
     run = services.run_create(
@@ -70,6 +73,7 @@ def save_sweep(
     assignments: Sequence[str] = (),
     summarizer: str = "offline",
     model: str | None = None,
+    window: int | None = None,
 ) -> tuple[RunGroup, list[Run]]:
     """``--sweep key=v1,v2`` (or ``key=start:stop:step``): a sweep group created as the web
     creates it, its runs executed here one after another."""
@@ -77,9 +81,9 @@ def save_sweep(
     extra = parse_assignments(list(assignments))
     if config_name:
         config = _config(transcript, config_name)
-        base = sweep.Base(strategy=config.strategy, config=config, extra=extra)
+        base = sweep.Base(strategy=config.strategy, config=config, extra=extra, window=window)
     elif strategy:
-        base = sweep.Base(strategy=strategy, extra=extra)
+        base = sweep.Base(strategy=strategy, extra=extra, window=window)
     else:
         raise ValueError("give --strategy PRESET or --config NAME")
     key, sep, raw = sweep_text.partition("=")

@@ -8,7 +8,7 @@ from typing import Any
 from django import forms
 
 from ctxlab.engine.params import Param
-from ctxlab.engine.strategies import LIBRARY, PRESETS
+from ctxlab.engine.strategies import LIBRARY, PRESETS, get_strategy_class
 from ctxlab.ownership import owned
 
 from . import services, sweep
@@ -51,7 +51,7 @@ class SweepForm(RunCreateForm):
             [("Saved configurations", configs)] if configs else []
         )
         self.current_base = self.base_of(self._raw("base")) or sweep.Base(strategy=PRESETS[0])
-        specs = sweep.numeric_params(self.current_base.strategy)
+        specs = sweep.sweepable_params(self.current_base.strategy)
         self.fields["param"].widget.choices = [(p.name, p.name) for p in specs]
         if not self.is_bound and self._raw("param") not in [p.name for p in specs]:
             self.initial["param"] = preferred_param(specs)  # e.g. after choosing another base
@@ -73,9 +73,16 @@ class SweepForm(RunCreateForm):
     def param_help(self) -> str:
         if self.current_spec is None:
             return ""
-        base_value = services.params_validate(
+        params = services.params_validate(
             strategy=self.current_base.strategy, params=self.current_base.overrides
-        ).get(self.current_spec.name)
+        )
+        own = get_strategy_class(self.current_base.strategy).WINDOW
+        name = self.current_spec.name
+        base_value = (
+            params.get(own)
+            if name == sweep.WINDOW_KEY and name not in params
+            else (params.get(name))
+        )
         return f"{param_help(self.current_spec)} In {self.current_base.label}: {base_value}."
 
     def clean(self) -> dict[str, Any]:

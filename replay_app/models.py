@@ -127,6 +127,9 @@ class Run(models.Model):
     label = models.CharField(max_length=100)  # config name or preset name
     strategy = models.CharField(max_length=40)
     params = models.JSONField(default=dict)  # complete, validated
+    # The comparison's model context window that set the strategy's window parameter(s)
+    # (ctxlab.engine.budget); None: the configuration's own values.
+    window = models.PositiveIntegerField(null=True, blank=True)
     summarizer = models.CharField(max_length=40, default="offline")
     summarizer_model = models.CharField(max_length=100, blank=True)
     estimator = models.CharField(max_length=200, blank=True)

@@ -25,6 +25,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from ctxlab.engine.budget import window_params
 from ctxlab.engine.heap import existing_heap_frozen
 from ctxlab.engine.metrics import compute_metrics
 from ctxlab.engine.native_config import NativeConfig, native_config
@@ -189,14 +190,21 @@ class RunSpec:
     params: Mapping[str, Any] | None = None
     config: StrategyConfig | None = None
     label: str = ""
+    # One model window for the whole comparison: sets the strategy's own window
+    # parameter(s) over the preset/config values; ``params`` still win (overrides).
+    window: int | None = None
 
     def resolve(self) -> tuple[str, dict[str, Any], str]:
         if self.config is not None:
-            params = {**self.config.params, **dict(self.params or {})}
-            full = params_validate(strategy=self.config.strategy, params=params)
-            return self.config.strategy, full, self.label or self.config.name
-        full = params_validate(strategy=self.strategy, params=self.params)
-        return self.strategy, full, self.label or self.strategy
+            strategy, saved, label = self.config.strategy, self.config.params, self.config.name
+        else:
+            strategy, saved, label = self.strategy, {}, self.strategy
+        try:
+            budgeted = window_params(strategy, self.window, self.params)
+        except ValueError as exc:
+            raise ValueError(f"{self.label or label}: {exc}") from None
+        full = params_validate(strategy=strategy, params={**saved, **budgeted})
+        return strategy, full, self.label or label
 
 
 def preset_specs() -> list[RunSpec]:
@@ -230,6 +238,7 @@ def run_create(
         label=label[:100],
         strategy=strategy,
         params=params,
+        window=spec.window,
         summarizer=summarizer,
         summarizer_model=(llm.model or llm_mod.default_model())
         if summarizer == "anthropic"

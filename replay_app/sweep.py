@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from ctxlab.engine.budget import window_param_names as budget_names
+from ctxlab.engine.budget import window_params
 from ctxlab.engine.params import Param, parse_value
 from ctxlab.engine.strategies import get_strategy_class
 
@@ -27,6 +29,8 @@ from . import services
 from .compare import Better, best_flags
 from .models import Run, RunStatus, StrategyConfig
 
+WINDOW_KEY = "window"  # the comparison's model window (ctxlab.engine.budget)
+WINDOW_ORIGIN = "(window from the comparison)"
 MIN_VALUES = 2
 MAX_VALUES = 12
 MAX_COMPARE = 6  # /compare/ takes 2-6 runs
@@ -44,9 +48,37 @@ def numeric_params(strategy: str) -> list[Param]:
     return [p for p in get_strategy_class(strategy).PARAMS if p.type in NUMERIC_TYPES]
 
 
+def sweepable_params(strategy: str) -> list[Param]:
+    """The comparison's model window first, then the strategy's own numeric parameters."""
+    own = numeric_params(strategy)
+    if any(p.name == WINDOW_KEY for p in own):
+        return own
+    return [window_spec(strategy), *own]
+
+
+def window_spec(strategy: str) -> Param:
+    """The comparison's model window as a sweepable parameter of ``strategy``: its range is
+    the strategy's own window parameter's (which it sets, with the ones that follow it)."""
+    cls = get_strategy_class(strategy)
+    own = next(p for p in cls.PARAMS if p.name == cls.WINDOW)
+    follows = ", ".join(budget_names(strategy)[1:])
+    return Param(
+        WINDOW_KEY,
+        own.default,
+        f"Model context window: sets {cls.WINDOW}" + (f" (and {follows})" if follows else ""),
+        "int",
+        min=max(own.min or 1, 1),
+        max=own.max,
+        origin=f"{cls.WINDOW} (window from the comparison)",
+    )
+
+
 def param_spec(strategy: str, name: str) -> Param:
-    """The Param ``name`` of ``strategy`` if it is numeric; SweepError otherwise."""
+    """The Param ``name`` of ``strategy`` if it is numeric; SweepError otherwise. ``window``
+    is the comparison's model window (unless the strategy has a parameter of that name)."""
     specs = {p.name: p for p in get_strategy_class(strategy).PARAMS}
+    if name == WINDOW_KEY and name not in specs:
+        return window_spec(strategy)
     spec = specs.get(name)
     if spec is None:
         known = ", ".join(p.name for p in numeric_params(strategy)) or "none"
@@ -119,12 +151,29 @@ def check_values(
         )
     checked = []
     for value in values:
+        if spec.name == WINDOW_KEY and spec.origin.endswith(WINDOW_ORIGIN):
+            window = _check_window(spec, value)
+            services.params_validate(
+                strategy=strategy, params=window_params(strategy, window, base)
+            )
+            checked.append(window)
+            continue
         params = services.params_validate(strategy=strategy, params={**base, spec.name: value})
         checked.append(params[spec.name])
     repeated = sorted({v for v in checked if checked.count(v) > 1})
     if repeated:
         raise SweepError(f"{spec.name}: values repeat ({', '.join(map(fmt_value, repeated))})")
     return checked
+
+
+def _check_window(spec: Param, value: Any) -> int:
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise SweepError(f"window={value!r} is not a number of tokens")
+    if value < (spec.min or 1) or (spec.max is not None and value > spec.max):
+        raise SweepError(f"window={value} is out of range ({spec.describe_range()})")
+    return value
 
 
 def fmt_value(value: Any) -> str:
@@ -144,6 +193,7 @@ class Base:
     strategy: str
     config: StrategyConfig | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)  # e.g. the CLI's --set values
+    window: int | None = None  # the comparison's model window (when not swept)
 
     @property
     def label(self) -> str:
@@ -162,12 +212,14 @@ def run_label(key: str, value: Any) -> str:
 
 def specs(base: Base, key: str, values: Sequence[Any]) -> list[services.RunSpec]:
     """One RunSpec per value: the base's config/preset with only ``key`` changed."""
+    swept_window = key == WINDOW_KEY and key not in {p.name for p in numeric_params(base.strategy)}
     return [
         services.RunSpec(
             strategy=base.strategy if base.config is None else "",
             config=base.config,
-            params={**base.extra, key: value},
+            params=dict(base.extra) if swept_window else {**base.extra, key: value},
             label=run_label(key, value),
+            window=value if swept_window else base.window,
         )
         for value in values
     ]
@@ -279,18 +331,42 @@ def swept_key(runs: Sequence[Run]) -> str | None:
     return key if all(_is_number(r.params[key]) for r in runs) else None
 
 
+def swept_window(runs: Sequence[Run]) -> bool:
+    """The runs differ only in the comparison's model window (its own parameter and the
+    ones that follow it): a window sweep."""
+    if len(runs) < MIN_VALUES or any(r.window is None for r in runs):
+        return False
+    first = runs[0]
+    if any(r.strategy != first.strategy or r.summarizer != first.summarizer for r in runs):
+        return False
+    if len({r.window for r in runs}) != len(runs) or any(set(r.params) != set(first.params)
+                                                         for r in runs):  # fmt: skip
+        return False
+    allowed = set(budget_names(first.strategy))
+    return all(k in allowed for k in first.params if any(r.params[k] != first.params[k]
+                                                          for r in runs))  # fmt: skip
+
+
 def detect(runs: Sequence[Run]) -> Sweep | None:
     """The sweep these runs form (rows by value, best per column), or None."""
     key = swept_key(runs)
+    if key is None and swept_window(runs):
+        key = WINDOW_KEY
     if key is None:
         return None
-    ordered = sorted(runs, key=lambda r: (r.params[key], r.pk))
+
+    def value(run: Run) -> Any:
+        return run.window if key == WINDOW_KEY and run.window is not None else run.params[key]
+
+    ordered = sorted(runs, key=lambda r: (value(r), r.pk))
     columns = list(COLUMNS)
     columns += [c for c in COST_COLUMNS if any(metric_value(r, c.key) for r in runs)]
-    rows = [Row(r.params[key], r, [metric_value(r, c.key) for c in columns]) for r in ordered]
+    rows = [Row(value(r), r, [metric_value(r, c.key) for c in columns]) for r in ordered]
     _mark_best(rows, columns)
     strategy = runs[0].strategy
     spec = next((p for p in get_strategy_class(strategy).PARAMS if p.name == key), None)
+    if spec is None and key == WINDOW_KEY:
+        spec = window_spec(strategy)
     return Sweep(key=key, strategy=strategy, spec=spec, columns=columns, rows=rows)
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from . import importers
+from .budget import window_params
 from .model import Conversation
 from .params import parse_assignments
 from .records import Change, Fate, ReplayResult, expand
@@ -44,8 +45,10 @@ def replay_conversation(
     summarizer: str | Summarizer = "offline",
 ) -> ReplayResult:
     """``summarizer``: a registered name, or a ready instance (e.g. the web app's Claude
-    summariser with its database cache)."""
-    merged = {**dict(params or {}), **parse_assignments(assignments)}
+    summariser with its database cache). ``window``: one model context window set through
+    the strategy's own window parameter(s); ``params`` / ``assignments`` still win."""
+    overrides = {**dict(params or {}), **parse_assignments(assignments)}
+    merged = window_params(strategy, window, overrides)
     summ = get_summarizer(summarizer) if isinstance(summarizer, str) else summarizer
     return run(conversation, strategy, params=merged, summarizer=summ)
 

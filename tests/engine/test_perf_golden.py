@@ -75,7 +75,7 @@ GOLDEN: dict[str, tuple[int, int, int, int, str]] = {
     'cc-copaw-small': (10, 2, 2, 5, '7c814d25ec455a1fc1ee5074c928c1d9a8df535f36f5b65a329d0a9603b1d78b'),
     'cc-cowagent-small': (10, 0, 0, 0, '967289ac4902c6175caa40795f04a9359ed1eba2ba2647cb0a3a541ba5defb18'),
     'cc-picoclaw-small': (10, 0, 0, 5, '2c10e5d998713f2f3abf35efc0cc096dec708328c1e7ec295318011bc9adbc54'),
-    'cc-baseagent-small': (10, 1, 1, 4, 'edefac652953b294b83ca1213a4b99668911f007052be3ebd32045a5f3a3aef0'),
+    'cc-baseagent-small': (10, 1, 1, 4, '6741dba2dbb7209e52d66ad14328532ce9cf3ccce2544c9f55b577c1cb87bb57'),
 }  # fmt: skip
 
 

@@ -137,6 +137,8 @@ class AnthropicEditsStrategy(Strategy):
         "reference cl100k counts (Claude's tokenizer has no local copy) x token_ratio, "
         "half-up per message"
     )
+    WINDOW = "context_window"
+    WINDOW_FOLLOWS = {"trigger": 100_000 / 200_000}
     PARAMS: ClassVar[tuple[Param, ...]] = (
         Param(
             "trigger",

@@ -27,6 +27,11 @@ class Strategy:
     description: ClassVar[str] = ""
     estimator: ClassVar[str] = ""  # human name of the token estimator ("bytes/4 half-up per block")
     PARAMS: ClassVar[tuple[Param, ...]] = ()
+    # The parameter that is the model context window, and the parameters that follow it
+    # (name -> share of the window; at the default window each keeps its default). One
+    # comparison budget sets them all through ``window_params``.
+    WINDOW: ClassVar[str] = ""
+    WINDOW_FOLLOWS: ClassVar[Mapping[str, float]] = {}
 
     def __init__(self, params: Mapping[str, Any] | None = None) -> None:
         self.params: dict[str, Any] = validate(self.PARAMS, params, strategy=self.name)
@@ -34,6 +39,35 @@ class Strategy:
     @classmethod
     def param_specs(cls) -> tuple[Param, ...]:
         return cls.PARAMS
+
+    @classmethod
+    def window_params(cls, window: int) -> dict[str, int]:
+        """The parameters that put this strategy at model window ``window``: its own window
+        parameter, and each follower at its share of the window (rounded, kept in range).
+        ValueError when the window is outside the window parameter's range."""
+        if not cls.WINDOW:
+            raise ValueError(f"strategy {cls.name!r} declares no window parameter")
+        specs = {p.name: p for p in cls.PARAMS}
+        own = specs[cls.WINDOW]
+        if isinstance(window, bool) or not isinstance(window, int) or window < 1:
+            raise ValueError(f"the model window must be a number of tokens, not {window!r}")
+        if (own.min is not None and window < own.min) or (
+            own.max is not None and window > own.max
+        ):
+            raise ValueError(
+                f"window {window} is out of range for {cls.name} "
+                f"({cls.WINDOW}: {own.describe_range()})"
+            )
+        out = {cls.WINDOW: window}
+        for name, share in cls.WINDOW_FOLLOWS.items():
+            spec = specs[name]
+            value = round(window * share)
+            if spec.min is not None:
+                value = max(value, int(spec.min))
+            if spec.max is not None:
+                value = min(value, int(spec.max))
+            out[name] = value
+        return out
 
     # --- estimator ----------------------------------------------------------------------
     def count_text(self, text: str) -> int:

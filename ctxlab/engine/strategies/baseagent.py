@@ -53,6 +53,8 @@ class BaseAgentStrategy(Strategy):
     estimator: ClassVar[str] = (
         "len(str)//4 per string (code points, floor) + 4 per message, 1000 per image"
     )
+    WINDOW = "model_context_limit"
+    WINDOW_FOLLOWS = {"output_token_max": 32_000 / 200_000}
     PARAMS: ClassVar[tuple[Param, ...]] = (
         Param(
             "model_context_limit",

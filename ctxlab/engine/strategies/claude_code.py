@@ -152,6 +152,11 @@ class ClaudeCodeStrategy(Strategy):
         "roughTokenCountEstimation: round(UTF-16 length / 4) per block (images 2 000); the "
         "trigger reads the last reported usage plus that estimate of newer messages"
     )
+    WINDOW = "context_window"
+    WINDOW_FOLLOWS = {
+        "output_reserve": 20_000 / 200_000,
+        "autocompact_buffer_tokens": 13_000 / 200_000,
+    }
     PARAMS: ClassVar[tuple[Param, ...]] = (
         Param(
             "context_window",

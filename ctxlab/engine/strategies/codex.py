@@ -103,6 +103,7 @@ class CodexStrategy(Strategy):
         "approx_token_count = ceil(utf8 bytes / 4) per item (text, tool call, tool output); "
         "server-reported token_count for the trigger until the replay diverges"
     )
+    WINDOW = "model_context_window"
     PARAMS: ClassVar[tuple[Param, ...]] = (
         Param(
             "model_context_window",

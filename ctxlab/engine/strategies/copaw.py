@@ -41,6 +41,7 @@ class CoPaw(Strategy):
     )
     PARAMS: ClassVar[tuple[Param, ...]] = (
         Param("max_input_length", 131072, "Model input window in tokens.", "int",
+    WINDOW = "max_input_length"
               min=1024, max=10_000_000, origin="config.json agents.running.max_input_length"),
         Param("memory_compact_ratio", 0.75, "Compact when history >= window x ratio minus "
               "system and summary tokens.", "float", min=0.3, max=0.9,

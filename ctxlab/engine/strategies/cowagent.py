@@ -47,6 +47,8 @@ class CowAgentStrategy(Strategy):
         "int(non-ASCII x 1.5 + ASCII x 0.25) + 1 per text; image 1200, tool_use 50+, "
         "tool_result 30+, other blocks 10; max(1, sum) per message"
     )
+    WINDOW = "model_context_window"
+    WINDOW_FOLLOWS = {"agent_max_context_tokens": 0.9}  # unset budget: 90% of the window
     PARAMS: ClassVar[tuple[Param, ...]] = (
         Param(
             "agent_max_context_tokens",

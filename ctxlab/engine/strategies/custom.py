@@ -171,6 +171,7 @@ class Custom(Strategy):
         "threshold."
     )
     estimator = "configurable"
+    WINDOW = "window"
     PARAMS: ClassVar[tuple[Param, ...]] = (
         Param("window", 131072, "Model window in tokens.", "int", min=1024, max=10_000_000),
         Param("threshold_ratio", 0.8, "Compaction stages run while the request is >= "

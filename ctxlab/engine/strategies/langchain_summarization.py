@@ -204,6 +204,7 @@ class LangChainSummarizationStrategy(Strategy):
         "calls, tool_call_id counted), scaled by the last reported usage (x1.0-1.25); "
         "state messages only"
     )
+    WINDOW = "max_input_tokens"
     PARAMS: ClassVar[tuple[Param, ...]] = (
         Param(
             "trigger",

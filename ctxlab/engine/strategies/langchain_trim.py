@@ -71,6 +71,7 @@ class LangChainTrimStrategy(Strategy):
         "count_tokens_approximately: ceil(chars / 4) + 3 per message (role, name, tool "
         "calls, tool_call_id counted); state messages only"
     )
+    WINDOW = "context_window"
     PARAMS: ClassVar[tuple[Param, ...]] = (
         Param(
             "max_tokens",

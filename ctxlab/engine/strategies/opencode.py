@@ -214,6 +214,8 @@ class OpenCodeStrategy(Strategy):
         "Token.estimate: round(UTF-16 length / 4) half up (tool outputs for the prune; one "
         "rounding per message for the request estimate); the trigger reads reported usage"
     )
+    WINDOW = "context"
+    WINDOW_FOLLOWS = {"output": 32_000 / 200_000}
     PARAMS: ClassVar[tuple[Param, ...]] = (
         Param(
             "context",

@@ -44,6 +44,8 @@ class PicoClawStrategy(Strategy):
         "chars*2/5 (Go integer division): runes of content/reasoning, bytes of tool-call "
         "fields and ids, +12 per message, +256 per media item"
     )
+    WINDOW = "context_window"
+    WINDOW_FOLLOWS = {"max_tokens": 0.25}  # unset window = MaxTokens x 4
     PARAMS: ClassVar[tuple[Param, ...]] = (
         Param(
             "max_tokens",

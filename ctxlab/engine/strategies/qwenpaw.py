@@ -39,6 +39,7 @@ class QwenPaw(Strategy):
         "the largest tool-aligned suffix that fits the reserve into a structured summary."
     )
     estimator = "utf-8 bytes / divisor, rounded half up, per block"
+    WINDOW = "max_input_length"
     PARAMS: ClassVar[tuple[Param, ...]] = (
         Param(
             "max_input_length",

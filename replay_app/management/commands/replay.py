@@ -45,6 +45,7 @@ def _save(options: dict[str, Any]) -> str:
             transcript_id=options["transcript"], strategy=options["strategy"],
             config_name=options["config"], assignments=options["assignments"],
             summarizer=options["summarizer"], model=options.get("model"),
+            window=options.get("window"),
         )  # fmt: skip
     except ValueError as exc:
         raise CommandError(str(exc)) from None
@@ -62,7 +63,7 @@ def _save_sweep(options: dict[str, Any]) -> str:
             transcript_id=options["transcript"], strategy=options["strategy"],
             config_name=options["config"], sweep_text=options["sweep"],
             assignments=options["assignments"], summarizer=options["summarizer"],
-            model=options.get("model"),
+            model=options.get("model"), window=options.get("window"),
         )  # fmt: skip
     except ValueError as exc:
         raise CommandError(str(exc)) from None
@@ -113,6 +114,12 @@ class Command(BaseCommand):
             "KEY=START:STOP:STEP), stored as one comparison group with a sweep table",
         )  # fmt: skip
         parser.add_argument(
+            "--window", type=int, metavar="TOKENS",
+            help="one model context window: sets the strategy's own window parameter and "
+            "those that follow it (--set still wins); with --sweep, --sweep window=V1,V2 "
+            "sweeps it",
+        )  # fmt: skip
+        parser.add_argument(
             "--set", action="append", default=[], metavar="KEY=VALUE", dest="assignments",
             help="override a strategy parameter (repeatable)",
         )  # fmt: skip
@@ -151,6 +158,7 @@ class Command(BaseCommand):
                 strategy=options["strategy"],
                 assignments=options["assignments"],
                 summarizer=summarizer,
+                window=options["window"],
             )
         except (TranscriptError, ValueError, OSError) as exc:
             raise CommandError(str(exc)) from None
