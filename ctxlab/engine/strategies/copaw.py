@@ -5,7 +5,9 @@ old tool results (off by default); ``check_context`` keeps a newest-first set wi
 reserve, pulling in the tool_use message of every kept tool_result (the kept set may be
 non-contiguous); an unaligned split falls back to the last <=3 aligned messages. The rest
 is summarised (XML-tagged input, capped newest-first at 90 % of the threshold) and hidden.
-A failed summary returns "" and *overwrites* the previous summary. Spec: strategies.md §3.
+A failed summary call stores ReMe's failure text ``[Compactor] failed: <error>`` as the
+summary (it *overwrites* the previous one and the model sees it); an empty answer or an
+empty formatted input stores "". Spec: strategies.md §3.
 """
 
 from __future__ import annotations
@@ -36,12 +38,13 @@ class CoPaw(Strategy):
     description = (
         "Before each LLM call, when history >= 75 % of the window minus system and summary, "
         "keeps the newest messages within a 10 % reserve (with the tool calls their results "
-        "need) and summarises the rest into a structured checkpoint; a failed summary wipes "
-        "the previous one. Optional tool-result compaction to 1000 characters."
+        "need) and summarises the rest into a structured checkpoint; a failed summary call "
+        "replaces the previous one with ReMe's failure text. Optional tool-result "
+        "compaction to 1000 characters."
     )
+    WINDOW = "max_input_length"
     PARAMS: ClassVar[tuple[Param, ...]] = (
         Param("max_input_length", 131072, "Model input window in tokens.", "int",
-    WINDOW = "max_input_length"
               min=1024, max=10_000_000, origin="config.json agents.running.max_input_length"),
         Param("memory_compact_ratio", 0.75, "Compact when history >= window x ratio minus "
               "system and summary tokens.", "float", min=0.3, max=0.9,
@@ -330,18 +333,23 @@ class CoPaw(Strategy):
                 previous=previous,
             )
             record = ctx.summarize(request, messages=shown)
-            text = "" if record.error else record.output
-        ok = bool(text)
+            text = record.output
+            if record.error:
+                # ReMe's op framework (base_op._handle_failure) turns the raised error into
+                # this text, and CoPaw stores it as the summary the model sees.
+                text = f"{COMPACTOR_FAILED}{record.error}"
+        ok = bool(text) and not (record is not None and record.error)
         summary_id = record.id if record is not None and ok else None
-        rendered = prompts.REME_SUMMARY_TEMPLATE.format(summary=text).strip() if ok else ""
+        rendered = prompts.REME_SUMMARY_TEMPLATE.format(summary=text).strip() if text else ""
         if not ok:
             reason = (record.error or "empty output") if record else "empty formatted input"
             ctx.emit("summary_failed", messages=to_compact,
                      summary_id=record.id if record else None, reason=reason,
-                     previous_summary_lost=bool(previous))  # fmt: skip
+                     previous_summary_lost=bool(previous), stored_summary=text)  # fmt: skip
         kind = "summarise" if ok else "drop"
         why = ("compacted into the summary" if ok
-               else "summary failed: hidden without a summary; the previous summary is overwritten")  # fmt: skip
+               else "summary failed: hidden without a summary; the previous summary is "
+               "overwritten" + (" by the failure text" if text else ""))  # fmt: skip
         shown_set = set(shown)
         skipped = [i for i in to_compact if i not in shown_set]
         with ctx.action(kind, reason=why, cap=cap, summarised=len(shown) if ok else 0,
@@ -357,6 +365,10 @@ class CoPaw(Strategy):
         if ok:
             check_summary_size(ctx, summary_rendered=rendered, replaced=to_compact,
                                summary_id=summary_id, previous_ref=previous_ref)  # fmt: skip
+
+
+# ReMe 0.3.0.6b3 base_op._handle_failure: f"[{self.__class__.__name__}] failed: {e}"
+COMPACTOR_FAILED = "[Compactor] failed: "
 
 
 def _header_split(text: str) -> int:

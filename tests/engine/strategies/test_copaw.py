@@ -9,7 +9,7 @@ from ctxlab.engine.qwen_tokens import available, qwen_counter
 from ctxlab.engine.records import Fate, ReplayResult
 from ctxlab.engine.replay import run
 from ctxlab.engine.strategies.copaw import CoPaw
-from ctxlab.engine.summarizers import FailingSummarizer
+from ctxlab.engine.summarizers import FailingSummarizer, OfflineSummarizer
 
 # bytes//4 keeps the arithmetic readable: threshold int(1024*.75)=768, reserve 102.
 SMALL = {"max_input_length": 1024, "token_counter": "bytes4", "language": "en"}
@@ -81,13 +81,16 @@ def test_copaw_newest_alone_over_reserve_compacts_everything() -> None:
     assert "latest_user_dropped" in {f.kind for f in result.findings}
 
 
-def test_copaw_failure_wipes_previous_summary() -> None:
+@pytest.mark.parametrize("mode", ["raise", "error"])
+def test_copaw_failure_text_replaces_previous_summary(mode: str) -> None:
+    """Issue 14 divergence 2: when the compactor call raises, ReMe's op framework returns
+    "[Compactor] failed: <error>" and CoPaw stores THAT as the summary: the previous one
+    is lost, the model sees the failure text, and the next compaction updates it."""
     msgs = cycle(30, 400)
     good = run(conv(system("S"), *msgs), c())
-    assert len(good.summaries) >= 2
+    assert len(good.summaries) >= 3
 
-    # fail only the second call
-    class SecondFails:
+    class SecondFails:  # fail only the second call
         name = "second-fails"
 
         def __init__(self) -> None:
@@ -96,15 +99,29 @@ def test_copaw_failure_wipes_previous_summary() -> None:
         def summarize(self, request: Any) -> Any:
             self.calls += 1
             if self.calls == 2:
-                return FailingSummarizer("error").summarize(request)
-            from ctxlab.engine.summarizers import OfflineSummarizer
-
+                return FailingSummarizer(mode).summarize(request)  # type: ignore[arg-type]
             return OfflineSummarizer().summarize(request)
 
     bad = run(conv(system("S"), *msgs), c(), summarizer=SecondFails())
+    stored = "[Compactor] failed: summariser failed (simulated)"
     failed = next(e for e in bad.events if e.kind == "summary_failed")
     assert failed.detail["previous_summary_lost"] is True
+    assert failed.detail["stored_summary"] == stored
     drop = next(e for e in bad.events if e.kind == "drop")
+    step = next(s for s in bad.steps if s.index == drop.step)
+    assert step.summary_id is None
+    # CoPaw counts system + raw summary as one string (bytes//4 here): 50 bytes -> 12
+    assert step.zones.summary == len(("S" + stored).encode()) // 4 == 12
+    third = bad.summaries[2].input
+    assert f"<previous-summary>\n{stored}\n</previous-summary>" in third
+
+
+def test_copaw_empty_answer_stores_empty_summary() -> None:
+    """An answer with no text (the call did not raise) overwrites with ""."""
+    msgs = cycle(30, 400)
+    bad = run(conv(system("S"), *msgs), c(), summarizer=FailingSummarizer("empty"))
+    drop = next(e for e in bad.events if e.kind == "drop")
+    assert next(e for e in bad.events if e.kind == "summary_failed").detail["stored_summary"] == ""
     step = next(s for s in bad.steps if s.index == drop.step)
     assert step.summary_id is None and step.zones.summary == 0
 
