@@ -43,6 +43,7 @@ def replay_conversation(
     assignments: Sequence[str] = (),
     params: Mapping[str, Any] | None = None,
     summarizer: str | Summarizer = "offline",
+    window: int | None = None,
 ) -> ReplayResult:
     """``summarizer``: a registered name, or a ready instance (e.g. the web app's Claude
     summariser with its database cache). ``window``: one model context window set through

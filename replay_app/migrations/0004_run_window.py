@@ -4,15 +4,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('replay_app', '0003_runanalysis'),
+        ("replay_app", "0003_runanalysis"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='run',
-            name='window',
+            model_name="run",
+            name="window",
             field=models.PositiveIntegerField(blank=True, null=True),
         ),
     ]

@@ -88,9 +88,9 @@ def _turn_starts_past(conversation: object, tokens: int) -> bool:
 
     counter, total = reference_counter(), 0
     for m in conversation.messages:  # type: ignore[attr-defined]
-        if m.role.value == "user" and any(b.kind.value == "text" for b in m.blocks):
-            if total > tokens:
-                return True
+        turn = m.role.value == "user" and any(b.kind.value == "text" for b in m.blocks)
+        if turn and total > tokens:
+            return True
         total += message_reference_tokens(m, counter)
     return False
 
