@@ -234,6 +234,8 @@ def warning_to_dict(warning: ImportWarning) -> JSON:
         out["where"] = warning.where
     if warning.count != 1:
         out["count"] = warning.count
+    if warning.code:
+        out["code"] = warning.code
     return out
 
 

@@ -232,6 +232,7 @@ class ImportWarning:
     message: str
     where: str = ""  # "line 12", "record 3"
     count: int = 1
+    code: str = ""  # a key of ``import_warnings.CODES`` (its label and meaning); "" = none
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,6 +20,8 @@ from types import ModuleType
 from typing import Any
 
 from ..model import ImportWarning, ParsedFile, TranscriptError
+from ._common import WarningTally, collecting_notes
+from ._source import read_source
 
 SNIFF_BYTES = 64 * 1024
 
@@ -40,6 +42,10 @@ FORMATS: tuple[str, ...] = tuple(IMPORTERS)
 
 def detect(data: bytes, name: str = "") -> str:
     """The most likely format of ``data``; raises ``TranscriptError`` when none fits."""
+    return _detect(read_source(data, name).data, name)
+
+
+def _detect(data: bytes, name: str) -> str:
     if not data.strip():
         raise TranscriptError("the file is empty", file=name, expected="a transcript")
     head = data[:SNIFF_BYTES]
@@ -58,50 +64,112 @@ def detect(data: bytes, name: str = "") -> str:
 
 
 def parse(data: bytes, *, name: str = "", format: str | None = None) -> ParsedFile:
-    """Parse one file's bytes, detecting the format unless one is forced."""
+    """Parse one file's bytes, detecting the format unless one is forced.
+
+    Around the format's own parser: the bytes are named or decoded first (``_source``),
+    warnings noted by the shared JSON reader are added, tool results are checked against
+    their calls and text a database cannot store is made safe, each with a counted warning.
+    """
     if format is not None and format not in IMPORTERS:
         raise TranscriptError(
             f"unknown format {format!r}", file=name, expected="one of " + ", ".join(FORMATS)
         )
-    fmt = format or detect(data, name)
+    source = read_source(data, name)
     try:
-        parsed: ParsedFile = IMPORTERS[fmt].parse(data, name=name)
+        fmt = format or _detect(source.data, name)
+        with collecting_notes() as notes:
+            parsed: ParsedFile = IMPORTERS[fmt].parse(source.data, name=name)
     except TranscriptError as exc:
-        raise exc if exc.file else exc.with_file(name) from None
+        raise source.locate(exc if exc.file else exc.with_file(name)) from None
     except RecursionError:
         raise TranscriptError("the data is nested too deeply", file=name) from None
-    if _SURROGATE_ESCAPE.search(data):
-        parsed = _replace_lone_surrogates(parsed)
+    extra = (*source.warnings, *notes.freeze(), *unknown_tool_results(parsed))
+    if extra:
+        parsed = ParsedFile(parsed.format, parsed.conversations, (*parsed.warnings, *extra))
+    if _SURROGATE_ESCAPE.search(source.data) or _NUL.search(source.data):
+        parsed = _safe_text(parsed)
     return parsed
+
+
+def unknown_tool_results(parsed: ParsedFile) -> tuple[ImportWarning, ...]:
+    """Tool results whose id no tool call of their conversation carries (kept, unpaired)."""
+    tally = WarningTally()
+    for conversation in parsed.conversations:
+        calls = {b.tool_id for m in conversation.messages for b in m.tool_uses}
+        for message in conversation.messages:
+            for block in message.tool_results:
+                if block.tool_id and block.tool_id not in calls:
+                    tally.add(
+                        "tool result for a call id no tool call has",
+                        f"{message.source}: {block.tool_id[:60]}",
+                        code="tool-result-unknown-id",
+                    )
+    return tally.freeze()
 
 
 # JSON may spell an unpaired UTF-16 surrogate ("\ud800"): valid JSON, but a Python string
 # holding one cannot be encoded as UTF-8, so databases, tokenizers and pages would choke on it.
+# NUL ("\u0000", or a raw NUL byte in a text format) is valid too, but PostgreSQL refuses it
+# in text columns.
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+_NUL = re.compile(rb"\\u0000|\x00")
+_UNSAFE = re.compile("[\ud800-\udfff\x00]")
+NUL_SHOWN_AS = "\u2400"  # SYMBOL FOR NULL
 
 
-def _replace_lone_surrogates(parsed: ParsedFile) -> ParsedFile:
-    """Swap unpaired surrogates for U+FFFD (the kept original bytes still hold them)."""
+def _safe_text(parsed: ParsedFile) -> ParsedFile:
+    """Unpaired surrogates become U+FFFD and NULs U+2400 (the kept original bytes still
+    hold them), each counted in a warning."""
     from .. import codec
 
-    replaced = 0
+    counts = {"\x00": 0, "surrogate": 0}
+
+    def swap(match: re.Match[str]) -> str:
+        if match.group() == "\x00":
+            counts["\x00"] += 1
+            return NUL_SHOWN_AS
+        counts["surrogate"] += 1
+        return "\ufffd"
 
     def clean(value: Any) -> Any:
-        nonlocal replaced
         if isinstance(value, str):
-            fixed, n = _LONE_SURROGATE.subn("\ufffd", value)
-            replaced += n
-            return fixed
+            return _UNSAFE.sub(swap, value)
         if isinstance(value, list):
             return [clean(v) for v in value]
         if isinstance(value, dict):
             return {clean(k): clean(v) for k, v in value.items()}
         return value
 
-    document = clean(codec.parsed_file_to_dict(parsed))
-    if not replaced:
+    document = codec.parsed_file_to_dict(parsed)
+    # Counted in the messages only (a title repeats the first message's text).
+    conversations = [
+        {key: value for key, value in c.items() if key != "messages"}
+        for c in document["conversations"]
+    ]
+    for conversation, plain in zip(document["conversations"], conversations, strict=True):
+        messages = clean(conversation.get("messages", []))
+        before = dict(counts)
+        conversation.update(clean(plain), messages=messages)
+        counts.update(before)
+    document = {**document, "warnings": clean(document["warnings"])}
+    if not any(counts.values()):
         return parsed
     fixed = codec.parsed_file_from_dict(document)
-    warning = ImportWarning(f"{replaced} unpaired UTF-16 surrogate(s) shown as U+FFFD")
-    return ParsedFile(fixed.format, fixed.conversations, (*fixed.warnings, warning))
+    warnings = list(fixed.warnings)
+    if counts["surrogate"]:
+        warnings.append(
+            ImportWarning(
+                "unpaired UTF-16 surrogate(s) shown as U+FFFD",
+                count=counts["surrogate"],
+                code="lone-surrogate",
+            )
+        )
+    if counts["\x00"]:
+        warnings.append(
+            ImportWarning(
+                f"NUL character(s) shown as {NUL_SHOWN_AS}",
+                count=counts["\x00"],
+                code="nul-character",
+            )
+        )
+    return ParsedFile(fixed.format, fixed.conversations, tuple(warnings))

@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from ..model import Block, BlockKind, Role, SourcePos, ToolDef, Usage
+from ._common import note
 from ._kit import (
     MessageBuilder,
     as_dict,
@@ -203,6 +204,11 @@ def sse_events(text: str) -> list[dict[str, Any]]:
         try:
             value = json.loads(payload)
         except ValueError:
+            note(
+                "unreadable-json-text",
+                "a stream event is not valid JSON; skipped",
+                repr(payload[:60]),
+            )
             continue
         if isinstance(value, dict):
             events.append(value)
@@ -247,6 +253,11 @@ def reassemble(events: list[dict[str, Any]]) -> dict[str, Any] | None:
         try:
             content[index]["input"] = json.loads(joined) if joined else {}
         except ValueError:
+            note(
+                "tool-arguments-not-json",
+                "tool-call arguments are not valid JSON; kept as the raw string",
+                repr(joined[:60]),
+            )
             content[index]["input"] = joined
     message["content"] = [content[i] for i in sorted(content)]
     return message

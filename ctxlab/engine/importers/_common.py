@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 import json
+import re
+import sys
+from collections import Counter
 from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from functools import partial
 from typing import Any
 
 from ..model import ImportWarning, TranscriptError
@@ -28,17 +34,87 @@ def decode_text(data: bytes, name: str = "") -> str:
         ) from None
 
 
+# Notes: warnings raised below the importers' own collectors (JSON reading, shared
+# helpers). ``importers.parse`` collects them around each file and adds them to its warnings.
+_NOTES: ContextVar[WarningTally | None] = ContextVar("import_notes", default=None)
+
+
+def note(code: str, message: str, where: str = "", count: int = 1) -> None:
+    """Record a counted warning (``code`` from ``import_warnings.CODES``) for this file."""
+    tally = _NOTES.get()
+    if tally is not None:
+        tally.add(message, where, code=code, count=count)
+
+
+@contextmanager
+def collecting_notes() -> Iterator[WarningTally]:
+    tally = WarningTally()
+    token = _NOTES.set(tally)
+    try:
+        yield tally
+    finally:
+        _NOTES.reset(token)
+
+
+def _object(where: str, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        repeated = [k for k, n in Counter(k for k, _ in pairs).items() if n > 1]
+        note(
+            "duplicate-key",
+            "duplicate JSON key; the last value was used",
+            f"{where}: {', '.join(repr(k)[:40] for k in repeated[:3])}",
+            count=len(pairs) - len(obj),
+        )
+    return obj
+
+
+def _constant(where: str, name: str) -> None:
+    note("non-finite-number", "NaN/Infinity is not a JSON number; read as missing", where)
+    return None
+
+
+_LONG_DIGITS = re.compile(rb"\d{%d,}" % (sys.get_int_max_str_digits() + 1))
+
+
+def loads(text: str, *, name: str, where: str, line: int | None, start: int, raw: bytes) -> Any:
+    """``json.loads`` that notes duplicate keys and NaN/Infinity, and turns a number too
+    long to read into a located error (``start``: byte offset of ``raw`` in the file)."""
+    try:
+        return json.loads(
+            text,
+            object_pairs_hook=partial(_object, where),
+            parse_constant=partial(_constant, where),
+        )
+    except json.JSONDecodeError:
+        raise
+    except ValueError as exc:  # Python refuses to convert integers of > 4,300 digits
+        long = _LONG_DIGITS.search(raw)
+        if long is None:
+            raise TranscriptError(f"unreadable value: {exc}", file=name, line=line) from None
+        digits = long.end() - long.start()
+        if line is None:
+            line = raw.count(b"\n", 0, long.start()) + 1
+        raise TranscriptError(
+            f"a number {digits:,} digits long is too long to read",
+            file=name,
+            line=line,
+            offset=start + long.start(),
+            expected=f"numbers of at most {sys.get_int_max_str_digits():,} digits",
+        ) from None
+
+
 def load_json(data: bytes, name: str = "") -> Any:
     """Parse a whole-file JSON document."""
     text = decode_text(data, name)
     try:
-        return json.loads(text)
+        return loads(text, name=name, where="document", line=None, start=0, raw=data)
     except json.JSONDecodeError as exc:
         raise TranscriptError(
             f"invalid JSON: {exc.msg}",
             file=name,
             line=exc.lineno,
-            offset=len(text[: exc.pos].encode()),
+            offset=len(text[: exc.pos].encode("utf-8", "surrogatepass")),
             expected="a JSON document",
         ) from None
 
@@ -70,15 +146,18 @@ def iter_jsonl(data: bytes, name: str = "") -> Iterator[tuple[int, Any]]:
                 expected=exc.expected,
             ) from None
         try:
-            yield number, json.loads(text)
+            value = loads(
+                text, name=name, where=f"line {number}", line=number, start=start, raw=raw
+            )
         except json.JSONDecodeError as exc:
             raise TranscriptError(
                 f"invalid JSON: {exc.msg}",
                 file=name,
                 line=number,
-                offset=start + len(text[: exc.pos].encode()),
+                offset=start + len(text[: exc.pos].encode("utf-8", "surrogatepass")),
                 expected="one JSON object per line",
             ) from None
+        yield number, value
 
 
 def expect(condition: bool, what: str, *, name: str = "", line: int | None = None) -> None:
@@ -91,22 +170,23 @@ class WarningTally:
     """Counts repeated warnings (same message) and remembers where each first happened."""
 
     def __init__(self) -> None:
-        self._seen: dict[str, list[Any]] = {}  # message -> [first where, count]
+        self._seen: dict[str, list[Any]] = {}  # message -> [first where, count, code]
 
-    def add(self, message: str, where: str = "") -> None:
+    def add(self, message: str, where: str = "", *, code: str = "", count: int = 1) -> None:
+        """``code``: a key of ``import_warnings.CODES``; ``count``: how many it stands for."""
         entry = self._seen.get(message)
         if entry is None:
-            self._seen[message] = [where, 1]
+            self._seen[message] = [where, count, code]
         else:
-            entry[1] += 1
+            entry[1] += count
 
     def __len__(self) -> int:
         return len(self._seen)
 
     def freeze(self) -> tuple[ImportWarning, ...]:
         return tuple(
-            ImportWarning(message, where=str(where), count=int(count))
-            for message, (where, count) in self._seen.items()
+            ImportWarning(message, where=str(where), count=int(count), code=str(code))
+            for message, (where, count, code) in self._seen.items()
         )
 
 

@@ -24,8 +24,10 @@ from ..model import (
     TranscriptError,
     Usage,
 )
+from ._common import note
 
 TITLE_CHARS = 80
+_DIGITS = re.compile(r"\s*\d{1,18}\s*")
 _COMMAND = re.compile(r"<command-name>(.*?)</command-name>", re.S)
 _ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.S)
 
@@ -49,13 +51,17 @@ def as_str(value: Any) -> str:
 
 
 def as_int(value: Any) -> int:
-    """Non-negative int, or 0 (bools and floats from odd sources are not counts)."""
+    """Non-negative int, or 0 (bools from odd sources are not counts). A count written as
+    a decimal string ("123") is read as the number, with a ``number-as-string`` warning."""
     if isinstance(value, bool):
         return 0
     if isinstance(value, int):
         return max(value, 0)
     if isinstance(value, float) and value == value and 0 <= value < 1e18:
         return int(value)
+    if isinstance(value, str) and _DIGITS.fullmatch(value):
+        note("number-as-string", "number given as a string; read as the number", repr(value))
+        return int(value.strip())
     return 0
 
 
@@ -97,6 +103,11 @@ def parse_arguments(arguments: Any) -> Any:
     try:
         return json.loads(arguments)
     except ValueError:
+        note(
+            "tool-arguments-not-json",
+            "tool-call arguments are not valid JSON; kept as the raw string",
+            repr(arguments[:60]),
+        )
         return arguments
 
 
@@ -164,17 +175,21 @@ class Warnings:
     def __init__(self) -> None:
         self._counts: Counter[str] = Counter()
         self._where: dict[str, str] = {}
+        self._code: dict[str, str] = {}
 
-    def add(self, message: str, where: str = "") -> None:
-        self._counts[message] += 1
+    def add(self, message: str, where: str = "", *, code: str = "", count: int = 1) -> None:
+        """``code``: a key of ``import_warnings.CODES``; ``count``: how many it stands for."""
+        self._counts[message] += count
         self._where.setdefault(message, where)
+        self._code.setdefault(message, code)
 
     def __len__(self) -> int:
         return len(self._counts)
 
     def freeze(self) -> tuple[ImportWarning, ...]:
         return tuple(
-            ImportWarning(message=m, where=self._where[m], count=c) for m, c in self._counts.items()
+            ImportWarning(message=m, where=self._where[m], count=c, code=self._code[m])
+            for m, c in self._counts.items()
         )
 
 

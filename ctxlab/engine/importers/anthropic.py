@@ -25,7 +25,7 @@ from ..model import (
     Usage,
 )
 from . import _anthropic_blocks as ab
-from ._common import decode_text, iter_jsonl, load_json
+from ._common import decode_text, iter_jsonl, load_json, note
 from ._kit import MessageBuilder, Warnings, as_dict, as_str, reject_empty, shorten, title_from
 
 FORMAT = "anthropic-messages"
@@ -183,6 +183,11 @@ def _body(value: Any) -> Any:
         try:
             return json.loads(value)
         except ValueError:
+            note(
+                "unreadable-json-text",
+                "a request/response body is not valid JSON; skipped",
+                repr(value[:60]),
+            )
             return None
     return value
 

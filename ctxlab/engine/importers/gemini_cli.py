@@ -27,7 +27,8 @@ from ..model import (
     Usage,
 )
 from ._common import WarningTally, iter_jsonl, load_json, require_content, short_title
-from .openai_chat import _looks_like_jsonl, as_dict, as_int, as_list, as_str
+from ._kit import as_int
+from .openai_chat import _looks_like_jsonl, as_dict, as_list, as_str
 
 FORMAT = "gemini-cli"
 LABEL = "Gemini CLI session"

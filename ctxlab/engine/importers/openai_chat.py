@@ -27,7 +27,16 @@ from ..model import (
     TranscriptError,
     Usage,
 )
-from ._common import WarningTally, decode_text, iter_jsonl, load_json, require_content, short_title
+from ._common import (
+    WarningTally,
+    decode_text,
+    iter_jsonl,
+    load_json,
+    note,
+    require_content,
+    short_title,
+)
+from ._kit import as_int
 
 FORMAT = "openai-chat"
 LABEL = "OpenAI Chat Completions messages"
@@ -58,16 +67,6 @@ def as_str(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
-def as_int(value: Any) -> int:
-    if isinstance(value, bool):
-        return 0
-    if isinstance(value, int):
-        return max(value, 0)
-    if isinstance(value, float) and value == value and abs(value) < 1e18:
-        return max(int(value), 0)
-    return 0
-
-
 def as_dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
@@ -76,13 +75,19 @@ def as_list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
-def parse_arguments(raw: Any) -> Any:
-    """Tool-call arguments: a JSON string parsed when valid, else kept verbatim."""
+def parse_arguments(raw: Any, *, what: str = "tool-call arguments") -> Any:
+    """Tool-call arguments: a JSON string parsed when valid, else kept verbatim (noted)."""
     if not isinstance(raw, str):
         return raw
     try:
         return json.loads(raw)
     except (ValueError, RecursionError):
+        if what == "tool-call arguments":
+            code = "tool-arguments-not-json"
+            message = "tool-call arguments are not valid JSON; kept as the raw string"
+        else:
+            code, message = "unreadable-json-text", f"{what} are not valid JSON"
+        note(code, message, repr(raw[:60]))
         return raw
 
 
@@ -233,7 +238,7 @@ def tool_defs(raw: Any) -> tuple[ToolDef, ...]:
     """``tools`` as ``[{type: function, function: {...}}]`` or bare function schemas; also a
     JSON string of either (ShareGPT datasets)."""
     if isinstance(raw, str):
-        raw = parse_arguments(raw)
+        raw = parse_arguments(raw, what="tool definitions (a JSON string); skipped, they")
     out = []
     for tool in as_list(raw):
         tool = as_dict(tool)
