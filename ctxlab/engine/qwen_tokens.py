@@ -1,21 +1,37 @@
-"""Qwen2.5 token counts (CoPaw's counter), offline, with the bytes//4 fallback.
+"""Qwen2.5 token counts (CoPaw's counter), offline, exact, at tiktoken speed.
 
-The tokenizer file ships in ``ctxlab/engine/data/qwen2_5/`` (see NOTICE.md there) and is
-loaded with the ``tokenizers`` package. When either is unavailable the counter falls back
-to ``len(utf8) // 4``, exactly as CoPaw does on any tokenizer exception.
-Counts are memoised per text and pre-computed per conversation in one batched pass.
+The tokenizer file ships in ``ctxlab/engine/data/qwen2_5/`` (see NOTICE.md there). It is a
+byte-level BPE whose merges are listed in vocabulary-id order (merge ``i`` makes token
+``256 + i``), so a tiktoken ``Encoding`` over the same vocabulary (ranks = ids), with the
+file's own pre-tokenizer regex, merges exactly as ``tokenizers`` does. What ``tokenizers``
+does around the BPE is reproduced here: its 22 added tokens (``<|im_start|>``,
+``<tool_call>`` ...) are split out first and count one each (``encode`` recognises them even
+with ``add_special_tokens=False``), then every remaining piece is NFC-normalised. Identity
+is tested on every corpus text, on every Unicode code point in several contexts and by a
+property test (tests/engine/test_qwen_fast.py); ~6x faster than ``tokenizers`` on one core.
+
+Fallbacks: ``tokenizers`` when tiktoken is missing or the file's merges are not in id
+order (then the shortcut would not be exact), and for texts with lone surrogates (not valid
+UTF-8: ``tokenizers`` refuses them, tiktoken would replace them); ``len(utf8) // 4`` when no
+tokenizer loads or it raises, exactly as CoPaw does on any tokenizer exception.
+Counts are memoised per distinct text; ``prime`` counts texts one at a time, so memory
+stays flat (no batch of every encoding at once).
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable
+import json
+import re
+import unicodedata
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 TOKENIZER_PATH = Path(__file__).parent / "data" / "qwen2_5" / "tokenizer.json"
 MEMO_LIMIT = 1_000_000  # distinct texts kept; cleared beyond (a long-lived worker)
 TOKENIZER_SHA256 = "c0382117ea329cdf097041132f6d735924b697924d6f6fc3945713e96ce87539"
+SLOW_BATCH_CHARS = 4_000_000  # bounds one ``encode_batch`` of the tokenizers fallback
 
 
 # Qwen2.5's pre-tokenizer makes every numeric character a chunk of its own (``\p{N}``, and
@@ -24,6 +40,8 @@ TOKENIZER_SHA256 = "c0382117ea329cdf097041132f6d735924b697924d6f6fc3945713e96ce8
 # texts that differ only in their digits (timestamps) share one memo entry.
 DIGIT_SHAPE = str.maketrans("123456789", "000000000")
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
 
 def bytes_floor4(text: str) -> int:
     return len(text.encode("utf-8")) // 4
@@ -31,7 +49,7 @@ def bytes_floor4(text: str) -> int:
 
 @functools.cache
 def _tokenizer() -> Any:
-    """The Qwen2.5 tokenizer, or None when it cannot be loaded offline."""
+    """The Qwen2.5 tokenizer (``tokenizers``), or None when it cannot be loaded offline."""
     try:
         from tokenizers import Tokenizer  # type: ignore[import-not-found, unused-ignore]
 
@@ -40,17 +58,113 @@ def _tokenizer() -> Any:
         return None
 
 
+def _byte_decoder() -> dict[str, int]:
+    """GPT-2's byte-level alphabet (printable stand-ins for the 256 bytes), reversed."""
+    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1)]
+    printable += range(ord("®"), ord("ÿ") + 1)
+    chars = {b: chr(b) for b in printable}
+    extra = 0
+    for b in range(256):
+        if b not in chars:
+            chars[b] = chr(256 + extra)
+            extra += 1
+    return {c: b for b, c in chars.items()}
+
+
+def _fast_parts(spec: dict[str, Any]) -> tuple[dict[bytes, int], str, list[str]] | None:
+    """(ranks, pre-tokenizer regex, added tokens) when tiktoken's rank-ordered merging is
+    provably the file's own: a plain byte-level BPE, NFC, one Split regex, merges in id
+    order. None otherwise."""
+    model = spec.get("model") or {}
+    pre = spec.get("pre_tokenizer") or {}
+    steps = pre.get("pretokenizers") or []
+    if (
+        model.get("type") != "BPE"
+        or model.get("dropout") is not None
+        or model.get("byte_fallback")
+        or model.get("continuing_subword_prefix")
+        or model.get("end_of_word_suffix")
+        or (spec.get("normalizer") or {}).get("type") != "NFC"
+        or len(steps) != 2
+        or steps[0].get("type") != "Split"
+        or steps[0].get("behavior") != "Isolated"
+        or steps[0].get("invert")
+        or steps[1].get("type") != "ByteLevel"
+        or steps[1].get("use_regex")
+        or steps[1].get("add_prefix_space")
+    ):
+        return None
+    vocab: dict[str, int] = model["vocab"]
+    for i, merge in enumerate(model["merges"]):
+        left, right = merge.split(" ") if isinstance(merge, str) else merge
+        if vocab.get(left + right) != 256 + i:
+            return None  # a merge out of id order: rank-by-id would merge differently
+    decode = _byte_decoder()
+    ranks = {bytes(decode[c] for c in token): rank for token, rank in vocab.items()}
+    if len(ranks) != len(vocab):
+        return None
+    added = [t["content"] for t in spec.get("added_tokens", ())]
+    if any(t.get("lstrip") or t.get("rstrip") or t.get("normalized") or t.get("single_word")
+           for t in spec.get("added_tokens", ())):  # fmt: skip
+        return None  # not modelled by the split below
+    return ranks, steps[0]["pattern"]["Regex"], added
+
+
+@functools.cache
+def _fast_count() -> Callable[[str], int] | None:
+    """An exact Qwen2.5 counter built on tiktoken, or None (see ``_fast_parts``)."""
+    try:
+        import tiktoken
+
+        spec = json.loads(TOKENIZER_PATH.read_text(encoding="utf-8"))
+        parts = _fast_parts(spec)
+        del spec
+        if parts is None:
+            return None
+        ranks, pattern, added = parts
+        encoding = tiktoken.Encoding(
+            name="qwen2.5", pat_str=pattern, mergeable_ranks=ranks, special_tokens={}
+        )
+    except Exception:
+        return None
+    encode = encoding.encode_ordinary
+    nfc = unicodedata.normalize
+    # Added tokens are matched leftmost-longest on the raw text, before normalisation.
+    added_re = re.compile("|".join(map(re.escape, sorted(added, key=len, reverse=True))))
+    starts = "".join(sorted({t[0] for t in added}))
+
+    def piece_count(piece: str) -> int:
+        if not piece.isascii():
+            piece = nfc("NFC", piece)
+        return len(encode(piece))
+
+    def count(text: str) -> int:
+        if not any(c in text for c in starts) or not added_re.search(text):
+            return piece_count(text)
+        total = 0
+        pos = 0
+        for match in added_re.finditer(text):
+            if match.start() > pos:
+                total += piece_count(text[pos : match.start()])
+            total += 1
+            pos = match.end()
+        return total + (piece_count(text[pos:]) if pos < len(text) else 0)
+
+    return count
+
+
 def available() -> bool:
-    return _tokenizer() is not None
+    return _fast_count() is not None or _tokenizer() is not None
 
 
 class QwenCounter:
     """``count(text)`` = number of Qwen2.5 token ids of ``text`` (no special tokens are
-    added for Qwen); bytes//4 if the tokenizer is unavailable or raises."""
+    added for Qwen); bytes//4 if no tokenizer is available or it raises."""
 
     def __init__(self) -> None:
-        self._tok = _tokenizer()
-        self.exact = self._tok is not None
+        self._fast = _fast_count()
+        self._tok = _tokenizer() if self._fast is None else None  # loaded lazily otherwise
+        self.exact = self._fast is not None or self._tok is not None
         self.name = "qwen2.5" if self.exact else "bytes//4 (Qwen2.5 tokenizer unavailable)"
         self._memo: dict[str, int] = {}
 
@@ -64,32 +178,53 @@ class QwenCounter:
         return value
 
     def _encode_one(self, text: str) -> int:
-        if self._tok is None:
+        if self._fast is not None and (text.isascii() or not _SURROGATE.search(text)):
+            return self._fast(text)
+        return self._slow_one(text)
+
+    def _slow_one(self, text: str) -> int:
+        tok = self._tok if self._tok is not None else _tokenizer()
+        if tok is None:
             return bytes_floor4(text)
         try:
-            return len(self._tok.encode(text, add_special_tokens=False).ids)
+            return len(tok.encode(text, add_special_tokens=False).ids)
         except Exception:
             return bytes_floor4(text)
 
     def prime(self, texts: Iterable[str]) -> None:
-        """Batch-count the texts not yet memoised (parallel in the Rust tokenizer)."""
-        todo = list(dict.fromkeys(t for t in texts if t and t not in self._memo))
+        """Count the texts not yet memoised, each distinct text once."""
+        memo = self._memo
+        todo = list(dict.fromkeys(t for t in texts if t and t not in memo))
         if not todo:
             return
-        if len(self._memo) + len(todo) > MEMO_LIMIT:
-            self._memo.clear()
-        if self._tok is None:
+        if len(memo) + len(todo) > MEMO_LIMIT:
+            memo.clear()
+        if self._fast is not None or self._tok is None:
             for t in todo:
-                self._memo[t] = bytes_floor4(t)
+                memo[t] = self._encode_one(t)
             return
-        try:
-            encoded = self._tok.encode_batch(todo, add_special_tokens=False)
-        except Exception:
-            for t in todo:
-                self._memo[t] = self._encode_one(t)
-            return
-        for t, enc in zip(todo, encoded, strict=True):
-            self._memo[t] = len(enc.ids)
+        self._prime_slow(todo)
+
+    def _prime_slow(self, todo: list[str]) -> None:
+        """``tokenizers`` in batches of bounded size (its batch is parallel, but holds every
+        encoding of the batch at once)."""
+        tok = self._tok
+        assert tok is not None
+        start = 0
+        while start < len(todo):
+            end, size = start, 0
+            while end < len(todo) and (end == start or size < SLOW_BATCH_CHARS):
+                size += len(todo[end])
+                end += 1
+            batch = todo[start:end]
+            try:
+                encoded = tok.encode_batch(batch, add_special_tokens=False)
+                for t, enc in zip(batch, encoded, strict=True):
+                    self._memo[t] = len(enc.ids)
+            except Exception:
+                for t in batch:
+                    self._memo[t] = self._slow_one(t)
+            start = end
 
 
 @functools.cache
