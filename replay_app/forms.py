@@ -31,11 +31,21 @@ def param_help(spec: Param) -> str:
 
 
 def _show(value: Any) -> str:
+    if value is None:
+        return "null"  # a JSON parameter's "not set" (langchain_summarization's trigger)
     if isinstance(value, list | tuple | dict):
         return json.dumps(value, ensure_ascii=False)
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)
+
+
+def _initial(spec: Param, value: Any) -> str:
+    """A JSON parameter's value as JSON (a bare string default such as langchain_trim's
+    start_on "human" must come back as "\"human\"", or it would not parse)."""
+    if spec.type == "json":
+        return json.dumps(value, ensure_ascii=False)
+    return _show(value)
 
 
 def _field(spec: Param) -> forms.Field:
@@ -82,7 +92,7 @@ class StrategyConfigForm(forms.Form):
             initial.setdefault("description", instance.description)
         for spec in self.specs:
             value = current.get(spec.name, spec.default)
-            initial.setdefault(spec.name, value if spec.type == "bool" else _show(value))
+            initial.setdefault(spec.name, value if spec.type == "bool" else _initial(spec, value))
         super().__init__(*args, initial=initial, **kwargs)
         for spec in self.specs:
             self.fields[spec.name] = _field(spec)
@@ -104,7 +114,10 @@ class StrategyConfigForm(forms.Form):
         params: dict[str, Any] = {}
         for spec in self.specs:
             raw = cleaned.get(spec.name)
-            if spec.type != "bool" and (raw is None or str(raw).strip() == ""):
+            if spec.type == "str" and not spec.choices and raw is None:
+                raw = ""  # an empty text is a value (claude_code's custom_instructions)
+            empty = raw is None or str(raw).strip() == ""
+            if spec.type not in ("bool", "str") and empty:
                 self.add_error(
                     spec.name, f"{spec.name} is required (default {_show(spec.default)})"
                 )

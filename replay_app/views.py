@@ -160,7 +160,10 @@ def _form_context(
 
 @require_http_methods(["GET", "POST"])
 def strategy_create(request: HttpRequest) -> HttpResponse:
-    strategy = request.POST.get("strategy") or request.GET.get("preset") or ""
+    # "preset" names the strategy: a parameter may be called "strategy" (langchain_trim).
+    strategy = request.POST.get("preset") or request.GET.get("preset") or ""
+    if strategy not in STRATEGIES:
+        strategy = request.POST.get("strategy") or ""  # older forms and scripts
     if strategy not in STRATEGIES:
         raise Http404("No such strategy preset.")
     data, building = _posted(request, strategy)

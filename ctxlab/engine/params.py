@@ -7,11 +7,13 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 ParamType = Literal["int", "float", "bool", "str", "list", "json"]
+_BARE_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +77,10 @@ def parse_value(spec: Param, raw: str) -> Any:
                 return value
             return [part.strip() for part in text.split(",") if part.strip()]
         if spec.type == "json":
+            if _BARE_WORD.fullmatch(text) and text not in ("true", "false", "null"):
+                # A JSON string value given without quotes (langchain_trim's start_on
+                # "human", as stored or typed): not JSON text, but unambiguous.
+                return text
             return json.loads(text)
     except (ValueError, json.JSONDecodeError):
         raise ValueError(
