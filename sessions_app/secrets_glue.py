@@ -25,19 +25,48 @@ def mask_conversation(conversation: Conversation) -> tuple[Conversation, list[di
     file costs one scan.
     """
     found = secrets.scan_conversation(conversation)
-    title = secrets.mask(conversation.title)
+    extras = secrets.scan_extras(conversation)
+    if extras:
+        conversation = secrets.mask_extras(conversation)
     if not found:
-        return (
-            conversation if title == conversation.title else replace(conversation, title=title)
-        ), []
+        return conversation, _extra_locations(conversation, extras)
     flagged = sorted({message for message, _, _ in found})
     subset = replace(conversation, messages=tuple(conversation.messages[i] for i in flagged))
     masked_subset = secrets.mask_conversation(subset).messages
     messages = list(conversation.messages)
     for index, masked in zip(flagged, masked_subset, strict=True):
         messages[index] = masked
-    result = replace(conversation, title=title, messages=tuple(messages))
-    return result, _locations(result, found)
+    result = replace(conversation, messages=tuple(messages))
+    return result, _locations(result, found) + _extra_locations(result, extras)
+
+
+def _extra_locations(
+    masked: Conversation, extras: list[tuple[str, int, str]]
+) -> list[dict[str, Any]]:
+    """Secrets outside the messages: ``message`` is None, ``where`` names the place."""
+    out = []
+    for where, index, kind in extras:
+        if where == "tools":
+            tool = masked.tools[index]
+            text = (
+                f"{tool.name}: {tool.description} {json.dumps(tool.parameters, ensure_ascii=False)}"
+            )
+            label = f"tool definition {tool.name}"
+        elif where == "metadata":
+            key, value = masked.metadata[index]
+            text, label = f"{key}={value}", f"metadata {key}"
+        else:
+            text, label = masked.title, "title"
+        out.append(
+            {
+                "message": None,
+                "block": None,
+                "where": label,
+                "kind": kind,
+                "context": _context(text, f"[masked {kind}]", 0),
+            }
+        )
+    return out
 
 
 def _locations(masked: Conversation, found: list[tuple[int, int, str]]) -> list[dict[str, Any]]:

@@ -428,7 +428,8 @@ def _bulk_messages(transcripts: list[Transcript], prepared: _Prepared) -> None:
         ):
             where: dict[int, list[list[Any]]] = {}
             for found in findings:
-                where.setdefault(found["message"], []).append([found["block"], found["kind"]])
+                if found["message"] is not None:  # None: a tool definition or metadata
+                    where.setdefault(found["message"], []).append([found["block"], found["kind"]])
             for index, message in enumerate(conversation.messages):
                 values = {
                     "transcript_id": transcript.pk,

@@ -15,7 +15,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .model import Block, Conversation, Message
+import ahocorasick
+
+from . import secret_rules
+from .model import Block, Conversation, Message, ToolDef
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,8 +60,9 @@ _PATTERNS: tuple[tuple[str, str, re.Pattern[str], int], ...] = (
         "bearer_token",
         "auth",
         re.compile(
-            r"(?i)\b(?:authorization|proxy-authorization)[\"']?\s*[:=]\s*[\"']?"
-            r"(?:bearer|token|basic)\s+([A-Za-z0-9._~+/\-]{8,}=*)"
+            # Header, JSON key or escaped JSON inside a string ({\\"Authorization\\": …).
+            r"(?i)\b(?:authorization|proxy-authorization)(?:\\?[\"'])?\s*[:=]\s*(?:\\?[\"'])?"
+            r"(?:bearer|token|basic|digest|apikey|sso-key)\s+([A-Za-z0-9._~+/\-]{8,}=*)"
         ),
         1,
     ),
@@ -88,31 +92,126 @@ _PATTERNS: tuple[tuple[str, str, re.Pattern[str], int], ...] = (
         ),
         1,
     ),
+    # scheme://user:password@host: the password only (database and queue URLs, proxies).
+    (
+        "url_password",
+        "url",
+        re.compile(r"://[^\s:/?#@\"'<>\\]*:([^\s/?#@\"'<>\\]{3,200})@(?=[\w\[])"),
+        1,
+    ),
+    # FOO_TOKEN=…, FOO_API_KEY: "…", PGPASSWORD=… (environment and config assignments).
+    (
+        "env_secret",
+        "env",
+        re.compile(
+            r"(?:_(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASS|PWD|CREDENTIALS?|AUTH)"
+            r"|(?<=[A-Z0-9])PASSWORD)(?:\\?[\"'])?[ \t]*[:=][ \t]*(?:\\?[\"'])?"
+            r"([^\s\"'`;&|<>{}()\[\]$\\,]{8,})"
+        ),
+        1,
+    ),
+    # curl -b 'sessionid=…; csrftoken=…' / --cookie "…": the whole cookie jar.
+    (
+        "cookie",
+        "curl_cookie",
+        re.compile(r"[ \t\n\r](?:-b|--cookie)(?:\s+|=)'([^'\n]*=[^'\n]{6,})'"),
+        1,
+    ),
+    (
+        "cookie",
+        "curl_cookie",
+        re.compile(r'[ \t\n\r](?:-b|--cookie)(?:\s+|=)"([^"\n]*=[^"\n]{6,})"'),
+        1,
+    ),
+    (
+        "cookie",
+        "curl_cookie",
+        re.compile(r"[ \t\n\r](?:-b|--cookie)(?:\s+|=)([^\s'\"=]+=[^\s'\"]{6,})"),
+        1,
+    ),
+    # Session cookies wherever they appear (sessionid=…, PHPSESSID=…, connect.sid=…).
+    (
+        "session_cookie",
+        "session",
+        re.compile(
+            r"(?i)\b(?:(?:[a-z]{1,8}[_\-.]|j)?session(?:id|_id)?|phpsessid|connect\.sid)"
+            r"=([A-Za-z0-9%._~+/\-]{12,}=*)"
+        ),
+        1,
+    ),
+    # Azure connection strings.
+    (
+        "azure_key",
+        "azure",
+        re.compile(r"(?i)\b(?:AccountKey|SharedAccessKey|SharedAccessSignature)=([^;\s\"']{16,})"),
+        1,
+    ),
 )
 
-# Pre-filter. Twelve detailed patterns over every text cost ~2 MB/s; most transcript text
-# holds none of their literals. One alternation of those literals over the lower-cased text
-# (lower-casing first is several times faster than an IGNORECASE scan) finds the texts, and
-# the positions, that can hold a match; the detailed patterns are tried only there. Exact,
-# not heuristic: every match of a pattern contains its anchor literal, and a match starts at
-# most ANCHOR_BACKOFF characters before it ("proxy-" authorization, "set-" cookie).
-# Case-sensitive anchors are matched case-insensitively: a superset.
-ANCHORS: dict[str, str] = {
-    "pem": r"-----begin",
-    "sk": r"sk-",
-    "aws": r"akia|asia|abia|acca",
-    "gh": r"gh[pousr]_|github_pat_",
-    "slack": r"xox[abposr]-",
-    "google": r"aiza",
-    "jwt": r"eyj",
-    "bearer": r"bearer",
-    "auth": r"authorization",
-    "cookie": r"cookie",
-    "cred": r"api[_\-]?key|secret|passw|pwd|token|access[_\-]?key",
+# Pre-filter. The detailed patterns over every text cost ~2 MB/s; most transcript text holds
+# none of their literals. One pass of those literals (an Aho-Corasick automaton: one C-level
+# walk finds all of 300 words, where a regex alternation would slow to ~2 MB/s) over the
+# lower-cased text (lower-casing first
+# is several times faster than an IGNORECASE scan) finds the texts, and the positions, that
+# can hold a match; the detailed patterns are tried only there. Exact, not heuristic: every
+# match of a pattern contains its anchor literal, and a match starts at most BACKOFF[name]
+# characters before it ("proxy-" authorization, "set-" cookie). Case-sensitive anchors are
+# matched case-insensitively: a superset. gitleaks' rules (secret_rules.py) are anchored by
+# their keywords: by definition a match of theirs counts only if it starts at most
+# DATA_BACKOFF characters before one of them (gitleaks requires the keyword in the text).
+ANCHORS: dict[str, tuple[str, ...]] = {
+    "pem": ("-----begin",),
+    "sk": ("sk-",),
+    "aws": ("akia", "asia", "abia", "acca"),
+    "gh": (*(f"gh{c}_" for c in "pousr"), "github_pat_"),
+    "slack": tuple(f"xox{c}-" for c in "abposr"),
+    "google": ("aiza",),
+    "jwt": ("eyj",),
+    "bearer": ("bearer",),
+    "auth": ("authorization",),
+    "cookie": ("cookie",),
+    "cred": (
+        *(f"api{s}key" for s in ("_", "-", "")),
+        "secret",
+        "passw",
+        "pwd",
+        "token",
+        *(f"access{s}key" for s in ("_", "-", "")),
+    ),
+    "url": ("://",),
+    "env": ("_key", "_token", "_secret", "_pass", "_pwd", "_cred", "_auth", "password"),
+    "curl_cookie": ("-b", "--cookie"),
+    "session": ("session=", "sessionid=", "session_id=", "sessid=", "connect.sid="),
+    "azure": ("accountkey=", "sharedaccesskey=", "sharedaccesssignature="),
 }
 ANCHOR_BACKOFF = 8
-_ANY_ANCHOR = re.compile("|".join(ANCHORS.values()))
-_ANCHOR_AT = tuple((name, re.compile(alts)) for name, alts in ANCHORS.items())
+BACKOFF: dict[str, int] = {"url": 0, "env": 0, "curl_cookie": 1, "session": 9, "azure": 8}
+DATA_BACKOFF = 64
+DATA_RULES = secret_rules.load_rules()
+DATA_ANCHORS: dict[str, tuple[str, ...]] = {f"rule:{r.id}": r.keywords for r in DATA_RULES}
+_DATA_INDEX = {f"rule:{rule.id}": index for index, rule in enumerate(DATA_RULES)}
+_ALL_ANCHORS: dict[str, tuple[str, ...]] = {**ANCHORS, **DATA_ANCHORS}
+
+
+def _backoff(name: str) -> int:
+    return DATA_BACKOFF if name.startswith("rule:") else BACKOFF.get(name, ANCHOR_BACKOFF)
+
+
+def _automaton() -> ahocorasick.Automaton:
+    """Every anchor literal -> (its length, the anchors it stands for)."""
+    names: dict[str, list[str]] = {}
+    for name, literals in _ALL_ANCHORS.items():
+        for literal in literals:
+            names.setdefault(literal, []).append(name)
+    automaton = ahocorasick.Automaton()
+    for literal, owners in names.items():
+        automaton.add_word(literal, (len(literal), tuple(owners)))
+    automaton.make_automaton()
+    return automaton
+
+
+_LITERALS = _automaton()
+_BACKOFF_OF = {name: _backoff(name) for name in _ALL_ANCHORS}
 # Non-ASCII characters that IGNORECASE patterns treat as ASCII letters but str.lower() does
 # not turn into them (Kelvin sign, long s, dotted/dotless i): folded before lower-casing.
 _FOLD = str.maketrans({"\u0130": "i", "\u0131": "i", "\u017f": "s", "\u212a": "k"})
@@ -133,19 +232,34 @@ def anchor_starts(text: str) -> dict[str, tuple[int, ...]]:
     tuple means "anywhere" (lower-casing lengthened a character, so positions shifted).
     """
     folded = _folded(text)
-    hit = _ANY_ANCHOR.search(folded)
-    if hit is None:
-        return {}
-    aligned = len(folded) == len(text)
     found: dict[str, set[int]] = {}
-    while hit is not None:
-        at = hit.start()
-        # Every anchor starting here (anchors may overlap: "AKIAIza…" holds two).
-        for name, anchor in _ANCHOR_AT:
-            if anchor.match(folded, at) is not None:
-                found.setdefault(name, set()).update(range(max(0, at - ANCHOR_BACKOFF), at + 1))
-        hit = _ANY_ANCHOR.search(folded, at + 1)
-    if not aligned:
+    backoff = _BACKOFF_OF
+    # Every occurrence, overlapping ones too ("AKIAIza…" holds two anchors).
+    for end, (length, names) in _LITERALS.iter(folded):
+        at = end - length + 1
+        for name in names:
+            found.setdefault(name, set()).update(range(max(0, at - backoff[name]), at + 1))
+    if not found:
+        return {}
+    return _positions(text, folded, found)
+
+
+def naive_anchor_starts(text: str) -> dict[str, tuple[int, ...]]:
+    """``anchor_starts`` by ``str.find`` of every literal: the reference it is tested
+    against (and what the exhaustive scan uses for gitleaks rules)."""
+    folded = _folded(text)
+    found: dict[str, set[int]] = {}
+    for name, literals in _ALL_ANCHORS.items():
+        for literal in literals:
+            at = folded.find(literal)
+            while at >= 0:
+                found.setdefault(name, set()).update(range(max(0, at - _backoff(name)), at + 1))
+                at = folded.find(literal, at + 1)
+    return _positions(text, folded, found)
+
+
+def _positions(text: str, folded: str, found: dict[str, set[int]]) -> dict[str, tuple[int, ...]]:
+    if len(folded) != len(text):
         return dict.fromkeys(found, _EVERYWHERE)
     return {name: tuple(sorted(starts)) for name, starts in found.items()}
 
@@ -155,7 +269,7 @@ _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}
 _PLACEHOLDER = re.compile(
     r"(?i)^(?:x{4,}|\*{3,}|your|example|placeholder|changeme|redacted|dummy|test)"
 )
-_MASK = re.compile(r"…\[masked [a-z_]+\]")
+_MASK = re.compile(r"…\[masked [a-z0-9_]+\]")
 
 
 def _entropy(value: str) -> float:
@@ -196,7 +310,9 @@ def find_secrets_exhaustive(text: str) -> list[SecretHit]:
     """
     if not text:
         return []
-    return _scan(text, dict.fromkeys(ANCHORS, _EVERYWHERE))
+    everywhere = dict.fromkeys(ANCHORS, _EVERYWHERE)
+    data = {k: v for k, v in naive_anchor_starts(text).items() if k in DATA_ANCHORS}
+    return _scan(text, {**everywhere, **data})
 
 
 def _matches(
@@ -229,15 +345,20 @@ def _scan(text: str, starts: dict[str, tuple[int, ...]]) -> list[SecretHit]:
         for match in _matches(pattern, text, candidates):
             value = match.group(group)
             start, end = match.span(group)
-            if kind == "credential_assignment" and not _random_looking(value):
-                continue
-            if kind == "bearer_token" and not _token_like(value):
-                continue
-            if kind == "cookie" and (value.startswith("<") or len(value.strip()) < 8):
+            if not _plausible(kind, value):
                 continue
             if _MASK.match(text, end) or "…[masked" in value:  # already masked
                 continue
             found.append(SecretHit(kind, start, end))
+    for index in sorted(_DATA_INDEX[name] for name in starts if name in _DATA_INDEX):
+        rule, candidates = DATA_RULES[index], starts[f"rule:{DATA_RULES[index].id}"]
+        for match in _matches(rule.pattern, text, candidates):
+            start, end = rule.secret_span(match)
+            if not rule.accepts(match, start, end) or "…[masked" in match.group():
+                continue
+            if _MASK.match(text, end):
+                continue
+            found.append(SecretHit(rule.id.replace("-", "_"), start, end))
     found.sort(key=lambda h: (h.start, -(h.end - h.start)))
     hits: list[SecretHit] = []
     for hit in found:
@@ -245,6 +366,39 @@ def _scan(text: str, starts: dict[str, tuple[int, ...]]) -> list[SecretHit]:
             continue
         hits.append(hit)
     return hits
+
+
+_URL_PLACEHOLDERS = frozenset({"pass", "password", "passwd", "pw", "pwd", "secret", "xxx"})
+
+
+def _plausible(kind: str, value: str) -> bool:
+    """Checks that keep look-alikes (counts, ids, placeholders, references) visible."""
+    if kind == "credential_assignment":
+        return _random_looking(value)
+    if kind == "bearer_token":
+        return _token_like(value)
+    if kind == "cookie":
+        return not value.startswith("<") and len(value.strip()) >= 8
+    if kind == "url_password":
+        return value.lower() not in _URL_PLACEHOLDERS and not _reference(value)
+    if kind == "env_secret":
+        return _assigned(value)
+    if kind == "session_cookie":
+        return _assigned(value) and any(c.isdigit() for c in value)
+    return True
+
+
+def _reference(value: str) -> bool:
+    return value.startswith(("$", "%", "{", "process.env", "os.environ", "env.", "ENV["))
+
+
+def _assigned(value: str) -> bool:
+    """A value assigned to a secret-named variable: masked unless it is clearly not one."""
+    if _PLACEHOLDER.match(value) or _UUID.fullmatch(value) or _reference(value):
+        return False
+    if value.lower() in {"true", "false", "null", "none", "undefined"}:
+        return False
+    return any(c.isdigit() for c in value) or (len(value) >= 16 and _entropy(value) >= 3.5)
 
 
 def _prefix(secret: str) -> str:
@@ -322,9 +476,38 @@ def _mask_message(message: Message) -> Message:
 
 
 def mask_conversation(conv: Conversation) -> Conversation:
-    """A copy with every text, tool input and the title masked (unchanged values reused)."""
-    return replace(
-        conv,
-        title=mask(conv.title),
-        messages=tuple(_mask_message(m) for m in conv.messages),
+    """A copy with every text, tool input, the title, tool definitions and metadata masked
+    (unchanged values reused)."""
+    return replace(mask_extras(conv), messages=tuple(_mask_message(m) for m in conv.messages))
+
+
+def _tool_texts(tool: ToolDef) -> list[str]:
+    return [tool.name, tool.description, *_strings(tool.parameters)]
+
+
+def scan_extras(conv: Conversation) -> list[tuple[str, int, str]]:
+    """``(where, index, kind)`` for secrets outside the messages: tool definitions
+    (``"tools"``, tool index), metadata values (``"metadata"``, pair index), the title."""
+    found = [("title", 0, hit.kind) for hit in find_secrets(conv.title)]
+    for index, tool in enumerate(conv.tools):
+        found.extend(
+            ("tools", index, hit.kind) for t in _tool_texts(tool) for hit in find_secrets(t)
+        )
+    for index, (key, value) in enumerate(conv.metadata):
+        found.extend(("metadata", index, hit.kind) for t in (key, value) for hit in find_secrets(t))
+    return found
+
+
+def mask_extras(conv: Conversation) -> Conversation:
+    """The title, tool definitions and metadata masked (messages untouched)."""
+    tools = tuple(
+        replace(
+            tool,
+            name=mask(tool.name),
+            description=mask(tool.description),
+            parameters=_mask_value(tool.parameters),
+        )
+        for tool in conv.tools
     )
+    metadata = tuple((mask(key), mask(value)) for key, value in conv.metadata)
+    return replace(conv, title=mask(conv.title), tools=tools, metadata=metadata)

@@ -123,3 +123,83 @@ def test_secrets_mask_conversation_returns_masked_copy() -> None:
     assert OPENAI not in masked.messages[2].blocks[0].parts[0].text
     assert ANTHROPIC not in masked.title
     assert JWT in conv.messages[1].blocks[1].tool_input["command"]  # original unchanged
+
+
+@pytest.mark.parametrize(
+    ("text", "kind", "secret"),
+    [
+        ("postgres://app:Pg9naHVck6pbd4@db:5432/app", "url_password", "Pg9naHVck6pbd4"),
+        ("mongodb+srv://admin:Zq8pL2mWx@cluster0.ab.mongodb.net/t", "url_password", "Zq8pL2mWx"),
+        ("redis://:r3d1sP4ss@cache:6379/0", "url_password", "r3d1sP4ss"),
+        ("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 ok",
+         "sendgrid_api_token",
+         "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"),
+        ("npm_abcdefghijklmnopqrstuvwxyz0123456789 ", "npm_access_token",
+         "npm_abcdefghijklmnopqrstuvwxyz0123456789"),
+        ("hook https://hooks.slack.com/services/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",
+         "slack_webhook_url",
+         "https://hooks.slack.com/services/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"),
+        ('{"Authorization": "Basic dXNlcjpwYXNzd29yZA=="}', "bearer_token", "dXNlcjpwYXNzd29yZA=="),
+        ('{\\"authorization\\": \\"Basic dXNlcjpwYXNzd29yZA==\\"}', "bearer_token",
+         "dXNlcjpwYXNzd29yZA=="),
+        ("curl -b 'sessionid=k2j3h4g5f6d7s8a9; csrftoken=Zx9abcdefgh' https://x", "cookie",
+         "sessionid=k2j3h4g5f6d7s8a9; csrftoken=Zx9abcdefgh"),
+        ("PHPSESSID=9f8e7d6c5b4a3f2e1d0c", "session_cookie", "9f8e7d6c5b4a3f2e1d0c"),
+        ("export GITHUB_TOKEN=hunter2hunter2", "env_secret", "hunter2hunter2"),
+        ('"STRIPE_KEY": "rk9Xf2Lq8Pz3Wd7V"', "env_secret", "rk9Xf2Lq8Pz3Wd7V"),
+        ("AccountName=x;AccountKey=abcdEFGH1234abcdEFGH1234abcdEFGH==;", "azure_key",
+         "abcdEFGH1234abcdEFGH1234abcdEFGH=="),
+        ("sk_live_4eC39HqLyjWDarjtT1zdp7dc", "stripe_access_token", "sk_live_4eC39HqLyjWDarjtT1zdp7dc"),
+    ],
+    ids=["postgres", "mongodb-srv", "redis-no-user", "sendgrid", "npm", "slack-webhook",
+         "basic-json", "basic-escaped-json", "curl-cookie-jar", "phpsessid", "env-token",
+         "env-key-json", "azure", "stripe"],
+)  # fmt: skip
+def test_secrets_positive_families(text: str, kind: str, secret: str) -> None:
+    (hit,) = find_secrets(text)
+    assert (hit.kind, text[hit.start : hit.end]) == (kind, secret)
+    assert secret not in mask(text) and mask(mask(text)) == mask(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "see postgres://user:pass@host:5432/dbname",
+        "postgres://app:${DB_PASSWORD}@db/app",
+        "ssh://git@github.com:22/o/r.git",
+        "toolu_01A09q90qw90lq917835lq9X",
+        '"sessionId": "01997e76-d124-7592-9cac-2ec05abbca08"',
+        "ANTHROPIC_API_KEY=YOUR_API_KEY_HERE",
+        "GITHUB_TOKEN=$GITHUB_TOKEN",
+        "MAX_TOKENS=4096",
+        "VUE_APP_KEY=vue-todo-list",
+        "the linear model fits; test_value = 3",
+        "git checkout -b feature/new-branch-2",
+    ],
+    ids=["url-placeholder", "url-env-ref", "ssh-user-only", "toolu", "session-uuid",
+         "env-placeholder", "env-ref", "env-number", "env-words", "prose", "git-branch"],
+)  # fmt: skip
+def test_secrets_negative_families(text: str) -> None:
+    assert find_secrets(text) == []
+
+
+def test_secrets_tool_definitions_and_metadata_are_masked() -> None:
+    from ctxlab.engine.model import ToolDef
+    from ctxlab.engine.secrets import scan_extras
+
+    conv = Conversation(
+        id="c",
+        title="t",
+        messages=(),
+        tools=(ToolDef("deploy", f"auth {OPENAI}", {"default": f"x {ANTHROPIC}"}),),
+        metadata=(("env", f"OPENAI_API_KEY={OPENAI}"), ("cwd", "/srv")),
+    )
+    assert scan_extras(conv) == [
+        ("tools", 0, "openai_key"),
+        ("tools", 0, "anthropic_key"),
+        ("metadata", 0, "openai_key"),
+    ]
+    masked = mask_conversation(conv)
+    assert scan_extras(masked) == []
+    assert OPENAI not in repr(masked) and ANTHROPIC not in repr(masked)
+    assert masked.metadata[1] == ("cwd", "/srv")

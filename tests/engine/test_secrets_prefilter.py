@@ -13,7 +13,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ctxlab.engine import secrets
-from ctxlab.engine.secrets import anchor_starts, find_secrets, find_secrets_exhaustive
+from ctxlab.engine.secrets import (
+    anchor_starts,
+    find_secrets,
+    find_secrets_exhaustive,
+    naive_anchor_starts,
+)
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "corpus"
 CORPUS_FILES = sorted(
@@ -62,6 +67,23 @@ FRAGMENTS = [
     "AP\u0130_KEY=",  # dotted capital I
     "ap\u0131_key=",  # dotless i
     "…[masked openai_key]",
+    "postgres://app:",
+    "://:",
+    "@db",
+    "SG.",
+    "npm_",
+    "https://hooks.slack.com/services/",
+    "curl -b '",
+    ' --cookie "',
+    "sessionid=",
+    "PHPSESSID=",
+    "_TOKEN=",
+    '_API_KEY: "',
+    "PGPASSWORD=",
+    "AccountKey=",
+    "sk_live_",
+    "curl -u admin:",
+    "discord_token = '",
     "\u0130\u0130",  # lower() lengthens it: positions shift
     '"',
     "'",
@@ -131,3 +153,9 @@ def test_prefilter_fold_covers_every_ignorecase_letter() -> None:
 def test_prefilter_corpus_file_matches_exhaustive_scan(path: Path) -> None:
     text = path.read_bytes().decode("utf-8", errors="replace")
     assert find_secrets(text) == find_secrets_exhaustive(text)
+
+
+@settings(max_examples=500, deadline=None)
+@given(SECRET_TEXT)
+def test_prefilter_automaton_finds_every_literal_str_find_does(text: str) -> None:
+    assert anchor_starts(text) == naive_anchor_starts(text)

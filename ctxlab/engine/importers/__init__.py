@@ -16,11 +16,13 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import re
+from dataclasses import replace
 from types import ModuleType
 from typing import Any
 
-from ..model import ImportWarning, ParsedFile, TranscriptError
+from ..model import Conversation, ImportWarning, ParsedFile, TranscriptError
 from ._common import WarningTally, collecting_notes
+from ._kit import is_junk_title, title_from
 from ._source import read_source
 
 SNIFF_BYTES = 64 * 1024
@@ -84,11 +86,20 @@ def parse(data: bytes, *, name: str = "", format: str | None = None) -> ParsedFi
     except RecursionError:
         raise TranscriptError("the data is nested too deeply", file=name) from None
     extra = (*source.warnings, *notes.freeze(), *unknown_tool_results(parsed))
-    if extra:
-        parsed = ParsedFile(parsed.format, parsed.conversations, (*parsed.warnings, *extra))
+    conversations = tuple(_titled(c, name) for c in parsed.conversations)
+    parsed = ParsedFile(parsed.format, conversations, (*parsed.warnings, *extra))
     if _SURROGATE_ESCAPE.search(source.data) or _NUL.search(source.data):
         parsed = _safe_text(parsed)
     return parsed
+
+
+def _titled(conversation: Conversation, name: str) -> Conversation:
+    """One title rule for every format: a title that is a slash command, markup, caveat
+    boilerplate or "(no content)" is replaced by the first real user request."""
+    if not is_junk_title(conversation.title):
+        return conversation
+    fallback = conversation.id or name or "conversation"
+    return replace(conversation, title=title_from(conversation.messages, fallback=fallback))
 
 
 def unknown_tool_results(parsed: ParsedFile) -> tuple[ImportWarning, ...]:

@@ -10,7 +10,7 @@ parallel tool results (one line each) are merged into one user turn; inline side
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..model import (
@@ -28,7 +28,9 @@ from ._kit import (
     Warnings,
     as_dict,
     as_int,
+    as_list,
     as_str,
+    is_noise_text,
     reject_empty,
     shorten,
     title_from,
@@ -55,6 +57,10 @@ _METADATA_TYPES = {
     "pr-link",
 }
 _MESSAGE_TYPES = {"user", "assistant"}
+# Metadata keys of an alternate branch (a rewound/edited branch kept as its own
+# conversation): the conversation it forks from, and the line of that thread it follows.
+ALTERNATE_OF = "alternate_of"
+FORKS_AFTER_LINE = "forks_after_line"
 
 
 def sniff(head: bytes, name: str) -> int:
@@ -124,55 +130,135 @@ def parse(data: bytes, *, name: str) -> ParsedFile:
     roots: list[str] = []
     for uuid in order:
         parent = nodes[uuid].parent
-        if parent is not None and parent in nodes and parent != uuid:
+        if parent == uuid:
+            continue  # its own parent: a one-line cycle, reported with the others below
+        if parent is not None and parent in nodes:
             children.setdefault(parent, []).append(uuid)
         else:
             if parent is not None:
-                warnings.add("parent line not in this file; thread starts here", str(uuid))
+                warnings.add(
+                    "parent line not in this file; thread starts here",
+                    f"line {nodes[uuid].line}",
+                    code="parent-missing",
+                )
             roots.append(uuid)
 
-    threads = [_active_path(root, nodes, children, warnings) for root in roots]
+    threads = _threads(roots, nodes, children, warnings)
     convs = _conversations(threads, nodes, name, warnings, summaries, last_summary, named_title)
     return ParsedFile(FORMAT, tuple(convs), warnings.freeze())
 
 
-def _active_path(
-    root: str, nodes: dict[str, _Node], children: dict[str, list[str]], warnings: Warnings
-) -> list[_Node]:
-    """Root -> newest leaf (a rewind leaves abandoned branches; those are counted)."""
-    stack, subtree, leaf = [root], 0, ""
+@dataclass(slots=True)
+class _Thread:
+    nodes: list[_Node]
+    fork: _Node | None = None  # an alternate branch: the line of the thread it forks from
+    forked_from: int = -1  # index in the thread list of that thread
+
+
+def _is_real(node: _Node) -> bool:
+    """A line that carries the conversation: a model response, a tool result, a compaction
+    summary or a request the user typed. Local commands (/export, #memory input, their
+    output and caveat), meta injections and system lines do not."""
+    rec = node.rec
+    rtype = rec.get("type")
+    if rtype == "assistant":
+        return True
+    if rtype != "user" or rec.get("isMeta") is True:
+        return False
+    if rec.get("isCompactSummary") is True:
+        return True
+    message = rec.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    if isinstance(content, str):
+        return not is_noise_text(content)
+    for block in as_list(content):
+        block = as_dict(block)
+        if block.get("type") != "text" or not is_noise_text(as_str(block.get("text"))):
+            return True
+    return False
+
+
+def _threads(
+    roots: list[str], nodes: dict[str, _Node], children: dict[str, list[str]], warnings: Warnings
+) -> list[_Thread]:
+    """Each root's main thread, then the real branches off it as alternates.
+
+    The main thread follows, from the root, the child whose subtree holds the newest real
+    line (see ``_is_real``), so lines that never reached the model (a ``/export`` whose
+    parent is the first line) cannot cut the conversation short, and a rewind's newest
+    branch wins. Off-thread subtrees with real lines become alternate threads (the same
+    rule inside them); the others are set aside with a counted warning.
+    """
+    newest_real, newest_any, size = _subtree_facts(roots, nodes, children)
+    threads: list[_Thread] = []
+    pending: list[tuple[str, _Node | None, int]] = [(root, None, -1) for root in roots]
+    while pending:
+        start, fork, forked_from = pending.pop(0)
+        path = [start]
+        while kids := children.get(path[-1]):
+            path.append(max(kids, key=lambda k: (newest_real[k], newest_any[k])))
+        index = len(threads)
+        threads.append(_Thread([nodes[u] for u in path], fork, forked_from))
+        if fork is not None:
+            warnings.add(
+                "lines on a rewound/edited branch kept as an alternate conversation",
+                f"line {nodes[start].line}",
+                code="alternate-branch",
+                count=len(path),
+            )
+        on_path = set(path)
+        for uuid in path:
+            for kid in children.get(uuid, ()):
+                if kid in on_path:
+                    continue
+                if newest_real[kid] >= 0:
+                    pending.append((kid, nodes[uuid], index))
+                else:
+                    warnings.add(
+                        "local-command/meta/system lines outside the main thread set aside",
+                        f"line {nodes[kid].line}",
+                        code="side-lines-set-aside",
+                        count=size[kid],
+                    )
+    unreached = len(nodes) - sum(size[r] for r in roots)
+    if unreached:
+        first = min(n.line for u, n in nodes.items() if u not in newest_any)
+        warnings.add(
+            "lines whose parentUuid chain loops back on itself set aside",
+            f"line {first}",
+            code="parent-cycle",
+            count=unreached,
+        )
+    return threads
+
+
+def _subtree_facts(
+    roots: list[str], nodes: dict[str, _Node], children: dict[str, list[str]]
+) -> tuple[dict[str, int], dict[str, int], dict[str, int]]:
+    """Per reachable line: the newest real line (-1: none) and newest line in its subtree,
+    and the subtree's size. Iterative: a 20,000-line chain is 20,000 deep."""
+    order: list[str] = []
+    stack = list(roots)
     while stack:
         uuid = stack.pop()
-        subtree += 1
-        kids = children.get(uuid)
-        if kids:
-            stack.extend(kids)
-        elif not leaf or nodes[uuid].line > nodes[leaf].line:
-            leaf = uuid
-    path: list[_Node] = []
-    cursor: str | None = leaf
-    on_path = set()
-    while cursor is not None and cursor not in on_path:
-        on_path.add(cursor)
-        node = nodes[cursor]
-        path.append(node)
-        cursor = node.parent if node.parent in nodes and cursor != root else None
-    path.reverse()
-    if subtree > len(path):
-        stack = [root]
-        while stack:
-            off = stack.pop()
-            stack.extend(children.get(off, ()))
-            if off not in on_path and as_str(nodes[off].rec.get("type")) in _MESSAGE_TYPES:
-                warnings.add(
-                    "line on an abandoned branch (rewind/edit) skipped",
-                    f"line {nodes[off].line}",
-                )
-    return path
+        order.append(uuid)
+        stack.extend(children.get(uuid, ()))
+    newest_real: dict[str, int] = {}
+    newest_any: dict[str, int] = {}
+    size: dict[str, int] = {}
+    for uuid in reversed(order):  # children before parents
+        node = nodes[uuid]
+        real, last, count = (node.line if _is_real(node) else -1), node.line, 1
+        for kid in children.get(uuid, ()):
+            real = max(real, newest_real[kid])
+            last = max(last, newest_any[kid])
+            count += size[kid]
+        newest_real[uuid], newest_any[uuid], size[uuid] = real, last, count
+    return newest_real, newest_any, size
 
 
 def _conversations(
-    threads: list[list[_Node]],
+    threads: list[_Thread],
     nodes: dict[str, _Node],
     name: str,
     warnings: Warnings,
@@ -182,16 +268,21 @@ def _conversations(
 ) -> list[Conversation]:
     main: list[Conversation] = []
     side: list[tuple[Conversation, str]] = []
-    for thread in threads:
-        built = _thread(thread, name, warnings)
+    alternates: list[Conversation] = []
+    conv_of: dict[int, str] = {}  # thread index -> conversation id
+    for index, thread in enumerate(threads):
+        built = _thread(thread.nodes, name, warnings)
         if built is None:
             continue
         messages, compactions = built
-        first = thread[0].rec
+        first = thread.nodes[0].rec
         sid = as_str(first.get("sessionId")) or name or "claude-code"
         sidechain = first.get("isSidechain") is True
-        title = next((summaries[n.rec["uuid"]] for n in thread if n.rec["uuid"] in summaries), "")
-        if not sidechain:
+        alternate_of = conv_of.get(thread.forked_from) if thread.fork is not None else None
+        title = next(
+            (summaries[n.rec["uuid"]] for n in thread.nodes if n.rec["uuid"] in summaries), ""
+        )
+        if not sidechain and thread.fork is None:
             title = title or named_title or last_summary
         title = title or title_from(messages, fallback=shorten(sid))
         models = [m.model for m in messages if m.model and not m.model.startswith("<")]
@@ -205,11 +296,20 @@ def _conversations(
             )
             if as_str(first.get(field))
         ]
-        if sidechain:
-            agent = as_str(first.get("agentId")) or as_str(first.get("uuid"))[:8]
+        uuid8 = as_str(first.get("uuid"))[:8]
+        if thread.fork is not None:
+            conv_id = f"{sid}~alt-{uuid8}"
+            title = f"alternate branch at line {thread.fork.line}: {title}"
+            meta += [
+                (ALTERNATE_OF, alternate_of or ""),
+                (FORKS_AFTER_LINE, str(thread.fork.line)),
+            ]
+        elif sidechain:
+            agent = as_str(first.get("agentId")) or uuid8
             conv_id = f"{sid}/agent-{agent}"
         else:
-            conv_id = sid if not main else f"{sid}~{as_str(first.get('uuid'))[:8]}"
+            conv_id = sid if not main else f"{sid}~{uuid8}"
+        conv_of[index] = conv_id
         conv = Conversation(
             id=conv_id,
             title=title,
@@ -218,8 +318,11 @@ def _conversations(
             model=models[-1] if models else "",
             metadata=tuple(meta),
             usage_convention="anthropic",
+            parent_id=alternate_of,
         )
-        if sidechain:
+        if thread.fork is not None:
+            alternates.append(conv)
+        elif sidechain:
             first_text = messages[0].blocks[0].text if messages and messages[0].blocks else ""
             side.append((conv, first_text))
         else:
@@ -229,27 +332,15 @@ def _conversations(
     # conversation (else to the first main thread).
     prompts = {
         str(as_dict(b.tool_input).get("prompt")): c.id
-        for c in main
+        for c in (*main, *alternates)
         for m in c.messages
         for b in m.tool_uses
         if isinstance(b.tool_input, dict)
     }
     default_parent = main[0].id if main else None
     for conv, first_text in side:
-        parent = prompts.get(first_text, default_parent)
-        out.append(
-            Conversation(
-                id=conv.id,
-                title=conv.title,
-                messages=conv.messages,
-                compactions=conv.compactions,
-                model=conv.model,
-                metadata=conv.metadata,
-                usage_convention=conv.usage_convention,
-                parent_id=parent,
-            )
-        )
-    return out
+        out.append(replace(conv, parent_id=prompts.get(first_text, default_parent)))
+    return out + alternates
 
 
 def _thread(
