@@ -10,7 +10,7 @@ Only the joining is synthetic: every message's blocks and source position are th
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -87,6 +87,7 @@ def join_conversations(
     target_tokens: int | None = None,
     seed: int = 0,
     title: str = "",
+    rewrite: Callable[[int, Conversation, list[Message]], list[Message]] | None = None,
 ) -> Conversation:
     """Join real conversations into one long one.
 
@@ -94,6 +95,8 @@ def join_conversations(
     cycled as often as needed. With only ``target_messages`` the result has exactly that many
     messages; otherwise it ends at the first clean boundary (no pending tool call) once every
     target is reached. Deterministic: the same inputs and seed give an identical result.
+    ``rewrite(copy_number, source, messages)`` may change each copy's messages (ids and
+    tool ids already made unique) before they are appended.
     """
     if target_messages is None and target_tokens is None:
         raise ValueError("give target_messages and/or target_tokens")
@@ -129,7 +132,10 @@ def join_conversations(
             for tool in source.tools:
                 tools.setdefault(tool.name, tool)
             pending = set()
-            for message in _copy_messages(source, copy):
+            copied = _copy_messages(source, copy)
+            if rewrite is not None:
+                copied = rewrite(copy, source, copied)
+            for message in copied:
                 messages.append(message)
                 for block in message.blocks:
                     if block.kind is BlockKind.TOOL_USE:
@@ -205,16 +211,26 @@ BENCH_MIN_DENSITY = 300.0  # tokens per message: 20,000 messages then hold > 5M 
 
 
 def bench_conversation(
-    corpus_dir: Path | str, *, messages: int = 20_000, seed: int = 0
+    corpus_dir: Path | str,
+    *,
+    messages: int = 20_000,
+    seed: int = 0,
+    conversations: list[Conversation] | None = None,
+    rewrite: Callable[[int, Conversation, list[Message]], list[Message]] | None = None,
+    title: str = "",
 ) -> Conversation:
     """A benchmark-sized session of exactly ``messages`` messages, built from the sessions
     with big tool outputs (≥ ``BENCH_MIN_DENSITY`` reference tokens per message) so that
-    20,000 messages carry several million reference tokens."""
-    candidates = [c for c in corpus_conversations(corpus_dir) if c.tool_call_count]
+    20,000 messages carry several million reference tokens. ``conversations``: the corpus
+    already parsed; ``rewrite``: see ``join_conversations``."""
+    if conversations is None:
+        conversations = corpus_conversations(corpus_dir)
+    candidates = [c for c in conversations if c.tool_call_count]
     dense = [c for c in candidates if _density(c) >= BENCH_MIN_DENSITY]
     return join_conversations(
         dense or candidates,
         target_messages=messages,
         seed=seed,
-        title=f"Benchmark: {messages:,} messages from real sessions (seed {seed})",
+        title=title or f"Benchmark: {messages:,} messages from real sessions (seed {seed})",
+        rewrite=rewrite,
     )
