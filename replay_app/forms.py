@@ -8,6 +8,7 @@ from typing import Any
 
 from django import forms
 
+from ctxlab.engine.budget import window_params
 from ctxlab.engine.params import Param, validate
 from ctxlab.engine.strategies import LIBRARY, STRATEGIES, get_strategy_class
 from ctxlab.engine.strategies.custom import check_stages
@@ -17,6 +18,7 @@ from sessions_app.models import Transcript
 from . import llm
 from .models import StrategyConfig
 from .services import SUMMARIZERS
+from .transcript_picker import TranscriptPicker, window_hint
 
 SUMMARIZER_LABELS = {"offline": "offline (no model)", "anthropic": "Claude (Anthropic API)"}
 
@@ -164,7 +166,16 @@ def preset_choices() -> list[tuple[str, str]]:
 
 
 class RunCreateForm(forms.Form):
-    transcript = forms.ModelChoiceField(queryset=Transcript.objects.none())
+    transcript = forms.ModelChoiceField(
+        queryset=Transcript.objects.none(), widget=TranscriptPicker()
+    )
+    window = forms.IntegerField(
+        required=False,
+        min_value=1,
+        label="Model context window (tokens)",
+        help_text="One budget for every chosen strategy: sets each one's own window "
+        "parameter(s). Empty: each keeps its own.",
+    )
     presets = forms.MultipleChoiceField(
         choices=preset_choices, widget=forms.CheckboxSelectMultiple, required=False
     )
@@ -196,8 +207,9 @@ class RunCreateForm(forms.Form):
 
     def __init__(self, *args: Any, owner: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        transcripts = owned(Transcript.objects, owner).select_related("upload")
-        self.fields["transcript"].queryset = transcripts.order_by("-upload__created_at", "position")
+        self.owner = owner
+        self.fields["transcript"].queryset = owned(Transcript.objects, owner)
+        self.fields["transcript"].widget.owner = owner
         self.fields["configs"].queryset = owned(StrategyConfig.objects, owner)
         self.fields["model"].choices = [(m, llm.model_label(m)) for m in llm.summary_models()]
         self.fields["model"].initial = llm.default_model()
@@ -222,7 +234,25 @@ class RunCreateForm(forms.Form):
         if not cleaned.get("presets") and not cleaned.get("configs"):
             raise forms.ValidationError("Choose at least one preset or saved configuration.")
         self.check_key(cleaned)
+        self.check_window(
+            cleaned, [*cleaned["presets"], *[c.strategy for c in cleaned.get("configs") or ()]]
+        )
         return cleaned
+
+    def check_window(self, cleaned: dict[str, Any], strategies: list[str]) -> None:
+        """The window must suit every chosen strategy's window parameter (its range)."""
+        window = cleaned.get("window")
+        if window is None:
+            return
+        for strategy in dict.fromkeys(strategies):
+            try:
+                window_params(strategy, window)
+            except ValueError as exc:
+                self.add_error("window", str(exc))
+                return
+
+    def window_hint(self) -> dict[str, Any] | None:
+        return window_hint(self.owner, self["transcript"].value())
 
     def check_key(self, cleaned: dict[str, Any]) -> None:
         """Claude or exact counts need the API key (also used by the sweep form)."""

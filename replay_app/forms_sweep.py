@@ -3,6 +3,7 @@ base (preset or saved configuration), one numeric parameter of it and its values
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from django import forms
@@ -91,6 +92,9 @@ class SweepForm(RunCreateForm):
         base = self.base_of(cleaned.get("base") or "")
         if base is None:
             return cleaned
+        if cleaned.get("window") is not None:  # the comparison's window, when not swept
+            self.check_window(cleaned, [base.strategy])
+            base = dataclasses.replace(base, window=cleaned.get("window"))
         try:
             spec = sweep.param_spec(base.strategy, cleaned.get("param") or "")
         except sweep.SweepError as exc:

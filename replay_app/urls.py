@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import include, path
 
-from replay_app import views, views_costs, views_sweep
+from replay_app import transcript_picker, views, views_costs, views_sweep
 
 urlpatterns = [
     # Inspection + compare routes (views_inspect); first, so /compare/ resolves there.
@@ -20,6 +20,12 @@ urlpatterns = [
     path("runs/", views.run_list, name="run-list"),
     path("runs/new/", views.run_create, name="run-create"),
     path("runs/new/estimate/", views_costs.run_estimate, name="run-estimate"),
+    path(
+        "runs/new/transcripts/",
+        transcript_picker.transcript_options,
+        name="run-transcript-options",
+    ),
+    path("runs/new/window/", transcript_picker.window_suggestions, name="run-window-suggestions"),
     path("runs/sweep/new/", views_sweep.sweep_new, name="run-sweep"),
     path("runs/<int:pk>/", views.run_detail, name="run-detail"),
     path("runs/<int:pk>/cancel/", views.run_cancel, name="run-cancel"),

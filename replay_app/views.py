@@ -21,6 +21,7 @@ from django.utils.http import content_disposition_header
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.middleware import HtmxDetails
 
+from ctxlab.engine.budget import window_param_names
 from ctxlab.engine.native_config import NATIVE_SHAPES, native_config
 from ctxlab.engine.strategies import LIBRARY, PRESETS, STRATEGIES
 from ctxlab.ownership import get_owned_or_404, owned
@@ -307,6 +308,7 @@ def _run_json(run: Run, *, full: bool = False) -> dict[str, Any]:
         "label": run.label,
         "strategy": run.strategy,
         "config": run.config_id,
+        "window": run.window,  # the comparison's window (None: the config's own values)
         "summarizer": run.summarizer,
         "status": run.status,
         "error": run.error,
@@ -381,8 +383,10 @@ def run_create(request: HttpRequest) -> HttpResponse:
     form = RunCreateForm(request.POST or None, owner=request.user, initial=initial)
 
     def plan(data: dict[str, Any]) -> tuple[list[services.RunSpec], str]:
-        specs = [services.RunSpec(strategy=p) for p in data["presets"]]
-        return specs + [services.RunSpec(config=c) for c in data["configs"]], data["name"]
+        window = data.get("window")
+        specs = [services.RunSpec(strategy=p, window=window) for p in data["presets"]]
+        specs += [services.RunSpec(config=c, window=window) for c in data["configs"]]
+        return specs, data["name"]
 
     return start_group(request, form, plan, "replay_app/run_new.html")
 
@@ -478,6 +482,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         state=services.run_state(run),
         metrics=[(key, label, hint, run.metrics.get(key)) for key, label, hint in METRICS],
         costs=cost_context,
+        window_keys=window_param_names(run.strategy) if run.window else (),
     )
     return render(request, "replay_app/run_detail.html", context)
 
