@@ -261,6 +261,12 @@ class ReplayContext:
         history)."""
         return self.system_tokens + self.tools_tokens + self.summary_tokens + self.history_tokens
 
+    def counted_tokens(self) -> int:
+        """The request as the strategy counts it for its trigger (``compared_tokens``, else
+        the estimate): the run's curve, event before/after figures and zones use it."""
+        compared = self.strategy.compared_tokens(self)
+        return self.request_tokens() if compared is None else compared
+
     def request_ref(self) -> int:
         return self.system_ref + self.tools_ref + self.summary_ref + self.history_ref
 
@@ -323,7 +329,7 @@ class ReplayContext:
         **detail: Any,
     ) -> Event:
         """An event with no message changes (``summary_failed``, ``skip``, ``overflow`` ...)."""
-        total = self.request_tokens()
+        total = self.counted_tokens()
         return self._event(kind, tuple(messages), total, total, detail, (), summary_id)
 
     def _event(
@@ -509,7 +515,7 @@ class ReplayContext:
             self.step,
             source_index,
             new_step_tokens(
-                self.request_tokens(), self.request_ref(), usage.prompt_tokens if usage else None
+                self.counted_tokens(), self.request_ref(), usage.prompt_tokens if usage else None
             ),
             self.strategy.zones(self),
             tuple(self._context_ranges()),
@@ -535,7 +541,7 @@ class _ActionScope:
         self._before = 0
 
     def __enter__(self) -> Action:
-        self._before = self._action.ctx.request_tokens()
+        self._before = self._action.ctx.counted_tokens()
         return self._action
 
     def __exit__(self, *exc: object) -> None:
@@ -547,7 +553,7 @@ class _ActionScope:
                 act.kind,
                 tuple(dict.fromkeys(act.touched)),
                 self._before,
-                act.ctx.request_tokens(),
+                act.ctx.counted_tokens(),
                 act.detail,
                 tuple(act.changes),
                 act.summary_id,

@@ -48,7 +48,8 @@ class Change:
 @dataclass(frozen=True, slots=True)
 class Event:
     """Every action a strategy took. ``step`` is the first step whose request reflects it.
-    ``tokens_before``/``tokens_after`` are the whole request under the strategy estimator."""
+    ``tokens_before``/``tokens_after`` are the whole request as the strategy counts it
+    (``ReplayContext.counted_tokens``: what its trigger compares), as on the run's curve."""
 
     id: int
     step: int
@@ -101,11 +102,15 @@ class Zones:
     free: int
     window: int
     threshold: int | None
+    # What the strategy counts beyond the parts above: a provider's reported usage includes
+    # a system prompt, tool definitions and attachments the transcript does not show.
+    unseen: int = 0
 
     def as_dict(self) -> dict[str, int | None]:
         return {
             "system": self.system,
             "tools": self.tools,
+            "unseen": self.unseen,
             "summary": self.summary,
             "compactable": self.compactable,
             "reserved_recent": self.reserved_recent,

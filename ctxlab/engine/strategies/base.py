@@ -107,6 +107,14 @@ class Strategy:
     def output_reserve(self, ctx: ReplayContext) -> int:
         return 0
 
+    def compared_tokens(self, ctx: ReplayContext) -> int | None:
+        """The request size the trigger compares with ``threshold`` when it is not the
+        estimate ``ctx.request_tokens()`` (None): e.g. a provider's reported usage, which
+        includes a system prompt, tools and attachments the transcript does not show. The
+        run's curve, its events' before/after and the zone bar show this value, so the
+        threshold line and the curve under it are one quantity. Must not change state."""
+        return None
+
     def reserved_recent(self, ctx: ReplayContext) -> int:
         """Tokens the strategy will not compact now; default: the current turn."""
         return min(ctx.turn_tokens, ctx.history_tokens)
@@ -115,9 +123,11 @@ class Strategy:
         window = self.window(ctx)
         recent = self.reserved_recent(ctx)
         reserve = self.output_reserve(ctx)
-        used = ctx.request_tokens() + reserve
+        request = ctx.request_tokens()
+        unseen = max(0, ctx.counted_tokens() - request)
+        used = request + unseen + reserve
         # system, tools, summary, compactable, reserved_recent, output_reserve, free,
-        # window, threshold (positional: records.new_zones)
+        # window, threshold, unseen (positional: records.new_zones)
         return new_zones(
             ctx.system_tokens,
             ctx.tools_tokens,
@@ -128,6 +138,7 @@ class Strategy:
             max(0, window - used),
             window,
             self.threshold(ctx),
+            unseen,
         )
 
     # --- hooks --------------------------------------------------------------------------

@@ -320,6 +320,13 @@ class ClaudeCodeStrategy(Strategy):
         messages = ctx.summary_tokens + ctx.history_tokens
         return overhead + messages, {"usage_source": "estimate", "overhead": overhead}
 
+    def compared_tokens(self, ctx: ReplayContext) -> int | None:
+        """``token_count`` without its detail: the reported usage includes the system
+        prompt, tools and attachments a Claude Code log does not carry."""
+        if self._reported is not None and not self._diverged:
+            return self._reported[0] + self._tail
+        return (self._overhead or 0) + ctx.summary_tokens + ctx.history_tokens
+
     # --- compaction ---------------------------------------------------------------------
     def _compact(self, ctx: ReplayContext, detail: dict[str, Any]) -> None:
         detail.update(_original_compaction(ctx))
@@ -356,8 +363,8 @@ class ClaudeCodeStrategy(Strategy):
             ctx.set_summary(text, tokens=self.count_text(text), rendered=text,
                             summary_id=record.id)  # fmt: skip
             act.summary_id = record.id
+            self._diverged = True  # before the scope ends: tokens_after is the new count
         self._failures = 0
-        self._diverged = True
         check_summary_size(ctx, summary_rendered=text, replaced=compacted,
                            summary_id=record.id, previous_ref=previous_ref)  # fmt: skip
 

@@ -222,6 +222,11 @@ class CodexStrategy(Strategy):
         if total >= limit:
             self._compact(ctx, total=total, usage_source=source, limit=limit)
 
+    def compared_tokens(self, ctx: ReplayContext) -> int | None:
+        """The reported total while the replay is faithful (it includes what the rollout
+        does not show: instructions, tools), else None (the estimate)."""
+        return self._reported if not self._diverged else None
+
     def _usage(self, ctx: ReplayContext) -> tuple[int, str]:
         if not self._diverged and self._reported is not None:
             return self._reported, "reported"
@@ -348,7 +353,7 @@ class CodexStrategy(Strategy):
                             summary_id=summary_id)  # fmt: skip
             act.summary_id = summary_id
             act.always = True
-        self._diverged = True
+            self._diverged = True  # before the scope ends: tokens_after is the new count
         self._summary_at = ctx.source_index
         ctx.emit("warning", message=rules.WARNING)
         check_summary_size(ctx, summary_rendered=text, replaced=[i for i in gone if i in

@@ -425,6 +425,7 @@ class OpenCodeStrategy(Strategy):
         self._names: dict[str, str] = {}  # tool_use id -> tool name
         self._cleared: set[tuple[int, int]] = set()  # (index, block) marked compacted
         self._last_finished: int | None = None  # last assistant since the last summary
+        self._last_reply: int | None = None  # last assistant at all (for compared_tokens)
         self._original_history = 0  # Token.estimate of the unmodified appended messages
         self._zone: tuple[PromptMessage, ...] = ()  # the summary zone as sent
 
@@ -438,7 +439,7 @@ class OpenCodeStrategy(Strategy):
         self._original_history += self.count_message(msg)
         if msg.role is not Role.ASSISTANT:
             return
-        self._last_finished = index
+        self._last_finished = self._last_reply = index
         calls = False
         for block in msg.blocks:
             if block.kind is BlockKind.TOOL_USE:
@@ -465,6 +466,11 @@ class OpenCodeStrategy(Strategy):
             self._compact(ctx, count=count, detail=detail)
 
     # --- overflow -----------------------------------------------------------------------
+    def compared_tokens(self, ctx: ReplayContext) -> int | None:
+        """``_count`` at the last reply (reported usage includes the system prompt and
+        tools an OpenCode export does not carry); None before any reply."""
+        return None if self._last_reply is None else self._count(ctx, self._last_reply)[0]
+
     def _count(self, ctx: ReplayContext, index: int) -> tuple[int, dict[str, Any]]:
         usage = ctx.original(index).usage
         estimate_now = ctx.request_tokens()

@@ -372,7 +372,8 @@ def test_later_requests_start_at_the_summary_with_the_continue_message() -> None
     after = res.steps[3]
     assert expand(after.context) == [0, 6, 7]  # system + what came after the summary
     assert after.summary_id == 0
-    assert after.tokens.strategy == (
+    z = after.zones
+    estimate_now = (
         oc.estimate("MAIN AGENT PROMPT")
         + oc.estimate("What did we do so far?")
         + oc.estimate("SUMMARY")
@@ -380,6 +381,14 @@ def test_later_requests_start_at_the_summary_with_the_continue_message() -> None
         + oc.estimate("working")
         + oc.estimate("more")
     )
+    assert z.system + z.tools + z.summary + z.compactable + z.reserved_recent == estimate_now
+    # The step's count is what OpenCode compares: message 6's reported 950 lowered by what
+    # the compaction saved (the original history's estimate minus the request's now).
+    strategy = oc.OpenCodeStrategy(SMALL)
+    original = oc.estimate("MAIN AGENT PROMPT") + sum(
+        strategy.count_message(m) for m in _compacting_conv()[1:8]
+    )
+    assert after.tokens.strategy == 950 - (original - estimate_now)
 
 
 def test_second_compaction_carries_the_summary_zone() -> None:
