@@ -30,7 +30,7 @@ is the state's first message: counted against ``max_tokens`` and kept by
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -72,6 +72,7 @@ class LangChainTrimStrategy(Strategy):
         "calls, tool_call_id counted); state messages only"
     )
     WINDOW = "context_window"
+    _force_general: ClassVar[bool] = False  # tests: the trim_messages port at every call
     PARAMS: ClassVar[tuple[Param, ...]] = (
         Param(
             "max_tokens",
@@ -220,6 +221,14 @@ class LangChainTrimStrategy(Strategy):
         self._by_source: dict[int, list[lc.LcMessage]] = {}
         self._tokens: dict[int, tuple[lc.LcMessage, int]] = {}
         self._view: dict[int, Message | None] = {}  # source -> shown part (None: dropped)
+        # Linear path (see _window): running token sums of the history, each source's first
+        # history position, the window and history length of the previous call.
+        self._prefix = [0]
+        self._start_of: dict[int, int] = {}
+        self._last = (0, 0, 0)
+        if self._system is not None:
+            self._prefix.append(self.lc_tokens(self._system))
+        self._linear = not self.params["allow_partial"] and not self._force_general
 
     def after_append(self, ctx: ReplayContext, index: int) -> None:
         msg = ctx.original(index)
@@ -228,7 +237,11 @@ class LangChainTrimStrategy(Strategy):
                 self._tool_names[block.tool_id] = block.tool_name
         items = self.lc_messages(msg, index)
         self._by_source[index] = items
+        self._start_of[index] = len(self._history)
         self._history.extend(items)
+        prefix = self._prefix
+        for item in items:
+            prefix.append(prefix[-1] + self._count([item]))
 
     def trimmed(self) -> list[lc.LcMessage]:
         p = self.params
@@ -240,12 +253,80 @@ class LangChainTrimStrategy(Strategy):
         )  # fmt: skip
 
     def before_call(self, ctx: ReplayContext) -> None:
+        if self._linear:
+            self._before_call_linear(ctx)
+            return
         kept = self.trimmed()
         desired = self._desired(ctx, kept)
         full = self._count(self._history)
         detail = {"input_tokens": full, "max_tokens": int(self.params["max_tokens"]),
                   "kept_messages": len(kept), "state_messages": len(self._history)}  # fmt: skip
-        self._apply(ctx, desired, detail)
+        current = self._view
+        changed = sorted(
+            i for i in set(current) | set(desired) if current.get(i, ...) != desired.get(i, ...)
+        )
+        self._apply(ctx, changed, desired, detail)
+
+    # --- linear path ----------------------------------------------------------------------
+    # Without allow_partial, trim_messages keeps whole messages: a leading system message
+    # and one contiguous run [lo, hi) of the history. Per-message counts are whole numbers,
+    # so every count it asks for is a difference of running sums, and only the sources
+    # whose items entered or left the run (or were appended since) can change their view.
+    # Same result as the general path (tests/engine/strategies/test_langchain_trim_linear.py
+    # compares both on corpus sessions for every option).
+
+    def _window(self) -> tuple[int, int, bool]:
+        """(lo, hi, system kept) exactly as ``lc.trim_messages`` would choose them."""
+        p = self.params
+        h, prefix = self._history, self._prefix
+        n = len(h)
+        limit = int(p["max_tokens"])
+        if p["strategy"] == "first":
+            return 0, _first_max(n, limit, lambda k: prefix[k], lambda k: h[k - 1],
+                                 self.end_on), False  # fmt: skip
+        end = n
+        if self.end_on:
+            for _ in range(n):
+                if lc.is_type(h[end - 1], self.end_on):
+                    break
+                end -= 1
+        start = 0
+        if p["include_system"] and end > 0 and h[0].type == lc.SYSTEM:
+            start = 1
+            limit = max(0, limit - prefix[1])
+        # first_max_tokens over h[start:end] reversed: its k first are the k last of ours
+        kept = _first_max(end - start, limit, lambda k: prefix[end] - prefix[end - k],
+                          lambda k: h[end - k], self.start_on)  # fmt: skip
+        return end - kept, end, start == 1
+
+    def _before_call_linear(self, ctx: ReplayContext) -> None:
+        lo, hi, system = self._window()
+        h = self._history
+        n = len(h)
+        plo, phi, pn = self._last
+        self._last = (lo, hi, n)
+        positions = {*range(min(lo, plo), max(lo, plo)), *range(min(hi, phi), max(hi, phi))}
+        positions.update(range(pn, n))
+        positions.update(i for i in (lo, hi - 1, plo, phi - 1) if 0 <= i < n)
+        by_source = self._by_source
+        sources = {h[i].source for i in positions} & by_source.keys()
+        current = self._view
+        desired: dict[int, Message | None] = {}
+        changed = []
+        for source in sorted(sources):
+            first = self._start_of[source]
+            items = by_source[source]
+            a, b = max(lo, first), min(hi, first + len(items))
+            if b - a < len(items):
+                desired[source] = _render(ctx.original(source), items[a - first : b - first]) \
+                    if b > a else None  # fmt: skip
+            if current.get(source, ...) != desired.get(source, ...):
+                changed.append(source)
+        if not changed:
+            return
+        detail = {"input_tokens": self._prefix[n], "max_tokens": int(self.params["max_tokens"]),
+                  "kept_messages": hi - lo + system, "state_messages": n}  # fmt: skip
+        self._apply(ctx, changed, desired, detail)
 
     def _desired(self, ctx: ReplayContext, kept: list[lc.LcMessage]) -> dict[int, Message | None]:
         """Source -> what the request shows when not the whole message (None: nothing)."""
@@ -261,12 +342,15 @@ class LangChainTrimStrategy(Strategy):
         return out
 
     def _apply(
-        self, ctx: ReplayContext, desired: dict[int, Message | None], detail: dict[str, Any]
+        self,
+        ctx: ReplayContext,
+        changed: list[int],
+        desired: dict[int, Message | None],
+        detail: dict[str, Any],
     ) -> None:
+        """Emit the view changes of the ``changed`` sources (sorted); ``desired`` holds the
+        new view of every changed source not shown whole."""
         current = self._view
-        changed = sorted(
-            i for i in set(current) | set(desired) if current.get(i, ...) != desired.get(i, ...)
-        )
         if not changed:
             return
         back = [i for i in changed if i in current]
@@ -290,7 +374,50 @@ class LangChainTrimStrategy(Strategy):
                     shown = desired[i]
                     assert shown is not None
                     act.replace(i, shown, Fate.PRUNED)
-        self._view = desired
+        for i in changed:
+            if i in desired:
+                current[i] = desired[i]
+            else:
+                del current[i]
+
+
+def _first_max(
+    n: int,
+    limit: int,
+    count: Callable[[int], int],
+    item: Callable[[int], lc.LcMessage],
+    end_on: tuple[str, ...],
+) -> int:
+    """How many messages ``lc.first_max_tokens`` keeps of ``n`` (no partial), given
+    ``count(k)`` = tokens of its first k and ``item(k)`` = its k-th message (1-based):
+    the same binary search and end_on cut, step for step."""
+    if not n:
+        return 0
+    if count(n) <= limit:
+        idx = n
+        if end_on:
+            for _ in range(n):
+                if lc.is_type(item(idx), end_on):
+                    break
+                idx -= 1
+        return idx
+    left, right = 0, n
+    for _ in range(n.bit_length()):
+        if left >= right:
+            break
+        mid = (left + right + 1) // 2
+        if count(mid) <= limit:
+            left = mid
+        else:
+            right = mid - 1
+    idx = left
+    if end_on:
+        for _ in range(idx):
+            if idx > 0 and not lc.is_type(item(idx), end_on):
+                idx -= 1
+            else:
+                break
+    return idx
 
 
 def _render(original: Message, shown: list[lc.LcMessage]) -> Message:
