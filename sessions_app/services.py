@@ -19,7 +19,7 @@ from django.conf import settings
 from django.db import IntegrityError, connection, models, transaction
 from django.db.models import Field
 
-from ctxlab.engine import codec, importers
+from ctxlab.engine import codec, import_warnings, importers
 from ctxlab.engine.model import (
     BlockKind,
     Conversation,
@@ -93,6 +93,14 @@ class ImportOutcome:
     def ok(self) -> bool:
         return self.error is None
 
+    @property
+    def described_warnings(self) -> list[dict[str, Any]]:
+        return describe_warnings(self.warnings)
+
+    @property
+    def set_aside(self) -> list[str]:
+        return set_aside_sentences(self.warnings)
+
     def to_json(self) -> dict[str, Any]:
         """The CLI's ``--json`` line (and the upload page's JSON twin)."""
         return {
@@ -108,12 +116,45 @@ class ImportOutcome:
                 }
                 for c in self.conversations
             ],
-            "warnings": list(self.warnings),
+            "warnings": self.described_warnings,
+            "set_aside": self.set_aside,
             "error": None if self.error is None else str(self.error),
             "duplicate": self.duplicate,
             "upload": None if self.upload is None else self.upload.pk,
             "size": self.size,
         }
+
+
+def describe_warnings(warnings: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Stored warnings with their catalogue label and one-line meaning (when coded)."""
+    described = []
+    for warning in warnings:
+        entry = import_warnings.describe(str(warning.get("code", "")))
+        item = dict(warning)
+        if entry is not None:
+            item.update(label=entry.label, meaning=entry.meaning)
+        described.append(item)
+    return described
+
+
+# Warnings that mean lines of the file are not in any imported conversation, or were
+# moved out of the main one: said in plain words on the upload result and by the CLI.
+_LEFT_OUT = ("side-lines-set-aside", "parent-cycle")
+_MOVED = ("alternate-branch",)
+
+
+def set_aside_sentences(warnings: Iterable[dict[str, Any]]) -> list[str]:
+    sentences = []
+    for warning in warnings:
+        code, count = warning.get("code", ""), int(warning.get("count", 1))
+        entry = import_warnings.describe(str(code))
+        if entry is None or code not in (*_LEFT_OUT, *_MOVED):
+            continue
+        lines = f"{count:,} line{'s' if count != 1 else ''}"
+        verb = "set aside" if code in _LEFT_OUT else "moved to an alternate conversation"
+        where = f" (first at {warning['where']})" if warning.get("where") else ""
+        sentences.append(f"{lines} {verb}{where}: {entry.meaning}.")
+    return sentences
 
 
 # Import

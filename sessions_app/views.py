@@ -20,6 +20,7 @@ from django.views.decorators.http import require_GET, require_POST
 from django_htmx.middleware import HtmxDetails
 
 from ctxlab.engine import TranscriptError
+from ctxlab.engine.importers.claude_code import FORKS_AFTER_LINE
 from ctxlab.ownership import get_owned_or_404, owned
 
 from . import charts, services
@@ -105,7 +106,8 @@ def _upload_json(upload: Upload) -> dict[str, Any]:
         "reference_tokens": upload.reference_tokens,
         "reported_peak_context": upload.reported_peak_context,
         "secrets": upload.secret_count,
-        "warnings": upload.warnings,
+        "warnings": services.describe_warnings(upload.warnings),
+        "set_aside": services.set_aside_sentences(upload.warnings),
         "url": upload.get_absolute_url(),
     }
 
@@ -242,7 +244,14 @@ def upload_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     template_name = "sessions_app/upload_detail.html"
     if request.htmx and request.htmx.target and request.htmx.target.startswith("conversations-"):
         template_name += "#conversation-rows"
-    return render(request, template_name, {"upload": upload, "page_obj": page, "query": query})
+    context = {
+        "upload": upload,
+        "page_obj": page,
+        "query": query,
+        "warnings": services.describe_warnings(upload.warnings),
+        "set_aside": services.set_aside_sentences(upload.warnings),
+    }
+    return render(request, template_name, context)
 
 
 @require_GET
@@ -297,7 +306,27 @@ def _transcript_summary_json(t: Transcript) -> dict[str, Any]:
     }
 
 
+def _forks_after_line(t: Transcript) -> int | None:
+    """The line an alternate branch forks after (None: not an alternate branch)."""
+    for pair in t.metadata:
+        if len(pair) == 2 and pair[0] == FORKS_AFTER_LINE and str(pair[1]).isdigit():
+            return int(pair[1])
+    return None
+
+
+def _children(t: Transcript) -> tuple[list[Transcript], list[Transcript]]:
+    """``(sub-agent threads, alternate branches)`` of a transcript, in file order."""
+    subagents, alternates = [], []
+    for child in t.children.order_by("position").only(
+        "pk", "title", "conversation_id", "message_count", "metadata"
+    ):
+        child.forks_after_line = _forks_after_line(child)  # type: ignore[attr-defined]
+        (subagents if child.forks_after_line is None else alternates).append(child)  # type: ignore[attr-defined]
+    return subagents, alternates
+
+
 def _transcript_json(t: Transcript) -> dict[str, Any]:
+    subagents, alternates = _children(t)
     return {
         **_transcript_summary_json(t),
         "upload": t.upload_id,
@@ -307,7 +336,18 @@ def _transcript_json(t: Transcript) -> dict[str, Any]:
         "source_file": t.source_file,
         "parent": t.parent_id,
         "parent_conversation_id": t.parent_conversation_id,
-        "children": list(t.children.order_by("position").values_list("pk", flat=True)),
+        "children": [c.pk for c in (*subagents, *alternates)],
+        "forks_after_line": _forks_after_line(t),
+        "alternates": [
+            {
+                "id": c.pk,
+                "title": c.title,
+                "messages": c.message_count,
+                "forks_after_line": c.forks_after_line,  # type: ignore[attr-defined]
+                "url": c.get_absolute_url(),
+            }
+            for c in alternates
+        ],
         "tools": t.tools,
         "compactions": t.compactions,
         "metadata": t.metadata,
@@ -417,6 +457,7 @@ def transcript_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     }
     if request.htmx and request.htmx.target and request.htmx.target.startswith("message-page"):
         return render(request, "sessions_app/transcript_detail.html#message-page", context)
+    subagents, alternates = _children(transcript)
     usage_rows = list(
         transcript.messages.filter(has_usage=True)
         .order_by("index")
@@ -434,9 +475,9 @@ def transcript_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         if usage_rows
         else "",
         usage_points=len(usage_rows),
-        children=transcript.children.order_by("position").only(
-            "pk", "title", "conversation_id", "message_count"
-        ),
+        children=subagents,
+        alternates=alternates,
+        forks_after_line=_forks_after_line(transcript),
         facts={
             "conversation_id": transcript.conversation_id,
             "format": transcript.format,

@@ -113,7 +113,15 @@ class Command(BaseCommand):
         state = "duplicate" if outcome.duplicate else "imported"
         warnings = sum(int(w.get("count", 1)) for w in outcome.warnings)
         extra = f", {warnings} warning(s)" if warnings else ""
-        return self.style.SUCCESS(
+        head = self.style.SUCCESS(
             f"{state} {path}: {outcome.format}, {len(outcome.conversations)} conversation(s), "
             f"{messages} messages{extra}"
         )
+        # Plain words for lines left out of the conversation, then each warning by name.
+        details = [self.style.WARNING(f"  {sentence}") for sentence in outcome.set_aside]
+        for w in outcome.described_warnings:
+            count = f" x{w['count']}" if int(w.get("count", 1)) != 1 else ""
+            where = f" ({w['where']})" if w.get("where") else ""
+            label = f"{w['label']}: " if w.get("label") else ""
+            details.append(f"  warning{count}: {label}{w['message']}{where}")
+        return "\n".join([head, *details])
