@@ -136,6 +136,8 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
             ],
+            # num / when: one number and time format on every page (ctxlab/display.py)
+            "builtins": ["ctxlab.templatetags.display"],
         },
     },
 ]
@@ -189,6 +191,12 @@ MEDIA_ROOT = DATA_DIR / "media"
 # ---------------------------------------------------------------------------------------------
 
 CTXLAB_MAX_UPLOAD_BYTES = env_int("CTXLAB_MAX_UPLOAD_BYTES", 200 * 1024 * 1024)
+# Largest request body `manage.py serve` reads (one file per upload request, as the upload
+# page posts them, plus the form around it); refused with 413 as soon as it is crossed.
+# Bodies over 64 KiB are read only for a logged-in session (ctxlab/bounded_server.py).
+CTXLAB_MAX_REQUEST_BYTES = env_int(
+    "CTXLAB_MAX_REQUEST_BYTES", CTXLAB_MAX_UPLOAD_BYTES + 1024 * 1024
+)
 # Uploads larger than this are streamed to a temp file instead of memory.
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = CTXLAB_MAX_UPLOAD_BYTES

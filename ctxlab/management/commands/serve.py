@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from daphne.management.commands.runserver import Command as DaphneRunserver
 from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 
+from ctxlab.bounded_server import BoundedServer
 from ctxlab.embedded import embedded_broker, start_embedded_worker
 
 
@@ -30,5 +32,10 @@ class Command(BaseCommand):
                 "run `celery -A ctxlab.celery worker` separately."
             )
         # The reloader would fork a second process without the worker; memory:// cannot
-        # cross processes, so serve from this one.
-        call_command("runserver", addrport, use_reloader=False)
+        # cross processes, so serve from this one. Daphne's runserver, with request bodies
+        # streamed to disk and checked before they are read (ctxlab.bounded_server).
+        call_command(_BoundedRunserver(), addrport, use_reloader=False)
+
+
+class _BoundedRunserver(DaphneRunserver):
+    server_cls = BoundedServer
