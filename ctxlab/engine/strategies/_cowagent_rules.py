@@ -58,10 +58,18 @@ DEFAULT_MODEL_WINDOW = 128_000
 @dataclass(frozen=True, slots=True)
 class CowMsg:
     """One entry of CowAgent's message list. ``src`` is the source message index, or
-    ``None`` for a message CowAgent synthesised (session repair)."""
+    ``None`` for a message CowAgent synthesised (session repair). ``members`` lists every
+    source index of a merged message (``merge_tool_results``), ``src`` first."""
 
     src: int | None
     msg: Message
+    members: tuple[int, ...] = ()
+
+    @property
+    def sources(self) -> tuple[int, ...]:
+        if self.members:
+            return self.members
+        return () if self.src is None else (self.src,)
 
 
 # -- token estimate (Agent._estimate_message_tokens) ----------------------------------------
@@ -146,6 +154,58 @@ def to_cow(src: int, msg: Message) -> CowMsg:
     if msg.role is Role.TOOL:
         msg = replace(msg, role=Role.USER)
     return CowMsg(src, msg)
+
+
+def is_results_only(msg: Message) -> bool:
+    """A user (or tool-role) message holding nothing but tool_result blocks."""
+    return (
+        msg.role in (Role.USER, Role.TOOL)
+        and bool(msg.blocks)
+        and all(b.kind is BlockKind.TOOL_RESULT for b in msg.blocks)
+    )
+
+
+def merge_tool_results(
+    rows: Sequence[CowMsg], results_only: Sequence[bool] | None = None
+) -> list[CowMsg]:
+    """CowAgent stores the results of one reply's tool calls as ONE user message
+    (``agent_stream.py``: ``tool_result_blocks`` appended once): a run of consecutive
+    results-only rows becomes one row whose blocks are theirs in order. ``results_only``:
+    ``is_results_only`` of each row, when the caller has it already."""
+    flags = results_only if results_only is not None else [is_results_only(r.msg) for r in rows]
+    out: list[CowMsg] = []
+    prev_flag = False
+    for row, flag in zip(rows, flags, strict=True):
+        prev = out[-1] if out else None
+        merge = flag and prev_flag and prev is not None and prev.src is not None
+        prev_flag = flag
+        if merge and prev is not None and row.src is not None:
+            merged = replace(prev.msg, blocks=prev.msg.blocks + row.msg.blocks)
+            out[-1] = CowMsg(prev.src, merged, (*prev.sources, row.src))
+        else:
+            out.append(row)
+    return out
+
+
+def split_merged(
+    row: CowMsg, new: Message, originals: dict[int, Message]
+) -> dict[int, tuple[Block, ...]]:
+    """The blocks of each member of a merged row after CowAgent changed the merged message
+    ``new``: tool results are matched back to their member in order (a member whose
+    results all went has no blocks); synthetic blocks the session repair prepended go to
+    the first member."""
+    synthetic = tuple(b for b in new.blocks if b.raw_type == "synthetic")
+    rest = [b for b in new.blocks if b.raw_type != "synthetic"]
+    out: dict[int, tuple[Block, ...]] = {}
+    k = 0
+    for n, src in enumerate(row.sources):
+        kept: list[Block] = list(synthetic) if n == 0 else []
+        for block in originals[src].blocks:
+            if k < len(rest) and rest[k].tool_id == block.tool_id:
+                kept.append(rest[k])
+                k += 1
+        out[src] = tuple(kept)
+    return out
 
 
 def has_kind(msg: Message, kind: BlockKind) -> bool:

@@ -2,13 +2,18 @@
 asynchronous daily-memory summary injected into the first kept user message.
 
 Where it runs (``agent/protocol/agent_stream.py``): tool results are capped at 50 000 chars
-when created; once per user request (the new query is appended, then ``_trim_messages``,
-then ``sanitize_claude_messages``) earlier tool results are cut to 20 000 chars (head only),
+when created, and the results of one reply's tool calls are ONE user message (consecutive
+results-only transcript messages are held merged, so the adjacency check sees every id
+answered); once per user request, as its query is appended (two queries in a row: two
+trims), ``_trim_messages`` runs, then ``sanitize_claude_messages``, which also runs before
+every LLM call; earlier tool results are cut to 20 000 chars (head only),
 more than ``agent_max_context_turns`` turns drop the oldest half, and a token budget
 (``agent_max_context_tokens`` + system prompt, within when ``<=``) either compresses every
 turn to text when there are fewer than 5 turns, or drops the oldest half once (no loop).
 Dropped turns go to the memory summariser in a background thread; its summary lands in the
-first kept user message from the next request on (recorded as pending). An answer of 无
+first kept user message from the next LLM call on (recorded as pending), written into its
+text: a later flush summarises that text, earlier summary included (ctxlab shows the
+injection as the summary zone beside the message). An answer of 无
 (or nothing) means no summary: the turns are simply gone. A provider overflow (simulated
 with the reference tokenizer against the model window) triggers the aggressive trim, then
 clears the whole history if that is not enough.
@@ -21,7 +26,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..findings import check_summary_size
-from ..model import BlockKind, Message, Role, ToolDef
+from ..model import Block, BlockKind, Message, Role, ToolDef
 from ..params import Param
 from ..records import Fate
 from ..summarizers import MaterialItem, PromptMessage, SummaryRequest
@@ -30,7 +35,7 @@ from ._cowagent_rules import CowMsg
 from .base import Strategy
 
 if TYPE_CHECKING:
-    from ..context import ReplayContext
+    from ..context import Action, ReplayContext
 
 
 class CowAgentStrategy(Strategy):
@@ -143,23 +148,92 @@ class CowAgentStrategy(Strategy):
 
     # --- state --------------------------------------------------------------------------
     def prepare(self, ctx: ReplayContext) -> None:
-        self._new_request = False
         self._flushed: frozenset[str] = frozenset()
         self._inj_target: int | None = None
         self._inj_text = ""  # the target's first text block as injected
-        self._row_cache: dict[int, tuple[Message, CowMsg]] = {}
+        self._inj_prefix = ""  # what the injection put in front of the stored text
+        self._row_cache: dict[int, tuple[Message, CowMsg, bool]] = {}
+        self._clean: tuple[int, int] | None = None  # (live length, last index) found clean
 
     def _rows(self, ctx: ReplayContext) -> list[CowMsg]:
+        """CowAgent's message list: the results of one reply's tool calls are one user
+        message (``merge_tool_results``), and the injected summary is part of its target's
+        text (written in place by the summary callback, so a later flush summarises it)."""
         # Each message's row is kept until the message is replaced (rows are immutable).
         cache = self._row_cache
         out: list[CowMsg] = []
+        flags: list[bool] = []
         for i in ctx.live:
             msg = ctx.message(i)
             hit = cache.get(i)
             if hit is None or hit[0] is not msg:
-                hit = cache[i] = (msg, cow.to_cow(i, msg))
+                row = cow.to_cow(i, msg)
+                hit = cache[i] = (msg, row, cow.is_results_only(row.msg))
             out.append(hit[1])
-        return out
+            flags.append(hit[2])
+        target = self._inj_target
+        if target is not None and ctx.alive[target]:
+            out = [self._with_injection(r) if r.src == target else r for r in out]
+        return cow.merge_tool_results(out, flags)
+
+    def _with_injection(self, row: CowMsg) -> CowMsg:
+        blocks = list(row.msg.blocks)
+        for j, b in enumerate(blocks):
+            if b.kind is BlockKind.TEXT:
+                blocks[j] = replace(b, text=self._inj_prefix + b.text)
+                break
+        return CowMsg(row.src, replace(row.msg, blocks=tuple(blocks)))
+
+    def _stored(self, ctx: ReplayContext, src: int, blocks: tuple[Block, ...]) -> Message:
+        """The source message holding ``blocks`` as CowAgent changed them, with the
+        injected summary taken out again (it is kept beside the message, as the summary)."""
+        if src == self._inj_target and self._inj_prefix:
+            for j, b in enumerate(blocks):
+                if b.kind is BlockKind.TEXT:
+                    if b.text.startswith(self._inj_prefix):
+                        fixed = replace(b, text=b.text[len(self._inj_prefix) :])
+                        blocks = (*blocks[:j], fixed, *blocks[j + 1 :])
+                    break
+        return replace(ctx.message(src), blocks=blocks)
+
+    def _write_back(
+        self,
+        ctx: ReplayContext,
+        act: Action,
+        before: Sequence[CowMsg],
+        after: Sequence[CowMsg],
+        *,
+        changed: Fate = Fate.TRUNCATED,
+        removed: Fate = Fate.DROPPED,
+    ) -> None:
+        """Apply CowAgent's new message list ``after`` (made from ``before``) to the live
+        context: a row that is gone takes all its sources with it; a changed row writes
+        each source's new blocks (a merged row split back by tool id)."""
+        now = {r.src: r for r in after if r.src is not None}
+        for row in before:
+            if row.src is None:
+                continue
+            new = now.get(row.src)
+            if new is None:
+                self._clean = None
+                act.remove(list(row.sources), removed)
+                continue
+            if new.msg.blocks == row.msg.blocks:
+                continue
+            if _shape(new.msg) != _shape(row.msg):
+                self._clean = None  # tool ids moved: the sanitiser must look again
+            if row.members:
+                originals = {i: ctx.message(i) for i in row.members}
+                parts = cow.split_merged(row, new.msg, originals)
+            else:
+                parts = {row.src: new.msg.blocks}
+            for src, blocks in parts.items():
+                if not blocks:
+                    act.remove([src], removed)
+                    continue
+                stored = self._stored(ctx, src, blocks)
+                if stored != ctx.message(src):
+                    act.replace(src, stored, changed)
 
     # --- hooks --------------------------------------------------------------------------
     def after_append(self, ctx: ReplayContext, index: int) -> None:
@@ -175,31 +249,32 @@ class CowAgentStrategy(Strategy):
             with ctx.action("truncate", reason="tool result capped at creation", limit=cap) as act:
                 act.replace(index, replace(msg, blocks=blocks), Fate.TRUNCATED)
         if cow.is_user_query(cow.to_cow(index, msg).msg):
-            self._new_request = True
+            # run_stream: each user request appends its query, then trims and sanitises
+            # (two queries in a row are two requests: trimmed twice).
+            self._trim(ctx)
 
     def before_call(self, ctx: ReplayContext) -> None:
-        if self._new_request:
-            self._new_request = False
-            self._trim(ctx)
+        # _call_llm_stream: every LLM call sanitises first, then may overflow.
+        self._sanitize(ctx)
         if self.params["simulate_overflow"] and ctx.request_ref() > self.window(ctx):
             self._overflow(ctx)
 
     # --- _trim_messages -----------------------------------------------------------------
     def _trim(self, ctx: ReplayContext) -> None:
+        """``_trim_messages`` then ``sanitize_claude_messages``, once per user request (run
+        as its query is appended). A background summary scheduled by an earlier request
+        has landed by now (it is due from the LLM call after the one it was started for)."""
+        ctx.run_pending()
         limit = int(self.params["history_result_max_chars"])
-        rows, cuts = cow.truncate_historical_tool_results(self._rows(ctx), limit=limit)
+        before = self._rows(ctx)
+        rows, cuts = cow.truncate_historical_tool_results(before, limit=limit)
         if cuts:
             with ctx.action(
                 "truncate", reason="historical tool result cut (head only)", limit=limit,
                 cuts=[{"message": c.src, "before": c.before_chars, "after": c.after_chars}
                       for c in cuts],
             ) as act:  # fmt: skip
-                for src in dict.fromkeys(c.src for c in cuts):
-                    if src is not None:
-                        new = next(r.msg for r in rows if r.src == src)
-                        act.replace(
-                            src, replace(ctx.message(src), blocks=new.blocks), Fate.TRUNCATED
-                        )
+                self._write_back(ctx, act, before, rows)
         turns = cow.split_turns(rows)
         if not turns:
             return
@@ -233,16 +308,7 @@ class CowAgentStrategy(Strategy):
             turns=len(turns), estimate=current + ctx.system_tokens, budget=budget,
         ) as act:  # fmt: skip
             for turn in turns:
-                kept = {r.src: r.msg for r in cow.compress_turn_to_text_only(turn)}
-                for row in turn:
-                    if row.src is None:
-                        continue
-                    if row.src in kept:
-                        new = replace(ctx.message(row.src), blocks=kept[row.src].blocks)
-                        if new != ctx.message(row.src):
-                            act.replace(row.src, new, Fate.TRUNCATED)
-                    else:
-                        act.remove([row.src], Fate.DROPPED)
+                self._write_back(ctx, act, turn, cow.compress_turn_to_text_only(turn))
         self._check_injection_target(ctx)
 
     def _drop_turns(
@@ -258,11 +324,10 @@ class CowAgentStrategy(Strategy):
         rows = [r for turn in dropped for r in turn]
         summary, flushed, record_id = self._flush(ctx, rows, reason="trim")
         with ctx.action(kind, reason=reason, dropped_turns=len(dropped), **detail) as act:
+            self._clean = None
             for row in rows:
-                if row.src is None:
-                    continue
                 fate = Fate.SUMMARISED if summary and row.src in flushed else Fate.DROPPED
-                act.remove([row.src], fate)
+                act.remove(list(row.sources), fate)
             act.summary_id = record_id
         self._check_injection_target(ctx)
         if summary:
@@ -323,16 +388,19 @@ class CowAgentStrategy(Strategy):
         if target is None:
             ctx.emit("summary_not_injected", summary_id=record_id, reason="no kept user text")
             return
-        replaced_srcs = [r.src for r in replaced if r.src is not None]
+        replaced_srcs = [i for r in replaced for i in r.sources]
 
         def apply(c: ReplayContext) -> None:
             self._inject(c, summary, turns, target, record_id, replaced_srcs)
 
         if self.params["summary_injection"] == "sync":
             apply(ctx)
-        else:
+        else:  # scheduled as the query is appended: lands from the next LLM call on
             ctx.defer(
-                "summary_injection", f"memory summary of {turns} turns -> message {target}", apply
+                "summary_injection",
+                f"memory summary of {turns} turns -> message {target}",
+                apply,
+                skip_next=True,
             )
 
     def _inject(
@@ -366,7 +434,7 @@ class CowAgentStrategy(Strategy):
         ) as act:  # fmt: skip
             ctx.set_summary(summary, tokens=tokens, rendered=rendered, summary_id=record_id)
             act.summary_id = record_id
-        self._inj_target, self._inj_text = target, injected
+        self._inj_target, self._inj_text, self._inj_prefix = target, injected, rendered
         check_summary_size(
             ctx, summary_rendered=rendered, replaced=replaced, summary_id=record_id,
             previous_ref=previous_ref,
@@ -375,52 +443,48 @@ class CowAgentStrategy(Strategy):
     def _check_injection_target(self, ctx: ReplayContext) -> None:
         """An injected summary lives inside its message: it leaves with it."""
         if self._inj_target is not None and not ctx.alive[self._inj_target]:
-            self._inj_target, self._inj_text = None, ""
+            self._inj_target, self._inj_text, self._inj_prefix = None, "", ""
             ctx.set_summary("", tokens=0, rendered="", summary_id=None)
 
     # --- sanitize_claude_messages -------------------------------------------------------
     def _sanitize(self, ctx: ReplayContext) -> None:
-        if _sanitize_is_noop(ctx):
+        # Every LLM call sanitises. Only appends happen between two calls unless this
+        # strategy acted, so a history found clean needs only its new tail checked.
+        live = ctx.live
+        start = 0
+        clean = self._clean
+        if clean is not None and clean[0] <= len(live) and live[clean[0] - 1] == clean[1]:
+            start = clean[0] - 1
+        if _sanitize_is_noop(ctx, start):
+            self._clean = (len(live), live[-1]) if live else None
             return
+        self._clean = None
         rows = self._rows(ctx)
         out, removed, repairs = cow.sanitize(rows)
         if not removed and not repairs:
             return
-        kept = {r.src: r.msg for r in out if r.src is not None}
         synthetic = [b.tool_id for r in out for b in r.msg.blocks if b.raw_type == "synthetic"]
         with ctx.action(
             "sanitize", reason="sanitize_claude_messages repaired tool pairing",
             removed=removed, repairs=repairs, synthetic_results=synthetic, always=True,
         ) as act:  # fmt: skip
-            for row in rows:
-                src = row.src
-                if src is None:
-                    continue
-                if src not in kept:
-                    act.remove([src], Fate.DROPPED)
-                elif kept[src].blocks != row.msg.blocks:
-                    act.replace(
-                        src, replace(ctx.message(src), blocks=kept[src].blocks), Fate.TRUNCATED
-                    )
+            self._write_back(ctx, act, rows, out)
         self._check_injection_target(ctx)
 
     # --- provider overflow --------------------------------------------------------------
     def _overflow(self, ctx: ReplayContext) -> None:
+        self._clean = None
         window = self.window(ctx)
         before = ctx.request_ref()
         self._flush(ctx, self._rows(ctx), reason="overflow")  # written to memory, not injected
-        rows, truncated, removed_turns = cow.aggressive_trim(self._rows(ctx))
-        kept = {r.src: r.msg for r in rows}
+        view = self._rows(ctx)
+        rows, truncated, removed_turns = cow.aggressive_trim(view)
         with ctx.action(
             "overflow_trim", reason="provider context-length error: aggressive trim and retry",
             reference=before, window=window, truncated_blocks=truncated,
             removed_turns=removed_turns,
         ) as act:  # fmt: skip
-            for i in list(ctx.live):
-                if i not in kept:
-                    act.remove([i], Fate.DROPPED)
-                elif kept[i].blocks != ctx.message(i).blocks:
-                    act.replace(i, replace(ctx.message(i), blocks=kept[i].blocks), Fate.TRUNCATED)
+            self._write_back(ctx, act, view, rows)
         self._check_injection_target(ctx)
         if (truncated or removed_turns) and ctx.request_ref() <= window:
             return
@@ -432,10 +496,16 @@ class CowAgentStrategy(Strategy):
         self._check_injection_target(ctx)
 
 
-def _sanitize_is_noop(ctx: ReplayContext) -> bool:
+def _shape(msg: Message) -> tuple[tuple[BlockKind, str], ...]:
+    return tuple((b.kind, b.tool_id) for b in msg.blocks)
+
+
+def _sanitize_is_noop(ctx: ReplayContext, start: int = 0) -> bool:
     """True when ``cow.sanitize`` would change nothing, read off the context's ledgers:
     every tool_use answered in the very next message (a user or tool message holding all
-    its ids), no leading tool-result-only user message, no unmatched tool id."""
+    its ids, with the results-only messages after it: CowAgent holds them as one), no
+    leading tool-result-only user message, no unmatched tool id. Assistant messages
+    before live position ``start`` are known to be answered."""
     if ctx.live_tools.unmatched:
         return False
     live = ctx.live
@@ -449,7 +519,8 @@ def _sanitize_is_noop(ctx: ReplayContext) -> bool:
     ):
         return False
     last = len(live) - 1
-    for k, i in enumerate(live):
+    for k in range(start, len(live)):
+        i = live[k]
         uses = ctx.ids(i)[0]
         if not uses or ctx.message(i).role is not Role.ASSISTANT:
             continue
@@ -458,7 +529,12 @@ def _sanitize_is_noop(ctx: ReplayContext) -> bool:
         j = live[k + 1]
         if ctx.message(j).role not in (Role.USER, Role.TOOL):
             return False
-        results = ctx.ids(j)[1]
+        results = set(ctx.ids(j)[1])
+        if cow.is_results_only(ctx.message(j)):  # merged with the results-only run after it
+            m = k + 2
+            while m < len(live) and cow.is_results_only(ctx.message(live[m])):
+                results.update(ctx.ids(live[m])[1])
+                m += 1
         if any(t not in results for t in uses):
             return False
     return True

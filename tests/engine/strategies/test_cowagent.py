@@ -435,7 +435,7 @@ def _golden(
     [
         pytest.param(
             {},
-            {"drop_turns": 1, "summary_injected": 1, "truncate": 3},
+            {"drop_turns": 1, "summary_injected": 1, "truncate": 2},  # no event for a no-op re-cut
             {},
             {"truncate": 21, "drop_turns": 51, "summary_injected": 52},
             id="defaults-budget-drop",
@@ -458,3 +458,106 @@ def test_golden_sniffly(
     res, got_kinds, got_findings, got_firsts = _golden(params)
     assert (got_kinds, got_findings, got_firsts) == (kinds, findings, firsts)
     assert len(res.steps) == 62  # type: ignore[attr-defined]
+
+
+# -- issue 14: CowAgent divergences 3-5, each from its minimal case ---------------------------
+
+
+def _tool_result(tool_id: str, text: str = "ok") -> Message:
+    return Message(Role.TOOL, (Block(BlockKind.TOOL_RESULT, tool_id=tool_id, text=text),))
+
+
+def test_parallel_results_are_one_message_so_adjacency_holds() -> None:
+    """Divergence 3: agent_stream.py stores the results of one reply's tool calls as ONE
+    user message, so message_utils' adjacency check sees every id answered. Two parallel
+    calls with their results as two transcript messages, defaults: nothing is modified
+    and the request counts 1 (sys) + 1 (q1) + 2 x 53 (tool_use) + 2 x 31 (results)
+    + 2 (done) + 1 (q2) = 173 (a synthetic "Missing tool_result" block would add 63)."""
+    msgs = (
+        Message(Role.SYSTEM, (Block(BlockKind.TEXT, text="sys"),)),
+        user("q1"),
+        assistant("", "a", "b"),
+        _tool_result("a"),
+        _tool_result("b"),
+        assistant("done"),
+        user("q2"),
+        assistant("fin"),
+    )
+    res = run(Conversation("c", "t", msgs), "cowagent")
+    assert res.events == []
+    assert [s.tokens.strategy for s in res.steps] == [2, 170, 173]
+    assert res.steps[-1].context == ((0, 7),)
+
+
+def test_merge_tool_results_and_split_back() -> None:
+    merged = cow.merge_tool_results(
+        rows(user("q"), assistant("", "a", "b"), result("a", "A"), result("b", "B"), user("n"))
+    )
+    assert [r.sources for r in merged] == [(0,), (1,), (2, 3), (4,)]
+    row = merged[2]
+    assert [b.tool_id for b in row.msg.blocks] == ["a", "b"]
+    # the session repair prepends a synthetic block; a cut changes b's text
+    synthetic = cow.repair_adjacency(
+        [CowMsg(None, assistant("", "a", "b", "c")), CowMsg(row.src, row.msg, row.members)]
+    )
+    assert synthetic == 1
+    new_blocks = (
+        Block(BlockKind.TOOL_RESULT, tool_id="c", raw_type="synthetic"),
+        row.msg.blocks[0],
+        Block(BlockKind.TOOL_RESULT, tool_id="b", text="cut"),
+    )
+    parts = cow.split_merged(
+        row, Message(Role.USER, new_blocks), {2: result("a", "A"), 3: result("b", "B")}
+    )
+    assert [[b.tool_id for b in blocks] for blocks in parts.values()] == [["c", "a"], ["b"]]
+    assert parts[3][0].text == "cut"
+
+
+def test_injected_summary_is_in_the_text_a_later_flush_summarises() -> None:
+    """Divergence 4: the summary callback writes the summary into the first kept user
+    message's text; when that turn is dropped later, the next flush summarises that text,
+    the earlier summary included. agent_max_context_turns=2, turns of one query + reply."""
+    from builders import EchoSummarizer
+
+    msgs: list[Message] = [Message(Role.SYSTEM, (Block(BlockKind.TEXT, text="sys"),))]
+    for k in range(4):
+        msgs += [user(f"query {k}"), assistant(f"answer {k}")]
+    echo = EchoSummarizer("FIRST SUMMARY")
+    res = run(
+        Conversation("c", "t", tuple(msgs)),
+        "cowagent",
+        params={"agent_max_context_turns": 2},
+        summarizer=echo,  # type: ignore[arg-type]
+    )
+    assert len(echo.requests) == 2
+    first, second = (r.messages[0].text for r in echo.requests)
+    assert "用户: query 0\n助手: answer 0" in first
+    # the second flush drops turn 1, whose query now carries the first summary in place
+    assert (
+        "用户: [System: Previous conversation summary — 1 turns were compacted]\n\n"
+        "FIRST SUMMARY\n\nThe recent conversation continues below.\n\n---\n\nquery 1" in second
+    )
+    injected = [e for e in res.events if e.kind == "summary_injected"]
+    assert [e.detail["target"] for e in injected] == [3]  # the second lands after the end
+    assert res.steps[-1].pending
+
+
+def test_two_queries_in_a_row_are_trimmed_twice() -> None:
+    """Divergence 5: each run_stream call appends its query, then trims. Six 30-token
+    turns (181 with the system prompt, within 200), then two queries in a row, A of 150
+    tokens and B of 1, agent_max_context_tokens=200: A's trim drops 3 of 7 turns (241 is
+    still over), B's trim drops 2 of 5. Trimming once for both would drop 4 of 8."""
+    msgs: list[Message] = [Message(Role.SYSTEM, (Block(BlockKind.TEXT, text="s"),))]
+    for k in range(6):
+        msgs += [user(f"q{k}".ljust(56, ".")), assistant(f"a{k}".ljust(56, "."))]
+    msgs += [user("A".ljust(596, ".")), user("B"), assistant("end")]
+    assert cow.estimate_message(msgs[1]) == 15 and cow.estimate_message(msgs[13]) == 150
+    res = run(
+        Conversation("c", "t", tuple(msgs)),
+        "cowagent",
+        params={"agent_max_context_tokens": 200, "memory_enabled": False},
+    )
+    drops = [e for e in res.steps[-1].events if "dropped_turns" in e.detail]
+    assert [(e.detail["turns"], e.detail["dropped_turns"]) for e in drops] == [(7, 3), (5, 2)]
+    assert res.steps[-1].context_indexes == [0, 11, 12, 13, 14]
+    assert res.steps[-1].tokens.strategy == 1 + 30 + 150 + 1
