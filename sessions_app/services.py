@@ -133,6 +133,8 @@ def describe_warnings(warnings: Iterable[dict[str, Any]]) -> list[dict[str, Any]
         item = dict(warning)
         if entry is not None:
             item.update(label=entry.label, meaning=entry.meaning)
+            # Already said in plain words by set_aside_sentences (pages show it once).
+            item["set_aside"] = entry.code in (*_LEFT_OUT, *_MOVED)
         described.append(item)
     return described
 

@@ -25,21 +25,25 @@ pytestmark = pytest.mark.django_db
 def test_branch_trap_upload_keeps_the_main_thread_and_says_what_was_set_aside(
     alice: Any, alice_client: Client
 ) -> None:
+    duplicate_keys = b'[{"role": "user", "content": "a", "content": "b"}]'
+    files = [
+        SimpleUploadedFile("trap.jsonl", branch_trap_session()),
+        SimpleUploadedFile("dup.json", duplicate_keys),
+    ]
     response = alice_client.post(
-        reverse("upload-create"),
-        {"files": [SimpleUploadedFile("trap.jsonl", branch_trap_session())], "format": ""},
-        HTTP_HX_REQUEST="true",
+        reverse("upload-create"), {"files": files, "format": ""}, HTTP_HX_REQUEST="true"
     )
     html = response.content.decode()
-    assert "6 lines set aside (first at line 336)" in html
-    assert "side lines set aside</strong>" in html  # the catalogue label, not just a message
-    main = Transcript.objects.get(owner=alice, parent=None)
+    assert html.count("6 lines set aside (first at line 336)") == 1  # said once, plainly
+    assert "the model never saw them" in html
+    assert "<strong>duplicate JSON key</strong>" in html  # other warnings by catalogue label
+    main = Transcript.objects.get(owner=alice, parent=None, upload__name="trap.jsonl")
     assert (main.message_count, main.title) == (224, "Refactor the parser to stream lines")
     agent = Transcript.objects.get(owner=alice, parent=main)
     assert agent.title == "Find every caller of parse()"
 
     listing = alice_client.get(reverse("transcript-list") + "?format=json").json()
-    (upload,) = listing["uploads"]
+    (upload,) = [u for u in listing["uploads"] if u["name"] == "trap.jsonl"]
     (warning,) = upload["warnings"]
     assert (warning["code"], warning["count"], warning["label"]) == (
         "side-lines-set-aside",

@@ -270,6 +270,7 @@ def _conversations(
     side: list[tuple[Conversation, str]] = []
     alternates: list[Conversation] = []
     conv_of: dict[int, str] = {}  # thread index -> conversation id
+    title_of: dict[int, str] = {}
     for index, thread in enumerate(threads):
         built = _thread(thread.nodes, name, warnings)
         if built is None:
@@ -299,7 +300,12 @@ def _conversations(
         uuid8 = as_str(first.get("uuid"))[:8]
         if thread.fork is not None:
             conv_id = f"{sid}~alt-{uuid8}"
-            title = f"alternate branch at line {thread.fork.line}: {title}"
+            # Its own first request, else what it is an alternate of (a regenerated answer).
+            asked = title_from(messages, fallback="")
+            of = title_of.get(thread.forked_from, "")
+            title = f"alternate branch at line {thread.fork.line}" + (
+                f": {asked}" if asked else f" of “{of}”" if of else f": {title}"
+            )
             meta += [
                 (ALTERNATE_OF, alternate_of or ""),
                 (FORKS_AFTER_LINE, str(thread.fork.line)),
@@ -309,7 +315,7 @@ def _conversations(
             conv_id = f"{sid}/agent-{agent}"
         else:
             conv_id = sid if not main else f"{sid}~{uuid8}"
-        conv_of[index] = conv_id
+        conv_of[index], title_of[index] = conv_id, title
         conv = Conversation(
             id=conv_id,
             title=title,

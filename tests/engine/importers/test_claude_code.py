@@ -200,7 +200,7 @@ def test_claude_code_rewind_keeps_newest_branch_and_the_old_one_as_an_alternate(
     assert alternate.parent_id == main.id and alternate.id == "s1~alt-a1"
     assert dict(alternate.metadata)["alternate_of"] == main.id
     assert dict(alternate.metadata)["forks_after_line"] == "1"
-    assert alternate.title.startswith("alternate branch at line 1")
+    assert alternate.title == "alternate branch at line 1 of “q”"
     (warning,) = parsed.warnings
     assert (warning.code, warning.count, warning.where) == ("alternate-branch", 1, "line 2")
 
