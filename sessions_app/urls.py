@@ -8,6 +8,11 @@ urlpatterns = [
     path("transcripts/", views.transcript_list, name="transcript-list"),
     path("transcripts/upload/", views.upload_create, name="upload-create"),
     path("transcripts/<int:pk>/", views.transcript_detail, name="transcript-detail"),
+    path(
+        "transcripts/<int:pk>/messages/<int:index>/blocks/<int:block>/text/",
+        views.message_block_text,
+        name="message-block-text",
+    ),
     path("transcripts/files/<int:pk>/", views.upload_detail, name="upload-detail"),
     path("transcripts/files/<int:pk>/download/", views.upload_download, name="upload-download"),
     path("transcripts/files/<int:pk>/reparse/", views.upload_reparse, name="upload-reparse"),

@@ -6,12 +6,11 @@ Every page has a JSON twin (``?format=json``).
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django.core.paginator import Page, Paginator
 from django.db.models import Exists, F, OuterRef, Q, QuerySet
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.http import content_disposition_header
@@ -23,7 +22,7 @@ from ctxlab.engine import TranscriptError
 from ctxlab.engine.importers.claude_code import FORKS_AFTER_LINE
 from ctxlab.ownership import get_owned_or_404, owned
 
-from . import charts, services
+from . import charts, huge, services
 from .forms import UploadForm
 from .models import Message, Transcript, Upload
 from .uploads import SizeLimitUploadHandler
@@ -360,7 +359,7 @@ def _message_json(m: Message, default_file: str) -> dict[str, Any]:
     return {
         "index": m.index,
         "role": m.role,
-        "blocks": m.blocks,
+        "blocks": huge.clipped_blocks(m.blocks, transcript_id=m.transcript_id, index=m.index),
         "reference_tokens": m.reference_tokens,
         "source": {
             "file": default_file if m.source_file is None else m.source_file,
@@ -389,19 +388,58 @@ def _message_json(m: Message, default_file: str) -> dict[str, Any]:
 
 
 def _display_blocks(m: Message) -> list[dict[str, Any]]:
-    """Blocks as the template shows them: codec dicts plus a few display-only facts."""
+    """Blocks as the template shows them: codec dicts plus a few display-only facts.
+
+    A huge text or tool input shows as its head and tail (``huge_text`` / ``huge_input``:
+    size and the full-text link), never whole."""
     shown = []
-    for block in m.blocks:
+    for b, block in enumerate(m.blocks):
         item = dict(block)
         item.setdefault("text", "")
-        if block.get("kind") == "tool_use":
-            value = block.get("tool_input")
-            item["input_json"] = (
-                value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, indent=2)
-            )
         item["chars"] = len(item["text"])
+        url = huge.full_text_url(m.transcript_id, m.index, b, "text", None)
+        item["huge_text"] = huge.clip(item["text"], url)
+        if item["huge_text"]:
+            item["text"] = item["huge_text"]["head"]
+        if block.get("kind") == "tool_use":
+            item["input_json"] = huge.field_text(block, "input")
+            url = huge.full_text_url(m.transcript_id, m.index, b, "input", None)
+            item["huge_input"] = huge.clip(item["input_json"], url)
+            if item["huge_input"]:
+                item["input_json"] = item["huge_input"]["head"]
         shown.append(item)
     return shown
+
+
+@require_GET
+def message_block_text(request: HttpRequest, pk: int, index: int, block: int) -> HttpResponse:
+    """One block's full text (``?field=text|input``, ``&part=N`` for a tool result's part)
+    as UTF-8 plain text; ``?start=&length=`` pages through it in characters,
+    ``?download=1`` saves it as a file."""
+    transcript = get_owned_or_404(Transcript.objects.only("pk", "owner"), request.user, pk=pk)
+    message = transcript.messages.filter(index=index).only("blocks").first()
+    field = request.GET.get("field", "text")
+    try:
+        blocks = message.blocks if message is not None else []
+        target = blocks[block]
+        if request.GET.get("part") not in (None, ""):
+            target = (target.get("parts") or [])[int(request.GET["part"])]
+        start = max(0, int(request.GET.get("start", 0)))
+        length = int(request.GET["length"]) if request.GET.get("length") else None
+    except (IndexError, ValueError, TypeError, AttributeError):
+        raise Http404("no such block") from None
+    if field not in huge.FIELDS:
+        raise Http404("field is text or input")
+    text = huge.field_text(target, field)
+    piece = text[start:] if length is None else text[start : start + max(0, length)]
+    response = HttpResponse(piece, content_type="text/plain; charset=utf-8")
+    response["X-Total-Chars"] = str(len(text))
+    name = f"transcript-{transcript.pk}-message-{index}-block-{block}-{field}.txt"
+    disposition = "attachment" if request.GET.get("download") else "inline"
+    response["Content-Disposition"] = content_disposition_header(
+        disposition == "attachment", name
+    )
+    return response
 
 
 def _message_page(request: HttpRequest, transcript: Transcript) -> tuple[Page[Message], int]:
