@@ -187,7 +187,11 @@ def compare_curves(runs: Sequence[RunCurve]) -> dict[str, Any]:
     """Reference-tokenizer curves of several runs (one estimator for all, so they compare),
     each with its events; the strategy estimates are there but hidden (legend toggles)."""
     data: list[dict[str, Any]] = []
-    layout = _layout(yaxis_title="context tokens (reference cl100k)", height=420)
+    layout = _layout(yaxis_title="context (tokens, reference cl100k)", height=460)
+    # One legend entry per run: its curve, own-estimate curve and event markers share a
+    # legend group, so the entry toggles all three (issue 13: legible with 6 runs).
+    layout["legend"] = {"orientation": "h", "y": -0.18, "groupclick": "togglegroup"}
+    layout["margin"] = {**layout["margin"], "b": 90}
     for i, run in enumerate(runs):
         colour = RUN_COLOURS[i % len(RUN_COLOURS)]
         group = f"run{i}"
@@ -200,9 +204,10 @@ def compare_curves(runs: Sequence[RunCurve]) -> dict[str, Any]:
                 run.series.steps,
                 run.series.strategy,
                 colour,
-                line={"dash": "dot"},
+                line={"dash": "dot", "width": 1},
                 legendgroup=group,
-                visible="legendonly",
+                showlegend=False,
+                opacity=0.6,
             )
         )
         if run.events:
@@ -210,7 +215,9 @@ def compare_curves(runs: Sequence[RunCurve]) -> dict[str, Any]:
             trace["legendgroup"] = group
             data.append(trace)
         if run.threshold:
-            shape, note = _hline(run.threshold, f"{run.label} threshold", colour, "dash")
+            shape, note = _hline(run.threshold, f"{run.label[:28]} threshold", colour, "dash")
+            # Labels side by side along the line, so equal thresholds do not overlap.
+            note["x"] = (i + 1) / max(len(runs), 1)
             layout["shapes"].append(shape)
             layout["annotations"].append(note)
     windows = {run.window for run in runs if run.window}

@@ -271,24 +271,28 @@ def final_fates(run: Run) -> dict[int, Fate]:
 
 
 def matrix(
-    runs: Sequence[Run], messages: int, *, size: int | None = None
+    runs: Sequence[Run], messages: int, *, size: int | None = None, step: int | None = None
 ) -> tuple[int, list[list[MatrixCell]]]:
-    """Per run, one cell per bucket of ``size`` messages: the final fate of each message
-    (last change over the run; never changed = kept)."""
+    """Per run, one cell per bucket of ``size`` messages: the fate of each message at
+    ``step`` (None: the final fate, the last change over the run; never changed = kept)."""
     size = size or bucket_size(messages)
     grid = [
         inspect.cached(
-            run, f"matrix:{messages}:{size}", lambda r=run: _matrix_row(r, messages, size)
+            run,
+            f"matrix:{messages}:{size}:{step}",
+            lambda r=run: _matrix_row(r, messages, size, step),
         )
         for run in runs
     ]
     return size, grid
 
 
-def _matrix_row(run: Run, messages: int, size: int) -> list[MatrixCell]:
+def _matrix_row(run: Run, messages: int, size: int, step: int | None = None) -> list[MatrixCell]:
+    from .compare_steps import fates_at
+
     buckets = -(-messages // size)
     counts: list[Counter[str]] = [Counter() for _ in range(buckets)]
-    for i, fate in final_fates(run).items():
+    for i, fate in fates_at(run, step).items():
         if 0 <= i < messages:
             counts[i // size][fate.value] += 1
     cells = []
@@ -308,7 +312,7 @@ def matrix_strip(cells: Sequence[MatrixCell], *, href: str) -> str:
     base = html.escape(href)
     return "".join(
         f'<a class="fate-cell cell-{c.fate}" data-fate="{c.fate}" '
-        f'href="{base}&amp;start={c.start}&amp;end={c.end}" title="{html.escape(c.title)}"></a>'
+        f'href="{base}&amp;message={c.start}#step-messages" title="{html.escape(c.title)}"></a>'
         for c in cells
     )
 

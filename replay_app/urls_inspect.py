@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.urls import path
 
+from replay_app import views_compare
 from replay_app import views_inspect as views
 
 urlpatterns = [
@@ -14,4 +15,5 @@ urlpatterns = [
     path("runs/<int:pk>/lost/", views.run_lost, name="run-lost"),
     path("compare/", views.run_compare, name="run-compare"),
     path("compare/matrix/", views.compare_matrix, name="compare-matrix"),
+    path("compare/diff/", views_compare.summary_diff, name="compare-summary-diff"),
 ]

@@ -544,8 +544,17 @@ def group_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "finished": finished,
             "metric_rows": rows,
             "compare_ids": ",".join(str(r.pk) for r in runs),
+            "compare_url": _compare_url(group, runs),
         },
     )
+
+
+def _compare_url(group: RunGroup, runs: list[Run]) -> str:
+    """Up to 6 runs compare directly; a larger group opens the picker with its first 6
+    ticked (the compare page takes 2-6 runs)."""
+    if len(runs) <= 6:
+        return f"{reverse('run-compare')}?runs={','.join(str(r.pk) for r in runs)}"
+    return f"{reverse('run-compare')}?group={group.pk}"
 
 
 def _sweep_json(runs: list[Run]) -> dict[str, Any] | None:

@@ -19,7 +19,7 @@ from django_htmx.middleware import HtmxDetails
 
 from ctxlab.ownership import get_owned_or_404, owned
 
-from . import charts, compare, inspect
+from . import charts, compare, compare_steps, inspect, views_compare
 from .models import Run, RunOffload, RunSummary
 
 
@@ -173,6 +173,15 @@ def _runs_param(request: HttpRequest) -> str:
 
 
 def _picker(request: HttpRequest) -> dict[str, Any]:
+    ticked: list[int] = []
+    group = request.GET.get("group", "")
+    if group.isdigit():  # the group page's link: its first runs ticked, its transcript first
+        ticked = list(
+            owned(Run.objects, request.user)
+            .filter(group_id=int(group))
+            .order_by("pk")
+            .values_list("pk", flat=True)[: compare.MAX_RUNS]
+        )
     runs = (
         owned(Run.objects, request.user)
         .select_related("transcript", "group")
@@ -204,7 +213,11 @@ def _picker(request: HttpRequest) -> dict[str, Any]:
             for gid, ids in entry["groups"].items()
             if len(ids) >= compare.MIN_RUNS
         ]
-    return {"picker": list(groups.values())}
+    picked = list(groups.values())
+    if ticked:
+        first = next((t for t, e in groups.items() if any(r.pk in ticked for r in e["runs"])), None)
+        picked.sort(key=lambda e: e["transcript"].pk != first)
+    return {"picker": picked, "ticked": ticked}
 
 
 @require_GET
@@ -239,6 +252,8 @@ def run_compare(request: HtmxHttpRequest) -> HttpResponse:
         return render(
             request, "replay_app/compare.html", {**_picker(request), "error": str(exc)}, status=400
         )
+    if views_compare.wants_step_view(request):
+        return views_compare.compare_step(request, runs)
     retentions = compare.retentions(runs)
     rows = compare.metric_rows(runs, retentions)
     if _wants(request, "csv"):
@@ -251,13 +266,27 @@ def run_compare(request: HtmxHttpRequest) -> HttpResponse:
         return response
     spage = _int(request.GET.get("spage"), 1) or 1
     summary_rows, spage, spages = compare.summary_rows(runs, page=spage)
+    ordinal_rows, opage, opages = compare_steps.summaries_by_compaction(runs, page=spage)
     messages = runs[0].transcript.message_count
-    size, grid = compare.matrix(runs, messages)
+    at = _int(request.GET.get("at"))  # the fate matrix at this step (default: final)
+    size, grid = compare.matrix(runs, messages, step=at)
     ids = ",".join(str(r.pk) for r in runs)
     if _wants(request, "json"):
-        return _json(_compare_json(runs, rows, retentions, summary_rows, spage, spages, size, grid))
+        data = _compare_json(runs, rows, retentions, summary_rows, spage, spages, size, grid)
+        data["matrix"]["step"] = at
+        data["summaries_by_compaction"] = {
+            "page": opage,
+            "pages": opages,
+            "rows": [
+                {"ordinal": row.ordinal, "cells": [c.as_dict() if c else None for c in row.cells]}
+                for row in ordinal_rows
+            ],
+        }
+        return _json(data)
     chart = inspect.cached_many(runs, "compare-html", lambda: _compare_html(runs, ids))
-    matrix_href = f"{reverse('compare-matrix')}?runs={ids}"
+    steps = compare_steps._steps_of(runs)
+    final = max(steps - 1, 0)
+    matrix_href = f"{reverse('run-compare')}?runs={ids}&step={final if at is None else at}"
     context = {
         "runs": runs,
         "ids": ids,
@@ -266,8 +295,11 @@ def run_compare(request: HtmxHttpRequest) -> HttpResponse:
         "retentions": list(zip(runs, retentions, strict=True)),
         "lost_events": compare.LOST_EVENTS,
         "summary_rows": summary_rows,
-        "spage": spage,
-        "spages": spages,
+        "ordinal_rows": ordinal_rows,
+        "spage": opage,
+        "spages": opages,
+        "matrix_step": at,
+        "final_step": final,
         "matrix": [
             (run, mark_safe(compare.matrix_strip(cells, href=matrix_href)))  # noqa: S308
             for run, cells in zip(runs, grid, strict=True)
@@ -277,7 +309,9 @@ def run_compare(request: HtmxHttpRequest) -> HttpResponse:
         "fate_names": inspect.FATES,
     }
     template = "replay_app/compare.html"
-    if request.htmx and request.htmx.target == "compare-summaries":
+    if request.htmx and request.htmx.target == "compare-matrix":
+        template += "#compare-matrix"
+    elif request.htmx and request.htmx.target == "compare-summaries":
         template += "#compare-summaries"
     return render(request, template, context)
 
