@@ -238,3 +238,4 @@ def chart_html(spec: dict[str, Any], *, div_id: str, filename: str = "ctxlab-cha
     config = {**CONFIG, "toImageButtonOptions": {**CONFIG["toImageButtonOptions"]}}
     config["toImageButtonOptions"]["filename"] = filename
     return figure_html(spec, div_id=div_id, config=config)
+            trace["showlegend"] = False
