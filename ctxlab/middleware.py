@@ -9,7 +9,8 @@ from django.http import HttpRequest, HttpResponse
 
 
 class SecurityHeadersMiddleware:
-    """Adds Content-Security-Policy and Permissions-Policy to every response."""
+    """Adds Content-Security-Policy, Permissions-Policy and X-Frame-Options to every response,
+    static files included."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
@@ -22,4 +23,7 @@ class SecurityHeadersMiddleware:
         response.headers.setdefault(
             "Permissions-Policy", "camera=(), microphone=(), geolocation=(), payment=()"
         )
+        # Pages get it from XFrameOptionsMiddleware; static files (answered by WhiteNoise,
+        # which sits after this middleware) only from here.
+        response.headers.setdefault("X-Frame-Options", settings.X_FRAME_OPTIONS)
         return response

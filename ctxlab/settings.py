@@ -109,8 +109,10 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
-    "whitenoise.middleware.WhiteNoiseMiddleware",  # static files before any auth check
+    # Before WhiteNoise: static files get the same headers as pages.
     "ctxlab.middleware.SecurityHeadersMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",  # static files before any auth check
+    "ctxlab.storage_errors.StorageErrorMiddleware",  # disk full / read-only: 503, no traceback
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -161,6 +163,11 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # ---------------------------------------------------------------------------------------------
 
 LOGIN_URL = "login"
+# Failed logins before that account / that client address must wait for the window to pass
+# (ctxlab/login_throttle.py).
+CTXLAB_LOGIN_FAILURES_PER_ACCOUNT = env_int("CTXLAB_LOGIN_FAILURES_PER_ACCOUNT", 5)
+CTXLAB_LOGIN_FAILURES_PER_ADDRESS = env_int("CTXLAB_LOGIN_FAILURES_PER_ADDRESS", 20)
+CTXLAB_LOGIN_WINDOW_SECONDS = env_int("CTXLAB_LOGIN_WINDOW_SECONDS", 900)
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
 AUTH_PASSWORD_VALIDATORS = [

@@ -7,6 +7,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from ctxlab import views
+from ctxlab.login_throttle import ThrottledLoginView
 
 admin.site.site_header = "ctxlab administration"
 admin.site.site_title = "ctxlab admin"
@@ -15,7 +16,7 @@ urlpatterns = [
     path("", views.home, name="home"),
     path("healthz", views.healthz, name="healthz"),
     # Login, logout and password change only: no e-mail, so no password reset by e-mail.
-    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/login/", ThrottledLoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path(
         "accounts/password_change/",

@@ -25,6 +25,7 @@ from ctxlab.engine.budget import window_param_names
 from ctxlab.engine.native_config import NATIVE_SHAPES, native_config
 from ctxlab.engine.strategies import LIBRARY, PRESETS, STRATEGIES
 from ctxlab.ownership import get_owned_or_404, owned
+from ctxlab.redirects import safe_next
 from sessions_app.models import Transcript
 
 from . import costs, inspect, runpage, services, stage_builder, sweep
@@ -498,7 +499,7 @@ def run_cancel(request: HttpRequest, pk: int) -> HttpResponse:
     messages.info(
         request, f"Run {run.pk}: {'cancelled' if run.status == 'cancelled' else 'cancelling'}."
     )
-    return redirect(request.POST.get("next") or run.get_absolute_url())
+    return redirect(safe_next(request, run.get_absolute_url()))
 
 
 @require_POST
@@ -510,7 +511,7 @@ def run_retry(request: HttpRequest, pk: int) -> HttpResponse:
         messages.error(request, str(exc))
     else:
         messages.info(request, f"Run {run.pk} queued again (attempt {run.attempts + 1}).")
-    return redirect(request.POST.get("next") or run.get_absolute_url())
+    return redirect(safe_next(request, run.get_absolute_url()))
 
 
 @require_GET

@@ -42,10 +42,11 @@ def test_login_page_renders_for_anonymous(client: Client) -> None:
     assert b'name="password"' in response.content
 
 
+@pytest.mark.django_db
 def test_healthz_open_without_login(client: Client) -> None:
     response = client.get("/healthz")
     assert response.status_code == 200
-    assert response.json() == {"status": "ok"}
+    assert response.json() == {"status": "ok", "database": "writable"}
 
 
 @pytest.mark.django_db
