@@ -81,16 +81,40 @@ def event_hover(event: EventPoint) -> str:
 
 
 def _event_trace(events: Sequence[EventPoint], *, name: str, colour: str) -> dict[str, Any]:
+    # At tokens_before: the count the strategy had when it acted (what its trigger compared
+    # with the threshold); the curve at that step already shows tokens_after.
     return {
         "type": "scatter",
         "mode": "markers",
         "name": name,
         "x": [e.step for e in events],
-        "y": [e.tokens_after for e in events],
+        "y": [e.tokens_before for e in events],
         "hovertext": [event_hover(e) for e in events],
         "hoverinfo": "text",
         "marker": {"color": colour, "size": 9, "symbol": "diamond", "line": {"width": 1}},
         "meta": {"role": "events"},
+    }
+
+
+def _drops(events: Sequence[EventPoint], colour: str) -> dict[str, Any]:
+    """A vertical stroke per event from its before to its after count: a step's point on
+    the curve is the request after its events, so the count they acted on shows here."""
+    x: list[int | None] = []
+    y: list[int | None] = []
+    for e in events:
+        if e.tokens_before != e.tokens_after:
+            x += [e.step, e.step, None]
+            y += [e.tokens_before, e.tokens_after, None]
+    return {
+        "type": "scatter",
+        "mode": "lines",
+        "name": "before → after",
+        "x": x,
+        "y": y,
+        "line": {"color": colour, "width": 1, "dash": "dot"},
+        "hoverinfo": "skip",
+        "showlegend": False,
+        "meta": {"role": "drops"},
     }
 
 
@@ -152,11 +176,23 @@ def token_curve(
     threshold: int | None,
     estimator: str = "strategy estimate",
 ) -> dict[str, Any]:
-    """Context tokens per step: strategy estimate, reference tokenizer, reported usage
-    (where present), threshold and window lines, one marker per event."""
+    """Context tokens per step: the strategy's own count (what its trigger compares with
+    the threshold line: one quantity), the reference tokenizer over the transcript's
+    messages and the reported usage (where present) for comparison only, the window, one
+    marker per event at the count it acted on."""
     data: list[dict[str, Any]] = [
-        _line(f"strategy ({estimator})", series.steps, series.strategy, STRATEGY_COLOUR),
-        _line("reference (cl100k)", series.steps, series.reference, REFERENCE_COLOUR),
+        _line(
+            f"{estimator} count (compared with the threshold)",
+            series.steps,
+            series.strategy,
+            STRATEGY_COLOUR,
+        ),
+        _line(
+            "reference cl100k (transcript only, not compared)",
+            series.steps,
+            series.reference,
+            REFERENCE_COLOUR,
+        ),
     ]
     if any(v is not None for v in series.reported):
         data.append(
@@ -170,10 +206,12 @@ def token_curve(
             )
         )
     if events:
-        data.append(_event_trace(events, name="events", colour=EVENT_COLOUR))
+        data.append(_drops(events, EVENT_COLOUR))
+        data.append(_event_trace(events, name="events (at the count they acted on)",
+                                 colour=EVENT_COLOUR))  # fmt: skip
     layout = _layout(yaxis_title="context tokens")
     for value, label, colour, dash in (
-        (threshold, "threshold", "#b91c1c", "dash"),
+        (threshold, f"{estimator} threshold", "#b91c1c", "dash"),
         (window, "window", "#111827", "solid"),
     ):
         if value:

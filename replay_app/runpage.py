@@ -17,6 +17,7 @@ in the JSON) and lists summaries (without inputs) and findings completely.
 
 from __future__ import annotations
 
+import dataclasses
 from bisect import bisect_left, bisect_right
 from collections import Counter
 from dataclasses import dataclass
@@ -200,9 +201,38 @@ def event_json(run: Run, events: EventsPage, *, url: str) -> dict[str, Any]:
 # --- summaries ---------------------------------------------------------------------------
 
 
+@dataclass(frozen=True, slots=True)
+class SummaryEvent:
+    """The event a summary call belongs to, with the figures the events table shows."""
+
+    seq: int
+    kind: str
+    tokens_before: int
+    tokens_after: int
+
+    @property
+    def page(self) -> int:
+        """The events page listing it (seqs number a run's events from 0, in order)."""
+        return self.seq // EVENTS_PER_PAGE + 1
+
+
+def summary_events(run: Run, seqs: list[int]) -> dict[int, SummaryEvent]:
+    """Summary seq -> the event that produced it (the first one, by seq)."""
+    out: dict[int, SummaryEvent] = {}
+    rows = (
+        run.events.filter(summary_seq__in=seqs)
+        .order_by("seq")
+        .values_list("summary_seq", "seq", "kind", "tokens_before", "tokens_after")
+    )
+    for summary_seq, *event in rows:
+        out.setdefault(summary_seq, SummaryEvent(*event))
+    return out
+
+
 def summaries_page(run: Run, *, page: int) -> Page[Any]:
     """One page of summary calls: ``output_preview`` (the first ``SUMMARY_PREVIEW_CHARS``
-    characters) and ``output_chars`` instead of the output, no input."""
+    characters) and ``output_chars`` instead of the output, no input; ``event`` is the
+    event the call belongs to (its context before -> after are the events table's)."""
     rows = (
         run.summaries.order_by("seq")
         .defer("input", "output")
@@ -211,7 +241,13 @@ def summaries_page(run: Run, *, page: int) -> Page[Any]:
             output_chars=Length("output"),
         )
     )
-    return Paginator(rows, SUMMARIES_PER_PAGE).get_page(page)
+    current = Paginator(rows, SUMMARIES_PER_PAGE).get_page(page)
+    items = list(current.object_list)
+    events = summary_events(run, [s.seq for s in items])
+    for item in items:
+        item.event = events.get(item.seq)
+    current.object_list = items
+    return current
 
 
 def summary_page_of(run: Run, seq: int) -> int:
@@ -224,11 +260,16 @@ def summary_output(run: Run, seq: int) -> str | None:
 
 
 def summaries_json(run: Run) -> list[dict[str, Any]]:
-    """Every summary call with its output; inputs (which can be megabytes) at ``input_url``."""
+    """Every summary call with its output; inputs (which can be megabytes) at ``input_url``.
+    ``input_tokens``/``output_tokens`` are the summariser's usage; ``event`` is the event
+    the call belongs to with the context ``tokens_before``/``tokens_after`` (as in events)."""
+    rows = list(run.summaries.order_by("seq").defer("input"))
+    events = summary_events(run, [s.seq for s in rows])
     return [
         {
             "seq": s.seq,
             "step": s.step,
+            "event": dataclasses.asdict(events[s.seq]) if s.seq in events else None,
             "input_tokens": s.input_tokens,
             "output_tokens": s.output_tokens,
             "usage_estimated": s.usage_estimated,
@@ -239,7 +280,7 @@ def summaries_json(run: Run) -> list[dict[str, Any]]:
             "usage": s.usage,
             "input_url": reverse("run-summary", args=[run.pk, s.seq]),
         }
-        for s in run.summaries.order_by("seq").defer("input")
+        for s in rows
     ]
 
 

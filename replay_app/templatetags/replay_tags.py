@@ -7,6 +7,8 @@ from typing import Any
 
 from django import template
 
+from ctxlab import display
+
 register = template.Library()
 
 
@@ -20,17 +22,12 @@ def get_metric(metrics: Any, key: str) -> str:
 
 @register.filter
 def metric_text(value: Any) -> str:
-    if value is None:
-        return "—"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, int):
-        return f"{value:,}"
-    if isinstance(value, float):
-        return f"{value:,.3g}" if abs(value) < 1000 else f"{value:,.0f}"
+    """Numbers as every page writes them (``ctxlab.display.number``), dicts as ``k v, …``."""
     if isinstance(value, dict):
         return ", ".join(f"{k} {metric_text(v)}" for k, v in value.items()) or "none"
-    return str(value)
+    if isinstance(value, str):
+        return value
+    return display.number(value)
 
 
 @register.filter

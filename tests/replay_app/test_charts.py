@@ -17,16 +17,24 @@ from replay_app.charts import (
 
 SERIES = Series(steps=[0, 1, 2], strategy=[10, 20, 30], reference=[11, 21, 31])
 EVENT = EventPoint(step=1, kind="drop", tokens_before=30, tokens_after=10, messages=3)
+OWN = "e count (compared with the threshold)"
+REFERENCE = "reference cl100k (transcript only, not compared)"
 
 
 @pytest.mark.parametrize(
     ("reported", "events", "names"),
     [
-        pytest.param((), (), ["strategy (e)", "reference (cl100k)"], id="bare"),
+        pytest.param((), (), [OWN, REFERENCE], id="bare"),
         pytest.param(
             (None, 5, None),
             (EVENT,),
-            ["strategy (e)", "reference (cl100k)", "reported by the provider", "events"],
+            [
+                OWN,
+                REFERENCE,
+                "reported by the provider",
+                "before → after",
+                "events (at the count they acted on)",
+            ],
             id="reported-and-events",
         ),
     ],
@@ -40,6 +48,16 @@ def test_token_curve_traces(reported: tuple, events: tuple, names: list[str]) ->
 def test_token_curve_threshold_and_window_lines() -> None:
     fig = figure(token_curve(SERIES, (), window=100, threshold=80))
     assert sorted(s.y0 for s in fig.layout.shapes) == [80, 100]
+
+
+def test_token_curve_markers_sit_at_the_count_the_event_acted_on() -> None:
+    fig = figure(token_curve(SERIES, (EVENT,), window=100, threshold=25, estimator="e"))
+    markers = next(t for t in fig.data if t.mode == "markers")
+    assert list(markers.y) == [EVENT.tokens_before]  # above its threshold line, not below
+    drops = next(t for t in fig.data if t.meta == {"role": "drops"})
+    assert list(drops.y) == [EVENT.tokens_before, EVENT.tokens_after, None]
+    notes = [a.text for a in fig.layout.annotations]
+    assert "e threshold 25" in notes
 
 
 def test_token_curve_no_threshold_no_line() -> None:

@@ -1,0 +1,52 @@
+"""How every page writes numbers and times (one rule, used by templates and charts alike).
+
+- Counts: thousands separators, always ``12,345`` (never ``12345`` on one page and
+  ``12,345`` on the next); ``—`` when there is no value.
+- Times: ``<time datetime="ISO 8601">2026-11-25 16:08 UTC</time>``; ``static/js/localtime.js``
+  rewrites the text to the reader's local time and keeps the UTC value as the hover title
+  (no JavaScript: the UTC text stays).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
+
+MISSING = "—"
+
+
+def number(value: Any) -> str:
+    """``12345`` -> ``12,345``; floats keep 3 significant digits below 1,000; bools and
+    text pass through; None -> ``—``."""
+    if value is None or value == "":
+        return MISSING
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        return f"{value:,.3g}" if abs(value) < 1000 else f"{value:,.0f}"
+    if isinstance(value, str):
+        try:
+            return f"{int(value):,}"
+        except ValueError:
+            return value
+    return str(value)
+
+
+def utc_text(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def time_element(moment: datetime | None) -> SafeString | str:
+    """A ``<time>`` element with the UTC text (see the module docstring)."""
+    if moment is None:
+        return MISSING
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    text = utc_text(moment)
+    iso = moment.astimezone(UTC).isoformat(timespec="seconds")
+    return format_html('<time datetime="{}" title="{}">{}</time>', iso, text, text)

@@ -1,0 +1,24 @@
+"""``num`` and ``when``: the one number and time format of every page (``ctxlab.display``).
+Registered as template builtins (settings), so no template needs ``{% load %}``."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from django import template
+from django.utils.safestring import SafeString
+
+from ctxlab import display
+
+register = template.Library()
+
+
+@register.filter
+def num(value: Any) -> str:
+    return display.number(value)
+
+
+@register.filter
+def when(value: datetime | None) -> SafeString | str:
+    return display.time_element(value)

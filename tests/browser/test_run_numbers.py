@@ -1,0 +1,104 @@
+"""The run page of a real Claude Code session (no system prompt, no tool definitions in the
+log): the zone bar shows the strategy's own overhead and never a "0" system zone, and one
+compaction carries the same before → after figures in the events table, the summaries list
+and the curve's hover."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "replay_app"))  # shared helpers
+from inspect_helpers import make_run  # noqa: E402
+from replay_testdata import import_transcript  # noqa: E402
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+SESSION = (
+    Path(__file__).resolve().parents[1]
+    / "data"
+    / "corpus"
+    / "claude-code"
+    / "agentcmd-full-session-four.jsonl"
+)
+
+
+def _claude_code_run(username: str) -> Any:
+    from django.contrib.auth import get_user_model
+
+    user = get_user_model().objects.get(username=username)
+    transcript = import_transcript(user, SESSION.read_bytes(), name=SESSION.name)
+    assert not transcript.tools
+    assert transcript.messages.filter(index=0, role="system").count() == 0
+    # a 60K window makes Claude Code (threshold = window - 20K - 13K) compact this session
+    return make_run(user, transcript, "claude_code", context_window=60_000)
+
+
+def _pairs(page: Any, selector: str) -> list[tuple[int, int]]:
+    cells = page.locator(selector).evaluate_all(
+        "els => els.map(e => [e.dataset.before, e.dataset.after])"
+    )
+    return [(int(b), int(a)) for b, a in cells]
+
+
+def _shown(text: str) -> tuple[int, int]:
+    before, after = re.findall(r"[\d,]+", text)[-2:]
+    return int(before.replace(",", "")), int(after.replace(",", ""))
+
+
+def test_zone_bar_overhead_and_one_before_after_per_compaction(
+    page: Any, asgi_live_server: Any, login: Any, screenshot: Any
+) -> None:
+    login(base_url=asgi_live_server.url)  # ASGI: the run page opens its progress websocket
+    run = _claude_code_run("alice")
+    compactions = list(run.events.filter(kind="compact").order_by("seq"))
+    assert compactions and run.summaries.count() == len(compactions)
+    after_first = compactions[0].step
+
+    page.goto(f"{asgi_live_server.url}/runs/{run.pk}/?step={after_first}#scrubber")
+    page.wait_for_selector("#token-curve-plot .main-svg")
+
+    # zone bar: the strategy's overhead is its own zone; system/tools say why they are empty
+    bar = page.locator("#step-context .zone-block")
+    unseen = bar.locator(".zone-bar [data-zone=unseen]")
+    assert unseen.count() == 1 and int(unseen.get_attribute("data-tokens") or 0) > 10_000
+    assert bar.locator(".zone-bar [data-zone=system], .zone-bar [data-zone=tools]").count() == 0
+    for key in ("system", "tools"):
+        legend = bar.locator(f".zone-legend [data-zone={key}]").inner_text()
+        assert "not in transcript" in legend and not re.search(r"\b0\b", legend), legend
+    overhead = bar.locator(".zone-legend [data-zone=unseen]").inner_text()
+    assert re.search(r"Strategy overhead \d{2},\d{3}", overhead), overhead
+    screenshot("zones")
+    shots = screenshot("page").parent  # artifacts/: close-ups of the parts checked here
+    bar.screenshot(path=str(shots / "run-numbers-zone-bar.png"))
+    page.locator("#token-curve").screenshot(path=str(shots / "run-numbers-curve.png"))
+
+    # one compaction, one pair of figures: events table, summaries list, curve hover
+    events = _pairs(page, "#run-events tr .num[data-before]")
+    rows = page.locator("#run-events tr").evaluate_all(
+        "els => els.filter(e => e.querySelector('.badge')?.textContent === 'compact')"
+        ".map(e => e.querySelector('[data-before]').textContent)"
+    )
+    expected = [(e.tokens_before, e.tokens_after) for e in compactions]
+    assert [_shown(t) for t in rows] == expected
+    assert all(pair in events for pair in expected)
+    summaries = _pairs(page, "#run-summaries .summary-event + .num[data-before]")
+    assert summaries == expected
+    for text in page.locator("#run-summaries .summary-event + .num").all_inner_texts():
+        assert "," in text  # thousands separators, as in the events table
+    hovers = page.evaluate(
+        "() => document.getElementById('token-curve-plot').data"
+        ".filter(t => t.meta && t.meta.role === 'events').flatMap(t => t.hovertext)"
+    )
+    compact_hovers = [h for h in hovers if h.startswith("<b>compact</b>")]
+    assert [_shown(h.split("<br>")[1].split(" tokens")[0]) for h in compact_hovers] == expected
+    # every compaction fired at or above the threshold line it is drawn against
+    threshold = run.metrics["threshold"]
+    assert all(before >= threshold for before, _ in expected)
+    page.locator("#run-summaries-panel").screenshot(path=str(shots / "run-numbers-summaries.png"))
+    page.locator("#run-events-panel").screenshot(path=str(shots / "run-numbers-events.png"))
+    assert page.errors == []
