@@ -251,6 +251,7 @@ def compare_curves(runs: Sequence[RunCurve]) -> dict[str, Any]:
         if run.events:
             trace = _event_trace(run.events, name=f"{run.label} events", colour=colour)
             trace["legendgroup"] = group
+            trace["showlegend"] = False
             data.append(trace)
         if run.threshold:
             shape, note = _hline(run.threshold, f"{run.label[:28]} threshold", colour, "dash")
@@ -276,4 +277,3 @@ def chart_html(spec: dict[str, Any], *, div_id: str, filename: str = "ctxlab-cha
     config = {**CONFIG, "toImageButtonOptions": {**CONFIG["toImageButtonOptions"]}}
     config["toImageButtonOptions"]["filename"] = filename
     return figure_html(spec, div_id=div_id, config=config)
-            trace["showlegend"] = False
