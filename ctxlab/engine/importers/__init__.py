@@ -26,6 +26,10 @@ from ._kit import is_junk_title, title_from
 from ._source import read_source
 
 SNIFF_BYTES = 64 * 1024
+# Recorded on each upload; raised when importers' output changes, so uploads read by an
+# older one can be found and re-parsed. 2: Claude Code main-thread rule and alternates,
+# one title rule, coded warnings, BOM/UTF-16 handling.
+VERSION = "2"
 
 
 def _discover() -> dict[str, ModuleType]:

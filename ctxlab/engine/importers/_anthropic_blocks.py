@@ -166,6 +166,11 @@ def request_messages(body: dict[str, Any], source: SourcePos) -> list[MessageBui
         m = as_dict(raw)
         role = role_of(m.get("role"))
         if role is None:
+            note(
+                "unknown-record",
+                f"message with unknown role {str(m.get('role'))[:30]!r} skipped",
+                str(source),
+            )
             continue
         out.append(MessageBuilder(role, blocks(m.get("content")), source))
     return out

@@ -91,7 +91,9 @@ def parse(data: bytes, *, name: str) -> ParsedFile:
     recognised = 0
     for line, rec in iter_jsonl(data, name):
         if not isinstance(rec, dict):
-            warnings.add("line is not a JSON object; skipped", f"line {line}")
+            warnings.add(
+                "line is not a JSON object; skipped", f"line {line}", code="unknown-record"
+            )
             continue
         rtype = as_str(rec.get("type")) or repr(rec.get("type"))[:40]
         if rtype == "summary":
@@ -106,7 +108,11 @@ def parse(data: bytes, *, name: str) -> ParsedFile:
         if isinstance(uuid, str) and uuid and "parentUuid" in rec:
             recognised += 1
             if uuid in nodes:  # resumed sessions repeat earlier lines
-                warnings.add("repeated uuid (resumed session); later copy skipped", f"line {line}")
+                warnings.add(
+                    "repeated uuid (resumed session); later copy skipped",
+                    f"line {line}",
+                    code="repeated-id",
+                )
                 continue
             parent = rec.get("parentUuid")
             if parent is None and rec.get("subtype") == "compact_boundary":
@@ -116,7 +122,11 @@ def parse(data: bytes, *, name: str) -> ParsedFile:
         elif rtype in _METADATA_TYPES:
             recognised += 1
         elif rtype not in _MESSAGE_TYPES:
-            warnings.add(f"unknown record type {str(rtype)[:40]!r} skipped", f"line {line}")
+            warnings.add(
+                f"unknown record type {str(rtype)[:40]!r} skipped",
+                f"line {line}",
+                code="unknown-record",
+            )
         else:
             warnings.add(f"{rtype} line without uuid skipped", f"line {line}")
     if not recognised:
