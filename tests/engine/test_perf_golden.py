@@ -63,7 +63,7 @@ CASES: dict[str, tuple[str, Any, dict[str, Any] | None]] = {
 GOLDEN: dict[str, tuple[int, int, int, int, str]] = {
     'mid-qwenpaw': (589, 86, 3, 0, '82887fcaf75f6b5e915c077de12589b3014915bbd89f74d32732fff55cf31fef'),
     'mid-copaw': (589, 5, 5, 27, '4b312d7856f86f8e34fb88c9e68dad5080a48c2098ad0901f93c4fcebd01b9d9'),
-    'mid-copaw-toolcompact': (589, 231, 14, 151, '2eda5cd8645651b2610ab80ee2f5d642d2f157529205840759de7e0d7276151f'),
+    'mid-copaw-toolcompact': (589, 231, 14, 151, 'a11173e94c234e4f895c35383c733dfc22228a7bf5133f8cbdbbe0ba4bfe37d4'),
     'mid-copaw-bytes4': (589, 19, 19, 175, 'b612f2115d3c52156cdc848959b690b237bab27c731ed8a0fa3948174479c6fd'),
     'mid-cowagent': (589, 45, 13, 0, '45332a495b8f9fad0a80597011bcd8ff219b87b85354d36478f7ed7b9628c065'),
     'mid-cowagent-small': (589, 93, 34, 3, 'da22f51a9548372864be34ae1022ba84cd740962833937ce4e856b8fd6421bd9'),

@@ -117,7 +117,8 @@ def format_message(
     """One compacted message as the summariser input shows it.
 
     ``style="qwenpaw"``: ``[text]: …`` lines, 1000-char blocks, newlines flattened.
-    ``style="reme"``: ``<text>…</text>`` tags, 2000-char blocks, newlines kept.
+    ``style="reme"``: ``<text>…</text>`` tags, 2000-char blocks, newlines kept, tool
+    results whole (ReMe 0.3.0.6b3 ``AsBlockStat.format``; QwenPaw cuts at its marker).
     """
     reme = style == "reme"
     limit = 2000 if reme else 1000
@@ -137,7 +138,10 @@ def format_message(
             body = f"{b.tool_name} params={_clip(b.input_json, limit, flatten=not reme)}"
             lines.append(f"<tool_use>{body}</tool_use>" if reme else f"[tool_use]: {body}")
         elif kind is BlockKind.TOOL_RESULT:
-            output = tool_output_text(b, with_files=reme).split(QWENPAW_MARKER, 1)[0]
+            output = tool_output_text(b, with_files=reme)
+            if not reme:  # QwenPaw shows only what precedes its truncation notice; ReMe's
+                # as_msg_stat keeps the whole compacted text (head, marker, tail, path)
+                output = output.split(QWENPAW_MARKER, 1)[0]
             if not output:
                 continue
             name = b.tool_name or tool_names.get(b.tool_id, "")

@@ -196,3 +196,24 @@ def test_copaw_multibyte_and_parallel_tools() -> None:
     result = run(conv(*msgs), c())
     assert fates(result, Fate.SUMMARISED) == [0]
     assert result.steps[-1].context == ((1, 4),)
+
+
+def test_copaw_summariser_sees_the_whole_compacted_tool_result() -> None:
+    """Issue 14 divergence 6: ReMe's as_msg_stat keeps the full text of a compacted tool
+    result (head, <<<TRUNCATED>>> notice, tail, saved path); only QwenPaw's formatter
+    cuts at the marker."""
+    from ctxlab.engine.stages import agentscope
+    from ctxlab.engine.stages.markers import reme_truncate_text
+
+    compacted = reme_truncate_text("H" * 600 + "T" * 600, 1000) + "\n\n[Full content saved to: x]"
+    msg = tool_result("t1", compacted)
+    reme = agentscope.format_message(msg, style="reme", include_thinking=False, tool_names={})
+    assert reme == f"system:\n<tool_result> output={compacted}</tool_result>"
+    qwen = agentscope.format_message(msg, style="qwenpaw", include_thinking=False, tool_names={})
+    assert "T" not in qwen and "<<<TRUNCATED>>>" not in qwen
+
+    # replayed: the compacted result (as ReMe left it) reaches the summary input whole
+    msgs = [*cycle(5, 300), user("go"), call("t1", "cat"), tool_result("t1", compacted)]
+    msgs += [assistant("x"), user("y" * 300), assistant("z")]
+    first = run(conv(*msgs), c()).summaries[0].input
+    assert f"<tool_result>cat output={compacted}</tool_result>" in first
