@@ -22,6 +22,7 @@ from django.db import DatabaseError, transaction
 
 from ctxlab.engine import codec
 from ctxlab.engine.extract import KINDS
+from ctxlab.engine.extract import VERSION as EXTRACTOR_VERSION
 from ctxlab.engine.heap import existing_heap_frozen
 from ctxlab.engine.lost import (
     CompactionLoss,
@@ -717,7 +718,9 @@ def stored_retention(run: Run) -> dict[str, Any] | None:
         .values_list("retention", flat=True)
         .first()
     )
-    return None if found is None else in_display_order(found)
+    if found is None or found.get("extractor") != EXTRACTOR_VERSION:
+        return None  # none yet, or extracted by an older version: computed again
+    return in_display_order(found)
 
 
 def store_retention(run: Run, attempt: int, data: dict[str, Any]) -> bool:

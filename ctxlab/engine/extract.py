@@ -1,49 +1,217 @@
-"""Find the facts a compaction can lose: file paths, identifiers, numbers, URLs, error lines.
+"""Find the facts a compaction can lose, in the categories a person cares about.
 
-Shared by the offline summariser (to fill "critical context") and by ``lost.py`` (to list
-what a compaction removed and nothing kept). Pure regexes, linear in the text.
+Categories (``KINDS``, in display order):
+
+- ``instructions``: sentences of what the user typed that ask for something or constrain
+  it ("never touch the migrations", "add a dark mode") — user text only, never tool output;
+- ``paths``: file paths (absolute, ``~``/``./`` relative, ``dir/file.ext``, ``file.ext``);
+- ``commands``: shell commands the agent ran (a tool call's ``command``/``cmd``) and
+  ``$ cmd`` prompt lines;
+- ``errors``: error lines (``KeyError: ...``, ``error: ...``, ``Traceback``, ``FAILED``,
+  ``No such file or directory`` ...);
+- ``identifiers``: names in code (``snake_case``, ``CamelCase``, ``camelCase``, ``f()``)
+  and record codes (``HAT170``);
+- ``numbers``: numbers with a unit (``300 ms``, ``1.5 GB``, ``32000 tokens``, ``85%``,
+  ``$1,200``) and versions (``15.5.2``, ``v2.1``);
+- ``urls``.
+
+Facts come from decoded content, never from serialised JSON: a tool call's input is walked
+value by value (so ``"a\\nReport"`` yields no ``nReport``), its numeric arguments
+(timeouts, offsets) and protocol fields (status, priority, ids) are not facts. Tool outputs
+lose their ``cat -n``/Read line-number prefixes (``   12→``, ``    12\\t``) first. A literal
+backslash escape left inside a decoded value (code that holds ``"\\n"``) separates words.
+
+Pure regexes, linear in the text. ``facts`` works on plain text (summaries, material);
+``message_facts`` on a message's blocks (role-aware, memoised by content).
 """
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Iterable
+import shlex
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 from .lru import BoundedLRU
+from .model import Block, BlockKind, Message, Role
 
-URL_RE = re.compile(r"\bhttps?://[^\s<>\"'`)\]]+")
+# Bumped whenever extraction changes what it finds: stored analyses of an older version
+# are recomputed instead of shown (replay_app.inspect.stored_retention).
+VERSION = 2
+
+KINDS = ("instructions", "paths", "commands", "errors", "identifiers", "numbers", "urls")
+
+URL_RE = re.compile(r"\bhttps?://[^\s<>\"'`)\]\\|]+")
+_URL_TAIL = ".,;:!?*'\""
+# Path characters, with Next.js-style "(group)" and "[id]" segments; a segment must hold a
+# letter (checked after matching: inside the pattern it made matching slow).
+_PCH = r"[\w.@+()\[\]-]"
 PATH_RE = re.compile(
-    r"(?<![\w/.:-])(?:~|\.{1,2})?(?:/[\w.@+-]+){2,}/?|(?<![\w/.-])(?:[\w.-]+/)+[\w.-]+\.\w{1,8}\b"
-    r"|(?<![\w/.-])[\w-]+\.(?:py|js|ts|tsx|jsx|go|rs|java|c|h|cpp|md|json|yaml|yml|toml|txt|sh|html|css|sql|rb|php|kt|swift|cfg|ini)\b"
+    # absolute or home/dot-relative with at least two segments
+    r"(?=[~./])(?<![\w/.:@-])(?:~|\.{1,2})?(?:/" + _PCH + r"+){2,}/?"
+    # one segment of at least four characters after a space or quote: /workspace, /tmp2
+    r"|(?=/)(?<![^\s\"'`(=])/[A-Za-z][\w.-]{3,}(?![\w/])"
+    # dir/.../name.ext (or .dotfile)
+    r"|(?<![\w/.@()-])(?:" + _PCH + r"++/)+[\w.-]*\.[A-Za-z]\w{0,7}\b"  # ++: no backtracking
+    # a bare file name with a known extension
+    r"|(?<![\w/.@-])[\w-]+\.(?:py|ipynb|js|mjs|cjs|ts|tsx|jsx|go|rs|java|c|h|cc"
+    r"|cpp|hpp|md|json|jsonl|yaml|yml|toml|txt|sh|html|css|scss|sql|rb|php|kt|swift|cfg|ini"
+    r"|lock|log|csv|xml|env|vue|svelte|lua|pl|r|m|cs|dart|ex|exs|tf)\b"
 )
+_LETTER = re.compile(r"[A-Za-z_]")
+
+
+def _path(found: str) -> str:
+    """A matched path cleaned up, or "" when it is not one: every segment holds a letter
+    ("/10/20" is a date or a ratio), brackets balance, a sentence's full stop is dropped."""
+    if found.endswith(".") and not found.endswith(".."):
+        found = found.rstrip(".")
+    while found[-1:] in ")]" and found.count(found[-1]) > found.count(
+        "(" if found[-1] == ")" else "["
+    ):
+        found = found[:-1]
+    parts = [p for p in found.split("/") if p not in ("", "~", ".", "..")]
+    if not parts or not all(_LETTER.search(p) for p in parts):
+        return ""
+    return found
+
+
+# Multi-part names only: a single lowercase word (``title``, ``trim()``) is prose or a
+# built-in far more often than a name a person would miss.
 IDENT_RE = re.compile(
-    r"\b(?:[a-z][a-z0-9]*(?:_[a-z0-9]+)+|[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+|[a-z]+(?:[A-Z][a-z0-9]*)+)\b"
-    r"|\b\w+\(\)"
+    r"\b(?:[a-z][a-z0-9]*(?:_[a-z0-9]+)+|__[a-z]\w*__|_[a-z0-9]+_[a-z0-9_]+"
+    r"|[A-Z][a-z][a-z0-9]*(?:[A-Z][a-z0-9]*)+|[a-z]+[0-9]*(?:[A-Z][a-z0-9]*)+|[A-Z]{2,}(?:_[A-Z0-9]+)+)\b"
+    r"|\b(?=[A-Z0-9]*[A-Z])(?=[A-Z0-9]*[0-9])[A-Z0-9]{5,12}\b"  # record codes: HAT170
+    r"|(?<![#\w-])(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}(?![\w-])"  # commits
 )
-NUMBER_RE = re.compile(r"(?<![\w.])\d+(?:\.\d+)+(?![\w.])|(?<![\w.])\d{3,}(?![\w.])")
+UNITS = (
+    r"ms|µs|us|ns|s|sec|secs|seconds?|mins?|minutes?|h|hrs?|hours?|days?|weeks?|months?|years?"
+    r"|[KMGT]i?B|kB|bytes?|B|tokens?|k tokens|chars?|characters|words?|lines?|files?|tests?"
+    r"|rows?|messages?|steps?|turns?|calls?|requests?|users?|errors?|warnings?"
+    r"|px|em|rem|pt|dpi|fps|[kMG]?Hz|x|%|°C|°F|USD|EUR|dollars?"
+)
+# after a space only words that cannot be a CSS class or flag ("h-12 px-4" is no "12 px")
+SPACED_UNITS = (
+    r"ms|seconds?|minutes?|hours?|days?|weeks?|months?|years?|[KMGT]i?B|kB|bytes?|tokens?"
+    r"|chars?|characters|words?|lines?|files?|tests?|rows?|messages?|steps?|turns?|calls?"
+    r"|requests?|users?|errors?|warnings?|%|USD|EUR|dollars?"
+)
+NUMBER_RE = re.compile(
+    r"(?=[\d$v])(?:"
+    r"(?<![\w.$])\$\d+(?:,\d{3})*(?:\.\d+)?(?![\w.])"  # money
+    r"|(?<![\w.-])\d+(?:,\d{3})*(?:\.\d+)?(?:"
+    + UNITS
+    + r"|[ \t](?:"
+    + SPACED_UNITS
+    + r"))(?![\w-])"
+    r"|(?<![\w.])v?\d+\.\d+\.\d+(?:[-+.][\w.]+)?(?![\w.])"  # x.y.z versions
+    r"|(?<![\w.])v\d+(?:\.\d+)?(?![\w.])"  # v14, v1.2
+    r")"
+)
+# What makes a line an error line; the line around each hit is the fact (searching for the
+# marks and widening to the line is linear, a "^.*(?:...).*$" pattern is not).
 ERROR_RE = re.compile(
-    r"^.*\b(?:Error|Exception|Traceback|FAILED|FAIL|error|failed|fatal|panic|错误|失败)\b.*$",
+    # each group opens with a lookahead on its first letters: most positions fail at once
+    r"(?<=[a-z])(?=[EF])(?:Error|Exception|Failure)(?::|$)"
+    r"|\b(?=[eEfFpP\d])(?:(?:error|ERROR|Error|fatal|FATAL|Fatal|panic|ERR!|FAILED|FAIL|Failed"
+    r"|failed)[ \t]*[:!\]]|(?:FAILED|FAIL|ERROR)\b(?= |$)|error [A-Z]+\d+:|error\(s\)"
+    r"|Failed (?:Tests?|Suites?)\b|\d+ failed\b|[Ee]xit code [1-9])"
+    r"|^[ \t]*Traceback \(most recent call last\)"
+    r"|(?=[NcPS错失])(?:No such file or directory|command not found|Permission denied"
+    r"|Segmentation fault|错误|失败)",
     re.MULTILINE,
 )
+# code shown in a tool output ("error: E;", "raise ValueError(...)") is not an error line
+CODE_LINE_RE = re.compile(
+    r"[;{(,\[+]\s*$|=>|\(f?[\"']|\bnew \w+\(|\b(?:print|console\.\w+|log\w*\.\w+|logger\.\w+)\("
+    r"|^[+-]?\s*(?:export|import|from|const|let|var|def|return|function|class|if|elif"
+    r"|else|raise|throw|catch|except|interface|type|public|private|async|await|assert|try)\b"
+)
+PROMPT_RE = re.compile(r"^[ \t]*\$ ([A-Za-z./~].*)$", re.MULTILINE)  # "$ 0.02 tokens" is a cost
+CLI = (
+    r"pnpm|npm|npx|yarn|bun|git|python3?|pip3?|pytest|uv|make|cargo|go|node|docker|kubectl"
+    r"|bash|sh|ls|cd|rg|grep|sed|cat|curl|poetry|ruff|mypy|tox|gh|bundle|rake|mvn|gradle"
+)
+INLINE_COMMAND_RE = re.compile(r"(?<!`)`((?:" + CLI + r") [^`\n]+)`(?!`)")
 
-KINDS = ("paths", "identifiers", "numbers", "urls", "errors")
+# cat -n / Read tool line prefixes ("   12→", "    12\t") and JSON escapes left in text
+LINE_NUMBER_RE = re.compile(r"^ *\d+(?:→|\t|:(?= ))", re.MULTILINE)  # + SWE-agent "12: "
+ESCAPE_RE = re.compile(r"\\[nrt]")
+BASE64_RE = re.compile(r"[A-Za-z0-9+/=]{64,}")  # inline images, keys: no facts inside
+ANSI_RE = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")  # terminal colours in test runner output
+
+
+def _names(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+# CamelCase words that are product names, not names in code
+NOT_IDENTIFIERS = _names(
+    "JavaScript TypeScript GitHub GitLab PostgreSQL MySQL MongoDB YouTube LinkedIn PowerShell"
+    " WordPress OpenAI DeepSeek FastAPI DevTools NextJs NodeJs PyPI PyTorch TensorFlow HuggingFace"
+    " iPhone iPad macOS iOS WebSocket WebSockets OAuth LaTeX CamelCase PascalCase McDonald"
+    " McDonalds PostCSS"
+)
+# Names every project of a language or framework shares, and the agent harnesses' own tool
+# and argument names: the facts are the project's names, not these.
+NOT_PROJECT_NAMES = _names(
+    "className htmlFor onClick onChange onSubmit tabIndex innerHTML textContent classList"
+    " preventDefault stopPropagation addEventListener removeEventListener querySelector"
+    " querySelectorAll getElementById useState useEffect useMemo useCallback useRef useContext"
+    " useReducer useLayoutEffect FormEvent ChangeEvent MouseEvent KeyboardEvent ReactNode"
+    " devDependencies peerDependencies compilerOptions"
+    " str_replace_editor str_replace execute_bash execute_ipython_cell edit_file_by_replace"
+    " run_ipython run_shell_command old_string new_string new_content to_replace file_path"
+    " file_text replace_all tool_use tool_result tool_use_id tool_call_id"
+)
+BOILERPLATE_URL_RE = re.compile(r"^https?://www\.w3\.org/")  # XML namespaces and DTDs
+TOOL_ID_RE = re.compile(r"^(?:toolu|call|chatcmpl|msg|resp|fc|rs|srvtoolu)_", re.IGNORECASE)
+
+# Tool-input fields that carry protocol state, not facts
+SKIP_INPUT_KEYS = frozenset(
+    {"status", "priority", "id", "activeForm", "tool_use_id", "bash_id", "shell_id", "mode"}
+    | {"edit_mode", "type"}
+)
+COMMAND_KEYS = frozenset({"command", "cmd", "commands", "shell_command", "script"})
+SUBCOMMAND_SIBLINGS = frozenset({"path", "file_path", "file"})  # str_replace_editor view ...
+
+INSTRUCTION_RE = re.compile(
+    r"\b(?:must|mustn't|never|always|don't|do not|dont|make sure|ensure|avoid|should"
+    r"|shouldn't|need to|needs to|please|without|instead of|i want|i'd like|i would like"
+    r"|i need|can you|could you|let's|we can|you can|we need|we should|it'd be nice"
+    r"|would be nice|would require)\b"
+    r"|^(?:add|fix|create|make|use|change|remove|delete|update|write|implement|run|build"
+    r"|keep|check|move|rename|refactor|install|test|set|put|show|find|replace|convert|look"
+    r"|read|explain|try|stop|go|commit|push|deploy|help|book|cancel)(?=\s)"
+    r"|必须|不要|请|务必|避免|需要",
+    re.IGNORECASE,
+)
+SENTENCE_RE = re.compile(r"(?<=[.!?。！？])\s+")
+# Lines of user text that the harness wrote, not the person
+META_LINE_RE = re.compile(
+    r"^\s*(?:<[/\w-]+>|Caveat:|\[Request interrupted|This session is being continued"
+    r"|<system-reminder>)",
+)
 
 
 @dataclass(frozen=True, slots=True)
 class Facts:
+    instructions: tuple[str, ...] = ()
     paths: tuple[str, ...] = ()
+    commands: tuple[str, ...] = ()
+    errors: tuple[str, ...] = ()
     identifiers: tuple[str, ...] = ()
     numbers: tuple[str, ...] = ()
     urls: tuple[str, ...] = ()
-    errors: tuple[str, ...] = ()
 
     def items(self) -> list[tuple[str, str]]:
         return [(kind, value) for kind in KINDS for value in getattr(self, kind)]
 
 
-def _unique(values: list[str], limit: int | None) -> tuple[str, ...]:
+def _unique(values: Iterable[str], limit: int | None) -> tuple[str, ...]:
     seen: dict[str, None] = {}
     for value in values:
         if value not in seen:
@@ -53,18 +221,78 @@ def _unique(values: list[str], limit: int | None) -> tuple[str, ...]:
     return tuple(seen)
 
 
-def facts(text: str, *, limit: int | None = None, error_width: int = 200) -> Facts:
-    """The distinct facts of ``text`` in first-seen order (at most ``limit`` per kind)."""
-    urls = URL_RE.findall(text)
-    stripped = URL_RE.sub(" ", text) if urls else text
-    errors = [line.strip()[:error_width] for line in ERROR_RE.findall(stripped)]
-    return Facts(
-        paths=_unique(PATH_RE.findall(stripped), limit),
-        identifiers=_unique(IDENT_RE.findall(stripped), limit),
-        numbers=_unique(NUMBER_RE.findall(stripped), limit),
-        urls=_unique(urls, limit),
-        errors=_unique([e for e in errors if e], limit),
+def _clean_url(url: str) -> str:
+    return url.rstrip(_URL_TAIL)
+
+
+def _is_identifier(word: str) -> bool:
+    return (
+        word not in NOT_IDENTIFIERS
+        and word not in NOT_PROJECT_NAMES
+        and not TOOL_ID_RE.match(word)
+        and not (word.startswith("__") and word.endswith("__"))  # dunders: the language's
     )
+
+
+def _normalise(text: str) -> str:
+    if "→" in text or "\t" in text or ": " in text:
+        text = LINE_NUMBER_RE.sub("", text)
+    if "\\" in text:
+        text = ESCAPE_RE.sub(" ", text)
+    if "\x1b" in text:
+        text = ANSI_RE.sub("", text)
+    if len(text) >= 64:
+        text = BASE64_RE.sub(" ", text)
+    return text
+
+
+def facts(text: str, *, limit: int | None = None, error_width: int = 200) -> Facts:
+    """The distinct facts of plain ``text`` in first-seen order (at most ``limit`` per
+    kind). No instructions: who wrote a text is not known here (``message_facts``)."""
+    text = _normalise(text)
+    # a URL cut off by an ellipsis is not an address anyone can use
+    urls = [
+        _clean_url(u)
+        for u in URL_RE.findall(text)
+        if not u.endswith(("...", "…")) and not BOILERPLATE_URL_RE.match(u)
+    ]
+    rest = URL_RE.sub(" ", text) if urls or "http" in text else text
+    errors = [
+        line.strip()[:error_width] for line in _error_lines(rest) if not CODE_LINE_RE.search(line)
+    ]
+    commands = [c.strip()[:error_width] for c in PROMPT_RE.findall(rest)]
+    commands += [c.strip()[:error_width] for c in INLINE_COMMAND_RE.findall(rest)]
+    paths = [p for p in map(_path, PATH_RE.findall(rest)) if p and not _is_product_name(p)]
+    # names inside a path or URL are part of that fact, not facts of their own
+    words = PATH_RE.sub(" ", rest) if paths else rest
+    return Facts(
+        paths=_unique(paths, limit),
+        commands=_unique([c for c in commands if c], limit),
+        errors=_unique([e for e in errors if e], limit),
+        identifiers=_unique((w for w in IDENT_RE.findall(words) if _is_identifier(w)), limit),
+        numbers=_unique(NUMBER_RE.findall(words), limit),
+        urls=_unique(urls, limit),
+    )
+
+
+def _error_lines(text: str) -> list[str]:
+    """The lines holding an error mark, each once, in order."""
+    lines: list[str] = []
+    end = -1
+    for hit in ERROR_RE.finditer(text):
+        if hit.start() < end:
+            continue  # another mark on a line already taken
+        start = text.rfind("\n", 0, hit.start()) + 1
+        end = text.find("\n", hit.end())
+        if end < 0:
+            end = len(text)
+        lines.append(text[start:end])
+    return lines
+
+
+def _is_product_name(path: str) -> bool:
+    """``Next.js``, ``Node.js``, ``Vue.js``: a capitalised bare name ending in .js."""
+    return "/" not in path and path[:1].isupper() and path.endswith(".js")
 
 
 @lru_cache(maxsize=8192)
@@ -77,10 +305,10 @@ def facts_of_parts(
 ) -> Facts:
     """``facts("\\n".join(parts), ...)``, with each part's facts cached by content.
 
-    Exact: no pattern matches across a newline (none matches ``\\n``, and a newline is
-    neither a word character nor in any lookbehind set), so the matches of the joined
-    text are the parts' matches in order. The same messages are summarised again by
-    other strategies and later compactions; the cache keeps that work from repeating.
+    Exact: no pattern matches across a newline, and every substitution (line prefixes,
+    escapes, URLs, paths) stays within a line, so the matches of the joined text are the
+    parts' matches in order. The same messages are summarised again by other strategies
+    and later compactions; the cache keeps that work from repeating.
     """
     merged: dict[str, list[str]] = {kind: [] for kind in KINDS}
     for part in parts:
@@ -90,7 +318,106 @@ def facts_of_parts(
     return Facts(**{kind: _unique(values, limit) for kind, values in merged.items()})
 
 
-FactPair = tuple[str, str]  # (kind, value), kind in KINDS
+# --- messages ----------------------------------------------------------------------------
+
+
+def instructions(text: str, *, width: int = 200) -> tuple[str, ...]:
+    """Sentences of user-typed ``text`` that ask for something or constrain it (harness
+    lines such as ``<command-name>`` markup and caveats are skipped)."""
+    out: list[str] = []
+    for line in text.splitlines():
+        line = line.strip().lstrip("-*>#0123456789.) ").strip()
+        if not line or META_LINE_RE.match(line) or line.startswith("```"):
+            continue
+        for sentence in SENTENCE_RE.split(line):
+            sentence = sentence.strip()
+            sentence = sentence.rstrip("\\").rstrip()  # a typed line break: "foo:\\"
+            if len(sentence) >= 8 and INSTRUCTION_RE.search(sentence):
+                out.append(sentence[:width])
+    return _unique(out, None)
+
+
+def _strings(value: Any, key: str = "") -> Iterator[tuple[str, str]]:
+    """(key, string) for every string in a decoded tool input, protocol fields skipped."""
+    if isinstance(value, str):
+        yield key, value
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            if k not in SKIP_INPUT_KEYS:
+                yield from _strings(v, str(k))
+    elif isinstance(value, list):
+        if key in COMMAND_KEYS and value and all(isinstance(v, str) for v in value):
+            yield key, _argv_command(value)
+            return
+        for v in value:
+            yield from _strings(v, key)
+
+
+def _argv_command(argv: list[str]) -> str:
+    """``["bash", "-lc", "cd x && ls"]`` -> the script; other argv lists joined."""
+    if (
+        len(argv) >= 3
+        and argv[-2] in ("-c", "-lc", "-ic")
+        and argv[0].split("/")[-1]
+        in (
+            "bash",
+            "sh",
+            "zsh",
+        )
+    ):
+        return argv[-1]
+    return shlex.join(argv)
+
+
+def _decoded_input(block: Block) -> Any:
+    tool_input = block.tool_input
+    if isinstance(tool_input, str):
+        try:
+            return json.loads(tool_input)
+        except ValueError:
+            return tool_input
+    return tool_input
+
+
+def _tool_input_facts(block: Block, width: int = 200) -> frozenset[tuple[str, str]]:
+    decoded = _decoded_input(block)
+    found: set[tuple[str, str]] = set()
+    siblings = set(decoded) if isinstance(decoded, dict) else set()
+    for key, value in _strings(decoded):
+        if key in COMMAND_KEYS:
+            command = _first_command_line(value)
+            is_subcommand = " " not in command and bool(siblings & SUBCOMMAND_SIBLINGS)
+            if command and not is_subcommand:
+                found.add(("commands", command[:width]))
+        found.update(facts(value, error_width=width).items())
+    return frozenset(found)
+
+
+def _json_output_facts(text: str) -> frozenset[tuple[str, str]]:
+    """A tool output that is JSON: the facts of its string values (keys are schema)."""
+    try:
+        decoded = json.loads(text)
+    except ValueError:
+        return frozenset(facts(text).items())
+    found: set[tuple[str, str]] = set()
+    for _key, value in _strings(decoded):
+        found.update(facts(value).items())
+    return frozenset(found)
+
+
+def _first_command_line(script: str) -> str:
+    for line in script.splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
+            return line
+    return ""
+
+
+def _is_user_typed(message: Message) -> bool:
+    return message.role is Role.USER and not any(
+        b.kind is BlockKind.TOOL_RESULT for b in message.blocks
+    )
+
 
 # Bounds of the fact-set memo: a long-lived worker analyses many transcripts, so the memo
 # holds at most this many texts and this many characters of them (least recently used go).
@@ -100,8 +427,17 @@ FactPair = tuple[str, str]  # (kind, value), kind in KINDS
 FACT_SET_ENTRIES = 32_768
 FACT_SET_CHARS = 32_000_000
 
+FactPair = tuple[str, str]  # (kind, value), kind in KINDS
 
 _FACT_SETS: BoundedLRU[frozenset[FactPair]] = BoundedLRU(FACT_SET_ENTRIES, FACT_SET_CHARS)
+# Decoded tool inputs, keyed by their JSON text (a separate memo: the same string read as
+# plain text has other facts). Inputs are small next to outputs; a quarter of the bounds.
+_INPUT_SETS: BoundedLRU[frozenset[FactPair]] = BoundedLRU(
+    FACT_SET_ENTRIES // 4, FACT_SET_CHARS // 4
+)
+_INSTRUCTION_SETS: BoundedLRU[frozenset[FactPair]] = BoundedLRU(
+    FACT_SET_ENTRIES // 4, FACT_SET_CHARS // 8
+)
 
 
 def fact_set(text: str) -> frozenset[FactPair]:
@@ -114,7 +450,51 @@ def fact_set(text: str) -> frozenset[FactPair]:
     return found
 
 
+def _memo(memo: BoundedLRU[frozenset[FactPair]], key: str, derive: Any) -> frozenset[FactPair]:
+    found = memo.get(key)
+    if found is None:
+        found = derive()
+        memo.set(key, found)
+    return found
+
+
+def block_facts(block: Block, *, user_typed: bool = False) -> frozenset[FactPair]:
+    """The facts of one block: a tool call's decoded input, other blocks' text (and, for
+    text the user typed, its instructions)."""
+    if block.kind is BlockKind.TOOL_USE:
+        key = block.input_json
+        return _memo(_INPUT_SETS, key, lambda: _tool_input_facts(block))
+    if not block.text or block.kind in (BlockKind.MEDIA, BlockKind.OPAQUE):
+        return frozenset()
+    if block.kind is BlockKind.TOOL_RESULT and block.text.lstrip()[:1] in ("{", "["):
+        text = block.text
+        return _memo(_INPUT_SETS, text, lambda: _json_output_facts(text))
+    found = fact_set(block.text)
+    if user_typed and block.kind is BlockKind.TEXT:
+        text = block.text
+        found = found | _memo(
+            _INSTRUCTION_SETS,
+            text,
+            lambda: frozenset(("instructions", s) for s in instructions(text)),
+        )
+    return found
+
+
+def message_facts(message: Message) -> frozenset[FactPair]:
+    """Every fact of ``message``: its texts, tool outputs and decoded tool inputs."""
+    user_typed = _is_user_typed(message)
+    blocks = message.blocks
+    if len(blocks) == 1:
+        return block_facts(blocks[0], user_typed=user_typed)
+    found: set[FactPair] = set()
+    for block in blocks:
+        found.update(block_facts(block, user_typed=user_typed))
+    return frozenset(found)
+
+
 def clear_caches() -> None:
     """Forget cached facts (benchmarks start cold)."""
     _part_facts.cache_clear()
     _FACT_SETS.clear()
+    _INPUT_SETS.clear()
+    _INSTRUCTION_SETS.clear()

@@ -1,8 +1,9 @@
 """What a compaction lost: facts of the messages it removed or modified that nothing kept.
 
-For each event that changed a message's fate, the facts at risk are the file paths,
-identifiers, numbers, URLs and error lines (``extract.facts``) of the touched messages as
-they were just before the event. A fact is *retained* when it is still present in the
+For each event that changed a message's fate, the facts at risk are the user instructions,
+file paths, commands, error lines, identifiers, numbers with units and URLs
+(``extract.message_facts``: from decoded content) of the touched messages as they were just
+before the event. A fact is *retained* when it is still present in the
 request right after it (the context of the event's step: every message in context, in the
 version in force then, plus the summary in force); otherwise it is *lost*.
 
@@ -10,8 +11,9 @@ The run's retention score is sum(retained) / sum(at risk) over its events (each 
 counts its own distinct facts): 1.0 means every fact a compaction touched survived
 somewhere in context. ``None`` when no event put anything at risk.
 
-Cost: facts are extracted once per distinct text (``extract.fact_set`` memoises them by
-content, so repeated texts and other runs over the same transcript reuse them), and an
+Each lost fact names the message that held it and the event that removed it.
+
+Cost: facts are extracted once per distinct text (``extract`` memoises them by content, so repeated texts and other runs over the same transcript reuse them), and an
 inverted index fact -> messages keeps the analysis linear in the transcript plus the facts
 at risk, never events x context. ``clear_caches`` forgets the memo (benchmarks start cold).
 """
@@ -90,6 +92,7 @@ class Retention:
 
     def as_dict(self) -> dict[str, Any]:
         return {
+            "extractor": extract.VERSION,
             "retention": self.score,
             "at_risk": self.at_risk,
             "retained": self.retained,
@@ -99,8 +102,8 @@ class Retention:
 
 
 def message_text(message: Message) -> str:
-    """Everything the model sees of a message as text, tool call inputs included (a Read
-    call's path is a fact even when its result is gone)."""
+    """Everything the model sees of a message as text, tool call inputs as JSON (for
+    display; facts come from ``message_facts``, which decodes the inputs)."""
     parts: list[str] = []
     for block in message.blocks:
         if block.kind is BlockKind.TOOL_USE:
@@ -112,8 +115,13 @@ def message_text(message: Message) -> str:
 
 
 def fact_set(text: str) -> frozenset[Fact]:
-    """The distinct facts of ``text`` (memoised by content in ``extract``; bounded)."""
+    """The distinct facts of plain ``text`` (memoised by content in ``extract``; bounded)."""
     return extract.fact_set(text)
+
+
+def message_facts(message: Message) -> frozenset[Fact]:
+    """The distinct facts of a message (decoded tool inputs, user instructions; memoised)."""
+    return extract.message_facts(message)
 
 
 def clear_caches() -> None:
@@ -136,13 +144,13 @@ class FactIndex:
     def original(self, index: int) -> frozenset[Fact]:
         found = self._original[index]
         if found is None:
-            found = self._original[index] = fact_set(message_text(self.originals[index]))
+            found = self._original[index] = message_facts(self.originals[index])
         return found
 
     def version(self, message: Message) -> frozenset[Fact]:
         entry = self._versions.get(id(message))
         if entry is None or entry[0] is not message:
-            entry = self._versions[id(message)] = (message, fact_set(message_text(message)))
+            entry = self._versions[id(message)] = (message, message_facts(message))
         return entry[1]
 
     def holders(self, fact: Fact) -> list[int]:

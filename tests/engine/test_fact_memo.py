@@ -34,6 +34,20 @@ def test_memoised_fact_sets_equal_uncached_extraction_on_the_corpus(
     assert any(lost.fact_set(t) for t in corpus_texts), "corpus messages hold facts"
 
 
+def test_memoised_message_facts_equal_uncached_extraction_on_the_corpus() -> None:
+    """What the loss analysis uses: per-block memos (texts, decoded inputs, instructions)
+    give the same facts cold, warm and without any memo."""
+    messages = [m for c in synth.corpus_conversations(CORPUS) for m in c.messages]
+    expected = []
+    for m in messages:
+        lost.clear_caches()
+        expected.append(lost.message_facts(m))  # extracted with empty memos
+    lost.clear_caches()
+    for _ in range(2):
+        assert [lost.message_facts(m) for m in messages] == expected
+    assert sum(1 for f in expected if f) > len(messages) // 3, "most messages hold facts"
+
+
 def test_same_text_is_extracted_once() -> None:
     lost.clear_caches()
     text = "see /srv/app/main.py and parse_config at line 1234"

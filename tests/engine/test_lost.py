@@ -6,7 +6,7 @@ import pytest
 from builders import assistant, call, system, tool_result, user
 
 from ctxlab.engine import replay
-from ctxlab.engine.lost import analyse, fact_set, message_text
+from ctxlab.engine.lost import analyse, message_facts, message_text
 from ctxlab.engine.records import (
     Change,
     Event,
@@ -24,7 +24,7 @@ MESSAGES = (
     system("You are an agent."),
     user("please fix src/app/main.py"),  # 1: path
     call("t1", "read", path="src/app/util.py"),  # 2: path only in the tool input
-    tool_result("t1", "Traceback: KeyError in parse_config at line 1234"),  # 3
+    tool_result("t1", "KeyError: no retries in parse_config after 1234 ms"),  # 3
     assistant("see https://example.org/docs and fix parse_config"),  # 4
     user("ok, continue"),  # 5
 )
@@ -75,7 +75,10 @@ def test_analyse_dropped_message_facts_are_lost() -> None:
     res = result([step(0, ((0, 6),)), step(1, ((0, 1), (2, 6)))], [drop])
     retention = analyse(res, MESSAGES)
     (event,) = retention.events
-    assert {(f.kind, f.value) for f in event.lost} == {("paths", "src/app/main.py")}
+    assert {(f.kind, f.value) for f in event.lost} == {
+        ("instructions", "please fix src/app/main.py"),  # what the user asked, in their words
+        ("paths", "src/app/main.py"),
+    }
     assert event.lost[0].message == 1
     assert retention.score == 0.0
 
@@ -87,7 +90,7 @@ def test_analyse_fact_repeated_in_kept_message_is_retained() -> None:
     (event,) = analyse(res, MESSAGES).events
     values = {f.value for f in event.lost}
     assert "parse_config" not in values
-    assert "1234" in values
+    assert "1234 ms" in values
     assert any("KeyError" in v for v in values)
     assert event.retained >= 1
     assert event.at_risk == event.retained + event.lost_count
@@ -112,12 +115,12 @@ def test_analyse_summary_keeps_facts() -> None:
 
 
 def test_analyse_truncated_version_keeps_what_it_still_says() -> None:
-    truncated = tool_result("t1", "Traceback: KeyError in parse_config [truncated]")
+    truncated = tool_result("t1", "KeyError: no retries in parse_config [truncated]")
     cut = Event(0, 1, "truncate", (3,), changes=(Change(3, Fate.TRUNCATED, message=truncated),))
     res = result([step(0, ((0, 6),)), step(1, ((0, 6),))], [cut])
     (event,) = analyse(res, MESSAGES).events
     values = {f.value for f in event.lost}
-    assert "1234" in values  # cut away
+    assert "1234 ms" in values  # cut away
     assert "parse_config" not in values  # still in the truncated text (and in 4)
 
 
@@ -130,7 +133,7 @@ def test_analyse_second_event_sees_truncated_version_at_risk() -> None:
     retention = analyse(result(steps, [cut, drop]), MESSAGES)
     first, second = retention.events
     assert first.at_risk > 0
-    assert second.at_risk == len(fact_set(message_text(truncated)))
+    assert second.at_risk == len(message_facts(truncated))
     assert retention.at_risk == first.at_risk + second.at_risk
 
 

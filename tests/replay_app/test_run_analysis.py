@@ -190,3 +190,21 @@ def test_display_order_restores_as_dict_key_order(user: Any, session: Transcript
     assert restored == canonical
     assert key_orders(restored) == key_orders(canonical)
     assert any(len(e["lost_by_kind"]) > 1 for e in data["events"]), "several kinds listed"
+
+
+def test_an_analysis_stored_by_an_older_extractor_is_computed_again(
+    client: Any, user: Any, session: Transcript
+) -> None:
+    """Stored analyses carry the extractor version; one from an older version (e.g. with
+    nReport-style identifiers) is neither shown nor kept."""
+    run = small_run(user, session, "qwenpaw")
+    current = analysis_of(run).retention
+    assert current["extractor"] == inspect.EXTRACTOR_VERSION
+    stale = {**current, "extractor": inspect.EXTRACTOR_VERSION - 1, "retention": 0.123}
+    RunAnalysis.objects.filter(run=run).update(retention=stale)
+    inspect.MEMO.clear()
+    assert inspect.stored_retention(run) is None
+    client.force_login(user)
+    data = client.get(f"/runs/{run.pk}/lost/?format=json").json()
+    assert data["retention"] == current["retention"] != 0.123
+    assert analysis_of(run).retention == current, "recomputed and stored again"
