@@ -8,6 +8,7 @@ from typing import Any
 from django import template
 
 from ctxlab import display
+from replay_app import quiet
 
 register = template.Library()
 
@@ -28,6 +29,14 @@ def metric_text(value: Any) -> str:
     if isinstance(value, str):
         return value
     return display.number(value)
+
+
+@register.filter
+def quiet_reason(run: Any) -> str:
+    """Why a finished run never compacted ('' when it did): ``replay_app.quiet``."""
+    if getattr(run, "status", None) != "done":
+        return ""
+    return quiet.quiet_reason(run.metrics, run.strategy)
 
 
 @register.filter
