@@ -21,15 +21,26 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[scale,dev]'
 	@touch $(STAMP)
 
+# `make run` serves with DEBUG off (friendly error pages, no technical details); set
+# DJANGO_DEBUG=1 for Django's debug pages. Without DJANGO_SECRET_KEY a random key is made
+# once and kept in $(SECRET_FILE) (git-ignored, readable by you only).
+DATA_DIR    ?= $(or $(CTXLAB_DATA_DIR),var)
+SECRET_FILE := $(DATA_DIR)/secret_key
+RUN_ENV      = DJANGO_DEBUG=$${DJANGO_DEBUG:-0} \
+               DJANGO_SECRET_KEY="$${DJANGO_SECRET_KEY:-$$(cat $(SECRET_FILE))}"
+
 run: $(STAMP)
-	$(BIN)/python manage.py migrate --noinput
-	$(BIN)/python manage.py ensure_local_user
-	@if $(BIN)/python manage.py help load_demo >/dev/null 2>&1; then \
-		$(BIN)/python manage.py load_demo; \
+	@mkdir -p $(DATA_DIR)
+	@test -s $(SECRET_FILE) || (umask 077; $(BIN)/python -c \
+		"import secrets; print(secrets.token_urlsafe(50))" > $(SECRET_FILE))
+	$(RUN_ENV) $(BIN)/python manage.py migrate --noinput
+	$(RUN_ENV) $(BIN)/python manage.py ensure_local_user
+	@if $(RUN_ENV) $(BIN)/python manage.py help load_demo >/dev/null 2>&1; then \
+		$(RUN_ENV) $(BIN)/python manage.py load_demo; \
 	else echo "(no load_demo command yet: skipping demo data)"; fi
-	@$(BIN)/python manage.py ensure_local_user
+	@$(RUN_ENV) $(BIN)/python manage.py ensure_local_user
 	@echo "Serving ctxlab on http://$(ADDR)/  (Ctrl-C to stop)"
-	$(BIN)/python manage.py serve $(ADDR)
+	$(RUN_ENV) $(BIN)/python manage.py serve $(ADDR)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

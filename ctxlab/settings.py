@@ -216,12 +216,20 @@ CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "memory://")
 if CELERY_BROKER_URL.startswith("memory://"):
     # The in-memory transport polls; its 1 s default would add a second to every task.
     CELERY_BROKER_TRANSPORT_OPTIONS = {"polling_interval": 0.01}
+elif CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
+    # A task is acknowledged only when it ends (acks late): if its worker dies, Redis hands
+    # it to another worker after this many seconds (its default is an hour). A run still
+    # executing elsewhere is not run twice: the executor claims it only from "queued".
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "visibility_timeout": env_int("CTXLAB_BROKER_VISIBILITY_TIMEOUT", 300)
+    }
 CELERY_RESULT_BACKEND = "django-db"
 CELERY_RESULT_EXTENDED = True
 CELERY_TASK_STORE_EAGER_RESULT = True  # bound into task classes at import; must be a setting
 CELERY_TASK_ALWAYS_EAGER = env_bool("CTXLAB_CELERY_EAGER", False)
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True  # a killed worker's task goes back to the queue
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_SERIALIZER = "json"

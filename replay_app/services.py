@@ -38,6 +38,7 @@ from sessions_app.models import Transcript
 
 from . import costs, inspect
 from . import llm as llm_mod
+from .heartbeat import pulse as heartbeat_pulse
 from .models import (
     Run,
     RunEvent,
@@ -61,7 +62,7 @@ SUMMARIZERS = ("offline", "anthropic")
 
 def stale_seconds() -> int:
     """A running run whose heartbeat is older than this is considered dead."""
-    return int(getattr(settings, "CTXLAB_RUN_STALE_SECONDS", 120))
+    return int(getattr(settings, "CTXLAB_RUN_STALE_SECONDS", 45))
 
 
 # ---------------------------------------------------------------------------------------
@@ -471,7 +472,8 @@ def run_execute(
         return run
     _emit(on_progress, run, [])
     try:
-        _execute(run, attempt, on_progress, batch_steps, batch_seconds)
+        with heartbeat_pulse(run.pk, attempt):
+            _execute(run, attempt, on_progress, batch_steps, batch_seconds)
     except _Stop as stop:
         if stop.cancelled:
             Run.objects.filter(pk=run.pk, attempts=attempt, status=RunStatus.RUNNING).update(

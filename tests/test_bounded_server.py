@@ -64,3 +64,21 @@ def test_killed_upload_leaves_no_temp_file(server: tuple[int, Path]) -> None:
     assert status is None
     time.sleep(1.0)
     assert sorted(tmp.rglob("*")) == before
+
+
+def test_served_with_debug_off_static_and_friendly_404(server: tuple[int, Path]) -> None:
+    """``start_server`` runs ``manage.py serve`` as ``make run`` does (DJANGO_DEBUG=0)."""
+    import http.client
+
+    port, _ = server
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    conn.request("GET", "/static/css/ctxlab.css")
+    static = conn.getresponse()
+    static.read()
+    assert static.status == 200
+    assert static.getheader("Content-Security-Policy") and static.getheader("X-Frame-Options")
+    conn.request("GET", "/no/such/page/", headers={"Cookie": login(port)})
+    missing = conn.getresponse()
+    body = missing.read().decode()
+    assert missing.status == 404 and "Not found" in body and "Traceback" not in body
+    assert "URLconf" not in body  # not Django's technical 404

@@ -177,3 +177,30 @@ def test_storage_problem_names_disk_full() -> None:
     assert storage_problem(OSError(errno.ENOSPC, "No space left on device")) == "full"
     assert storage_problem(OperationalError("attempt to write a readonly database")) == "read-only"
     assert storage_problem(OperationalError("no such table: x")) is None
+
+
+# --- broker -----------------------------------------------------------------------------
+
+
+def test_redis_broker_redelivers_within_minutes() -> None:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from django.conf import settings
+
+    code = (
+        "import django, json; django.setup(); from django.conf import settings as s; "
+        "print(json.dumps([s.CELERY_BROKER_TRANSPORT_OPTIONS, s.CELERY_TASK_ACKS_LATE, "
+        "s.CELERY_TASK_REJECT_ON_WORKER_LOST]))"
+    )
+    env = {**os.environ, "CELERY_BROKER_URL": "redis://127.0.0.1:6390/0"}
+    env["DJANGO_SETTINGS_MODULE"] = "ctxlab.settings"
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=settings.BASE_DIR, env=env,
+        capture_output=True, text=True, timeout=60, check=True,
+    ).stdout  # fmt: skip
+    options, acks_late, reject_lost = json.loads(out.strip().splitlines()[-1])
+    assert acks_late is True and reject_lost is True
+    assert 60 <= options["visibility_timeout"] <= 900  # minutes, not Redis' hour
