@@ -259,8 +259,7 @@ def strategy_native(request: HttpRequest, pk: int) -> HttpResponse:
     native = services.config_native(config)
     if _wants_json(request):
         return JsonResponse(native.as_dict(), json_dumps_params={"ensure_ascii": False})
-    kind = "application/json" if native.filename.endswith(".json") else "text/x-python"
-    return _download(native.text, native.filename, f"{kind}; charset=utf-8")
+    return _download(native.text, native.filename, f"{native.media_type}; charset=utf-8")
 
 
 @require_GET

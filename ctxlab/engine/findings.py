@@ -8,17 +8,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from .catalogue import FINDINGS
+
 if TYPE_CHECKING:
     from .context import ReplayContext
 
-FINDING_KINDS: dict[str, str] = {
-    "tool_pair_broken": "a tool_use and its tool_result are not both in the request "
-    "(they were paired in the original up to this step)",
-    "latest_user_dropped": "the latest user message is not in the request",
-    "system_modified": "the system prompt is missing from the request or was changed",
-    "summary_larger": "a summary is larger (reference tokens) than the messages it replaced",
-    "overflow": "the request exceeds the window under the reference tokenizer",
-}
+# Kind -> description; the labels and descriptions live in the catalogue.
+FINDING_KINDS: dict[str, str] = {kind: row.meaning for kind, row in FINDINGS.items()}
 
 
 def check_step(ctx: ReplayContext) -> None:

@@ -5,16 +5,17 @@ Definitions (also shown in the UI):
 - ``input_tokens_total``: sum of reference request tokens over all steps (what the agent
   would have been billed for as input); ``input_tokens_total_strategy`` the same under the
   estimator.
-- ``compactions``: events by kind, for every event that compacts: a kind in
-  COMPACTION_KINDS, or any other event that changed a message's fate, except those in
-  NON_COMPACTION_KINDS (removing orphan tool results repairs the request; putting back
-  what a request-local trim hid restores it).
+- ``compactions``: events by kind, for every event whose kind is in the catalogue's
+  ``compaction`` category (``catalogue.EVENTS``); ``compaction_count`` their number.
+  Restores (putting back what a request-local trim hid), repairs (removing orphan tool
+  results), failures and skips are not compactions: ``restore_count`` and
+  ``failure_count`` count the first and third.
 - ``messages_removed`` / ``tokens_removed``: distinct messages summarised or dropped, and
   their reference tokens; ``messages_modified``: distinct truncated/offloaded/pruned.
 - ``summary_input_tokens`` / ``summary_output_tokens``: summed summariser usage.
 - ``overflow_steps``: steps whose reference request exceeds the window.
 - ``findings``: findings by kind (one per kind per step at most).
-- ``firing_per_100_steps``: compaction events per 100 steps; ``mean_steps_between``.
+- ``firing_per_100_steps``: steps with a compaction per 100 steps; ``mean_steps_between``.
 - ``thrash``: compactions that fire within THRASH_STEPS steps of the previous one while
   the context stays near the threshold (previous ``tokens_after`` >= THRASH_NEAR x
   threshold).
@@ -25,37 +26,12 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from .catalogue import canonical_event, is_compaction, is_failure, is_restore
 from .records import REMOVED_FATES, Fate, ReplayResult
 from .reference import ReferenceTokens
 
-COMPACTION_KINDS = frozenset(
-    {
-        "prune",
-        "truncate",
-        "offload",
-        "drop",
-        "summarise",
-        "compact",
-        "trim",
-        "compress",
-        "force_compression",
-        "overflow_trim",
-        "summary_injection",
-        "tool_result_compact",
-        "compact_fallback",
-    }
-)
-# Events that change fates without compacting: a repair of the request's invariants, and the
-# end of a request-local trim (PicoClaw) putting the session's messages back.
-NON_COMPACTION_KINDS = frozenset({"sanitize", "restore_request"})
 THRASH_STEPS = 3
 THRASH_NEAR = 0.9
-
-
-def is_compaction(kind: str, changed: bool) -> bool:
-    """Whether an event counts as a compaction (strategies name their actions freely:
-    CowAgent's ``drop_turns``, PicoClaw's ``summarize`` ...)."""
-    return kind in COMPACTION_KINDS or (changed and kind not in NON_COMPACTION_KINDS)
 
 
 def compute_metrics(
@@ -63,8 +39,9 @@ def compute_metrics(
 ) -> dict[str, Any]:
     steps = result.steps
     n = len(steps)
-    by_kind = Counter(e.kind for e in result.events)
-    compactions = [e for e in result.events if is_compaction(e.kind, bool(e.changes))]
+    kinds = [canonical_event(e.kind) for e in result.events]
+    by_kind = Counter(kinds)
+    compactions = [e for e, kind in zip(result.events, kinds, strict=True) if is_compaction(kind)]
     removed: dict[int, None] = {}
     modified: dict[int, None] = {}
     for event in result.events:
@@ -98,8 +75,10 @@ def compute_metrics(
         "input_tokens_total": sum(s.tokens.reference for s in steps),
         "input_tokens_total_strategy": sum(s.tokens.strategy for s in steps),
         "events": dict(sorted(by_kind.items())),
-        "compactions": dict(sorted(Counter(e.kind for e in compactions).items())),
+        "compactions": dict(sorted(Counter(canonical_event(e.kind) for e in compactions).items())),
         "compaction_count": len(compactions),
+        "restore_count": sum(1 for kind in kinds if is_restore(kind)),
+        "failure_count": sum(1 for kind in kinds if is_failure(kind)),
         "messages_removed": len(removed),
         "messages_modified": len(modified),
         "tokens_removed": sum(reference.message(i) for i in removed) if reference else None,

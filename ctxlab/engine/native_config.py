@@ -22,19 +22,35 @@ Shapes (see strategies.md):
 - Codex CLI: ``~/.codex/config.toml`` top-level keys (``model_context_window``,
   ``model_auto_compact_token_limit``, ``tool_output_token_limit``); unset keys are omitted.
 - Claude Code: ``settings.json`` -> ``autoCompactEnabled`` + ``env.{CLAUDE_AUTOCOMPACT_PCT_OVERRIDE,
-  DISABLE_AUTO_COMPACT, CLAUDE_CODE_AUTO_COMPACT_WINDOW}`` (set ones only; values as strings).
+  DISABLE_AUTO_COMPACT, CLAUDE_CODE_AUTO_COMPACT_WINDOW}`` (set ones only; values as strings);
+  a ``context_window`` below the default becomes ``CLAUDE_CODE_AUTO_COMPACT_WINDOW`` (it caps
+  the model's window, so the trigger is the same).
 - LangChain: Python, not a config file: the ``SummarizationMiddleware(...)`` constructor call,
   and the ``trim_messages(...)`` pre-model hook (``content`` holds the keyword arguments).
+
+Every parameter changed from its default is either in the file or listed by name in
+``unexpressed`` (with its value): what the target format cannot carry is never dropped
+silently. ``media_type`` is the file's real content type (JSON, TOML, Python).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .strategies import get_strategy_class
+
+MEDIA_TYPES = {".json": "application/json", ".toml": "application/toml", ".py": "text/x-python"}
+
+
+def media_type(filename: str) -> str:
+    """The content type a native file is served with (by its extension)."""
+    for suffix, kind in MEDIA_TYPES.items():
+        if filename.endswith(suffix):
+            return kind
+    return "text/plain"
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,14 +60,63 @@ class NativeConfig:
     content: dict[str, Any]
     text: str
     notes: tuple[str, ...] = field(default_factory=tuple)
+    # (parameter, value) changed from the default that the file cannot carry
+    unexpressed: tuple[tuple[str, Any], ...] = ()
+
+    @property
+    def media_type(self) -> str:
+        return media_type(self.filename)
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "strategy": self.strategy,
             "filename": self.filename,
+            "media_type": self.media_type,
             "content": self.content,
             "notes": list(self.notes),
+            "unexpressed": [{"param": name, "value": value} for name, value in self.unexpressed],
         }
+
+
+# The parameters each shape writes into its file (everything else is a note at best).
+WRITES: dict[str, frozenset[str]] = {
+    "qwenpaw": frozenset(
+        {"language", "max_input_length", "dialog_path", "token_count_estimate_divisor",
+         "context_compact_enabled", "compact_threshold_ratio", "reserve_threshold_ratio",
+         "compact_with_thinking_block", "tool_result_pruning_enabled", "pruning_recent_n",
+         "pruning_old_msg_max_bytes", "pruning_recent_msg_max_bytes", "offload_retention_days",
+         "tool_results_cache", "exempt_file_extensions", "exempt_tool_names"}
+    ),
+    "copaw": frozenset(
+        {"language", "max_input_length", "memory_compact_ratio", "memory_reserve_ratio",
+         "enable_tool_result_compact", "tool_result_compact_keep_n"}
+    ),
+    "cowagent": frozenset({"agent_max_context_tokens", "agent_max_context_turns"}),
+    "picoclaw": frozenset(
+        {"max_tokens", "context_window", "summarize_message_threshold",
+         "summarize_token_percent"}
+    ),
+    "baseagent": frozenset(
+        {"model_context_limit", "output_token_max", "auto_compact_threshold", "prune_protect",
+         "prune_minimum", "protect_last_turns", "compaction_max_tokens", "max_output_tokens"}
+    ),
+    "anthropic_edits": frozenset(
+        {"trigger", "trigger_type", "keep", "clear_at_least", "exclude_tools",
+         "clear_tool_inputs", "clear_thinking", "thinking_keep", "thinking_keep_all"}
+    ),
+    "codex": frozenset(
+        {"model_context_window", "model_auto_compact_token_limit", "tool_output_token_limit"}
+    ),
+    "opencode": frozenset({"compaction_auto", "compaction_prune", "compaction_reserved"}),
+    "claude_code": frozenset(
+        {"auto_compact_enabled", "autocompact_pct_override", "disable_auto_compact",
+         "auto_compact_window"}
+    ),
+    "langchain_summarization": frozenset({"trigger", "keep", "trim_tokens_to_summarize"}),
+    "langchain_trim": frozenset(
+        {"strategy", "max_tokens", "start_on", "end_on", "include_system", "allow_partial"}
+    ),
+}  # fmt: skip
 
 
 def _json_text(content: Mapping[str, Any]) -> str:
@@ -280,8 +345,9 @@ def _claude_code(p: Mapping[str, Any]) -> NativeConfig:
         env["CLAUDE_AUTOCOMPACT_PCT_OVERRIDE"] = f"{p['autocompact_pct_override']:g}"
     if p["disable_auto_compact"]:
         env["DISABLE_AUTO_COMPACT"] = "1"
-    if p["auto_compact_window"]:
-        env["CLAUDE_CODE_AUTO_COMPACT_WINDOW"] = str(p["auto_compact_window"])
+    cap = _claude_code_window_cap(p)
+    if cap:
+        env["CLAUDE_CODE_AUTO_COMPACT_WINDOW"] = str(cap)
     content: dict[str, Any] = {"autoCompactEnabled": p["auto_compact_enabled"]}
     if env:
         content["env"] = env
@@ -295,6 +361,20 @@ def _claude_code(p: Mapping[str, Any]) -> NativeConfig:
         "/compact <instructions> or a PreCompact hook; transcript_path: replay knob.",
     )
     return NativeConfig("claude_code", "settings.json", content, _json_text(content), notes)
+
+
+def _claude_code_window_cap(p: Mapping[str, Any]) -> int:
+    """``CLAUDE_CODE_AUTO_COMPACT_WINDOW`` for these params: the explicit cap, or a
+    ``context_window`` below the default (the cap takes the smaller window, ``Math.min``)."""
+    default = _default("claude_code", "context_window")
+    caps = [int(p["auto_compact_window"])] if p["auto_compact_window"] else []
+    if int(p["context_window"]) < default:
+        caps.append(int(p["context_window"]))
+    return min(caps) if caps else 0
+
+
+def _default(strategy: str, name: str) -> Any:
+    return next(s.default for s in get_strategy_class(strategy).PARAMS if s.name == name)
 
 
 def _py_arg(value: Any) -> str:
@@ -388,4 +468,19 @@ def native_config(strategy: str, params: Mapping[str, Any] | None = None) -> Nat
     shape = NATIVE_SHAPES.get(strategy)
     if shape is None:
         raise ValueError(f"strategy {strategy!r} has no native configuration shape")
-    return shape(full)
+    native = shape(full)
+    writes = set(WRITES.get(strategy, ()))
+    if strategy == "claude_code" and _claude_code_window_cap(full):
+        writes.add("context_window")  # carried as CLAUDE_CODE_AUTO_COMPACT_WINDOW
+    unexpressed = tuple(
+        (spec.name, full[spec.name])
+        for spec in cls.PARAMS
+        if spec.name not in writes and full[spec.name] != spec.default
+    )
+    if not unexpressed:
+        return native
+    text = native.text
+    if native.media_type != "application/json":  # TOML and Python take comments
+        listed = ", ".join(f"{name}={value!r}" for name, value in unexpressed)
+        text = f"# Not expressible in {native.filename}: {listed}\n" + text
+    return replace(native, text=text, unexpressed=unexpressed)

@@ -80,7 +80,7 @@ class OldBaseAgent(BaseAgentStrategy):
         restore = [i for i in self._unpruned if i not in view]
         if restore:
             with ctx.action(
-                "prune_lifted", reason="request-view prune recomputed from full outputs",
+                "restore_request", reason="request-view prune recomputed from full outputs",
                 estimate=total, threshold=threshold,
             ) as act:  # fmt: skip
                 for i in restore:
@@ -183,4 +183,4 @@ def test_baseagent_incremental_prune_grid_covers_prune_and_lift() -> None:
         conv = _conversation(True, 250)
         result = run(conv, BaseAgentStrategy(params), summarizer=FailingSummarizer())
         kinds.update(e.kind for e in result.events)
-    assert {"prune", "prune_lifted", "summary_failed"} <= kinds
+    assert {"prune", "restore_request", "summary_failed"} <= kinds

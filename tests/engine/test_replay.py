@@ -144,7 +144,7 @@ class HideAndRestore(Toy):
 
     def before_call(self, ctx: ReplayContext) -> None:
         if ctx.step == 1:
-            with ctx.action("hide") as act:
+            with ctx.action("trim") as act:  # a request-local hide
                 act.remove([2, 3], Fate.DROPPED)
         elif ctx.step == 2:
             with ctx.action("restore_request") as act:
@@ -168,4 +168,4 @@ def test_restore_puts_messages_back_in_source_order_with_their_tokens() -> None:
     plain = run(c, Toy())
     assert back.tokens == plain.steps[2].tokens
     assert fates_at(result.events, 2) == {}
-    assert result.metrics["compactions"] == {"hide": 1}
+    assert result.metrics["compactions"] == {"trim": 1}

@@ -52,7 +52,7 @@ def _cowagent(r: ReplayResult) -> None:  # rule-based fallback summary is inject
 
 
 def _picoclaw(r: ReplayResult) -> None:  # fallback text after failed calls
-    summ = next(e for e in r.events if e.kind == "summarize")
+    summ = next(e for e in r.events if e.kind == "summarise")
     assert summ.detail["failed_calls"] >= 1
     assert r.steps[summ.step].summary_id is not None
 

@@ -180,7 +180,7 @@ def test_composed_config_runs_end_to_end(
     assert started.status_code == 302 and started["Location"] == f"/runs/groups/{group.pk}/"
     run = Run.objects.get(group=group)
     assert (run.label, run.strategy, run.status) == ("composed", "custom", RunStatus.DONE)
-    assert {"truncate", "clear"} <= set(run.metrics["events"])
+    assert {"truncate", "clear_tool_uses"} <= set(run.metrics["events"])
     detail = auth_client.get(f"/runs/{run.pk}/?format=json").json()
     assert detail["status"] == "done"
 

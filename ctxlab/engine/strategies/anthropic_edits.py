@@ -27,7 +27,7 @@ Readings (the docs are silent where marked "not documented"):
   ``tool_result`` is in the history; a result without its use (orphan) and a use without a
   result are never cleared nor counted (the API rejects such a request).
 - ``clear_at_least``: "If the API can't clear at least the specified amount, the strategy
-  will not be applied" -> nothing is cleared in that request (a ``clear_skipped`` event).
+  will not be applied" -> nothing is cleared in that request (a ``compact_skipped`` event).
   It does not make the server stop early once reached: ``keep`` says what stays after
   clearing. (LangChain's mirror differs on both points.)
 - Placeholder text: not documented ("replaced with placeholder text so Claude knows it was
@@ -441,7 +441,7 @@ class AnthropicEditsStrategy(Strategy):
         if cut and wanted and reclaimed < wanted:
             if not self._skipped:
                 ctx.emit(
-                    "clear_skipped",
+                    "compact_skipped",
                     reason="clear_at_least not reachable: the edit is not applied",
                     type=TOOL_EDIT,
                     input_tokens=after_thinking,

@@ -272,7 +272,7 @@ class BaseAgentStrategy(Strategy):
         )
         if restore:
             with ctx.action(
-                "prune_lifted", reason="request-view prune recomputed from full outputs",
+                "restore_request", reason="request-view prune recomputed from full outputs",
                 estimate=total, threshold=threshold,
             ) as act:  # fmt: skip
                 for i in restore:

@@ -281,7 +281,7 @@ class CowAgentStrategy(Strategy):
         max_turns = int(self.params["agent_max_context_turns"])
         if len(turns) > max_turns:
             cut = len(turns) // 2
-            self._drop_turns(ctx, turns[:cut], turns[cut:], kind="drop_turns",
+            self._drop_turns(ctx, turns[:cut], turns[cut:], kind="drop",
                              reason=f"{len(turns)} turns > agent_max_context_turns {max_turns}",
                              turns=len(turns), limit=max_turns)  # fmt: skip
             turns = turns[cut:]
@@ -294,7 +294,7 @@ class CowAgentStrategy(Strategy):
             self._compress(ctx, turns, budget=budget, current=current)
         else:
             cut = len(turns) // 2
-            self._drop_turns(ctx, turns[:cut], turns[cut:], kind="drop_turns",
+            self._drop_turns(ctx, turns[:cut], turns[cut:], kind="drop",
                              reason="over the token budget: older half of the turns dropped once",
                              turns=len(turns), estimate=current + ctx.system_tokens,
                              budget=budget)  # fmt: skip

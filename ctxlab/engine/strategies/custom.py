@@ -331,7 +331,7 @@ class Custom(Strategy):
         by_message: dict[int, set[int]] = {}
         for i, pos in old:
             by_message.setdefault(i, set()).add(pos)
-        self._clear_parts(ctx, "clear", by_message, placeholder,
+        self._clear_parts(ctx, "clear_tool_uses", by_message, placeholder,
                           reason=f"kept the newest {keep} tool results", keep=keep,
                           parts=len(old))  # fmt: skip
 

@@ -398,7 +398,7 @@ class LangChainSummarizationStrategy(Strategy):
         cutoff = self.determine_cutoff(self._state)
         if cutoff <= 0:
             if not self._skipped:
-                ctx.emit("summarize_skipped", reason="no cutoff above 0: nothing to summarise",
+                ctx.emit("compact_skipped", reason="no cutoff above 0: nothing to summarise",
                          trigger=fired, total_tokens=total, messages_count=len(self._state))  # fmt: skip
             self._skipped = True
             return
@@ -505,7 +505,7 @@ class LangChainSummarizationStrategy(Strategy):
         split = sorted({m.source for m in old if m.source >= 0 and m.source in kept_parts})
         previous_ref = ctx.summary_ref
         with ctx.action(
-            "summarize", reason=f"{MIDDLEWARE}: state replaced by a summary message + kept messages",
+            "summarise", reason=f"{MIDDLEWARE}: state replaced by a summary message + kept messages",
             trigger=fired, total_tokens=total, cutoff=cutoff, messages_count=len(self._state),
             kept_messages=len(kept), summarized_messages=len(old),
             summary_error=record_id is not None and bool(ctx.result.summaries[record_id].error),

@@ -155,7 +155,7 @@ def test_clear_at_least_unreachable_clears_nothing_and_says_so_once() -> None:
         tools_conv(4), "anthropic_edits", params={**ALWAYS, "keep": 1, "clear_at_least": 10**6}
     )
     assert cleared_results(res) == []
-    skipped = [e for e in res.events if e.kind == "clear_skipped"]
+    skipped = [e for e in res.events if e.kind == "compact_skipped"]
     assert len(skipped) == 1 and not skipped[0].changes
     assert skipped[0].detail["clearable_tool_uses"] == 1  # first request with 2 pairs
     assert skipped[0].step == 2

@@ -316,7 +316,7 @@ def _conv(
 
 def test_replay_turn_limit_drops_half_and_injects_next_request() -> None:
     res = run(_conv(25), "cowagent")
-    drop = next(e for e in res.events if e.kind == "drop_turns")
+    drop = next(e for e in res.events if e.kind == "drop")
     assert drop.detail["turns"] == 21 and drop.detail["dropped_turns"] == 10
     assert {c.fate for c in drop.changes} == {Fate.SUMMARISED, Fate.DROPPED}
     step = res.steps[drop.step]
@@ -332,7 +332,7 @@ def test_replay_turn_limit_drops_half_and_injects_next_request() -> None:
 
 def test_replay_sync_injection_lands_in_the_trimmed_request() -> None:
     res = run(_conv(25), "cowagent", params={"summary_injection": "sync"})
-    drop = next(e for e in res.events if e.kind == "drop_turns")
+    drop = next(e for e in res.events if e.kind == "drop")
     assert res.steps[drop.step].summary_id is not None and not res.steps[drop.step].pending
 
 
@@ -345,7 +345,7 @@ class _Wu:
 
 def test_replay_wu_reply_means_no_summary_and_plain_drop() -> None:
     res = run(_conv(25), "cowagent", summarizer=_Wu())  # type: ignore[arg-type]
-    drop = next(e for e in res.events if e.kind == "drop_turns")
+    drop = next(e for e in res.events if e.kind == "drop")
     assert {c.fate for c in drop.changes} == {Fate.DROPPED}
     assert any(e.kind == "summary_empty" for e in res.events)
     assert all(s.summary_id is None for s in res.steps)
@@ -361,15 +361,13 @@ def test_replay_failing_summariser_uses_rule_based_fallback() -> None:
 def test_replay_memory_disabled_drops_without_summary() -> None:
     res = run(_conv(25), "cowagent", params={"memory_enabled": False})
     assert res.summaries == []
-    assert all(
-        c.fate is Fate.DROPPED for e in res.events if e.kind == "drop_turns" for c in e.changes
-    )
+    assert all(c.fate is Fate.DROPPED for e in res.events if e.kind == "drop" for c in e.changes)
 
 
 def test_replay_few_turns_over_budget_compress_to_text_never_drop_a_turn() -> None:
     res = run(_conv(4, 30_000), "cowagent", params={"agent_max_context_tokens": 5000})
     comp = [e for e in res.events if e.kind == "compress_text_only"]
-    assert comp and not any(e.kind == "drop_turns" for e in res.events)
+    assert comp and not any(e.kind == "drop" for e in res.events)
     last = res.steps[-1]
     assert last.context_indexes[:5] == [0, 1, 4, 5, 8]  # each old turn: query + last answer
     assert res.summaries == []
@@ -377,7 +375,7 @@ def test_replay_few_turns_over_budget_compress_to_text_never_drop_a_turn() -> No
 
 def test_replay_many_turns_over_budget_drop_older_half_once() -> None:
     res = run(_conv(8, 30_000), "cowagent", params={"agent_max_context_tokens": 5000})
-    drop = next(e for e in res.events if e.kind == "drop_turns")
+    drop = next(e for e in res.events if e.kind == "drop")
     assert drop.detail["turns"] == 5 and drop.detail["dropped_turns"] == 2
 
 
@@ -389,7 +387,7 @@ def test_replay_budget_is_within_when_equal(budget: int | None, fires: bool) -> 
     probe = run(_conv(6, 1000), "cowagent", params={"agent_max_context_tokens": 10**6})
     need = max(s.tokens.strategy for s in probe.steps if s.source_index % 4 == 2)
     res = run(_conv(6, 1000), "cowagent", params={"agent_max_context_tokens": need + (budget or 0)})
-    assert any(e.kind in ("drop_turns", "compress_text_only") for e in res.events) is fires
+    assert any(e.kind in ("drop", "compress_text_only") for e in res.events) is fires
 
 
 def test_replay_overflow_aggressive_trim_then_clear() -> None:
@@ -435,16 +433,16 @@ def _golden(
     [
         pytest.param(
             {},
-            {"drop_turns": 1, "summary_injected": 1, "truncate": 2},  # no event for a no-op re-cut
+            {"drop": 1, "summary_injected": 1, "truncate": 2},  # no event for a no-op re-cut
             {},
-            {"truncate": 21, "drop_turns": 51, "summary_injected": 52},
+            {"truncate": 21, "drop": 51, "summary_injected": 52},
             id="defaults-budget-drop",
         ),
         pytest.param(
             {"agent_max_context_turns": 4, "model_context_window": 30_000},
-            {"drop_turns": 1, "overflow_trim": 2},
+            {"drop": 1, "overflow_trim": 2},
             {},
-            {"overflow_trim": 17, "drop_turns": 51},
+            {"overflow_trim": 17, "drop": 51},
             id="small-window-overflow",
         ),
     ],

@@ -112,17 +112,17 @@ def test_prune_persists_the_placeholder_and_keeps_the_original() -> None:
 
 def test_clear_keeps_the_newest_results() -> None:
     result = replay([{"stage": "clear_tool_results", "keep": 2}])
-    first = events_of(result, "clear")[0]
+    first = events_of(result, "clear_tool_uses")[0]
     assert [c.index for c in first.changes] == [result_index(0)]  # 3 results, keep 2
     assert first.changes[0].message is not None
     assert first.changes[0].message.blocks[0].text == "[cleared]"
-    cleared = {c.index for e in events_of(result, "clear") for c in e.changes}
+    cleared = {c.index for e in events_of(result, "clear_tool_uses") for c in e.changes}
     assert cleared == {result_index(k) for k in range(6)}  # the newest 2 of 8 stay
 
 
 def test_clear_keep_zero_clears_every_result() -> None:
     result = replay([{"stage": "clear_tool_results", "keep": 0}], turns=3)
-    cleared = [c.index for e in events_of(result, "clear") for c in e.changes]
+    cleared = [c.index for e in events_of(result, "clear_tool_uses") for c in e.changes]
     assert cleared == [result_index(k) for k in range(3)]  # each once, as it arrives
 
 
@@ -154,7 +154,7 @@ def test_stages_run_in_the_given_order() -> None:
     prune_all = prune(minimum_tokens=0)
     # Both act on each result as it arrives; whichever runs first takes it, and the other
     # finds nothing left (the prune walk stops at a cleared output).
-    assert {e.kind for e in replay([clear, prune_all]).events} == {"clear"}
+    assert {e.kind for e in replay([clear, prune_all]).events} == {"clear_tool_uses"}
     assert {e.kind for e in replay([prune_all, clear]).events} == {"prune"}
 
 
@@ -215,7 +215,7 @@ GOLDEN_EVERY_STAGE = (
     11,
     3,
     6,
-    "069db144df587f32038844d5866246e5d5c50aa4e6314c3de5c6292ae2c60173",
+    "c475f8aa3a5c476c1ef8c74b1c16dfe5e455e9ecb54a4e92beca40d1c1e77424",
 )
 
 
@@ -226,7 +226,7 @@ def test_golden_every_stage_over_a_corpus_session() -> None:
         "offload",
         "truncate",
         "prune",
-        "clear",
+        "clear_tool_uses",
         "drop",
         "summarise",
     }

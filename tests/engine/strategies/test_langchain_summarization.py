@@ -105,7 +105,7 @@ Echo = EchoSummarizer
 
 
 def summarize_events(result):  # type: ignore[no-untyped-def]
-    return [e for e in result.events if e.kind == "summarize"]
+    return [e for e in result.events if e.kind == "summarise"]
 
 
 def fates(event) -> dict[int, Fate]:  # type: ignore[no-untyped-def]
@@ -353,7 +353,7 @@ def test_empty_and_tiny_conversations() -> None:
     result = run(conv(user("q"), assistant("a")), "langchain_summarization",
                  params={"trigger": ["messages", 1], "keep": ["messages", 1]})  # fmt: skip
     # one message in state, keep 1: cutoff 0 -> a skip event, nothing summarised
-    assert [e.kind for e in result.events] == ["summarize_skipped"]
+    assert [e.kind for e in result.events] == ["compact_skipped"]
 
 
 def test_orphan_tool_result_in_the_transcript_is_summarised() -> None:
@@ -430,5 +430,5 @@ def test_golden_claude_code_session_summarises_three_times() -> None:
     reported = run(conversation, "langchain_summarization", summarizer=Echo(),
                    params={"trigger": ["tokens", 3000], "keep": ["messages", 6]})  # fmt: skip
     first = reported.events[0]
-    assert first.kind == "summarize_skipped"  # 3 messages <= keep 6
+    assert first.kind == "compact_skipped"  # 3 messages <= keep 6
     assert first.detail["trigger"] == "tokens reported 14570 >= 3000"

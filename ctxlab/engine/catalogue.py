@@ -1,0 +1,410 @@
+"""One vocabulary: every event kind, finding kind and metric the lab shows, with its meaning.
+
+- ``EVENTS``: each kind a strategy may emit, with a category (what it does to the context:
+  compaction, restore, repair, failure, skip, info), a label and a one-line meaning.
+  Strategies emit only these spellings; older spellings (stored runs, other modules) map
+  through ``EVENT_ALIASES``. Metrics count compactions, restores and failures by category,
+  never by guessing from the kind's name.
+- ``FINDINGS``: each invariant check's kind with a label and a description.
+- ``METRICS``: each metric key a run stores or a page computes, with label, unit, which
+  direction is better, meaning and the rule that picks the "best" value among runs.
+
+``docs/vocabulary.md`` is generated from this module (``python -m ctxlab.engine.catalogue``)
+and a test keeps it in step.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+Category = Literal["compaction", "restore", "repair", "failure", "skip", "info"]
+Better = Literal["lower", "higher"] | None
+
+CATEGORIES: dict[str, str] = {
+    "compaction": "removes, shortens or replaces context to make the request smaller",
+    "restore": "puts back what an earlier request-local reduction left out",
+    "repair": "fixes the request's invariants (e.g. orphaned tool results), not to save tokens",
+    "failure": "an attempted compaction or summary did not complete",
+    "skip": "a compaction was due or prepared, but the strategy did nothing",
+    "info": "a notice or a deferred result landing; no message is removed",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class EventKind:
+    kind: str
+    category: Category
+    label: str
+    meaning: str
+    aliases: tuple[str, ...] = ()
+
+
+_EVENTS: tuple[EventKind, ...] = (
+    # --- compaction ----------------------------------------------------------------------
+    EventKind("truncate", "compaction", "Truncated",
+              "tool output or message text cut in place (head/tail kept); the cut persists"),
+    EventKind("offload", "compaction", "Offloaded",
+              "tool result replaced by a notice naming the file that holds the full text"),
+    EventKind("tool_result_compact", "compaction", "Tool results compacted",
+              "older tool results over the size limit cut, full text kept in files (CoPaw)"),
+    EventKind("prune", "compaction", "Pruned",
+              "old tool outputs replaced by a placeholder, newest outputs protected"),
+    EventKind("clear_tool_uses", "compaction", "Tool results cleared",
+              "every tool result but the newest few replaced by a placeholder", ("clear",)),
+    EventKind("clear_thinking", "compaction", "Thinking cleared",
+              "thinking blocks of older assistant turns left out of the request"),
+    EventKind("drop", "compaction", "Dropped",
+              "oldest messages or turns removed without a summary in the context",
+              ("drop_turns",)),
+    EventKind("summarise", "compaction", "Summarised",
+              "older messages replaced by a summary, recent messages kept", ("summarize",)),
+    EventKind("compact", "compaction", "Compacted",
+              "the whole history replaced by a summary (plus whatever the original keeps)"),
+    EventKind("trim", "compaction", "Trimmed (request view)",
+              "messages outside the window left out of this request; the session keeps them",
+              ("trim_request",)),
+    EventKind("trim_partial", "compaction", "Partly trimmed (request view)",
+              "a message partly inside the window cut to fit this request"),
+    EventKind("force_compression", "compaction", "Forced compression",
+              "oldest half of the turns dropped because the request exceeds the budget "
+              "(PicoClaw)"),
+    EventKind("compress_text_only", "compaction", "Compressed to text",
+              "turns kept as their text only, tool calls and results removed (CowAgent)"),
+    EventKind("overflow_trim", "compaction", "Overflow trim",
+              "after a context-length error: aggressive trim, then the request is retried"),
+    EventKind("overflow_clear", "compaction", "Overflow clear",
+              "the overflow persisted after trimming: history cleared and the request fails"),
+    # --- restore ---------------------------------------------------------------------------
+    EventKind("restore_request", "restore", "Restored (request view)",
+              "messages or outputs an earlier request-local trim, prune or clear left out "
+              "are sent again",
+              ("prune_lifted",)),
+    # --- repair ----------------------------------------------------------------------------
+    EventKind("sanitize", "repair", "Sanitised",
+              "orphaned or unanswered tool messages removed so the request stays valid"),
+    # --- failure ---------------------------------------------------------------------------
+    EventKind("summary_failed", "failure", "Summary failed",
+              "the summariser call failed or returned nothing; the strategy took its "
+              "failure path (see the event's outcome)"),
+    EventKind("compact_failed", "failure", "Compaction failed",
+              "a compaction could not complete; the history is left unchanged"),
+    # --- skip ------------------------------------------------------------------------------
+    EventKind("compact_skipped", "skip", "Compaction skipped",
+              "the trigger fired but nothing could be compacted (reason in the event)",
+              ("summarize_skipped", "summary_skipped", "clear_skipped")),
+    EventKind("summary_empty", "skip", "Summary empty",
+              "the summariser answered that nothing was worth keeping; no summary written"),
+    EventKind("summary_not_injected", "skip", "Summary not injected",
+              "a background summary was written but had no message left to attach to"),
+    # --- info ------------------------------------------------------------------------------
+    EventKind("summary_injected", "info", "Summary injected",
+              "a background summary landed, prepended to the first kept user message",
+              ("summary_injection",)),
+    EventKind("warning", "info", "Warning",
+              "the original shows the user a warning (e.g. Codex after a compaction)"),
+)  # fmt: skip
+
+EVENTS: dict[str, EventKind] = {e.kind: e for e in _EVENTS}
+EVENT_ALIASES: dict[str, str] = {alias: e.kind for e in _EVENTS for alias in e.aliases}
+
+
+def canonical_event(kind: str) -> str:
+    """The catalogue spelling of ``kind`` (an alias maps to its kind; others unchanged)."""
+    return EVENT_ALIASES.get(kind, kind)
+
+
+def event_kind(kind: str) -> EventKind | None:
+    """The catalogue row of ``kind`` or of the kind it is an alias of; None if unknown."""
+    return EVENTS.get(canonical_event(kind))
+
+
+def event_category(kind: str) -> Category | None:
+    row = event_kind(kind)
+    return row.category if row else None
+
+
+def is_compaction(kind: str) -> bool:
+    return event_category(kind) == "compaction"
+
+
+def is_restore(kind: str) -> bool:
+    return event_category(kind) == "restore"
+
+
+def is_failure(kind: str) -> bool:
+    return event_category(kind) == "failure"
+
+
+# --- findings ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class FindingKind:
+    kind: str
+    label: str
+    meaning: str
+
+
+_FINDINGS: tuple[FindingKind, ...] = (
+    FindingKind("tool_pair_broken", "Tool pair broken",
+                "a tool_use and its tool_result are not both in the request (they were "
+                "paired in the original up to this step)"),
+    FindingKind("latest_user_dropped", "Latest user message dropped",
+                "the latest user message is not in the request"),
+    FindingKind("system_modified", "System prompt changed",
+                "the system prompt is missing from the request or was changed"),
+    FindingKind("summary_larger", "Summary larger than its input",
+                "a summary is larger (reference tokens) than the messages it replaced"),
+    FindingKind("overflow", "Request over the window",
+                "the request exceeds the window under the reference tokenizer (cl100k)"),
+)  # fmt: skip
+
+FINDINGS: dict[str, FindingKind] = {f.kind: f for f in _FINDINGS}
+
+
+# --- metrics -----------------------------------------------------------------------------
+
+# A run that compacts this often is not eligible for "best" on a guarded metric: a setting
+# that fires at every other step can always look small, which is not what "best" means.
+PATHOLOGICAL_FIRING_PER_100 = 50.0
+PATHOLOGICAL_THRASH_SHARE = 0.2  # thrash events per replayed step
+
+
+@dataclass(frozen=True, slots=True)
+class Metric:
+    key: str
+    label: str
+    unit: str
+    better: Better
+    meaning: str
+    # Guarded metrics (sizes and token sums) crown only runs whose firing rate and thrash
+    # are not pathological, see ``best_rule``.
+    guarded: bool = False
+
+    @property
+    def best_rule(self) -> str:
+        if self.better is None:
+            return "no best: neither direction is better"
+        rule = (
+            f"the {'lowest' if self.better == 'lower' else 'highest'} value, unless all are equal"
+        )
+        if self.guarded:
+            rule += (
+                "; runs that compact at ≥ "
+                f"{PATHOLOGICAL_FIRING_PER_100:g} steps in 100 or thrash at ≥ "
+                f"{PATHOLOGICAL_THRASH_SHARE:.0%} of steps are not eligible"
+            )
+        return rule
+
+
+_METRICS: tuple[Metric, ...] = (
+    # --- replay (engine metrics.compute_metrics) -------------------------------------------
+    Metric("steps", "Steps", "steps", None, "inference calls replayed"),
+    Metric("peak_strategy", "Peak context (own estimate)", "tokens", "lower",
+           "max request tokens under the strategy's own estimator", True),
+    Metric("peak_reference", "Peak context (cl100k)", "tokens", "lower",
+           "max request tokens under the reference tokenizer", True),
+    Metric("peak_reported", "Peak reported usage", "tokens", None,
+           "max prompt tokens the provider reported in the original transcript"),
+    Metric("input_tokens_total", "Σ input tokens", "tokens", "lower",
+           "reference request tokens summed over all steps (what the agent is billed for)",
+           True),
+    Metric("input_tokens_total_strategy", "Σ input tokens (own estimate)", "tokens", "lower",
+           "request tokens summed over all steps under the strategy's estimator", True),
+    Metric("events", "Events by kind", "events", None, "every event, counted by kind"),
+    Metric("compactions", "Compactions by kind", "events", None,
+           "events in the compaction category, counted by kind"),
+    Metric("compaction_count", "Compactions", "events", "lower",
+           "events in the compaction category (restores, repairs, failures and skips are "
+           "not compactions)"),
+    Metric("restore_count", "Restores", "events", None,
+           "events that put back what a request-local reduction left out"),
+    Metric("failure_count", "Failed compactions", "events", "lower",
+           "events in the failure category (a summary or compaction that did not complete)"),
+    Metric("messages_removed", "Messages removed", "messages", "lower",
+           "distinct messages summarised or dropped"),
+    Metric("messages_modified", "Messages modified", "messages", "lower",
+           "distinct messages truncated, offloaded or pruned"),
+    Metric("tokens_removed", "Tokens removed", "tokens", "lower",
+           "reference tokens of the removed messages"),
+    Metric("summaries", "Summaries", "calls", None, "summariser calls made"),
+    Metric("summary_failures", "Summary failures", "calls", "lower",
+           "summariser calls that failed"),
+    Metric("summary_input_tokens", "Summary input tokens", "tokens", "lower",
+           "tokens sent to the summariser", True),
+    Metric("summary_output_tokens", "Summary output tokens", "tokens", "lower",
+           "tokens the summariser returned", True),
+    Metric("overflow_steps", "Steps in overflow", "steps", "lower",
+           "steps whose replayed request, counted with the reference tokenizer (cl100k), "
+           "exceeds the window (the 'overflow' finding)", True),
+    Metric("findings", "Findings by kind", "findings", None,
+           "broken invariants, counted by kind (one per kind per step at most)"),
+    Metric("findings_total", "Findings", "findings", "lower",
+           "broken invariants of all kinds (one per kind per step at most)"),
+    Metric("firing_per_100_steps", "Firing / 100 steps", "per 100 steps", "lower",
+           "steps with at least one compaction, per 100 steps"),
+    Metric("mean_steps_between", "Mean steps between", "steps", "higher",
+           "mean gap between steps with a compaction"),
+    Metric("thrash", "Thrash", "events", "lower",
+           "compactions firing again within 3 steps while the context stayed near the "
+           "threshold (≥ 90 % of it after the previous one)"),
+    Metric("threshold", "Threshold", "tokens", None,
+           "the size at which the strategy compacts, under its own estimator"),
+    # --- what was lost (replay_app.inspect) ------------------------------------------------
+    Metric("retention", "Fact retention", "ratio", "higher",
+           "facts of touched messages still in context after each compaction / facts at risk"),
+    Metric("facts_lost", "Facts lost", "facts", "lower",
+           "facts at risk that nothing kept, summed over compactions"),
+    # --- money and ground truth (replay_app.costs) -----------------------------------------
+    Metric("llm_cost_usd", "Summary calls $", "USD", "lower",
+           "what the summary calls cost (cache hits are free)", True),
+    Metric("llm_calls", "Summary calls", "calls", None,
+           "summariser calls (paid + cached + failed)"),
+    Metric("llm_cache_hits", "Summary cache hits", "calls", None,
+           "summaries served from the database cache"),
+    Metric("ledger_request_cost", "Requests $ (cached)", "USD", "lower",
+           "agent requests priced with prompt caching", True),
+    Metric("ledger_uncached_cost", "Requests $ (no cache)", "USD", "lower",
+           "the same requests without caching", True),
+    Metric("ledger_write_tokens", "Cache write tokens", "tokens", "lower",
+           "tokens written to the prompt cache", True),
+    Metric("ledger_read_tokens", "Cache read tokens", "tokens", None,
+           "tokens read from the prompt cache"),
+    Metric("ledger_invalidated_tokens", "Invalidated tokens", "tokens", "lower",
+           "cached tokens compactions invalidated"),
+    Metric("ledger_extra_cost", "Compaction extra $", "USD", "lower",
+           "re-writes − lost reads + summary calls"),
+    Metric("ledger_total_cost", "Total $", "USD", "lower",
+           "requests (cached) + summary calls", True),
+    Metric("overflow_flags", "Hidden overflows", "steps", "lower",
+           "steps the strategy's own estimate said fit under its limit but the provider's "
+           "count (reported, or calibrated from reported usage) says would not; unlike "
+           "'Steps in overflow', the strategy never saw these"),
+)  # fmt: skip
+
+METRICS: dict[str, Metric] = {m.key: m for m in _METRICS}
+
+
+def metric(key: str) -> Metric:
+    """The catalogue row of ``key``; KeyError names the key when it has none."""
+    try:
+        return METRICS[key]
+    except KeyError:
+        raise KeyError(
+            f"metric {key!r} has no catalogue row (ctxlab/engine/catalogue.py)"
+        ) from None
+
+
+# --- the "best" rule ---------------------------------------------------------------------
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return None if math.isnan(value) else float(value)
+
+
+def pathological(metrics: Mapping[str, Any] | None) -> bool:
+    """Whether a run compacts so often (firing rate or thrash) that a guarded metric's small
+    value says nothing good about it."""
+    if not metrics:
+        return False
+    firing = _number(metrics.get("firing_per_100_steps")) or 0.0
+    steps = _number(metrics.get("steps")) or 0.0
+    thrash = _number(metrics.get("thrash")) or 0.0
+    return firing >= PATHOLOGICAL_FIRING_PER_100 or (
+        steps > 0 and thrash / steps >= PATHOLOGICAL_THRASH_SHARE
+    )
+
+
+def best_flags(
+    values: Sequence[Any],
+    better: Better,
+    *,
+    guarded: bool = False,
+    runs: Sequence[Mapping[str, Any] | None] | None = None,
+) -> list[bool]:
+    """Which values are the best: the lowest or highest number, none when there is no
+    direction or all numbers are equal. With ``guarded`` and each value's run metrics in
+    ``runs``, pathological runs are not eligible (the best is among the others)."""
+    numbers = [_number(v) for v in values]
+    if not better or len({n for n in numbers if n is not None}) < 2:
+        return [False] * len(values)
+    if guarded and runs is not None:
+        numbers = [None if pathological(m) else n for n, m in zip(numbers, runs, strict=True)]
+    eligible = [n for n in numbers if n is not None]
+    if not eligible:
+        return [False] * len(values)
+    target = min(eligible) if better == "lower" else max(eligible)
+    return [n == target for n in numbers]
+
+
+def metric_best_flags(
+    key: str, values: Sequence[Any], runs: Sequence[Mapping[str, Any] | None]
+) -> list[bool]:
+    """``best_flags`` with ``key``'s direction and guard from the catalogue."""
+    row = metric(key)
+    return best_flags(values, row.better, guarded=row.guarded, runs=runs)
+
+
+# --- docs ---------------------------------------------------------------------------------
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def vocabulary_markdown() -> str:
+    """``docs/vocabulary.md``: every event kind, finding kind and metric, from this module."""
+    lines = [
+        "# Vocabulary",
+        "",
+        "Generated from `ctxlab/engine/catalogue.py` by "
+        "`python -m ctxlab.engine.catalogue > docs/vocabulary.md`; a test fails when the two "
+        "disagree. Every page, JSON twin and CSV takes its labels, units and directions from "
+        "the same table.",
+        "",
+        "## Event categories",
+        "",
+        "| category | meaning |",
+        "|---|---|",
+        *(f"| {name} | {meaning} |" for name, meaning in CATEGORIES.items()),
+        "",
+        "Compactions, restores and failures are counted by category: the metrics "
+        "`compaction_count`, `firing_per_100_steps` and `thrash` count compaction events only.",
+        "",
+        "## Event kinds",
+        "",
+        "| kind | category | label | meaning | older spellings |",
+        "|---|---|---|---|---|",
+    ]
+    for e in _EVENTS:
+        old = ", ".join(f"`{a}`" for a in e.aliases)
+        lines.append(f"| `{e.kind}` | {e.category} | {e.label} | {_cell(e.meaning)} | {old} |")
+    lines += ["", "## Finding kinds", "", "| kind | label | meaning |", "|---|---|---|"]
+    lines += [f"| `{f.kind}` | {f.label} | {_cell(f.meaning)} |" for f in _FINDINGS]
+    lines += [
+        "",
+        "## Metrics",
+        "",
+        "“Steps in overflow” (`overflow_steps`) and “Hidden overflows” (`overflow_flags`) "
+        "count different things: the first, requests the replay actually sent over the "
+        "window (reference tokenizer); the second, requests the strategy believed fit but "
+        "the provider's count would not.",
+        "",
+        "| key | label | unit | better | meaning | best value |",
+        "|---|---|---|---|---|---|",
+    ]
+    for m in _METRICS:
+        lines.append(
+            f"| `{m.key}` | {_cell(m.label)} | {m.unit} | {m.better or '—'} | "
+            f"{_cell(m.meaning)} | {_cell(m.best_rule)} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    print(vocabulary_markdown(), end="")
