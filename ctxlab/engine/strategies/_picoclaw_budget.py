@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Literal
 
 from ..model import Block, BlockKind, BlockMemo, Message, Role, ToolDef
@@ -39,6 +40,10 @@ BATCH_PROMPT_HEAD = (
 MERGE_PROMPT = (
     "Merge these two conversation summaries into one cohesive summary:\n\n1: {s1}\n\n2: {s2}"
 )
+LLM_MAX_RETRIES = 3  # retryLLMCall: an error or an empty answer is asked again, 3 calls in all
+# buildDynamicContext's runtime line: runtime.GOOS/GOARCH and the Go toolchain of go.mod.
+GO_RUNTIME = "linux amd64, Go go1.25.11"
+DEFAULT_NOW = datetime(2026, 1, 1)  # a transcript without timestamps
 OMITTED_NOTE = "\n[Note: Some oversized messages were omitted from this summary for efficiency.]"
 EMERGENCY_NOTE = "[Emergency compression dropped {n} oldest messages due to context limit]"
 
@@ -256,10 +261,18 @@ def find_safe_boundary(history: Sequence[PicoMsg], target: int) -> int:
 # -- system message and sanitizer (context.go) ------------------------------------------------
 
 
-def build_system(prompt: str, summary: str) -> PicoMsg:
-    """The single system message: the static prompt, then the summary part when there is
-    one, joined by ``\\n\\n---\\n\\n`` (also kept as SystemParts)."""
-    parts = [p for p in (prompt,) if p]
+def runtime_context(now: datetime | None = None) -> str:
+    """``buildDynamicContext`` without channel or sender (time as Go's
+    ``2006-01-02 15:04 (Monday)``)."""
+    when = (now or DEFAULT_NOW).strftime("%Y-%m-%d %H:%M (%A)")
+    return f"## Current Time\n{when}\n\n## Runtime\n{GO_RUNTIME}"
+
+
+def build_system(prompt: str, summary: str, runtime: str = "") -> PicoMsg:
+    """The single system message: the static prompt, the dynamic runtime context, then the
+    summary part when there is one, joined by ``\\n\\n---\\n\\n`` (also kept as
+    SystemParts)."""
+    parts = [p for p in (prompt, runtime) if p.strip()]
     if summary:
         parts.append(SUMMARY_PREFIX + summary)
     return PicoMsg("system", SYSTEM_PART_SEPARATOR.join(parts), system_parts=tuple(parts))
@@ -320,10 +333,14 @@ def sanitize_history(history: Sequence[PicoMsg]) -> list[PicoMsg]:
 
 
 def build_messages(
-    prompt: str, summary: str, history: Sequence[PicoMsg], current: Sequence[PicoMsg]
+    prompt: str,
+    summary: str,
+    history: Sequence[PicoMsg],
+    current: Sequence[PicoMsg],
+    runtime: str = "",
 ) -> list[PicoMsg]:
     """``BuildMessages``: system + sanitized history + the current user message."""
-    return [build_system(prompt, summary), *sanitize_history(history), *current]
+    return [build_system(prompt, summary, runtime), *sanitize_history(history), *current]
 
 
 # -- forceCompression / trim (context_legacy.go, context_budget.go) --------------------------

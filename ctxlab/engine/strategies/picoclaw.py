@@ -9,13 +9,17 @@ turns from the front of *this request only* (they come back when the next turn's
 is rebuilt from the session: ``restore_request``). After each turn, ``maybeSummarize`` runs in a
 goroutine when the session has more than 20 messages or more than 75% of the window; it
 lands before the next request (recorded as pending). Its split path (> 10 messages) loses
-the previous summary. A turn starts at every user message; tool results are ``tool``
-messages, so no cut separates a tool call from its results.
+the previous summary; its batch answers are trimmed, the merged answer is kept as given,
+and every summary call is tried up to 3 times while it errs or answers nothing
+(``retryLLMCall``). The system message always carries the dynamic runtime context (time,
+OS/arch, Go version; ``runtime_context``). A turn starts at every user message; tool
+results are ``tool`` messages, so no cut separates a tool call from its results.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING, ClassVar
 
 from ..findings import check_summary_size
@@ -85,6 +89,15 @@ class PicoClawStrategy(Strategy):
             origin="EnableSummary",
         ),
         Param(
+            "runtime_context",
+            True,
+            "Append the dynamic runtime context (## Current Time, ## Runtime: OS/arch and Go "
+            "version) to the system message of every request, as the original always does; "
+            "the time is the transcript's first timestamp.",
+            "bool",
+            origin="context.go buildDynamicContext",
+        ),
+        Param(
             "token_estimator",
             "chars*2/5",
             "chars*2/5 as at cf67dd3; ceil(chars/4) as in later pkg/tokenizer versions.",
@@ -134,9 +147,15 @@ class PicoClawStrategy(Strategy):
         self._replied = False  # an assistant message since the last user message
         self._system_text = ctx.system_text
         self._trimmed: list[int] = []  # sources out of the request by a trim, not the session
+        self._runtime = ""
+        if self.params["runtime_context"]:
+            self._runtime = pb.runtime_context(_first_time(ctx.originals))
+        ctx.system_tokens = pb.estimate_message_tokens(
+            pb.build_system(self._prompt, "", self._runtime), self._est
+        )
 
     def _build(self, hist: Sequence[PicoMsg]) -> list[PicoMsg]:
-        return pb.build_messages(self._prompt, self._summary, hist, self._current)
+        return pb.build_messages(self._prompt, self._summary, hist, self._current, self._runtime)
 
     def _over(self, ctx: ReplayContext, messages: Sequence[PicoMsg]) -> bool:
         return pb.is_over_context_budget(
@@ -149,8 +168,12 @@ class PicoClawStrategy(Strategy):
 
     def _set_summary(self, ctx: ReplayContext, text: str, summary_id: int | None) -> None:
         self._summary = text
-        base = pb.estimate_message_tokens(pb.build_system(self._prompt, ""), self._est)
-        full = pb.estimate_message_tokens(pb.build_system(self._prompt, text), self._est)
+        base = pb.estimate_message_tokens(
+            pb.build_system(self._prompt, "", self._runtime), self._est
+        )
+        full = pb.estimate_message_tokens(
+            pb.build_system(self._prompt, text, self._runtime), self._est
+        )
         rendered = pb.SUMMARY_PREFIX + text if text else ""
         ctx.set_summary(text, tokens=full - base, rendered=rendered, summary_id=summary_id)
 
@@ -213,7 +236,7 @@ class PicoClawStrategy(Strategy):
         )
         if len(hist) < len(self._hist):
             with ctx.action(
-                "trim", reason="trimHistoryToFitContextWindow: request-local, the "
+                "trim_request", reason="trimHistoryToFitContextWindow: request-local, the "
                 "session keeps these messages", fit=fit, window=window,
             ) as act:  # fmt: skip
                 self._remove_gone(act, self._hist, hist, Fate.DROPPED)
@@ -283,7 +306,9 @@ class PicoClawStrategy(Strategy):
         ctx.defer("summarize", f"post-turn summary of {count} session messages", apply)
 
     def _call(self, ctx: ReplayContext, prompt: str, batch: Sequence[PicoMsg], previous: str,
-              purpose: str) -> tuple[str, int]:  # fmt: skip
+              purpose: str) -> tuple[str | None, int]:  # fmt: skip
+        """``retryLLMCall``: up to 3 calls while the call errs or answers nothing. The
+        answer as given (None when every call failed); the caller trims or not."""
         request = SummaryRequest(
             strategy=self.name,
             system="",
@@ -295,40 +320,47 @@ class PicoClawStrategy(Strategy):
             previous_summary=previous,
             purpose=purpose,
         )
-        record = ctx.summarize(request, messages=[m.src for m in batch if m.src is not None])
-        if record.error or not record.output:
-            return "", record.id
-        return record.output.strip(), record.id
+        sources = [m.src for m in batch if m.src is not None]
+        for _ in range(pb.LLM_MAX_RETRIES):  # each call is its own summary record
+            record = ctx.summarize(request, messages=sources)
+            if not record.error and record.output:
+                return record.output, record.id
+        return None, record.id
+
+    def _batch(
+        self, ctx: ReplayContext, batch: Sequence[PicoMsg], previous: str
+    ) -> tuple[str | None, int]:
+        """``summarizeBatch``: the answer trimmed (a blank answer gives ""), None when
+        every call failed (the caller falls back to the rule-based summary)."""
+        text, record_id = self._call(
+            ctx, pb.batch_prompt(batch, previous), batch, previous, "compact"
+        )
+        return (None if text is None else text.strip()), record_id
 
     def _summarize(self, ctx: ReplayContext, *, trigger: dict[str, int]) -> None:
         window = self.window(ctx)
         plan = pb.plan_summary(self._hist, context_window=window)
         if plan is None:
-            ctx.emit("compact_skipped", reason="history too short or single turn", trigger=trigger)
+            ctx.emit("summary_skipped", reason="history too short or single turn", trigger=trigger)
             return
         batches = pb.split_batches(plan.valid)
         failures = 0
         record_id: int | None = None
         if len(batches) == 1:
             (batch,) = batches
-            text, record_id = self._call(
-                ctx, pb.batch_prompt(batch, self._summary), batch, self._summary, "compact"
-            )
-            if not text:
-                failures += 1
-                text = pb.fallback_batch_summary(batch)
-            final = text
+            final, record_id = self._batch(ctx, batch, self._summary)
+            failures += final is None
+            final = pb.fallback_batch_summary(batch) if final is None else final
         else:
             parts = []
             for batch in batches:
-                text, _ = self._call(ctx, pb.batch_prompt(batch, ""), batch, "", "compact")
-                if not text:
-                    failures += 1
-                    text = pb.fallback_batch_summary(batch)
-                parts.append(text)
+                text, _ = self._batch(ctx, batch, "")
+                failures += text is None
+                parts.append(pb.fallback_batch_summary(batch) if text is None else text)
             merged, record_id = self._call(ctx, pb.merge_prompt(*parts), (), "", "merge")
-            final = merged or f"{parts[0]} {parts[1]}"
-            failures += 0 if merged else 1
+            # the merged answer is used as given (finalSummary = resp.Content, not trimmed)
+            final = f"{parts[0]} {parts[1]}" if merged is None else merged
+            failures += merged is None
         if plan.omitted and final:
             final += pb.OMITTED_NOTE
         if not final:
@@ -337,7 +369,7 @@ class PicoClawStrategy(Strategy):
         previous_ref = ctx.summary_ref
         replaced = [m.src for m in before[: plan.cut] if m.src is not None]
         with ctx.action(
-            "summarise", reason="post-turn maybeSummarize landed: summary replaced, last "
+            "summarize", reason="post-turn maybeSummarize landed: summary replaced, last "
             f"{plan.keep} messages kept", always=True, batches=len(batches),
             previous_summary_discarded=len(batches) > 1 and bool(self._summary),
             failed_calls=failures, omitted_oversized=plan.omitted, **trigger,
@@ -351,6 +383,19 @@ class PicoClawStrategy(Strategy):
             ctx, summary_rendered=pb.SUMMARY_PREFIX + final, replaced=list(dict.fromkeys(replaced)),
             summary_id=record_id, previous_ref=previous_ref,
         )  # fmt: skip
+
+
+def _first_time(messages: Sequence[Message]) -> datetime | None:
+    """The first message timestamp, naive local time as Go's time.Now() prints it."""
+    for m in messages:
+        if m.timestamp:
+            try:
+                return datetime.fromisoformat(m.timestamp.replace("Z", "+00:00")).replace(
+                    tzinfo=None
+                )
+            except ValueError:
+                return None
+    return None
 
 
 STRATEGY = PicoClawStrategy

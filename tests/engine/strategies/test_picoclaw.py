@@ -348,7 +348,7 @@ def _conv(turns: int, result_chars: int = 100) -> Conversation:
 
 def test_replay_post_turn_summary_lands_next_request_and_keeps_last_four() -> None:
     res = run(_conv(12), "picoclaw")
-    first = next(e for e in res.events if e.kind == "summarise")
+    first = next(e for e in res.events if e.kind == "summarize")
     assert first.detail["messages"] == 24  # > 20 after six turns
     step = res.steps[first.step]
     assert step.summary_id == first.summary_id is not None
@@ -361,7 +361,7 @@ def test_replay_post_turn_summary_lands_next_request_and_keeps_last_four() -> No
 
 def test_replay_split_path_discards_previous_summary() -> None:
     res = run(_conv(20), "picoclaw")
-    later = [e for e in res.events if e.kind == "summarise"][1:]
+    later = [e for e in res.events if e.kind == "summarize"][1:]
     assert later
     assert any(e.detail["batches"] == 1 for e in later) or any(
         e.detail["previous_summary_discarded"] for e in later
@@ -389,8 +389,8 @@ def test_replay_request_local_trim_when_compression_is_not_enough() -> None:
         params={"max_tokens": 100, "context_window": 4000, "enable_summary": False},
     )
     kinds = [e.kind for e in res.events]
-    assert "trim" in kinds
-    trim = next(e for e in res.events if e.kind == "trim")
+    assert "trim_request" in kinds
+    trim = next(e for e in res.events if e.kind == "trim_request")
     assert trim.detail["fit"] in (True, False)
     # the current user message is never trimmed
     assert res.steps[trim.step].context_indexes[-1] == res.steps[trim.step].source_index - 1
@@ -404,7 +404,7 @@ def test_replay_request_local_trim_ends_with_its_turn() -> None:
         "picoclaw",
         params={"max_tokens": 100, "context_window": 4000, "enable_summary": False},
     )
-    trim = next(e for e in res.events if e.kind == "trim")
+    trim = next(e for e in res.events if e.kind == "trim_request")
     trimmed = {c.index for c in trim.changes}
     restore = next(e for e in res.events if e.kind == "restore_request")
     assert restore.step > trim.step
@@ -423,7 +423,7 @@ def test_replay_request_local_trim_ends_with_its_turn() -> None:
 
 def test_replay_failing_summariser_uses_fallback_text() -> None:
     res = run(_conv(8), "picoclaw", summarizer=FailingSummarizer())  # type: ignore[arg-type]
-    summ = next(e for e in res.events if e.kind == "summarise")
+    summ = next(e for e in res.events if e.kind == "summarize")
     assert summ.detail["failed_calls"] >= 1
     assert res.steps[summ.step].summary_id is not None
 
@@ -459,7 +459,85 @@ def _golden(
 
 def test_golden_sniffly_small_window() -> None:
     res, kinds, findings, firsts = _golden({"context_window": 20_000, "max_tokens": 2000})
-    assert kinds == {"force_compression": 2, "summarise": 3}
+    assert kinds == {"force_compression": 2, "summarize": 3}
     assert findings == {"overflow": 18, "summary_larger": 1}
-    assert firsts == {"summarise": 21, "force_compression": 21}
+    assert firsts == {"summarize": 21, "force_compression": 21}
     assert len(res.summaries) == 3  # type: ignore[attr-defined]
+
+
+# -- issue 14 divergence 7: merged summary as given, 3 tries, runtime context -------------------
+
+
+class _Scripted:
+    """Answers from a script, one entry per call: an exception message (str starting with
+    '!'), or the text to return."""
+
+    name = "scripted"
+
+    def __init__(self, *answers: str) -> None:
+        self.answers = list(answers)
+        self.calls = 0
+
+    def summarize(self, request: object) -> object:
+        from ctxlab.engine.summarizers import SummarizerError, SummaryResponse
+
+        answer = self.answers[min(self.calls, len(self.answers) - 1)]
+        self.calls += 1
+        if answer.startswith("!"):
+            raise SummarizerError(answer[1:])
+        return SummaryResponse(text=answer)
+
+
+def test_merged_summary_is_not_trimmed_and_batches_are() -> None:
+    """context_legacy.go: summarizeBatch returns strings.TrimSpace(resp.Content), the merge
+    keeps resp.Content as it came (finalSummary = resp.Content)."""
+    script = _Scripted("  part one \n", "\n part two  ", "  merged \n\n")
+    res = run(_conv(12), "picoclaw", summarizer=script)  # type: ignore[arg-type]
+    first = next(e for e in res.events if "batches" in e.detail)
+    assert first.detail["batches"] == 2
+    merge = res.summaries[2]
+    assert merge.input.endswith("1: part one\n\n2: part two")
+    step = res.steps[first.step]
+    assert step.summary_id == merge.id
+    assert res.summaries[step.summary_id].output == "  merged \n\n"  # type: ignore[index]
+    rendered = pb.SUMMARY_PREFIX + "  merged \n\n"
+    assert step.zones.summary == (len(rendered) + pb.SYSTEM_PART_OVERHEAD) * 2 // 5
+
+
+def test_failed_or_empty_summary_calls_are_tried_three_times() -> None:
+    """retryLLMCall: an error or an empty answer is asked again, up to 3 calls."""
+    script = _Scripted("!boom", "", "summary after two failures")
+    params = {"summarize_message_threshold": 6}
+    res = run(_conv(4), "picoclaw", params=params, summarizer=script)  # type: ignore[arg-type]
+    first = next(e for e in res.events if "batches" in e.detail)
+    assert first.detail["batches"] == 1 and first.detail["failed_calls"] == 0
+    assert [s.error for s in res.summaries[:3]] == ["boom", "", ""]
+    assert res.summaries[2].output == "summary after two failures"
+    assert res.steps[first.step].summary_id == 2
+    # three failures: the rule-based fallback, after exactly three calls
+    failing = run(_conv(4), "picoclaw", params=params, summarizer=FailingSummarizer())  # type: ignore[arg-type]
+    summ = next(e for e in failing.events if "batches" in e.detail)
+    assert summ.detail["failed_calls"] == 1
+    assert len([s for s in failing.summaries if s.step <= summ.step]) == 3
+
+
+def test_runtime_context_is_part_of_every_system_message() -> None:
+    """context.go buildDynamicContext: time and runtime are a system part of their own,
+    between the static prompt and the summary."""
+    from datetime import datetime
+
+    runtime = pb.runtime_context(datetime(2026, 3, 2, 9, 5))
+    assert (
+        runtime
+        == "## Current Time\n2026-03-02 09:05 (Monday)\n\n## Runtime\nlinux amd64, Go go1.25.11"
+    )
+    sysmsg = pb.build_system("PROMPT", "S", runtime)
+    assert sysmsg.system_parts == ("PROMPT", runtime, pb.SUMMARY_PREFIX + "S")
+    with_rt = run(_conv(2), "picoclaw")
+    without = run(_conv(2), "picoclaw", params={"runtime_context": False})
+    default_rt = pb.runtime_context(None)  # the corpus-free builder has no timestamps
+    extra = (len("sys") + len(default_rt) + 2 * pb.SYSTEM_PART_OVERHEAD + 12) * 2 // 5
+    assert with_rt.steps[0].zones.system == extra
+    assert without.steps[0].zones.system == (len("sys") + pb.SYSTEM_PART_OVERHEAD + 12) * 2 // 5
+    # a transcript without a system prompt still sends the runtime part
+    assert pb.build_system("", "", runtime).system_parts == (runtime,)
