@@ -40,7 +40,7 @@ def test_upload_results_and_transcript_pages_keep_the_conversation(
 
     rows = page.locator("#upload-results .upload-result")
     trap_row = rows.filter(has_text="trap.jsonl").inner_text()
-    assert "6 lines set aside (first at line 336)" in trap_row
+    assert "5 lines set aside (first at line 336)" in trap_row
     assert "the model never saw them" in trap_row
     windows_row = rows.filter(has_text="windows-saved.jsonl")
     original_row = rows.filter(has_text=CORPUS_SESSION.name)

@@ -34,7 +34,7 @@ def test_branch_trap_upload_keeps_the_main_thread_and_says_what_was_set_aside(
         reverse("upload-create"), {"files": files, "format": ""}, HTTP_HX_REQUEST="true"
     )
     html = response.content.decode()
-    assert html.count("6 lines set aside (first at line 336)") == 1  # said once, plainly
+    assert html.count("5 lines set aside (first at line 336)") == 1  # said once, plainly
     assert "the model never saw them" in html
     assert "<strong>duplicate JSON key</strong>" in html  # other warnings by catalogue label
     main = Transcript.objects.get(owner=alice, parent=None, upload__name="trap.jsonl")
@@ -47,12 +47,12 @@ def test_branch_trap_upload_keeps_the_main_thread_and_says_what_was_set_aside(
     (warning,) = upload["warnings"]
     assert (warning["code"], warning["count"], warning["label"]) == (
         "side-lines-set-aside",
-        6,
+        5,
         "side lines set aside",
     )
-    assert upload["set_aside"][0].startswith("6 lines set aside")
+    assert upload["set_aside"][0].startswith("5 lines set aside")
     page = alice_client.get(reverse("upload-detail", args=[upload["id"]])).content.decode()
-    assert "6 lines set aside" in page
+    assert "5 lines set aside" in page
 
 
 def test_rewound_branch_is_listed_as_an_alternate_with_its_size(
@@ -104,11 +104,11 @@ def test_cli_says_what_was_set_aside(alice: Any, tmp_path: Path) -> None:
     path.write_bytes(branch_trap_session())
     out, _, code = _cli(str(path), "--user", "alice")
     assert code == 0
-    assert "6 lines set aside (first at line 336)" in out
-    assert "warning x6: side lines set aside:" in out
+    assert "5 lines set aside (first at line 336)" in out
+    assert "warning x5: side lines set aside:" in out
     out, _, _ = _cli(str(path), "--user", "alice", "--json")  # a duplicate now: same report
     line = json.loads(out)
-    assert line["duplicate"] and line["set_aside"][0].startswith("6 lines set aside")
+    assert line["duplicate"] and line["set_aside"][0].startswith("5 lines set aside")
     assert line["warnings"][0]["meaning"].startswith("local-command, meta or empty lines")
 
 

@@ -188,6 +188,10 @@ def _is_real(node: _Node) -> bool:
     return False
 
 
+def _is_message(node: _Node) -> int:
+    return 1 if as_str(node.rec.get("type")) in _MESSAGE_TYPES else 0
+
+
 def _threads(
     roots: list[str], nodes: dict[str, _Node], children: dict[str, list[str]], warnings: Warnings
 ) -> list[_Thread]:
@@ -214,7 +218,7 @@ def _threads(
                 "lines on a rewound/edited branch kept as an alternate conversation",
                 f"line {nodes[start].line}",
                 code="alternate-branch",
-                count=len(path),
+                count=sum(_is_message(nodes[u]) for u in path),
             )
         on_path = set(path)
         for uuid in path:
@@ -223,14 +227,14 @@ def _threads(
                     continue
                 if newest_real[kid] >= 0:
                     pending.append((kid, nodes[uuid], index))
-                else:
+                elif size[kid]:  # metadata lines (progress, hooks) are skipped anyway
                     warnings.add(
-                        "local-command/meta/system lines outside the main thread set aside",
+                        "local-command/meta lines outside the main thread set aside",
                         f"line {nodes[kid].line}",
                         code="side-lines-set-aside",
                         count=size[kid],
                     )
-    unreached = len(nodes) - sum(size[r] for r in roots)
+    unreached = len(nodes) - len(newest_any)
     if unreached:
         first = min(n.line for u, n in nodes.items() if u not in newest_any)
         warnings.add(
@@ -246,7 +250,8 @@ def _subtree_facts(
     roots: list[str], nodes: dict[str, _Node], children: dict[str, list[str]]
 ) -> tuple[dict[str, int], dict[str, int], dict[str, int]]:
     """Per reachable line: the newest real line (-1: none) and newest line in its subtree,
-    and the subtree's size. Iterative: a 20,000-line chain is 20,000 deep."""
+    and how many user/assistant lines it holds. Iterative: a 20,000-line chain is 20,000
+    deep."""
     order: list[str] = []
     stack = list(roots)
     while stack:
@@ -258,7 +263,7 @@ def _subtree_facts(
     size: dict[str, int] = {}
     for uuid in reversed(order):  # children before parents
         node = nodes[uuid]
-        real, last, count = (node.line if _is_real(node) else -1), node.line, 1
+        real, last, count = (node.line if _is_real(node) else -1), node.line, _is_message(node)
         for kid in children.get(uuid, ()):
             real = max(real, newest_real[kid])
             last = max(last, newest_any[kid])
