@@ -6,6 +6,8 @@ from typing import Any
 
 from django import template
 
+from ctxlab import display
+
 register = template.Library()
 
 
@@ -13,5 +15,5 @@ register = template.Library()
 def tokens(value: Any) -> str:
     """12,345 (thousands separated); other values unchanged."""
     if isinstance(value, int) and not isinstance(value, bool):
-        return f"{value:,}"
+        return display.number(value)  # the one number format of every page
     return "" if value is None else str(value)
