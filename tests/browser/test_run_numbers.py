@@ -102,3 +102,52 @@ def test_zone_bar_overhead_and_one_before_after_per_compaction(
     page.locator("#run-summaries-panel").screenshot(path=str(shots / "run-numbers-summaries.png"))
     page.locator("#run-events-panel").screenshot(path=str(shots / "run-numbers-events.png"))
     assert page.errors == []
+
+
+def test_times_in_local_time_and_the_group_says_why_a_run_stayed_quiet(
+    browser: Any, live_server: Any, django_user_model: Any
+) -> None:
+    from replay_app import services
+
+    user = django_user_model.objects.create_user(username="tz", password="tz-pass-123")
+    transcript = import_transcript(user, SESSION.read_bytes(), name=SESSION.name)
+    group = services.group_create(
+        owner=user,
+        transcript=transcript,
+        specs=[services.RunSpec(strategy="claude_code"), services.RunSpec(strategy="cowagent")],
+        enqueue=False,
+    )
+    for run in group.runs.all():
+        services.run_execute(run=run)
+    context = browser.new_context(
+        viewport={"width": 1280, "height": 800}, timezone_id="Asia/Kolkata"
+    )
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    try:
+        page.goto(f"{live_server.url}/accounts/login/")
+        page.fill("input[name=username]", "tz")
+        page.fill("input[name=password]", "tz-pass-123")
+        page.click("button[type=submit]")
+        page.wait_for_selector("nav.site-nav")
+
+        page.goto(f"{live_server.url}/transcripts/")
+        stamp = page.locator("time[datetime][data-local]").first
+        stamp.wait_for()
+        utc = transcript.upload.created_at
+        assert (stamp.get_attribute("title") or "").endswith(" UTC")
+        assert stamp.get_attribute("title") == utc.strftime("%Y-%m-%d %H:%M UTC")
+        local = stamp.inner_text()
+        assert local.endswith("(UTC+05:30)") and local != stamp.get_attribute("title")
+        shots = Path(__file__).resolve().parents[2] / "artifacts"
+        shots.mkdir(exist_ok=True)
+        page.locator("table").first.screenshot(path=str(shots / "run-numbers-local-time.png"))
+
+        page.goto(f"{live_server.url}/runs/groups/{group.pk}/")
+        row = page.locator('tr[data-metric="quiet"]')
+        assert "Never compacted: its count under claude_code peaked at" in row.inner_text()
+        page.locator("#results").screenshot(path=str(shots / "run-numbers-group-quiet.png"))
+        assert errors == []
+    finally:
+        context.close()
