@@ -223,7 +223,7 @@ def token_curve(
 
 def compare_curves(runs: Sequence[RunCurve]) -> dict[str, Any]:
     """Reference-tokenizer curves of several runs (one estimator for all, so they compare),
-    each with its events; the strategy estimates are there but hidden (legend toggles)."""
+    each with its own count dotted (what its threshold line and event markers refer to)."""
     data: list[dict[str, Any]] = []
     layout = _layout(yaxis_title="context (tokens, reference cl100k)", height=460)
     # One legend entry per run: its curve, own-estimate curve and event markers share a
@@ -254,7 +254,9 @@ def compare_curves(runs: Sequence[RunCurve]) -> dict[str, Any]:
             trace["showlegend"] = False
             data.append(trace)
         if run.threshold:
-            shape, note = _hline(run.threshold, f"{run.label[:28]} threshold", colour, "dash")
+            # compared with the run's own count (its dotted line), not the reference
+            label = f"{run.label[:28]} threshold (own count)"
+            shape, note = _hline(run.threshold, label, colour, "dash")
             # Labels side by side along the line, so equal thresholds do not overlap.
             note["x"] = (i + 1) / max(len(runs), 1)
             layout["shapes"].append(shape)
