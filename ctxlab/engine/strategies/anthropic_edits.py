@@ -384,13 +384,18 @@ class AnthropicEditsStrategy(Strategy):
             pairs.append(pair)
             self._index_pair(len(pairs) - 1)
             return
-        # A result answering an older call than the last pair's: re-index (rare).
-        bisect.insort(pairs, pair, key=lambda p: p.order)
-        self._clearable_pos = []
-        self._saving_prefix = [0]
-        for pos in range(len(pairs)):
+        # A result answering an older call than the last pair's (parallel calls answered
+        # out of order): re-index from where it lands, usually the last few pairs.
+        at = bisect.bisect_right(pairs, pair.order, key=lambda p: p.order)
+        pairs.insert(at, pair)
+        del self._saving_prefix[at + 1 :]
+        del self._clearable_pos[bisect.bisect_left(self._clearable_pos, at) :]
+        for pos in range(at, len(pairs)):
             self._index_pair(pos)
-        self._resync = True
+        # Pairs below the current cut keep their positions unless it landed among them;
+        # only then does the cleared set shift and the view need a rebuild.
+        if at < self._tool_cut:
+            self._resync = True
 
     def _input_saving(self, use: Block) -> int:
         cleared = replace(use, tool_input=CLEARED_INPUT)
