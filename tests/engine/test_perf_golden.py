@@ -67,7 +67,7 @@ GOLDEN: dict[str, tuple[int, int, int, int, str]] = {
     'mid-copaw-bytes4': (589, 19, 19, 175, 'b612f2115d3c52156cdc848959b690b237bab27c731ed8a0fa3948174479c6fd'),
     'mid-cowagent': (589, 45, 13, 0, '85c22b3bbe4530998958aa5f6f75e9dfc3e19a2d5cedc790010a510787c06f85'),
     'mid-cowagent-small': (589, 93, 34, 3, '6caff0e318e16dca6a19e6a4bfe49f895ab4a262f614ed5ccb7c8008cb02920a'),
-    'mid-picoclaw': (589, 63, 94, 0, '21d56a70dab66ca43c87e79861473c128e8c96f612f3859c101de1ef819988c3'),
+    'mid-picoclaw': (589, 63, 94, 0, '34df8975e540ab55610593fc5aa242d8defc207eb42fac06e634ac783807b620'),
     'mid-baseagent': (589, 19, 2, 6, 'acc14ecde0192b8c0f7fe6973a5d584166e14a486d997a69ae20df7eb96f83a6'),
     'mid-baseagent-small': (589, 25, 16, 107, '6b4795a8ee38d3337977d8d14f02e40bcf1a67baea695ace707f3f1c1887c98b'),
     'mid-custom': (589, 143, 10, 54, '6956caa755855f0ed56d00378abd2208185fa82ae7fa8b26bfe4e638c4234251'),

@@ -236,7 +236,7 @@ class PicoClawStrategy(Strategy):
         )
         if len(hist) < len(self._hist):
             with ctx.action(
-                "trim_request", reason="trimHistoryToFitContextWindow: request-local, the "
+                "trim", reason="trimHistoryToFitContextWindow: request-local, the "
                 "session keeps these messages", fit=fit, window=window,
             ) as act:  # fmt: skip
                 self._remove_gone(act, self._hist, hist, Fate.DROPPED)
@@ -341,7 +341,7 @@ class PicoClawStrategy(Strategy):
         window = self.window(ctx)
         plan = pb.plan_summary(self._hist, context_window=window)
         if plan is None:
-            ctx.emit("summary_skipped", reason="history too short or single turn", trigger=trigger)
+            ctx.emit("compact_skipped", reason="history too short or single turn", trigger=trigger)
             return
         batches = pb.split_batches(plan.valid)
         failures = 0
@@ -369,7 +369,7 @@ class PicoClawStrategy(Strategy):
         previous_ref = ctx.summary_ref
         replaced = [m.src for m in before[: plan.cut] if m.src is not None]
         with ctx.action(
-            "summarize", reason="post-turn maybeSummarize landed: summary replaced, last "
+            "summarise", reason="post-turn maybeSummarize landed: summary replaced, last "
             f"{plan.keep} messages kept", always=True, batches=len(batches),
             previous_summary_discarded=len(batches) > 1 and bool(self._summary),
             failed_calls=failures, omitted_oversized=plan.omitted, **trigger,

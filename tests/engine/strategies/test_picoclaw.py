@@ -348,7 +348,7 @@ def _conv(turns: int, result_chars: int = 100) -> Conversation:
 
 def test_replay_post_turn_summary_lands_next_request_and_keeps_last_four() -> None:
     res = run(_conv(12), "picoclaw")
-    first = next(e for e in res.events if e.kind == "summarize")
+    first = next(e for e in res.events if e.kind == "summarise")
     assert first.detail["messages"] == 24  # > 20 after six turns
     step = res.steps[first.step]
     assert step.summary_id == first.summary_id is not None
@@ -361,7 +361,7 @@ def test_replay_post_turn_summary_lands_next_request_and_keeps_last_four() -> No
 
 def test_replay_split_path_discards_previous_summary() -> None:
     res = run(_conv(20), "picoclaw")
-    later = [e for e in res.events if e.kind == "summarize"][1:]
+    later = [e for e in res.events if e.kind == "summarise"][1:]
     assert later
     assert any(e.detail["batches"] == 1 for e in later) or any(
         e.detail["previous_summary_discarded"] for e in later
@@ -389,8 +389,8 @@ def test_replay_request_local_trim_when_compression_is_not_enough() -> None:
         params={"max_tokens": 100, "context_window": 4000, "enable_summary": False},
     )
     kinds = [e.kind for e in res.events]
-    assert "trim_request" in kinds
-    trim = next(e for e in res.events if e.kind == "trim_request")
+    assert "trim" in kinds
+    trim = next(e for e in res.events if e.kind == "trim")
     assert trim.detail["fit"] in (True, False)
     # the current user message is never trimmed
     assert res.steps[trim.step].context_indexes[-1] == res.steps[trim.step].source_index - 1
@@ -404,7 +404,7 @@ def test_replay_request_local_trim_ends_with_its_turn() -> None:
         "picoclaw",
         params={"max_tokens": 100, "context_window": 4000, "enable_summary": False},
     )
-    trim = next(e for e in res.events if e.kind == "trim_request")
+    trim = next(e for e in res.events if e.kind == "trim")
     trimmed = {c.index for c in trim.changes}
     restore = next(e for e in res.events if e.kind == "restore_request")
     assert restore.step > trim.step
@@ -423,7 +423,7 @@ def test_replay_request_local_trim_ends_with_its_turn() -> None:
 
 def test_replay_failing_summariser_uses_fallback_text() -> None:
     res = run(_conv(8), "picoclaw", summarizer=FailingSummarizer())  # type: ignore[arg-type]
-    summ = next(e for e in res.events if e.kind == "summarize")
+    summ = next(e for e in res.events if e.kind == "summarise")
     assert summ.detail["failed_calls"] >= 1
     assert res.steps[summ.step].summary_id is not None
 
@@ -459,9 +459,9 @@ def _golden(
 
 def test_golden_sniffly_small_window() -> None:
     res, kinds, findings, firsts = _golden({"context_window": 20_000, "max_tokens": 2000})
-    assert kinds == {"force_compression": 2, "summarize": 3}
+    assert kinds == {"force_compression": 2, "summarise": 3}
     assert findings == {"overflow": 18, "summary_larger": 1}
-    assert firsts == {"summarize": 21, "force_compression": 21}
+    assert firsts == {"summarise": 21, "force_compression": 21}
     assert len(res.summaries) == 3  # type: ignore[attr-defined]
 
 
