@@ -127,7 +127,8 @@ def test_compare_shows_every_run_and_the_fate_matrix(
     assert page.locator(".fate-matrix .fate-cell[data-fate=dropped]").count() > 0
     assert page.locator(".metrics-table td.best").count() > 0
     screenshot("compare")
-    page.locator(".fate-matrix .fate-cell").first.click()
-    page.wait_for_selector("table.fate-detail")
-    assert page.locator("table.fate-detail tbody tr").count() >= 1
+    page.locator(".fate-matrix .fate-cell").first.click()  # those messages in the step view
+    page.wait_for_selector("table.step-table")
+    assert page.locator("table.step-table tbody tr").count() >= 1
+    assert page.locator("#step-zones .zone-bar").count() == len(runs)
     assert page.errors == []
