@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 import re
 import sys
+import threading
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from functools import partial
 from typing import Any
 
 from ..model import ImportWarning, TranscriptError
@@ -56,22 +56,38 @@ def collecting_notes() -> Iterator[WarningTally]:
         _NOTES.reset(token)
 
 
-def _object(where: str, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+# Found while decoding one value, reported by ``loads`` with its place. Per thread: the
+# web process imports in worker threads. (One shared decoder: building one per line, as
+# ``json.loads`` with hooks does, cost more than the hooks.)
+_FOUND = threading.local()
+
+
+def _found() -> list[tuple[str, str, int]]:
+    found: list[tuple[str, str, int]] | None = getattr(_FOUND, "items", None)
+    if found is None:
+        found = _FOUND.items = []
+    return found
+
+
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     obj = dict(pairs)
     if len(obj) != len(pairs):
         repeated = [k for k, n in Counter(k for k, _ in pairs).items() if n > 1]
-        note(
-            "duplicate-key",
-            "duplicate JSON key; the last value was used",
-            f"{where}: {', '.join(repr(k)[:40] for k in repeated[:3])}",
-            count=len(pairs) - len(obj),
-        )
+        keys = ", ".join(repr(k)[:40] for k in repeated[:3])
+        _found().append(("duplicate-key", keys, len(pairs) - len(obj)))
     return obj
 
 
-def _constant(where: str, name: str) -> None:
-    note("non-finite-number", "NaN/Infinity is not a JSON number; read as missing", where)
+def _constant(name: str) -> None:
+    _found().append(("non-finite-number", name, 1))
     return None
+
+
+_DECODER = json.JSONDecoder(object_pairs_hook=_object, parse_constant=_constant)
+_FOUND_MESSAGES = {
+    "duplicate-key": "duplicate JSON key; the last value was used",
+    "non-finite-number": "NaN/Infinity is not a JSON number; read as missing",
+}
 
 
 _LONG_DIGITS = re.compile(rb"\d{%d,}" % (sys.get_int_max_str_digits() + 1))
@@ -80,12 +96,10 @@ _LONG_DIGITS = re.compile(rb"\d{%d,}" % (sys.get_int_max_str_digits() + 1))
 def loads(text: str, *, name: str, where: str, line: int | None, start: int, raw: bytes) -> Any:
     """``json.loads`` that notes duplicate keys and NaN/Infinity, and turns a number too
     long to read into a located error (``start``: byte offset of ``raw`` in the file)."""
+    found = _found()
+    found.clear()
     try:
-        return json.loads(
-            text,
-            object_pairs_hook=partial(_object, where),
-            parse_constant=partial(_constant, where),
-        )
+        value = _DECODER.decode(text)
     except json.JSONDecodeError:
         raise
     except ValueError as exc:  # Python refuses to convert integers of > 4,300 digits
@@ -102,6 +116,10 @@ def loads(text: str, *, name: str, where: str, line: int | None, start: int, raw
             offset=start + long.start(),
             expected=f"numbers of at most {sys.get_int_max_str_digits():,} digits",
         ) from None
+    for code, what, count in found:
+        note(code, _FOUND_MESSAGES[code], f"{where}: {what}", count=count)
+    found.clear()
+    return value
 
 
 def load_json(data: bytes, name: str = "") -> Any:
