@@ -204,7 +204,8 @@ _METRICS: tuple[Metric, ...] = (
     # --- replay (engine metrics.compute_metrics) -------------------------------------------
     Metric("steps", "Steps", "steps", None, "inference calls replayed"),
     Metric("peak_strategy", "Peak context (own estimate)", "tokens", "lower",
-           "max request tokens under the strategy's own estimator", True),
+           "max request tokens as the strategy counts them (what its trigger compares: "
+           "reported usage where it reads it)", True),
     Metric("peak_reference", "Peak context (cl100k)", "tokens", "lower",
            "max request tokens under the reference tokenizer", True),
     Metric("peak_reported", "Peak reported usage", "tokens", None,
