@@ -348,6 +348,7 @@ def step_across(
     pages = max(1, -(-len(lines) // per_page))
     page = pages if page is None else min(max(page, 1), pages)
     shown = lines[(page - 1) * per_page : page * per_page]
+    _explain(runs, shown)  # events read for the shown messages only
     _fill_previews(runs[0].transcript_id, shown)
     return StepAcross(step, compaction, total, at, shown, page, pages, count, only_differences)
 
@@ -375,7 +376,6 @@ def _message_lines(runs: Sequence[Run], at: Sequence[RunAtStep], count: int) -> 
     per_run: list[dict[int, tuple[Fate, int]] | None] = []
     for run, a in zip(runs, at, strict=True):
         per_run.append(None if a.step is None else inspect.fate_log(run).fates_at(a.step))
-    reasons = _reasons(runs, per_run)
     lines = []
     for index in range(count):
         cells: list[FateCell | None] = []
@@ -384,36 +384,37 @@ def _message_lines(runs: Sequence[Run], at: Sequence[RunAtStep], count: int) -> 
                 cells.append(None)
                 continue
             fate, seq = fates.get(index, (Fate.KEPT, None))
-            kind, reason = reasons.get((col, seq, index), ("", "")) if seq is not None else ("", "")
-            cells.append(FateCell(fate.value, seq, kind, reason))
+            cells.append(FateCell(fate.value, seq, "", ""))
         lines.append(MessageLine(index, "", "", 0, cells))
     return lines
 
 
-def _reasons(
-    runs: Sequence[Run], per_run: Sequence[dict[int, tuple[Fate, int]] | None]
-) -> dict[tuple[int, int | None, int], tuple[str, str]]:
-    """(column, event seq, message) -> (event kind, the reason in words)."""
-    out: dict[tuple[int, int | None, int], tuple[str, str]] = {}
-    for col, (run, fates) in enumerate(zip(runs, per_run, strict=True)):
-        if not fates:
+def _explain(runs: Sequence[Run], lines: Sequence[MessageLine]) -> None:
+    """Fill each shown cell's event kind and the reason in words (the change's own reason,
+    then the trigger: 'context 27,410 ≥ threshold 26,214')."""
+    for col, run in enumerate(runs):
+        wanted: dict[int, list[tuple[int, FateCell]]] = {}
+        for line in lines:
+            cell = line.cells[col]
+            if cell is not None and cell.event is not None:
+                wanted.setdefault(cell.event, []).append((line.index, cell))
+        if not wanted:
             continue
-        seqs = {seq for _, seq in fates.values()}
-        rows = RunEvent.objects.filter(run=run, seq__in=seqs).values_list(
+        rows = RunEvent.objects.filter(run=run, seq__in=list(wanted)).values_list(
             "seq", "kind", "detail", "changes", "tokens_before"
         )
         for seq, kind, detail, changes, before in rows.iterator(chunk_size=200):
-            measured, _ = _number(detail or {}, MEASURED_KEYS)
-            limit, name = _number(detail or {}, LIMIT_KEYS)
-            trigger = trigger_words(measured if measured is not None else before or None, limit,
-                                    name or "threshold")  # fmt: skip
-            for change in changes:
-                index = int(change["index"])
-                if fates.get(index, (None, None))[1] != seq:
-                    continue
-                why = str(change.get("reason") or detail.get("reason") or kind)
-                out[(col, seq, index)] = (kind, f"{why}; {trigger}" if trigger else why)
-    return out
+            detail = detail or {}
+            measured, _ = _number(detail, MEASURED_KEYS)
+            limit, name = _number(detail, LIMIT_KEYS)
+            if measured is None:
+                measured = before or None
+            trigger = trigger_words(measured, limit, name or "threshold")
+            reasons = {int(c["index"]): str(c.get("reason") or "") for c in changes}
+            for index, cell in wanted[seq]:
+                why = reasons.get(index) or str(detail.get("reason") or kind)
+                cell.kind = kind
+                cell.reason = f"{why}; {trigger}" if trigger else why
 
 
 def _fill_previews(transcript_id: int, lines: Sequence[MessageLine]) -> None:

@@ -128,3 +128,32 @@ def test_form_with_many_conversations_is_fast(auth_client: Client, user: Any):
     started = time.perf_counter()
     auth_client.get("/runs/new/transcripts/", {"transcript_q": "number 99999"})
     assert time.perf_counter() - started < 1.0
+
+
+def test_sweep_form_sweeps_the_window_or_keeps_one_for_another_parameter(
+    auth_client: Client, user: Any, small_transcript: Any, django_capture_on_commit_callbacks: Any
+):
+    page = auth_client.get("/runs/sweep/new/?base=preset:claude_code").content.decode()
+    assert re.search(r'<option value="window"( selected)?>window</option>', page)
+    with django_capture_on_commit_callbacks(execute=True):
+        response = auth_client.post(
+            "/runs/sweep/new/",
+            {"transcript": small_transcript.pk, "base": "preset:claude_code", "param": "window",
+             "values": "8000, 16000", "summarizer": "offline"},
+        )  # fmt: skip
+    assert response.status_code == 302
+    swept = list(Run.objects.filter(owner=user).order_by("pk"))
+    assert [(r.window, r.params["context_window"], r.params["output_reserve"]) for r in swept] == [
+        (8000, 8000, 800),
+        (16000, 16000, 1600),
+    ]
+    with django_capture_on_commit_callbacks(execute=True):
+        response = auth_client.post(
+            "/runs/sweep/new/",
+            {"transcript": small_transcript.pk, "base": "preset:qwenpaw", "window": "12000",
+             "param": "compact_threshold_ratio", "values": "0.6, 0.8", "summarizer": "offline"},
+        )  # fmt: skip
+    assert response.status_code == 302
+    runs = list(Run.objects.filter(owner=user, strategy="qwenpaw").order_by("pk"))
+    assert [(r.window, r.params["max_input_length"]) for r in runs] == [(12000, 12000)] * 2
+    assert [r.params["compact_threshold_ratio"] for r in runs] == [0.6, 0.8]
