@@ -166,12 +166,14 @@ def compactor_request(
     user: str,
     messages: list[tuple[int, Message]],
     previous: str,
+    system: str | None = None,
 ) -> SummaryRequest:
-    """The compactor call QwenPaw and ReMe both make: their shared system prompt and one
-    user message (each builds ``user`` its own way); ``messages`` are (index, message)."""
+    """The compactor call QwenPaw and ReMe both make: a system prompt (each original's
+    own; QwenPaw's by default) and one user message (each builds ``user`` its own way);
+    ``messages`` are (index, message)."""
     return SummaryRequest(
         strategy=strategy,
-        system=prompts.COMPACTOR_SYSTEM[lang],
+        system=prompts.COMPACTOR_SYSTEM[lang] if system is None else system,
         messages=(PromptMessage("user", user),),
         language=lang,
         style="sections",

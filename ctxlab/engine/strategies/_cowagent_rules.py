@@ -35,19 +35,23 @@ SYNTHETIC_TOOL_ERROR = (
     "The conversation history was inconsistent; continue from here."
 )
 
-# The summariser's system prompt, rendered from the spec's description (the original is
-# Chinese): record by event, one "- " line each, merge multi-turn items, skip chit-chat,
-# keep decisions / conclusions / todos, answer 无 when nothing is worth keeping.
-SUMMARY_SYSTEM_PROMPT = (
-    "你是一个记忆整理助手，负责把对话归纳为日常记录。\n"
-    "要求：\n"
-    '1. 以事件为单位归纳，每条一行，以 "- " 开头\n'
-    "2. 同一件事跨越多轮对话时合并为一条\n"
-    "3. 忽略寒暄和闲聊\n"
-    "4. 保留决定、结论和待办事项\n"
-    "5. 如果没有值得记录的内容，只回复“无”"
-)
-SUMMARY_USER_PROMPT = "请归纳以下对话的日常记录：\n\n{conversation}"
+# The daily-memory summariser's prompts, verbatim from agent/memory/summarizer.py @ 55aaf60
+# (SUMMARIZE_SYSTEM_PROMPT / SUMMARIZE_USER_PROMPT; MIT, see NOTICE).
+SUMMARY_SYSTEM_PROMPT = """你是一个对话记录助手。请将对话内容归纳为当天的日常记录。
+
+## 要求
+
+按「事件」维度归纳发生的事，不要按对话轮次逐条记录：
+- 每条一行，用 "- " 开头
+- 合并同一件事的多轮对话
+- 只记录有意义的事件，忽略闲聊和问候
+- 保留关键的决策、结论和待办事项
+
+当对话没有任何记录价值（仅含问候或无意义内容），直接回复"无"。"""
+
+SUMMARY_USER_PROMPT = """请归纳以下对话的日常记录：
+
+{conversation}"""
 SUMMARY_MAX_TOKENS = 500
 SUMMARY_TEMPERATURE = 0.0
 

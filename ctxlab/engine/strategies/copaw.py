@@ -7,7 +7,9 @@ non-contiguous); an unaligned split falls back to the last <=3 aligned messages.
 is summarised (XML-tagged input, capped newest-first at 90 % of the threshold) and hidden.
 A failed summary call stores ReMe's failure text ``[Compactor] failed: <error>`` as the
 summary (it *overwrites* the previous one and the model sees it); an empty answer or an
-empty formatted input stores "". Spec: strategies.md §3.
+empty formatted input stores "". Spec: strategies.md §3. The compactor prompts are ReMe
+0.3.0.6b3's own, byte for byte (``stages/prompts``, read from the wheel's
+``components/compactor.yaml`` shipped in ``data/prompts``).
 """
 
 from __future__ import annotations
@@ -316,19 +318,11 @@ class CoPaw(Strategy):
         text = ""
         record = None
         if history:
-            if previous:
-                user = (
-                    f"<conversation>\n{history}\n</conversation>\n\n"
-                    f"{prompts.REME_UPDATE_PREFIX[lang]}\n\n"
-                    f"<previous-summary>\n{previous}\n</previous-summary>\n\n"
-                    f"{prompts.REME_UPDATE_SUFFIX[lang]}"
-                )
-            else:
-                user = f"<conversation>\n{history}\n</conversation>\n\n{prompts.REME_INITIAL[lang]}"
             request = agentscope.compactor_request(
                 strategy=self.name,
                 lang=lang,
-                user=user,
+                system=prompts.REME_SYSTEM[lang],
+                user=prompts.reme_user(history, previous, lang),
                 messages=[(i, ctx.message(i)) for i in shown],
                 previous=previous,
             )

@@ -1,4 +1,4 @@
-"""QwenPaw LightContextManager (``context_manager_backend="light"``), as its code behaves.
+"""QwenPaw 1.1.9 LightContextManager (``context_manager_backend="light"``), as its code behaves.
 
 Hooks: after each tool-result message, prune tool outputs in place (offload to a file
 with a ``<<<TRUNCATED>>>`` notice, or re-truncate); before each LLM call, check
@@ -6,6 +6,8 @@ with a ``<<<TRUNCATED>>>`` notice, or re-truncate); before each LLM call, check
 largest tool-aligned suffix fitting the reserve. Summaries are capped newest-first and
 re-enter as an English user message. Failure drops the prefix without summarising
 (keeping up to ``left`` tokens) and keeps the previous summary. Spec: strategies.md §2.
+The compactor prompts are QwenPaw 1.1.9's own, byte for byte (``stages/prompts``, read from
+the wheel's ``compactor_prompts.py`` shipped in ``data/prompts``).
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ SLACK = 100  # bytes: outputs within max_bytes + 100 are left alone
 
 class QwenPaw(Strategy):
     name = "qwenpaw"
-    label = "QwenPaw LightContextManager (1.1.9b1)"
+    label = "QwenPaw LightContextManager (1.1.9)"
     description = (
         "Prunes tool results after every tool call (offload to tool_results/ with a "
         "<<<TRUNCATED>>> notice), then before each LLM call compacts everything older than "
@@ -404,17 +406,11 @@ class QwenPaw(Strategy):
         shown.reverse()
         history = "\n\n".join(parts)
         previous = ctx.summary
-        if previous:
-            user = (
-                f"# conversation\n{history}\n\n# previous-summary\n{previous}\n\n"
-                f"{prompts.QWENPAW_UPDATE[lang]}"
-            )
-        else:
-            user = f"# conversation\n{history}\n\n{prompts.QWENPAW_INITIAL[lang]}"
         request = agentscope.compactor_request(
             strategy=self.name,
             lang=lang,
-            user=user,
+            system=prompts.QWENPAW_SYSTEM[lang],
+            user=prompts.qwenpaw_user(history, previous, lang),
             messages=[(i, ctx.message(i)) for i in shown],
             previous=previous,
         )

@@ -130,7 +130,7 @@ def test_copaw_update_prompt_shape() -> None:
     result = run(conv(system("S"), *cycle(30, 400)), c())
     first, second = result.summaries[0].input, result.summaries[1].input
     assert "[user]\n<conversation>\n" in first and "\nuser:\n<text>task " in first
-    assert first.endswith("error messages.\n")
+    assert first.endswith("error messages.")  # get_prompt strips the YAML block
     assert "</conversation>\n\nThe messages above are NEW" in second
     assert (
         "\n\n<previous-summary>\n" in second
@@ -143,7 +143,7 @@ def test_copaw_default_language_is_chinese() -> None:
         conv(system("S"), *cycle(12, 400)),
         CoPaw({"max_input_length": 1024, "token_counter": "bytes4"}),
     )
-    assert "请严格使用以下格式" in result.summaries[0].input
+    assert "使用此确切格式：" in result.summaries[0].input
 
 
 def test_copaw_summary_reinjection_counts_with_system() -> None:

@@ -215,7 +215,7 @@ GOLDEN_EVERY_STAGE = (
     11,
     3,
     6,
-    "c475f8aa3a5c476c1ef8c74b1c16dfe5e455e9ecb54a4e92beca40d1c1e77424",
+    "d272266d67ce004b8548b7218cd42d874fed6dd2408c465a53b85c8437ad34c2",
 )
 
 

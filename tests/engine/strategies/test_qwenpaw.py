@@ -137,11 +137,11 @@ def test_qwenpaw_prompt_language_and_update() -> None:
     c = conv(system("S"), *cycle(30, 600))
     zh = run(c, QwenPaw({"max_input_length": 2048}))
     assert zh.summaries[0].input.startswith("[system]\n你是一个上下文压缩助手")
-    assert "# 输出格式：" in zh.summaries[0].input
+    assert "# 输出示例：" in zh.summaries[0].input
     en = run(c, QwenPaw({"max_input_length": 2048, "language": "en"}))
     assert "\n\n# Task\nCreate a structured summary" in en.summaries[0].input
     assert "\n\n# previous-summary\n" in en.summaries[1].input
-    assert "Update the previous summary" in en.summaries[1].input
+    assert "Update the structured summary with new conversation messages" in en.summaries[1].input
     assert en.summaries[0].input.split("[user]\n", 1)[1].startswith("# conversation\n")
 
 
