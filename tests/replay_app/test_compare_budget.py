@@ -195,3 +195,33 @@ def test_group_of_more_than_six_opens_the_picker_with_six_ticked(
     ticked.sort(key=int)
     first_six = list(group.runs.order_by("pk").values_list("pk", flat=True))[:6]
     assert [int(x) for x in ticked] == first_six
+
+
+def test_step_view_and_summaries_escape_transcript_text(
+    auth_client: Client, user: Any, django_capture_on_commit_callbacks: Any
+):
+    import json
+
+    from replay_testdata import import_transcript
+
+    hostile = "<img src=x onerror=alert(1)>"
+    messages = [{"role": "user", "content": f"{hostile} start"}]
+    for i in range(12):
+        messages += [
+            {"role": "assistant", "content": f"{hostile} step {i} " + "word " * 400},
+            {"role": "user", "content": f"{hostile} more {i} " + "text " * 400},
+        ]
+    transcript = import_transcript(user, json.dumps(messages).encode(), name="hostile.json")
+    config = services.config_create(owner=user, name=hostile, strategy="qwenpaw")
+    with django_capture_on_commit_callbacks(execute=True):
+        group = services.group_create(
+            owner=user, transcript=transcript,
+            specs=[services.RunSpec(config=config, window=2048),
+                   services.RunSpec(strategy="claude_code", window=2048)],
+        )  # fmt: skip
+    ids = ",".join(str(r.pk) for r in group.runs.order_by("pk"))
+    for url in (f"/compare/?runs={ids}", f"/compare/?runs={ids}&step=5",
+                f"/compare/?runs={ids}&compaction=1"):  # fmt: skip
+        html = auth_client.get(url).content.decode()
+        assert "<img src=x" not in html, url
+        assert "&lt;img src=x onerror=alert(1)&gt;" in html, url
