@@ -1,6 +1,6 @@
 """``manage.py bench``: run every section in ``ctxlab.benchmarks`` and print a table.
 
-Ends with the sections' result lines (``replay_vs_tokenize_ratio=…``, ``replay_scaling_2x=…``).
+Ends with the sections' result lines (``real_presets_vs_floor_ratio=…``, ``engine_cli_start_s=…``).
 """
 
 from __future__ import annotations
