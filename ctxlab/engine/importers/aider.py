@@ -34,6 +34,7 @@ from ..model import (
     Usage,
 )
 from ._common import WarningTally, decode_text, require_content, short_title
+from ._kit import title_from
 
 FORMAT = "aider"
 LABEL = "Aider chat history (.aider.chat.history.md)"
@@ -190,7 +191,7 @@ def _conversation(session: _Session, conv_id: str, name: str, title_prefix: str)
                     model=model if role is Role.ASSISTANT else "",
                 )
             )
-    first_user = next((m.text for m in messages if m.role is Role.USER and m.text.strip()), "")
+    first_user = title_from(messages, fallback="")
     title = " · ".join(t for t in (title_prefix, short_title(first_user, 60)) if t)
     meta = [("started_at", session.started)] if session.started else []
     return Conversation(

@@ -27,7 +27,7 @@ from ..model import (
     Usage,
 )
 from ._common import WarningTally, iter_jsonl, load_json, require_content, short_title
-from ._kit import as_int
+from ._kit import as_int, title_from
 from .openai_chat import _looks_like_jsonl, as_dict, as_list, as_str
 
 FORMAT = "gemini-cli"
@@ -232,7 +232,7 @@ def _session(
     ]
     if not messages:
         raise TranscriptError("no user or gemini messages", file=name, expected=_EXPECTED)
-    first_user = next((m.text for m in messages if m.role is Role.USER and m.text.strip()), "")
+    first_user = title_from(messages, fallback="")
     summary = as_str(meta.get("summary"))
     models = [m.model for m in messages if m.model]
     return Conversation(
@@ -338,7 +338,7 @@ def _from_checkpoint(contents: list[Any], *, name: str, warn: WarningTally) -> C
             messages.append(Message(Role.USER, tuple(others), source=pos))
     if not messages:
         raise TranscriptError("no Gemini contents", file=name, expected=_EXPECTED)
-    first_user = next((m.text for m in messages if m.role is Role.USER and m.text.strip()), "")
+    first_user = title_from(messages, fallback="")
     return Conversation(
         id=conv_id, title=short_title(first_user) or conv_id, messages=tuple(messages)
     )

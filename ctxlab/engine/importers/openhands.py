@@ -35,6 +35,7 @@ from ..model import (
     TranscriptError,
 )
 from ._common import WarningTally, iter_jsonl, load_json, require_content, short_title
+from ._kit import title_from
 from .openai_chat import (
     _looks_like_jsonl,
     as_dict,
@@ -342,7 +343,7 @@ class _Instance:
     def conversation(
         self, *, title: str, metadata: tuple[tuple[str, str], ...], model: str
     ) -> Conversation:
-        first_user = next((m.text for m in self.messages if m.role is Role.USER and m.text), "")
+        first_user = title_from(self.messages, fallback="")
         return Conversation(
             id=self.conv_id,
             title=title or (short_title(first_user) if first_user else self.conv_id),

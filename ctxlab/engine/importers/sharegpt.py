@@ -22,6 +22,7 @@ from ..model import (
     TranscriptError,
 )
 from ._common import WarningTally, iter_jsonl, load_json, require_content, short_title
+from ._kit import title_from
 from .openai_chat import _looks_like_jsonl, as_dict, as_list, as_str, parse_arguments, tool_defs
 
 FORMAT = "sharegpt"
@@ -173,7 +174,7 @@ def _conversation(
         message = _message(turn, linker, pos, warn)
         if message is not None:
             messages.append(message)
-    first_user = next((m.text for m in messages if m.role is Role.USER and m.text.strip()), "")
+    first_user = title_from(messages, fallback="")
     return Conversation(
         id=conv_id,
         title=short_title(first_user) if first_user else conv_id,

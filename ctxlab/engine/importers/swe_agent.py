@@ -27,6 +27,7 @@ from ..model import (
     TranscriptError,
 )
 from ._common import WarningTally, load_json, require_content, short_title
+from ._kit import title_from
 from .openai_chat import MessageConverter, as_dict, as_str, content_blocks
 
 FORMAT = "swe-agent"
@@ -228,7 +229,7 @@ def parse(data: bytes, *, name: str) -> ParsedFile:
     config = _replay_config(doc)
     problem = as_dict(config.get("problem_statement"))
     model = as_str(as_dict(as_dict(config.get("agent")).get("model")).get("name"))
-    first_user = next((m.text for m in messages if m.role is Role.USER), "")
+    first_user = title_from(messages, fallback="")
     title = as_str(problem.get("id")) or short_title(first_user) or conv_id
     conversation = Conversation(
         id=conv_id,
