@@ -22,6 +22,8 @@ import plotly.graph_objects as go
 
 from ctxlab.plots import figure_html
 
+from .vocabulary import event_label
+
 # Colours per fate/zone live in CSS too (ctxlab/inspect.css); these are the chart's.
 STRATEGY_COLOUR = "#2563eb"
 REFERENCE_COLOUR = "#0f766e"
@@ -73,7 +75,7 @@ def event_hover(event: EventPoint) -> str:
     fates = ", ".join(f"{html.escape(k)} {v}" for k, v in sorted(event.fates.items()))
     saved = event.tokens_before - event.tokens_after
     return (
-        f"<b>{html.escape(event.kind)}</b> · step {event.step}<br>"
+        f"<b>{html.escape(event_label(event.kind))}</b> · step {event.step}<br>"
         f"{event.tokens_before:,} → {event.tokens_after:,} tokens ({saved:+,} saved)<br>"
         f"{event.messages} message{'s' if event.messages != 1 else ''} touched"
         + (f"<br>{fates}" if fates else "")

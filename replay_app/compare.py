@@ -14,13 +14,16 @@ import io
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
+from ctxlab.engine.catalogue import METRICS as METRIC_ROWS
+from ctxlab.engine.catalogue import Better, metric_best_flags
+from ctxlab.engine.catalogue import best_flags as catalogue_best_flags
 from ctxlab.engine.lost import FactIndex
 from ctxlab.engine.records import Fate
 from ctxlab.ownership import owned
 
-from . import inspect
+from . import inspect, vocabulary
 from .charts import RunCurve
 from .costs import COST_METRICS
 from .models import Run, RunSummary
@@ -30,50 +33,11 @@ MAX_RUNS = 6
 MATRIX_COLUMNS = 400  # buckets at most; a bucket holds ceil(messages / 400) messages
 SUMMARY_ROWS = 10
 LOST_EVENTS = 20  # events listed per run on the page (all in the JSON)
-Better = Literal["lower", "higher"] | None
-
-# key, label, which value is better, help
-METRICS: tuple[tuple[str, str, Better, str], ...] = (
-    ("steps", "Steps", None, "inference calls replayed"),
-    ("peak_reference", "Peak context (cl100k)", "lower", "max request tokens, reference tokenizer"),
-    (
-        "peak_strategy",
-        "Peak context (own estimate)",
-        "lower",
-        "max request tokens, strategy's estimator",
-    ),
-    ("input_tokens_total", "Σ input tokens", "lower", "reference request tokens over all steps"),
-    ("compaction_count", "Compactions", "lower", "compaction events of any kind"),
-    ("messages_removed", "Messages removed", "lower", "distinct messages summarised or dropped"),
-    ("tokens_removed", "Tokens removed", "lower", "reference tokens of the removed messages"),
-    (
-        "messages_modified",
-        "Messages modified",
-        "lower",
-        "distinct messages truncated, offloaded or pruned",
-    ),
-    ("summary_input_tokens", "Summary input tokens", "lower", "tokens sent to the summariser"),
-    ("summary_output_tokens", "Summary output tokens", "lower", "tokens the summariser returned"),
-    ("summary_failures", "Summary failures", "lower", "summariser calls that failed"),
-    ("overflow_steps", "Steps in overflow", "lower", "requests over the window (reference tokens)"),
-    ("firing_per_100_steps", "Firing / 100 steps", "lower", "compaction steps per 100 steps"),
-    ("mean_steps_between", "Mean steps between", "higher", "mean gap between compaction steps"),
-    ("thrash", "Thrash", "lower", "compactions firing again within 3 steps near the threshold"),
-    (
-        "retention",
-        "Fact retention",
-        "higher",
-        "facts of touched messages still in context after each compaction / facts at risk",
-    ),
-    (
-        "facts_lost",
-        "Facts lost",
-        "lower",
-        "facts at risk that nothing kept, summed over compactions",
-    ),
+# key, label, which value is better, help: every row from the engine's metric catalogue.
+METRICS: tuple[tuple[str, str, Better, str], ...] = tuple(
+    (key, METRIC_ROWS[key].label, METRIC_ROWS[key].better, METRIC_ROWS[key].meaning)
+    for key in vocabulary.COMPARE_KEYS
 )
-# Issue 7: cost ledger and ground-truth rows (stored in run.metrics by replay_app.costs).
-METRICS += tuple((k, label, b or None, h) for k, label, b, h in COST_METRICS)  # type: ignore[misc]
 
 
 class CompareError(ValueError):
@@ -130,13 +94,13 @@ class MetricRow:
     def cells(self) -> list[tuple[Any, bool]]:
         return list(zip(self.values, self.best, strict=True))
 
+    @property
+    def unit(self) -> str:
+        return METRIC_ROWS[self.key].unit
 
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or value is None:
-        return None
-    if isinstance(value, int | float):
-        return float(value)
-    return None
+    @property
+    def best_rule(self) -> str:
+        return METRIC_ROWS[self.key].best_rule
 
 
 def metric_rows(runs: Sequence[Run], retentions: Sequence[dict[str, Any]]) -> list[MetricRow]:
@@ -150,19 +114,15 @@ def metric_rows(runs: Sequence[Run], retentions: Sequence[dict[str, Any]]) -> li
                 values.append(ret.get("lost"))
             else:
                 values.append((run.metrics or {}).get(key))
-        rows.append(MetricRow(key, label, better, help_text, values, best_flags(values, better)))
+        flags = metric_best_flags(key, values, [run.metrics or {} for run in runs])
+        rows.append(MetricRow(key, label, better, help_text, values, flags))
     return rows
 
 
 def best_flags(values: Sequence[Any], better: Better) -> list[bool]:
-    """Which values stand out as the best (the lowest or the highest number); none when the
-    metric has no direction or every number is equal."""
-    numbers = [_number(v) for v in values]
-    present = [n for n in numbers if n is not None]
-    if not better or len(set(present)) < 2:
-        return [False] * len(values)
-    target = min(present) if better == "lower" else max(present)
-    return [n == target for n in numbers]
+    """The catalogue's rule without a thrash guard: the lowest or highest number; none when
+    the metric has no direction or every number is equal."""
+    return catalogue_best_flags(values, better)
 
 
 def metrics_csv(runs: Sequence[Run], rows: Sequence[MetricRow]) -> str:

@@ -11,7 +11,8 @@
   (per-model calibration from the transcript's reported usage with its error band, overflow
   flags, optional exact ``count_tokens`` curve) are computed once and stored on ``Run``, so
   pages only read JSON. Flat ``metrics`` keys carry the headline numbers to the metrics
-  tables (run page, compare page and their JSON twins).
+  tables (run page, compare page and their JSON twins); their labels live in the engine's
+  metric catalogue (``ctxlab.engine.catalogue.METRICS``, keys in ``vocabulary.COST_KEYS``).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from ctxlab.engine.calibration import (
     points_from_conversation,
     request_sizes,
 )
+from ctxlab.engine.catalogue import is_failure
 from ctxlab.engine.ledger import ledger_from_records
 from ctxlab.engine.lru import BoundedLRU
 from ctxlab.engine.model import Conversation, Usage
@@ -49,37 +51,6 @@ CLAUDE_MARGIN = 1.2  # Claude's tokenizers count ~10-20 % more than cl100k on co
 PER_MESSAGE = 8  # role framing per request message
 ESTIMATE_MEMO = 64
 ERROR_CHARS = 500
-
-# (metrics key, label, hint): rows added to the metrics tables of the run and compare pages.
-COST_METRICS: list[tuple[str, str, str, str]] = [  # (key, label, better, hint)
-    (
-        "llm_cost_usd",
-        "Summary calls $",
-        "lower",
-        "what the summary calls cost (cache hits are free)",
-    ),
-    ("llm_calls", "Summary calls", "", "summariser calls (paid + cached + failed)"),
-    ("llm_cache_hits", "Summary cache hits", "", "summaries served from the database cache"),
-    (
-        "ledger_request_cost",
-        "Requests $ (cached)",
-        "lower",
-        "agent requests priced with prompt caching",
-    ),
-    ("ledger_uncached_cost", "Requests $ (no cache)", "lower", "the same requests without caching"),
-    ("ledger_write_tokens", "Cache write tokens", "lower", "tokens written to the prompt cache"),
-    ("ledger_read_tokens", "Cache read tokens", "", "tokens read from the prompt cache"),
-    (
-        "ledger_invalidated_tokens",
-        "Invalidated tokens",
-        "lower",
-        "cached tokens compactions invalidated",
-    ),
-    ("ledger_extra_cost", "Compaction extra $", "lower", "re-writes − lost reads + summary calls"),
-    ("ledger_total_cost", "Total $", "lower", "requests (cached) + summary calls"),
-    ("overflow_flags", "Hidden overflows", "lower", "steps the strategy thought fit but would not"),
-]
-
 
 # --- estimate before a run ---------------------------------------------------------------------
 
@@ -194,7 +165,7 @@ def annotate(record: StepRecord, summary_rows: Sequence[Any], event_rows: Sequen
         return
     seqs = {row.seq for row in summary_rows}
     for ev in event_rows:
-        failed = "fail" in ev.kind or ev.detail.get("failed_calls")
+        failed = is_failure(ev.kind) or ev.detail.get("failed_calls")
         if errors and failed and "error" not in ev.detail:
             ev.detail["error"] = "; ".join(dict.fromkeys(errors))[:ERROR_CHARS]
         if cost_here and (ev.summary_seq in seqs or failed):

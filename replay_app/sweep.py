@@ -22,11 +22,11 @@ from typing import Any
 
 from ctxlab.engine.budget import window_param_names as budget_names
 from ctxlab.engine.budget import window_params
+from ctxlab.engine.catalogue import Better, metric, metric_best_flags
 from ctxlab.engine.params import Param, parse_value
 from ctxlab.engine.strategies import get_strategy_class
 
-from . import services
-from .compare import Better, best_flags
+from . import services, vocabulary
 from .models import Run, RunStatus, StrategyConfig
 
 WINDOW_KEY = "window"  # the comparison's model window (ctxlab.engine.budget)
@@ -238,24 +238,20 @@ class Column:
     label: str
     hint: str
     better: Better = "lower"
+    unit: str = ""
+    best_rule: str = ""
+
+    @classmethod
+    def of(cls, key: str) -> Column:
+        """A column from the engine's metric catalogue (label, meaning, direction, rule)."""
+        row = metric(key)
+        return cls(key, row.label, row.meaning, row.better, row.unit, row.best_rule)
 
 
-# The run page's headline metrics that move with a parameter (all: lower is better).
-COLUMNS: tuple[Column, ...] = (
-    Column("peak_strategy", "Peak (estimator)", "max request tokens, strategy's estimator"),
-    Column("peak_reference", "Peak (cl100k)", "max request tokens, reference tokenizer"),
-    Column("compaction_count", "Compactions", "compaction events of any kind"),
-    Column("messages_removed", "Messages removed", "distinct messages summarised or dropped"),
-    Column("input_tokens_total", "Σ input tokens", "reference request tokens over all steps"),
-    Column("summary_input_tokens", "Summary input", "tokens sent to the summariser"),
-    Column("summary_output_tokens", "Summary output", "tokens the summariser returned"),
-    Column("overflow_steps", "Overflow steps", "requests over the window (reference tokens)"),
-    Column("findings_total", "Findings", "broken invariants, all kinds (one per kind per step)"),
-)
-COST_COLUMNS: tuple[Column, ...] = (
-    Column("llm_cost_usd", "Summary calls $", "what the summary calls cost"),
-    Column("ledger_total_cost", "Total $", "agent requests (prompt caching) + summary calls"),
-)
+# Metrics that move with a parameter; firing rate and thrash shown beside the token
+# metrics, whose "best" a pathologically busy run cannot win (catalogue.best_flags).
+COLUMNS: tuple[Column, ...] = tuple(Column.of(key) for key in vocabulary.SWEEP_KEYS)
+COST_COLUMNS: tuple[Column, ...] = tuple(Column.of(key) for key in vocabulary.SWEEP_COST_KEYS)
 
 
 def metric_value(run: Run, key: str) -> Any:
@@ -371,11 +367,13 @@ def detect(runs: Sequence[Run]) -> Sweep | None:
 
 
 def _mark_best(rows: Sequence[Row], columns: Sequence[Column]) -> None:
-    """Like the compare page: the best value per column stands out, unless all are equal."""
+    """Like the compare page: the best value per column stands out, unless all are equal;
+    on token metrics a run that compacts at nearly every step is not eligible."""
     for row in rows:
         row.best = [False] * len(columns)
+    runs = [row.run.metrics or {} for row in rows]
     for i, column in enumerate(columns):
-        flags = best_flags([row.values[i] for row in rows], column.better)
+        flags = metric_best_flags(column.key, [row.values[i] for row in rows], runs)
         for row, flag in zip(rows, flags, strict=True):
             row.best[i] = flag
 
@@ -390,7 +388,14 @@ def as_json(sweep: Sweep) -> dict[str, Any]:
         "param": sweep.spec.as_dict() if sweep.spec else None,
         "finished": sweep.finished,
         "columns": [
-            {"key": c.key, "label": c.label, "better": c.better, "help": c.hint}
+            {
+                "key": c.key,
+                "label": c.label,
+                "unit": c.unit,
+                "better": c.better,
+                "help": c.hint,
+                "best_rule": c.best_rule,
+            }
             for c in sweep.columns
         ],
         "rows": [

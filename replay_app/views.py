@@ -28,7 +28,7 @@ from ctxlab.ownership import get_owned_or_404, owned
 from ctxlab.redirects import safe_next
 from sessions_app.models import Transcript
 
-from . import costs, inspect, runpage, services, stage_builder, sweep
+from . import costs, inspect, runpage, services, stage_builder, sweep, vocabulary
 from .forms import ImportConfigForm, RunCreateForm, StrategyConfigForm
 from .models import Run, RunGroup, RunStatus, StrategyConfig
 
@@ -36,31 +36,9 @@ CUSTOM = "custom"  # the strategy composed from stages (stage builder on its for
 RUNS_PER_PAGE = 50
 LEDGER_ROWS_SHOWN = 50  # issue 7's per-compaction ledger rows on the run page
 
-# (metrics key, label, what it means) — headline metrics, in display order.
-METRICS: list[tuple[str, str, str]] = [
-    ("steps", "Steps", "inference calls replayed"),
-    (
-        "peak_strategy",
-        "Peak context (estimator)",
-        "max request tokens under the strategy's own estimator",
-    ),
-    ("peak_reference", "Peak context (cl100k)", "max request tokens under the reference tokenizer"),
-    (
-        "input_tokens_total",
-        "Σ input tokens",
-        "reference request tokens summed over all steps (what the agent is billed for)",
-    ),
-    ("compaction_count", "Compactions", "compaction events of any kind"),
-    ("messages_removed", "Messages removed", "distinct messages summarised or dropped"),
-    ("tokens_removed", "Tokens removed", "reference tokens of the removed messages"),
-    ("messages_modified", "Messages modified", "distinct messages truncated, offloaded or pruned"),
-    ("summary_input_tokens", "Summary input", "tokens sent to the summariser"),
-    ("summary_output_tokens", "Summary output", "tokens the summariser returned"),
-    ("overflow_steps", "Steps in overflow", "requests over the window (reference tokens)"),
-    ("firing_per_100_steps", "Firing / 100 steps", "compaction steps per 100 steps"),
-    ("thrash", "Thrash", "compactions firing again within 3 steps while still near the threshold"),
-]
-METRICS += [(key, label, hint) for key, label, _, hint in costs.COST_METRICS]  # issue 7
+# (metrics key, label, what it means) — headline metrics in display order; labels and
+# meanings from the engine's catalogue (replay_app.vocabulary).
+METRICS: list[tuple[str, str, str]] = vocabulary.label_rows(vocabulary.RUN_KEYS)
 LIST_METRICS = [
     "peak_reference",
     "input_tokens_total",

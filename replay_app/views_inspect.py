@@ -349,7 +349,16 @@ def _compare_json(
             str(r.pk): ret.get("retention") for r, ret in zip(runs, retentions, strict=True)
         },
         "metrics": [
-            {"key": m.key, "label": m.label, "better": m.better, "values": m.values, "best": m.best}
+            {
+                "key": m.key,
+                "label": m.label,
+                "unit": m.unit,
+                "better": m.better,
+                "help": m.help,
+                "best_rule": m.best_rule,
+                "values": m.values,
+                "best": m.best,
+            }
             for m in rows
         ],
         "lost": {str(r.pk): ret for r, ret in zip(runs, retentions, strict=True)},

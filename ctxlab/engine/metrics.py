@@ -24,32 +24,22 @@ Definitions (also shown in the UI):
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
 from .catalogue import canonical_event, is_compaction, is_failure, is_restore
-from .records import REMOVED_FATES, Fate, ReplayResult
+from .records import REMOVED_FATES, Event, Fate, ReplayResult
 from .reference import ReferenceTokens
 
 THRASH_STEPS = 3
 THRASH_NEAR = 0.9
 
 
-def compute_metrics(
-    result: ReplayResult, *, threshold: int | None, reference: ReferenceTokens | None = None
-) -> dict[str, Any]:
-    steps = result.steps
-    n = len(steps)
-    kinds = [canonical_event(e.kind) for e in result.events]
-    by_kind = Counter(kinds)
-    compactions = [e for e, kind in zip(result.events, kinds, strict=True) if is_compaction(kind)]
-    removed: dict[int, None] = {}
-    modified: dict[int, None] = {}
-    for event in result.events:
-        for change in event.changes:
-            if change.fate in REMOVED_FATES:
-                removed[change.index] = None
-            elif change.fate in (Fate.TRUNCATED, Fate.OFFLOADED, Fate.PRUNED):
-                modified[change.index] = None
+def event_metrics(events: Sequence[Event], *, steps: int, threshold: int | None) -> dict[str, Any]:
+    """The metrics that come from events alone: counts by kind and category, firing rate,
+    gaps and thrash (compactions only). Stored runs are re-counted with this too."""
+    kinds = [canonical_event(e.kind) for e in events]
+    compactions = [e for e, kind in zip(events, kinds, strict=True) if is_compaction(kind)]
     thrash = 0
     fire_steps = sorted({e.step for e in compactions})
     last: dict[str, Any] | None = None
@@ -68,17 +58,43 @@ def compute_metrics(
             last["after"] = event.tokens_after
     gaps = [b - a for a, b in zip(fire_steps, fire_steps[1:], strict=False)]
     return {
+        "events": dict(sorted(Counter(kinds).items())),
+        "compactions": dict(sorted(Counter(canonical_event(e.kind) for e in compactions).items())),
+        "compaction_count": len(compactions),
+        "restore_count": sum(1 for kind in kinds if is_restore(kind)),
+        "failure_count": sum(1 for kind in kinds if is_failure(kind)),
+        "firing_per_100_steps": round(100 * len(fire_steps) / steps, 3) if steps else 0.0,
+        "mean_steps_between": round(sum(gaps) / len(gaps), 3) if gaps else None,
+        "thrash": thrash,
+    }
+
+
+def compute_metrics(
+    result: ReplayResult, *, threshold: int | None, reference: ReferenceTokens | None = None
+) -> dict[str, Any]:
+    steps = result.steps
+    n = len(steps)
+    removed: dict[int, None] = {}
+    modified: dict[int, None] = {}
+    for event in result.events:
+        for change in event.changes:
+            if change.fate in REMOVED_FATES:
+                removed[change.index] = None
+            elif change.fate in (Fate.TRUNCATED, Fate.OFFLOADED, Fate.PRUNED):
+                modified[change.index] = None
+    by_events = event_metrics(result.events, steps=n, threshold=threshold)
+    return {
         "steps": n,
         "peak_strategy": max((s.tokens.strategy for s in steps), default=0),
         "peak_reference": max((s.tokens.reference for s in steps), default=0),
         "peak_reported": max((s.tokens.reported or 0 for s in steps), default=0),
         "input_tokens_total": sum(s.tokens.reference for s in steps),
         "input_tokens_total_strategy": sum(s.tokens.strategy for s in steps),
-        "events": dict(sorted(by_kind.items())),
-        "compactions": dict(sorted(Counter(canonical_event(e.kind) for e in compactions).items())),
-        "compaction_count": len(compactions),
-        "restore_count": sum(1 for kind in kinds if is_restore(kind)),
-        "failure_count": sum(1 for kind in kinds if is_failure(kind)),
+        "events": by_events["events"],
+        "compactions": by_events["compactions"],
+        "compaction_count": by_events["compaction_count"],
+        "restore_count": by_events["restore_count"],
+        "failure_count": by_events["failure_count"],
         "messages_removed": len(removed),
         "messages_modified": len(modified),
         "tokens_removed": sum(reference.message(i) for i in removed) if reference else None,
@@ -88,8 +104,8 @@ def compute_metrics(
         "summary_output_tokens": sum(s.output_tokens for s in result.summaries),
         "overflow_steps": sum(1 for f in result.findings if f.kind == "overflow"),
         "findings": dict(sorted(Counter(f.kind for f in result.findings).items())),
-        "firing_per_100_steps": round(100 * len(fire_steps) / n, 3) if n else 0.0,
-        "mean_steps_between": round(sum(gaps) / len(gaps), 3) if gaps else None,
-        "thrash": thrash,
+        "firing_per_100_steps": by_events["firing_per_100_steps"],
+        "mean_steps_between": by_events["mean_steps_between"],
+        "thrash": by_events["thrash"],
         "threshold": threshold,
     }
