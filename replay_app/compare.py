@@ -25,7 +25,6 @@ from ctxlab.ownership import owned
 
 from . import inspect, vocabulary
 from .charts import RunCurve
-from .costs import COST_METRICS
 from .models import Run, RunSummary
 
 MIN_RUNS = 2
