@@ -20,7 +20,11 @@ from .models import StrategyConfig
 from .services import SUMMARIZERS
 from .transcript_picker import TranscriptPicker, window_hint
 
-SUMMARIZER_LABELS = {"offline": "offline (no model)", "anthropic": "Claude (Anthropic API)"}
+SUMMARIZER_LABELS = {
+    "offline": "offline (no model)",
+    "recorded": "recorded (the transcript's own summaries, else offline)",
+    "anthropic": "Claude (Anthropic API)",
+}
 
 
 def param_help(spec: Param) -> str:
@@ -189,6 +193,8 @@ class RunCreateForm(forms.Form):
         choices=[(s, SUMMARIZER_LABELS.get(s, s)) for s in SUMMARIZERS],
         initial="offline",
         help_text="offline: deterministic extractive summaries, no model calls. "
+        "recorded: the original agent's own compaction summaries from the transcript (Claude "
+        "Code, Codex), the nearest one to each compaction; offline where none is left. "
         "Claude: the strategy's exact prompt sent to the model below (costs money; summaries "
         "are cached, so replaying again never pays twice).",
     )

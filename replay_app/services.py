@@ -31,6 +31,7 @@ from ctxlab.engine.metrics import compute_metrics
 from ctxlab.engine.native_config import NativeConfig, native_config
 from ctxlab.engine.params import validate
 from ctxlab.engine.pricing import find_model
+from ctxlab.engine.recorded import RecordedSummarizer, agreement_rows
 from ctxlab.engine.replay import Replay, call_starts
 from ctxlab.engine.strategies import PRESETS, STRATEGIES, get_strategy_class
 from ctxlab.engine.summarizers import OfflineSummarizer, Summarizer
@@ -57,7 +58,7 @@ log = logging.getLogger(__name__)
 BATCH_STEPS = 200
 BATCH_SECONDS = 0.5
 EXPORT_FORMAT = "ctxlab.strategy-config/1"
-SUMMARIZERS = ("offline", "anthropic")
+SUMMARIZERS = ("offline", "recorded", "anthropic")
 
 
 def stale_seconds() -> int:
@@ -440,6 +441,8 @@ class _Stop(Exception):
 def make_summarizer(run: Run) -> Summarizer:
     if run.summarizer == "offline":
         return OfflineSummarizer()
+    if run.summarizer == "recorded":  # the transcript's own compaction summaries
+        return RecordedSummarizer()
     if run.summarizer == "anthropic":
         budget = (run.llm or {}).get("budget_usd")
         return llm_mod.MeteredSummarizer(
@@ -524,6 +527,8 @@ def _execute(
     counter = llm_mod.make_counter(model=run.summarizer_model or None) if run.exact_counts else None
     extra = costs.finish(run, job, metered=writer.metered, exact_counter=counter)
     metrics = {**metrics, **extra.pop("metrics")}
+    if conversation.compactions:  # the original's own compactions next to the replay's
+        metrics["original_compactions"] = agreement_rows(conversation, result)
     # What each compaction lost, off the page request (None when it failed: logged).
     retention = inspect.analyse_finished(run, result, conversation.messages)
     with transaction.atomic():  # done and its analysis become visible together

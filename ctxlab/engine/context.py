@@ -292,7 +292,12 @@ class ReplayContext:
         text = ""
         usage = None
         try:
-            response = self.summarizer.summarize(request)
+            at = getattr(self.summarizer, "summarize_at", None)  # one that needs the position
+            response = (
+                at(request, self.conversation, self.source_index)
+                if at is not None
+                else self.summarizer.summarize(request)
+            )
             text, usage, error = response.text, response.usage, response.error
         except SummarizerError as exc:
             error = str(exc) or type(exc).__name__

@@ -18,6 +18,7 @@ from .context import ReplayContext
 from .heap import existing_heap_frozen
 from .metrics import compute_metrics
 from .model import Conversation, Message, Role
+from .recorded import agreement_rows
 from .records import ReplayResult, StepRecord
 from .reference import ReferenceTokens, reference_tokens
 from .strategies import Strategy, make_strategy
@@ -121,6 +122,8 @@ def run(
     job = Replay(conversation, strategy, params=params, summarizer=summarizer, reference=reference)
     result = job.exhaust()
     result.metrics = compute_metrics(result, threshold=_threshold(job), reference=job.ctx.reference)
+    if conversation.compactions:  # the original's own compactions next to the replay's
+        result.metrics["original_compactions"] = agreement_rows(conversation, result)
     return result
 
 

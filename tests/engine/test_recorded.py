@@ -1,0 +1,124 @@
+"""The "recorded" summariser: the original agent's own compaction summaries at its real
+boundary (synthetic Claude Code and Codex transcripts: the corpus holds no compaction;
+tests/data/recorded/make_synthetic.py writes them), and the trigger agreement rows."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+from ctxlab.engine import cli, importers
+from ctxlab.engine.model import Conversation, OriginalCompaction
+from ctxlab.engine.recorded import RecordedSummarizer, summary_text, trigger_agreement
+from ctxlab.engine.replay import run
+from ctxlab.engine.summarizers import SUMMARIZERS, OfflineSummarizer, get_summarizer
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+RECORDED = DATA / "recorded"
+_spec = importlib.util.spec_from_file_location("make_synthetic", RECORDED / "make_synthetic.py")
+assert _spec and _spec.loader
+SYNTH = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(SYNTH)
+
+CLAUDE = {"context_window": 60_000}
+CODEX = {"model_context_window": 6000, "model_auto_compact_token_limit": 3000}
+
+
+def _load(name: str) -> Conversation:
+    return importers.parse((RECORDED / name).read_bytes(), name=name).conversations[0]
+
+
+def test_synthetic_files_are_what_the_script_writes() -> None:
+    import json
+
+    for name, records in (
+        ("claude-code-compacted.jsonl", SYNTH.claude_code()),
+        ("codex-compacted.jsonl", SYNTH.codex()),
+    ):
+        lines = (RECORDED / name).read_text("utf-8").splitlines()
+        assert [json.loads(line) for line in lines] == records
+
+
+def test_summary_text_unwraps_the_originals_messages() -> None:
+    claude = _load("claude-code-compacted.jsonl")
+    (comp,) = claude.compactions
+    assert comp.kind == "compact_boundary" and comp.pre_tokens == 28_180
+    assert summary_text(claude, comp) == SYNTH.CC_SUMMARY  # preamble, path and tail gone
+    codex = _load("codex-compacted.jsonl")
+    assert summary_text(codex, codex.compactions[0]) == SYNTH.CODEX_SUMMARY
+    assert summary_text(codex, OriginalCompaction(before_index=0, kind="x")) == ""
+
+
+def test_claude_code_replay_reuses_the_real_summary_at_the_real_boundary() -> None:
+    conv = _load("claude-code-compacted.jsonl")
+    res = run(conv, "claude_code", params=CLAUDE, summarizer=RecordedSummarizer())
+    (compact,) = [e for e in res.events if e.kind == "compact"]
+    assert res.summaries[compact.summary_id].output == SYNTH.CC_SUMMARY  # type: ignore[index]
+    assert res.summaries[0].summarizer == "recorded"
+    (row,) = res.metrics["original_compactions"]
+    assert row == {
+        "original_kind": "compact_boundary",
+        "original_step": 6,
+        "original_tokens": 28_180,
+        "replay_step": 6,
+        "replay_tokens": compact.tokens_before,
+        "step_difference": 0,
+        "agree": True,
+        "relation": "same step",
+    }
+    assert abs(compact.tokens_before - 28_180) < 100  # the estimate lands near preTokens
+
+
+def test_codex_replay_reuses_the_compacted_summary_and_says_it_fired_earlier() -> None:
+    conv = _load("codex-compacted.jsonl")
+    res = run(conv, "codex", params=CODEX, summarizer=get_summarizer("recorded"))
+    compact = next(e for e in res.events if e.kind == "compact")
+    assert res.summaries[compact.summary_id].output == SYNTH.CODEX_SUMMARY  # type: ignore[index]
+    (row,) = res.metrics["original_compactions"]
+    assert (row["original_step"], row["replay_step"], row["agree"]) == (4, 3, False)
+    assert row["relation"] == "replay 1 step earlier"
+
+
+def test_without_original_compactions_recorded_is_the_offline_summariser() -> None:
+    conv = cli.load_file(DATA / "corpus" / "claude-code" / "agentcmd-full-session.jsonl")
+    assert not conv.compactions
+    params = {"max_input_length": 4096}
+    recorded = run(conv, "qwenpaw", params=params, summarizer=RecordedSummarizer())
+    offline = run(conv, "qwenpaw", params=params, summarizer=OfflineSummarizer())
+    assert recorded.summaries and "original_compactions" not in recorded.metrics
+    assert [s.output for s in recorded.summaries] == [s.output for s in offline.summaries]
+
+
+def test_each_original_summary_is_used_once_then_offline() -> None:
+    conv = _load("codex-compacted.jsonl")
+    tight = {"model_context_window": 2000, "model_auto_compact_token_limit": 1000}
+    summ = RecordedSummarizer()
+    res = run(conv, "codex", params=tight, summarizer=summ)
+    assert len(res.summaries) >= 2
+    recorded = [a for a in summ.answers if a["recorded"] is not None]
+    assert len(recorded) == 1  # the one original summary, at the nearest request
+    outputs = [s.output for s in res.summaries]
+    assert outputs.count(SYNTH.CODEX_SUMMARY) == 1
+    # a second replay with the same summariser starts afresh
+    again = run(conv, "codex", params=tight, summarizer=summ)
+    assert [s.output for s in again.summaries] == outputs
+
+
+def test_trigger_agreement_pairs_each_original_with_the_nearest_replay_compaction() -> None:
+    originals = [
+        OriginalCompaction(before_index=5, kind="compacted", pre_tokens=900),
+        OriginalCompaction(before_index=40, kind="compacted"),
+    ]
+    rows = trigger_agreement(originals, [1, 3, 6, 8, 10], [(2, 950), (4, 700)])
+    assert [(r.original_step, r.replay_step, r.agree) for r in rows] == [
+        (2, 2, True),
+        (None, None, False),  # boundary after the last step: no step, no pairing
+    ]
+    assert rows[1].relation() == "the replay did not compact"
+
+
+def test_recorded_is_offered_by_the_engine_cli() -> None:
+    assert "recorded" in SUMMARIZERS
+    conv = cli.load_file(RECORDED / "codex-compacted.jsonl")
+    res = cli.replay_conversation(conv, strategy="codex", params=CODEX, summarizer="recorded")
+    assert SYNTH.CODEX_SUMMARY in [s.output for s in res.summaries]
