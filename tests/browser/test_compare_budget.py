@@ -103,3 +103,33 @@ def test_compare_at_one_budget_step_view_and_summaries(
         path=str(screenshot("step-view").parent / "budget-step-messages.png")
     )
     assert not page.errors, page.errors
+
+
+def test_transcript_search_and_window_suggestions(
+    page: Any, live_server: Any, login: Any, screenshot: Any
+) -> None:
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "replay_app"))
+    from django.contrib.auth import get_user_model
+    from replay_testdata import agent_chat, import_transcript
+
+    login()
+    real = _import("alice")
+    user = get_user_model().objects.get(username="alice")
+    import_transcript(user, agent_chat(turns=4, size=200), name="other-chat.json")
+    page.goto(f"{live_server.url}/runs/new/")
+    assert page.locator("#window-hint").count() == 0  # nothing chosen yet
+    page.fill("#id_transcript_q", "sniffly")
+    page.wait_for_function(
+        "() => document.querySelectorAll('#transcript-options input[type=radio]').length === 1"
+    )
+    page.check(f"#transcript-options input[value='{real.pk}']")
+    page.wait_for_selector("#window-hint")
+    assert "largest request is 77," in page.locator("#window-hint").inner_text()
+    options = page.locator("#window-suggestions option").evaluate_all(
+        "opts => opts.map(o => Number(o.value))"
+    )
+    assert len(options) == 3 and options == sorted(options)
+    screenshot("picker")
+    assert not page.errors, page.errors
