@@ -138,6 +138,8 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
             ],
+            # num / when: one number and time format on every page (ctxlab/display.py)
+            "builtins": ["ctxlab.templatetags.display"],
         },
     },
 ]
