@@ -14,6 +14,26 @@ and every summary call is tried up to 3 times while it errs or answers nothing
 (``retryLLMCall``). The system message always carries the dynamic runtime context (time,
 OS/arch, Go version; ``runtime_context``). A turn starts at every user message; tool
 results are ``tool`` messages, so no cut separates a tool call from its results.
+
+Original tests ported (tests/engine/strategies/test_picoclaw_ported.py, table tests; facts
+from pkg/agent/*_test.go @ cf67dd3):
+
+* ``context_test.go``: every ``TestSanitizeHistoryForProvider_*`` case (17).
+* ``context_budget_test.go``: ``TestIsSafeBoundary`` (9 rows), ``TestFindSafeBoundary``
+  (10 rows), ``_SingleTurnReturnsZero``, ``_BackwardScanSkipsToolSequence``,
+  ``TestEstimateMessageTokens`` (4 rows) and its ``_ToolCallsContribute``,
+  ``_MultibyteContent``, ``_LargeArguments``, ``_ReasoningContent``, ``_MediaItems``,
+  ``_SystemParts``. ``TestParseTurnBoundaries``, ``TestIsOverContextBudget`` and
+  ``TestTrimHistoryToFitContextWindow_*`` have counterparts in test_picoclaw.py
+  (``test_parse_turn_boundaries``, ``test_is_over_context_budget_strictly_greater``,
+  ``test_trim_history_drops_oldest_turns_then_clears``), not row-by-row ports.
+* ``context_manager_test.go``: ``TestLegacyCompact_Overflow`` (and ``_ProactiveReason``),
+  ``_TooShortToCompress``, ``_SingleTurnKeepsLastUserMessage``,
+  ``_PostTurn_BelowThreshold``, ``_PostTurn_ExceedsMessageThreshold`` through the pure
+  functions. Not ported: registry/factory tests (``TestRegisterContextManager_*``,
+  ``TestResolveContextManager_*``), agent-loop wiring (``TestAgentLoop_*``,
+  ``TestIngestCalledDuringTurn``) and the runtime-event payloads: ctxlab has no plug-in
+  registry or event bus.
 """
 
 from __future__ import annotations
