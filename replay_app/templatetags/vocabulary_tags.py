@@ -38,6 +38,12 @@ def finding_meaning(kind: str) -> str:
 
 
 @register.filter
+def event_labels(kinds: Any) -> str:
+    """A list of event kinds as their labels, comma-separated."""
+    return ", ".join(event_label(k) for k in kinds or ())
+
+
+@register.filter
 def ledger_label(label: str) -> str:
     return ledger_mark_label(str(label))
 
