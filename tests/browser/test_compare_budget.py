@@ -38,6 +38,7 @@ def test_compare_at_one_budget_step_view_and_summaries(
 
     base = asgi_worker_server.url
     page.set_viewport_size({"width": 1440, "height": 900})
+    page.set_default_timeout(40_000)  # 2 cores shared with the worker replaying 7 runs
     login(base_url=base)
     transcript = _import("alice")
     window = budget.peak_reference_tokens(transcript.to_conversation()) // 2 // 1000 * 1000
@@ -69,6 +70,13 @@ def test_compare_at_one_budget_step_view_and_summaries(
     # Two summaries of the same compaction ordinal in one row.
     first_row = page.locator(".ordinal-table tbody tr").first
     assert first_row.locator(".summary-md").count() >= 2
+    # Two ticked summaries of that row, word by word (htmx swaps the diff in).
+    picks = first_row.locator("input.diff-pick")
+    picks.nth(0).check()
+    picks.nth(1).check()
+    page.click("#diff-chosen")
+    page.wait_for_selector("#summary-diff .word-diff")
+    assert page.locator("#summary-diff .word-diff ins, #summary-diff .word-diff del").count() > 0
     screenshot("compare")
     for section in ("compare-curves", "compare-summaries", "compare-matrix"):
         page.locator(f"#{section}").screenshot(
