@@ -5,10 +5,13 @@ sweep's "best" never crowning a run that re-compacts at nearly every step."""
 from __future__ import annotations
 
 import importlib
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
 from django.apps import apps
+from django.conf import settings
 from django.test import Client
 
 from ctxlab.engine.catalogue import EVENTS, FINDINGS, METRICS
@@ -149,3 +152,22 @@ def test_sweep_best_never_crowns_a_run_that_compacts_at_nearly_every_step() -> N
     assert best["thrash"] == [3] and best["firing_per_100_steps"] == [3]
     column = next(c for c in found.columns if c.key == "peak_reference")
     assert "not eligible" in column.best_rule
+
+
+# Template expressions that print a ``kind`` of another vocabulary: custom-strategy stage
+# names, fact categories, the importer's names for the original's own compactions.
+OTHER_VOCABULARIES = {"row.kind", "f.kind", "row.original_kind"}
+
+
+def test_no_template_prints_a_raw_event_or_finding_kind() -> None:
+    """Text nodes show event and finding kinds through the label filters (attributes such as
+    data-kind keep the code, for scripts and tests)."""
+    templates = Path(settings.BASE_DIR) / "replay_app" / "templates"
+    raw = re.compile(r'(?<![="])\{\{ *([\w.]*kind) *\}\}')
+    found = [
+        f"{path.relative_to(templates)}: {match.group(1)}"
+        for path in templates.rglob("*.html")
+        for match in raw.finditer(path.read_text(encoding="utf-8"))
+        if match.group(1) not in OTHER_VOCABULARIES
+    ]
+    assert not found
