@@ -523,6 +523,7 @@ def group_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "metric_rows": rows,
             "compare_ids": ",".join(str(r.pk) for r in runs),
             "compare_url": _compare_url(group, runs),
+            "windows": sorted({r.window for r in runs if r.window}),
         },
     )
 

@@ -54,6 +54,8 @@ def test_one_window_sets_every_chosen_strategys_own_parameter(
     assert runs["langchain_trim"].params["context_window"] == 16000
     page = auth_client.get(runs["claude_code"].get_absolute_url()).content.decode()
     assert "window from the comparison" in page
+    group = auth_client.get(runs["qwenpaw"].group.get_absolute_url()).content.decode()
+    assert "Model context window from the comparison: <strong>16,000</strong>" in group
 
 
 def test_window_outside_a_strategys_range_is_refused_beside_the_field(
