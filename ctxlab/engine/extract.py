@@ -165,7 +165,7 @@ NOT_PROJECT_NAMES = _names(
     " devDependencies peerDependencies compilerOptions"
     " str_replace_editor str_replace execute_bash execute_ipython_cell edit_file_by_replace"
     " run_ipython run_shell_command old_string new_string new_content to_replace file_path"
-    " file_text replace_all tool_use tool_result tool_use_id tool_call_id"
+    " file_text replace_all tool_use tool_result tool_use_id tool_call_id tool_use_error"
 )
 BOILERPLATE_URL_RE = re.compile(r"^https?://www\.w3\.org/")  # XML namespaces and DTDs
 TOOL_ID_RE = re.compile(r"^(?:toolu|call|chatcmpl|msg|resp|fc|rs|srvtoolu)_", re.IGNORECASE)
@@ -351,6 +351,11 @@ def _strings(value: Any, key: str = "") -> Iterator[tuple[str, str]]:
             return
         for v in value:
             yield from _strings(v, key)
+
+
+def input_strings(value: Any) -> Iterator[str]:
+    """The strings of a decoded tool input, in order, protocol fields skipped."""
+    return (text for _key, text in _strings(value))
 
 
 def _argv_command(argv: list[str]) -> str:

@@ -8,17 +8,25 @@ A summariser returns a ``SummaryResponse`` or raises ``SummarizerError``; either
 ``OfflineSummarizer`` (the default) is deterministic and calls no model: it fills the
 structure the request asks for (``sections``/``style``) with facts extracted from
 ``material`` (the compacted messages, oldest first) and says that it is extractive.
+It reads the material as a person would: the goal and requests come from what the user
+typed (never tool output, ``Caveat:`` lines, slash-command markup such as
+``<command-name>`` or ``<local-command-stdout>``, nor a continued-session preamble), tool
+calls read as ``Read: /path`` rather than their JSON, tool ids (``toolu_…``, ``call_…``)
+are dropped, and key concepts come from decoded content. Its disclaimer line appears
+once, also when it summarises a summary (an earlier disclaimer is never carried along).
 """
 
 from __future__ import annotations
 
+import ast
+import json
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
+from .extract import LINE_NUMBER_RE, facts_of_parts, input_strings
 from .extract import clear_caches as extract_clear_caches
-from .extract import facts_of_parts
 
 SummaryStyle = Literal["sections", "bullets", "plain"]
 Slot = Literal[
@@ -134,16 +142,102 @@ FACT_MESSAGES = 40  # critical context is extracted from the newest 40 compacted
 FACT_CHARS = 600  # ... and from the first 600 characters of each
 
 
+# How strategies render tool blocks in the material: "[tool_use Read] {json}" (Claude Code),
+# "[tool_call bash] {json}" (OpenCode, BaseAgent), "[tool_result toolu_…] output",
+# AgentScope's "[tool_use]: …" / "<tool_result>…</tool_result>".
+TOOL_CALL_RE = re.compile(
+    r"^(?:\[(?:tool_use|tool_call) ([^\]]+)\]|\[tool_use\]:|<tool_use>) ?(.*)$"
+)
+TOOL_OUTPUT_RE = re.compile(r"^(?:\[tool_result(?: [^\]]*)?\]:?|<tool_result>)")
+TOOL_ID_RE = re.compile(r"\b(?:toolu|srvtoolu|call|chatcmpl|fc)_[A-Za-z0-9_-]{6,}")
+# Lines the harness wrote into the user's turn, not the person
+META_RE = re.compile(
+    r"^(?:Caveat:|</?(?:command-name|command-message|command-args|local-command-stdout"
+    r"|local-command-stderr|system-reminder|user-prompt-submit-hook|bash-input|bash-stdout"
+    r"|bash-stderr|tool_use_error)>|\[Request interrupted|This session is being continued"
+    r"|If you need specific details from before compaction|Continue the conversation from where"
+    r"|\(Extractive summary|（抽取式摘要|-? ?\(no content\))"
+)
+
+
+def _call_args(args: str) -> Any:
+    """A rendered tool call's arguments decoded: JSON, or the Python dict repr BaseAgent
+    renders (a literal only, size-bounded); the raw string when neither."""
+    try:
+        return json.loads(args)
+    except ValueError:
+        pass
+    if args.startswith("{") and len(args) <= 20_000:
+        try:
+            return ast.literal_eval(args)
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            pass
+    return args
+
+
+def _is_note(line: str) -> bool:
+    return any(note in line for note in NOTES.values())
+
+
+def _readable(line: str, width: int = LINE) -> str:
+    """One material line as a person would write it, or "" when it is none of theirs:
+    harness lines go, a tool call reads ``Read: /path`` instead of its JSON, tool ids and
+    line-number prefixes are dropped."""
+    line = line.strip()
+    if not line or META_RE.match(line) or TOOL_OUTPUT_RE.match(line) or _is_note(line):
+        return ""
+    call = TOOL_CALL_RE.match(line)
+    if call:
+        name, args = call.group(1) or "", call.group(2)
+        first = next(input_strings(_call_args(args)), "")
+        line = f"{name}: {first}" if name else first
+        line = line.splitlines()[0].strip() if line.strip() else ""
+    line = LINE_NUMBER_RE.sub("", TOOL_ID_RE.sub("", line)).strip()
+    return line[:width]
+
+
+def _person_text(item: MaterialItem) -> str:
+    """What the person typed in a user item: nothing when it is a tool output (Anthropic
+    carries tool results as user messages), else the text before any rendered result."""
+    head = item.text[:SCAN_CHARS]
+    lines: list[str] = []
+    for line in head.splitlines():
+        if TOOL_OUTPUT_RE.match(line.strip()):
+            break
+        lines.append(line)
+    return "\n".join(lines)
+
+
 def _first_line(text: str, width: int = LINE) -> str:
     for line in text.splitlines():
-        line = line.strip()
-        if line:
-            return line[:width]
+        readable = _readable(line, width)
+        if readable:
+            return readable
     return ""
 
 
 def _lines(text: str) -> list[str]:
-    return [s.strip()[:LINE] for s in text[:SCAN_CHARS].splitlines() if s.strip()]
+    return [r for r in (_readable(s) for s in text[:SCAN_CHARS].splitlines()) if r]
+
+
+def _fact_text(text: str) -> str:
+    """The material's content for fact extraction: tool-call JSON decoded to its values,
+    render headers and tool ids removed, disclaimers left out."""
+    out: list[str] = []
+    for line in text.splitlines():
+        stripped = line.strip()
+        if _is_note(stripped) or META_RE.match(stripped):
+            continue
+        call = TOOL_CALL_RE.match(stripped)
+        if call:
+            out.extend(input_strings(_call_args(call.group(2))))
+            continue
+        out.append(TOOL_ID_RE.sub("", TOOL_OUTPUT_RE.sub("", stripped)))
+    return "\n".join(out)
+
+
+def _without_notes(summary: str) -> str:
+    return "\n".join(line for line in summary.splitlines() if not _is_note(line))
 
 
 @lru_cache(maxsize=8192)
@@ -159,14 +253,24 @@ def clear_caches() -> None:
     extract_clear_caches()
 
 
-def _previous_sections(summary: str) -> dict[str, list[str]]:
+def _previous_sections(
+    summary: str, headings: frozenset[str] = frozenset()
+) -> dict[str, list[str]]:
+    """The previous summary's lines under each heading (markdown ``#`` headings, or the
+    request's own headings such as Claude Code's ``1. Primary Request and Intent:``)."""
     out: dict[str, list[str]] = {}
     current = ""
     for line in summary.splitlines():
-        if line.startswith("#"):
+        if line.startswith("#") or line.strip() in headings:
             current = line.strip()
             out.setdefault(current, [])
-        elif current and line.strip() and line.strip() not in NOTES.values():
+        elif (
+            current
+            and line.strip()
+            and not _is_note(line)
+            and line.strip() not in NONE.values()
+            and not META_RE.match(line.strip())
+        ):
             out[current].append(line.rstrip())
     return out
 
@@ -192,13 +296,15 @@ class OfflineSummarizer:
         return SummaryResponse(text=text, usage=usage, model="ctxlab-offline-extractive")
 
     def _slots(self, request: SummaryRequest, lang: str) -> dict[str, list[str]]:
-        users = [m for m in request.material if m.role == "user" and m.text.strip()]
-        assistants = [m for m in request.material if m.role == "assistant" and m.text.strip()]
-        goal = [_first_line(users[0].text)] if users else []
+        # what people typed: user items that are not tool outputs nor harness lines only
+        typed = [_person_text(m) for m in request.material if m.role == "user"]
+        users = [t for t in typed if _first_line(t)]
+        assistants = [m for m in request.material if m.role == "assistant" and _first_line(m.text)]
+        goal = [_first_line(users[0])] if users else []
         # Only the first PER_SECTION lines are kept: stop scanning once they are found.
         constraints: list[str] = []
-        for m in users:
-            constraints.extend(_matching_lines(m.text, CONSTRAINT_RE))
+        for text in users:
+            constraints.extend(_matching_lines(text, CONSTRAINT_RE))
             if len(constraints) >= PER_SECTION:
                 break
         decisions: list[str] = []
@@ -210,8 +316,8 @@ class OfflineSummarizer:
         in_progress = [_first_line(assistants[-1].text)] if assistants else []
         # Facts from the newest messages' heads: bounded work per summary, whatever its size.
         recent = request.material[-FACT_MESSAGES:]
-        found = facts_of_parts((m.text[:FACT_CHARS] for m in recent), limit=PER_SECTION)
-        nxt = [_first_line(users[-1].text)] if users else []
+        found = facts_of_parts((_fact_text(m.text[:FACT_CHARS]) for m in recent), limit=PER_SECTION)
+        nxt = [_first_line(users[-1])] if users else []
         critical = (
             [f"path: {p}" for p in found.paths]
             + [f"identifier: {i}" for i in found.identifiers]
@@ -231,7 +337,8 @@ class OfflineSummarizer:
 
     def _sections(self, request: SummaryRequest, lang: str) -> str:
         slots = self._slots(request, lang)
-        previous = _previous_sections(request.previous_summary)
+        headings = frozenset(section.heading.strip() for section in request.sections)
+        previous = _previous_sections(request.previous_summary, headings)
         out = [NOTES[lang], ""]
         for section in request.sections:
             out.append(section.heading)
@@ -276,8 +383,8 @@ class OfflineSummarizer:
     def _plain(self, request: SummaryRequest, lang: str) -> str:
         slots = self._slots(request, lang)
         parts = [NOTES[lang]]
-        if request.previous_summary:
-            parts.append(request.previous_summary.strip()[:2000])
+        if request.previous_summary:  # carried along without its own disclaimer
+            parts.append(_without_notes(request.previous_summary).strip()[:2000])
         for key, label in (
             ("goal", "Goal"),
             ("done", "Done"),
@@ -306,8 +413,6 @@ class FailingSummarizer:
 
 
 SUMMARIZERS: dict[str, type] = {"offline": OfflineSummarizer, "failing": FailingSummarizer}
-
-from . import recorded as _recorded  # noqa: E402, F401  (registers "recorded"; builds on offline)
 
 
 def get_summarizer(name: str) -> Summarizer:

@@ -61,21 +61,21 @@ CASES: dict[str, tuple[str, Any, dict[str, Any] | None]] = {
 }  # fmt: skip
 
 GOLDEN: dict[str, tuple[int, int, int, int, str]] = {
-    'mid-qwenpaw': (589, 86, 3, 0, '36d23da8a3bb02c1a03f60f178335d7b24e4bfe83e2659ab12c06041c5faf117'),
-    'mid-copaw': (589, 5, 5, 27, '425c78588af38effe5dc5415d724942fb225f1495060be92468044d6ad618c39'),
-    'mid-copaw-toolcompact': (589, 231, 14, 151, '31039082d078a11733bedb5b57ebec5726d72761e141db752ceab8d0bf1367dc'),
-    'mid-copaw-bytes4': (589, 19, 19, 175, '9ed4df963d81e3eb264bff365f0fe999dcc4107628783ac65cfe03a814668d94'),
-    'mid-cowagent': (589, 45, 13, 0, 'ee5cf1d64f929adcf51be8733dfc4b610a98baf24e33bfcc5a82a5871cb608c3'),
-    'mid-cowagent-small': (589, 93, 34, 3, 'ca75cc4a47e1106148f6b694fbc32691e2fc21d1c43dde058abf149a5908a4ba'),
-    'mid-picoclaw': (589, 63, 94, 0, '34df8975e540ab55610593fc5aa242d8defc207eb42fac06e634ac783807b620'),
-    'mid-baseagent': (589, 19, 2, 6, 'acc14ecde0192b8c0f7fe6973a5d584166e14a486d997a69ae20df7eb96f83a6'),
-    'mid-baseagent-small': (589, 25, 16, 107, '6b4795a8ee38d3337977d8d14f02e40bcf1a67baea695ace707f3f1c1887c98b'),
-    'mid-custom': (589, 143, 10, 53, '320a16ebf083160ed802a227a5852079795fa2b5ea9676b753b16a0b6766bab6'),
+    'mid-qwenpaw': (589, 86, 3, 0, '95eaea307b366619bb4142ce601d3c51cc94f74887567dfae04ce41c37928742'),
+    'mid-copaw': (589, 5, 5, 27, '303b1e2869d5b793ec69138012c1efec9cde8b7f64d7dc1650232141d9db9fb1'),
+    'mid-copaw-toolcompact': (589, 231, 14, 151, 'b144f5c0805dac41e63c038c134fa7986ebc35a433fe5a79fe6ad49ad153a380'),
+    'mid-copaw-bytes4': (589, 19, 19, 175, '71308b66e96d151fb3f19ac8057d79845494c6876c67f229c6caf1074eb38ed3'),
+    'mid-cowagent': (589, 45, 13, 0, '368182bc122e341fee18202d25e07d85944a93112573d4e3f83f5fc87dc65c6e'),
+    'mid-cowagent-small': (589, 93, 34, 2, 'f0e6a778d163200c743c2a2b419bcb5bf2060d7069c9f490746316872c286a24'),
+    'mid-picoclaw': (589, 63, 94, 0, '6beb3928cbc8356829eaeb2b8d0d8c1bb4d48670e6e1ad34f2d47dcca1952ecc'),
+    'mid-baseagent': (589, 19, 2, 6, 'e6764bb16c3d9c9055f06e8a8697dada42de5b4b40a438ee3cc28dbcaf3862bf'),
+    'mid-baseagent-small': (589, 25, 16, 107, '2c52fa6aa327c8773f886b8eeaca4781aadf55f59298e66f94c480fd35914ed2'),
+    'mid-custom': (589, 143, 10, 53, '5dde3d758d518fb1250a8ad5179a7dba63fee16d69118cdabdde6a007045e058'),
     'cc-qwenpaw-small': (10, 2, 2, 5, '65c25d508b4b997151b581c2f3b56b32bc67fc23cc5ff695146ad507187fc800'),
     'cc-copaw-small': (10, 2, 2, 5, 'e589ac6c764fd07f958fc26a41b35b29d0985d775803439aae1856a2cf462ea2'),
     'cc-cowagent-small': (10, 0, 0, 0, 'ef8a54a2442b892601ce30d9a202ddff55d11f2e84f31e0cc4b515eab39234bd'),
     'cc-picoclaw-small': (10, 0, 0, 5, '87612a8b6847da0bd04c33caab989a84ce5b953fb616c47168a9320f9c7b7cc5'),
-    'cc-baseagent-small': (10, 1, 1, 4, '6741dba2dbb7209e52d66ad14328532ce9cf3ccce2544c9f55b577c1cb87bb57'),
+    'cc-baseagent-small': (10, 1, 1, 4, '91691bb93b4d67fac4b2fd8ef5e0a4203d7537f16eb0d1300c1dd24ce3676757'),
 }  # fmt: skip
 
 

@@ -460,7 +460,8 @@ def _golden(
 def test_golden_sniffly_small_window() -> None:
     res, kinds, findings, firsts = _golden({"context_window": 20_000, "max_tokens": 2000})
     assert kinds == {"force_compression": 2, "summarise": 3}
-    assert findings == {"overflow": 18, "summary_larger": 1}
+    # the offline summary of these messages is no longer larger than what it replaced
+    assert findings == {"overflow": 18}
     assert firsts == {"summarise": 21, "force_compression": 21}
     assert len(res.summaries) == 3  # type: ignore[attr-defined]
 
