@@ -414,6 +414,8 @@ class FailingSummarizer:
 
 SUMMARIZERS: dict[str, type] = {"offline": OfflineSummarizer, "failing": FailingSummarizer}
 
+from . import recorded as _recorded  # noqa: E402, F401  (registers "recorded"; builds on offline)
+
 
 def get_summarizer(name: str) -> Summarizer:
     """A summariser by name (``offline``, ``failing``); later helpers add ``anthropic``."""
