@@ -8,7 +8,11 @@ request view only* (the loop keeps the pruned list only if it is shorter, and pr
 the length), so every request recomputes the prune from full outputs. If still above, the
 list is replaced by exactly ``[system, user(SUMMARY_PREFIX + summary)]`` and that is
 persisted; the original task goes too. A failed or empty summary sends the (pruned) list
-unchanged.
+unchanged. ``loop.py`` always sends a system message: with no system prompt in the
+transcript it is empty and still costs its 4-token overhead.
+
+Original tests: BaseAgent @ 18565d9 ships none for ``compaction.py`` (its repository has
+no test files); the cases in tests/engine/strategies/test_baseagent.py are ours.
 """
 
 from __future__ import annotations

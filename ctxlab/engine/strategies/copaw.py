@@ -10,6 +10,13 @@ summary (it *overwrites* the previous one and the model sees it); an empty answe
 empty formatted input stores "". Spec: strategies.md §3. The compactor prompts are ReMe
 0.3.0.6b3's own, byte for byte (``stages/prompts``, read from the wheel's
 ``components/compactor.yaml`` shipped in ``data/prompts``).
+
+Original tests ported (tests/engine/strategies/test_copaw_ported.py): ReMe's
+``tests/light/test_context_check.py`` (@ c911ec7), all 21 cases of ``context_check`` with
+its invariants (reserve, order, count, tool pairs); that file targets a later ReMe, so its
+exact-threshold case and its contiguous-partition invariant are asserted as 0.3.0.6b3
+behaves (``total < threshold``; a kept result pulls in its far tool_use). CoPaw 0.0.7 ships
+no tests of its compaction hook.
 """
 
 from __future__ import annotations

@@ -17,6 +17,10 @@ injection as the summary zone beside the message). An answer of 无
 (or nothing) means no summary: the turns are simply gone. A provider overflow (simulated
 with the reference tokenizer against the model window) triggers the aggressive trim, then
 clears the whole history if that is not enough.
+
+Original tests: chatgpt-on-wechat @ 55aaf60 has none for ``agent_stream.py``,
+``message_utils.py`` or the memory summariser; the cases in
+tests/engine/strategies/test_cowagent.py are ours (issue 14's minimal cases included).
 """
 
 from __future__ import annotations

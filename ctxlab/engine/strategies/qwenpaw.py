@@ -8,6 +8,13 @@ re-enter as an English user message. Failure drops the prefix without summarisin
 (keeping up to ``left`` tokens) and keeps the previous summary. Spec: strategies.md §2.
 The compactor prompts are QwenPaw 1.1.9's own, byte for byte (``stages/prompts``, read from
 the wheel's ``compactor_prompts.py`` shipped in ``data/prompts``).
+
+Original tests ported (tests/engine/strategies/test_qwenpaw_ported.py): QwenPaw's
+``tests/unit/agents/context/test_prune_tool_result.py`` (@ 18e3ff2, written for a later
+version with ``absolute_max_bytes``): its recent/old cap, small-output and 40 KB cases as
+1.1.9 runs them; its config-field tests and ``test_light_context_manager.py`` (fallback
+confirmation modes, after 1.1.9) have no 1.1.9 counterpart. The prompts are checked byte
+for byte against the wheel (tests/engine/test_prompts_byte_exact.py).
 """
 
 from __future__ import annotations
