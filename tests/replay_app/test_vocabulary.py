@@ -15,7 +15,7 @@ from django.conf import settings
 from django.test import Client
 
 from ctxlab.engine.catalogue import EVENTS, FINDINGS, METRICS
-from replay_app import compare, sweep, views, vocabulary
+from replay_app import compare, services, sweep, views, vocabulary
 from replay_app.models import Run, RunEvent, RunStatus
 from replay_app.templatetags import vocabulary_tags
 
@@ -171,3 +171,20 @@ def test_no_template_prints_a_raw_event_or_finding_kind() -> None:
         if match.group(1) not in OTHER_VOCABULARIES
     ]
     assert not found
+
+
+def test_a_stored_runs_metric_keys_all_have_catalogue_rows(user: Any, small_transcript: Any):
+    """The whole path (engine metrics + cost ledger + ground truth + whatever the service
+    adds) over a real run: every key it stores has a row, and its page shows labels only."""
+    run = services.run_create(
+        owner=user, transcript=small_transcript,
+        spec=services.RunSpec(
+            strategy="qwenpaw", params={"max_input_length": 1024, "pruning_old_msg_max_bytes": 200}
+        ),
+        enqueue=False,
+    )  # fmt: skip
+    run = services.run_execute(run=run, batch_steps=7)
+    assert run.status == RunStatus.DONE, run.error
+    assert run.metrics["events"], "the small window makes qwenpaw act"
+    assert set(run.metrics) <= set(METRICS), sorted(set(run.metrics) - set(METRICS))
+    assert set(run.metrics["events"]) <= set(EVENTS)
