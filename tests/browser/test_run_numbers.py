@@ -5,6 +5,7 @@ and the curve's hover."""
 
 from __future__ import annotations
 
+import html
 import re
 import sys
 from pathlib import Path
@@ -80,7 +81,7 @@ def test_zone_bar_overhead_and_one_before_after_per_compaction(
     # one compaction, one pair of figures: events table, summaries list, curve hover
     events = _pairs(page, "#run-events tr .num[data-before]")
     rows = page.locator("#run-events tr").evaluate_all(
-        "els => els.filter(e => e.querySelector('.badge')?.textContent === 'compact')"
+        "els => els.filter(e => e.querySelector('.badge[data-kind]')?.dataset.kind === 'compact')"
         ".map(e => e.querySelector('[data-before]').textContent)"
     )
     expected = [(e.tokens_before, e.tokens_after) for e in compactions]
@@ -94,7 +95,10 @@ def test_zone_bar_overhead_and_one_before_after_per_compaction(
         "() => document.getElementById('token-curve-plot').data"
         ".filter(t => t.meta && t.meta.role === 'events').flatMap(t => t.hovertext)"
     )
-    compact_hovers = [h for h in hovers if h.startswith("<b>compact</b>")]
+    from replay_app.vocabulary import event_label
+
+    label = html.escape(event_label("compact"))  # hovers name a kind by its label
+    compact_hovers = [h for h in hovers if h.startswith(f"<b>{label}</b>")]
     assert [_shown(h.split("<br>")[1].split(" tokens")[0]) for h in compact_hovers] == expected
     # every compaction fired at or above the threshold line it is drawn against
     threshold = run.metrics["threshold"]
