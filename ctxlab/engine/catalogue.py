@@ -278,6 +278,9 @@ _METRICS: tuple[Metric, ...] = (
            "threshold (≥ 90 % of it after the previous one)"),
     Metric("threshold", "Threshold", "tokens", None,
            "the size at which the strategy compacts, under its own estimator"),
+    Metric("original_compactions", "The original's own compactions", "rows", None,
+           "where the transcript's agent really compacted, next to this replay's nearest "
+           "compaction (engine.recorded.agreement_rows)"),
     # --- what was lost (replay_app.inspect) ------------------------------------------------
     Metric("retention", "Fact retention", "ratio", "higher",
            "facts of touched messages still in context after each compaction / facts at risk"),
