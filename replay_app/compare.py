@@ -25,6 +25,7 @@ from ctxlab.ownership import owned
 
 from . import inspect, vocabulary
 from .charts import RunCurve
+from .lost_links import with_links
 from .models import Run, RunSummary
 
 MIN_RUNS = 2
@@ -292,4 +293,4 @@ def retentions(runs: Sequence[Run]) -> list[dict[str, Any]]:
         return []
     transcript = runs[0].transcript  # load_runs: every run is on this transcript
     shared_index = functools.cache(lambda: FactIndex(transcript.to_conversation().messages))
-    return [inspect.retention(run, fact_index=shared_index) for run in runs]
+    return [with_links(run, inspect.retention(run, fact_index=shared_index)) for run in runs]

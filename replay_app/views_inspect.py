@@ -20,6 +20,7 @@ from django_htmx.middleware import HtmxDetails
 from ctxlab.ownership import get_owned_or_404, owned
 
 from . import charts, compare, compare_steps, inspect, views_compare
+from .lost_links import with_links
 from .models import Run, RunOffload, RunSummary
 
 
@@ -158,7 +159,7 @@ def summary_detail(request: HtmxHttpRequest, pk: int, seq: int) -> HttpResponse:
 def run_lost(request: HttpRequest, pk: int) -> HttpResponse:
     """What each compaction of one run lost, and its retention score."""
     run = _run(request, pk)
-    data = inspect.retention(run)
+    data = with_links(run, inspect.retention(run))
     if _wants(request, "json"):
         return _json({"run": run.pk, **data})
     return render(request, "replay_app/run_lost.html", {"run": run, "ret": data})
