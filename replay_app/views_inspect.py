@@ -340,6 +340,7 @@ def _compare_json(
                 "id": r.pk,
                 "label": r.label,
                 "strategy": r.strategy,
+                "window": r.window,  # the comparison's model window (None: its own)
                 "status": r.status,
                 "transcript": r.transcript_id,
                 "retention": ret.get("retention"),
