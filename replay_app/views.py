@@ -306,6 +306,11 @@ def _run_json(run: Run, *, full: bool = False) -> dict[str, Any]:
         data["estimator"] = run.estimator
         data["summarizer_model"] = run.summarizer_model
         data["cost"] = costs.run_costs_json(run)
+        # The run page's metric table as the catalogue labels it (label, unit, direction).
+        data["metric_rows"] = [
+            {**vocabulary.metric_json(key), "value": (run.metrics or {}).get(key)}
+            for key in vocabulary.RUN_KEYS
+        ]
     return data
 
 

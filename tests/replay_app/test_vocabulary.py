@@ -188,3 +188,17 @@ def test_a_stored_runs_metric_keys_all_have_catalogue_rows(user: Any, small_tran
     assert run.metrics["events"], "the small window makes qwenpaw act"
     assert set(run.metrics) <= set(METRICS), sorted(set(run.metrics) - set(METRICS))
     assert set(run.metrics["events"]) <= set(EVENTS)
+
+
+def test_run_json_carries_the_metric_table(
+    auth_client: Client, user: Any, small_transcript: Any
+) -> None:
+    run = _run(user, small_transcript, metrics={"steps": 3, "overflow_steps": 1})
+    rows = auth_client.get(f"/runs/{run.pk}/?format=json").json()["metric_rows"]
+    assert [r["key"] for r in rows] == list(vocabulary.RUN_KEYS)
+    by_key = {r["key"]: r for r in rows}
+    row = METRICS["overflow_steps"]
+    assert by_key["overflow_steps"] == {
+        "key": "overflow_steps", "label": row.label, "unit": row.unit, "better": row.better,
+        "help": row.meaning, "best_rule": row.best_rule, "value": 1,
+    }  # fmt: skip
