@@ -123,3 +123,25 @@ def test_cli_huge_integer_is_a_located_error_without_traceback(
     assert "line 1" in out and f"byte {len(head)}" in out and "5,000 digits" in out
     assert "Traceback" not in out + err + caplog.text
     assert not Transcript.objects.exists()
+
+
+def test_nul_characters_are_stored_safely_and_the_original_bytes_kept(alice: Any) -> None:
+    data = json.dumps(
+        [
+            {"role": "user", "content": "before\u0000after"},
+            {"role": "assistant", "content": "ok", "name": "bot\u0000"},
+        ]
+    ).encode()
+    outcome = services.upload_import(owner=alice, name="nul.json", data=data)
+    assert outcome.ok and outcome.upload is not None
+    (warning,) = outcome.to_json()["warnings"]
+    assert (warning["code"], warning["count"], warning["label"]) == (
+        "nul-character",
+        2,
+        "NUL character",
+    )
+    transcript = Transcript.objects.get(owner=alice)
+    stored = [m.blocks for m in transcript.messages.order_by("index")]
+    assert "\x00" not in json.dumps(stored, ensure_ascii=False)
+    assert stored[0][0]["text"] == "before\u2400after"
+    assert bytes(type(outcome.upload).objects.get(pk=outcome.upload.pk).data) == data
