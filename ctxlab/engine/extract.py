@@ -40,7 +40,7 @@ from .model import Block, BlockKind, Message, Role
 
 # Bumped whenever extraction changes what it finds: stored analyses of an older version
 # are recomputed instead of shown (replay_app.inspect.stored_retention).
-VERSION = 2
+VERSION = 3
 
 KINDS = ("instructions", "paths", "commands", "errors", "identifiers", "numbers", "urls")
 
@@ -261,7 +261,13 @@ def facts(text: str, *, limit: int | None = None, error_width: int = 200) -> Fac
         line.strip()[:error_width] for line in _error_lines(rest) if not CODE_LINE_RE.search(line)
     ]
     commands = [c.strip()[:error_width] for c in PROMPT_RE.findall(rest)]
-    commands += [c.strip()[:error_width] for c in INLINE_COMMAND_RE.findall(rest)]
+    # an inline command with only flags ("running `cat -n` on a snippet") names a tool,
+    # it is no command anyone ran
+    commands += [
+        c.strip()[:error_width]
+        for c in INLINE_COMMAND_RE.findall(rest)
+        if not all(arg.startswith("-") for arg in c.split()[1:])
+    ]
     paths = [p for p in map(_path, PATH_RE.findall(rest)) if p and not _is_product_name(p)]
     # names inside a path or URL are part of that fact, not facts of their own
     words = PATH_RE.sub(" ", rest) if paths else rest
