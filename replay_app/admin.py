@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from django.contrib import admin
 
+from ctxlab.admin_scaling import LargeTableAdmin
+
 from .models import (
     Run,
     RunAnalysis,
@@ -58,36 +60,40 @@ class RunAdmin(admin.ModelAdmin):
     )
 
 
-class _RunChildAdmin(admin.ModelAdmin):
+class _RunChildAdmin(LargeTableAdmin):
     raw_id_fields = ("run",)
     list_filter = ()
 
 
 @admin.register(RunStep)
 class RunStepAdmin(_RunChildAdmin):
-    list_display = ("run", "index", "source_index", "tokens_strategy", "tokens_reference")
+    list_display = ("run_id", "index", "source_index", "tokens_strategy", "tokens_reference")
+    list_deferred = ("zones", "context", "pending")
 
 
 @admin.register(RunEvent)
 class RunEventAdmin(_RunChildAdmin):
-    list_display = ("run", "seq", "step", "kind", "tokens_before", "tokens_after")
+    list_display = ("run_id", "seq", "step", "kind", "tokens_before", "tokens_after")
     list_filter = ("kind",)
+    list_deferred = ("messages", "detail", "changes")
 
 
 @admin.register(RunSummary)
 class RunSummaryAdmin(_RunChildAdmin):
-    list_display = ("run", "seq", "step", "input_tokens", "output_tokens", "error")
+    list_display = ("run_id", "seq", "step", "input_tokens", "output_tokens")
+    list_deferred = ("input", "output", "usage", "messages", "error")
 
 
 @admin.register(RunFinding)
 class RunFindingAdmin(_RunChildAdmin):
-    list_display = ("run", "step", "kind")
+    list_display = ("run_id", "step", "kind")
     list_filter = ("kind",)
 
 
 @admin.register(RunOffload)
 class RunOffloadAdmin(_RunChildAdmin):
-    list_display = ("run", "path")
+    list_display = ("run_id", "path")
+    list_deferred = ("text",)
 
 
 @admin.register(RunAnalysis)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from django.contrib import admin
 
+from ctxlab.admin_scaling import LargeTableAdmin
+
 from .models import Message, Transcript, Upload
 
 
@@ -25,7 +27,7 @@ class UploadAdmin(admin.ModelAdmin):
 
 
 @admin.register(Transcript)
-class TranscriptAdmin(admin.ModelAdmin):
+class TranscriptAdmin(LargeTableAdmin):
     list_display = [
         "__str__",
         "owner",
@@ -34,13 +36,16 @@ class TranscriptAdmin(admin.ModelAdmin):
         "tool_call_count",
         "secret_count",
     ]
+    list_select_related = ["owner"]
     list_filter = ["format"]
     search_fields = ["title", "conversation_id"]
-    raw_id_fields = ["upload", "parent"]
+    raw_id_fields = ["owner", "upload", "parent"]
+    list_deferred = ("tools", "compactions", "metadata", "secrets")
 
 
 @admin.register(Message)
-class MessageAdmin(admin.ModelAdmin):
-    list_display = ["transcript", "index", "role", "reference_tokens", "preview"]
+class MessageAdmin(LargeTableAdmin):
+    list_display = ["transcript_id", "index", "role", "reference_tokens", "preview"]
     list_filter = ["role"]
     raw_id_fields = ["transcript"]
+    list_deferred = ("blocks", "flags", "secrets")
