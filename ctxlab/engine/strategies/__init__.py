@@ -50,7 +50,11 @@ How to add a strategy
            act.summary_id = record.id
 
    ``ctx.emit(kind, **detail)`` records an event without changes (``summary_failed``,
-   ``compact_skipped``). Detail values must be JSON-serialisable.
+   ``compact_skipped``). Detail values must be JSON-serialisable. Every kind must be in
+   ``ctxlab/engine/catalogue.py`` (``EVENTS``: its category decides whether metrics count
+   it as a compaction, restore, repair, failure or skip); reuse an existing kind where the
+   meaning is the same, and add a row (then regenerate ``docs/vocabulary.md``) where it is
+   not. ``tests/engine/test_catalogue.py`` replays the library and fails on an unlisted kind.
 
 6. Summaries: build a ``summarizers.SummaryRequest`` exactly as the original builds its
    call (system prompt, messages, max_output_tokens; ``sections``/``style``/``material``
