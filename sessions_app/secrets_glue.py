@@ -110,3 +110,14 @@ def _context(text: str, marker: str, nth: int) -> str:
     end = min(len(text), at + len(marker) + CONTEXT_AFTER)
     snippet = " ".join(text[start:end].split())
     return ("…" if start else "") + snippet + ("…" if end < len(text) else "")
+
+
+def mask_strings(value: Any) -> Any:
+    """``value`` (JSON-like) with every string masked: import warnings quote the file."""
+    if isinstance(value, str):
+        return secrets.mask(value)
+    if isinstance(value, dict):
+        return {k: mask_strings(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [mask_strings(v) for v in value]
+    return value

@@ -313,7 +313,10 @@ def _prepare(parsed: ParsedFile) -> _Prepared:
         conversations=tuple(masked),
         findings=tuple(findings),
         tokens=tuple(tokens),
-        warnings=tuple(codec.warning_to_dict(w) for w in parsed.warnings),
+        # Warnings may quote the file (a bad tool argument, a line): masked like the rest.
+        warnings=tuple(
+            secrets_glue.mask_strings(codec.warning_to_dict(w)) for w in parsed.warnings
+        ),
     )
 
 

@@ -239,3 +239,13 @@ def test_no_page_or_export_shows_a_secret(client: Client, user: Any, imported: A
     for look_alike in LOOK_ALIKES:
         assert look_alike in page, look_alike
     assert "GITHUB_TOKEN=" in json.dumps(json.loads(page))
+
+
+def test_import_warnings_quoting_the_file_are_masked(user: Any) -> None:
+    token = SECRETS["github"][1]
+    warning = {"message": f"tool arguments are not JSON: 'curl -H {token}'", "where": "line 2"}
+    from sessions_app.secrets_glue import mask_strings
+
+    masked = mask_strings({"warnings": [warning]})
+    assert token not in json.dumps(masked)
+    assert masked["warnings"][0]["where"] == "line 2"
