@@ -51,9 +51,9 @@ def _beat(run_id: int, attempt: int, stop: threading.Event) -> None:
     try:
         while not stop.wait(interval()):
             try:
-                Run.objects.filter(
-                    pk=run_id, attempts=attempt, status=RunStatus.RUNNING
-                ).update(heartbeat_at=timezone.now())
+                Run.objects.filter(pk=run_id, attempts=attempt, status=RunStatus.RUNNING).update(
+                    heartbeat_at=timezone.now()
+                )
             except Exception:  # a missed beat is not worth a failed run
                 log.warning("heartbeat of run %s failed", run_id, exc_info=True)
     finally:
