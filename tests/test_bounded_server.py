@@ -82,3 +82,17 @@ def test_served_with_debug_off_static_and_friendly_404(server: tuple[int, Path])
     body = missing.read().decode()
     assert missing.status == 404 and "Not found" in body and "Traceback" not in body
     assert "URLconf" not in body  # not Django's technical 404
+
+
+def test_server_stops_on_sigterm(tmp_path: Path) -> None:
+    data, tmp = tmp_path / "data", tmp_path / "tmp"
+    data.mkdir()
+    tmp.mkdir()
+    process, port = start_server(data, tmp, limit=LIMIT)
+    try:
+        assert post(port, "/healthz", 10)[0] == 403  # serving (CSRF refuses the POST)
+        process.terminate()
+        assert process.wait(timeout=15) is not None
+    finally:
+        if process.poll() is None:
+            process.kill()
