@@ -35,6 +35,7 @@ SMALL: dict[str, dict[str, Any]] = {
                     "autocompact_buffer_tokens": 1000},
     "langchain_summarization": {"trigger": ["tokens", 3000], "keep": ["messages", 4]},
     "langchain_trim": {"max_tokens": 1500},
+    "observation_masking": {"n": 2},
 }  # fmt: skip
 # BaseAgent's request-view prune (and its lifting) needs a longer session: 250 messages
 # mixed from the corpus (synth.bench_conversation) with a prune-happy setting.

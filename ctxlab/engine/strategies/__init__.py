@@ -111,6 +111,7 @@ LIBRARY: tuple[str, ...] = PRESETS + (
     "claude_code",
     "langchain_summarization",
     "langchain_trim",
+    "observation_masking",
 )
 
 
