@@ -13,6 +13,7 @@ from typing import Any
 
 from . import importers
 from .budget import window_params
+from .catalogue import event_category
 from .model import Conversation
 from .params import parse_assignments
 from .records import Change, Fate, ReplayResult, expand
@@ -172,7 +173,10 @@ def format_table(result: ReplayResult) -> str:
         "events by kind:",
     ]
     by_kind = Counter(e.kind for e in result.events)
-    lines += [f"  {kind:<22} {n:>6}" for kind, n in sorted(by_kind.items())] or ["  (none)"]
+    lines += [
+        f"  {kind:<22} {n:>6}  {event_category(kind) or 'uncatalogued'}"  # catalogue.EVENTS
+        for kind, n in sorted(by_kind.items())
+    ] or ["  (none)"]
     lines += ["", "findings by kind:"]
     found = Counter(f.kind for f in result.findings)
     lines += [f"  {kind:<22} {n:>6} steps" for kind, n in sorted(found.items())] or ["  (none)"]
