@@ -26,7 +26,7 @@ def mask_conversation(conversation: Conversation) -> tuple[Conversation, list[di
     """
     found = secrets.scan_conversation(conversation)
     extras = secrets.scan_extras(conversation)
-    if extras:
+    if extras or secrets.find_secrets(conversation.title):
         conversation = secrets.mask_extras(conversation)
     if not found:
         return conversation, _extra_locations(conversation, extras)

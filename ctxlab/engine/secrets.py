@@ -487,8 +487,9 @@ def _tool_texts(tool: ToolDef) -> list[str]:
 
 def scan_extras(conv: Conversation) -> list[tuple[str, int, str]]:
     """``(where, index, kind)`` for secrets outside the messages: tool definitions
-    (``"tools"``, tool index), metadata values (``"metadata"``, pair index), the title."""
-    found = [("title", 0, hit.kind) for hit in find_secrets(conv.title)]
+    (``"tools"``, tool index) and metadata (``"metadata"``, pair index). The title is
+    masked too (``mask_extras``) but not counted: it repeats a message's text."""
+    found: list[tuple[str, int, str]] = []
     for index, tool in enumerate(conv.tools):
         found.extend(
             ("tools", index, hit.kind) for t in _tool_texts(tool) for hit in find_secrets(t)

@@ -172,7 +172,7 @@ def test_every_kind_is_found_and_counted(imported: Any) -> None:
     # each kind appears 4 times in the messages (user text, tool input, result, reply)
     assert len(in_messages) >= 4 * len(SECRETS), sorted(kinds_found)
     places = {s.get("where") for s in imported.secrets if s["message"] is None}
-    assert places == {"title", "tool definition deploy", "metadata env"}
+    assert places == {"tool definition deploy", "metadata env"}  # the title: masked, not counted
     assert imported.secret_count == len(imported.secrets)
 
 
@@ -249,3 +249,18 @@ def test_import_warnings_quoting_the_file_are_masked(user: Any) -> None:
     masked = mask_strings({"warnings": [warning]})
     assert token not in json.dumps(masked)
     assert masked["warnings"][0]["where"] == "line 2"
+
+
+def test_secret_only_in_the_title_is_masked(user: Any) -> None:
+    secret = SECRETS["openai"][1]
+    conversation = Conversation(
+        id="t",
+        title=f"key {secret}",
+        messages=(Message(Role.USER, (Block(BlockKind.TEXT, text="hello"),)),),
+    )
+    outcome = session_services.conversation_import(
+        owner=user, name="t.json", conversations=[conversation], source_format="openai-chat"
+    )
+    assert outcome.upload is not None
+    transcript = outcome.upload.transcripts.get()
+    assert secret not in transcript.title and "[masked openai_key]" in transcript.title
