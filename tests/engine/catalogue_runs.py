@@ -36,6 +36,7 @@ SMALL: dict[str, dict[str, Any]] = {
     "langchain_summarization": {"trigger": ["tokens", 3000], "keep": ["messages", 4]},
     "langchain_trim": {"max_tokens": 1500},
     "observation_masking": {"n": 2},
+    "aider": {"max_chat_history_tokens": 1024},
 }  # fmt: skip
 # BaseAgent's request-view prune (and its lifting) needs a longer session: 250 messages
 # mixed from the corpus (synth.bench_conversation) with a prune-happy setting.
