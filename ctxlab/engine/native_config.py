@@ -25,6 +25,11 @@ Shapes (see strategies.md):
   DISABLE_AUTO_COMPACT, CLAUDE_CODE_AUTO_COMPACT_WINDOW}`` (set ones only; values as strings);
   a ``context_window`` below the default becomes ``CLAUDE_CODE_AUTO_COMPACT_WINDOW`` (it caps
   the model's window, so the trigger is the same).
+- Observation masking (SWE-agent fork of The Complexity Trap): the run config YAML's
+  ``agent.history_processors`` list (``tag_tool_call_observations`` before
+  ``last_n_observations`` when tools keep their output).
+- Aider: ``.aider.conf.yml`` ``max-chat-history-tokens`` (omitted when derived from the
+  model's window).
 - LangChain: Python, not a config file: the ``SummarizationMiddleware(...)`` constructor call,
   and the ``trim_messages(...)`` pre-model hook (``content`` holds the keyword arguments).
 
@@ -42,7 +47,13 @@ from typing import Any
 
 from .strategies import get_strategy_class
 
-MEDIA_TYPES = {".json": "application/json", ".toml": "application/toml", ".py": "text/x-python"}
+MEDIA_TYPES = {
+    ".json": "application/json",
+    ".toml": "application/toml",
+    ".py": "text/x-python",
+    ".yaml": "application/yaml",
+    ".yml": "application/yaml",
+}
 
 
 def media_type(filename: str) -> str:
@@ -116,6 +127,8 @@ WRITES: dict[str, frozenset[str]] = {
     "langchain_trim": frozenset(
         {"strategy", "max_tokens", "start_on", "end_on", "include_system", "allow_partial"}
     ),
+    "observation_masking": frozenset({"n", "polling", "keep_output_tools"}),
+    "aider": frozenset({"max_chat_history_tokens"}),
 }  # fmt: skip
 
 
@@ -443,6 +456,48 @@ def _langchain_trim(p: Mapping[str, Any]) -> NativeConfig:
     return NativeConfig("langchain_trim", "agent.py", content, "\n".join(lines) + "\n", notes)
 
 
+def _observation_masking(p: Mapping[str, Any]) -> NativeConfig:
+    processors: list[dict[str, Any]] = []
+    lines = ["agent:", "  history_processors:"]
+    if p["keep_output_tools"]:
+        names = list(p["keep_output_tools"])
+        processors.append(
+            {"type": "tag_tool_call_observations", "tags": ["keep_output"], "function_names": names}
+        )
+        lines += ["    - type: tag_tool_call_observations", "      tags: [keep_output]",
+                  f"      function_names: {json.dumps(names, ensure_ascii=False)}"]  # fmt: skip
+    processors.append({"type": "last_n_observations", "n": p["n"], "polling": p["polling"]})
+    lines += ["    - type: last_n_observations", f"      n: {p['n']}",
+              f"      polling: {p['polling']}"]  # fmt: skip
+    notes = (
+        f"placeholder={p['placeholder']!r}: the f-string in LastNObservations.__call__.",
+        f"context_window={p['context_window']}: the model's window, not SWE-agent config.",
+    )
+    content = {"agent": {"history_processors": processors}}
+    return NativeConfig(
+        "observation_masking", "config.yaml", content, "\n".join(lines) + "\n", notes
+    )
+
+
+def _aider(p: Mapping[str, Any]) -> NativeConfig:
+    content: dict[str, Any] = {}
+    if p["max_chat_history_tokens"]:
+        content["max-chat-history-tokens"] = p["max_chat_history_tokens"]
+    text = "".join(f"{key}: {value}\n" for key, value in content.items()) or (
+        "# max-chat-history-tokens unset: the model's max_input_tokens / 16 within [1024, 8192]\n"
+    )
+    notes = (
+        "max-chat-history-tokens omitted = the model's max_input_tokens / 16 within [1024, 8192]."
+        if not p["max_chat_history_tokens"]
+        else "max-chat-history-tokens set explicitly.",
+        f"max_input_tokens={p['max_input_tokens']}, weak_max_input_tokens="
+        f"{p['weak_max_input_tokens']}: the models' metadata (litellm, or "
+        ".aider.model.metadata.json).",
+        f"failure_drops_history={p['failure_drops_history']}: Aider's code path, not config.",
+    )
+    return NativeConfig("aider", ".aider.conf.yml", content, text, notes)
+
+
 NATIVE_SHAPES: dict[str, Callable[[Mapping[str, Any]], NativeConfig]] = {
     "qwenpaw": _qwenpaw,
     "copaw": _copaw,
@@ -455,6 +510,8 @@ NATIVE_SHAPES: dict[str, Callable[[Mapping[str, Any]], NativeConfig]] = {
     "claude_code": _claude_code,
     "langchain_summarization": _langchain_summarization,
     "langchain_trim": _langchain_trim,
+    "observation_masking": _observation_masking,
+    "aider": _aider,
 }
 
 

@@ -240,3 +240,12 @@ def test_real_aider_chat() -> None:
     assert small.steps[-1].tokens.strategy < full.steps[-1].tokens.strategy
     for record in small.summaries:
         assert "# USER\n" in record.input
+
+
+def test_native_config_is_aider_conf_yml() -> None:
+    from ctxlab.engine.native_config import native_config
+
+    assert native_config("aider").content == {}
+    native = native_config("aider", {"max_chat_history_tokens": 2000})
+    assert native.filename == ".aider.conf.yml"
+    assert native.text == "max-chat-history-tokens: 2000\n" and native.unexpressed == ()

@@ -248,3 +248,14 @@ def test_ported_elided_is_observations_minus_n_minus_template() -> None:
             for b in ch.message.blocks:
                 if b.kind is BlockKind.TOOL_RESULT:
                     assert b.text.startswith("Old environment output: (")
+
+
+def test_native_config_is_the_swe_agent_history_processors() -> None:
+    from ctxlab.engine.native_config import native_config
+
+    native = native_config("observation_masking", {"n": 5, "keep_output_tools": ["edit"]})
+    assert native.filename == "config.yaml" and native.media_type == "application/yaml"
+    processors = native.content["agent"]["history_processors"]
+    assert [p["type"] for p in processors] == ["tag_tool_call_observations", "last_n_observations"]
+    assert processors[1]["n"] == 5 and "      n: 5\n" in native.text
+    assert native.unexpressed == ()
