@@ -116,7 +116,7 @@ def unknown_tool_results(parsed: ParsedFile) -> tuple[ImportWarning, ...]:
                 if block.tool_id and block.tool_id not in calls:
                     tally.add(
                         "tool result for a call id no tool call has",
-                        f"{message.source}: {block.tool_id[:60]}",
+                        f"{message.source}: {block.tool_id[:60]!r}",
                         code="tool-result-unknown-id",
                     )
     return tally.freeze()
