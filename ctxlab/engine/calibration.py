@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from .model import Conversation, Message, Role
 from .records import StepRecord
+from .reference import reference_tokens
 from .tokens import TokenCounter, message_reference_tokens, reference_counter
 
 OUTLIER_MADS = (
@@ -194,12 +195,18 @@ def points_from_conversation(
 ) -> list[CalibrationPoint]:
     """One point per original call that reported usage: the request is every message
     before the assistant reply since the last original compaction (sidechain messages are
-    other threads and are skipped)."""
+    other threads and are skipped). Without a ``counter``, the per-message reference counts
+    come from ``reference.reference_tokens`` (the replay of this conversation has just
+    computed them: same numbers, no second tiktoken pass)."""
+    messages = conversation.messages
+    if not any(m.usage is not None and m.usage.prompt_tokens > 0 for m in messages):
+        return []  # nothing reported: no point to place
+    per_message = None if counter else reference_tokens(conversation).per_message
     boundaries = {c.before_index for c in conversation.compactions}
     points: list[CalibrationPoint] = []
     ref = blocks = 0
     last_call: Message | None = None
-    for index, msg in enumerate(conversation.messages):
+    for index, msg in enumerate(messages):
         if index in boundaries:
             ref = blocks = 0
         if "sidechain" in msg.flags:
@@ -216,7 +223,7 @@ def points_from_conversation(
                     )
                 )
             last_call = msg
-        ref += message_reference_tokens(msg, counter)
+        ref += per_message[index] if per_message else message_reference_tokens(msg, counter)
         blocks += len(msg.blocks)
     return points
 
