@@ -436,9 +436,7 @@ def message_block_text(request: HttpRequest, pk: int, index: int, block: int) ->
     response["X-Total-Chars"] = str(len(text))
     name = f"transcript-{transcript.pk}-message-{index}-block-{block}-{field}.txt"
     disposition = "attachment" if request.GET.get("download") else "inline"
-    response["Content-Disposition"] = content_disposition_header(
-        disposition == "attachment", name
-    )
+    response["Content-Disposition"] = content_disposition_header(disposition == "attachment", name)
     return response
 
 

@@ -51,9 +51,7 @@ class Strategy:
         own = specs[cls.WINDOW]
         if isinstance(window, bool) or not isinstance(window, int) or window < 1:
             raise ValueError(f"the model window must be a number of tokens, not {window!r}")
-        if (own.min is not None and window < own.min) or (
-            own.max is not None and window > own.max
-        ):
+        if (own.min is not None and window < own.min) or (own.max is not None and window > own.max):
             raise ValueError(
                 f"window {window} is out of range for {cls.name} "
                 f"({cls.WINDOW}: {own.describe_range()})"
