@@ -28,6 +28,7 @@ def _queued(user: Any) -> Run:
 
 
 @pytest.mark.django_db
+@override_settings(CELERY_BROKER_URL="memory://")
 def test_embedded_worker_start_fails_lost_queued_runs_with_retry(user: Any) -> None:
     run = _queued(user)
     Run.objects.filter(pk=run.pk).update(created_at=timezone.now() - timedelta(seconds=5))
@@ -38,6 +39,17 @@ def test_embedded_worker_start_fails_lost_queued_runs_with_retry(user: Any) -> N
     services.run_retry(run=run)
     run.refresh_from_db()
     assert run.status == RunStatus.QUEUED and run.attempts == 2
+
+
+@pytest.mark.django_db
+@override_settings(CELERY_BROKER_URL="redis://127.0.0.1:6390/0")
+def test_worker_start_leaves_queued_runs_to_a_persistent_broker(user: Any) -> None:
+    # Redis keeps (and redelivers) its queue across restarts: a queued run there is not lost.
+    run = _queued(user)
+    Run.objects.filter(pk=run.pk).update(created_at=timezone.now() - timedelta(seconds=5))
+    _reap_on_worker_start()
+    run.refresh_from_db()
+    assert run.status == RunStatus.QUEUED
 
 
 @pytest.mark.django_db
