@@ -25,10 +25,8 @@ COST_KEYS: tuple[str, ...] = (
 # with its meaning next to it.
 OVERFLOW_KEYS: tuple[str, ...] = ("overflow_steps", "overflow_flags")
 # The run page and the group table: headline metrics, in display order.
-RUN_KEYS: tuple[str, ...] = (
-    "steps",
-    "peak_strategy",
-    "peak_reference",
+# What the compactions did, shared by the run page and the compare page.
+_ACTIVITY_KEYS: tuple[str, ...] = (
     "input_tokens_total",
     "compaction_count",
     "restore_count",
@@ -38,6 +36,12 @@ RUN_KEYS: tuple[str, ...] = (
     "messages_modified",
     "summary_input_tokens",
     "summary_output_tokens",
+)
+RUN_KEYS: tuple[str, ...] = (
+    "steps",
+    "peak_strategy",
+    "peak_reference",
+    *_ACTIVITY_KEYS,
     *OVERFLOW_KEYS,
     "firing_per_100_steps",
     "thrash",
@@ -48,15 +52,7 @@ COMPARE_KEYS: tuple[str, ...] = (
     "steps",
     "peak_reference",
     "peak_strategy",
-    "input_tokens_total",
-    "compaction_count",
-    "restore_count",
-    "failure_count",
-    "messages_removed",
-    "tokens_removed",
-    "messages_modified",
-    "summary_input_tokens",
-    "summary_output_tokens",
+    *_ACTIVITY_KEYS,
     "summary_failures",
     *OVERFLOW_KEYS,
     "firing_per_100_steps",
