@@ -109,6 +109,8 @@ class ImportOutcome:
             "conversations": [
                 {
                     "id": c.id,
+                    # The stored id, for ``replay --transcript ID`` and /transcripts/ID/.
+                    "transcript": c.transcript_id,
                     "title": c.title,
                     "messages": c.messages,
                     "tool_calls": c.tool_calls,
@@ -121,6 +123,7 @@ class ImportOutcome:
             "error": None if self.error is None else str(self.error),
             "duplicate": self.duplicate,
             "upload": None if self.upload is None else self.upload.pk,
+            "transcripts": [c.transcript_id for c in self.conversations],
             "size": self.size,
         }
 

@@ -1,5 +1,8 @@
 """``python -m ctxlab.engine replay --file PATH --strategy NAME ...``: the engine alone.
 
+``replay --list-strategies [--json]`` prints every strategy with its window parameter (what
+``--window`` sets) and the parameters that follow it.
+
 The same replay and the same JSON as ``manage.py replay --file`` (both call
 ``ctxlab.engine.cli``), without starting Django: a few tenths of a second instead of more
 than a second. Stored transcripts, saved configurations, sweeps and the Claude summariser
@@ -26,12 +29,17 @@ def _parser() -> argparse.ArgumentParser:
     replay = commands.add_parser(
         "replay", help="replay a transcript file through a strategy and print what it did"
     )
-    replay.add_argument("--file", metavar="PATH", required=True, help="a transcript file")
+    replay.add_argument(
+        "--list-strategies", action="store_true",
+        help="print every strategy with its window parameter and followers, then exit "
+        "(with --json: as JSON)",
+    )  # fmt: skip
+    replay.add_argument("--file", metavar="PATH", help="a transcript file")
     replay.add_argument("--format", default=None, help="force the file format")
     replay.add_argument(
         "--conversation", type=int, default=0, help="which conversation of the file (0-based)"
     )
-    replay.add_argument("--strategy", choices=sorted(STRATEGIES), required=True)
+    replay.add_argument("--strategy", choices=sorted(STRATEGIES))
     replay.add_argument(
         "--window", type=int, metavar="TOKENS",
         help="one model context window: sets the strategy's own window parameter(s); "
@@ -45,13 +53,21 @@ def _parser() -> argparse.ArgumentParser:
         "--summarizer", default="offline", choices=sorted(SUMMARIZERS),
         help="offline summarisers only (Claude needs the database: manage.py replay)",
     )  # fmt: skip
-    replay.add_argument("--json", metavar="OUT", help="write the JSON record here ('-' = stdout)")
+    replay.add_argument(
+        "--json", metavar="OUT", nargs="?", const="-",
+        help="write the JSON record here ('-' or no value = stdout)",
+    )  # fmt: skip
     replay.add_argument("--detail", action="store_true", help="add a fate per context index")
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.list_strategies:
+        return _list_strategies(as_json=args.json is not None)
+    if not (args.file and args.strategy):
+        parser.error("replay needs --file PATH and --strategy NAME (or --list-strategies)")
     try:
         conversation = cli.load_file(args.file, format=args.format, conversation=args.conversation)
         result = cli.replay_conversation(
@@ -73,6 +89,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(cli.format_table(result))
     if args.json:
         print(f"\nJSON written to {args.json}")
+    return 0
+
+
+def _list_strategies(*, as_json: bool) -> int:
+    rows = cli.strategy_library()
+    print(json.dumps(rows, ensure_ascii=False) if as_json else cli.format_library(rows))
     return 0
 
 

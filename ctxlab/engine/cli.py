@@ -1,7 +1,8 @@
 """The replay CLI's logic (the Django command is a thin shell around it).
 
 ``load_file`` imports a transcript file without any database; ``result_to_json`` writes the
-public JSON shape of issue 4; ``format_table`` renders the readable summary.
+public JSON shape of issue 4; ``format_table`` renders the readable summary;
+``strategy_library`` / ``format_library`` answer ``--list-strategies``.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from .model import Conversation
 from .params import parse_assignments
 from .records import Change, Fate, ReplayResult, expand
 from .replay import run
+from .strategies import LIBRARY, STRATEGIES
 from .summarizers import Summarizer, get_summarizer
 
 
@@ -194,3 +196,55 @@ def format_table(result: ReplayResult) -> str:
     if len(shown) > 40:
         lines.append(f"  ... {len(shown) - 40} more steps with events")
     return "\n".join(lines)
+
+
+def strategy_library() -> list[dict[str, Any]]:
+    """Every strategy ``--strategy`` accepts (the library's order, then the rest, such as
+    ``custom``) with its window parameter, that parameter's default and range, and the
+    parameters that follow it with their share of the window: what ``--window`` sets."""
+    names = [n for n in LIBRARY if n in STRATEGIES] + sorted(set(STRATEGIES) - set(LIBRARY))
+    rows = []
+    for name in names:
+        cls = STRATEGIES[name]
+        specs = {p.name: p for p in cls.PARAMS}
+        own = specs.get(cls.WINDOW)
+        rows.append(
+            {
+                "name": name,
+                "label": cls.label,
+                "in_library": name in LIBRARY,
+                "window": cls.WINDOW or None,
+                # 0 is how some strategies say "unset: no window-based trigger".
+                "window_default": None if own is None else own.default,
+                "window_range": None if own is None else own.describe_range(),
+                "window_help": None if own is None else own.help,
+                "follows": [
+                    {"param": param, "share": share, "default": specs[param].default}
+                    for param, share in cls.WINDOW_FOLLOWS.items()
+                ],
+            }
+        )
+    return rows
+
+
+def format_library(rows: Sequence[Mapping[str, Any]]) -> str:
+    """``strategy_library`` as a fixed-width table (labels last: they are long)."""
+    header = ("strategy", "window parameter", "default", "followers (share of window)", "label")
+    table = [header]
+    for row in rows:
+        follows = ", ".join(f"{f['param']} {f['share']:g}" for f in row["follows"]) or "-"
+        default = row["window_default"]
+        table.append(
+            (
+                row["name"],
+                row["window"] or "-",
+                "-" if default is None else f"{default:,}",
+                follows,
+                row["label"],
+            )
+        )
+    widths = [max(len(str(r[i])) for r in table) for i in range(len(header) - 1)]
+    return "\n".join(
+        "  ".join(str(c).ljust(w) for c, w in zip(r[:-1], widths, strict=True)) + "  " + r[-1]
+        for r in table
+    ).rstrip()

@@ -58,3 +58,36 @@ def test_bad_input_is_a_clear_error(tmp_path: Path) -> None:
     assert missing.returncode == 2 and "no.json" in missing.stderr
     unknown = _run("-m", "ctxlab.engine", "replay", "--file", str(SESSION), "--strategy", "nope")
     assert unknown.returncode == 2 and "invalid choice" in unknown.stderr
+
+
+def test_list_strategies_matches_what_window_sets() -> None:
+    from ctxlab.engine.budget import window_params
+    from ctxlab.engine.strategies import STRATEGIES
+
+    engine = _run("-m", "ctxlab.engine", "replay", "--list-strategies", "--json")
+    django = _run("manage.py", "replay", "--list-strategies", "--json")
+    assert engine.returncode == 0, engine.stderr
+    assert django.returncode == 0, django.stderr
+    rows = json.loads(engine.stdout)
+    assert rows == json.loads(django.stdout)
+    assert sorted(r["name"] for r in rows) == sorted(STRATEGIES)
+    for row in rows:
+        # What the listing promises is what --window 150000 sets, no more, no less.
+        listed = {row["window"], *(f["param"] for f in row["follows"])}
+        assert set(window_params(row["name"], 150_000)) == listed, row["name"]
+        assert row["window_default"] == STRATEGIES[row["name"]]().params[row["window"]]
+
+    table = _run("-m", "ctxlab.engine", "replay", "--list-strategies")
+    assert table.returncode == 0, table.stderr
+    lines = table.stdout.splitlines()
+    assert lines[0].split()[:3] == ["strategy", "window", "parameter"]
+    by_name = {line.split()[0]: line.split() for line in lines[1:]}
+    assert set(by_name) == set(STRATEGIES)
+    assert by_name["claude_code"][1:3] == ["context_window", "200,000"]
+    assert "output_reserve" in by_name["claude_code"] and "0.1," in by_name["claude_code"]
+
+
+def test_replay_without_a_source_says_what_it_needs() -> None:
+    engine = _run("-m", "ctxlab.engine", "replay", "--strategy", "qwenpaw")
+    assert engine.returncode == 2
+    assert "--file PATH" in engine.stderr and "--list-strategies" in engine.stderr

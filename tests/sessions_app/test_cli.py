@@ -73,8 +73,14 @@ def test_import_transcripts_line_shape(user: Any) -> None:
     assert {"file", "format", "conversations", "warnings", "error"} <= set(line)
     assert line["format"] == "openai-chat" and line["error"] is None
     (conversation,) = line["conversations"]
-    assert set(conversation) == {"id", "title", "messages", "tool_calls", "tool_results"}
+    assert set(conversation) == {
+        "id", "transcript", "title", "messages", "tool_calls", "tool_results"
+    }  # fmt: skip
     assert conversation["messages"] == 62
+    # The stored id is the one a script passes on to ``replay --transcript ID``.
+    stored = Transcript.objects.get(pk=conversation["transcript"])
+    assert stored.upload_id == line["upload"] and stored.message_count == 62
+    assert line["transcripts"] == [stored.pk]
 
 
 def test_import_transcripts_failure_exit_code_and_located_error(user: Any, tmp_path: Path) -> None:
@@ -118,3 +124,6 @@ def test_import_transcripts_plain_output(user: Any) -> None:
     call_command("import_transcripts", str(path), "--user", user.username, stdout=out)
     text = out.getvalue()
     assert "imported" in text and "duplicate" in text and "62 messages" in text
+    # Both lines name the one stored transcript (the duplicate points at the first import).
+    transcript = Transcript.objects.get(owner=user)
+    assert text.count(f"transcript id(s) {transcript.pk}\n") == 2

@@ -1,6 +1,7 @@
 """``manage.py replay``: replay a transcript through a strategy and print what it did.
 
 Thin shell: the logic lives in ``ctxlab.engine.cli``. ``--file`` needs no database.
+``--list-strategies [--json]`` prints the library with each strategy's window parameter.
 """
 
 from __future__ import annotations
@@ -95,7 +96,13 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        source = parser.add_mutually_exclusive_group(required=True)
+        parser.add_argument(
+            "--list-strategies", action="store_true",
+            help="print every strategy with its window parameter (what --window sets) and "
+            "the parameters that follow it, then exit (with --json: as JSON)",
+        )  # fmt: skip
+        # Required unless --list-strategies (checked in handle).
+        source = parser.add_mutually_exclusive_group()
         source.add_argument("--transcript", metavar="ID", help="a stored transcript")
         source.add_argument("--file", metavar="PATH", help="a transcript file (no database)")
         parser.add_argument("--format", default=None, help="force the file format")
@@ -133,11 +140,19 @@ class Command(BaseCommand):
             help="Claude model for --summarizer anthropic (default CTXLAB_DEFAULT_SUMMARY_MODEL)",
         )  # fmt: skip
         parser.add_argument(
-            "--json", metavar="OUT", help="write the JSON record here ('-' = stdout)"
-        )
+            "--json", metavar="OUT", nargs="?", const="-",
+            help="write the JSON record here ('-' or no value = stdout)",
+        )  # fmt: skip
         parser.add_argument("--detail", action="store_true", help="add a fate per context index")
 
     def handle(self, *args: Any, **options: Any) -> None:
+        if options["list_strategies"]:
+            rows = cli.strategy_library()
+            as_json = options["json"] is not None
+            self.stdout.write(json.dumps(rows) if as_json else cli.format_library(rows))
+            return
+        if not (options["transcript"] or options["file"]):
+            raise CommandError("give --transcript ID or --file PATH (or --list-strategies)")
         if options["sweep"] and not options["save"]:
             raise CommandError("--sweep needs --save (and --transcript ID)")
         if options["save"] or options["config"]:

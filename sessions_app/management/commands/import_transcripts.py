@@ -56,7 +56,8 @@ class Progress:
 class Command(BaseCommand):
     help = (
         "Import transcript files (or folders, recursively) for a user. "
-        "--json prints one JSON object per file per line. Exits non-zero if any file failed."
+        "--json prints one JSON object per file per line, with each conversation's stored "
+        "transcript id (for replay --transcript ID). Exits non-zero if any file failed."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -113,9 +114,10 @@ class Command(BaseCommand):
         state = "duplicate" if outcome.duplicate else "imported"
         warnings = sum(int(w.get("count", 1)) for w in outcome.warnings)
         extra = f", {warnings} warning(s)" if warnings else ""
+        ids = ", ".join(str(c.transcript_id) for c in outcome.conversations)
         head = self.style.SUCCESS(
             f"{state} {path}: {outcome.format}, {len(outcome.conversations)} conversation(s), "
-            f"{messages} messages{extra}"
+            f"{messages} messages{extra}; transcript id(s) {ids or '-'}"
         )
         # Plain words for lines left out of the conversation, then each warning by name.
         details = [self.style.WARNING(f"  {sentence}") for sentence in outcome.set_aside]
