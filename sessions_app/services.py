@@ -37,6 +37,9 @@ from .models import Message, Transcript, Upload, message_fields
 log = logging.getLogger(__name__)
 
 MESSAGE_BATCH = 2000
+# A batch is also cut at this many characters of row text: 2,000 rows of big tool
+# results would otherwise hold a whole file's text again (and SQLite's copy of it).
+MESSAGE_BATCH_CHARS = 4 * 1024 * 1024
 PREVIEW_CHARS = 200
 DEFAULT_MAX_UPLOAD_BYTES = 200 * 1024 * 1024
 # ctxlab's own lossless file: codec JSON of a ParsedFile (the synthetic demo is stored so).
@@ -439,6 +442,11 @@ def _write_data(upload: Upload, data: bytes) -> None:
     sql = f"UPDATE {quote(table)} SET {quote(column)} = %s WHERE {quote(pk)} = %s"
     with connection.cursor() as cursor:
         cursor.executemany(sql, [(field.get_db_prep_save(data, connection), upload.pk)])
+        if connection.vendor == "sqlite":
+            # Python's sqlite3 keeps the statement cached with its last bound values: SQLite's
+            # copy of the file's bytes (a whole file size) lived until the connection closed.
+            # Running it again with an empty value on no row rebinds it to nothing.
+            cursor.execute(sql, [b"", -1])
     upload.data = data
 
 
@@ -471,6 +479,7 @@ def _bulk_messages(transcripts: list[Transcript], prepared: _Prepared) -> None:
     to_json = _json_adapter()
     empty = to_json([])
     batch: list[list[Any]] = []
+    batch_chars = 0
     with connection.cursor() as cursor:
         for transcript, conversation, tokens, findings in zip(
             transcripts, prepared.conversations, prepared.tokens, prepared.findings, strict=True
@@ -493,9 +502,10 @@ def _bulk_messages(transcripts: list[Transcript], prepared: _Prepared) -> None:
                     if is_json:
                         row[i] = empty if row[i] == [] else to_json(row[i])
                 batch.append(row)
-                if len(batch) >= MESSAGE_BATCH:
+                batch_chars += sum(len(v) for v in row if isinstance(v, str | bytes))
+                if len(batch) >= MESSAGE_BATCH or batch_chars >= MESSAGE_BATCH_CHARS:
                     cursor.executemany(sql, batch)
-                    batch = []
+                    batch, batch_chars = [], 0
         if batch:
             cursor.executemany(sql, batch)
 
