@@ -128,6 +128,11 @@ WRITES: dict[str, frozenset[str]] = {
         {"strategy", "max_tokens", "start_on", "end_on", "include_system", "allow_partial"}
     ),
     "observation_masking": frozenset({"n", "polling", "keep_output_tools"}),
+    "complexity_trap_summary": frozenset(
+        {"mode", "n", "keep_last_m_turns", "enable_static_checkpointing",
+         "extract_action_from_turns", "max_kept_action_length", "max_kept_reasoning_length",
+         "omit_turns", "summary_system_template"}
+    ),
     "aider": frozenset({"max_chat_history_tokens"}),
 }  # fmt: skip
 
@@ -479,6 +484,33 @@ def _observation_masking(p: Mapping[str, Any]) -> NativeConfig:
     )
 
 
+def _complexity_trap_summary(p: Mapping[str, Any]) -> NativeConfig:
+    keys = ("n", "keep_last_m_turns", "enable_static_checkpointing", "extract_action_from_turns",
+            "max_kept_action_length", "max_kept_reasoning_length", "omit_turns")  # fmt: skip
+    summary = {"type": "summarize_every_n_turns", **{k: p[k] for k in keys}}
+    processors: list[dict[str, Any]] = [summary]
+    lines = ["agent:", "  templates:", "    summary_system_template: |-"]
+    lines += [f"      {line}" if line else "" for line in p["summary_system_template"].split("\n")]
+    lines += ["  history_processors:", "    - type: summarize_every_n_turns"]
+    lines += [f"      {k}: {json.dumps(p[k])}" for k in keys]
+    if p["mode"] == "hybrid":
+        processors.append({"type": "last_n_observations", "n": p["masking_n"]})
+        lines += ["    - type: last_n_observations", f"      n: {p['masking_n']}"]
+    notes = (
+        f"mode={p['mode']}: the history_processors list (hybrid adds last_n_observations).",
+        f"context_window={p['context_window']}: the model's window, not SWE-agent config.",
+    )
+    content = {
+        "agent": {
+            "templates": {"summary_system_template": p["summary_system_template"]},
+            "history_processors": processors,
+        }
+    }
+    return NativeConfig(
+        "complexity_trap_summary", "config.yaml", content, "\n".join(lines) + "\n", notes
+    )
+
+
 def _aider(p: Mapping[str, Any]) -> NativeConfig:
     content: dict[str, Any] = {}
     if p["max_chat_history_tokens"]:
@@ -511,6 +543,7 @@ NATIVE_SHAPES: dict[str, Callable[[Mapping[str, Any]], NativeConfig]] = {
     "langchain_summarization": _langchain_summarization,
     "langchain_trim": _langchain_trim,
     "observation_masking": _observation_masking,
+    "complexity_trap_summary": _complexity_trap_summary,
     "aider": _aider,
 }
 
@@ -529,6 +562,8 @@ def native_config(strategy: str, params: Mapping[str, Any] | None = None) -> Nat
     writes = set(WRITES.get(strategy, ()))
     if strategy == "claude_code" and _claude_code_window_cap(full):
         writes.add("context_window")  # carried as CLAUDE_CODE_AUTO_COMPACT_WINDOW
+    if strategy == "complexity_trap_summary" and full["mode"] == "hybrid":
+        writes.add("masking_n")  # the last_n_observations processor's n
     unexpressed = tuple(
         (spec.name, full[spec.name])
         for spec in cls.PARAMS

@@ -36,6 +36,8 @@ SMALL: dict[str, dict[str, Any]] = {
     "langchain_summarization": {"trigger": ["tokens", 3000], "keep": ["messages", 4]},
     "langchain_trim": {"max_tokens": 1500},
     "observation_masking": {"n": 2},
+    "complexity_trap_summary": {"mode": "hybrid", "n": 3, "keep_last_m_turns": 2,
+                                "masking_n": 1},
     "aider": {"max_chat_history_tokens": 1024},
 }  # fmt: skip
 # BaseAgent's request-view prune (and its lifting) needs a longer session: 250 messages

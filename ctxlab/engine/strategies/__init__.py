@@ -112,6 +112,7 @@ LIBRARY: tuple[str, ...] = PRESETS + (
     "langchain_summarization",
     "langchain_trim",
     "observation_masking",
+    "complexity_trap_summary",
     "aider",
 )
 

@@ -1,0 +1,468 @@
+"""LLM summary baseline and hybrid of "The Complexity Trap" (SWE-agent ``SummarizeEveryNTurns``).
+
+Source (read at a pinned commit, not a summary): the paper's SWE-agent fork
+github.com/Recursive-Safeguarding/the-complexity-trap @ 1b07decf4ca4b5d722d25a57810fe18a2d8b60fb
+
+- ``sweagent/agent/history_processors.py`` ``SummarizeEveryNTurns`` (``n``,
+  ``keep_last_m_turns``, ``enable_static_checkpointing``, ``extract_action_from_turns``,
+  ``max_kept_action_length``, ``max_kept_reasoning_length``, ``omit_turns``,
+  ``_extract_turns_from``, ``_omit_turns``, ``_summarize_turns``, ``__call__``).
+- ``sweagent/agent/models.py`` ``query_for_summary`` (system = the summary template, one
+  user message) and ``_construct_user_prompt_for_summary`` (``<TURN-i>`` blocks, the call
+  to action); the model is the agent's own ("same_model").
+- ``config/default_no_demo_checkpoint_same_model_openhands_N=21_M=10.yaml`` (the summary
+  baseline: ``n: 21, keep_last_m_turns: 10, enable_static_checkpointing: true``, its
+  ``summary_system_template``, the OpenHands LLMSummarizing prompt) and
+  ``config/default_no_demo_checkpoint_same_model_openhands_N=21_M=10_masking_M=10.yaml``
+  (the hybrid: the same processor followed by ``last_n_observations, n: 10``).
+- ``tests/test_history_processors.py``: the SummarizeEveryNTurns cases, ported to
+  ``tests/engine/strategies/test_complexity_trap_summary.py``.
+- Paper: arXiv 2508.21433.
+
+What the original does, before every model query, on a copy of the history:
+a turn is an (assistant, tool) pair; ``unprocessed = turns[checkpoints * n:]``. When
+``len(unprocessed) >= n + keep_last_m_turns`` the first ``n`` unprocessed turns are sent
+to the model with the problem statement (first checkpoint) or the previous checkpoint as
+context, and the request becomes ``system, task, "Checkpoint for the last n turns:\\n"
++ summary, the remaining unprocessed turns``. One checkpoint per query at most. In the
+hybrid, ``LastNObservations(n=10)`` then masks the view's observations older than the
+last 10 (the task counts as the first observation; checkpoints are not observations). The
+summary call always sees the raw observations (it reads the unprocessed history).
+
+Quirks kept:
+
+- Static checkpointing shows only the newest checkpoint in the request that creates it,
+  but the cache it keeps appends every checkpoint, and the queries after it return
+  ``cache + unprocessed turns``: from the next query on, every checkpoint so far is in the
+  request. The replay re-renders the summary slot at that query (no event: nothing is
+  compacted; the curve shows it). ``enable_static_checkpointing: false`` always shows all.
+- ``max_kept_reasoning_length`` cuts at spaces and appends ``...`` without a newline.
+- A failing summary call raises in the original (the run stops); the replay records
+  ``summary_failed`` and leaves the history as it is, retrying at the next query.
+
+Readings (a transcript is not a SWE-agent history):
+
+- A turn is an assistant message followed by the message(s) carrying its tool results;
+  consecutive tool-result messages answer one assistant message (parallel calls) and
+  form one turn. The turn's ``ACTION:`` line is each tool call as ``name json(input)``
+  (SWE-agent renders its parsed command); text blocks are the ``content`` (the thought).
+- The task is the first user message (``history[1]``). Messages that are not part of a
+  turn (a person's later words, an answer without tool calls) vanish from the original's
+  view once a checkpoint exists; the replay drops those inside a summarised span and
+  keeps later ones (the original would drop them too: SWE-agent histories have none).
+- Estimator: the decision counts turns, never tokens; curves use the lab's reference
+  counts (cl100k).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from ..findings import check_summary_size
+from ..model import BlockKind, Message, Role
+from ..params import Param
+from ..records import Fate
+from ..summarizers import MaterialItem, PromptMessage, Section, SummaryRequest
+from .base import Strategy
+from .observation_masking import ObservationMaskingStrategy, mask_message, omitted_count
+
+if TYPE_CHECKING:
+    from ..context import ReplayContext
+
+SUMMARY_SYSTEM_TEMPLATE = """You are maintaining a context-aware state summary for an interactive agent. You will be given a list of events corresponding to actions taken by the agent, and the most recent previous summary if one exists. Track:
+
+USER_CONTEXT: (Preserve essential user requirements, goals, and clarifications in concise form)
+
+COMPLETED: (Tasks completed so far, with brief results)
+PENDING: (Tasks that still need to be done)
+CURRENT_STATE: (Current variables, data structures, or relevant state)
+
+For code-specific tasks, also include:
+CODE_STATE: (File paths, function signatures, data structures)
+TESTS: (Failing cases, error messages, outputs)
+CHANGES: (Code edits, variable updates)
+DEPS: (Dependencies, imports, external calls)
+VERSION_CONTROL_STATUS: (Repository state, current branch, PR status, commit history)
+
+PRIORITIZE:
+1. Adapt tracking format to match the actual task type
+2. Capture key user requirements and goals
+3. Distinguish between completed and pending tasks
+4. Keep all sections concise and relevant
+
+SKIP: Tracking irrelevant details for the current task type
+
+Example formats:
+
+For code tasks:
+USER_CONTEXT: Fix FITS card float representation issue
+COMPLETED: Modified mod_float() in card.py, all tests passing
+PENDING: Create PR, update documentation
+CODE_STATE: mod_float() in card.py updated
+TESTS: test_format() passed
+CHANGES: str(val) replaces f"{val:.16G}"
+DEPS: None modified
+VERSION_CONTROL_STATUS: Branch: fix-float-precision, Latest commit: a1b2c3d"""
+CALL_TO_ACTION = (
+    "Now summarize the above turns, following the instructions from the beginning of the "
+    "prompt. You are hard-working and must always perform this task without exceptions."
+)
+CHECKPOINT = "Checkpoint for the last {k} turns:\n{summary}"
+OMITTED = "Previous {k} turns omitted for brevity."
+ACTIONS_SUFFIX = (
+    "You took the following actions in the checkpoint above:\n<ACTIONS>\n{actions}\n</ACTIONS>"
+)
+# The template's tracked fields, for the offline summariser.
+SECTIONS = (
+    Section("USER_CONTEXT:", "goal"),
+    Section("COMPLETED:", "done"),
+    Section("PENDING:", "next"),
+    Section("CURRENT_STATE:", "in_progress"),
+    Section("CODE_STATE:", "critical"),
+    Section("TESTS:", "note"),
+    Section("CHANGES:", "decisions"),
+    Section("DEPS:", "constraints"),
+    Section("VERSION_CONTROL_STATUS:", "none"),
+)
+_ORIGIN = "history_processors[type=summarize_every_n_turns]"
+
+
+@dataclass(slots=True)
+class Turn:
+    """One (assistant, tool results) pair: source indexes. An assistant turn split over
+    several messages (text, then calls) is one entry."""
+
+    assistants: list[int]
+    results: list[int] = field(default_factory=list)
+
+
+def _words_cut(text: str, limit: int) -> str:
+    return " ".join(text.split(" ")[:limit])
+
+
+def render_item(role: str, content: str, action: str | None, max_reasoning: int) -> str:
+    """One history item as ``_construct_user_prompt_for_summary`` writes it."""
+    out = ""
+    if max_reasoning == 0:
+        out += ""
+    elif max_reasoning == -1 or len(content.split(" ")) <= max_reasoning:
+        out += f"{role.upper()}: {content}\n"
+    else:
+        out += f"{role.upper()}: {_words_cut(content, max_reasoning)}..."
+    if action is not None:
+        out += f"ACTION: {action}\n"
+    return out
+
+
+def cut_action(action: str, max_action: int) -> str:
+    if max_action == 0:
+        return ""
+    if max_action == -1 or len(action.split(" ")) <= max_action:
+        return action
+    return _words_cut(action, max_action) + "..."
+
+
+def message_content(message: Message) -> str:
+    """The entry's ``content``: its tool outputs for a result, else its text blocks."""
+    results = any(b.kind is BlockKind.TOOL_RESULT for b in message.blocks)
+    kind = BlockKind.TOOL_RESULT if results else BlockKind.TEXT
+    return "\n".join(b.text for b in message.blocks if b.kind is kind)
+
+
+def message_action(message: Message) -> str | None:
+    """The assistant entry's ``action`` (reading: each tool call as ``name json(input)``)."""
+    calls = [b for b in message.blocks if b.kind is BlockKind.TOOL_USE]
+    if not calls:
+        return None
+    return "\n".join(
+        f"{b.tool_name} {json.dumps(b.tool_input, ensure_ascii=False, sort_keys=True)}"
+        for b in calls
+    )
+
+
+class ComplexityTrapSummaryStrategy(ObservationMaskingStrategy):
+    name: ClassVar[str] = "complexity_trap_summary"
+    label: ClassVar[str] = "LLM summary / hybrid (The Complexity Trap / SWE-agent, N=21, M=10)"
+    description: ClassVar[str] = (
+        "SWE-agent's SummarizeEveryNTurns history processor as used by 'The Complexity Trap' "
+        "(arXiv 2508.21433): once 21 + 10 turns are unsummarised, the oldest 21 are replaced "
+        "by one checkpoint summary written by the agent's model with the OpenHands "
+        "state-summary prompt, keeping the last 10 turns verbatim. mode=hybrid adds "
+        "observation masking (LastNObservations, last 10 observations) after it."
+    )
+    estimator: ClassVar[str] = (
+        "reference cl100k counts, per message (the trigger counts turns, not tokens)"
+    )
+    WINDOW = "context_window"
+    PARAMS: ClassVar[tuple[Param, ...]] = (
+        Param(
+            "mode",
+            "summary",
+            "summary: the LLM-summary baseline; hybrid: summary then observation masking "
+            "(the paper's N=21_M=10_masking_M=10 config).",
+            "str",
+            choices=("summary", "hybrid"),
+            origin="history_processors list (summarize_every_n_turns [+ last_n_observations])",
+        ),
+        Param(
+            "n",
+            21,
+            "Turns summarised per checkpoint (the paper's N).",
+            min=1,
+            origin=f"{_ORIGIN}.n",
+        ),  # fmt: skip
+        Param(
+            "keep_last_m_turns",
+            10,
+            "Recent turns kept verbatim; a checkpoint is made when n + this many turns are "
+            "unsummarised (the paper's M).",
+            min=0,
+            origin=f"{_ORIGIN}.keep_last_m_turns",
+        ),
+        Param(
+            "enable_static_checkpointing",
+            True,
+            "Show only the newest checkpoint in the request that creates it (later requests "
+            "show every checkpoint, as the original's cache does); off: always every one.",
+            "bool",
+            origin=f"{_ORIGIN}.enable_static_checkpointing",
+        ),
+        Param(
+            "extract_action_from_turns",
+            False,
+            "Append the summarised turns' actions verbatim to the checkpoint.",
+            "bool",
+            origin=f"{_ORIGIN}.extract_action_from_turns",
+        ),
+        Param(
+            "max_kept_action_length",
+            -1,
+            "Words of each extracted action kept (-1: all, 0: none).",
+            min=-1,
+            origin=f"{_ORIGIN}.max_kept_action_length",
+        ),
+        Param(
+            "max_kept_reasoning_length",
+            -1,
+            "Words of each item's content shown to the summariser (-1: all, 0: none).",
+            min=-1,
+            origin=f"{_ORIGIN}.max_kept_reasoning_length",
+        ),
+        Param(
+            "omit_turns",
+            False,
+            "Replace the turns by 'Previous N turns omitted for brevity.' (no call).",
+            "bool",
+            origin=f"{_ORIGIN}.omit_turns",
+        ),
+        Param(
+            "summary_system_template",
+            SUMMARY_SYSTEM_TEMPLATE,
+            "System prompt of the summary call.",
+            "str",
+            origin="agent.templates.summary_system_template",
+        ),
+        Param(
+            "masking_n",
+            10,
+            "Hybrid only: most recent observations kept verbatim by the masking step.",
+            min=1,
+            origin="history_processors[type=last_n_observations].n",
+        ),
+        Param(
+            "context_window",
+            262_144,
+            "Model context window (overflow is judged against it; the trigger ignores it). "
+            "Default: Qwen3-Coder 480B, the paper's main model.",
+            min=1_000,
+            origin="model context window",
+        ),
+    )
+
+    def __init__(self, params: Mapping[str, Any] | None = None) -> None:
+        Strategy.__init__(self, params)
+        self._reference = None
+
+    # --- hooks --------------------------------------------------------------------------
+    def prepare(self, ctx: ReplayContext) -> None:
+        self._reference = ctx.reference
+        self._task: int | None = None  # source index of history[1]
+        self._turns: list[Turn] = []
+        self._open: Turn | None = None  # the assistant message awaiting its results
+        self._done = 0  # turns[:done] are summarised (checkpoints * n)
+        self._checkpoints: list[str] = []  # rendered checkpoint messages, oldest first
+        self._shows_all = True  # whether the summary slot holds every checkpoint
+        self._masked_ids: set[int] = set()
+        self._loose: list[int] = []  # appended messages that are neither task nor turn
+
+    def after_append(self, ctx: ReplayContext, index: int) -> None:
+        msg = ctx.original(index)
+        has_results = any(b.kind is BlockKind.TOOL_RESULT for b in msg.blocks)
+        if msg.role is Role.ASSISTANT:
+            if self._open is not None and not self._open.results:
+                self._open.assistants.append(index)  # the same call continues
+            else:
+                self._open = Turn([index])
+            return
+        if has_results and self._open is not None:
+            if not self._open.results:
+                self._turns.append(self._open)
+            self._open.results.append(index)
+            return
+        self._open = None
+        if self._task is None and msg.role is Role.USER:
+            self._task = index
+        else:
+            self._loose.append(index)
+
+    def before_call(self, ctx: ReplayContext) -> None:
+        n, m = int(self.params["n"]), int(self.params["keep_last_m_turns"])
+        # An assistant message left without tool results is not a turn (a plain answer).
+        if self._open is not None and not self._open.results:
+            self._loose.extend(self._open.assistants)
+        self._open = None
+        unprocessed = self._turns[self._done :]
+        if len(unprocessed) >= n + m:
+            self._checkpoint(ctx, unprocessed[:n])
+        elif not self._shows_all and self._checkpoints:
+            # The cache holds every checkpoint: from this query on all are in the request.
+            self._render(ctx, self._checkpoints)
+        if self.params["mode"] == "hybrid":
+            self._mask(ctx)
+
+    # --- summary ------------------------------------------------------------------------
+    def _checkpoint(self, ctx: ReplayContext, turns: list[Turn]) -> None:
+        k = len(turns)
+        record_id: int | None = None
+        if self.params["omit_turns"]:
+            content = OMITTED.format(k=k)
+        else:
+            request = self.summary_request(ctx, turns)
+            members = [i for t in turns for i in (*t.assistants, *t.results)]
+            record = ctx.summarize(request, messages=members)
+            if record.error:
+                ctx.emit(
+                    "summary_failed",
+                    summary_id=record.id,
+                    error=record.error,
+                    outcome="the original raises (the run stops); the replay keeps the "
+                    "history and retries at the next query",
+                )
+                return
+            record_id = record.id
+            summary = record.output
+            if self.params["extract_action_from_turns"]:
+                summary += ACTIONS_SUFFIX.format(actions="\n".join(self._actions(ctx, turns)))
+            content = CHECKPOINT.format(k=k, summary=summary)
+        last = turns[-1].results[-1]
+        gone = [i for t in turns for i in (*t.assistants, *t.results)]
+        loose = [i for i in self._loose if i < last]
+        self._loose = [i for i in self._loose if i > last]  # kept: a reading
+        previous_ref = ctx.summary_ref
+        self._checkpoints.append(content)
+        with ctx.action(
+            "summarise",
+            reason=f"{k} oldest unsummarised turns replaced by a checkpoint "
+            f"({self.params['keep_last_m_turns']} kept verbatim)",
+            n=int(self.params["n"]),
+            keep_last_m_turns=int(self.params["keep_last_m_turns"]),
+            checkpoint=len(self._checkpoints),
+            omitted=bool(self.params["omit_turns"]),
+        ) as act:
+            act.remove(gone, Fate.SUMMARISED)
+            act.remove(loose, Fate.DROPPED, reason="not part of a turn: absent from the view")
+            static = bool(self.params["enable_static_checkpointing"])
+            self._render(ctx, self._checkpoints[-1:] if static else self._checkpoints, record_id)
+            act.summary_id = record_id
+            act.always = True
+        self._done += k
+        self._masked_ids.difference_update(gone)
+        check_summary_size(
+            ctx,
+            summary_rendered=content,
+            replaced=gone,
+            summary_id=record_id,
+            previous_ref=previous_ref,
+        )
+
+    def _render(
+        self, ctx: ReplayContext, checkpoints: list[str], summary_id: int | None = None
+    ) -> None:
+        rendered = "\n\n".join(checkpoints)
+        tokens = sum(self.count_text(c) for c in checkpoints)
+        ctx.set_summary(
+            rendered,
+            tokens=tokens,
+            rendered=rendered,
+            summary_id=summary_id if summary_id is not None else ctx.summary_id,
+        )
+        self._shows_all = len(checkpoints) == len(self._checkpoints)
+
+    def summary_request(self, ctx: ReplayContext, turns: list[Turn]) -> SummaryRequest:
+        """The call ``query_for_summary`` makes for ``turns``."""
+        if self._checkpoints:
+            context = f"<PREVIOUS_CHECKPOINT>\n{self._checkpoints[-1]}\n</PREVIOUS_CHECKPOINT>\n"
+        else:
+            task = ctx.original(self._task) if self._task is not None else None
+            text = message_content(task) if task is not None else ""
+            context = f"<PROBLEM_STATEMENT>\n{text}\n</PROBLEM_STATEMENT>\n"
+        reasoning = int(self.params["max_kept_reasoning_length"])
+        prompt = context
+        material: list[MaterialItem] = []
+        for i, turn in enumerate(turns):
+            prompt += f"\n<TURN-{i}>\n"
+            for index in (*turn.assistants, *turn.results):
+                msg = ctx.original(index)
+                role = "assistant" if msg.role is Role.ASSISTANT else "tool"
+                action = message_action(msg) if role == "assistant" else None
+                content = message_content(msg)
+                prompt += render_item(role, content, action, reasoning)
+                material.append(
+                    MaterialItem(role, content + (f"\n{action}" if action else ""), index)
+                )
+            prompt += f"\n</TURN-{i}>\n"
+        prompt += CALL_TO_ACTION
+        return SummaryRequest(
+            strategy=self.name,
+            system=str(self.params["summary_system_template"]),
+            messages=(PromptMessage("user", prompt),),
+            style="sections",
+            sections=SECTIONS,
+            material=tuple(material),
+            previous_summary=self._checkpoints[-1] if self._checkpoints else "",
+        )
+
+    def _actions(self, ctx: ReplayContext, turns: list[Turn]) -> list[str]:
+        limit = int(self.params["max_kept_action_length"])
+        out = []
+        for turn in turns:
+            for index in turn.assistants:
+                action = message_action(ctx.original(index))
+                if action is not None:
+                    out.append(cut_action(action, limit))
+        return out
+
+    # --- hybrid: LastNObservations over the view ----------------------------------------
+    def _mask(self, ctx: ReplayContext) -> None:
+        observations = [t.results for t in self._turns[self._done :]]
+        # +1: the task is the view's first observation; checkpoints are not observations.
+        target = omitted_count(len(observations) + 1, int(self.params["masking_n"]))
+        new = [i for group in observations[:target] for i in group if i not in self._masked_ids]
+        if not new:
+            return
+        with ctx.action(
+            "prune",
+            reason=f"observation older than the last {self.params['masking_n']} masked "
+            "(hybrid, request view)",
+            n=int(self.params["masking_n"]),
+            masked_observations=target,
+        ) as act:
+            for i in new:
+                act.replace(i, mask_message(ctx.original(i)), Fate.PRUNED)
+                self._masked_ids.add(i)
+
+
+STRATEGY = ComplexityTrapSummaryStrategy
