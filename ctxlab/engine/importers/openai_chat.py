@@ -11,8 +11,9 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Any
 
 from ..model import (
@@ -352,7 +353,7 @@ def title_of(messages: Iterable[Message], fallback: str) -> str:
 
 def build_conversation(
     conv_id: str,
-    raw_messages: list[Any],
+    raw_messages: Iterable[Any],
     *,
     warn: WarningTally,
     position: Callable[[int], SourcePos],
@@ -503,25 +504,46 @@ def conversations_from_value(value: Any, *, name: str, warn: WarningTally) -> li
 
 
 def _from_jsonl(data: bytes, *, name: str, warn: WarningTally) -> list[Conversation]:
-    lines = list(iter_jsonl(data, name))
-    first = next((v for _, v in lines if isinstance(v, dict)), None)
-    if _is_message(first):  # one message per line: the file is one conversation
-        kept = [(n, v) for n, v in lines if _is_message(v)]
-        for n, v in lines:
-            if not _is_message(v):
-                warn.add("skipped a line that is not a chat message", f"line {n}")
-        line_of = [n for n, _ in kept]
-        return [
-            build_conversation(
-                name or "conversation",
-                [v for _, v in kept],
-                warn=warn,
-                position=lambda i: SourcePos(name, line=line_of[i]),
-            )
-        ]
-    return _from_records(
-        [(SourcePos(name, line=n), v) for n, v in lines], name=name, warn=warn, by_line=True
+    lines = iter_jsonl(data, name)
+    head: list[tuple[int, Any]] = []  # up to the first object, which says the file's shape
+    for number, value in lines:
+        head.append((number, value))
+        if isinstance(value, dict):
+            break
+    first = head[-1][1] if head and isinstance(head[-1][1], dict) else None
+    if not _is_message(first):
+        return _from_records(
+            [(SourcePos(name, line=n), v) for n, v in chain(head, lines)],
+            name=name,
+            warn=warn,
+            by_line=True,
+        )
+    # One message per line: the file is one conversation. Each line is converted as it is
+    # read, so a million parsed lines never sit in memory next to their million messages.
+    line_of: list[int] = []
+    skipped: list[int] = []
+
+    def messages() -> Iterator[Any]:
+        for number, value in chain(head, lines):
+            if _is_message(value):
+                line_of.append(number)
+                yield value
+            else:
+                skipped.append(number)
+
+    converted = WarningTally()
+    conversation = build_conversation(
+        name or "conversation",
+        messages(),
+        warn=converted,
+        position=lambda i: SourcePos(name, line=line_of[i]),
     )
+    # In the order of a whole-file pass: the skipped lines first, then what converting said.
+    for number in skipped:
+        warn.add("skipped a line that is not a chat message", f"line {number}")
+    for found in converted.freeze():
+        warn.add(found.message, found.where, code=found.code, count=found.count)
+    return [conversation]
 
 
 def _looks_like_jsonl(data: bytes) -> bool:
