@@ -13,19 +13,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ctxlab.engine.catalogue import is_compaction
 from ctxlab.engine.records import Fate
 from sessions_app.models import Message
 
 from . import inspect
 from .models import Run, RunEvent, RunStep, RunSummary
-
-try:  # the one event vocabulary (issue 12); older trees keep the rule in metrics
-    from ctxlab.engine.catalogue import is_compaction as _catalogue_is_compaction
-
-    def _compacts(kind: str, changed: bool) -> bool:
-        return _catalogue_is_compaction(kind)
-except ImportError:  # pragma: no cover - until the catalogue lands
-    from ctxlab.engine.metrics import is_compaction as _compacts  # type: ignore[assignment]
 
 # A compaction, for the ordinal: a step whose events wrote a summary or took messages out
 # of the context (summarised, dropped). Per-message edits (truncate, offload, prune) are
@@ -108,7 +101,7 @@ def _compactions(run: Run) -> list[Compaction]:
     for row in rows.iterator(chunk_size=500):
         seq, step, kind, messages, before, detail, changes, summary = row
         removes = any(c.get("fate") in REMOVED for c in changes)
-        if summary is not None or (removes and _compacts(kind, True)):
+        if summary is not None or (removes and is_compaction(kind)):
             by_step.setdefault(step, []).append(row)
     out: list[Compaction] = []
     for step, events in by_step.items():
