@@ -19,7 +19,6 @@ from pathlib import Path
 
 from . import cli
 from .model import TranscriptError
-from .strategies import STRATEGIES
 from .summarizers import SUMMARIZERS
 
 
@@ -29,35 +28,12 @@ def _parser() -> argparse.ArgumentParser:
     replay = commands.add_parser(
         "replay", help="replay a transcript file through a strategy and print what it did"
     )
-    replay.add_argument(
-        "--list-strategies", action="store_true",
-        help="print every strategy with its window parameter and followers, then exit "
-        "(with --json: as JSON)",
-    )  # fmt: skip
     replay.add_argument("--file", metavar="PATH", help="a transcript file")
-    replay.add_argument("--format", default=None, help="force the file format")
-    replay.add_argument(
-        "--conversation", type=int, default=0, help="which conversation of the file (0-based)"
-    )
-    replay.add_argument("--strategy", choices=sorted(STRATEGIES))
-    replay.add_argument(
-        "--window", type=int, metavar="TOKENS",
-        help="one model context window: sets the strategy's own window parameter(s); "
-        "--set still wins",
-    )  # fmt: skip
-    replay.add_argument(
-        "--set", action="append", default=[], metavar="KEY=VALUE", dest="assignments",
-        help="override a strategy parameter (repeatable)",
-    )  # fmt: skip
+    cli.add_replay_arguments(replay)
     replay.add_argument(
         "--summarizer", default="offline", choices=sorted(SUMMARIZERS),
         help="offline summarisers only (Claude needs the database: manage.py replay)",
     )  # fmt: skip
-    replay.add_argument(
-        "--json", metavar="OUT", nargs="?", const="-",
-        help="write the JSON record here ('-' or no value = stdout)",
-    )  # fmt: skip
-    replay.add_argument("--detail", action="store_true", help="add a fate per context index")
     return parser
 
 
@@ -65,7 +41,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     if args.list_strategies:
-        return _list_strategies(as_json=args.json is not None)
+        print(cli.library_listing(as_json=args.json is not None))
+        return 0
     if not (args.file and args.strategy):
         parser.error("replay needs --file PATH and --strategy NAME (or --list-strategies)")
     try:
@@ -89,12 +66,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(cli.format_table(result))
     if args.json:
         print(f"\nJSON written to {args.json}")
-    return 0
-
-
-def _list_strategies(*, as_json: bool) -> int:
-    rows = cli.strategy_library()
-    print(json.dumps(rows, ensure_ascii=False) if as_json else cli.format_library(rows))
     return 0
 
 

@@ -7,6 +7,7 @@ public JSON shape of issue 4; ``format_table`` renders the readable summary;
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -248,3 +249,38 @@ def format_library(rows: Sequence[Mapping[str, Any]]) -> str:
         "  ".join(str(c).ljust(w) for c, w in zip(r[:-1], widths, strict=True)) + "  " + r[-1]
         for r in table
     ).rstrip()
+
+
+def library_listing(*, as_json: bool) -> str:
+    """What ``replay --list-strategies`` prints (both CLIs): the library as JSON or a table."""
+    rows = strategy_library()
+    return json.dumps(rows, ensure_ascii=False) if as_json else format_library(rows)
+
+
+def add_replay_arguments(parser: Any, *, window_help: str = "") -> None:
+    """The options both ``replay`` commands share (``python -m ctxlab.engine replay`` and
+    ``manage.py replay``); each adds its own source (--file, --transcript) and summarisers."""
+    parser.add_argument(
+        "--list-strategies", action="store_true",
+        help="print every strategy with its window parameter (what --window sets) and the "
+        "parameters that follow it, then exit (with --json: as JSON)",
+    )  # fmt: skip
+    parser.add_argument("--format", default=None, help="force the file format")
+    parser.add_argument(
+        "--conversation", type=int, default=0, help="which conversation of the file (0-based)"
+    )
+    parser.add_argument("--strategy", choices=sorted(STRATEGIES))
+    parser.add_argument(
+        "--window", type=int, metavar="TOKENS",
+        help="one model context window: sets the strategy's own window parameter and those "
+        "that follow it (--set still wins)" + window_help,
+    )  # fmt: skip
+    parser.add_argument(
+        "--set", action="append", default=[], metavar="KEY=VALUE", dest="assignments",
+        help="override a strategy parameter (repeatable)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--json", metavar="OUT", nargs="?", const="-",
+        help="write the JSON record here ('-' or no value = stdout)",
+    )  # fmt: skip
+    parser.add_argument("--detail", action="store_true", help="add a fate per context index")

@@ -14,7 +14,6 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from ctxlab.engine import cli
 from ctxlab.engine.model import Conversation, TranscriptError
-from ctxlab.engine.strategies import STRATEGIES
 from ctxlab.engine.summarizers import SUMMARIZERS
 
 
@@ -96,20 +95,13 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument(
-            "--list-strategies", action="store_true",
-            help="print every strategy with its window parameter (what --window sets) and "
-            "the parameters that follow it, then exit (with --json: as JSON)",
-        )  # fmt: skip
+        cli.add_replay_arguments(
+            parser, window_help="; with --sweep, --sweep window=V1,V2 sweeps it"
+        )
         # Required unless --list-strategies (checked in handle).
         source = parser.add_mutually_exclusive_group()
         source.add_argument("--transcript", metavar="ID", help="a stored transcript")
         source.add_argument("--file", metavar="PATH", help="a transcript file (no database)")
-        parser.add_argument("--format", default=None, help="force the file format")
-        parser.add_argument(
-            "--conversation", type=int, default=0, help="which conversation of the file (0-based)"
-        )
-        parser.add_argument("--strategy", choices=sorted(STRATEGIES))
         parser.add_argument("--config", metavar="NAME", help="a saved configuration (with --save)")
         parser.add_argument(
             "--save", action="store_true",
@@ -121,16 +113,6 @@ class Command(BaseCommand):
             "KEY=START:STOP:STEP), stored as one comparison group with a sweep table",
         )  # fmt: skip
         parser.add_argument(
-            "--window", type=int, metavar="TOKENS",
-            help="one model context window: sets the strategy's own window parameter and "
-            "those that follow it (--set still wins); with --sweep, --sweep window=V1,V2 "
-            "sweeps it",
-        )  # fmt: skip
-        parser.add_argument(
-            "--set", action="append", default=[], metavar="KEY=VALUE", dest="assignments",
-            help="override a strategy parameter (repeatable)",
-        )  # fmt: skip
-        parser.add_argument(
             "--summarizer", default="offline", choices=sorted({*SUMMARIZERS, "anthropic"}),
             help="anthropic: Claude via ANTHROPIC_API_KEY / ANTHROPIC_BASE_URL (environment "
             "only); summaries are cached in the database, so a rerun never pays twice",
@@ -139,17 +121,10 @@ class Command(BaseCommand):
             "--model", default=None,
             help="Claude model for --summarizer anthropic (default CTXLAB_DEFAULT_SUMMARY_MODEL)",
         )  # fmt: skip
-        parser.add_argument(
-            "--json", metavar="OUT", nargs="?", const="-",
-            help="write the JSON record here ('-' or no value = stdout)",
-        )  # fmt: skip
-        parser.add_argument("--detail", action="store_true", help="add a fate per context index")
 
     def handle(self, *args: Any, **options: Any) -> None:
         if options["list_strategies"]:
-            rows = cli.strategy_library()
-            as_json = options["json"] is not None
-            self.stdout.write(json.dumps(rows) if as_json else cli.format_library(rows))
+            self.stdout.write(cli.library_listing(as_json=options["json"] is not None))
             return
         if not (options["transcript"] or options["file"]):
             raise CommandError("give --transcript ID or --file PATH (or --list-strategies)")
