@@ -61,9 +61,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from ..model import Block, BlockKind, Message, Role
 from ..params import Param
 from ..records import Fate
-from ..reference import ReferenceTokens
-from ..tokens import block_text, message_reference_tokens, reference_counter
-from .base import Strategy
+from ..tokens import block_text
+from .base import ReferenceEstimator, Strategy
 
 if TYPE_CHECKING:
     from ..context import Action, ReplayContext
@@ -122,7 +121,7 @@ class _View:
 _EMPTY = _View()
 
 
-class AnthropicEditsStrategy(Strategy):
+class AnthropicEditsStrategy(ReferenceEstimator, Strategy):
     name: ClassVar[str] = "anthropic_edits"
     label: ClassVar[str] = "Anthropic API context editing (clear_tool_uses + clear_thinking)"
     description: ClassVar[str] = (
@@ -269,7 +268,6 @@ class AnthropicEditsStrategy(Strategy):
         if not all(isinstance(n, str) for n in self.params["exclude_tools"]):
             raise ValueError("exclude_tools must be a list of tool names")
         self._ratio = float(self.params["token_ratio"])
-        self._reference: ReferenceTokens | None = None
 
     # --- estimator ----------------------------------------------------------------------
     def scale(self, reference_tokens: int) -> int:
@@ -277,24 +275,6 @@ class AnthropicEditsStrategy(Strategy):
         if self._ratio == 1.0:
             return reference_tokens
         return int(reference_tokens * self._ratio + 0.5)
-
-    def _ref_text(self, text: str) -> int:
-        if self._reference is not None:
-            return self._reference.text(text)
-        return reference_counter().count(text)
-
-    def count_text(self, text: str) -> int:
-        return self.scale(self._ref_text(text))
-
-    def count_message(self, message: Message) -> int:
-        if self._reference is not None:
-            return self.scale(self._reference.message_of(message))
-        return self.scale(message_reference_tokens(message))
-
-    def count_system(self, text: str, message: Message | None) -> int:
-        if message is None:
-            return 0
-        return self.count_message(message)
 
     # --- geometry -----------------------------------------------------------------------
     def window(self, ctx: ReplayContext) -> int:
@@ -329,7 +309,7 @@ class AnthropicEditsStrategy(Strategy):
         self._inputs_all = inputs is True
         self._inputs_names = frozenset(inputs) if isinstance(inputs, list) else frozenset()
         self._excluded = frozenset(self.params["exclude_tools"])
-        self._placeholder_ref = self._ref_text(str(self.params["placeholder"]))
+        self._placeholder_ref = self.reference_text(str(self.params["placeholder"]))
 
     def full_tokens(self, ctx: ReplayContext) -> int:
         """The unedited request (what the client sends) under this estimator."""
@@ -351,7 +331,7 @@ class AnthropicEditsStrategy(Strategy):
             if block.kind is BlockKind.TOOL_USE and block.tool_id:
                 self._uses.setdefault(block.tool_id, (index, pos, block.tool_name))
             elif is_thinking(block):
-                thinking += self._ref_text(block_text(block))  # redacted: size only, 0
+                thinking += self.reference_text(block_text(block))  # redacted: size only, 0
                 has_thinking = True
         if not has_thinking:
             return
@@ -372,7 +352,7 @@ class AnthropicEditsStrategy(Strategy):
         use_index, use_pos, name = use
         name = name or block.tool_name
         clears_input = self._inputs_all or name in self._inputs_names
-        saving = self._ref_text(block_text(block)) - self._placeholder_ref
+        saving = self.reference_text(block_text(block)) - self._placeholder_ref
         if clears_input:
             saving += self._input_saving(ctx.original(use_index).blocks[use_pos])
         pair = _Pair(
@@ -399,7 +379,7 @@ class AnthropicEditsStrategy(Strategy):
 
     def _input_saving(self, use: Block) -> int:
         cleared = replace(use, tool_input=CLEARED_INPUT)
-        return self._ref_text(block_text(use)) - self._ref_text(block_text(cleared))
+        return self.reference_text(block_text(use)) - self.reference_text(block_text(cleared))
 
     def _index_pair(self, pos: int) -> None:
         pair = self._pairs[pos]

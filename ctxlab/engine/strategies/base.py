@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from ..model import Message, ToolDef
 from ..params import Param, validate
 from ..records import Zones, new_zones
+from ..reference import ReferenceTokens
+from ..tokens import message_reference_tokens, reference_counter
 
 if TYPE_CHECKING:
     from ..context import ReplayContext
@@ -150,3 +152,35 @@ class Strategy:
     def before_call(self, ctx: ReplayContext) -> None:
         """Before each inference call (``ctx.source_index`` = the assistant message about
         to be generated). Check and compact here."""
+
+
+class ReferenceEstimator:
+    """Estimator mixin for strategies that count with the run's cl100k reference (scaled by
+    ``scale``): texts and messages are read from the context's shared reference table, so
+    nothing is tokenised twice; outside a replay (no table yet) they are counted directly.
+    Put it before ``Strategy`` in the bases and set ``_reference`` in ``prepare``."""
+
+    _reference: ReferenceTokens | None = None
+
+    def scale(self, reference_tokens: int) -> int:
+        """Reference tokens -> this strategy's tokens (identity unless overridden)."""
+        return reference_tokens
+
+    def reference_text(self, text: str) -> int:
+        if self._reference is not None:
+            return self._reference.text(text)
+        return reference_counter().count(text)
+
+    def count_text(self, text: str) -> int:
+        return self.scale(self.reference_text(text))
+
+    def count_message(self, message: Message) -> int:
+        if self._reference is not None:
+            return self.scale(self._reference.message_of(message))
+        return self.scale(message_reference_tokens(message))
+
+    def count_system(self, text: str, message: Message | None) -> int:
+        # The system prompt is a message of the transcript, counted like the others.
+        if message is None:
+            return 0
+        return self.count_message(message)

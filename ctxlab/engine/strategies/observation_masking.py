@@ -48,9 +48,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from ..model import Block, BlockKind, Message, Role
 from ..params import Param
 from ..records import Fate
-from ..reference import ReferenceTokens
-from ..tokens import message_reference_tokens, reference_counter
-from .base import Strategy
+from .base import ReferenceEstimator, Strategy
 
 if TYPE_CHECKING:
     from ..context import ReplayContext
@@ -82,7 +80,7 @@ def mask_message(message: Message, placeholder: str = PLACEHOLDER) -> Message:
     return replace(message, blocks=tuple(blocks))
 
 
-class ObservationMaskingStrategy(Strategy):
+class ObservationMaskingStrategy(ReferenceEstimator, Strategy):
     name: ClassVar[str] = "observation_masking"
     label: ClassVar[str] = "Observation masking (The Complexity Trap / SWE-agent, M=10)"
     description: ClassVar[str] = (
@@ -140,23 +138,6 @@ class ObservationMaskingStrategy(Strategy):
         super().__init__(params)
         if not all(isinstance(n, str) for n in self.params["keep_output_tools"]):
             raise ValueError("keep_output_tools must be a list of tool names")
-        self._reference: ReferenceTokens | None = None
-
-    # --- estimator ----------------------------------------------------------------------
-    def count_text(self, text: str) -> int:
-        if self._reference is not None:
-            return self._reference.text(text)
-        return reference_counter().count(text)
-
-    def count_message(self, message: Message) -> int:
-        if self._reference is not None:
-            return self._reference.message_of(message)
-        return message_reference_tokens(message)
-
-    def count_system(self, text: str, message: Message | None) -> int:
-        if message is None:
-            return 0
-        return self.count_message(message)
 
     # --- geometry -----------------------------------------------------------------------
     def window(self, ctx: ReplayContext) -> int:
