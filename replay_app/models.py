@@ -19,7 +19,9 @@ Storage (grows with steps + events, never with steps x context size):
 - ``RunFinding``: broken invariants per step.
 - ``RunOffload``: the full text a strategy wrote to a file (path -> text), once per path.
 - ``RunAnalysis``: analyses derived from a finished run (what each compaction lost), one
-  row per run, computed off the page request.
+  row per run, computed off the page request (``retention``; ``survival`` by category).
+- ``OriginalSurvival``: the same survival table for the transcript's own recorded
+  compactions (the compare page's "original" pseudo-run), one row per transcript.
 
 Message texts are never copied: the original is ``sessions_app.Message`` (transcript,
 index); ``Run.to_result()`` rebuilds the engine's ``ReplayResult`` for inspection code.
@@ -460,6 +462,8 @@ class RunAnalysis(models.Model):
     run = models.OneToOneField(Run, on_delete=models.CASCADE, related_name="analysis")
     attempts = models.PositiveIntegerField()
     retention = models.JSONField(default=dict)
+    # ctxlab.engine.survival: facts by category through each compaction ({} = not yet)
+    survival = models.JSONField(default=dict)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -467,6 +471,20 @@ class RunAnalysis(models.Model):
 
     def __str__(self) -> str:
         return f"analysis of run {self.run_id} (attempt {self.attempts})"
+
+
+class OriginalSurvival(models.Model):
+    """Survival through the transcript's own recorded compactions (the "original"
+    pseudo-run of the compare page), computed once per transcript and extractor version."""
+
+    transcript = models.OneToOneField(
+        "sessions_app.Transcript", on_delete=models.CASCADE, related_name="original_survival"
+    )
+    survival = models.JSONField(default=dict)  # ctxlab.engine.survival ... as_dict()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"original survival of transcript {self.transcript_id}"
 
 
 class SummaryCache(models.Model):
