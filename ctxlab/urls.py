@@ -31,4 +31,5 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("", include("sessions_app.urls")),
     path("", include("replay_app.urls")),
+    path("", include("judge_app.urls")),
 ]
