@@ -1,11 +1,13 @@
-"""Login attempts throttled per account and per address (Django's cache).
+"""Login attempts throttled per account and per address (counted in the database).
 
 After ``CTXLAB_LOGIN_FAILURES_PER_ACCOUNT`` failed logins for one username, or
 ``CTXLAB_LOGIN_FAILURES_PER_ADDRESS`` from one client address, within
 ``CTXLAB_LOGIN_WINDOW_SECONDS``, further attempts are refused (HTTP 429, the form says why
 and for how long) until the window has passed; a refused attempt does not even check the
-password. A successful login clears its account's count. The counts live in the cache
-(per process with the default local-memory cache; shared with a shared cache backend).
+password. A successful login clears its account's count. The counts are rows in the
+database (``ctxlab.models.LoginFailure``), so every server process and worker sees the same
+counts and a restart does not reset them; each failure is one atomic UPDATE, so parallel
+attempts are all counted.
 """
 
 from __future__ import annotations
@@ -16,8 +18,11 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import views as auth_views
-from django.core.cache import cache
+from django.db import IntegrityError, transaction
+from django.db.models import F
 from django.http import HttpRequest, HttpResponse
+
+from .models import LoginFailure
 
 
 def _limits() -> tuple[int, int, int]:
@@ -30,7 +35,7 @@ def _limits() -> tuple[int, int, int]:
 
 def _key(kind: str, value: str) -> str:
     digest = hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()[:32]
-    return f"ctxlab:login-failures:{kind}:{digest}"
+    return f"{kind}:{digest}"
 
 
 def _keys(request: HttpRequest) -> tuple[str, str]:
@@ -39,22 +44,17 @@ def _keys(request: HttpRequest) -> tuple[str, str]:
     return _key("account", username), _key("address", address)
 
 
-def _failures(key: str) -> tuple[int, float]:
-    """(count, when the window ends) for one key."""
-    value = cache.get(key)
-    return (int(value[0]), float(value[1])) if value else (0, 0.0)
-
-
 def blocked_for(request: HttpRequest) -> int:
     """Seconds until this request's account and address may try again (0: now)."""
     per_account, per_address, _ = _limits()
     account, address = _keys(request)
+    limit_of = {account: per_account, address: per_address}
     now = time.time()
+    rows = LoginFailure.objects.filter(key__in=limit_of, window_ends__gt=now)
     waits = [
-        until - now
-        for key, limit in ((account, per_account), (address, per_address))
-        for count, until in [_failures(key)]
-        if count >= limit and until > now
+        window_ends - now
+        for key, count, window_ends in rows.values_list("key", "count", "window_ends")
+        if count >= limit_of[key]
     ]
     return int(max(waits)) + 1 if waits else 0
 
@@ -63,14 +63,33 @@ def record_failure(request: HttpRequest) -> None:
     _, _, window = _limits()
     now = time.time()
     for key in _keys(request):
-        count, until = _failures(key)
-        if until <= now:
-            count, until = 0, now + window
-        cache.set(key, (count + 1, until), timeout=max(1, int(until - now)))
+        _count_failure(key, now=now, window=window)
+    # Expired rows are only noise: sweep them (indexed on window_ends, so cheap).
+    LoginFailure.objects.filter(window_ends__lte=now - window).delete()
+
+
+def _count_failure(key: str, *, now: float, window: int) -> None:
+    """One more failure for ``key``: an atomic increment inside its window, else a new
+    window. Two processes creating the same key at once: the loser increments instead."""
+    for _ in range(3):
+        live = LoginFailure.objects.filter(key=key, window_ends__gt=now)
+        if live.update(count=F("count") + 1):
+            return
+        restarted = LoginFailure.objects.filter(key=key, window_ends__lte=now).update(
+            count=1, window_ends=now + window
+        )
+        if restarted:
+            return
+        try:
+            with transaction.atomic():
+                LoginFailure.objects.create(key=key, count=1, window_ends=now + window)
+            return
+        except IntegrityError:
+            continue  # created meanwhile by another process: increment it
 
 
 def record_success(request: HttpRequest) -> None:
-    cache.delete(_keys(request)[0])
+    LoginFailure.objects.filter(key=_keys(request)[0]).delete()
 
 
 class ThrottledLoginView(auth_views.LoginView):
