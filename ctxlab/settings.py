@@ -13,6 +13,7 @@ from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
 
+from ctxlab import paths
 from ctxlab.envconfig import (
     channel_layers_from_url,
     database_from_url,
@@ -24,8 +25,11 @@ from ctxlab.envconfig import (
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
-# Writable state (SQLite files, tiktoken cache, media) lives in one git-ignored directory.
-DATA_DIR = Path(os.environ.get("CTXLAB_DATA_DIR", BASE_DIR / "var")).resolve()
+# Writable state (SQLite files, tiktoken cache, media) lives in one git-ignored directory:
+# var/ in a checkout, under the user's home when installed from the wheel (ctxlab/paths.py).
+DATA_DIR = paths.data_dir()
+# templates/ and static/: the checkout root, or their copy inside an installed wheel.
+SITE_DIR = paths.site_dir()
 DATA_DIR.mkdir(parents=True, exist_ok=True)
 
 # ---------------------------------------------------------------------------------------------
@@ -105,6 +109,7 @@ INSTALLED_APPS = [
     "ctxlab",  # management commands (serve, ensure_local_user), ownership helpers
     "sessions_app",
     "replay_app",
+    "judge_app",  # probes and after-effects
 ]
 
 MIDDLEWARE = [
@@ -130,7 +135,7 @@ ASGI_APPLICATION = "ctxlab.asgi.application"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [BASE_DIR / "templates"],
+        "DIRS": [SITE_DIR / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
@@ -182,8 +187,8 @@ AUTH_PASSWORD_VALIDATORS = [
 # ---------------------------------------------------------------------------------------------
 
 STATIC_URL = "static/"
-STATIC_ROOT = BASE_DIR / "staticfiles"
-STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = (DATA_DIR if paths.is_installed() else BASE_DIR) / "staticfiles"
+STATICFILES_DIRS = [SITE_DIR / "static"]
 STATICFILES_FINDERS = [
     "django.contrib.staticfiles.finders.FileSystemFinder",
     "django.contrib.staticfiles.finders.AppDirectoriesFinder",
