@@ -1,0 +1,250 @@
+"""Named actions on suites (views, the task, the CLI and the bench all go through these).
+
+Fan-out: ``suite_enqueue`` sends one Celery group per suite, one ``execute_item`` task per
+(transcript × configuration). No chord: a chord needs its header's results and does not
+survive a lost worker; instead each finishing item checks whether it was the last one
+(``_maybe_finish``). Every item is safe to execute twice: the run's claim (queued ->
+running, fenced by its attempt number) lets one executor in, a duplicate finds it running
+or done and only records what it sees. So a redelivered task (``acks_late`` after a
+SIGKILLed worker), a resumed suite and a second ``suite run`` never duplicate a run.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from ctxlab.engine.catalogue import METRICS
+from sessions_app.models import Transcript
+
+from . import replay_glue as glue
+from .configs import SuiteInputError, check_size
+from .models import Suite, SuiteItem
+from .progress import SuiteProgress, suite_progress_data
+
+log = logging.getLogger(__name__)
+
+NAME_MAX = 200
+WORKER_LOST = ("worker stopped", "worker restarted")  # replay_app's reaper messages
+
+
+class RetryLater(Exception):
+    """Another live worker holds the run: look again in ``countdown`` seconds."""
+
+    def __init__(self, countdown: float) -> None:
+        super().__init__(f"run busy elsewhere; retry in {countdown:.0f} s")
+        self.countdown = countdown
+
+
+def suite_create(
+    *,
+    owner: Any,
+    name: str,
+    transcripts: Sequence[Transcript],
+    configs: Sequence[Mapping[str, Any]],
+    summarizer: str = "offline",
+    grid_keys: Sequence[str] = (),
+    source: Mapping[str, Any] | None = None,
+    max_attempts: int = 2,
+    enqueue: bool = True,
+) -> Suite:
+    """A suite with one queued run per transcript × configuration (all or nothing)."""
+    name = name.strip()
+    if not name:
+        raise SuiteInputError("give the suite a name")
+    if len(name) > NAME_MAX:
+        raise SuiteInputError(f"the name is {len(name)} characters; at most {NAME_MAX}")
+    if summarizer not in glue.SUMMARIZERS:
+        known = ", ".join(glue.SUMMARIZERS)
+        raise SuiteInputError(f"unknown summarizer {summarizer!r} for a suite (known: {known})")
+    unique = list({t.pk: t for t in transcripts}.values())
+    if any(t.owner_id != owner.pk for t in unique):
+        raise SuiteInputError("a suite can only hold your own transcripts")
+    check_size(configs, len(unique))
+    if Suite.objects.filter(owner=owner, name=name).exists():
+        raise SuiteInputError(f"you already have a suite named {name!r}")
+    with transaction.atomic():
+        suite = Suite.objects.create(
+            owner=owner,
+            name=name,
+            summarizer=summarizer,
+            configs=[dict(c) for c in configs],
+            grid_keys=list(grid_keys),
+            source=dict(source or {}),
+            max_attempts=max(1, max_attempts),
+        )
+        for transcript in unique:
+            for index, config in enumerate(configs):
+                try:
+                    run = glue.create_run(
+                        owner=owner, transcript=transcript, config=config, summarizer=summarizer
+                    )
+                except ValueError as exc:
+                    raise SuiteInputError(str(exc)) from None
+                SuiteItem.objects.create(
+                    suite=suite, transcript=transcript, config_index=index, run=run
+                )
+        if enqueue:
+            transaction.on_commit(lambda: suite_enqueue(suite))
+    return suite
+
+
+def suite_enqueue(suite: Suite, items: Iterable[int] | None = None) -> int:
+    """Queue one task per item (default: every item whose run is not finished)."""
+    from celery import group
+
+    from .tasks import execute_item
+
+    if items is None:
+        items = (
+            suite.items.exclude(run__status__in=glue.TERMINAL)
+            .exclude(run=None)
+            .values_list("pk", flat=True)
+        )
+    ids = list(items)
+    if ids:
+        group(execute_item.s(pk) for pk in ids).apply_async()
+    return len(ids)
+
+
+def suite_cancel(*, suite: Suite) -> int:
+    """Stop the suite: queued runs are cancelled now, running ones at their next batch."""
+    Suite.objects.filter(pk=suite.pk).update(cancel_requested=True)
+    suite.cancel_requested = True
+    run_ids = list(suite.items.exclude(run=None).values_list("run_id", flat=True))
+    count = glue.cancel_queued(run_ids)
+    _sync_statuses(suite)
+    _maybe_finish(suite)
+    SuiteProgress.push(suite, force=True)
+    return count
+
+
+def suite_resume(*, suite: Suite, only_lost: bool = False) -> int:
+    """Queue again what is not done: runs lost with a worker (stale or reaped), and with
+    ``only_lost=False`` also failed and cancelled ones (a new attempt each). Finished runs
+    are never redone. Returns how many items were queued."""
+    Suite.objects.filter(pk=suite.pk).update(cancel_requested=False, finished_at=None)
+    suite.cancel_requested, suite.finished_at = False, None
+    queue: list[int] = []
+    for item in suite.items.select_related("run").exclude(run=None):
+        run = item.run
+        assert run is not None
+        status = run.status
+        if status == glue.RunStatus.DONE:
+            continue
+        if status == glue.RunStatus.RUNNING and not glue.heartbeat_stale(run):
+            continue  # alive on some worker
+        if status != glue.RunStatus.QUEUED:
+            lost = status == glue.RunStatus.RUNNING or run.error.startswith(WORKER_LOST)
+            if only_lost and not lost:
+                continue  # failed or cancelled for its own reasons: the user decides
+            if not glue.requeue_run(run):
+                continue
+        queue.append(item.pk)
+    _sync_statuses(suite)
+    suite_enqueue(suite, queue)
+    SuiteProgress.push(suite, force=True)
+    return len(queue)
+
+
+def suites_resume_after_restart() -> int:
+    """At worker start: unfinished suites continue (lost runs only; finished kept)."""
+    total = 0
+    for suite in Suite.objects.filter(finished_at=None, cancel_requested=False):
+        total += suite_resume(suite=suite, only_lost=True)
+    return total
+
+
+# --- executing one item -------------------------------------------------------------------
+
+
+def item_execute(item_id: int) -> str:
+    """Run (or re-run, up to the suite's attempts) one item's replay; record its summary.
+    RetryLater when another live worker is executing it."""
+    item = SuiteItem.objects.select_related("suite", "run", "run__transcript").get(pk=item_id)
+    suite, run = item.suite, item.run
+    if run is None:
+        return "missing"
+    if suite.cancel_requested and run.status == glue.RunStatus.QUEUED:
+        glue.cancel_queued([run.pk])
+        run.refresh_from_db()
+    while True:
+        if run.status == glue.RunStatus.RUNNING:
+            if not glue.heartbeat_stale(run):
+                raise RetryLater(max(2.0, glue.stale_seconds() / 2))
+            log.warning("suite %s: run %s lost its worker; new attempt", suite.pk, run.pk)
+            glue.requeue_run(run)
+        if run.status == glue.RunStatus.QUEUED:
+            started = time.monotonic()
+            run = glue.execute_run(run)
+            if run.status == glue.RunStatus.DONE:
+                item.seconds = time.monotonic() - started
+        if (
+            run.status == glue.RunStatus.FAILED
+            and run.attempts < suite.max_attempts
+            and not suite.cancel_requested
+            and glue.requeue_run(run)
+        ):
+            continue  # the per-run retry: a new attempt in this task
+        break
+    _record(item, run)
+    _maybe_finish(suite)
+    SuiteProgress.push(suite, force=_finished(suite))
+    return str(run.status)
+
+
+def summary_row(run: glue.Run) -> dict[str, Any]:
+    """The run's catalogued numeric metrics, flat (what the results page aggregates)."""
+    metrics = run.metrics or {}
+    row: dict[str, Any] = {}
+    for key in METRICS:
+        value = metrics.get(key)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            row[key] = value
+    findings = metrics.get("findings")
+    if isinstance(findings, dict):
+        row["findings_total"] = sum(v for v in findings.values() if isinstance(v, int))
+    row.update(glue.retention_of(run))
+    return row
+
+
+def _record(item: SuiteItem, run: glue.Run) -> None:
+    item.status = run.status
+    item.summary = summary_row(run) if run.status == glue.RunStatus.DONE else {}
+    item.finished_at = run.finished_at
+    item.save(update_fields=["status", "summary", "seconds", "finished_at"])
+
+
+def _sync_statuses(suite: Suite) -> None:
+    for item in suite.items.select_related("run").exclude(run=None):
+        assert item.run is not None
+        if item.status != item.run.status:
+            SuiteItem.objects.filter(pk=item.pk).update(status=item.run.status)
+
+
+def _finished(suite: Suite) -> bool:
+    return bool(suite.finished_at)
+
+
+def _maybe_finish(suite: Suite) -> None:
+    active = suite.items.exclude(run__status__in=glue.TERMINAL).exclude(run=None).exists()
+    if not active:
+        updated = Suite.objects.filter(pk=suite.pk, finished_at=None).update(
+            finished_at=timezone.now()
+        )
+        if updated:
+            suite.refresh_from_db()
+
+
+def suite_state(suite: Suite) -> dict[str, Any]:
+    return suite_progress_data(suite)
+
+
+def max_suite_transcripts() -> int:
+    return int(getattr(settings, "CTXLAB_SUITE_MAX_TRANSCRIPTS", 200))
