@@ -110,6 +110,7 @@ INSTALLED_APPS = [
     "sessions_app",
     "replay_app",
     "judge_app",  # probes and after-effects
+    "suites_app",  # many transcripts × many configurations
 ]
 
 MIDDLEWARE = [
@@ -243,6 +244,9 @@ CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CTXLAB_EMBEDDED_WORKER_CONCURRENCY = env_int("CTXLAB_WORKER_CONCURRENCY", 2)
+# A running run silent this long is failed / a live run's heartbeat interval (README).
+CTXLAB_RUN_STALE_SECONDS = env_int("CTXLAB_RUN_STALE_SECONDS", 45)
+CTXLAB_RUN_HEARTBEAT_SECONDS = env_int("CTXLAB_RUN_HEARTBEAT_SECONDS", 15)
 
 # ---------------------------------------------------------------------------------------------
 # Claude summaries and costs (issue 7). The API key is read from ANTHROPIC_API_KEY by the SDK
