@@ -122,7 +122,7 @@ def _line(text: str) -> str:
     return " ".join(text.split())[:ANSWER_WIDTH]
 
 
-def _decoded(block: Block) -> Any:
+def decoded_input(block: Block) -> Any:
     value = block.tool_input
     if isinstance(value, str):
         try:
@@ -134,7 +134,7 @@ def _decoded(block: Block) -> Any:
 
 def tool_command(block: Block) -> str:
     """The shell command of a tool call ("" when it runs none): first line of its script."""
-    value = _decoded(block)
+    value = decoded_input(block)
     if not isinstance(value, dict):
         return ""
     for key in extract.COMMAND_KEYS:
@@ -151,7 +151,7 @@ def edited_paths(block: Block) -> list[str]:
     no write)."""
     if block.tool_name.lower() not in EDIT_TOOLS:
         return []
-    value = _decoded(block)
+    value = decoded_input(block)
     if isinstance(value, str):
         return [p.strip() for p in PATCH_FILE_RE.findall(value)]
     if not isinstance(value, dict):
@@ -189,7 +189,7 @@ def _call_label(call: Block | None) -> str:
     command = tool_command(call)
     if command:
         return f"ran `{command[:120]}`"
-    value = _decoded(call)
+    value = decoded_input(call)
     target = ""
     if isinstance(value, dict):
         target = next((str(value[k]) for k in PATH_KEYS if isinstance(value.get(k), str)), "")
@@ -254,7 +254,7 @@ def _todo_in_progress(message: Message) -> str:
     for block in message.tool_uses:
         if block.tool_name.lower() not in ("todowrite", "update_plan"):
             continue
-        value = _decoded(block)
+        value = decoded_input(block)
         items = value.get("todos") or value.get("plan") if isinstance(value, dict) else None
         for item in items if isinstance(items, list) else ():
             if isinstance(item, dict) and item.get("status") == "in_progress":
