@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -29,11 +30,31 @@ from django.conf import settings
 CHECKOUT = Path(settings.BASE_DIR)
 
 
+def _source_copy(target: Path) -> Path:
+    """The checkout's files (tracked and new, not ignored) without tests: a build in the
+    checkout itself would reuse a stale build/ directory (modules since moved or deleted)."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-co", "--exclude-standard", "-z"],
+        cwd=CHECKOUT,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.split("\0")
+    for name in listed:
+        source = CHECKOUT / name
+        if not name or name.startswith(("tests/", "docs/")) or not source.is_file():
+            continue
+        (target / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(source, target / name)
+    return target
+
+
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
+    source = _source_copy(tmp_path_factory.mktemp("source"))
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", str(CHECKOUT), "--no-deps", "-q", "-w", str(out)],
+        [sys.executable, "-m", "pip", "wheel", str(source), "--no-deps", "-q", "-w", str(out)],
         check=True,
         cwd=out,
         timeout=600,
