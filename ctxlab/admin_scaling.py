@@ -22,7 +22,7 @@ from django.http import HttpRequest
 COUNT_CAP = 10_000
 
 
-class CappedCountPaginator(Paginator):
+class CappedCountPaginator(Paginator):  # type: ignore[type-arg]  # not generic at run time
     """``count`` is exact up to ``COUNT_CAP`` rows, and ``COUNT_CAP + 1`` beyond it: a
     ``COUNT(*)`` over a ``LIMIT`` subquery costs at most that many rows."""
 
@@ -45,6 +45,7 @@ class LargeTableAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
         queryset = super().get_queryset(request)
         match = request.resolver_match
-        if self.list_deferred and match is not None and match.url_name.endswith("_changelist"):
+        url_name = match.url_name if match is not None else None
+        if self.list_deferred and url_name and url_name.endswith("_changelist"):
             queryset = queryset.defer(*self.list_deferred)
         return queryset

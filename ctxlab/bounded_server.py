@@ -151,7 +151,7 @@ class _LazyBodyQueue(asyncio.Queue):  # type: ignore[type-arg]
     async def get(self) -> Any:
         if self._chunks and self.empty():
             offset, size, more = self._chunks.popleft()
-            content = getattr(self.request, "content", None)
+            content: Any = getattr(self.request, "content", None)
             try:
                 content.seek(offset)
                 body = content.read(size)

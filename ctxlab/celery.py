@@ -24,7 +24,7 @@ def _tune_sqla_transport() -> None:
     # so its 1 s polling interval can only be changed on the class (stack.md §5).
     from kombu.transport import sqlalchemy
 
-    sqlalchemy.Transport.polling_interval = 0.1  # type: ignore[attr-defined]
+    sqlalchemy.Transport.polling_interval = 0.1
 
 
 if str(os.environ.get("CELERY_BROKER_URL", "")).startswith("sqla+"):

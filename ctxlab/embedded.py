@@ -13,7 +13,7 @@ import socket
 import threading
 from typing import Any
 
-from celery._state import _set_task_join_will_block
+from celery._state import _set_task_join_will_block  # type: ignore[attr-defined]  # private
 from celery.worker import WorkController
 
 log = logging.getLogger(__name__)

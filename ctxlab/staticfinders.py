@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib.util
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, overload
 
 from django.contrib.staticfiles.finders import BaseFinder
 from django.core.checks import CheckMessage, Error
@@ -38,7 +38,11 @@ class PlotlyFinder(BaseFinder):
             return [Error(f"plotly.min.js not found at {self.file}", id="ctxlab.E001")]
         return []
 
-    def find(self, path: str, find_all: bool = False, **kwargs: Any) -> str | list[str]:
+    @overload
+    def find(self, path: str, find_all: Literal[False] = False, **kwargs: Any) -> str | None: ...
+    @overload
+    def find(self, path: str, find_all: Literal[True], **kwargs: Any) -> list[str]: ...
+    def find(self, path: str, find_all: bool = False, **kwargs: Any) -> str | list[str] | None:
         if path == PLOTLY_STATIC_PATH and self.file.is_file():
             return [str(self.file)] if (find_all or kwargs.get("all")) else str(self.file)
         return [] if (find_all or kwargs.get("all")) else ""

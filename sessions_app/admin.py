@@ -10,7 +10,7 @@ from .models import Message, Transcript, Upload
 
 
 @admin.register(Upload)
-class UploadAdmin(admin.ModelAdmin):
+class UploadAdmin(admin.ModelAdmin):  # type: ignore[type-arg]  # not generic at run time
     list_display = [
         "name",
         "owner",

@@ -37,7 +37,9 @@ def format_choices() -> list[tuple[str, str]]:
 
 
 class UploadForm(forms.Form):
-    files = MultipleFileField(
+    # The metaclass moves declared fields into base_fields, so ``form.files`` stays the
+    # uploaded-files dict the stubs describe; only the class attribute is a field.
+    files = MultipleFileField(  # type: ignore[assignment]
         required=False,  # oversize files are dropped by the upload handler and reported
         help_text="One or many transcript files; each is imported on its own.",
     )
@@ -45,4 +47,6 @@ class UploadForm(forms.Form):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["format"].choices = format_choices()
+        format_field = self.fields["format"]
+        assert isinstance(format_field, forms.ChoiceField)
+        format_field.choices = format_choices()

@@ -315,7 +315,8 @@ def _forks_after_line(t: Transcript) -> int | None:
 
 def _children(t: Transcript) -> tuple[list[Transcript], list[Transcript]]:
     """``(sub-agent threads, alternate branches)`` of a transcript, in file order."""
-    subagents, alternates = [], []
+    subagents: list[Transcript] = []
+    alternates: list[Transcript] = []
     for child in t.children.order_by("position").only(
         "pk", "title", "conversation_id", "message_count", "metadata"
     ):
@@ -436,7 +437,9 @@ def message_block_text(request: HttpRequest, pk: int, index: int, block: int) ->
     response["X-Total-Chars"] = str(len(text))
     name = f"transcript-{transcript.pk}-message-{index}-block-{block}-{field}.txt"
     disposition = "attachment" if request.GET.get("download") else "inline"
-    response["Content-Disposition"] = content_disposition_header(disposition == "attachment", name)
+    header = content_disposition_header(disposition == "attachment", name)
+    if header is not None:  # None only without a file name
+        response["Content-Disposition"] = header
     return response
 
 

@@ -13,6 +13,7 @@ lines: ``import_memory_<name>_mb=…`` and ``import_memory_ok=…``.
 
 from __future__ import annotations
 
+import functools
 import gc
 import json
 import re
@@ -81,8 +82,11 @@ def _measure(out: TextIO) -> list[dict[str, Any]]:
         data = make()
         target = 3 * len(data) + 100 * MIB
         outcome, seconds, peak = _peak_growth(
-            lambda data=data, name=name: services.upload_import(
-                owner=user, name=f"{name}.jsonl" if "many" in name else f"{name}.json", data=data
+            functools.partial(
+                services.upload_import,
+                owner=user,
+                name=f"{name}.jsonl" if "many" in name else f"{name}.json",
+                data=data,
             )
         )
         ok = outcome.ok and peak <= target
