@@ -183,9 +183,48 @@ _FINDINGS: tuple[FindingKind, ...] = (
                 "a summary is larger (reference tokens) than the messages it replaced"),
     FindingKind("overflow", "Request over the window",
                 "the request exceeds the window under the reference tokenizer (cl100k)"),
+    # survival analysis (engine.survival, engine.instructions): per compaction, not per step
+    FindingKind("instruction_summarised", "Instruction only summarised",
+                "an instruction source (system prompt, CLAUDE.md/AGENTS.md, a skill, a user "
+                "constraint) was replaced by a compaction and survives only as a paraphrase "
+                "in the summary, not kept or re-attached verbatim"),
+    FindingKind("instruction_dropped", "Instruction dropped",
+                "an instruction source was replaced by a compaction and is neither in the "
+                "request after it (kept or re-attached) nor paraphrased in the summary"),
 )  # fmt: skip
 
 FINDINGS: dict[str, FindingKind] = {f.kind: f for f in _FINDINGS}
+
+
+# --- survival categories -----------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class FactCategory:
+    key: str
+    label: str
+    meaning: str
+
+
+_FACT_CATEGORIES: tuple[FactCategory, ...] = (
+    FactCategory("instructions", "Instructions",
+                 "sentences the user typed that ask for something or constrain it"),
+    FactCategory("paths", "File paths", "absolute, relative and bare file paths"),
+    FactCategory("commands", "Commands",
+                 "shell commands the agent ran (tool call command, `$ cmd` lines)"),
+    FactCategory("errors", "Error lines", "lines with an error mark (KeyError:, FAILED, ...)"),
+    FactCategory("identifiers", "Identifiers",
+                 "multi-part names in code (snake_case, CamelCase) and record codes"),
+    FactCategory("numbers", "Numbers with units",
+                 "300 ms, 1.5 GB, 85%, $1,200 and versions such as 15.5.2"),
+    FactCategory("urls", "URLs", "http(s) addresses"),
+    FactCategory("decisions", "Decisions",
+                 "assistant sentences that choose or reject an approach (use X, rather than Y)"),
+    FactCategory("open_tasks", "Open tasks",
+                 "to-do items (TodoWrite, update_plan) not completed when compacted"),
+)  # fmt: skip
+
+FACT_CATEGORIES: dict[str, FactCategory] = {c.key: c for c in _FACT_CATEGORIES}
 
 
 # --- metrics -----------------------------------------------------------------------------
@@ -286,6 +325,18 @@ _METRICS: tuple[Metric, ...] = (
            "facts of touched messages still in context after each compaction / facts at risk"),
     Metric("facts_lost", "Facts lost", "facts", "lower",
            "facts at risk that nothing kept, summed over compactions"),
+    # --- survival by category (engine.survival) --------------------------------------------
+    Metric("survival", "Fact survival", "ratio", "higher",
+           "facts of what each compaction replaced (all categories) still available to the "
+           "model right after it (summary, kept tail, re-attached) / facts at risk"),
+    Metric("first_summary_persistence", "First-summary facts at the end", "ratio", "higher",
+           "share of the first summary's facts still available after the last compaction "
+           "(drift across summaries; none with fewer than two compactions)"),
+    Metric("drift_total", "Drifted facts", "facts", "lower",
+           "facts a summary carried that the next compaction lost, summed over compactions"),
+    Metric("instruction_losses", "Instructions lost", "findings", "lower",
+           "instruction sources only summarised or dropped by a compaction "
+           "(instruction_summarised + instruction_dropped)"),
     # --- money and ground truth (replay_app.costs) -----------------------------------------
     Metric("llm_cost_usd", "Summary calls $", "USD", "lower",
            "what the summary calls cost (cache hits are free)", True),
@@ -411,6 +462,8 @@ def vocabulary_markdown() -> str:
         lines.append(f"| `{e.kind}` | {e.category} | {e.label} | {_cell(e.meaning)} | {old} |")
     lines += ["", "## Finding kinds", "", "| kind | label | meaning |", "|---|---|---|"]
     lines += [f"| `{f.kind}` | {f.label} | {_cell(f.meaning)} |" for f in _FINDINGS]
+    lines += ["", "## Fact categories (survival)", "", "| key | label | meaning |", "|---|---|---|"]
+    lines += [f"| `{c.key}` | {c.label} | {_cell(c.meaning)} |" for c in _FACT_CATEGORIES]
     lines += [
         "",
         "## Metrics",

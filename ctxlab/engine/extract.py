@@ -37,6 +37,7 @@ from typing import Any
 
 from .lru import BoundedLRU
 from .model import Block, BlockKind, Message, Role
+from .textkeys import text_key
 
 # Bumped whenever extraction changes what it finds: stored analyses of an older version
 # are recomputed instead of shown (replay_app.inspect.stored_retention).
@@ -431,10 +432,12 @@ def _is_user_typed(message: Message) -> bool:
 
 
 # Bounds of the fact-set memo: a long-lived worker analyses many transcripts, so the memo
-# holds at most this many texts and this many characters of them (least recently used go).
+# holds at most this many texts and stands for this many characters of them (least
+# recently used go). Keyed by ``textkeys.text_key`` (a 128-bit hash), not the text: the
+# memo keeps no text alive, each entry weighs its text's length.
 # Sized for one 20,000-message transcript of 1.5 KB texts, so every run of a comparison
 # reuses its facts; the fact sets take about 2 bytes per text character (corpus), so the
-# memo stays under ~100 MB even when it holds the only reference to its texts.
+# memo stays under ~64 MB, and holds none of the texts themselves.
 FACT_SET_ENTRIES = 32_768
 FACT_SET_CHARS = 32_000_000
 
@@ -454,18 +457,15 @@ _INSTRUCTION_SETS: BoundedLRU[frozenset[FactPair]] = BoundedLRU(
 def fact_set(text: str) -> frozenset[FactPair]:
     """``frozenset(facts(text).items())``, memoised by content: the same texts recur across
     the messages of a transcript, its modified versions and every run over it."""
-    found = _FACT_SETS.get(text)
-    if found is None:
-        found = frozenset(facts(text).items())
-        _FACT_SETS.set(text, found)
-    return found
+    return _memo(_FACT_SETS, text, lambda: frozenset(facts(text).items()))
 
 
-def _memo(memo: BoundedLRU[frozenset[FactPair]], key: str, derive: Any) -> frozenset[FactPair]:
+def _memo(memo: BoundedLRU[frozenset[FactPair]], text: str, derive: Any) -> frozenset[FactPair]:
+    key = text_key(text)
     found = memo.get(key)
     if found is None:
         found = derive()
-        memo.set(key, found)
+        memo.set(key, found, weight=len(text))
     return found
 
 

@@ -21,7 +21,7 @@ at risk, never events x context. ``clear_caches`` forgets the memo (benchmarks s
 from __future__ import annotations
 
 from bisect import bisect_left, insort
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -99,6 +99,20 @@ class Retention:
             "lost": self.at_risk - self.retained,
             "events": [e.as_dict() for e in self.events],
         }
+
+
+@dataclass(frozen=True, slots=True)
+class Settled:
+    """One fate-changing event as ``analyse_parts`` settles it, for an observer
+    (``survival`` counts by category from it without a second pass): the facts at risk
+    (fact -> first touched message), whether a fact stayed in the request right after,
+    and whether a source message is in that request in its original version."""
+
+    event: Event
+    risk: Mapping[Fact, int]
+    stayed: Callable[[Fact], bool]
+    in_context: Callable[[int], bool]
+    summary_id: int | None
 
 
 def message_text(message: Message) -> str:
@@ -192,8 +206,10 @@ def analyse_parts(
     *,
     limit: int = 60,
     fact_index: FactIndex | None = None,
+    observe: Callable[[Settled], None] | None = None,
 ) -> Retention:
-    """``analyse`` over the parts (steps need only ``index``, ``context``, ``summary_id``)."""
+    """``analyse`` over the parts (steps need only ``index``, ``context``, ``summary_id``).
+    ``observe`` is called with each settled event (see ``Settled``), in event order."""
     index = fact_index if fact_index is not None else FactIndex(originals)
     current: dict[int, Message] = {}  # modified versions in force
     # fact -> indexes whose current version holds it, kept sorted so that a context range
@@ -254,7 +270,16 @@ def analyse_parts(
                     pos += 1
             return False
 
+        def in_context(i: int) -> bool:
+            if i in current:
+                return False
+            pos = bisect_left(ranges, (i + 1,)) - 1
+            return pos >= 0 and ranges[pos][0] <= i < ranges[pos][1]
+
         for event, risk in pending:
+            if observe is not None:
+                in_force = record.summary_id if record is not None else None
+                observe(Settled(event, risk, stayed, in_context, in_force))
             lost = [LostFact(f[0], f[1], src) for f, src in risk.items() if not stayed(f)]
             lost.sort(key=lambda x: (KINDS.index(x.kind), x.message, x.value))
             losses.append(

@@ -19,7 +19,8 @@ class BoundedLRU(Generic[V]):
     def __init__(self, max_entries: int, max_chars: int | None = None) -> None:
         self.max_entries, self.max_chars = max_entries, max_chars
         self.items: OrderedDict[str, V] = OrderedDict()
-        self.chars = 0  # total length of the keys held
+        self.weights: dict[str, int] = {}  # only entries whose weight is not len(key)
+        self.chars = 0  # total weight held (by default the length of the keys)
         self.lock = threading.Lock()
 
     def get(self, key: str) -> V | None:
@@ -29,21 +30,27 @@ class BoundedLRU(Generic[V]):
                 self.items.move_to_end(key)
             return found
 
-    def set(self, key: str, value: V) -> None:
-        if self.max_chars is not None and len(key) > self.max_chars:
+    def set(self, key: str, value: V, *, weight: int | None = None) -> None:
+        """``weight`` (default ``len(key)``) counts against ``max_chars``: a memo keyed by
+        a hash of a text weighs the entry by the text's length."""
+        size = len(key) if weight is None else weight
+        if self.max_chars is not None and size > self.max_chars:
             return  # would evict everything else and still not fit
         with self.lock:
             if key not in self.items:
-                self.chars += len(key)
+                self.chars += size
+                if weight is not None:
+                    self.weights[key] = weight
             self.items[key] = value
             self.items.move_to_end(key)
             while len(self.items) > self.max_entries or (
                 self.max_chars is not None and self.chars > self.max_chars
             ):
                 old, _ = self.items.popitem(last=False)
-                self.chars -= len(old)
+                self.chars -= self.weights.pop(old, len(old))
 
     def clear(self) -> None:
         with self.lock:
             self.items.clear()
+            self.weights.clear()
             self.chars = 0
