@@ -1,0 +1,382 @@
+"""The results of a suite as one page-data object (the page, its JSON and CSV twins and the
+CLI all read ``SuiteResults``), built from the summary rows alone (``SuiteItem.summary``),
+never from the runs' step rows.
+
+Per configuration: the distribution over transcripts of every catalogued metric (median,
+quartiles, min/max); a leaderboard with the Pareto front of cost vs retention; for a
+2-parameter grid a heatmap; outliers (runs that thrash or overflow) with links. Labels,
+units, directions and "best" come from the engine's catalogue (``ctxlab.engine.catalogue``).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ctxlab.engine.catalogue import METRICS, best_flags, pathological
+
+from .configs import fmt
+from .models import Suite, SuiteItem
+from .progress import SuiteProgressData, suite_progress_data
+
+# The leaderboard's axes: money when the ledger priced the runs, tokens sent otherwise.
+RETENTION_KEY = "retention"
+COST_KEYS = ("ledger_total_cost", "input_tokens_total")
+HEATMAP_DEFAULT = ("retention", "peak_reference", "compaction_count")
+
+
+@dataclass(frozen=True, slots=True)
+class Stat:
+    n: int
+    median: float
+    p25: float
+    p75: float
+    low: float
+    high: float
+
+    @classmethod
+    def of(cls, values: Sequence[float]) -> Stat:
+        ordered = sorted(values)
+        if len(ordered) >= 2:
+            p25, _, p75 = statistics.quantiles(ordered, n=4, method="inclusive")
+        else:
+            p25 = p75 = ordered[0]
+        return cls(len(ordered), statistics.median(ordered), p25, p75, ordered[0], ordered[-1])
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "n": self.n,
+            "median": self.median,
+            "p25": self.p25,
+            "p75": self.p75,
+            "min": self.low,
+            "max": self.high,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Outlier:
+    transcript_id: int
+    transcript: str
+    run_id: int | None
+    reasons: tuple[str, ...]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "transcript_id": self.transcript_id,
+            "transcript": self.transcript,
+            "run": self.run_id,
+            "reasons": list(self.reasons),
+        }
+
+
+@dataclass(slots=True)
+class ConfigResult:
+    index: int
+    label: str
+    config: dict[str, Any]
+    counts: dict[str, int]
+    stats: dict[str, Stat]
+    outliers: list[Outlier]
+    best: set[str] = field(default_factory=set)
+    pareto: bool = False
+    rank: int = 0
+
+    def median(self, key: str) -> float | None:
+        stat = self.stats.get(key)
+        return None if stat is None else stat.median
+
+
+@dataclass(frozen=True, slots=True)
+class MetricColumn:
+    key: str
+    label: str
+    unit: str
+    better: str | None
+    meaning: str
+    best_rule: str
+
+
+@dataclass(slots=True)
+class Heatmap:
+    x_key: str
+    y_key: str
+    x_values: list[Any]
+    y_values: list[Any]
+    # metric -> rows (one per y value) of (median or None, config index or None)
+    cells: dict[str, list[list[tuple[float | None, int | None]]]]
+    default: str
+
+    @property
+    def default_rows(self) -> list[tuple[Any, list[tuple[float | None, int | None]]]]:
+        """The default metric's rows with their y value (the HTML table under the chart)."""
+        return list(zip(self.y_values, self.cells.get(self.default, []), strict=False))
+
+
+@dataclass(slots=True)
+class SuiteResults:
+    suite: Suite
+    progress: SuiteProgressData
+    columns: list[MetricColumn]
+    configs: list[ConfigResult]
+    cost_key: str | None
+    heatmap: Heatmap | None
+
+    @property
+    def leaderboard(self) -> list[ConfigResult]:
+        return sorted(self.configs, key=lambda c: c.rank)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "suite": {"id": self.suite.pk, "name": self.suite.name},
+            "progress": dict(self.progress),
+            "metrics": [
+                {"key": c.key, "label": c.label, "unit": c.unit, "better": c.better}
+                for c in self.columns
+            ],
+            "cost_metric": self.cost_key,
+            "configurations": [
+                {
+                    "index": c.index,
+                    "label": c.label,
+                    "strategy": c.config.get("strategy"),
+                    "grid": c.config.get("grid") or {},
+                    "window": c.config.get("window"),
+                    "counts": c.counts,
+                    "rank": c.rank,
+                    "pareto": c.pareto,
+                    "best": sorted(c.best),
+                    "stats": {k: s.as_dict() for k, s in c.stats.items()},
+                    "outliers": [o.as_dict() for o in c.outliers],
+                }
+                for c in self.configs
+            ],
+            "heatmap": None
+            if self.heatmap is None
+            else {
+                "x": self.heatmap.x_key,
+                "y": self.heatmap.y_key,
+                "x_values": self.heatmap.x_values,
+                "y_values": self.heatmap.y_values,
+                "median": {
+                    k: [[v for v, _ in row] for row in rows]
+                    for k, rows in self.heatmap.cells.items()
+                },
+            },
+        }
+
+    def as_csv(self) -> str:
+        """One row per configuration × metric: the same numbers as the page."""
+        out = io.StringIO()
+        writer = csv.writer(out)
+        writer.writerow(
+            ["configuration", "rank", "pareto", "metric", "unit", "n", "median", "p25", "p75",
+             "min", "max", "best"]
+        )  # fmt: skip
+        for c in self.leaderboard:
+            for column in self.columns:
+                stat = c.stats.get(column.key)
+                if stat is None:
+                    continue
+                writer.writerow(
+                    [_csv_text(c.label), c.rank, c.pareto, column.key, column.unit, stat.n,
+                     stat.median, stat.p25, stat.p75, stat.low, stat.high, column.key in c.best]
+                )  # fmt: skip
+        return out.getvalue()
+
+
+def _csv_text(text: str) -> str:
+    # A label starting with = + - @ would be a formula in a spreadsheet.
+    return "'" + text if text[:1] in ("=", "+", "-", "@") else text
+
+
+def _items(suite: Suite) -> list[SuiteItem]:
+    return list(
+        suite.items.select_related("transcript", "run").only(
+            "config_index", "status", "summary", "run_id", "run__status",
+            "transcript__id", "transcript__title", "transcript__source_file",
+        )
+    )  # fmt: skip
+
+
+def transcript_name(item: SuiteItem) -> str:
+    t = item.transcript
+    return t.title or t.source_file or f"transcript {t.pk}"
+
+
+def outlier_reasons(summary: dict[str, Any], status: str) -> tuple[str, ...]:
+    if status == "failed":
+        return ("failed",)
+    reasons = []
+    if pathological(summary):
+        reasons.append("thrash")
+    if (summary.get("overflow_steps") or 0) > 0:
+        reasons.append("overflow")
+    return tuple(reasons)
+
+
+def build(suite: Suite) -> SuiteResults:
+    items = _items(suite)
+    by_config: dict[int, list[SuiteItem]] = {i: [] for i in range(len(suite.configs))}
+    for item in items:
+        by_config.setdefault(item.config_index, []).append(item)
+    keys = [k for k in METRICS if any(k in (it.summary or {}) for it in items)]
+    columns = [
+        MetricColumn(k, m.label, m.unit, m.better, m.meaning, m.best_rule)
+        for k, m in ((k, METRICS[k]) for k in keys)
+    ]
+    results = []
+    for index, members in by_config.items():
+        counts: dict[str, int] = {}
+        for it in members:
+            status = it.run.status if it.run is not None else it.status
+            counts[status] = counts.get(status, 0) + 1
+        stats = {}
+        for key in keys:
+            values = [
+                float(it.summary[key])
+                for it in members
+                if isinstance(it.summary.get(key), int | float)
+            ]
+            if values:
+                stats[key] = Stat.of(values)
+        outliers = []
+        for it in members:
+            status = it.run.status if it.run is not None else it.status
+            reasons = outlier_reasons(it.summary or {}, status)
+            if reasons:
+                outliers.append(Outlier(it.transcript_id, transcript_name(it), it.run_id, reasons))
+        config = suite.configs[index] if index < len(suite.configs) else {}
+        results.append(
+            ConfigResult(index, str(config.get("label", index)), config, counts, stats, outliers)
+        )
+    _mark_best(results, columns)
+    cost_key = next((k for k in COST_KEYS if any(k in c.stats for c in results)), None)
+    _rank(results, cost_key)
+    return SuiteResults(
+        suite,
+        suite_progress_data(suite),
+        columns,
+        results,
+        cost_key,
+        _heatmap(suite, results, keys),
+    )
+
+
+def _mark_best(results: list[ConfigResult], columns: list[MetricColumn]) -> None:
+    for column in columns:
+        medians = [c.median(column.key) for c in results]
+        # A configuration whose median run thrashes cannot win a guarded metric.
+        guard = [
+            {"steps": c.median("steps") or 0, "thrash": c.median("thrash") or 0} for c in results
+        ]
+        flags = best_flags(medians, column.better, guarded=METRICS[column.key].guarded, runs=guard)  # type: ignore[arg-type]
+        for c, flag in zip(results, flags, strict=True):
+            if flag:
+                c.best.add(column.key)
+
+
+def pareto_front(points: Sequence[tuple[float, float]]) -> list[bool]:
+    """Which (cost, retention) points no other point dominates (cost ≤ and retention ≥,
+    one of them strictly)."""
+    front = []
+    for i, (cost, kept) in enumerate(points):
+        dominated = any(
+            c2 <= cost and r2 >= kept and (c2 < cost or r2 > kept)
+            for j, (c2, r2) in enumerate(points)
+            if j != i
+        )
+        front.append(not dominated)
+    return front
+
+
+def _rank(results: list[ConfigResult], cost_key: str | None) -> None:
+    scored = [
+        c
+        for c in results
+        if cost_key and c.median(cost_key) is not None and c.median(RETENTION_KEY) is not None
+    ]
+    points = [(c.median(cost_key or "") or 0.0, c.median(RETENTION_KEY) or 0.0) for c in scored]
+    for c, on_front in zip(scored, pareto_front(points), strict=True):
+        c.pareto = on_front
+    order = sorted(
+        results,
+        key=lambda c: (
+            not c.pareto,
+            -(c.median(RETENTION_KEY) if c.median(RETENTION_KEY) is not None else -1.0),
+            c.median(cost_key) if cost_key and c.median(cost_key) is not None else float("inf"),
+            c.index,
+        ),
+    )
+    for rank, c in enumerate(order, 1):
+        c.rank = rank
+
+
+def _heatmap(suite: Suite, results: list[ConfigResult], keys: list[str]) -> Heatmap | None:
+    if len(suite.grid_keys) != 2:
+        return None
+    x_key, y_key = suite.grid_keys
+    grids = [(c, c.config.get("grid") or {}) for c in results]
+    if not all(x_key in g and y_key in g for _, g in grids):
+        return None
+    x_values = _distinct(g[x_key] for _, g in grids)
+    y_values = _distinct(g[y_key] for _, g in grids)
+    at = {(fmt(g[x_key]), fmt(g[y_key])): c for c, g in grids}
+    cells: dict[str, list[list[tuple[float | None, int | None]]]] = {}
+    for key in keys:
+        rows = []
+        for y in y_values:
+            row: list[tuple[float | None, int | None]] = []
+            for x in x_values:
+                c = at.get((fmt(x), fmt(y)))
+                row.append((None, None) if c is None else (c.median(key), c.index))
+            rows.append(row)
+        cells[key] = rows
+    default = next((k for k in HEATMAP_DEFAULT if k in cells), keys[0] if keys else "")
+    return Heatmap(x_key, y_key, x_values, y_values, cells, default)
+
+
+def _distinct(values: Any) -> list[Any]:
+    seen: dict[str, Any] = {}
+    for v in values:
+        seen.setdefault(fmt(v), v)
+    return sorted(seen.values())
+
+
+@dataclass(frozen=True, slots=True)
+class TranscriptRow:
+    item: SuiteItem
+    name: str
+    status: str
+    values: list[Any]
+    reasons: tuple[str, ...]
+
+
+def transcript_rows(suite: Suite, index: int, columns: list[MetricColumn]) -> list[TranscriptRow]:
+    """The per-transcript table behind one configuration's aggregates."""
+    rows = []
+    for it in _items(suite):
+        if it.config_index != index:
+            continue
+        status = it.run.status if it.run is not None else it.status
+        summary = it.summary or {}
+        rows.append(
+            TranscriptRow(
+                it, transcript_name(it), status, [summary.get(c.key) for c in columns],
+                outlier_reasons(summary, status),
+            )
+        )  # fmt: skip
+    return rows
+
+
+def runs_of_transcript(suite: Suite, transcript_id: int) -> list[int]:
+    """Every finished run of one transcript in the suite (for /compare/, which takes 2-6)."""
+    return list(
+        suite.items.filter(transcript_id=transcript_id, run__status="done")
+        .order_by("config_index")
+        .values_list("run_id", flat=True)
+    )

@@ -1,0 +1,13 @@
+"""Websocket routes of the suites app (collected by ctxlab.routing)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.urls import path
+
+from . import consumers
+
+websocket_urlpatterns: list[Any] = [
+    path("ws/suites/<int:suite_id>/", consumers.SuiteProgressConsumer.as_asgi()),
+]

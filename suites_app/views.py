@@ -1,0 +1,161 @@
+"""Suite pages: list, new, detail (live progress + results), one configuration's
+per-transcript table; each with its JSON twin (``?format=json``) and, for the results, a
+CSV twin (``?format=csv``), all read from the same page-data object (``results``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from ctxlab.ownership import get_owned_or_404, owned
+
+from . import charts, results, services
+from .configs import SuiteInputError
+from .forms import GRID_SLOTS, SuiteForm
+from .models import Suite
+from .progress import suite_progress_data
+
+
+def _json(data: Any, status: int = 200) -> JsonResponse:
+    return JsonResponse(data, status=status, json_dumps_params={"ensure_ascii": False})
+
+
+def _csv(text: str, filename: str) -> HttpResponse:
+    response = HttpResponse(text, content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
+
+
+def _fmt(request: HttpRequest) -> str:
+    return request.GET.get("format", "")
+
+
+@login_required
+def suite_list(request: HttpRequest) -> HttpResponse:
+    suites = list(owned(Suite.objects, request.user))
+    rows = [(s, suite_progress_data(s)) for s in suites]
+    if _fmt(request) == "json":
+        return _json(
+            {
+                "suites": [
+                    {"id": s.pk, "name": s.name, "configurations": len(s.configs), **p}
+                    for s, p in rows
+                ]
+            }
+        )
+    return render(request, "suites_app/suite_list.html", {"rows": rows})
+
+
+@login_required
+def suite_new(request: HttpRequest) -> HttpResponse:
+    form = SuiteForm(request.POST or None, request.FILES or None, owner=request.user)
+    if request.method == "POST" and form.is_valid():
+        try:
+            suite = services.suite_create(
+                owner=request.user,
+                name=form.cleaned_data["name"],
+                transcripts=form.transcripts,
+                configs=form.configs,
+                summarizer=form.cleaned_data["summarizer"],
+                grid_keys=form.grid_keys,
+                source=form.source,
+                max_attempts=form.cleaned_data["max_attempts"],
+            )
+        except SuiteInputError as exc:
+            form.add_error(None, str(exc))
+        else:
+            return redirect("suite-detail", suite.pk)
+    if _fmt(request) == "json" and request.method == "POST":
+        return _json({"errors": form.errors.get_json_data()}, status=400)
+    slots = [(form[f"grid_key_{i}"], form[f"grid_values_{i}"]) for i in range(1, GRID_SLOTS + 1)]
+    return render(request, "suites_app/suite_new.html", {"form": form, "slots": slots})
+
+
+@login_required
+def suite_detail(request: HttpRequest, suite_id: int) -> HttpResponse:
+    suite = get_owned_or_404(Suite.objects, request.user, pk=suite_id)
+    page = results.build(suite)
+    fmt = _fmt(request)
+    if fmt == "json":
+        return _json(page.as_json())
+    if fmt == "csv":
+        return _csv(page.as_csv(), f"suite-{suite.pk}.csv")
+    context = {
+        "suite": suite,
+        "page": page,
+        "p": page.progress,
+        "chart": charts.heatmap_html(page) if page.heatmap else "",
+        "pareto_chart": charts.pareto_html(page),
+    }
+    if request.GET.get("fragment") == "results":
+        return render(request, "suites_app/suite_detail.html#results", context)
+    return render(request, "suites_app/suite_detail.html", context)
+
+
+@login_required
+def suite_config(request: HttpRequest, suite_id: int, index: int) -> HttpResponse:
+    suite = get_owned_or_404(Suite.objects, request.user, pk=suite_id)
+    if not 0 <= index < len(suite.configs):
+        raise Http404("No such configuration.")
+    page = results.build(suite)
+    config = next(c for c in page.configs if c.index == index)
+    rows = results.transcript_rows(suite, index, page.columns)
+    if _fmt(request) == "json":
+        return _json(
+            {
+                "suite": suite.pk,
+                "configuration": {"index": index, "label": config.label, **config.config},
+                "metrics": [c.key for c in page.columns],
+                "transcripts": [
+                    {
+                        "transcript": r.item.transcript_id,
+                        "name": r.name,
+                        "run": r.item.run_id,
+                        "status": r.status,
+                        "outlier": list(r.reasons),
+                        "values": dict(zip([c.key for c in page.columns], r.values, strict=True)),
+                    }
+                    for r in rows
+                ],
+            }
+        )
+    return render(
+        request,
+        "suites_app/suite_config.html",
+        {"suite": suite, "config": config, "columns": page.columns, "rows": rows},
+    )
+
+
+@login_required
+def suite_compare(request: HttpRequest, suite_id: int, transcript_id: int) -> HttpResponse:
+    """One transcript across the suite's configurations: the compare page (2-6 runs)."""
+    suite = get_owned_or_404(Suite.objects, request.user, pk=suite_id)
+    runs = results.runs_of_transcript(suite, transcript_id)[:6]
+    if len(runs) < 2:
+        if runs:
+            return redirect("run-detail", runs[0])
+        raise Http404("No finished run of that transcript in this suite.")
+    return redirect(f"/compare/?runs={','.join(map(str, runs))}")
+
+
+@login_required
+@require_POST
+def suite_cancel(request: HttpRequest, suite_id: int) -> HttpResponse:
+    suite = get_owned_or_404(Suite.objects, request.user, pk=suite_id)
+    count = services.suite_cancel(suite=suite)
+    messages.info(request, f"Suite cancelled: {count} queued run(s) will not start.")
+    return redirect("suite-detail", suite.pk)
+
+
+@login_required
+@require_POST
+def suite_resume(request: HttpRequest, suite_id: int) -> HttpResponse:
+    suite = get_owned_or_404(Suite.objects, request.user, pk=suite_id)
+    count = services.suite_resume(suite=suite)
+    messages.info(request, f"Resumed: {count} run(s) queued; finished runs are kept.")
+    return redirect("suite-detail", suite.pk)
