@@ -32,4 +32,5 @@ urlpatterns = [
     path("", include("sessions_app.urls")),
     path("", include("replay_app.urls")),
     path("", include("judge_app.urls")),
+    path("", include("suites_app.urls")),
 ]
