@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-WEBSOCKET_APPS = ("replay_app", "sessions_app")
+WEBSOCKET_APPS = ("replay_app", "sessions_app", "suites_app")
 
 
 def collect_websocket_urlpatterns() -> list[Any]:
