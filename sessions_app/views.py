@@ -22,7 +22,7 @@ from ctxlab.engine import TranscriptError
 from ctxlab.engine.importers.claude_code import FORKS_AFTER_LINE
 from ctxlab.ownership import get_owned_or_404, owned
 
-from . import charts, huge, services
+from . import charts, conversation, huge, services
 from .forms import UploadForm
 from .models import Message, Transcript, Upload
 from .uploads import SizeLimitUploadHandler
@@ -454,6 +454,13 @@ def _message_page(request: HttpRequest, transcript: Transcript) -> tuple[Page[Me
     return Paginator(messages, per_page).get_page(_page_number(request)), per_page
 
 
+def _search_json(found: dict[str, Any] | None) -> dict[str, Any]:
+    if found is None:
+        return {}
+    hits = [{k: v for k, v in hit.items() if k != "snippet"} for hit in found["hits"]]
+    return {"search": {**found, "hits": hits}}
+
+
 @require_GET
 def transcript_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     transcript = get_owned_or_404(
@@ -462,6 +469,11 @@ def transcript_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         pk=pk,
     )
     page, per_page = _message_page(request, transcript)
+    query = request.GET.get("q", "").strip()[:200]
+    found = None
+    if query:
+        hit_page = int(request.GET["hits"]) if request.GET.get("hits", "").isdigit() else 1
+        found = conversation.search(transcript, query, hit_page, per_page)
     if _wants_json(request):
         next_url = None
         if page.has_next():
@@ -478,13 +490,17 @@ def transcript_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
                 "pages": page.paginator.num_pages,
                 "count": page.paginator.count,
                 "next": next_url,
+                **_search_json(found),
             },
             json_dumps_params={"ensure_ascii": False},
         )
     for message in page:
         message.display_blocks = _display_blocks(message)  # type: ignore[attr-defined]
+    conversation.decorate_page(transcript, list(page))
     context: dict[str, Any] = {
         "transcript": transcript,
+        "search": found,
+        "compaction_links": conversation.compaction_links(transcript, per_page),
         "page_obj": page,
         "per_page": per_page,
         "next_url": (
