@@ -21,7 +21,7 @@ app.autodiscover_tasks()
 
 def _tune_sqla_transport() -> None:
     # kombu's SQLAlchemy transport hands every broker_transport_option to create_engine(),
-    # so its 1 s polling interval can only be changed on the class (stack.md §5).
+    # so its 1 s polling interval can only be changed on the class.
     from kombu.transport import sqlalchemy
 
     sqlalchemy.Transport.polling_interval = 0.1

@@ -249,7 +249,7 @@ CTXLAB_RUN_STALE_SECONDS = env_int("CTXLAB_RUN_STALE_SECONDS", 45)
 CTXLAB_RUN_HEARTBEAT_SECONDS = env_int("CTXLAB_RUN_HEARTBEAT_SECONDS", 15)
 
 # ---------------------------------------------------------------------------------------------
-# Claude summaries and costs (issue 7). The API key is read from ANTHROPIC_API_KEY by the SDK
+# Claude summaries and costs. The API key is read from ANTHROPIC_API_KEY by the SDK
 # itself (ANTHROPIC_BASE_URL honoured) and never stored or shown.
 # ---------------------------------------------------------------------------------------------
 
@@ -269,7 +269,7 @@ CHANNEL_LAYERS = channel_layers_from_url(
 )
 
 # ---------------------------------------------------------------------------------------------
-# Tokenizer: tiktoken must never reach for the network (stack.md §2)
+# Tokenizer: tiktoken must never reach for the network (the cl100k file ships in a package)
 # ---------------------------------------------------------------------------------------------
 
 os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(DATA_DIR / "tiktoken"))

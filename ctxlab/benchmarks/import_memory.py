@@ -1,4 +1,4 @@
-"""Import memory benchmark (issue 15 target: peak <= 3x the file size + 100 MB).
+"""Import memory benchmark (target: peak <= 3x the file size + 100 MB).
 
 Through the real service (``upload_import``: parse, mask, count, store) in a throwaway test
 database, for generated files that stress memory:

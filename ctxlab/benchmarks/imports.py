@@ -1,6 +1,6 @@
 """Import benchmark: the two 4 MB corpus files through ``importers.parse``.
 
-Target (issue #3): each imports in under 10 s with a peak under 500 MB. Run by
+Target: each imports in under 10 s with a peak under 500 MB. Run by
 ``python manage.py bench``; not a timed test.
 """
 

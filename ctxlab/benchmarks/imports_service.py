@@ -2,7 +2,7 @@
 
 Parse, secret masking, reference token counts, codec and the database writes, in a
 throwaway test database (as the pages section): the two 4 MB corpus files through
-``upload_import`` (target, issue 3: < 10 s and < 500 MB peak each), the 20,000-message
+``upload_import`` (target: < 10 s and < 500 MB peak each), the 20,000-message
 bench conversation through ``conversation_import``, and ``Transcript.to_conversation`` of
 it (first decode, then the per-process cache). Each timing is an untraced run; the peak is
 a second, tracemalloc-traced run of the same work (the upload is deleted in between so the

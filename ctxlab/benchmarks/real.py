@@ -1,4 +1,4 @@
-"""Replay benchmark on a realistic transcript (issue 16): texts repeat as little as in a
+"""Replay benchmark on a realistic transcript: texts repeat as little as in a
 real session, so per-text caches cannot make a replay look faster than it is.
 
 Transcript: ``synth_realistic.realistic_bench_conversation`` (the sessions and message mix

@@ -1,4 +1,4 @@
-"""Replay benchmark (issue 4) on the REPEATED-TEXT transcript: all five presets over 20,000
+"""Replay benchmark on the REPEATED-TEXT transcript: all five presets over 20,000
 messages cycled from a few real sessions (a few percent of its block texts are distinct; the
 ``real`` section is the realistic one). Times are CPU time of this process.
 
@@ -13,7 +13,7 @@ Definitions:
   transcript's ``distinct_share`` (distinct block texts / all block texts).
 - ``repeated_text_replay_scaling_2x = replay_s(40,000 messages) / replay_s(20,000 messages)``.
 
-Counting is cached by content (issue 4: "per-message token counts are computed once"), so the
+Counting is cached by content (per-message token counts are computed once), so the
 shared reference pass tokenizes each *distinct* text once, single-threaded like the baseline.
 The bench transcript is joined from a small corpus of real sessions, cycled, so it repeats
 its texts far more than a real 20,000-message session would: the table prints how many

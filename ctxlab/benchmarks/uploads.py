@@ -9,7 +9,7 @@ In a throwaway data directory (SQLite, temp files), with a local account:
 * ``upload_200mb``: a logged-in 200 MB upload under the limit (plain text lines, which the
   importers take as one long message); the growth while its bytes stream in (target:
   < 150 MB) and, separately, the peak including what the import then does with them
-  (``upload_200mb_import_rss_growth_mb``, issue 15 target 3x the file + 100 MB);
+  (``upload_200mb_import_rss_growth_mb``, target 3x the file + 100 MB);
 * ``killed``: an upload cut off halfway; temporary files left behind in the server's
   TMPDIR (target: 0).
 
@@ -282,7 +282,7 @@ def run(out: TextIO) -> list[dict[str, Any]]:
                 server.kill()
     rows += [
         {"line": f"upload_rss_growth_mb={growth['upload_200mb']:.1f}"},
-        # What importing those 200 MB then costs (issue 15 target: <= 3x the file + 100 MB).
+        # What importing those 200 MB then costs (target: <= 3x the file + 100 MB).
         {"line": f"upload_200mb_import_rss_growth_mb={after['upload_200mb']:.1f}"},
         {"line": f"upload_anonymous_rss_growth_mb={growth['anonymous']:.1f}"},
         {"line": f"upload_over_limit_rss_growth_mb={growth['over_limit']:.1f}"},

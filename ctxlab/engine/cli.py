@@ -1,7 +1,7 @@
 """The replay CLI's logic (the Django command is a thin shell around it).
 
 ``load_file`` imports a transcript file without any database; ``result_to_json`` writes the
-public JSON shape of issue 4; ``format_table`` renders the readable summary;
+public JSON shape (docs/architecture.md); ``format_table`` renders the readable summary;
 ``strategy_library`` / ``format_library`` answer ``--list-strategies``.
 """
 

@@ -6,7 +6,7 @@ found in the lab can be pasted straight back into the agent. Parameters the orig
 not read from configuration (constructor defaults, code constants, our own replay knobs)
 are listed in ``notes`` with where they live instead.
 
-Shapes (see strategies.md):
+Shapes (each strategy's page in docs/strategies/ names its original's sources):
 - QwenPaw: ``agent.json`` -> ``language`` + ``running.light_context_config.{...}``;
   ``max_input_length`` comes from the active model's info (``running.max_input_length``).
 - CoPaw 0.0.7: ``config.json`` -> ``agents.language`` + ``agents.running.{...}``;
