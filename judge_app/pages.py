@@ -1,0 +1,185 @@
+"""Page data of the probe pages (the HTML pages and their JSON twins read the same dicts)."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+from itertools import accumulate
+from typing import Any
+
+from ctxlab.engine.probes import PROBE_KINDS, PROBE_LABELS
+from ctxlab.engine.secrets import mask
+from ctxlab.plots import figure_html
+from replay_app.models import Run, RunStep
+from sessions_app.models import Message
+
+from . import services
+from .models import ProbeScore, ProbeSet
+
+
+def _score_dict(score: ProbeScore | None) -> dict[str, Any] | None:
+    if score is None:
+        return None
+    out: dict[str, Any] = {"score": score.score, "verdict": score.verdict}
+    if score.method == ProbeScore.Method.CLAUDE:
+        out.update(
+            answer=mask(score.answer),
+            error=mask(score.error),
+            cost_usd=round(score.cost_usd, 6),
+            cached=score.cached,
+            reason=mask(str(score.detail.get("judge_reason", ""))),
+        )
+    else:
+        out.update(found=[mask(x) for x in score.detail.get("found", [])],
+                   missing=[mask(x) for x in score.detail.get("missing", [])])  # fmt: skip
+    return out
+
+
+def run_probes_data(run: Run, row: ProbeSet | None) -> dict[str, Any]:
+    """``{"run", "label", "status", "offline", "claude", "probes": [...]}``; ``probes`` is
+    null while the run is not finished."""
+    out: dict[str, Any] = {
+        "run": run.pk,
+        "label": run.label,
+        "strategy": run.strategy,
+        "status": run.status,
+        "offline": None,
+        "claude": None,
+        "probes": None,
+    }
+    if row is None:
+        return out
+    rows = list(row.probes.order_by("seq").prefetch_related("scores"))
+    out["offline"] = row.offline
+    out["claude"] = {
+        "status": row.claude_status,
+        "message": row.claude_message,
+        "model": row.claude_model,
+        "budget_usd": float(row.claude_budget_usd) if row.claude_budget_usd is not None else None,
+        "summary": row.claude or None,
+        "cost_usd": (row.claude or {}).get("calls", {}).get("cost_usd", 0.0),
+    }
+    probes = []
+    for p in rows:
+        by_method = {s.method: s for s in p.scores.all()}
+        probes.append(
+            {
+                "seq": p.seq,
+                "key": p.key,
+                "kind": p.kind,
+                "label": PROBE_LABELS.get(p.kind, p.kind),
+                "compaction": p.compaction,
+                "step": p.step,
+                "event": p.event,
+                "source": p.source,
+                "question": mask(p.question),
+                "answers": [mask(a) for a in p.answers],
+                "offline": _score_dict(by_method.get(ProbeScore.Method.OFFLINE)),
+                "claude": _score_dict(by_method.get(ProbeScore.Method.CLAUDE)),
+            }
+        )
+    out["probes"] = probes
+    return out
+
+
+def tokens_saved(run: Run) -> dict[str, Any]:
+    """Σ input tokens of the run against the same requests with nothing compacted (every
+    message before each step's call, cl100k): saved and its share."""
+    sizes = list(
+        Message.objects.filter(transcript_id=run.transcript_id)
+        .order_by("index")
+        .values_list("reference_tokens", flat=True)
+    )
+    prefix = [0, *accumulate(sizes)]
+    sources = RunStep.objects.filter(run=run).values_list("source_index", flat=True)
+    baseline = sum(prefix[min(s, len(sizes))] for s in sources)
+    replayed = int((run.metrics or {}).get("input_tokens_total") or 0)
+    saved = baseline - replayed
+    return {
+        "baseline": baseline,
+        "replayed": replayed,
+        "saved": saved,
+        "share": round(saved / baseline, 4) if baseline else None,
+    }
+
+
+def compare_data(runs: Sequence[Run]) -> dict[str, Any]:
+    """Each run's probe scores by kind and method, tokens saved and cost, side by side."""
+    rows = []
+    for run in runs:
+        row = services.probe_set(run)
+        metrics = run.metrics or {}
+        claude = (row.claude or {}) if row is not None else {}
+        rows.append(
+            {
+                "run": run.pk,
+                "label": run.label,
+                "strategy": run.strategy,
+                "status": run.status,
+                "probes": (row.offline or {}).get("probes") if row is not None else None,
+                "offline": row.offline if row is not None else None,
+                "claude": claude or None,
+                "claude_status": row.claude_status if row is not None else None,
+                "tokens": tokens_saved(run) if row is not None else None,
+                "cost_usd": float(metrics.get("llm_cost_usd") or 0.0),
+            }
+        )
+    return {"kinds": list(PROBE_KINDS), "runs": rows}
+
+
+def _score(run: dict[str, Any]) -> float | None:
+    claude = run.get("claude") or {}
+    if claude.get("score") is not None:
+        return float(claude["score"])
+    offline = run.get("offline") or {}
+    return float(offline["score"]) if offline.get("score") is not None else None
+
+
+def tradeoff_spec(data: dict[str, Any]) -> dict[str, Any]:
+    """One scatter: tokens saved (x) against probe score (y, Claude's when scored, else
+    offline), marker size by the summary calls' cost; one point per run."""
+    traces = []
+    for run in data["runs"]:
+        score, tokens = _score(run), run.get("tokens") or {}
+        if score is None or tokens.get("share") is None:
+            continue
+        method = "Claude" if (run.get("claude") or {}).get("score") is not None else "offline"
+        cost = run["cost_usd"]
+        label = html.escape(f"{run['label']} (run {run['run']})")
+        traces.append(
+            {
+                "type": "scatter",
+                "mode": "markers+text",
+                "name": label,
+                "x": [round(tokens["share"] * 100, 2)],
+                "y": [score],
+                "text": [label],
+                "textposition": "top center",
+                "marker": {"size": [14 + min(cost, 5.0) * 8]},
+                "hovertemplate": (
+                    f"{label}<br>tokens saved %{{x}}% ({tokens['saved']:,})<br>"
+                    f"probe score %{{y}} ({method})<br>summary calls ${cost:.4f}<extra></extra>"
+                ),
+            }
+        )
+    layout = {
+        "template": {},
+        "height": 380,
+        "margin": {"l": 70, "r": 20, "t": 30, "b": 50},
+        "xaxis": {"title": {"text": "Σ input tokens saved vs no compaction (%)"}},
+        "yaxis": {"title": {"text": "probe score (0–1)"}, "range": [-0.05, 1.1]},
+        "legend": {"orientation": "h", "y": -0.25},
+        "hovermode": "closest",
+    }
+    return {"data": traces, "layout": layout}
+
+
+def tradeoff_chart(data: dict[str, Any]) -> str:
+    spec = tradeoff_spec(data)
+    if not spec["data"]:
+        return ""
+    config = {
+        "displaylogo": False,
+        "toImageButtonOptions": {"format": "png", "filename": "ctxlab-probe-tradeoff"},
+    }
+    return figure_html(spec, div_id="probe-tradeoff", config=config)

@@ -1,0 +1,265 @@
+"""Probe sets of finished runs: generated and scored offline on first use, and Claude scoring.
+
+``probe_set(run)`` returns the run's probes for its current attempt, generating them (and
+their offline scores) from the stored replay the first time a page asks: derived data,
+never a reason to fail or slow the run itself. ``score_with_claude`` is the body of the
+Celery task: every probe answered by Claude from the compacted context, recall/artifact
+scored by containment, continuation/decision by a rubric judge call; all scores are written
+in one transaction at the end, so a refusal by the budget leaves nothing half-written and a
+failed call is one failed score. The run's own rows are never touched.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from ctxlab.engine import probe_scoring, probes
+from ctxlab.engine.model import Message, Usage
+from ctxlab.engine.pricing import cost, find_model
+from ctxlab.engine.records import Event, StepRecord, StepTokens, Zones
+from ctxlab.engine.summarizers import SummarizerError
+from replay_app.models import Run, RunEvent, RunStatus, RunStep
+
+from .llm_glue import llm
+from .models import ClaudeStatus, Probe, ProbeScore, ProbeSet
+
+log = logging.getLogger(__name__)
+
+# Bumped when generation or offline scoring changes: stored sets are regenerated.
+GENERATOR = 1
+_NO_ZONES = Zones(0, 0, 0, 0, 0, 0, 0, 0, None)
+ANSWER_TOKENS = 300  # answer_request's cap, for the estimate
+JUDGE_TOKENS = 200
+
+
+@dataclass(frozen=True, slots=True)
+class StoredReplay:
+    """What probes need of a stored run."""
+
+    messages: Sequence[Message]
+    steps: list[StepRecord]
+    events: list[Event]
+    summaries: dict[int, str]
+
+
+def stored_replay(run: Run) -> StoredReplay:
+    steps = [
+        StepRecord(index, source, StepTokens(0, 0), _NO_ZONES,
+                   tuple((int(a), int(b)) for a, b in ctx), summary)
+        for index, source, ctx, summary in RunStep.objects.filter(run=run)
+        .order_by("index")
+        .values_list("index", "source_index", "context", "summary_seq")
+    ]  # fmt: skip
+    events = [e.to_event() for e in RunEvent.objects.filter(run=run).order_by("seq")]
+    summaries = dict(run.summaries.values_list("seq", "output"))
+    messages = run.transcript.to_conversation().messages
+    return StoredReplay(messages, steps, events, summaries)
+
+
+def contexts(replay: StoredReplay, wanted: Iterable[int]) -> dict[int, str]:
+    return probe_scoring.replay_contexts(
+        replay.steps, replay.events, replay.summaries, replay.messages, wanted
+    )
+
+
+def current_set(run: Run) -> ProbeSet | None:
+    """The stored set of the run's current attempt, if there is one and it is current."""
+    return ProbeSet.objects.filter(run=run, attempts=run.attempts, generator=GENERATOR).first()
+
+
+def probe_set(run: Run) -> ProbeSet | None:
+    """The run's probe set with offline scores, generated on first use (None while the
+    run is not finished)."""
+    if run.status != RunStatus.DONE:
+        return None
+    found = current_set(run)
+    if found is not None:
+        return found
+    return generate(run)
+
+
+def generate(run: Run) -> ProbeSet:
+    """(Re)generate the run's probes and offline scores (replaces an outdated set)."""
+    replay = stored_replay(run)
+    found = probes.replay_probes(replay.events, replay.messages, replay.steps)
+    texts = contexts(replay, {p.step for p in found})
+    scores = {p.key: probe_scoring.score_text(p, texts.get(p.step, "")) for p in found}
+    summary = probe_scoring.summarise(found, {k: s.score for k, s in scores.items()})
+    try:
+        with transaction.atomic():
+            ProbeSet.objects.filter(run=run).delete()
+            row = ProbeSet.objects.create(
+                run=run, attempts=run.attempts, generator=GENERATOR, offline=summary
+            )
+            stored = Probe.objects.bulk_create(
+                Probe(
+                    probe_set=row, seq=i, key=p.key, kind=p.kind, compaction=p.compaction,
+                    step=p.step, event=p.event, question=p.question,
+                    answers=list(p.answers), source=p.source,
+                )
+                for i, p in enumerate(found)
+            )  # fmt: skip
+            ProbeScore.objects.bulk_create(
+                ProbeScore(
+                    probe=s, method=ProbeScore.Method.OFFLINE, score=scores[p.key].score,
+                    verdict=scores[p.key].verdict,
+                    detail={"found": list(scores[p.key].found),
+                            "missing": list(scores[p.key].missing)},
+                )
+                for s, p in zip(stored, found, strict=True)
+            )  # fmt: skip
+    except IntegrityError:  # another request generated them first
+        existing = current_set(run)
+        if existing is None:
+            raise
+        return existing
+    return row
+
+
+def engine_probe(row: Probe) -> probes.Probe:
+    return probes.Probe(
+        key=row.key, kind=row.kind, compaction=row.compaction, step=row.step,
+        event=row.event, question=row.question, answers=tuple(row.answers), source=row.source,
+    )  # fmt: skip
+
+
+# --- Claude scoring ------------------------------------------------------------------------
+
+
+def estimate_usd(row: ProbeSet, model: str) -> Decimal:
+    """An upper estimate of a Claude scoring: every probe's capped context (4 characters a
+    token) plus its output cap, and a judge call for continuation/decision probes."""
+    info = find_model(model)
+    if info is None:
+        return Decimal(0)
+    replay = stored_replay(row.run)
+    rows = list(row.probes.all())
+    texts = contexts(replay, {p.step for p in rows})
+    total = Decimal(0)
+    for p in rows:
+        prompt = len(probe_scoring.capped(texts.get(p.step, ""))) // 4 + 200
+        total += cost(Usage(input_uncached=prompt, output=ANSWER_TOKENS), info)
+        if p.kind not in probe_scoring.EXACT_KINDS:
+            total += cost(Usage(input_uncached=600, output=JUDGE_TOKENS), info)
+    return total
+
+
+def request_claude(row: ProbeSet, *, model: str, budget_usd: Decimal) -> str:
+    """Queue Claude scoring, or say why not ("" when queued). Refused before anything is
+    written when the key is missing or the estimate is over the budget."""
+    if not llm.key_available():
+        return llm.NO_KEY_MESSAGE
+    if row.claude_status in (ClaudeStatus.QUEUED, ClaudeStatus.RUNNING):
+        return "Claude scoring is already under way for this run."
+    if not row.probes.exists():
+        return "This run has no probes: none of its compactions removed anything probed."
+    estimate = estimate_usd(row, model)
+    if estimate > budget_usd:
+        return (
+            f"Refused: scoring {row.probes.count()} probes with {model} would cost up to "
+            f"${estimate:.4f}, over the ${budget_usd:.2f} budget. Raise the budget or use "
+            "the offline scores. Nothing was sent or stored."
+        )
+    from .tasks import score_probes_with_claude
+
+    ProbeSet.objects.filter(pk=row.pk).update(
+        claude_status=ClaudeStatus.QUEUED, claude_model=model, claude_budget_usd=budget_usd,
+        claude_message="",
+    )  # fmt: skip
+    result = score_probes_with_claude.delay(row.pk, model, str(budget_usd))
+    ProbeSet.objects.filter(pk=row.pk, claude_status=ClaudeStatus.QUEUED).update(
+        claude_task_id=str(result.id or "")[:64]
+    )
+    return ""
+
+
+def score_with_claude(set_id: int, model: str, budget_usd: Decimal) -> ProbeSet:
+    """Answer and score every probe with Claude (see the module docstring)."""
+    row = ProbeSet.objects.select_related("run").get(pk=set_id)
+    ProbeSet.objects.filter(pk=set_id).update(claude_status=ClaudeStatus.RUNNING)
+    metered = llm.MeteredSummarizer(llm.make_anthropic(model=model), budget_usd=budget_usd)
+    rows = list(row.probes.order_by("seq"))
+    texts = contexts(stored_replay(row.run), {p.step for p in rows})
+    scores: list[ProbeScore] = []
+    values: dict[str, float] = {}
+    for p in rows:
+        probe = engine_probe(p)
+        spent_before = len(metered.infos)
+        try:
+            found = _score_one(metered, probe, texts.get(p.step, ""))
+        except SummarizerError as exc:
+            if metered.refused:
+                return _refused(set_id, metered, str(exc))
+            found = {"score": None, "error": str(exc)[:500]}
+        infos = metered.infos[spent_before:]
+        found["cost_usd"] = sum(i.cost_usd for i in infos if not i.cached)
+        found["cached"] = bool(infos) and all(i.cached for i in infos)
+        if found["score"] is not None:
+            values[p.key] = found["score"]
+        scores.append(ProbeScore(probe=p, method=ProbeScore.Method.CLAUDE, **found))
+    engine = [engine_probe(p) for p in rows]
+    failed = sum(1 for s in scores if s.score is None)
+    summary = {**probe_scoring.summarise(engine, values), "failed": failed,
+               "calls": metered.totals()}  # fmt: skip
+    status = ClaudeStatus.FAILED if rows and failed == len(rows) else ClaudeStatus.DONE
+    message = f"{failed} of {len(rows)} probes failed (see each)." if failed else ""
+    with transaction.atomic():
+        ProbeScore.objects.filter(probe__probe_set_id=set_id, method="claude").delete()
+        ProbeScore.objects.bulk_create(scores)
+        ProbeSet.objects.filter(pk=set_id).update(
+            claude_status=status, claude=summary, claude_message=message,
+            claude_finished_at=timezone.now(),
+        )  # fmt: skip
+    return ProbeSet.objects.get(pk=set_id)
+
+
+def _score_one(metered: Any, probe: probes.Probe, context: str) -> dict[str, Any]:
+    reply = metered.summarize(probe_scoring.answer_request(probe, context))
+    if reply.error:
+        return {"score": None, "error": reply.error, "answer": ""}
+    answer = reply.text.strip()
+    if probe.kind in probe_scoring.EXACT_KINDS:
+        found = probe_scoring.contains_score(probe, answer)
+        detail = {"found": list(found.found), "missing": list(found.missing)}
+        return {"score": found.score, "verdict": found.verdict, "answer": answer,
+                "detail": detail}  # fmt: skip
+    judged = metered.summarize(probe_scoring.judge_request(probe, answer))
+    if judged.error:
+        return {"score": None, "error": f"judge: {judged.error}", "answer": answer}
+    try:
+        score, reason = probe_scoring.parse_judgement(judged.text)
+    except ValueError as exc:
+        return {"score": None, "error": f"judge: {exc}", "answer": answer}
+    return {
+        "score": score, "verdict": probe_scoring.verdict(probe.kind, score), "answer": answer,
+        "detail": {"judge_reason": reason, "judge_reply": judged.text[:1000]},
+    }  # fmt: skip
+
+
+def _refused(set_id: int, metered: Any, reason: str) -> ProbeSet:
+    spent = metered.totals()["cost_usd"]
+    ProbeSet.objects.filter(pk=set_id).update(
+        claude_status=ClaudeStatus.REFUSED,
+        claude_message=(
+            f"Stopped by the budget: {reason}. ${spent:.4f} was spent on calls now cached; "
+            "no Claude score was stored. Raise the budget and score again (cached calls "
+            "are free)."
+        ),
+        claude_finished_at=timezone.now(),
+    )
+    return ProbeSet.objects.get(pk=set_id)
+
+
+def mark_failed(set_id: int, message: str) -> None:
+    """The task itself failed (not one call): said on the page, the run unaffected."""
+    ProbeSet.objects.filter(pk=set_id).update(
+        claude_status=ClaudeStatus.FAILED, claude_message=message[:2000],
+        claude_finished_at=timezone.now(),
+    )  # fmt: skip

@@ -1,0 +1,23 @@
+"""Celery task: Claude scoring of a run's probes (the run itself is never touched)."""
+
+from __future__ import annotations
+
+import logging
+from decimal import Decimal
+
+from celery import shared_task
+
+from . import services
+
+log = logging.getLogger(__name__)
+
+
+@shared_task(name="judge_app.score_probes_with_claude")
+def score_probes_with_claude(set_id: int, model: str, budget_usd: str) -> str:
+    try:
+        row = services.score_with_claude(set_id, model, Decimal(budget_usd))
+    except Exception as exc:  # a failed scoring is said on the page, never raised at a run
+        log.exception("probe set %s: Claude scoring failed", set_id)
+        services.mark_failed(set_id, f"Claude scoring failed: {type(exc).__name__}: {exc}")
+        return "failed"
+    return str(row.claude_status)

@@ -1,0 +1,39 @@
+"""Template helpers of the probe pages and the after-effects panel."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import template
+
+from ctxlab.engine import aftereffects
+
+register = template.Library()
+
+
+@register.filter
+def get_item(mapping: Any, key: str) -> Any:
+    """``mapping[key]``, or None (templates cannot index a dict by a variable)."""
+    return mapping.get(key) if isinstance(mapping, dict) else None
+
+
+@register.filter
+def score(value: Any) -> str:
+    """A 0..1 score as ``0.75``; an em dash when there is none."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return "—"  # None, or a missing value ("" in a template)
+    return f"{float(value):.2f}"
+
+
+@register.inclusion_tag("judge_app/_aftereffects.html")
+def aftereffects_panel(transcript: Any) -> dict[str, Any]:
+    """What the agent did after each of its real compactions (the transcript page)."""
+    if not transcript.compactions:
+        return {"report": None, "transcript": transcript}
+    return {"report": aftereffects.report(transcript.to_conversation()), "transcript": transcript}
+
+
+@register.filter
+def join_ids(runs: Any) -> str:
+    """Run ids as ``1,2,3`` (the compare pages' query)."""
+    return ",".join(str(r.pk) for r in runs)

@@ -1,0 +1,124 @@
+"""Probe pages: a run's probes (with JSON twin), Claude scoring (POST, owner only), probe
+scores of several runs side by side with one chart, and a transcript's after-effects."""
+
+from __future__ import annotations
+
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+
+from ctxlab.engine import aftereffects
+from ctxlab.engine.probes import PROBE_KINDS, PROBE_LABELS
+from ctxlab.ownership import get_owned_or_404, owned
+from replay_app.models import Run
+from sessions_app.models import Transcript
+
+from . import pages, services
+from .llm_glue import llm
+
+MAX_COMPARED = 6
+
+
+def _json(data: Any, status: int = 200) -> JsonResponse:
+    return JsonResponse(data, status=status, json_dumps_params={"ensure_ascii": False})
+
+
+def _wants_json(request: HttpRequest) -> bool:
+    return request.GET.get("format") == "json"
+
+
+@login_required
+def run_probes(request: HttpRequest, pk: int) -> HttpResponse:
+    run = get_owned_or_404(Run.objects.select_related("transcript"), request.user, pk=pk)
+    row = services.probe_set(run)
+    data = pages.run_probes_data(run, row)
+    if _wants_json(request):
+        return _json(data)
+    context = {
+        "run": run,
+        "data": data,
+        "row": row,
+        "kinds": [(k, PROBE_LABELS[k]) for k in PROBE_KINDS],
+        "key_available": llm.key_available(),
+        "models": llm.summary_models(),
+        "default_model": llm.default_model(),
+        "budget": llm.budget_default(),
+    }
+    return render(request, "judge_app/run_probes.html", context)
+
+
+@login_required
+@require_POST
+def run_probes_claude(request: HttpRequest, pk: int) -> HttpResponse:
+    run = get_owned_or_404(Run.objects.select_related("transcript"), request.user, pk=pk)
+    target = reverse("run-probes", args=[run.pk])
+    row = services.probe_set(run)
+    if row is None:
+        messages.error(request, "The run has not finished: it has no probes yet.")
+        return redirect(target)
+    model = request.POST.get("model") or llm.default_model()
+    if model not in llm.summary_models():
+        messages.error(request, f"Unknown model {model!r}: pick one of the list.")
+        return redirect(target)
+    try:
+        budget = Decimal(request.POST.get("budget_usd") or llm.budget_default())
+    except InvalidOperation:
+        budget = Decimal(-1)
+    if not budget.is_finite() or budget <= 0:
+        messages.error(request, "The budget must be a positive amount in USD.")
+        return redirect(target)
+    problem = services.request_claude(row, model=model, budget_usd=budget)
+    if problem:
+        messages.error(request, problem)
+    else:
+        messages.success(request, f"Claude scoring queued with {model}.")
+    return redirect(target)
+
+
+@login_required
+def compare_probes(request: HttpRequest) -> HttpResponse:
+    ids = [int(x) for x in request.GET.get("runs", "").split(",") if x.strip().isdigit()]
+    ids = list(dict.fromkeys(ids))
+    if not 1 <= len(ids) <= MAX_COMPARED:
+        message = f"Give 1–{MAX_COMPARED} run ids: ?runs=1,2,3"
+        if _wants_json(request):
+            return _json({"error": message}, status=400)
+        return render(request, "judge_app/compare_probes.html", {"error": message}, status=400)
+    found = {r.pk: r for r in owned(Run.objects.select_related("transcript"), request.user)
+             .filter(pk__in=ids)}  # fmt: skip
+    missing = [i for i in ids if i not in found]
+    if missing:
+        message = f"No such run: {', '.join(map(str, missing))}."
+        if _wants_json(request):
+            return _json({"error": message}, status=404)
+        return render(request, "judge_app/compare_probes.html", {"error": message}, status=404)
+    runs = [found[i] for i in ids]
+    data = pages.compare_data(runs)
+    if _wants_json(request):
+        return _json(data)
+    context = {
+        "data": data,
+        "runs": runs,
+        "chart": pages.tradeoff_chart(data),
+        "kinds": [(k, PROBE_LABELS[k]) for k in PROBE_KINDS],
+    }
+    return render(request, "judge_app/compare_probes.html", context)
+
+
+@login_required
+def transcript_aftereffects(request: HttpRequest, pk: int) -> HttpResponse:
+    transcript = get_owned_or_404(Transcript.objects, request.user, pk=pk)
+    report = aftereffects.report(transcript.to_conversation())
+    if _wants_json(request):
+        return _json({"transcript": transcript.pk, **report})
+    return render(
+        request,
+        "judge_app/aftereffects_page.html",
+        {"transcript": transcript, "report": report},
+    )
