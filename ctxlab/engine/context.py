@@ -5,20 +5,23 @@ version of every modified message, the summary, and running token totals under t
 strategy's estimator and the reference tokenizer. Totals are maintained incrementally
 (append/replace/remove adjust them), so a step costs O(changes), never O(context).
 
-Strategies change it only inside ``with ctx.action(kind) as act:`` blocks; the action
-becomes one ``Event`` carrying the fate changes, tokens before/after and detail.
+Strategies see it through a read-only ``ContextView`` (``ctx.view``) and change it only
+inside ``with ctx.action(kind) as act:`` blocks (the action becomes one ``Event`` carrying
+the fate changes, tokens before/after and detail) or through the view's other recording
+methods. The strategy's own per-replay state is ``ctx.state``.
 """
 
 from __future__ import annotations
 
 import bisect
 import heapq
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from .context_view import ContextView
 from .findings import check_step
-from .model import Block, BlockKind, Conversation, Message, Role
+from .model import BlockKind, Conversation, Message, Role
 from .records import (
     Change,
     Event,
@@ -101,7 +104,7 @@ class Pending:
     description: str
     created_step: int
     due: int
-    apply: Callable[[ReplayContext], None]
+    apply: Callable[[ContextView], None]
 
 
 @dataclass(slots=True)
@@ -134,6 +137,10 @@ class Action:
         self.changes.append(Change(index, fate, reason or self.reason, message, offload_path))
         self.touched.append(index)
 
+    def offload(self, path: str, text: str) -> None:
+        """Save another file the change wrote (shown with the run's offloads)."""
+        self.ctx.result.offloads[path] = text
+
     def remove(self, indexes: Iterable[int], fate: Fate, *, reason: str = "") -> list[int]:
         """Take messages out of the live history (``summarised`` or ``dropped``)."""
         gone = self.ctx._remove(indexes)
@@ -161,7 +168,7 @@ class Action:
 
 
 class ReplayContext:
-    """Working state of one replay. Read freely; mutate through ``action``."""
+    """Working state of one replay. Strategies get ``view`` (read-only) and act through it."""
 
     def __init__(
         self,
@@ -176,6 +183,10 @@ class ReplayContext:
         self.strategy = strategy
         self.summarizer = summarizer
         self.reference = reference
+        self.state: Any = strategy.State()  # the strategy's per-replay state
+        # This replay's estimator (a strategy counting with the reference table reads it
+        # from here, not from its own instance, which other replays share).
+        self._count_message = strategy.message_counter(reference, self.state)
         n = len(self.originals)
         self.result = ReplayResult(
             strategy=strategy.name,
@@ -225,6 +236,7 @@ class ReplayContext:
         self._new_events: list[Event] = []
         self._new_summaries: list[SummaryRecord] = []
         self._new_findings: list[Finding] = []
+        self.view = ContextView(self)
 
     # --- reading ------------------------------------------------------------------------
     def message(self, index: int) -> Message:
@@ -242,7 +254,7 @@ class ReplayContext:
         """Strategy-estimator tokens of the current version (cached)."""
         value = self._est[index]
         if value < 0:
-            value = self.strategy.count_message(self.message(index))
+            value = self._count_message(self.message(index))
             self._est[index] = value
         return value
 
@@ -264,17 +276,11 @@ class ReplayContext:
     def counted_tokens(self) -> int:
         """The request as the strategy counts it for its trigger (``compared_tokens``, else
         the estimate): the run's curve, event before/after figures and zones use it."""
-        compared = self.strategy.compared_tokens(self)
+        compared = self.strategy.compared_tokens(self.view)
         return self.request_tokens() if compared is None else compared
 
     def request_ref(self) -> int:
         return self.system_ref + self.tools_ref + self.summary_ref + self.history_ref
-
-    def live_messages(self) -> list[Message]:
-        return [self.message(i) for i in self.live]
-
-    def suffix_tokens(self, count: int) -> int:
-        return sum(self.tokens(i) for i in self.live[len(self.live) - count :])
 
     # --- summary ------------------------------------------------------------------------
     def set_summary(self, text: str, *, tokens: int, rendered: str, summary_id: int | None) -> None:
@@ -285,19 +291,21 @@ class ReplayContext:
         self.summary_ref = self.reference.text(rendered) + 4 if rendered else 0
         self.summary_id = summary_id if text else None
 
+    def set_system_tokens(self, tokens: int) -> None:
+        """The system prompt's tokens as the strategy counts them, when that needs more
+        than ``count_system`` sees (e.g. a runtime block the original appends)."""
+        self.system_tokens = tokens
+
     def summarize(self, request: SummaryRequest, *, messages: Iterable[int] = ()) -> SummaryRecord:
         """Call the summariser and record the call. ``record.error`` is set on failure
         (exception or error response); the strategy then takes its own failure path."""
         error = ""
         text = ""
         usage = None
+        # Where the request is made (a summariser answering from the transcript needs it).
+        request = replace(request, source_index=self.source_index, conversation=self.conversation)
         try:
-            at = getattr(self.summarizer, "summarize_at", None)  # one that needs the position
-            response = (
-                at(request, self.conversation, self.source_index)
-                if at is not None
-                else self.summarizer.summarize(request)
-            )
+            response = self.summarizer.summarize(request)
             text, usage, error = response.text, response.usage, response.error
         except SummarizerError as exc:
             error = str(exc) or type(exc).__name__
@@ -371,7 +379,7 @@ class ReplayContext:
         self,
         kind: str,
         description: str,
-        apply: Callable[[ReplayContext], None],
+        apply: Callable[[ContextView], None],
         *,
         skip_next: bool = False,
     ) -> Pending:
@@ -508,7 +516,7 @@ class ReplayContext:
             return
         self.pending = [p for p in self.pending if p.due > self.step]
         for item in due:
-            item.apply(self)
+            item.apply(self.view)
 
     def record(self, source_index: int) -> StepRecord:
         """Build the StepRecord of the request prepared for ``source_index``."""
@@ -522,7 +530,7 @@ class ReplayContext:
             new_step_tokens(
                 self.counted_tokens(), self.request_ref(), usage.prompt_tokens if usage else None
             ),
-            self.strategy.zones(self),
+            self.strategy.zones(self.view),
             tuple(self._context_ranges()),
             self.summary_id,
             tuple(self._new_events),
@@ -563,8 +571,3 @@ class _ActionScope:
                 tuple(act.changes),
                 act.summary_id,
             )
-
-
-def iter_blocks(messages: Iterable[Message]) -> Iterator[Block]:
-    for m in messages:
-        yield from m.blocks

@@ -12,6 +12,7 @@ from .catalogue import FINDINGS
 
 if TYPE_CHECKING:
     from .context import ReplayContext
+    from .context_view import ContextView
 
 # Kind -> description; the labels and descriptions live in the catalogue.
 FINDING_KINDS: dict[str, str] = {kind: row.meaning for kind, row in FINDINGS.items()}
@@ -32,14 +33,14 @@ def check_step(ctx: ReplayContext) -> None:
     sysi = ctx.system_index
     if sysi is not None and (not ctx.alive[sysi] or ctx.is_modified(sysi)):
         ctx.finding("system_modified", messages=(sysi,))
-    window = ctx.strategy.window(ctx)
+    window = ctx.strategy.window(ctx.view)
     ref = ctx.request_ref()
     if window and ref > window:
         ctx.finding("overflow", reference=ref, window=window)
 
 
 def check_summary_size(
-    ctx: ReplayContext,
+    ctx: ContextView,
     *,
     summary_rendered: str,
     replaced: list[int],

@@ -78,13 +78,12 @@ class RecordedSummarizer:
         self.answers: list[dict[str, Any]] = []  # what each request was answered with
 
     def summarize(self, request: SummaryRequest) -> SummaryResponse:
-        """Outside a replay there is no boundary to match: the offline stand-in answers."""
-        return self.fallback.summarize(request)
-
-    def summarize_at(
-        self, request: SummaryRequest, conversation: Conversation, source_index: int
-    ) -> SummaryResponse:
-        """The request of a replay of ``conversation`` at source message ``source_index``."""
+        """The request of a replay of ``request.conversation`` at source message
+        ``request.source_index``; outside a replay (no position) there is no boundary to
+        match, and the offline stand-in answers."""
+        conversation, source_index = request.conversation, request.source_index
+        if conversation is None or source_index is None:
+            return self.fallback.summarize(request)
         # A replay asks in source order: another conversation, or a position before the
         # last one, is a new replay, with every original summary unused again.
         if self._conversation_id != id(conversation) or source_index < self._last:

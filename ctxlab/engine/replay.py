@@ -60,7 +60,8 @@ class Replay:
         )
 
     def __iter__(self) -> Iterator[StepRecord]:
-        ctx, strategy = self.ctx, self.strategy
+        context, strategy = self.ctx, self.strategy
+        ctx = context.view  # what the strategy sees: read-only, changed through actions
         messages = self.conversation.messages
         starts = call_starts(messages)
         if not starts:
@@ -73,13 +74,13 @@ class Replay:
         first = 1 if ctx.system_index is not None else 0
         for i in range(first, last + 1):
             if is_start[i]:
-                ctx.source_index = i
+                context.source_index = i
                 ctx.run_pending()
                 strategy.before_call(ctx)
-                yield ctx.record(i)
+                yield context.record(i)
                 if i == last:
                     break
-            ctx.append(i)
+            context.append(i)
             strategy.after_append(ctx, i)
 
     @property
@@ -128,4 +129,4 @@ def run(
 
 
 def _threshold(job: Replay) -> int | None:
-    return job.strategy.threshold(job.ctx)
+    return job.strategy.threshold(job.ctx.view)

@@ -21,12 +21,15 @@ from __future__ import annotations
 import ast
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from .extract import LINE_NUMBER_RE, facts_of_parts, input_strings
 from .extract import clear_caches as extract_clear_caches
+
+if TYPE_CHECKING:
+    from .model import Conversation
 
 SummaryStyle = Literal["sections", "bullets", "plain"]
 Slot = Literal[
@@ -79,6 +82,10 @@ class SummaryRequest:
     material: tuple[MaterialItem, ...] = ()
     previous_summary: str = ""
     purpose: str = "compact"  # compact | merge | memory ...
+    # Where a replay made the request (set by ``ReplayContext.summarize``): the source
+    # message about to be generated, in ``conversation``. None outside a replay.
+    source_index: int | None = None
+    conversation: Conversation | None = field(default=None, compare=False, repr=False)
 
     def input_text(self) -> str:
         """The exact input, rendered for storage and display."""

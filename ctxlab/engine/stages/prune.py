@@ -14,7 +14,7 @@ from ..context import is_user_query
 from ..model import Block, BlockKind, Message
 
 if TYPE_CHECKING:
-    from ..context import ReplayContext
+    from ..context_view import ContextView
 
 # (message index, block position, block) -> bool
 PartTest = Callable[[int, int, Block], bool]
@@ -41,7 +41,7 @@ def _never(index: int, pos: int, block: Block) -> bool:
 
 
 def scan_tool_outputs(
-    ctx: ReplayContext,
+    ctx: ContextView,
     *,
     protect_turns: int,
     protect_tokens: int,

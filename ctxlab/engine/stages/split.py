@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..context import ReplayContext
+    from ..context_view import ContextView
 
 
-def aligned(ctx: ReplayContext, indexes: list[int]) -> bool:
+def aligned(ctx: ContextView, indexes: list[int]) -> bool:
     """The set of tool_use ids equals the set of tool_result ids (empty ids ignored)."""
     uses: set[str] = set()
     results: set[str] = set()
@@ -19,7 +19,7 @@ def aligned(ctx: ReplayContext, indexes: list[int]) -> bool:
     return uses == results
 
 
-def largest_aligned_suffix(ctx: ReplayContext, reserve: int) -> tuple[int, int]:
+def largest_aligned_suffix(ctx: ContextView, reserve: int) -> tuple[int, int]:
     """QwenPaw ``context_check`` keep rule: the longest tool-aligned suffix of the live
     history whose tokens stay <= ``reserve``. Returns (count, tokens); (0, 0) if none.
     Non-aligned lengths are skipped, not stopped at. O(suffix), incremental alignment."""

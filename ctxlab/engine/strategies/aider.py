@@ -65,7 +65,7 @@ from ..tokens import block_text, reference_counter
 from .base import Strategy
 
 if TYPE_CHECKING:
-    from ..context import ReplayContext
+    from ..context_view import ContextView
 
 # aider/prompts.py @ 5dc9490b, byte for byte.
 SUMMARIZE = """*Briefly* summarize this partial conversation about programming.
@@ -180,18 +180,18 @@ class AiderStrategy(Strategy):
         return self.count_dict(aider_role(message), content_of(message))
 
     # --- geometry -----------------------------------------------------------------------
-    def window(self, ctx: ReplayContext) -> int:
+    def window(self, ctx: ContextView) -> int:
         return int(self.params["max_input_tokens"])
 
-    def threshold(self, ctx: ReplayContext) -> int | None:
+    def threshold(self, ctx: ContextView) -> int | None:
         return int(self.max_tokens)
 
     # --- hooks --------------------------------------------------------------------------
-    def prepare(self, ctx: ReplayContext) -> None:
+    def prepare(self, ctx: ContextView) -> None:
         self._done: list[Item] = []
         self._turn_from: int | None = None  # first source index of the running exchange
 
-    def after_append(self, ctx: ReplayContext, index: int) -> None:
+    def after_append(self, ctx: ContextView, index: int) -> None:
         if self._turn_from is None:
             self._turn_from = index
             return
@@ -214,7 +214,7 @@ class AiderStrategy(Strategy):
         return sum(i.tokens for i in items) > self.max_tokens
 
     # --- ChatSummary ----------------------------------------------------------------------
-    def summarize(self, ctx: ReplayContext, items: list[Item]) -> tuple[list[Item], set[int]]:
+    def summarize(self, ctx: ContextView, items: list[Item]) -> tuple[list[Item], set[int]]:
         """``ChatSummary.summarize``: the new done list and the source messages cut from
         the head before the summary call (dropped, not summarised)."""
         dropped: set[int] = set()
@@ -224,7 +224,7 @@ class AiderStrategy(Strategy):
         return out, dropped
 
     def summarize_real(
-        self, ctx: ReplayContext, items: list[Item], depth: int, dropped: set[int]
+        self, ctx: ContextView, items: list[Item], depth: int, dropped: set[int]
     ) -> list[Item]:
         total = sum(i.tokens for i in items)
         if total <= self.max_tokens and depth == 0:
@@ -259,7 +259,7 @@ class AiderStrategy(Strategy):
             return summary + tail
         return self.summarize_real(ctx, summary + tail, depth + 1, dropped)
 
-    def summarize_all(self, ctx: ReplayContext, items: list[Item]) -> list[Item]:
+    def summarize_all(self, ctx: ContextView, items: list[Item]) -> list[Item]:
         content = ""
         for item in items:
             role = item.role.upper()
@@ -291,7 +291,7 @@ class AiderStrategy(Strategy):
         raise SummaryFailed("summarizer unexpectedly failed for all models")
 
     # --- landing (summarize_end) ---------------------------------------------------------
-    def _land(self, ctx: ReplayContext, snapshot: list[Item]) -> None:
+    def _land(self, ctx: ContextView, snapshot: list[Item]) -> None:
         if snapshot != self._done:
             return  # done_messages changed meanwhile: Aider discards the result
         before = sum(i.tokens for i in snapshot)

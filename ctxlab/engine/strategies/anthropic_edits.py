@@ -65,7 +65,8 @@ from ..tokens import block_text
 from .base import ReferenceEstimator, Strategy
 
 if TYPE_CHECKING:
-    from ..context import Action, ReplayContext
+    from ..context import Action
+    from ..context_view import ContextView
 
 TOOL_EDIT = "clear_tool_uses_20250919"
 THINKING_EDIT = "clear_thinking_20251015"
@@ -277,19 +278,19 @@ class AnthropicEditsStrategy(ReferenceEstimator, Strategy):
         return int(reference_tokens * self._ratio + 0.5)
 
     # --- geometry -----------------------------------------------------------------------
-    def window(self, ctx: ReplayContext) -> int:
+    def window(self, ctx: ContextView) -> int:
         return int(self.params["context_window"])
 
-    def threshold(self, ctx: ReplayContext) -> int | None:
+    def threshold(self, ctx: ContextView) -> int | None:
         if self.params["trigger_type"] != "input_tokens":
             return None
         return int(self.params["trigger"])
 
-    def output_reserve(self, ctx: ReplayContext) -> int:
+    def output_reserve(self, ctx: ContextView) -> int:
         return int(self.params["max_tokens"])
 
     # --- state --------------------------------------------------------------------------
-    def prepare(self, ctx: ReplayContext) -> None:
+    def prepare(self, ctx: ContextView) -> None:
         self._reference = ctx.reference
         self._uses: dict[str, tuple[int, int, str]] = {}  # tool_id -> (index, pos, name)
         self._pairs: list[_Pair] = []
@@ -311,12 +312,12 @@ class AnthropicEditsStrategy(ReferenceEstimator, Strategy):
         self._excluded = frozenset(self.params["exclude_tools"])
         self._placeholder_ref = self.reference_text(str(self.params["placeholder"]))
 
-    def full_tokens(self, ctx: ReplayContext) -> int:
+    def full_tokens(self, ctx: ContextView) -> int:
         """The unedited request (what the client sends) under this estimator."""
         return ctx.request_tokens() + self._delta_total
 
     # --- hooks --------------------------------------------------------------------------
-    def after_append(self, ctx: ReplayContext, index: int) -> None:
+    def after_append(self, ctx: ContextView, index: int) -> None:
         msg = ctx.original(index)
         if msg.role is Role.ASSISTANT:
             self._note_assistant(ctx, index, msg)
@@ -324,7 +325,7 @@ class AnthropicEditsStrategy(ReferenceEstimator, Strategy):
             if block.kind is BlockKind.TOOL_RESULT:
                 self._note_result(ctx, index, block)
 
-    def _note_assistant(self, ctx: ReplayContext, index: int, msg: Message) -> None:
+    def _note_assistant(self, ctx: ContextView, index: int, msg: Message) -> None:
         thinking = 0
         has_thinking = False
         for pos, block in enumerate(msg.blocks):
@@ -342,7 +343,7 @@ class AnthropicEditsStrategy(ReferenceEstimator, Strategy):
         self._turns[-1].indexes.append(index)
         self._thinking_prefix[-1] += thinking
 
-    def _note_result(self, ctx: ReplayContext, index: int, block: Block) -> None:
+    def _note_result(self, ctx: ContextView, index: int, block: Block) -> None:
         use = self._uses.get(block.tool_id)
         if use is None:
             return  # an orphan result (no tool_use in the history): not a pair
@@ -388,7 +389,7 @@ class AnthropicEditsStrategy(ReferenceEstimator, Strategy):
         if not pair.excluded:
             self._clearable_pos.append(pos)
 
-    def before_call(self, ctx: ReplayContext) -> None:
+    def before_call(self, ctx: ContextView) -> None:
         full = self.full_tokens(ctx)
         thinking_cut = self._thinking_target(ctx)
         after_thinking = full - self.scale(self._thinking_prefix[thinking_cut])
@@ -396,7 +397,7 @@ class AnthropicEditsStrategy(ReferenceEstimator, Strategy):
         self._apply(ctx, thinking_cut, tool_cut, full=full)
 
     # --- what to clear ------------------------------------------------------------------
-    def _thinking_target(self, ctx: ReplayContext) -> int:
+    def _thinking_target(self, ctx: ContextView) -> int:
         """How many of the oldest thinking turns have their thinking cleared."""
         turns = len(self._turns)
         keep_all = self.params["clear_thinking"] and self.params["thinking_keep_all"]
@@ -407,7 +408,7 @@ class AnthropicEditsStrategy(ReferenceEstimator, Strategy):
             cut = max(cut, turns - 1 if self._turns[-1].turn == current else turns)
         return cut
 
-    def _tool_target(self, ctx: ReplayContext, after_thinking: int) -> int:
+    def _tool_target(self, ctx: ContextView, after_thinking: int) -> int:
         """``_pairs[:cut]`` (non-excluded) are cleared in this request; 0 = no clearing."""
         pairs = len(self._pairs)
         measured = after_thinking if self.params["trigger_type"] == "input_tokens" else pairs
@@ -477,7 +478,7 @@ class AnthropicEditsStrategy(ReferenceEstimator, Strategy):
                 target[pair.use_index] = replace(old, inputs=inputs)
         return {i: v for i, v in target.items() if v != self._current(i)}
 
-    def _apply(self, ctx: ReplayContext, thinking_cut: int, tool_cut: int, *, full: int) -> None:
+    def _apply(self, ctx: ContextView, thinking_cut: int, tool_cut: int, *, full: int) -> None:
         """Bring the live context to the target view: lifted clearings first, then each
         edit in request order (thinking, then tool uses), one event each."""
         target = self._desired(thinking_cut, tool_cut)
@@ -515,7 +516,7 @@ class AnthropicEditsStrategy(ReferenceEstimator, Strategy):
     def _current(self, index: int) -> _View:
         return self._view.get(index, _EMPTY)
 
-    def _show(self, ctx: ReplayContext, act: Action, index: int, view: _View, fate: Fate) -> None:
+    def _show(self, ctx: ContextView, act: Action, index: int, view: _View, fate: Fate) -> None:
         original = ctx.original(index)
         act.replace(index, _render(original, view, str(self.params["placeholder"])), fate)
         if view:

@@ -1,14 +1,19 @@
 """The Strategy base class: estimator, geometry (window/threshold) and hooks.
 
 Subclasses override only what their original does. Hooks run at the original's hook
-points (see the package docstring for the order). All mutation goes through
-``ctx.action(...)`` so every change is an Event.
+points (see the package docstring for the order). A ``Strategy`` instance holds validated
+settings only; what a replay accumulates lives in the strategy's ``State`` (a dataclass
+made fresh for every replay, reached as ``ctx.state``), so one instance can replay twice
+or in two threads at once. Hooks get a read-only ``ContextView``: all mutation goes
+through ``ctx.action(...)`` (and the view's other recording methods) so every change is
+an Event.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..model import Message, ToolDef
@@ -18,11 +23,20 @@ from ..reference import ReferenceTokens
 from ..tokens import message_reference_tokens, reference_counter
 
 if TYPE_CHECKING:
-    from ..context import ReplayContext
+    from ..context_view import ContextView
+
+
+@dataclass(slots=True)
+class NoState:
+    """The per-replay state of a strategy that keeps none."""
 
 
 class Strategy:
     """One compaction strategy. Class attributes describe it; an instance holds params."""
+
+    # The per-replay state: ``State()`` is made for each replay (before ``prepare``) and
+    # reached by the hooks as ``ctx.state``. Never store replay data on ``self``.
+    State: ClassVar[type[Any]] = NoState
 
     name: ClassVar[str] = ""
     label: ClassVar[str] = ""
@@ -77,6 +91,11 @@ class Strategy:
         """Tokens of one message under this strategy's estimator (cached by the context)."""
         raise NotImplementedError
 
+    def message_counter(self, reference: ReferenceTokens, state: Any) -> Callable[[Message], int]:
+        """``count_message`` for one replay (reference counts ``reference``, per-replay
+        ``state``): the context counts every message version with it."""
+        return self.count_message
+
     def count_system(self, text: str, message: Message | None) -> int:
         """Tokens of the system prompt as the original counts it."""
         return self.count_text(text)
@@ -96,18 +115,18 @@ class Strategy:
         )
 
     # --- geometry -----------------------------------------------------------------------
-    def window(self, ctx: ReplayContext) -> int:
+    def window(self, ctx: ContextView) -> int:
         """The model window the original believes it has (overflow is judged against it)."""
         raise NotImplementedError
 
-    def threshold(self, ctx: ReplayContext) -> int | None:
+    def threshold(self, ctx: ContextView) -> int | None:
         """The value the trigger compares against (None when there is no single one)."""
         return None
 
-    def output_reserve(self, ctx: ReplayContext) -> int:
+    def output_reserve(self, ctx: ContextView) -> int:
         return 0
 
-    def compared_tokens(self, ctx: ReplayContext) -> int | None:
+    def compared_tokens(self, ctx: ContextView) -> int | None:
         """The request size the trigger compares with ``threshold`` when it is not the
         estimate ``ctx.request_tokens()`` (None): e.g. a provider's reported usage, which
         includes a system prompt, tools and attachments the transcript does not show. The
@@ -115,11 +134,11 @@ class Strategy:
         threshold line and the curve under it are one quantity. Must not change state."""
         return None
 
-    def reserved_recent(self, ctx: ReplayContext) -> int:
+    def reserved_recent(self, ctx: ContextView) -> int:
         """Tokens the strategy will not compact now; default: the current turn."""
         return min(ctx.turn_tokens, ctx.history_tokens)
 
-    def zones(self, ctx: ReplayContext) -> Zones:
+    def zones(self, ctx: ContextView) -> Zones:
         window = self.window(ctx)
         recent = self.reserved_recent(ctx)
         reserve = self.output_reserve(ctx)
@@ -142,42 +161,43 @@ class Strategy:
         )
 
     # --- hooks --------------------------------------------------------------------------
-    def prepare(self, ctx: ReplayContext) -> None:
-        """Once, before the first message (batch pre-computation, initial state)."""
+    def prepare(self, ctx: ContextView) -> None:
+        """Once, before the first message (batch pre-computation; fill ``ctx.state`` where
+        its initial values depend on the conversation)."""
 
-    def after_append(self, ctx: ReplayContext, index: int) -> None:
+    def after_append(self, ctx: ContextView, index: int) -> None:
         """After source message ``index`` joined the history (tool results, user requests,
         final replies: inspect ``ctx.message(index)``)."""
 
-    def before_call(self, ctx: ReplayContext) -> None:
+    def before_call(self, ctx: ContextView) -> None:
         """Before each inference call (``ctx.source_index`` = the assistant message about
         to be generated). Check and compact here."""
 
 
 class ReferenceEstimator:
     """Estimator mixin for strategies that count with the run's cl100k reference (scaled by
-    ``scale``): texts and messages are read from the context's shared reference table, so
-    nothing is tokenised twice; outside a replay (no table yet) they are counted directly.
-    Put it before ``Strategy`` in the bases and set ``_reference`` in ``prepare``."""
-
-    _reference: ReferenceTokens | None = None
+    ``scale``): within a replay, messages are read from the context's shared reference
+    table (``ctx.reference``; hooks count texts with ``ctx.reference.text``), so nothing is
+    tokenised twice; outside a replay they are counted directly. Put it before
+    ``Strategy`` in the bases."""
 
     def scale(self, reference_tokens: int) -> int:
         """Reference tokens -> this strategy's tokens (identity unless overridden)."""
         return reference_tokens
 
     def reference_text(self, text: str) -> int:
-        if self._reference is not None:
-            return self._reference.text(text)
         return reference_counter().count(text)
 
     def count_text(self, text: str) -> int:
         return self.scale(self.reference_text(text))
 
     def count_message(self, message: Message) -> int:
-        if self._reference is not None:
-            return self.scale(self._reference.message_of(message))
         return self.scale(message_reference_tokens(message))
+
+    def message_counter(self, reference: ReferenceTokens, state: Any) -> Callable[[Message], int]:
+        scale = self.scale
+        message_of = reference.message_of
+        return lambda message: scale(message_of(message))
 
     def count_system(self, text: str, message: Message | None) -> int:
         # The system prompt is a message of the transcript, counted like the others.

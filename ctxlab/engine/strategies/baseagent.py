@@ -32,7 +32,7 @@ from ._baseagent_rules import BaseMsg
 from .base import Strategy
 
 if TYPE_CHECKING:
-    from ..context import ReplayContext
+    from ..context_view import ContextView
 
 SECTIONS = (
     Section("## Current progress and key decisions", "decisions"),
@@ -159,17 +159,17 @@ class BaseAgentStrategy(Strategy):
             p["model_context_limit"], p["output_token_max"], p["auto_compact_threshold"]
         )
 
-    def window(self, ctx: ReplayContext) -> int:
+    def window(self, ctx: ContextView) -> int:
         return int(self.params["model_context_limit"])
 
-    def threshold(self, ctx: ReplayContext) -> int | None:
+    def threshold(self, ctx: ContextView) -> int | None:
         return int(self._threshold())
 
-    def output_reserve(self, ctx: ReplayContext) -> int:
+    def output_reserve(self, ctx: ContextView) -> int:
         return int(self.params["output_token_max"])
 
     # --- state --------------------------------------------------------------------------
-    def prepare(self, ctx: ReplayContext) -> None:
+    def prepare(self, ctx: ContextView) -> None:
         self._summary_msg: BaseMsg | None = None
         self._reset_view()
 
@@ -185,18 +185,18 @@ class BaseAgentStrategy(Strategy):
         self._saved: dict[int, int] = {}  # index -> full tokens - placeholder tokens
         self._next_seq = 0
 
-    def _stored_total(self, ctx: ReplayContext) -> int:
+    def _stored_total(self, ctx: ContextView) -> int:
         """estimate_total_tokens(messages) of the stored (unpruned) history."""
         return ctx.request_tokens() + self._prune_delta
 
-    def _stored(self, ctx: ReplayContext, index: int) -> Message:
+    def _stored(self, ctx: ContextView, index: int) -> Message:
         return self._unpruned.get(index) or ctx.message(index)
 
-    def _stored_rows(self, ctx: ReplayContext, index: int) -> list[BaseMsg]:
+    def _stored_rows(self, ctx: ContextView, index: int) -> list[BaseMsg]:
         return self._base_rows(self._stored(ctx, index))
 
     # --- hooks --------------------------------------------------------------------------
-    def after_append(self, ctx: ReplayContext, index: int) -> None:
+    def after_append(self, ctx: ContextView, index: int) -> None:
         cap = int(self.params["max_output_tokens"])
         msg = ctx.message(index)
         if cap <= 0 or not any(b.kind is BlockKind.TOOL_RESULT for b in msg.blocks):
@@ -216,7 +216,7 @@ class BaseAgentStrategy(Strategy):
             ) as act:  # fmt: skip
                 act.replace(index, replace(msg, blocks=tuple(blocks)), Fate.TRUNCATED)
 
-    def before_call(self, ctx: ReplayContext) -> None:
+    def before_call(self, ctx: ContextView) -> None:
         threshold = self._threshold()
         total = self._stored_total(ctx)
         if not rules.is_overflow(total, threshold):
@@ -252,7 +252,7 @@ class BaseAgentStrategy(Strategy):
     # --- request-view prune -------------------------------------------------------------
     def _apply_view(
         self,
-        ctx: ReplayContext,
+        ctx: ContextView,
         update: dict[int, set[str]] | None,
         *,
         total: int,
@@ -323,7 +323,7 @@ class BaseAgentStrategy(Strategy):
                     else:
                         self._sticky.discard(i)
 
-    def _pruned_ids(self, ctx: ReplayContext, index: int) -> set[str] | None:
+    def _pruned_ids(self, ctx: ContextView, index: int) -> set[str] | None:
         if index not in self._unpruned:
             return None
         return {
@@ -334,7 +334,7 @@ class BaseAgentStrategy(Strategy):
 
     # --- compaction ---------------------------------------------------------------------
     def _compact(
-        self, ctx: ReplayContext, *, total: int, pruned_total: int, threshold: float
+        self, ctx: ContextView, *, total: int, pruned_total: int, threshold: float
     ) -> None:
         view_rows = self._view_rows(ctx)
         request_rows = rules.compaction_request(view_rows)
@@ -390,7 +390,7 @@ class BaseAgentStrategy(Strategy):
             previous_ref=previous_ref,
         )
 
-    def _view_rows(self, ctx: ReplayContext) -> list[BaseMsg]:
+    def _view_rows(self, ctx: ContextView) -> list[BaseMsg]:
         rows: list[BaseMsg] = []
         rows.append(BaseMsg("system", ctx.system_text, src=ctx.system_index))
         if self._summary_msg is not None:
@@ -421,7 +421,7 @@ class _RowIndex:
         self.spans: dict[int, tuple[int, int]] = {}  # source index -> its rows [start, end)
 
     def sync(
-        self, ctx: ReplayContext, stored_rows: Callable[[ReplayContext, int], list[BaseMsg]]
+        self, ctx: ContextView, stored_rows: Callable[[ContextView, int], list[BaseMsg]]
     ) -> bool:
         """Index the messages appended since the last call. False when the live history
         changed otherwise (then everything is re-indexed)."""

@@ -89,7 +89,7 @@ from . import _claude_code_rules as rules
 from .base import Strategy
 
 if TYPE_CHECKING:
-    from ..context import ReplayContext
+    from ..context_view import ContextView
 
 MAX_OUTPUT_TOKENS_FOR_SUMMARY = 20_000
 AUTOCOMPACT_BUFFER_TOKENS = 13_000
@@ -265,17 +265,17 @@ class ClaudeCodeStrategy(Strategy):
             return min(math.floor(effective * (pct / 100)), threshold)
         return threshold
 
-    def window(self, ctx: ReplayContext) -> int:
+    def window(self, ctx: ContextView) -> int:
         return int(self.params["context_window"])
 
-    def threshold(self, ctx: ReplayContext) -> int | None:
+    def threshold(self, ctx: ContextView) -> int | None:
         return self.auto_compact_threshold() if self.enabled() else None
 
-    def output_reserve(self, ctx: ReplayContext) -> int:
+    def output_reserve(self, ctx: ContextView) -> int:
         return int(self.params["output_reserve"])
 
     # --- state --------------------------------------------------------------------------
-    def prepare(self, ctx: ReplayContext) -> None:
+    def prepare(self, ctx: ContextView) -> None:
         self._reported: tuple[int, int] | None = None  # (usage total, message index)
         self._tail = 0  # estimate of the messages after that response
         self._seen = 0  # estimate of every message appended so far
@@ -284,7 +284,7 @@ class ClaudeCodeStrategy(Strategy):
         self._failures = 0
         self._stopped = False
 
-    def after_append(self, ctx: ReplayContext, index: int) -> None:
+    def after_append(self, ctx: ContextView, index: int) -> None:
         msg = ctx.original(index)
         tokens = self.count_message(msg)
         self._seen += tokens
@@ -298,7 +298,7 @@ class ClaudeCodeStrategy(Strategy):
         else:
             self._tail += tokens
 
-    def before_call(self, ctx: ReplayContext) -> None:
+    def before_call(self, ctx: ContextView) -> None:
         if not self.enabled() or self._stopped:
             return
         tokens, detail = self.token_count(ctx)
@@ -306,7 +306,7 @@ class ClaudeCodeStrategy(Strategy):
         if tokens >= threshold:
             self._compact(ctx, {"tokens": tokens, "threshold": threshold, **detail})
 
-    def token_count(self, ctx: ReplayContext) -> tuple[int, dict[str, Any]]:
+    def token_count(self, ctx: ContextView) -> tuple[int, dict[str, Any]]:
         """``tokenCountWithEstimation`` for this replay's request (see the docstring)."""
         if self._reported is not None and not self._diverged:
             reported, at = self._reported
@@ -320,7 +320,7 @@ class ClaudeCodeStrategy(Strategy):
         messages = ctx.summary_tokens + ctx.history_tokens
         return overhead + messages, {"usage_source": "estimate", "overhead": overhead}
 
-    def compared_tokens(self, ctx: ReplayContext) -> int | None:
+    def compared_tokens(self, ctx: ContextView) -> int | None:
         """``token_count`` without its detail: the reported usage includes the system
         prompt, tools and attachments a Claude Code log does not carry."""
         if self._reported is not None and not self._diverged:
@@ -328,7 +328,7 @@ class ClaudeCodeStrategy(Strategy):
         return (self._overhead or 0) + ctx.summary_tokens + ctx.history_tokens
 
     # --- compaction ---------------------------------------------------------------------
-    def _compact(self, ctx: ReplayContext, detail: dict[str, Any]) -> None:
+    def _compact(self, ctx: ContextView, detail: dict[str, Any]) -> None:
         detail.update(_original_compaction(ctx))
         compacted = list(ctx.live)
         if not compacted and not ctx.summary:
@@ -370,7 +370,7 @@ class ClaudeCodeStrategy(Strategy):
 
     def _fail(
         self,
-        ctx: ReplayContext,
+        ctx: ContextView,
         error: str,
         messages: list[int],
         summary_id: int | None,
@@ -386,7 +386,7 @@ class ClaudeCodeStrategy(Strategy):
             **detail,
         )  # fmt: skip
 
-    def _transcript_path(self, ctx: ReplayContext) -> str:
+    def _transcript_path(self, ctx: ContextView) -> str:
         path = str(self.params["transcript_path"])
         if path != "auto":
             return path
@@ -396,7 +396,7 @@ class ClaudeCodeStrategy(Strategy):
         return f"~/.claude/projects/{slug}/{session}.jsonl"
 
 
-def _original_compaction(ctx: ReplayContext) -> dict[str, Any]:
+def _original_compaction(ctx: ContextView) -> dict[str, Any]:
     """The transcript's own compaction nearest to this request, for comparison."""
     here = ctx.source_index
     known = [c for c in ctx.conversation.compactions if c.pre_tokens is not None]

@@ -57,7 +57,7 @@ from . import _codex_rules as rules
 from .base import Strategy
 
 if TYPE_CHECKING:
-    from ..context import ReplayContext
+    from ..context_view import ContextView
 
 LEGACY_AUTO_COMPACT_LIMIT = 256_000  # openai_model_info.rs DEFAULT_AUTO_COMPACT_TOKEN_LIMIT
 SECTIONS = (
@@ -183,10 +183,10 @@ class CodexStrategy(Strategy):
             return LEGACY_AUTO_COMPACT_LIMIT
         return int(p["model_context_window"]) * 9 // 10
 
-    def window(self, ctx: ReplayContext) -> int:
+    def window(self, ctx: ContextView) -> int:
         return int(self.params["model_context_window"])
 
-    def threshold(self, ctx: ReplayContext) -> int | None:
+    def threshold(self, ctx: ContextView) -> int | None:
         return self.auto_compact_limit()
 
     def tool_policy(self) -> rules.TruncationPolicy | None:
@@ -203,12 +203,12 @@ class CodexStrategy(Strategy):
         return policy.mul(rules.SERIALIZATION_BUDGET)
 
     # --- hooks --------------------------------------------------------------------------
-    def prepare(self, ctx: ReplayContext) -> None:
+    def prepare(self, ctx: ContextView) -> None:
         self._reported: int | None = None  # last response's total, while still faithful
         self._diverged = False  # the replayed context is no longer the original's
         self._summary_at: int | None = None  # source index where the summary sits
 
-    def after_append(self, ctx: ReplayContext, index: int) -> None:
+    def after_append(self, ctx: ContextView, index: int) -> None:
         msg = ctx.message(index)
         if "compact_summary" in msg.flags:
             self._diverged = True  # the original compacted: its usage no longer matches
@@ -216,24 +216,24 @@ class CodexStrategy(Strategy):
             self._reported = msg.usage.context_tokens - msg.usage.reasoning
         self._truncate_tool_output(ctx, index, msg)
 
-    def before_call(self, ctx: ReplayContext) -> None:
+    def before_call(self, ctx: ContextView) -> None:
         total, source = self._usage(ctx)
         limit = self.auto_compact_limit()
         if total >= limit:
             self._compact(ctx, total=total, usage_source=source, limit=limit)
 
-    def compared_tokens(self, ctx: ReplayContext) -> int | None:
+    def compared_tokens(self, ctx: ContextView) -> int | None:
         """The reported total while the replay is faithful (it includes what the rollout
         does not show: instructions, tools), else None (the estimate)."""
         return self._reported if not self._diverged else None
 
-    def _usage(self, ctx: ReplayContext) -> tuple[int, str]:
+    def _usage(self, ctx: ContextView) -> tuple[int, str]:
         if not self._diverged and self._reported is not None:
             return self._reported, "reported"
         return ctx.request_tokens(), "estimate"
 
     # --- tool-output truncation ---------------------------------------------------------
-    def _truncate_tool_output(self, ctx: ReplayContext, index: int, msg: Message) -> None:
+    def _truncate_tool_output(self, ctx: ContextView, index: int, msg: Message) -> None:
         kind = self.params["truncation_policy"]
         if kind == "none" or not any(b.kind is BlockKind.TOOL_RESULT for b in msg.blocks):
             return
@@ -260,7 +260,7 @@ class CodexStrategy(Strategy):
                 act.replace(index, replace(msg, blocks=tuple(blocks)), Fate.TRUNCATED)
 
     # --- compaction ---------------------------------------------------------------------
-    def _request_items(self, ctx: ReplayContext) -> list[tuple[int, PromptMessage]]:
+    def _request_items(self, ctx: ContextView) -> list[tuple[int, PromptMessage]]:
         """The history as Codex holds it: live messages with the summary user message
         (index -1) where the last compaction put it."""
         items: list[tuple[int, PromptMessage]] = []
@@ -274,7 +274,7 @@ class CodexStrategy(Strategy):
             items.append((-1, PromptMessage("user", ctx.summary)))
         return items
 
-    def _compact(self, ctx: ReplayContext, *, total: int, usage_source: str, limit: int) -> None:
+    def _compact(self, ctx: ContextView, *, total: int, usage_source: str, limit: int) -> None:
         prompt = rules.PROMPTS[self.params["prompt_version"]]
         items = self._request_items(ctx)
         sizes = [self.count_text(m.text) for _, m in items]
@@ -315,7 +315,7 @@ class CodexStrategy(Strategy):
 
     def _replace_history(
         self,
-        ctx: ReplayContext,
+        ctx: ContextView,
         summary_suffix: str,
         summary_id: int,
         dropped: list[int],
@@ -360,7 +360,7 @@ class CodexStrategy(Strategy):
                            set(summarised)], summary_id=summary_id, previous_ref=previous_ref)  # fmt: skip
 
 
-def _initial_context(ctx: ReplayContext) -> list[int]:
+def _initial_context(ctx: ContextView) -> list[int]:
     """Session-prefix messages before the first real user message: Codex rebuilds the
     initial context fresh; these stand for it (the system message is never removed)."""
     out: list[int] = []

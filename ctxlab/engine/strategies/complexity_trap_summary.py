@@ -70,7 +70,7 @@ from .base import Strategy
 from .observation_masking import ObservationMaskingStrategy, mask_message, omitted_count
 
 if TYPE_CHECKING:
-    from ..context import ReplayContext
+    from ..context_view import ContextView
 
 SUMMARY_SYSTEM_TEMPLATE = """You are maintaining a context-aware state summary for an interactive agent. You will be given a list of events corresponding to actions taken by the agent, and the most recent previous summary if one exists. Track:
 
@@ -183,6 +183,18 @@ def message_action(message: Message) -> str | None:
     )
 
 
+@dataclass(slots=True)
+class _State:
+    task: int | None = None  # source index of history[1]
+    turns: list[Turn] = field(default_factory=list)
+    open: Turn | None = None  # the assistant message awaiting its results
+    done: int = 0  # turns[:done] are summarised (checkpoints * n)
+    checkpoints: list[str] = field(default_factory=list)  # rendered, oldest first
+    shows_all: bool = True  # whether the summary slot holds every checkpoint
+    masked_ids: set[int] = field(default_factory=set)
+    loose: list[int] = field(default_factory=list)  # appended, neither task nor turn
+
+
 class ComplexityTrapSummaryStrategy(ObservationMaskingStrategy):
     name: ClassVar[str] = "complexity_trap_summary"
     label: ClassVar[str] = "LLM summary / hybrid (The Complexity Trap / SWE-agent, N=21, M=10)"
@@ -197,6 +209,7 @@ class ComplexityTrapSummaryStrategy(ObservationMaskingStrategy):
         "reference cl100k counts, per message (the trigger counts turns, not tokens)"
     )
     WINDOW = "context_window"
+    State = _State
     PARAMS: ClassVar[tuple[Param, ...]] = (
         Param(
             "mode",
@@ -284,57 +297,48 @@ class ComplexityTrapSummaryStrategy(ObservationMaskingStrategy):
 
     def __init__(self, params: Mapping[str, Any] | None = None) -> None:
         Strategy.__init__(self, params)
-        self._reference = None
 
     # --- hooks --------------------------------------------------------------------------
-    def prepare(self, ctx: ReplayContext) -> None:
-        self._reference = ctx.reference
-        self._task: int | None = None  # source index of history[1]
-        self._turns: list[Turn] = []
-        self._open: Turn | None = None  # the assistant message awaiting its results
-        self._done = 0  # turns[:done] are summarised (checkpoints * n)
-        self._checkpoints: list[str] = []  # rendered checkpoint messages, oldest first
-        self._shows_all = True  # whether the summary slot holds every checkpoint
-        self._masked_ids: set[int] = set()
-        self._loose: list[int] = []  # appended messages that are neither task nor turn
-
-    def after_append(self, ctx: ReplayContext, index: int) -> None:
+    def after_append(self, ctx: ContextView, index: int) -> None:
+        st: _State = ctx.state
         msg = ctx.original(index)
         has_results = any(b.kind is BlockKind.TOOL_RESULT for b in msg.blocks)
         if msg.role is Role.ASSISTANT:
-            if self._open is not None and not self._open.results:
-                self._open.assistants.append(index)  # the same call continues
+            if st.open is not None and not st.open.results:
+                st.open.assistants.append(index)  # the same call continues
             else:
-                self._open = Turn([index])
+                st.open = Turn([index])
             return
-        if has_results and self._open is not None:
-            if not self._open.results:
-                self._turns.append(self._open)
-            self._open.results.append(index)
+        if has_results and st.open is not None:
+            if not st.open.results:
+                st.turns.append(st.open)
+            st.open.results.append(index)
             return
-        self._open = None
-        if self._task is None and msg.role is Role.USER:
-            self._task = index
+        st.open = None
+        if st.task is None and msg.role is Role.USER:
+            st.task = index
         else:
-            self._loose.append(index)
+            st.loose.append(index)
 
-    def before_call(self, ctx: ReplayContext) -> None:
+    def before_call(self, ctx: ContextView) -> None:
+        st: _State = ctx.state
         n, m = int(self.params["n"]), int(self.params["keep_last_m_turns"])
         # An assistant message left without tool results is not a turn (a plain answer).
-        if self._open is not None and not self._open.results:
-            self._loose.extend(self._open.assistants)
-        self._open = None
-        unprocessed = self._turns[self._done :]
+        if st.open is not None and not st.open.results:
+            st.loose.extend(st.open.assistants)
+        st.open = None
+        unprocessed = st.turns[st.done :]
         if len(unprocessed) >= n + m:
             self._checkpoint(ctx, unprocessed[:n])
-        elif not self._shows_all and self._checkpoints:
+        elif not st.shows_all and st.checkpoints:
             # The cache holds every checkpoint: from this query on all are in the request.
-            self._render(ctx, self._checkpoints)
+            self._render(ctx, st.checkpoints)
         if self.params["mode"] == "hybrid":
             self._mask(ctx)
 
     # --- summary ------------------------------------------------------------------------
-    def _checkpoint(self, ctx: ReplayContext, turns: list[Turn]) -> None:
+    def _checkpoint(self, ctx: ContextView, turns: list[Turn]) -> None:
+        st: _State = ctx.state
         k = len(turns)
         record_id: int | None = None
         if self.params["omit_turns"]:
@@ -359,27 +363,27 @@ class ComplexityTrapSummaryStrategy(ObservationMaskingStrategy):
             content = CHECKPOINT.format(k=k, summary=summary)
         last = turns[-1].results[-1]
         gone = [i for t in turns for i in (*t.assistants, *t.results)]
-        loose = [i for i in self._loose if i < last]
-        self._loose = [i for i in self._loose if i > last]  # kept: a reading
+        loose = [i for i in st.loose if i < last]
+        st.loose = [i for i in st.loose if i > last]  # kept: a reading
         previous_ref = ctx.summary_ref
-        self._checkpoints.append(content)
+        st.checkpoints.append(content)
         with ctx.action(
             "summarise",
             reason=f"{k} oldest unsummarised turns replaced by a checkpoint "
             f"({self.params['keep_last_m_turns']} kept verbatim)",
             n=int(self.params["n"]),
             keep_last_m_turns=int(self.params["keep_last_m_turns"]),
-            checkpoint=len(self._checkpoints),
+            checkpoint=len(st.checkpoints),
             omitted=bool(self.params["omit_turns"]),
         ) as act:
             act.remove(gone, Fate.SUMMARISED)
             act.remove(loose, Fate.DROPPED, reason="not part of a turn: absent from the view")
             static = bool(self.params["enable_static_checkpointing"])
-            self._render(ctx, self._checkpoints[-1:] if static else self._checkpoints, record_id)
+            self._render(ctx, st.checkpoints[-1:] if static else st.checkpoints, record_id)
             act.summary_id = record_id
             act.always = True
-        self._done += k
-        self._masked_ids.difference_update(gone)
+        st.done += k
+        st.masked_ids.difference_update(gone)
         check_summary_size(
             ctx,
             summary_rendered=content,
@@ -389,24 +393,26 @@ class ComplexityTrapSummaryStrategy(ObservationMaskingStrategy):
         )
 
     def _render(
-        self, ctx: ReplayContext, checkpoints: list[str], summary_id: int | None = None
+        self, ctx: ContextView, checkpoints: list[str], summary_id: int | None = None
     ) -> None:
+        st: _State = ctx.state
         rendered = "\n\n".join(checkpoints)
-        tokens = sum(self.count_text(c) for c in checkpoints)
+        tokens = sum(self.scale(ctx.reference.text(c)) for c in checkpoints)
         ctx.set_summary(
             rendered,
             tokens=tokens,
             rendered=rendered,
             summary_id=summary_id if summary_id is not None else ctx.summary_id,
         )
-        self._shows_all = len(checkpoints) == len(self._checkpoints)
+        st.shows_all = len(checkpoints) == len(st.checkpoints)
 
-    def summary_request(self, ctx: ReplayContext, turns: list[Turn]) -> SummaryRequest:
+    def summary_request(self, ctx: ContextView, turns: list[Turn]) -> SummaryRequest:
         """The call ``query_for_summary`` makes for ``turns``."""
-        if self._checkpoints:
-            context = f"<PREVIOUS_CHECKPOINT>\n{self._checkpoints[-1]}\n</PREVIOUS_CHECKPOINT>\n"
+        st: _State = ctx.state
+        if st.checkpoints:
+            context = f"<PREVIOUS_CHECKPOINT>\n{st.checkpoints[-1]}\n</PREVIOUS_CHECKPOINT>\n"
         else:
-            task = ctx.original(self._task) if self._task is not None else None
+            task = ctx.original(st.task) if st.task is not None else None
             text = message_content(task) if task is not None else ""
             context = f"<PROBLEM_STATEMENT>\n{text}\n</PROBLEM_STATEMENT>\n"
         reasoning = int(self.params["max_kept_reasoning_length"])
@@ -432,10 +438,10 @@ class ComplexityTrapSummaryStrategy(ObservationMaskingStrategy):
             style="sections",
             sections=SECTIONS,
             material=tuple(material),
-            previous_summary=self._checkpoints[-1] if self._checkpoints else "",
+            previous_summary=st.checkpoints[-1] if st.checkpoints else "",
         )
 
-    def _actions(self, ctx: ReplayContext, turns: list[Turn]) -> list[str]:
+    def _actions(self, ctx: ContextView, turns: list[Turn]) -> list[str]:
         limit = int(self.params["max_kept_action_length"])
         out = []
         for turn in turns:
@@ -446,11 +452,12 @@ class ComplexityTrapSummaryStrategy(ObservationMaskingStrategy):
         return out
 
     # --- hybrid: LastNObservations over the view ----------------------------------------
-    def _mask(self, ctx: ReplayContext) -> None:
-        observations = [t.results for t in self._turns[self._done :]]
+    def _mask(self, ctx: ContextView) -> None:
+        st: _State = ctx.state
+        observations = [t.results for t in st.turns[st.done :]]
         # +1: the task is the view's first observation; checkpoints are not observations.
         target = omitted_count(len(observations) + 1, int(self.params["masking_n"]))
-        new = [i for group in observations[:target] for i in group if i not in self._masked_ids]
+        new = [i for group in observations[:target] for i in group if i not in st.masked_ids]
         if not new:
             return
         with ctx.action(
@@ -462,7 +469,7 @@ class ComplexityTrapSummaryStrategy(ObservationMaskingStrategy):
         ) as act:
             for i in new:
                 act.replace(i, mask_message(ctx.original(i)), Fate.PRUNED)
-                self._masked_ids.add(i)
+                st.masked_ids.add(i)
 
 
 STRATEGY = ComplexityTrapSummaryStrategy

@@ -24,7 +24,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..findings import check_summary_size
@@ -38,7 +38,15 @@ from ..stages.split import aligned
 from .base import Strategy
 
 if TYPE_CHECKING:
-    from ..context import ReplayContext
+    from ..context_view import ContextView
+
+
+@dataclass(slots=True)
+class _State:
+    tool_names: dict[str, str] = field(default_factory=dict)  # tool_use id -> tool name
+    compacted_upto: int = -1  # source indexes < this went through tool-result compaction
+    skipping: bool = False  # the last check found system + summary over the threshold
+    str_tokens: int = 0  # tokens of system + summary as one string
 
 
 class CoPaw(Strategy):
@@ -52,6 +60,7 @@ class CoPaw(Strategy):
         "compaction to 1000 characters."
     )
     WINDOW = "max_input_length"
+    State = _State
     PARAMS: ClassVar[tuple[Param, ...]] = (
         Param("max_input_length", 131072, "Model input window in tokens.", "int",
               min=1024, max=10_000_000, origin="config.json agents.running.max_input_length"),
@@ -103,54 +112,51 @@ class CoPaw(Strategy):
         return agentscope.message_tokens(message, self.count_text, files_in_results=True)
 
     def count_system(self, text: str, message: Message | None) -> int:
-        return 0  # counted together with the summary as one string in before_call
+        return self.count_text(text)  # and with the summary as one string (before_call)
 
     def count_tools(self, tools: object) -> int:
         return 0
 
-    def prepare(self, ctx: ReplayContext) -> None:
+    def prepare(self, ctx: ContextView) -> None:
+        st: _State = ctx.state
         if self._qwen is not None:
             self._qwen.prime(_texts(ctx.originals))
             self._qwen.prime([ctx.system_text])
-        self.tool_names: dict[str, str] = {}
-        self.compacted_upto = -1  # source indexes < this went through tool-result compaction
-        self.skipping = False
-        self._refresh_system(ctx)
+        st.str_tokens = self._system_and_summary(ctx, ctx.summary)
 
-    def _refresh_system(self, ctx: ReplayContext) -> None:
+    def _system_and_summary(self, ctx: ContextView, summary: str) -> int:
         """System + summary as one string (CoPaw counts them concatenated): the system zone
-        holds the system alone, the summary zone the difference."""
-        ctx.system_tokens = self.count_text(ctx.system_text)
-        combined = self._count_by_lines(ctx.system_text + ctx.summary)
-        ctx.summary_tokens = combined - ctx.system_tokens
-        self.str_tokens = combined
+        holds the system alone (``count_system``), the summary zone the difference."""
+        return self._count_by_lines(ctx.system_text + summary)
 
     # --- geometry -----------------------------------------------------------------------
-    def window(self, ctx: ReplayContext) -> int:
+    def window(self, ctx: ContextView) -> int:
         return int(self.params["max_input_length"])
 
-    def threshold(self, ctx: ReplayContext) -> int:
+    def threshold(self, ctx: ContextView) -> int:
         return int(self.params["max_input_length"] * self.params["memory_compact_ratio"])
 
     def reserve(self) -> int:
         return int(self.params["max_input_length"] * self.params["memory_reserve_ratio"])
 
-    def after_append(self, ctx: ReplayContext, index: int) -> None:
+    def after_append(self, ctx: ContextView, index: int) -> None:
+        st: _State = ctx.state
         for b in ctx.message(index).blocks:
             if b.kind is BlockKind.TOOL_USE:
-                self.tool_names[b.tool_id] = b.tool_name
+                st.tool_names[b.tool_id] = b.tool_name
 
     # --- hook ---------------------------------------------------------------------------
-    def before_call(self, ctx: ReplayContext) -> None:
+    def before_call(self, ctx: ContextView) -> None:
+        st: _State = ctx.state
         threshold = self.threshold(ctx)
-        left = threshold - self.str_tokens
+        left = threshold - st.str_tokens
         if left <= 0:
-            if not self.skipping:
-                ctx.emit("compact_skipped", threshold=threshold, system_and_summary=self.str_tokens,
+            if not st.skipping:
+                ctx.emit("compact_skipped", threshold=threshold, system_and_summary=st.str_tokens,
                          reason="left <= 0: system + summary exceed the threshold")  # fmt: skip
-            self.skipping = True
+            st.skipping = True
             return
-        self.skipping = False
+        st.skipping = False
         keep_n = int(self.params["tool_result_compact_keep_n"])
         if self.params["enable_tool_result_compact"] and keep_n > 0:
             self._compact_tool_results(ctx, ctx.live[:-keep_n])
@@ -160,7 +166,7 @@ class CoPaw(Strategy):
             return
         detail: dict[str, Any] = {
             "threshold": threshold, "left": left, "reserve": reserve,
-            "estimate": ctx.history_tokens, "system_and_summary": self.str_tokens,
+            "estimate": ctx.history_tokens, "system_and_summary": st.str_tokens,
             "kept": len(to_keep), "valid_split": valid,
         }  # fmt: skip
         if not valid:
@@ -173,7 +179,7 @@ class CoPaw(Strategy):
         self._compact(ctx, to_compact, detail)
 
     def _check_context(
-        self, ctx: ReplayContext, threshold: int, reserve: int
+        self, ctx: ContextView, threshold: int, reserve: int
     ) -> tuple[list[int], list[int], bool]:
         """ReMe ``context_check`` (§3.4): newest-first within ``reserve``, pulling in the
         tool_use messages kept results depend on; the kept set may be non-contiguous."""
@@ -210,13 +216,14 @@ class CoPaw(Strategy):
         to_compact = [i for i in live if i not in keep]
         return to_compact, to_keep, aligned(ctx, to_keep)
 
-    def _compact_tool_results(self, ctx: ReplayContext, messages: list[int]) -> None:
+    def _compact_tool_results(self, ctx: ContextView, messages: list[int]) -> None:
         """ReMe ``ToolResultCompactor`` (§3.5) on ``messages`` (each message once: a
         compacted text carries both markers and is left alone afterwards)."""
+        st: _State = ctx.state
         limit = int(self.params["tool_result_threshold"])
-        todo = [i for i in messages if i >= self.compacted_upto]
+        todo = [i for i in messages if i >= st.compacted_upto]
         if messages:
-            self.compacted_upto = max(self.compacted_upto, messages[-1] + 1)
+            st.compacted_upto = max(st.compacted_upto, messages[-1] + 1)
         changed: list[tuple[int, Message, list[tuple[str, str]]]] = []
         for i in todo:
             msg = ctx.message(i)
@@ -225,7 +232,7 @@ class CoPaw(Strategy):
             for bi, b in enumerate(blocks):
                 if b.kind is not BlockKind.TOOL_RESULT:
                     continue
-                name = b.tool_name or self.tool_names.get(b.tool_id, "")
+                name = b.tool_name or st.tool_names.get(b.tool_id, "")
                 if b.parts:
                     parts = list(b.parts)
                     for pi, p in enumerate(parts):
@@ -248,7 +255,7 @@ class CoPaw(Strategy):
                         threshold_chars=limit) as act:  # fmt: skip
             for i, new_msg, files in changed:
                 for path, full in files[1:]:
-                    ctx.result.offloads[path] = full
+                    act.offload(path, full)
                 act.replace(i, new_msg, Fate.OFFLOADED, offload_path=files[0][0],
                             offload_text=files[0][1])  # fmt: skip
 
@@ -295,7 +302,8 @@ class CoPaw(Strategy):
 
         return count_formatted
 
-    def _compact(self, ctx: ReplayContext, to_compact: list[int], detail: dict[str, Any]) -> None:
+    def _compact(self, ctx: ContextView, to_compact: list[int], detail: dict[str, Any]) -> None:
+        st: _State = ctx.state
         lang = prompts.lang_key(str(self.params["language"]))
         cap = int(self.params["max_input_length"] * self.params["memory_compact_ratio"] * 0.9)
         parts: list[str] = []
@@ -303,7 +311,7 @@ class CoPaw(Strategy):
         used = 0
         texts = [
             agentscope.format_message(
-                ctx.message(i), style="reme", include_thinking=False, tool_names=self.tool_names
+                ctx.message(i), style="reme", include_thinking=False, tool_names=st.tool_names
             )
             for i in to_compact
         ]
@@ -360,8 +368,10 @@ class CoPaw(Strategy):
                 act.remove(skipped, Fate.DROPPED, reason="beyond the summariser input cap")
             else:
                 act.remove(to_compact, Fate.DROPPED)
-            ctx.set_summary(text, tokens=0, rendered=rendered, summary_id=summary_id)
-            self._refresh_system(ctx)
+            combined = self._system_and_summary(ctx, text)
+            ctx.set_summary(text, tokens=combined - ctx.system_tokens, rendered=rendered,
+                            summary_id=summary_id)  # fmt: skip
+            st.str_tokens = combined
             act.summary_id = summary_id
         if ok:
             check_summary_size(ctx, summary_rendered=rendered, replaced=to_compact,

@@ -39,7 +39,8 @@ from ._cowagent_rules import CowMsg
 from .base import Strategy
 
 if TYPE_CHECKING:
-    from ..context import Action, ReplayContext
+    from ..context import Action
+    from ..context_view import ContextView
 
 
 class CowAgentStrategy(Strategy):
@@ -138,20 +139,20 @@ class CowAgentStrategy(Strategy):
         return 0  # CowAgent's budget ignores tool definitions
 
     # --- geometry -----------------------------------------------------------------------
-    def _budget(self, ctx: ReplayContext) -> int:
+    def _budget(self, ctx: ContextView) -> int:
         return cow.budget_tokens(
             int(self.params["agent_max_context_tokens"]), ctx.conversation.model
         )
 
-    def window(self, ctx: ReplayContext) -> int:
+    def window(self, ctx: ContextView) -> int:
         given = int(self.params["model_context_window"])
         return given or cow.context_window_for_model(ctx.conversation.model)
 
-    def threshold(self, ctx: ReplayContext) -> int | None:
+    def threshold(self, ctx: ContextView) -> int | None:
         return self._budget(ctx)
 
     # --- state --------------------------------------------------------------------------
-    def prepare(self, ctx: ReplayContext) -> None:
+    def prepare(self, ctx: ContextView) -> None:
         self._flushed: frozenset[str] = frozenset()
         self._inj_target: int | None = None
         self._inj_text = ""  # the target's first text block as injected
@@ -159,7 +160,7 @@ class CowAgentStrategy(Strategy):
         self._row_cache: dict[int, tuple[Message, CowMsg, bool]] = {}
         self._clean: tuple[int, int] | None = None  # (live length, last index) found clean
 
-    def _rows(self, ctx: ReplayContext) -> list[CowMsg]:
+    def _rows(self, ctx: ContextView) -> list[CowMsg]:
         """CowAgent's message list: the results of one reply's tool calls are one user
         message (``merge_tool_results``), and the injected summary is part of its target's
         text (written in place by the summary callback, so a later flush summarises it)."""
@@ -188,7 +189,7 @@ class CowAgentStrategy(Strategy):
                 break
         return CowMsg(row.src, replace(row.msg, blocks=tuple(blocks)))
 
-    def _stored(self, ctx: ReplayContext, src: int, blocks: tuple[Block, ...]) -> Message:
+    def _stored(self, ctx: ContextView, src: int, blocks: tuple[Block, ...]) -> Message:
         """The source message holding ``blocks`` as CowAgent changed them, with the
         injected summary taken out again (it is kept beside the message, as the summary)."""
         if src == self._inj_target and self._inj_prefix:
@@ -202,7 +203,7 @@ class CowAgentStrategy(Strategy):
 
     def _write_back(
         self,
-        ctx: ReplayContext,
+        ctx: ContextView,
         act: Action,
         before: Sequence[CowMsg],
         after: Sequence[CowMsg],
@@ -240,7 +241,7 @@ class CowAgentStrategy(Strategy):
                     act.replace(src, stored, changed)
 
     # --- hooks --------------------------------------------------------------------------
-    def after_append(self, ctx: ReplayContext, index: int) -> None:
+    def after_append(self, ctx: ContextView, index: int) -> None:
         msg = ctx.message(index)
         cap = int(self.params["current_turn_result_max_chars"])
         if cap and any(b.kind is BlockKind.TOOL_RESULT and len(b.text) > cap for b in msg.blocks):
@@ -257,14 +258,14 @@ class CowAgentStrategy(Strategy):
             # (two queries in a row are two requests: trimmed twice).
             self._trim(ctx)
 
-    def before_call(self, ctx: ReplayContext) -> None:
+    def before_call(self, ctx: ContextView) -> None:
         # _call_llm_stream: every LLM call sanitises first, then may overflow.
         self._sanitize(ctx)
         if self.params["simulate_overflow"] and ctx.request_ref() > self.window(ctx):
             self._overflow(ctx)
 
     # --- _trim_messages -----------------------------------------------------------------
-    def _trim(self, ctx: ReplayContext) -> None:
+    def _trim(self, ctx: ContextView) -> None:
         """``_trim_messages`` then ``sanitize_claude_messages``, once per user request (run
         as its query is appended). A background summary scheduled by an earlier request
         has landed by now (it is due from the LLM call after the one it was started for)."""
@@ -305,7 +306,7 @@ class CowAgentStrategy(Strategy):
         self._sanitize(ctx)
 
     def _compress(
-        self, ctx: ReplayContext, turns: list[list[CowMsg]], *, budget: int, current: int
+        self, ctx: ContextView, turns: list[list[CowMsg]], *, budget: int, current: int
     ) -> None:
         with ctx.action(
             "compress_text_only", reason="fewer than 5 turns over budget: turns kept as text",
@@ -317,7 +318,7 @@ class CowAgentStrategy(Strategy):
 
     def _drop_turns(
         self,
-        ctx: ReplayContext,
+        ctx: ContextView,
         dropped: list[list[CowMsg]],
         kept: list[list[CowMsg]],
         *,
@@ -340,7 +341,7 @@ class CowAgentStrategy(Strategy):
 
     # --- memory flush and injection -----------------------------------------------------
     def _flush(
-        self, ctx: ReplayContext, rows: list[CowMsg], *, reason: str
+        self, ctx: ContextView, rows: list[CowMsg], *, reason: str
     ) -> tuple[str, set[int], int | None]:
         """Summarise ``rows`` as the memory flush does. Returns (summary or "", sources
         shown to the summariser, summary record id)."""
@@ -382,7 +383,7 @@ class CowAgentStrategy(Strategy):
 
     def _schedule_injection(
         self,
-        ctx: ReplayContext,
+        ctx: ContextView,
         summary: str,
         turns: int,
         target: int | None,
@@ -394,7 +395,7 @@ class CowAgentStrategy(Strategy):
             return
         replaced_srcs = [i for r in replaced for i in r.sources]
 
-        def apply(c: ReplayContext) -> None:
+        def apply(c: ContextView) -> None:
             self._inject(c, summary, turns, target, record_id, replaced_srcs)
 
         if self.params["summary_injection"] == "sync":
@@ -409,7 +410,7 @@ class CowAgentStrategy(Strategy):
 
     def _inject(
         self,
-        ctx: ReplayContext,
+        ctx: ContextView,
         summary: str,
         turns: int,
         target: int,
@@ -444,14 +445,14 @@ class CowAgentStrategy(Strategy):
             previous_ref=previous_ref,
         )  # fmt: skip
 
-    def _check_injection_target(self, ctx: ReplayContext) -> None:
+    def _check_injection_target(self, ctx: ContextView) -> None:
         """An injected summary lives inside its message: it leaves with it."""
         if self._inj_target is not None and not ctx.alive[self._inj_target]:
             self._inj_target, self._inj_text, self._inj_prefix = None, "", ""
             ctx.set_summary("", tokens=0, rendered="", summary_id=None)
 
     # --- sanitize_claude_messages -------------------------------------------------------
-    def _sanitize(self, ctx: ReplayContext) -> None:
+    def _sanitize(self, ctx: ContextView) -> None:
         # Every LLM call sanitises. Only appends happen between two calls unless this
         # strategy acted, so a history found clean needs only its new tail checked.
         live = ctx.live
@@ -476,7 +477,7 @@ class CowAgentStrategy(Strategy):
         self._check_injection_target(ctx)
 
     # --- provider overflow --------------------------------------------------------------
-    def _overflow(self, ctx: ReplayContext) -> None:
+    def _overflow(self, ctx: ContextView) -> None:
         self._clean = None
         window = self.window(ctx)
         before = ctx.request_ref()
@@ -504,7 +505,7 @@ def _shape(msg: Message) -> tuple[tuple[BlockKind, str], ...]:
     return tuple((b.kind, b.tool_id) for b in msg.blocks)
 
 
-def _sanitize_is_noop(ctx: ReplayContext, start: int = 0) -> bool:
+def _sanitize_is_noop(ctx: ContextView, start: int = 0) -> bool:
     """True when ``cow.sanitize`` would change nothing, read off the context's ledgers:
     every tool_use answered in the very next message (a user or tool message holding all
     its ids, with the results-only messages after it: CowAgent holds them as one), no

@@ -60,7 +60,7 @@ from ..summarizers import MaterialItem, PromptMessage, SummaryRequest
 from .base import Strategy
 
 if TYPE_CHECKING:
-    from ..context import ReplayContext
+    from ..context_view import ContextView
 
 
 @dataclass(frozen=True)
@@ -199,18 +199,18 @@ class Custom(Strategy):
     def count_message(self, message: Message) -> int:
         return agentscope.message_tokens(message, self.count_text)
 
-    def window(self, ctx: ReplayContext) -> int:
+    def window(self, ctx: ContextView) -> int:
         return int(self.params["window"])
 
-    def threshold(self, ctx: ReplayContext) -> int:
+    def threshold(self, ctx: ContextView) -> int:
         return int(self.params["window"] * self.params["threshold_ratio"])
 
-    def prepare(self, ctx: ReplayContext) -> None:
+    def prepare(self, ctx: ContextView) -> None:
         self.tool_names: dict[str, str] = {}
         self.done_upto: dict[int, int] = {}  # stage position -> first index not yet scanned
         self.cleared: set[tuple[int, int]] = set()  # (index, block) pruned or cleared
 
-    def after_append(self, ctx: ReplayContext, index: int) -> None:
+    def after_append(self, ctx: ContextView, index: int) -> None:
         msg = ctx.message(index)
         for b in msg.blocks:
             if b.kind is BlockKind.TOOL_USE:
@@ -222,7 +222,7 @@ class Custom(Strategy):
                 elif stage["stage"] == "offload_tool_results":
                     self._cut(ctx, slot, stage, "offload", self._offloaded)
 
-    def before_call(self, ctx: ReplayContext) -> None:
+    def before_call(self, ctx: ContextView) -> None:
         for stage in self.stages:
             if STAGES[stage["stage"]].on_tool_result:
                 continue
@@ -240,7 +240,7 @@ class Custom(Strategy):
 
     # --- tool-result stages: truncate / offload ---------------------------------------
     def _cut(
-        self, ctx: ReplayContext, slot: int, stage: dict[str, Any], kind: str, rewrite: Rewrite
+        self, ctx: ContextView, slot: int, stage: dict[str, Any], kind: str, rewrite: Rewrite
     ) -> None:
         """Rewrite the tool results of live messages older than the newest ``keep_recent``
         (each message once per stage, except re-cuts); ``rewrite`` gives (text, offload
@@ -299,7 +299,7 @@ class Custom(Strategy):
         return notice, path, text
 
     # --- before-call stages -----------------------------------------------------------
-    def _prune(self, ctx: ReplayContext, stage: dict[str, Any]) -> None:
+    def _prune(self, ctx: ContextView, stage: dict[str, Any]) -> None:
         protect, minimum = int(stage["protect_tokens"]), int(stage["minimum_tokens"])
         found = scan_tool_outputs(
             ctx,
@@ -317,7 +317,7 @@ class Custom(Strategy):
             protect_tokens=protect, minimum_tokens=minimum,
         )  # fmt: skip
 
-    def _clear_old(self, ctx: ReplayContext, stage: dict[str, Any]) -> None:
+    def _clear_old(self, ctx: ContextView, stage: dict[str, Any]) -> None:
         placeholder, keep = str(stage["placeholder"]), int(stage["keep"])
         parts = [
             (i, pos)
@@ -337,7 +337,7 @@ class Custom(Strategy):
 
     def _clear_parts(
         self,
-        ctx: ReplayContext,
+        ctx: ContextView,
         kind: str,
         by_message: dict[int, set[int]],
         placeholder: str,
@@ -353,7 +353,7 @@ class Custom(Strategy):
                 new = clear_blocks(ctx.message(index), positions, placeholder)
                 act.replace(index, new, Fate.PRUNED)
 
-    def _drop_turns(self, ctx: ReplayContext, keep_turns: int) -> None:
+    def _drop_turns(self, ctx: ContextView, keep_turns: int) -> None:
         starts = [pos for pos, i in enumerate(ctx.live) if is_user_query(ctx.message(i))]
         if len(starts) <= keep_turns:
             return
@@ -363,7 +363,7 @@ class Custom(Strategy):
         ) as act:
             act.remove(ctx.live[:cut], Fate.DROPPED)
 
-    def _summarise(self, ctx: ReplayContext, keep_tokens: int) -> None:
+    def _summarise(self, ctx: ContextView, keep_tokens: int) -> None:
         keep, _ = largest_aligned_suffix(ctx, keep_tokens)
         prefix = ctx.live[: len(ctx.live) - keep]
         if not prefix:

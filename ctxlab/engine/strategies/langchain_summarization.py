@@ -68,7 +68,7 @@ from . import _langchain_tokens as lc
 from .base import Strategy
 
 if TYPE_CHECKING:
-    from ..context import ReplayContext
+    from ..context_view import ContextView
 
 MIDDLEWARE = "SummarizationMiddleware"
 SUMMARY_TEMPLATE = "Here is a summary of the conversation to date:\n\n{summary}"
@@ -334,10 +334,10 @@ class LangChainSummarizationStrategy(Strategy):
         return count
 
     # --- geometry -----------------------------------------------------------------------
-    def window(self, ctx: ReplayContext) -> int:
+    def window(self, ctx: ContextView) -> int:
         return int(self.params["max_input_tokens"])
 
-    def threshold(self, ctx: ReplayContext) -> int | None:
+    def threshold(self, ctx: ContextView) -> int | None:
         limits = [self._limit(kind, value) for kind, value in self.triggers if kind != "messages"]
         return min(limits) if limits else None
 
@@ -347,14 +347,14 @@ class LangChainSummarizationStrategy(Strategy):
         return int(value)
 
     # --- state --------------------------------------------------------------------------
-    def prepare(self, ctx: ReplayContext) -> None:
+    def prepare(self, ctx: ContextView) -> None:
         self._state: list[lc.LcMessage] = []  # state["messages"], the summary message first
         self._sum = 0.0  # Σ per-message tokens of _state (unscaled)
         self._last_ai: lc.LcMessage | None = None
         self._scale_at: tuple[int, float] | None = None  # (last reported total, approx there)
         self._skipped = False
 
-    def after_append(self, ctx: ReplayContext, index: int) -> None:
+    def after_append(self, ctx: ContextView, index: int) -> None:
         msg = ctx.message(index)
         for block in msg.blocks:
             if block.kind is BlockKind.TOOL_USE and block.tool_id:
@@ -389,7 +389,7 @@ class LangChainSummarizationStrategy(Strategy):
         return math.ceil(total)
 
     # --- hooks --------------------------------------------------------------------------
-    def before_call(self, ctx: ReplayContext) -> None:
+    def before_call(self, ctx: ContextView) -> None:
         total = self.total_tokens()
         fired = self._fired(total)
         if fired is None:
@@ -492,7 +492,7 @@ class LangChainSummarizationStrategy(Strategy):
         return end  # no AI message found: advance past the tool messages
 
     # --- summarising --------------------------------------------------------------------
-    def _summarize(self, ctx: ReplayContext, cutoff: int, *, total: int, fired: str) -> None:
+    def _summarize(self, ctx: ContextView, cutoff: int, *, total: int, fired: str) -> None:
         old, kept = self._state[:cutoff], self._state[cutoff:]
         summary, record_id, shown = self._create_summary(ctx, old)
         no_call = summary if record_id is None else ""
@@ -528,7 +528,7 @@ class LangChainSummarizationStrategy(Strategy):
                            summary_id=record_id, previous_ref=previous_ref)  # fmt: skip
 
     def _create_summary(
-        self, ctx: ReplayContext, old: list[lc.LcMessage]
+        self, ctx: ContextView, old: list[lc.LcMessage]
     ) -> tuple[str, int | None, list[lc.LcMessage]]:
         """(summary text, summary record id, the messages the call showed)."""
         if not old:

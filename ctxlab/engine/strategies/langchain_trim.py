@@ -41,7 +41,7 @@ from . import _langchain_tokens as lc
 from .base import Strategy
 
 if TYPE_CHECKING:
-    from ..context import ReplayContext
+    from ..context_view import ContextView
 
 FUNCTION = "trim_messages"
 MESSAGE_TYPES = (lc.HUMAN, lc.AI, lc.TOOL, lc.SYSTEM)
@@ -206,14 +206,14 @@ class LangChainTrimStrategy(Strategy):
         return total
 
     # --- geometry -----------------------------------------------------------------------
-    def window(self, ctx: ReplayContext) -> int:
+    def window(self, ctx: ContextView) -> int:
         return int(self.params["context_window"])
 
-    def threshold(self, ctx: ReplayContext) -> int | None:
+    def threshold(self, ctx: ContextView) -> int | None:
         return int(self.params["max_tokens"])
 
     # --- state --------------------------------------------------------------------------
-    def prepare(self, ctx: ReplayContext) -> None:
+    def prepare(self, ctx: ContextView) -> None:
         self._system: lc.LcMessage | None = None
         if self.params["system_prompt_in_state"] and ctx.system_index is not None:
             self._system = lc.LcMessage(lc.SYSTEM, ctx.system_text, source=ctx.system_index)
@@ -230,7 +230,7 @@ class LangChainTrimStrategy(Strategy):
             self._prefix.append(self.lc_tokens(self._system))
         self._linear = not self.params["allow_partial"] and not self._force_general
 
-    def after_append(self, ctx: ReplayContext, index: int) -> None:
+    def after_append(self, ctx: ContextView, index: int) -> None:
         msg = ctx.original(index)
         for block in msg.blocks:
             if block.kind is BlockKind.TOOL_USE and block.tool_id:
@@ -252,7 +252,7 @@ class LangChainTrimStrategy(Strategy):
             include_system=bool(p["include_system"]),
         )  # fmt: skip
 
-    def before_call(self, ctx: ReplayContext) -> None:
+    def before_call(self, ctx: ContextView) -> None:
         if self._linear:
             self._before_call_linear(ctx)
             return
@@ -299,7 +299,7 @@ class LangChainTrimStrategy(Strategy):
                           lambda k: h[end - k], self.start_on)  # fmt: skip
         return end - kept, end, start == 1
 
-    def _before_call_linear(self, ctx: ReplayContext) -> None:
+    def _before_call_linear(self, ctx: ContextView) -> None:
         lo, hi, system = self._window()
         h = self._history
         n = len(h)
@@ -328,7 +328,7 @@ class LangChainTrimStrategy(Strategy):
                   "kept_messages": hi - lo + system, "state_messages": n}  # fmt: skip
         self._apply(ctx, changed, desired, detail)
 
-    def _desired(self, ctx: ReplayContext, kept: list[lc.LcMessage]) -> dict[int, Message | None]:
+    def _desired(self, ctx: ContextView, kept: list[lc.LcMessage]) -> dict[int, Message | None]:
         """Source -> what the request shows when not the whole message (None: nothing)."""
         by_source: dict[int, list[lc.LcMessage]] = {}
         for m in kept:
@@ -343,7 +343,7 @@ class LangChainTrimStrategy(Strategy):
 
     def _apply(
         self,
-        ctx: ReplayContext,
+        ctx: ContextView,
         changed: list[int],
         desired: dict[int, Message | None],
         detail: dict[str, Any],

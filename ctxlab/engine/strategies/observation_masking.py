@@ -42,7 +42,7 @@ Readings (where a transcript is not a SWE-agent history):
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..model import Block, BlockKind, Message, Role
@@ -51,7 +51,7 @@ from ..records import Fate
 from .base import ReferenceEstimator, Strategy
 
 if TYPE_CHECKING:
-    from ..context import ReplayContext
+    from ..context_view import ContextView
 
 PLACEHOLDER = "Old environment output: ({lines} lines omitted)"
 _ORIGIN = "history_processors[type=last_n_observations]"
@@ -80,6 +80,13 @@ def mask_message(message: Message, placeholder: str = PLACEHOLDER) -> Message:
     return replace(message, blocks=tuple(blocks))
 
 
+@dataclass(slots=True)
+class _State:
+    observations: list[int] = field(default_factory=list)  # tool-result messages' indexes
+    masked: int = 0  # observations[:masked] are masked (or kept by a tag)
+    tool_names: dict[str, str] = field(default_factory=dict)  # tool_id -> name, from calls
+
+
 class ObservationMaskingStrategy(ReferenceEstimator, Strategy):
     name: ClassVar[str] = "observation_masking"
     label: ClassVar[str] = "Observation masking (The Complexity Trap / SWE-agent, M=10)"
@@ -93,6 +100,7 @@ class ObservationMaskingStrategy(ReferenceEstimator, Strategy):
         "reference cl100k counts, per message (masking counts observations, not tokens)"
     )
     WINDOW = "context_window"
+    State: ClassVar[type[Any]] = _State
     PARAMS: ClassVar[tuple[Param, ...]] = (
         Param(
             "n",
@@ -138,38 +146,34 @@ class ObservationMaskingStrategy(ReferenceEstimator, Strategy):
         super().__init__(params)
         if not all(isinstance(n, str) for n in self.params["keep_output_tools"]):
             raise ValueError("keep_output_tools must be a list of tool names")
+        self.keep_tools = frozenset(self.params["keep_output_tools"])
 
     # --- geometry -----------------------------------------------------------------------
-    def window(self, ctx: ReplayContext) -> int:
+    def window(self, ctx: ContextView) -> int:
         return int(self.params["context_window"])
 
     # --- hooks --------------------------------------------------------------------------
-    def prepare(self, ctx: ReplayContext) -> None:
-        self._reference = ctx.reference
-        self._observations: list[int] = []  # source indexes of tool-result messages
-        self._masked = 0  # _observations[:masked] are masked (or kept by a tag)
-        self._tool_names: dict[str, str] = {}  # tool_id -> name, from the tool calls
-        self._keep = frozenset(self.params["keep_output_tools"])
-
-    def after_append(self, ctx: ReplayContext, index: int) -> None:
+    def after_append(self, ctx: ContextView, index: int) -> None:
+        st: _State = ctx.state
         msg = ctx.original(index)
         if msg.role is Role.ASSISTANT:
             for block in msg.blocks:
                 if block.kind is BlockKind.TOOL_USE and block.tool_id:
-                    self._tool_names.setdefault(block.tool_id, block.tool_name)
+                    st.tool_names.setdefault(block.tool_id, block.tool_name)
             return
         if any(b.kind is BlockKind.TOOL_RESULT for b in msg.blocks):
-            self._observations.append(index)
+            st.observations.append(index)
 
-    def before_call(self, ctx: ReplayContext) -> None:
+    def before_call(self, ctx: ContextView) -> None:
         # +1: the instance template (the task) is SWE-agent's first observation.
+        st: _State = ctx.state
         target = omitted_count(
-            len(self._observations) + 1, int(self.params["n"]), int(self.params["polling"])
+            len(st.observations) + 1, int(self.params["n"]), int(self.params["polling"])
         )
-        if target <= self._masked:
+        if target <= st.masked:
             return
-        new = [i for i in self._observations[self._masked : target] if not self._kept(ctx, i)]
-        self._masked = target
+        new = [i for i in st.observations[st.masked : target] if not self._kept(ctx, i)]
+        st.masked = target
         if not new:
             return
         placeholder = str(self.params["placeholder"])
@@ -182,13 +186,14 @@ class ObservationMaskingStrategy(ReferenceEstimator, Strategy):
             for i in new:
                 act.replace(i, mask_message(ctx.original(i), placeholder), Fate.PRUNED)
 
-    def _kept(self, ctx: ReplayContext, index: int) -> bool:
-        if not self._keep:
+    def _kept(self, ctx: ContextView, index: int) -> bool:
+        st: _State = ctx.state
+        if not self.keep_tools:
             return False
         for block in ctx.original(index).blocks:
             if block.kind is BlockKind.TOOL_RESULT:
-                name = self._tool_names.get(block.tool_id) or block.tool_name
-                if name in self._keep:
+                name = st.tool_names.get(block.tool_id) or block.tool_name
+                if name in self.keep_tools:
                     return True
         return False
 

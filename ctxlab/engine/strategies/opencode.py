@@ -81,7 +81,7 @@ from ..summarizers import MaterialItem, PromptMessage, Section, SummaryRequest
 from .base import Strategy
 
 if TYPE_CHECKING:
-    from ..context import ReplayContext
+    from ..context_view import ContextView
 
 PRUNE_MINIMUM = 20_000
 PRUNE_PROTECT = 40_000
@@ -411,17 +411,17 @@ class OpenCodeStrategy(Strategy):
             return False
         return count >= usable if p["overflow_compare"] == ">=" else count > usable
 
-    def window(self, ctx: ReplayContext) -> int:
+    def window(self, ctx: ContextView) -> int:
         return int(self.params["context"])
 
-    def threshold(self, ctx: ReplayContext) -> int | None:
+    def threshold(self, ctx: ContextView) -> int | None:
         return self.usable()
 
-    def output_reserve(self, ctx: ReplayContext) -> int:
+    def output_reserve(self, ctx: ContextView) -> int:
         return self.max_output_tokens()
 
     # --- state --------------------------------------------------------------------------
-    def prepare(self, ctx: ReplayContext) -> None:
+    def prepare(self, ctx: ContextView) -> None:
         self._names: dict[str, str] = {}  # tool_use id -> tool name
         self._cleared: set[tuple[int, int]] = set()  # (index, block) marked compacted
         self._last_finished: int | None = None  # last assistant since the last summary
@@ -429,12 +429,12 @@ class OpenCodeStrategy(Strategy):
         self._original_history = 0  # Token.estimate of the unmodified appended messages
         self._zone: tuple[PromptMessage, ...] = ()  # the summary zone as sent
 
-    def original_request_tokens(self, ctx: ReplayContext) -> int:
+    def original_request_tokens(self, ctx: ContextView) -> int:
         """What the original agent's request weighed under this estimator."""
         return ctx.system_tokens + ctx.tools_tokens + self._original_history
 
     # --- hooks --------------------------------------------------------------------------
-    def after_append(self, ctx: ReplayContext, index: int) -> None:
+    def after_append(self, ctx: ContextView, index: int) -> None:
         msg = ctx.original(index)
         self._original_history += self.count_message(msg)
         if msg.role is not Role.ASSISTANT:
@@ -450,7 +450,7 @@ class OpenCodeStrategy(Strategy):
             self._prune(ctx)
 
     @staticmethod
-    def _continues(ctx: ReplayContext, index: int) -> bool:
+    def _continues(ctx: ContextView, index: int) -> bool:
         """The next record is the same response (Claude Code splits one per block)."""
         nxt = index + 1
         if nxt >= len(ctx.originals):
@@ -458,7 +458,7 @@ class OpenCodeStrategy(Strategy):
         after, msg = ctx.originals[nxt], ctx.originals[index]
         return after.role is Role.ASSISTANT and bool(msg.id) and after.id == msg.id
 
-    def before_call(self, ctx: ReplayContext) -> None:
+    def before_call(self, ctx: ContextView) -> None:
         if self._last_finished is None:
             return  # no finished assistant since the start or the last summary
         count, detail = self._count(ctx, self._last_finished)
@@ -466,12 +466,12 @@ class OpenCodeStrategy(Strategy):
             self._compact(ctx, count=count, detail=detail)
 
     # --- overflow -----------------------------------------------------------------------
-    def compared_tokens(self, ctx: ReplayContext) -> int | None:
+    def compared_tokens(self, ctx: ContextView) -> int | None:
         """``_count`` at the last reply (reported usage includes the system prompt and
         tools an OpenCode export does not carry); None before any reply."""
         return None if self._last_reply is None else self._count(ctx, self._last_reply)[0]
 
-    def _count(self, ctx: ReplayContext, index: int) -> tuple[int, dict[str, Any]]:
+    def _count(self, ctx: ContextView, index: int) -> tuple[int, dict[str, Any]]:
         usage = ctx.original(index).usage
         estimate_now = ctx.request_tokens()
         if self.params["usage_source"] == "estimate" or usage is None or not usage.context_tokens:
@@ -491,7 +491,7 @@ class OpenCodeStrategy(Strategy):
         return max(0, reported - saved), detail
 
     # --- prune --------------------------------------------------------------------------
-    def _prune(self, ctx: ReplayContext) -> None:
+    def _prune(self, ctx: ContextView) -> None:
         found = self.scan(ctx)
         if found.pruned <= int(self.params["prune_minimum"]) or not found.queued:
             return
@@ -508,7 +508,7 @@ class OpenCodeStrategy(Strategy):
                 act.replace(index, clear_blocks(ctx.message(index), positions, CLEARED),
                             Fate.PRUNED)  # fmt: skip
 
-    def scan(self, ctx: ReplayContext) -> PruneScan:
+    def scan(self, ctx: ContextView) -> PruneScan:
         """``prune``'s walk over the live history (``stages.prune.scan_tool_outputs``).
         Parts before the last summary are not in the live history, so the walk ends where
         OpenCode's breaks at the summary message."""
@@ -526,7 +526,7 @@ class OpenCodeStrategy(Strategy):
         return self._names.get(block.tool_id, "") or block.tool_name
 
     # --- compaction ---------------------------------------------------------------------
-    def _compact(self, ctx: ReplayContext, *, count: int, detail: dict[str, Any]) -> None:
+    def _compact(self, ctx: ContextView, *, count: int, detail: dict[str, Any]) -> None:
         compacted = list(ctx.live)
         history = [*self._zone, *(_prompt_message(ctx.message(i)) for i in compacted)]
         request = SummaryRequest(

@@ -38,9 +38,11 @@ from pkg/agent/*_test.go @ cf67dd3):
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, ClassVar
+from functools import partial
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..findings import check_summary_size
 from ..model import Message, ToolDef
@@ -52,7 +54,23 @@ from ._picoclaw_budget import Estimator, PicoMsg
 from .base import Strategy
 
 if TYPE_CHECKING:
-    from ..context import Action, ReplayContext
+    from ..context import Action
+    from ..context_view import ContextView
+    from ..reference import ReferenceTokens
+
+
+@dataclass(slots=True)
+class _State:
+    hist: list[PicoMsg] = field(default_factory=list)  # the session history (persisted)
+    summary: str = ""
+    current: list[PicoMsg] = field(default_factory=list)  # this turn's user message, unsaved
+    new_turn: bool = False
+    replied: bool = False  # an assistant message since the last user message
+    system_text: str = ""
+    trimmed: list[int] = field(default_factory=list)  # out of the request by a trim only
+    runtime: str = ""
+    # The message the replay just counted and its parts (after_append reuses them).
+    counted: tuple[Message, list[PicoMsg]] | None = None
 
 
 class PicoClawStrategy(Strategy):
@@ -70,6 +88,7 @@ class PicoClawStrategy(Strategy):
     )
     WINDOW = "context_window"
     WINDOW_FOLLOWS = {"max_tokens": 0.25}  # unset window = MaxTokens x 4
+    State = _State
     PARAMS: ClassVar[tuple[Param, ...]] = (
         Param(
             "max_tokens",
@@ -137,10 +156,19 @@ class PicoClawStrategy(Strategy):
         return pb.estimate_message_tokens(PicoMsg("user", text), self._est)
 
     def count_message(self, message: Message) -> int:
-        parts = pb.to_pico(-1, message)
-        # The replay counts a message just before after_append converts it again.
-        self._counted: tuple[Message, list[PicoMsg]] | None = (message, parts)
-        return sum(pb.estimate_message_tokens(m, self._est) for m in parts)
+        return sum(pb.estimate_message_tokens(m, self._est) for m in pb.to_pico(-1, message))
+
+    def message_counter(self, reference: ReferenceTokens, state: Any) -> Callable[[Message], int]:
+        st: _State = state
+        est = self._est
+
+        def count(message: Message) -> int:
+            parts = pb.to_pico(-1, message)
+            # The replay counts a message just before after_append converts it again.
+            st.counted = (message, parts)
+            return sum(pb.estimate_message_tokens(m, est) for m in parts)
+
+        return count
 
     def count_system(self, text: str, message: Message | None) -> int:
         return pb.estimate_message_tokens(pb.build_system(text, ""), self._est)
@@ -149,128 +177,123 @@ class PicoClawStrategy(Strategy):
         return pb.estimate_tool_defs_tokens(tools, self._est)
 
     # --- geometry -----------------------------------------------------------------------
-    def window(self, ctx: ReplayContext) -> int:
+    def window(self, ctx: ContextView) -> int:
         return int(self.params["context_window"]) or int(self.params["max_tokens"]) * 4
 
-    def threshold(self, ctx: ReplayContext) -> int | None:
+    def threshold(self, ctx: ContextView) -> int | None:
         return self.window(ctx) - int(self.params["max_tokens"]) - ctx.tools_tokens
 
-    def output_reserve(self, ctx: ReplayContext) -> int:
+    def output_reserve(self, ctx: ContextView) -> int:
         return int(self.params["max_tokens"])
 
     # --- state --------------------------------------------------------------------------
-    def prepare(self, ctx: ReplayContext) -> None:
-        self._hist: list[PicoMsg] = []  # the session history (persisted)
-        self._summary = ""
-        self._current: list[PicoMsg] = []  # this turn's user message, not yet persisted
-        self._new_turn = False
-        self._replied = False  # an assistant message since the last user message
-        self._system_text = ctx.system_text
-        self._trimmed: list[int] = []  # sources out of the request by a trim, not the session
-        self._runtime = ""
+    def prepare(self, ctx: ContextView) -> None:
+        st: _State = ctx.state
+        st.system_text = ctx.system_text
         if self.params["runtime_context"]:
-            self._runtime = pb.runtime_context(_first_time(ctx.originals))
-        ctx.system_tokens = pb.estimate_message_tokens(
-            pb.build_system(self._prompt, "", self._runtime), self._est
+            st.runtime = pb.runtime_context(_first_time(ctx.originals))
+        ctx.set_system_tokens(
+            pb.estimate_message_tokens(pb.build_system(st.system_text, "", st.runtime), self._est)
         )
 
-    def _build(self, hist: Sequence[PicoMsg]) -> list[PicoMsg]:
-        return pb.build_messages(self._prompt, self._summary, hist, self._current, self._runtime)
+    def _build(self, st: _State, hist: Sequence[PicoMsg]) -> list[PicoMsg]:
+        return pb.build_messages(st.system_text, st.summary, hist, st.current, st.runtime)
 
-    def _over(self, ctx: ReplayContext, messages: Sequence[PicoMsg]) -> bool:
+    def _over(self, ctx: ContextView, messages: Sequence[PicoMsg]) -> bool:
         return pb.is_over_context_budget(
             self.window(ctx), messages, ctx.tools_tokens, int(self.params["max_tokens"]), self._est
         )
 
-    @property
-    def _prompt(self) -> str:
-        return self._system_text
-
-    def _set_summary(self, ctx: ReplayContext, text: str, summary_id: int | None) -> None:
-        self._summary = text
+    def _set_summary(self, ctx: ContextView, text: str, summary_id: int | None) -> None:
+        st: _State = ctx.state
+        st.summary = text
         base = pb.estimate_message_tokens(
-            pb.build_system(self._prompt, "", self._runtime), self._est
+            pb.build_system(st.system_text, "", st.runtime), self._est
         )
         full = pb.estimate_message_tokens(
-            pb.build_system(self._prompt, text, self._runtime), self._est
+            pb.build_system(st.system_text, text, st.runtime), self._est
         )
         rendered = pb.SUMMARY_PREFIX + text if text else ""
         ctx.set_summary(text, tokens=full - base, rendered=rendered, summary_id=summary_id)
 
     # --- hooks --------------------------------------------------------------------------
-    def after_append(self, ctx: ReplayContext, index: int) -> None:
+    def after_append(self, ctx: ContextView, index: int) -> None:
+        st: _State = ctx.state
         msg = ctx.message(index)
-        counted = getattr(self, "_counted", None)
+        counted = st.counted
         if counted is not None and counted[0] is msg:
             # The cached parts are private to this strategy (fresh from count_message), so
             # stamping the index in place is safe and skips a dataclasses.replace per part.
             parts = counted[1]
             for part in parts:
                 object.__setattr__(part, "src", index)
-            self._counted = None
+            st.counted = None
         else:
             parts = pb.to_pico(index, msg)
         if any(p.role == "user" for p in parts):
             self._end_request_trim(ctx)
-            if self._replied and self.params["enable_summary"]:
+            if st.replied and self.params["enable_summary"]:
                 self._maybe_summarize(ctx)
-            self._current = parts
-            self._new_turn = True
-            self._replied = False
+            st.current = parts
+            st.new_turn = True
+            st.replied = False
             return
-        if self._new_turn:  # messages after the user message before the first call
-            self._current.extend(parts)
+        if st.new_turn:  # messages after the user message before the first call
+            st.current.extend(parts)
             return
-        self._hist.extend(parts)
+        st.hist.extend(parts)
         if any(p.role == "assistant" for p in parts):
-            self._replied = True
+            st.replied = True
 
-    def before_call(self, ctx: ReplayContext) -> None:
-        if self._new_turn:
-            self._new_turn = False
+    def before_call(self, ctx: ContextView) -> None:
+        st: _State = ctx.state
+        if st.new_turn:
+            st.new_turn = False
             self._proactive(ctx)
-            self._hist.extend(self._current)  # the user message is persisted after the check
-            self._current = []
+            st.hist.extend(st.current)  # the user message is persisted after the check
+            st.current = []
 
     # --- proactive budget check (pipeline_setup.go) --------------------------------------
-    def _proactive(self, ctx: ReplayContext) -> None:
-        messages = self._build(self._hist)
+    def _proactive(self, ctx: ContextView) -> None:
+        st: _State = ctx.state
+        messages = self._build(st, st.hist)
         self._drop_sanitized(ctx, messages)
         if not self._over(ctx, messages):
             return
         window, reserve = self.window(ctx), int(self.params["max_tokens"])
         estimate = pb.estimate_messages(messages, self._est) + ctx.tools_tokens + reserve
-        comp = pb.force_compression(self._hist, self._summary)
+        comp = pb.force_compression(st.hist, st.summary)
         if comp is not None:
-            before = self._hist
+            before = st.hist
             with ctx.action(
                 "force_compression", reason="proactive_budget: oldest half of the turns dropped",
                 estimate=estimate, window=window, max_tokens=reserve,
                 dropped_messages=len(comp.dropped), remaining_messages=len(comp.kept),
             ) as act:  # fmt: skip
-                self._hist = list(comp.kept)
-                self._remove_gone(act, before, self._hist, Fate.DROPPED)
+                st.hist = list(comp.kept)
+                self._remove_gone(act, before, st.hist, Fate.DROPPED)
                 self._set_summary(ctx, comp.summary, ctx.summary_id)
         hist, messages, fit = pb.trim_history_to_fit(
-            self._hist, self._build, lambda m: self._over(ctx, m)
+            st.hist, partial(self._build, st), lambda m: self._over(ctx, m)
         )
-        if len(hist) < len(self._hist):
+        if len(hist) < len(st.hist):
             with ctx.action(
                 "trim", reason="trimHistoryToFitContextWindow: request-local, the "
                 "session keeps these messages", fit=fit, window=window,
             ) as act:  # fmt: skip
-                self._remove_gone(act, self._hist, hist, Fate.DROPPED)
-                self._trimmed.extend(act.touched)
+                self._remove_gone(act, st.hist, hist, Fate.DROPPED)
+                st.trimmed.extend(act.touched)
 
-    def _end_request_trim(self, ctx: ReplayContext) -> None:
+    def _end_request_trim(self, ctx: ContextView) -> None:
         """The trimmed request served its turn; the next one is assembled from the session,
         which still holds the trimmed messages (those a compression or summary has not
         taken since)."""
-        if not self._trimmed:
+        st: _State = ctx.state
+        if not st.trimmed:
             return
-        in_session = {m.src for m in self._hist}
-        back = [i for i in self._trimmed if i in in_session]
-        self._trimmed = []
+        in_session = {m.src for m in st.hist}
+        back = [i for i in st.trimmed if i in in_session]
+        st.trimmed = []
         if back:
             with ctx.action(
                 "restore_request", reason="trimHistoryToFitContextWindow is request-local: "
@@ -278,7 +301,7 @@ class PicoClawStrategy(Strategy):
             ) as act:  # fmt: skip
                 act.restore(back)
 
-    def _drop_sanitized(self, ctx: ReplayContext, messages: Sequence[PicoMsg]) -> None:
+    def _drop_sanitized(self, ctx: ContextView, messages: Sequence[PicoMsg]) -> None:
         shown = {m.src for m in messages}
         gone = [i for i in ctx.live if i not in shown]
         if gone:
@@ -305,10 +328,11 @@ class PicoClawStrategy(Strategy):
                    "the summariser (tool message or oversized)")  # fmt: skip
 
     # --- maybeSummarize (post-turn, asynchronous) ----------------------------------------
-    def _maybe_summarize(self, ctx: ReplayContext) -> None:
+    def _maybe_summarize(self, ctx: ContextView) -> None:
+        st: _State = ctx.state
         window = self.window(ctx)
         fire, tokens, threshold = pb.should_summarize(
-            self._hist,
+            st.hist,
             context_window=window,
             message_threshold=int(self.params["summarize_message_threshold"]),
             token_percent=int(self.params["summarize_token_percent"]),
@@ -316,16 +340,16 @@ class PicoClawStrategy(Strategy):
         )
         if not fire:
             return
-        count = len(self._hist)
+        count = len(st.hist)
 
-        def apply(c: ReplayContext) -> None:
+        def apply(c: ContextView) -> None:
             self._summarize(
                 c, trigger={"messages": count, "tokens": tokens, "threshold": threshold}
             )
 
         ctx.defer("summarize", f"post-turn summary of {count} session messages", apply)
 
-    def _call(self, ctx: ReplayContext, prompt: str, batch: Sequence[PicoMsg], previous: str,
+    def _call(self, ctx: ContextView, prompt: str, batch: Sequence[PicoMsg], previous: str,
               purpose: str) -> tuple[str | None, int]:  # fmt: skip
         """``retryLLMCall``: up to 3 calls while the call errs or answers nothing. The
         answer as given (None when every call failed); the caller trims or not."""
@@ -348,7 +372,7 @@ class PicoClawStrategy(Strategy):
         return None, record.id
 
     def _batch(
-        self, ctx: ReplayContext, batch: Sequence[PicoMsg], previous: str
+        self, ctx: ContextView, batch: Sequence[PicoMsg], previous: str
     ) -> tuple[str | None, int]:
         """``summarizeBatch``: the answer trimmed (a blank answer gives ""), None when
         every call failed (the caller falls back to the rule-based summary)."""
@@ -357,9 +381,10 @@ class PicoClawStrategy(Strategy):
         )
         return (None if text is None else text.strip()), record_id
 
-    def _summarize(self, ctx: ReplayContext, *, trigger: dict[str, int]) -> None:
+    def _summarize(self, ctx: ContextView, *, trigger: dict[str, int]) -> None:
+        st: _State = ctx.state
         window = self.window(ctx)
-        plan = pb.plan_summary(self._hist, context_window=window)
+        plan = pb.plan_summary(st.hist, context_window=window)
         if plan is None:
             ctx.emit("compact_skipped", reason="history too short or single turn", trigger=trigger)
             return
@@ -368,7 +393,7 @@ class PicoClawStrategy(Strategy):
         record_id: int | None = None
         if len(batches) == 1:
             (batch,) = batches
-            final, record_id = self._batch(ctx, batch, self._summary)
+            final, record_id = self._batch(ctx, batch, st.summary)
             failures += final is None
             final = pb.fallback_batch_summary(batch) if final is None else final
         else:
@@ -385,18 +410,18 @@ class PicoClawStrategy(Strategy):
             final += pb.OMITTED_NOTE
         if not final:
             return
-        before = self._hist
+        before = st.hist
         previous_ref = ctx.summary_ref
         replaced = [m.src for m in before[: plan.cut] if m.src is not None]
         with ctx.action(
             "summarise", reason="post-turn maybeSummarize landed: summary replaced, last "
             f"{plan.keep} messages kept", always=True, batches=len(batches),
-            previous_summary_discarded=len(batches) > 1 and bool(self._summary),
+            previous_summary_discarded=len(batches) > 1 and bool(st.summary),
             failed_calls=failures, omitted_oversized=plan.omitted, **trigger,
         ) as act:  # fmt: skip
-            self._hist = self._hist[len(self._hist) - plan.keep :]
+            st.hist = st.hist[len(st.hist) - plan.keep :]
             shown = {m.src for m in plan.valid if m.src is not None}
-            self._remove_gone(act, before, self._hist, Fate.SUMMARISED, shown=shown)
+            self._remove_gone(act, before, st.hist, Fate.SUMMARISED, shown=shown)
             self._set_summary(ctx, final, record_id)
             act.summary_id = record_id
         check_summary_size(

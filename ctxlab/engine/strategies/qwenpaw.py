@@ -34,7 +34,7 @@ from ..stages.split import largest_aligned_suffix
 from .base import Strategy
 
 if TYPE_CHECKING:
-    from ..context import ReplayContext
+    from ..context_view import ContextView
 
 SLACK = 100  # bytes: outputs within max_bytes + 100 are left alone
 
@@ -208,17 +208,17 @@ class QwenPaw(Strategy):
         return 0  # tool schemas never enter LightContextManager's arithmetic
 
     # --- geometry -----------------------------------------------------------------------
-    def window(self, ctx: ReplayContext) -> int:
+    def window(self, ctx: ContextView) -> int:
         return int(self.params["max_input_length"])
 
-    def threshold(self, ctx: ReplayContext) -> int:
+    def threshold(self, ctx: ContextView) -> int:
         return int(self.params["max_input_length"] * self.params["compact_threshold_ratio"])
 
     def reserve(self) -> int:
         return int(self.params["max_input_length"] * self.params["reserve_threshold_ratio"])
 
     # --- state --------------------------------------------------------------------------
-    def prepare(self, ctx: ReplayContext) -> None:
+    def prepare(self, ctx: ContextView) -> None:
         self.tool_names: dict[str, str] = {}
         self.exempt: set[str] = set()
         self.trailing = 0  # trailing run of tool-result messages
@@ -229,7 +229,7 @@ class QwenPaw(Strategy):
         exts = [e.lower() for e in self.params["exempt_file_extensions"]]
         self._exempt_rule = (names, exts)
 
-    def after_append(self, ctx: ReplayContext, index: int) -> None:
+    def after_append(self, ctx: ContextView, index: int) -> None:
         msg = ctx.message(index)
         has_result = False
         for b in msg.blocks:
@@ -247,7 +247,7 @@ class QwenPaw(Strategy):
             self._prune(ctx)
 
     # --- §2.4 tool-result pruning -----------------------------------------------------
-    def _prune(self, ctx: ReplayContext) -> None:
+    def _prune(self, ctx: ContextView) -> None:
         live = ctx.live
         trailing = min(self.trailing, len(live))
         split = max(0, len(live) - max(trailing, int(self.params["pruning_recent_n"])))
@@ -266,7 +266,7 @@ class QwenPaw(Strategy):
 
     def _apply_limits(
         self,
-        ctx: ReplayContext,
+        ctx: ContextView,
         todo: list[tuple[int, int]],
         *,
         split_index: int,
@@ -274,6 +274,7 @@ class QwenPaw(Strategy):
     ) -> None:
         offloaded: list[tuple[int, Message, str, str]] = []
         truncated: list[tuple[int, Message]] = []
+        extra_files: list[tuple[str, str]] = []  # a message's 2nd.. offloaded files
         for index, limit in todo:
             msg = ctx.message(index)
             if not any(b.kind is BlockKind.TOOL_RESULT for b in msg.blocks):
@@ -311,8 +312,7 @@ class QwenPaw(Strategy):
             if changed:
                 new_msg = replace(msg, blocks=tuple(blocks))
                 if paths:
-                    for p, full in zip(paths[1:], fulls[1:], strict=True):
-                        ctx.result.offloads[p] = full
+                    extra_files.extend(zip(paths[1:], fulls[1:], strict=True))
                     offloaded.append((index, new_msg, paths[0], fulls[0]))
                 else:
                     truncated.append((index, new_msg))
@@ -324,6 +324,8 @@ class QwenPaw(Strategy):
         }
         if offloaded:
             with ctx.action("offload", reason="tool result over its byte limit", **detail) as act:
+                for extra_path, extra_text in extra_files:
+                    act.offload(extra_path, extra_text)
                 for index, new_msg, path, full in offloaded:
                     act.replace(
                         index, new_msg, Fate.OFFLOADED, offload_path=path, offload_text=full
@@ -349,7 +351,7 @@ class QwenPaw(Strategy):
         return new, path
 
     # --- §2.5 check + compact -----------------------------------------------------------
-    def before_call(self, ctx: ReplayContext) -> None:
+    def before_call(self, ctx: ContextView) -> None:
         threshold = self.threshold(ctx)
         reserve = self.reserve()
         str_tokens = ctx.system_tokens + ctx.summary_tokens
@@ -389,7 +391,7 @@ class QwenPaw(Strategy):
             detail["reason"] = "context compaction disabled"
         self._fallback(ctx, left, detail)
 
-    def _compact(self, ctx: ReplayContext, to_compact: list[int], detail: dict[str, Any]) -> bool:
+    def _compact(self, ctx: ContextView, to_compact: list[int], detail: dict[str, Any]) -> bool:
         lang = prompts.lang_key(str(self.params["language"]))
         cap = int(self.params["max_input_length"] * self.params["compact_threshold_ratio"])
         parts: list[str] = []
@@ -458,7 +460,7 @@ class QwenPaw(Strategy):
         )
         return True
 
-    def _fallback(self, ctx: ReplayContext, left: int, detail: dict[str, Any]) -> None:
+    def _fallback(self, ctx: ContextView, left: int, detail: dict[str, Any]) -> None:
         keep, keep_tokens = largest_aligned_suffix(ctx, left)
         drop = ctx.live[: len(ctx.live) - keep]
         if not drop:

@@ -27,11 +27,11 @@ def check(
     strategy = CoPaw({"token_counter": "bytes4"})
     c = conv(*messages)
     ctx = ReplayContext(c, strategy, reference=reference_tokens(c), summarizer=OfflineSummarizer())
-    strategy.prepare(ctx)
+    strategy.prepare(ctx.view)
     for i in range(len(messages)):
         ctx.append(i)
-        strategy.after_append(ctx, i)
-    compact, keep, _ = strategy._check_context(ctx, threshold, reserve)
+        strategy.after_append(ctx.view, i)
+    compact, keep, _ = strategy._check_context(ctx.view, threshold, reserve)
     return compact, keep, ctx.history_tokens
 
 
