@@ -221,3 +221,37 @@ def test_every_category_is_catalogued() -> None:
         assert kind in catalogue.FINDINGS
     for key in ("survival", "first_summary_persistence", "drift_total", "instruction_losses"):
         assert catalogue.metric(key).meaning
+
+
+def test_fact_memo_is_keyed_by_a_hash_and_keeps_no_text_alive() -> None:
+    import gc
+    import weakref
+
+    from ctxlab.engine import extract, textkeys
+
+    class Text(str):  # a str subclass can be weakly referenced
+        __slots__ = ("__weakref__",)
+
+    extract.clear_caches()
+    text = Text("see /srv/app/settings.py and load_settings after 250 ms " * 50)
+    ref = weakref.ref(text)
+    found = extract.fact_set(text)
+    assert ("paths", "/srv/app/settings.py") in found
+    key = textkeys.text_key(str(text))
+    assert key in extract._FACT_SETS.items and extract._FACT_SETS.chars == len(text)
+    assert extract.fact_set(str(text)) is found  # an equal text is served from the memo
+    del text
+    gc.collect()
+    assert ref() is None
+
+
+def test_weighted_memo_evicts_by_the_weight_it_stands_for() -> None:
+    from ctxlab.engine.lru import BoundedLRU
+
+    memo = BoundedLRU[int](max_entries=100, max_chars=100)
+    memo.set("a", 1, weight=60)
+    memo.set("b", 2, weight=30)
+    memo.set("c", 3, weight=30)  # 120 > 100: the least recently used goes
+    assert list(memo.items) == ["b", "c"] and memo.chars == 60
+    memo.set("d", 4)  # default weight: the key's length
+    assert memo.chars == 61
