@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
-from django.conf import settings
 from django.core.exceptions import ObjectDoesNotExist
 from django.db import models
 from django.db.models import Manager, QuerySet
@@ -39,13 +38,3 @@ def get_owned_or_404(
         return owned(source, user, field=field).get(**lookups)
     except (ObjectDoesNotExist, ValueError, TypeError):
         raise Http404("No such object.") from None
-
-
-class OwnedModel(models.Model):
-    """Abstract base for user-owned rows: ``owner`` plus creation time."""
-
-    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        abstract = True
