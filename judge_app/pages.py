@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from itertools import accumulate
 from typing import Any
 
+from ctxlab.engine.catalogue import metric
 from ctxlab.engine.probes import PROBE_KINDS, PROBE_LABELS
 from ctxlab.engine.secrets import mask
 from ctxlab.plots import figure_html
@@ -124,7 +125,36 @@ def compare_data(runs: Sequence[Run]) -> dict[str, Any]:
                 "cost_usd": float(metrics.get("llm_cost_usd") or 0.0),
             }
         )
+        rows[-1]["metrics"] = run_metrics(rows[-1])
     return {"kinds": list(PROBE_KINDS), "runs": rows}
+
+
+METRIC_KEYS = (
+    "probe_score", *(f"probe_score_{k}" for k in PROBE_KINDS), "probe_score_claude",
+    "probe_cost_usd", "tokens_saved", "llm_cost_usd",
+)  # fmt: skip
+
+
+def run_metrics(row: dict[str, Any]) -> dict[str, Any]:
+    """A compare row's figures under their catalogue keys (``METRIC_KEYS``)."""
+    offline, claude = row.get("offline") or {}, row.get("claude") or {}
+    by_kind = offline.get("by_kind") or {}
+    return {
+        "probe_score": offline.get("score"),
+        **{f"probe_score_{k}": (by_kind.get(k) or {}).get("score") for k in PROBE_KINDS},
+        "probe_score_claude": claude.get("score"),
+        "probe_cost_usd": (claude.get("calls") or {}).get("cost_usd"),
+        "tokens_saved": (row.get("tokens") or {}).get("saved"),
+        "llm_cost_usd": row.get("cost_usd"),
+    }
+
+
+def columns() -> list[dict[str, str]]:
+    """The compare table's columns: label and meaning from the catalogue."""
+    return [
+        {"key": k, "label": metric(k).label, "meaning": metric(k).meaning, "unit": metric(k).unit}
+        for k in METRIC_KEYS
+    ]
 
 
 def _score(run: dict[str, Any]) -> float | None:

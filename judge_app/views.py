@@ -106,7 +106,7 @@ def compare_probes(request: HttpRequest) -> HttpResponse:
         "data": data,
         "runs": runs,
         "chart": pages.tradeoff_chart(data),
-        "kinds": [(k, PROBE_LABELS[k]) for k in PROBE_KINDS],
+        "columns": pages.columns(),
     }
     return render(request, "judge_app/compare_probes.html", context)
 

@@ -226,10 +226,18 @@ def summary(effects: Sequence[AfterEffect]) -> dict[str, Any]:
 
 
 def report(conversation: Conversation, *, window: int = WINDOW) -> dict[str, Any]:
-    """The JSON twin: ``{"window", "summary", "compactions": [...]}``."""
+    """The JSON twin: ``{"window", "summary", "metrics", "compactions": [...]}``;
+    ``metrics`` holds the summary under its catalogue keys."""
     effects = analyse(conversation, window=window)
+    totals = summary(effects)
     return {
         "window": window,
-        "summary": summary(effects),
+        "summary": totals,
+        "metrics": {f"aftereffect_{k}": totals[k] for k in METRIC_KEYS},
         "compactions": [e.as_dict() for e in effects],
     }
+
+
+# catalogue keys ``aftereffect_<key>`` (ctxlab/engine/catalogue.py)
+METRIC_KEYS = ("files_reread", "commands_repeated", "questions", "apologies",
+               "turns_to_same_files")  # fmt: skip

@@ -337,6 +337,44 @@ _METRICS: tuple[Metric, ...] = (
     Metric("instruction_losses", "Instructions lost", "findings", "lower",
            "instruction sources only summarised or dropped by a compaction "
            "(instruction_summarised + instruction_dropped)"),
+    # --- probes (engine.probes, engine.probe_scoring; judge_app) -----------------------------
+    Metric("probe_score", "Probe score (offline)", "ratio", "higher",
+           "mean over the run's probes (questions about what its compactions removed) of how "
+           "much of each rule-known answer is still in the compacted context"),
+    Metric("probe_score_recall", "Recall probes", "ratio", "higher",
+           "offline score of 'what was the error message when …?' probes (error line found "
+           "verbatim after normalising)"),
+    Metric("probe_score_artifact", "Artifact probes", "ratio", "higher",
+           "offline score of 'which files were modified / which command ran the tests?' "
+           "probes (share of the paths/commands found)"),
+    Metric("probe_score_continuation", "Continuation probes", "ratio", "higher",
+           "offline score of 'what was the open task?' probes (share of the request's key "
+           "terms found)"),
+    Metric("probe_score_decision", "Decision probes", "ratio", "higher",
+           "offline score of 'which approach was rejected and why?' probes (share of the "
+           "sentence's key terms found)"),
+    Metric("probe_score_claude", "Probe score (Claude)", "ratio", "higher",
+           "mean over the probes Claude answered from the compacted context: containment for "
+           "recall/artifact, a 0–5 rubric judge (/5) for continuation/decision"),
+    Metric("probe_cost_usd", "Probe scoring $", "USD", "lower",
+           "what the Claude probe answer and judge calls cost (cache hits are free)"),
+    Metric("tokens_saved", "Σ input tokens saved", "tokens", "higher",
+           "cl100k input tokens of every request with nothing compacted minus the run's "
+           "(input_tokens_total); its share of the former is shown beside it"),
+    # --- after-effects of the original's compactions (engine.aftereffects) ----------------
+    Metric("aftereffect_files_reread", "Files re-read", "files", "lower",
+           "files the agent read again, within its next 20 turns after a real compaction, "
+           "that it had read or written before it"),
+    Metric("aftereffect_commands_repeated", "Commands repeated", "commands", "lower",
+           "shell commands run again (same first line) after a real compaction"),
+    Metric("aftereffect_questions", "Questions to the user", "sentences", "lower",
+           "sentences after a real compaction asking the user what to do ('what would you "
+           "like me to do?')"),
+    Metric("aftereffect_apologies", "Apologies / restarts", "sentences", "lower",
+           "apologies, restarts and 'I don't have the context' after a real compaction"),
+    Metric("aftereffect_turns_to_same_files", "Turns to the same files", "turns", None,
+           "assistant turns after a real compaction until the agent touches a file it had "
+           "touched before (median per transcript; 'never' within the window)"),
     # --- money and ground truth (replay_app.costs) -----------------------------------------
     Metric("llm_cost_usd", "Summary calls $", "USD", "lower",
            "what the summary calls cost (cache hits are free)", True),

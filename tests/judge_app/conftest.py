@@ -5,12 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from judge_testdata import finished_run, import_session
+from judge_testdata import COWAGENT, QWENPAW, finished_run, import_session
 
 from sessions_app.models import Transcript
-
-COWAGENT = {"agent_max_context_tokens": 3000}
-QWENPAW = {"max_input_length": 3000}
 
 
 @pytest.fixture

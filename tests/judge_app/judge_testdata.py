@@ -16,6 +16,10 @@ except ImportError:  # the flat layout
     from replay_app.services import RunSpec, run_create, run_execute  # type: ignore[no-redef]
 
 
+COWAGENT = {"agent_max_context_tokens": 3000}
+QWENPAW = {"max_input_length": 3000}
+
+
 def _call(i: int, name: str, args: dict[str, Any], text: str = "") -> dict[str, Any]:
     call = {"id": f"c{i}", "type": "function",
             "function": {"name": name, "arguments": json.dumps(args)}}  # fmt: skip

@@ -71,6 +71,11 @@ def test_transcript_page_shows_after_effects_at_each_compaction(
     assert row["question_count"] == 1 and row["apology_count"] == 1
     assert row["turns_to_same_files"] == 2  # a8 (text), then a10 reads src/parse.py
     assert data["summary"]["files_reread"] == 1 and data["summary"]["compactions"] == 1
+    assert data["metrics"] == {
+        "aftereffect_files_reread": 1, "aftereffect_commands_repeated": 1,
+        "aftereffect_questions": 1, "aftereffect_apologies": 1,
+        "aftereffect_turns_to_same_files": 2,
+    }  # fmt: skip
     page = auth_client.get(f"/transcripts/{transcript.pk}/").content.decode()
     assert 'id="aftereffects"' in page and "After each compaction" in page
     assert "1 file re-read · 1 command repeated · 1 question · 1 apology" in page

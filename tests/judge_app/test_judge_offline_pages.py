@@ -7,9 +7,9 @@ import json
 from typing import Any
 
 import pytest
-from conftest import QWENPAW
-from judge_testdata import finished_run
+from judge_testdata import QWENPAW, finished_run
 
+from ctxlab.engine import catalogue
 from judge_app import services
 from judge_app.models import Probe, ProbeScore, ProbeSet
 
@@ -89,9 +89,13 @@ def test_compare_probes_side_by_side_with_one_chart(
         assert tokens["baseline"] > tokens["replayed"] > 0 and 0 < tokens["share"] < 1
         assert tokens["saved"] == tokens["baseline"] - tokens["replayed"]
         assert r["cost_usd"] == 0.0  # offline summaries cost nothing
+        assert r["metrics"]["probe_score"] == r["offline"]["score"]
+        assert r["metrics"]["tokens_saved"] == tokens["saved"]
+        assert all(catalogue.metric(k) for k in r["metrics"])  # every key is catalogued
     page = auth_client.get(url)
     body = page.content.decode()
     assert page.status_code == 200 and body.count('data-plotly="probe-tradeoff-figure"') == 1
+    assert catalogue.metric("probe_score_decision").label in body
     start = body.index('id="probe-tradeoff-figure">') + len('id="probe-tradeoff-figure">')
     figure = json.loads(body[start : body.index("</script>", start)])
     assert len(figure["data"]) == 2
