@@ -53,7 +53,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..findings import check_summary_size
@@ -111,8 +111,15 @@ class SummaryFailed(Exception):
     """Every model failed (Aider: ``ValueError("summarizer unexpectedly failed ...")``)."""
 
 
+@dataclass(slots=True)
+class _State:
+    done: list[Item] = field(default_factory=list)
+    turn_from: int | None = None  # first source index of the running exchange
+
+
 class AiderStrategy(Strategy):
     name: ClassVar[str] = "aider"
+    State = _State
     label: ClassVar[str] = "Aider ChatSummary (aider-chat, 2026-05)"
     description: ClassVar[str] = (
         "Aider's chat-history summary: once the finished exchanges (done_messages) pass "
@@ -187,23 +194,20 @@ class AiderStrategy(Strategy):
         return int(self.max_tokens)
 
     # --- hooks --------------------------------------------------------------------------
-    def prepare(self, ctx: ContextView) -> None:
-        self._done: list[Item] = []
-        self._turn_from: int | None = None  # first source index of the running exchange
-
     def after_append(self, ctx: ContextView, index: int) -> None:
-        if self._turn_from is None:
-            self._turn_from = index
+        st: _State = ctx.state
+        if st.turn_from is None:
+            st.turn_from = index
             return
         if ctx.turn_start != index:
             return
         # move_back_cur_messages: the finished exchange joins done_messages.
-        for i in range(self._turn_from, index):
+        for i in range(st.turn_from, index):
             msg = ctx.message(i)
-            self._done.append(Item(aider_role(msg), content_of(msg), ctx.tokens(i), index=i))
-        self._turn_from = index
-        if self.too_big(self._done):
-            snapshot = list(self._done)
+            st.done.append(Item(aider_role(msg), content_of(msg), ctx.tokens(i), index=i))
+        st.turn_from = index
+        if self.too_big(st.done):
+            snapshot = list(st.done)
             ctx.defer(
                 "summarise",
                 "ChatSummary thread (summarize_start); the next request joins it",
@@ -292,7 +296,8 @@ class AiderStrategy(Strategy):
 
     # --- landing (summarize_end) ---------------------------------------------------------
     def _land(self, ctx: ContextView, snapshot: list[Item]) -> None:
-        if snapshot != self._done:
+        st: _State = ctx.state
+        if snapshot != st.done:
             return  # done_messages changed meanwhile: Aider discards the result
         before = sum(i.tokens for i in snapshot)
         live = [i.index for i in snapshot if i.index >= 0]
@@ -309,7 +314,7 @@ class AiderStrategy(Strategy):
                 act.remove(live, Fate.DROPPED)
                 ctx.set_summary("", tokens=0, rendered="", summary_id=None)
                 act.always = True
-            self._done = []
+            st.done = []
             return
         kept = {i.index for i in result if i.index >= 0}
         written = [i for i in result if i.index < 0]
@@ -333,7 +338,7 @@ class AiderStrategy(Strategy):
             )  # fmt: skip
             act.summary_id = summary_id
             act.always = True
-        self._done = result
+        st.done = result
         check_summary_size(ctx, summary_rendered=rendered, replaced=gone,
                            summary_id=summary_id, previous_ref=previous_ref)  # fmt: skip
 

@@ -77,6 +77,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..findings import check_summary_size
@@ -137,8 +138,20 @@ def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
+@dataclass(slots=True)
+class _State:
+    reported: tuple[int, int] | None = None  # (usage total, message index)
+    tail: int = 0  # estimate of the messages after that response
+    seen: int = 0  # estimate of every message appended so far
+    overhead: int | None = None  # first usage minus the messages it covered
+    diverged: bool = False  # the replay's messages are no longer the original's
+    failures: int = 0
+    stopped: bool = False
+
+
 class ClaudeCodeStrategy(Strategy):
     name: ClassVar[str] = "claude_code"
+    State = _State
     label: ClassVar[str] = "Claude Code auto-compact (reverse-engineered, 2.1.88)"
     description: ClassVar[str] = (
         "Claude Code's auto-compact: before every model call, when the last reported usage "
@@ -275,31 +288,24 @@ class ClaudeCodeStrategy(Strategy):
         return int(self.params["output_reserve"])
 
     # --- state --------------------------------------------------------------------------
-    def prepare(self, ctx: ContextView) -> None:
-        self._reported: tuple[int, int] | None = None  # (usage total, message index)
-        self._tail = 0  # estimate of the messages after that response
-        self._seen = 0  # estimate of every message appended so far
-        self._overhead: int | None = None  # first usage minus the messages it covered
-        self._diverged = False  # the replay's messages are no longer the original's
-        self._failures = 0
-        self._stopped = False
-
     def after_append(self, ctx: ContextView, index: int) -> None:
+        st: _State = ctx.state
         msg = ctx.original(index)
         tokens = self.count_message(msg)
-        self._seen += tokens
+        st.seen += tokens
         if "compact_summary" in msg.flags:
-            self._diverged = True  # the original compacted: its usage no longer matches
+            st.diverged = True  # the original compacted: its usage no longer matches
         usage = msg.usage
         if msg.role is Role.ASSISTANT and usage is not None and usage.context_tokens:
-            self._reported, self._tail = (usage.context_tokens, index), 0
-            if self._overhead is None:
-                self._overhead = max(0, usage.context_tokens - self._seen)
+            st.reported, st.tail = (usage.context_tokens, index), 0
+            if st.overhead is None:
+                st.overhead = max(0, usage.context_tokens - st.seen)
         else:
-            self._tail += tokens
+            st.tail += tokens
 
     def before_call(self, ctx: ContextView) -> None:
-        if not self.enabled() or self._stopped:
+        st: _State = ctx.state
+        if not self.enabled() or st.stopped:
             return
         tokens, detail = self.token_count(ctx)
         threshold = self.auto_compact_threshold()
@@ -308,27 +314,30 @@ class ClaudeCodeStrategy(Strategy):
 
     def token_count(self, ctx: ContextView) -> tuple[int, dict[str, Any]]:
         """``tokenCountWithEstimation`` for this replay's request (see the docstring)."""
-        if self._reported is not None and not self._diverged:
-            reported, at = self._reported
-            return reported + self._tail, {
+        st: _State = ctx.state
+        if st.reported is not None and not st.diverged:
+            reported, at = st.reported
+            return reported + st.tail, {
                 "usage_source": "reported",
                 "reported": reported,
                 "usage_message": at,
-                "estimated_tail": self._tail,
+                "estimated_tail": st.tail,
             }
-        overhead = self._overhead or 0
+        overhead = st.overhead or 0
         messages = ctx.summary_tokens + ctx.history_tokens
         return overhead + messages, {"usage_source": "estimate", "overhead": overhead}
 
     def compared_tokens(self, ctx: ContextView) -> int | None:
         """``token_count`` without its detail: the reported usage includes the system
         prompt, tools and attachments a Claude Code log does not carry."""
-        if self._reported is not None and not self._diverged:
-            return self._reported[0] + self._tail
-        return (self._overhead or 0) + ctx.summary_tokens + ctx.history_tokens
+        st: _State = ctx.state
+        if st.reported is not None and not st.diverged:
+            return st.reported[0] + st.tail
+        return (st.overhead or 0) + ctx.summary_tokens + ctx.history_tokens
 
     # --- compaction ---------------------------------------------------------------------
     def _compact(self, ctx: ContextView, detail: dict[str, Any]) -> None:
+        st: _State = ctx.state
         detail.update(_original_compaction(ctx))
         compacted = list(ctx.live)
         if not compacted and not ctx.summary:
@@ -363,8 +372,8 @@ class ClaudeCodeStrategy(Strategy):
             ctx.set_summary(text, tokens=self.count_text(text), rendered=text,
                             summary_id=record.id)  # fmt: skip
             act.summary_id = record.id
-            self._diverged = True  # before the scope ends: tokens_after is the new count
-        self._failures = 0
+            st.diverged = True  # before the scope ends: tokens_after is the new count
+        st.failures = 0
         check_summary_size(ctx, summary_rendered=text, replaced=compacted,
                            summary_id=record.id, previous_ref=previous_ref)  # fmt: skip
 
@@ -376,13 +385,14 @@ class ClaudeCodeStrategy(Strategy):
         summary_id: int | None,
         detail: dict[str, Any],
     ) -> None:
-        self._failures += 1
-        self._stopped = self._failures >= MAX_CONSECUTIVE_AUTOCOMPACT_FAILURES
+        st: _State = ctx.state
+        st.failures += 1
+        st.stopped = st.failures >= MAX_CONSECUTIVE_AUTOCOMPACT_FAILURES
         ctx.emit(
             "compact_failed", messages=messages, summary_id=summary_id, error=error,
-            consecutive_failures=self._failures, circuit_breaker=self._stopped,
+            consecutive_failures=st.failures, circuit_breaker=st.stopped,
             outcome="context kept; auto-compact retries before the next request"
-            if not self._stopped else "context kept; auto-compact stops for this session",
+            if not st.stopped else "context kept; auto-compact stops for this session",
             **detail,
         )  # fmt: skip
 

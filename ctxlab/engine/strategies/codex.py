@@ -44,7 +44,7 @@ guard ("still above the token limit") is not modelled.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..context import is_user_query
@@ -88,8 +88,16 @@ def is_real_user_message(message: Message) -> bool:
     )
 
 
+@dataclass(slots=True)
+class _State:
+    reported: int | None = None  # last response's total, while still faithful
+    diverged: bool = False  # the replayed context is no longer the original's
+    summary_at: int | None = None  # source index where the summary sits
+
+
 class CodexStrategy(Strategy):
     name: ClassVar[str] = "codex"
+    State = _State
     label: ClassVar[str] = "OpenAI Codex CLI auto-compaction (compact.rs)"
     description: ClassVar[str] = (
         "openai/codex codex-rs/core/src/compact.rs: before a request, once total token usage "
@@ -203,17 +211,13 @@ class CodexStrategy(Strategy):
         return policy.mul(rules.SERIALIZATION_BUDGET)
 
     # --- hooks --------------------------------------------------------------------------
-    def prepare(self, ctx: ContextView) -> None:
-        self._reported: int | None = None  # last response's total, while still faithful
-        self._diverged = False  # the replayed context is no longer the original's
-        self._summary_at: int | None = None  # source index where the summary sits
-
     def after_append(self, ctx: ContextView, index: int) -> None:
+        st: _State = ctx.state
         msg = ctx.message(index)
         if "compact_summary" in msg.flags:
-            self._diverged = True  # the original compacted: its usage no longer matches
+            st.diverged = True  # the original compacted: its usage no longer matches
         if msg.usage is not None:
-            self._reported = msg.usage.context_tokens - msg.usage.reasoning
+            st.reported = msg.usage.context_tokens - msg.usage.reasoning
         self._truncate_tool_output(ctx, index, msg)
 
     def before_call(self, ctx: ContextView) -> None:
@@ -225,11 +229,13 @@ class CodexStrategy(Strategy):
     def compared_tokens(self, ctx: ContextView) -> int | None:
         """The reported total while the replay is faithful (it includes what the rollout
         does not show: instructions, tools), else None (the estimate)."""
-        return self._reported if not self._diverged else None
+        st: _State = ctx.state
+        return st.reported if not st.diverged else None
 
     def _usage(self, ctx: ContextView) -> tuple[int, str]:
-        if not self._diverged and self._reported is not None:
-            return self._reported, "reported"
+        st: _State = ctx.state
+        if not st.diverged and st.reported is not None:
+            return st.reported, "reported"
         return ctx.request_tokens(), "estimate"
 
     # --- tool-output truncation ---------------------------------------------------------
@@ -263,10 +269,11 @@ class CodexStrategy(Strategy):
     def _request_items(self, ctx: ContextView) -> list[tuple[int, PromptMessage]]:
         """The history as Codex holds it: live messages with the summary user message
         (index -1) where the last compaction put it."""
+        st: _State = ctx.state
         items: list[tuple[int, PromptMessage]] = []
         summary_done = not ctx.summary
         for i in ctx.live:
-            if not summary_done and self._summary_at is not None and i >= self._summary_at:
+            if not summary_done and st.summary_at is not None and i >= st.summary_at:
                 items.append((-1, PromptMessage("user", ctx.summary)))
                 summary_done = True
             items.append((i, _prompt(ctx.message(i))))
@@ -323,6 +330,7 @@ class CodexStrategy(Strategy):
         trimmed: int,
         detail: dict[str, Any],
     ) -> None:
+        st: _State = ctx.state
         text = rules.summary_text(summary_suffix)
         initial = _initial_context(ctx)
         users = [i for i in ctx.live if is_real_user_message(ctx.message(i))]
@@ -353,8 +361,8 @@ class CodexStrategy(Strategy):
                             summary_id=summary_id)  # fmt: skip
             act.summary_id = summary_id
             act.always = True
-            self._diverged = True  # before the scope ends: tokens_after is the new count
-        self._summary_at = ctx.source_index
+            st.diverged = True  # before the scope ends: tokens_after is the new count
+        st.summary_at = ctx.source_index
         ctx.emit("warning", message=rules.WARNING)
         check_summary_size(ctx, summary_rendered=text, replaced=[i for i in gone if i in
                            set(summarised)], summary_id=summary_id, previous_ref=previous_ref)  # fmt: skip

@@ -26,7 +26,7 @@ tests/engine/strategies/test_cowagent.py are ours (issue 14's minimal cases incl
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..findings import check_summary_size
@@ -43,8 +43,19 @@ if TYPE_CHECKING:
     from ..context_view import ContextView
 
 
+@dataclass(slots=True)
+class _State:
+    flushed: frozenset[str] = frozenset()
+    inj_target: int | None = None
+    inj_text: str = ""  # the target's first text block as injected
+    inj_prefix: str = ""  # what the injection put in front of the stored text
+    row_cache: dict[int, tuple[Message, CowMsg, bool]] = field(default_factory=dict)
+    clean: tuple[int, int] | None = None  # (live length, last index) found clean
+
+
 class CowAgentStrategy(Strategy):
     name: ClassVar[str] = "cowagent"
+    State = _State
     label: ClassVar[str] = "CowAgent (chatgpt-on-wechat 2.0.8)"
     description: ClassVar[str] = (
         "chatgpt-on-wechat agent_stream._trim_messages: once per user request, cap earlier "
@@ -152,20 +163,13 @@ class CowAgentStrategy(Strategy):
         return self._budget(ctx)
 
     # --- state --------------------------------------------------------------------------
-    def prepare(self, ctx: ContextView) -> None:
-        self._flushed: frozenset[str] = frozenset()
-        self._inj_target: int | None = None
-        self._inj_text = ""  # the target's first text block as injected
-        self._inj_prefix = ""  # what the injection put in front of the stored text
-        self._row_cache: dict[int, tuple[Message, CowMsg, bool]] = {}
-        self._clean: tuple[int, int] | None = None  # (live length, last index) found clean
-
     def _rows(self, ctx: ContextView) -> list[CowMsg]:
         """CowAgent's message list: the results of one reply's tool calls are one user
         message (``merge_tool_results``), and the injected summary is part of its target's
         text (written in place by the summary callback, so a later flush summarises it)."""
+        st: _State = ctx.state
         # Each message's row is kept until the message is replaced (rows are immutable).
-        cache = self._row_cache
+        cache = st.row_cache
         out: list[CowMsg] = []
         flags: list[bool] = []
         for i in ctx.live:
@@ -176,27 +180,28 @@ class CowAgentStrategy(Strategy):
                 hit = cache[i] = (msg, row, cow.is_results_only(row.msg))
             out.append(hit[1])
             flags.append(hit[2])
-        target = self._inj_target
+        target = st.inj_target
         if target is not None and ctx.alive[target]:
-            out = [self._with_injection(r) if r.src == target else r for r in out]
+            out = [self._with_injection(st, r) if r.src == target else r for r in out]
         return cow.merge_tool_results(out, flags)
 
-    def _with_injection(self, row: CowMsg) -> CowMsg:
+    def _with_injection(self, st: _State, row: CowMsg) -> CowMsg:
         blocks = list(row.msg.blocks)
         for j, b in enumerate(blocks):
             if b.kind is BlockKind.TEXT:
-                blocks[j] = replace(b, text=self._inj_prefix + b.text)
+                blocks[j] = replace(b, text=st.inj_prefix + b.text)
                 break
         return CowMsg(row.src, replace(row.msg, blocks=tuple(blocks)))
 
     def _stored(self, ctx: ContextView, src: int, blocks: tuple[Block, ...]) -> Message:
         """The source message holding ``blocks`` as CowAgent changed them, with the
         injected summary taken out again (it is kept beside the message, as the summary)."""
-        if src == self._inj_target and self._inj_prefix:
+        st: _State = ctx.state
+        if src == st.inj_target and st.inj_prefix:
             for j, b in enumerate(blocks):
                 if b.kind is BlockKind.TEXT:
-                    if b.text.startswith(self._inj_prefix):
-                        fixed = replace(b, text=b.text[len(self._inj_prefix) :])
+                    if b.text.startswith(st.inj_prefix):
+                        fixed = replace(b, text=b.text[len(st.inj_prefix) :])
                         blocks = (*blocks[:j], fixed, *blocks[j + 1 :])
                     break
         return replace(ctx.message(src), blocks=blocks)
@@ -214,19 +219,20 @@ class CowAgentStrategy(Strategy):
         """Apply CowAgent's new message list ``after`` (made from ``before``) to the live
         context: a row that is gone takes all its sources with it; a changed row writes
         each source's new blocks (a merged row split back by tool id)."""
+        st: _State = ctx.state
         now = {r.src: r for r in after if r.src is not None}
         for row in before:
             if row.src is None:
                 continue
             new = now.get(row.src)
             if new is None:
-                self._clean = None
+                st.clean = None
                 act.remove(list(row.sources), removed)
                 continue
             if new.msg.blocks == row.msg.blocks:
                 continue
             if _shape(new.msg) != _shape(row.msg):
-                self._clean = None  # tool ids moved: the sanitiser must look again
+                st.clean = None  # tool ids moved: the sanitiser must look again
             if row.members:
                 originals = {i: ctx.message(i) for i in row.members}
                 parts = cow.split_merged(row, new.msg, originals)
@@ -326,10 +332,11 @@ class CowAgentStrategy(Strategy):
         reason: str,
         **detail: Any,
     ) -> None:
+        st: _State = ctx.state
         rows = [r for turn in dropped for r in turn]
         summary, flushed, record_id = self._flush(ctx, rows, reason="trim")
         with ctx.action(kind, reason=reason, dropped_turns=len(dropped), **detail) as act:
-            self._clean = None
+            st.clean = None
             for row in rows:
                 fate = Fate.SUMMARISED if summary and row.src in flushed else Fate.DROPPED
                 act.remove(list(row.sources), fate)
@@ -345,9 +352,10 @@ class CowAgentStrategy(Strategy):
     ) -> tuple[str, set[int], int | None]:
         """Summarise ``rows`` as the memory flush does. Returns (summary or "", sources
         shown to the summariser, summary record id)."""
+        st: _State = ctx.state
         if not self.params["memory_enabled"]:
             return "", set(), None
-        deduped, self._flushed = cow.dedupe_for_flush(rows, self._flushed)
+        deduped, st.flushed = cow.dedupe_for_flush(rows, st.flushed)
         conversation = cow.format_for_summary(deduped)
         if not conversation.strip():
             return "", set(), None
@@ -417,6 +425,7 @@ class CowAgentStrategy(Strategy):
         record_id: int | None,
         replaced: list[int],
     ) -> None:
+        st: _State = ctx.state
         if not ctx.alive[target]:
             ctx.emit("summary_not_injected", summary_id=record_id, reason="target message gone",
                      target=target)  # fmt: skip
@@ -425,7 +434,7 @@ class CowAgentStrategy(Strategy):
         first = next((b for b in msg.blocks if b.kind is BlockKind.TEXT), None)
         if first is None:
             return
-        base = self._inj_text if self._inj_target == target else first.text
+        base = st.inj_text if st.inj_target == target else first.text
         injected = cow.injection_text(summary, turns, base)
         with_injection = replace(
             msg, blocks=tuple(replace(b, text=injected) if b is first else b for b in msg.blocks)
@@ -439,7 +448,7 @@ class CowAgentStrategy(Strategy):
         ) as act:  # fmt: skip
             ctx.set_summary(summary, tokens=tokens, rendered=rendered, summary_id=record_id)
             act.summary_id = record_id
-        self._inj_target, self._inj_text, self._inj_prefix = target, injected, rendered
+        st.inj_target, st.inj_text, st.inj_prefix = target, injected, rendered
         check_summary_size(
             ctx, summary_rendered=rendered, replaced=replaced, summary_id=record_id,
             previous_ref=previous_ref,
@@ -447,23 +456,25 @@ class CowAgentStrategy(Strategy):
 
     def _check_injection_target(self, ctx: ContextView) -> None:
         """An injected summary lives inside its message: it leaves with it."""
-        if self._inj_target is not None and not ctx.alive[self._inj_target]:
-            self._inj_target, self._inj_text, self._inj_prefix = None, "", ""
+        st: _State = ctx.state
+        if st.inj_target is not None and not ctx.alive[st.inj_target]:
+            st.inj_target, st.inj_text, st.inj_prefix = None, "", ""
             ctx.set_summary("", tokens=0, rendered="", summary_id=None)
 
     # --- sanitize_claude_messages -------------------------------------------------------
     def _sanitize(self, ctx: ContextView) -> None:
         # Every LLM call sanitises. Only appends happen between two calls unless this
         # strategy acted, so a history found clean needs only its new tail checked.
+        st: _State = ctx.state
         live = ctx.live
         start = 0
-        clean = self._clean
+        clean = st.clean
         if clean is not None and clean[0] <= len(live) and live[clean[0] - 1] == clean[1]:
             start = clean[0] - 1
         if _sanitize_is_noop(ctx, start):
-            self._clean = (len(live), live[-1]) if live else None
+            st.clean = (len(live), live[-1]) if live else None
             return
-        self._clean = None
+        st.clean = None
         rows = self._rows(ctx)
         out, removed, repairs = cow.sanitize(rows)
         if not removed and not repairs:
@@ -478,7 +489,8 @@ class CowAgentStrategy(Strategy):
 
     # --- provider overflow --------------------------------------------------------------
     def _overflow(self, ctx: ContextView) -> None:
-        self._clean = None
+        st: _State = ctx.state
+        st.clean = None
         window = self.window(ctx)
         before = ctx.request_ref()
         self._flush(ctx, self._rows(ctx), reason="overflow")  # written to memory, not injected

@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..context import has_tool_result, is_user_query
@@ -163,8 +163,17 @@ def check_stages(stages: Any) -> list[dict[str, Any]]:
     return out
 
 
+@dataclass(slots=True)
+class _State:
+    tool_names: dict[str, str] = field(default_factory=dict)
+    # stage position -> first index not yet scanned
+    done_upto: dict[int, int] = field(default_factory=dict)
+    cleared: set[tuple[int, int]] = field(default_factory=set)  # (index, block) pruned/cleared
+
+
 class Custom(Strategy):
     name = "custom"
+    State = _State
     label = "Custom (composed stages)"
     description = (
         "Chain truncate / offload / prune / clear / drop-turns / summarise stages under one "
@@ -205,16 +214,12 @@ class Custom(Strategy):
     def threshold(self, ctx: ContextView) -> int:
         return int(self.params["window"] * self.params["threshold_ratio"])
 
-    def prepare(self, ctx: ContextView) -> None:
-        self.tool_names: dict[str, str] = {}
-        self.done_upto: dict[int, int] = {}  # stage position -> first index not yet scanned
-        self.cleared: set[tuple[int, int]] = set()  # (index, block) pruned or cleared
-
     def after_append(self, ctx: ContextView, index: int) -> None:
+        st: _State = ctx.state
         msg = ctx.message(index)
         for b in msg.blocks:
             if b.kind is BlockKind.TOOL_USE:
-                self.tool_names[b.tool_id] = b.tool_name
+                st.tool_names[b.tool_id] = b.tool_name
         if has_tool_result(msg):
             for slot, stage in enumerate(self.stages):
                 if stage["stage"] == "truncate_tool_results":
@@ -245,12 +250,13 @@ class Custom(Strategy):
         """Rewrite the tool results of live messages older than the newest ``keep_recent``
         (each message once per stage, except re-cuts); ``rewrite`` gives (text, offload
         path, offloaded text) or None to leave a block alone."""
+        st: _State = ctx.state
         live = ctx.live
         split = max(0, len(live) - int(stage["keep_recent"]))
         limit = int(stage["max_bytes"])
         changed: list[tuple[int, Message, str, str]] = []
         for i in live[:split]:
-            if i < self.done_upto.get(slot, -1):
+            if i < st.done_upto.get(slot, -1):
                 continue
             msg = ctx.message(i)
             blocks = list(msg.blocks)
@@ -268,7 +274,7 @@ class Custom(Strategy):
             if blocks != list(msg.blocks):
                 changed.append((i, replace(msg, blocks=tuple(blocks)), path, full))
         if split:
-            self.done_upto[slot] = live[split - 1] + 1
+            st.done_upto[slot] = live[split - 1] + 1
         if changed:
             with ctx.action(kind, reason=f"tool result over {limit} bytes", max_bytes=limit) as act:
                 for i, new_msg, path, full in changed:
@@ -300,13 +306,14 @@ class Custom(Strategy):
 
     # --- before-call stages -----------------------------------------------------------
     def _prune(self, ctx: ContextView, stage: dict[str, Any]) -> None:
+        st: _State = ctx.state
         protect, minimum = int(stage["protect_tokens"]), int(stage["minimum_tokens"])
         found = scan_tool_outputs(
             ctx,
             protect_turns=int(stage["protect_turns"]),
             protect_tokens=protect,
             count=self.count_text,
-            stop=lambda index, pos, _b: (index, pos) in self.cleared,
+            stop=lambda index, pos, _b: (index, pos) in st.cleared,
         )
         if found.pruned <= minimum or not found.queued:
             return
@@ -318,12 +325,13 @@ class Custom(Strategy):
         )  # fmt: skip
 
     def _clear_old(self, ctx: ContextView, stage: dict[str, Any]) -> None:
+        st: _State = ctx.state
         placeholder, keep = str(stage["placeholder"]), int(stage["keep"])
         parts = [
             (i, pos)
             for i in ctx.live
             for pos, b in enumerate(ctx.message(i).blocks)
-            if b.kind is BlockKind.TOOL_RESULT and (i, pos) not in self.cleared
+            if b.kind is BlockKind.TOOL_RESULT and (i, pos) not in st.cleared
         ]
         old = parts[: max(0, len(parts) - keep)]
         if not old:
@@ -346,10 +354,11 @@ class Custom(Strategy):
         **detail: Any,
     ) -> None:
         """Persist the placeholder over the given tool outputs (one action, Fate.PRUNED)."""
+        st: _State = ctx.state
         with ctx.action(kind, reason=reason, **detail) as act:
             for index in sorted(by_message, reverse=True):
                 positions = by_message[index]
-                self.cleared.update((index, pos) for pos in positions)
+                st.cleared.update((index, pos) for pos in positions)
                 new = clear_blocks(ctx.message(index), positions, placeholder)
                 act.replace(index, new, Fate.PRUNED)
 
@@ -364,13 +373,14 @@ class Custom(Strategy):
             act.remove(ctx.live[:cut], Fate.DROPPED)
 
     def _summarise(self, ctx: ContextView, keep_tokens: int) -> None:
+        st: _State = ctx.state
         keep, _ = largest_aligned_suffix(ctx, keep_tokens)
         prefix = ctx.live[: len(ctx.live) - keep]
         if not prefix:
             return
         history = "\n\n".join(
             agentscope.format_message(ctx.message(i), style="qwenpaw", include_thinking=False,
-                                      tool_names=self.tool_names)
+                                      tool_names=st.tool_names)
             for i in prefix
         )  # fmt: skip
         previous = ctx.summary

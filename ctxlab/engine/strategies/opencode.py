@@ -69,6 +69,7 @@ pruning of parts before the last summary (no later request contains them), and t
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..findings import check_summary_size
@@ -199,8 +200,19 @@ def _block_strings(block: Block) -> str:
     return block.text
 
 
+@dataclass(slots=True)
+class _State:
+    names: dict[str, str] = field(default_factory=dict)  # tool_use id -> tool name
+    cleared: set[tuple[int, int]] = field(default_factory=set)  # (index, block) marked compacted
+    last_finished: int | None = None  # last assistant since the last summary
+    last_reply: int | None = None  # last assistant at all (for compared_tokens)
+    original_history: int = 0  # Token.estimate of the unmodified appended messages
+    zone: tuple[PromptMessage, ...] = ()  # the summary zone as sent
+
+
 class OpenCodeStrategy(Strategy):
     name: ClassVar[str] = "opencode"
+    State = _State
     label: ClassVar[str] = "OpenCode (session prune + compaction)"
     description: ClassVar[str] = (
         "OpenCode's packages/opencode/src/session/compaction.ts: after every prompt loop, "
@@ -421,31 +433,25 @@ class OpenCodeStrategy(Strategy):
         return self.max_output_tokens()
 
     # --- state --------------------------------------------------------------------------
-    def prepare(self, ctx: ContextView) -> None:
-        self._names: dict[str, str] = {}  # tool_use id -> tool name
-        self._cleared: set[tuple[int, int]] = set()  # (index, block) marked compacted
-        self._last_finished: int | None = None  # last assistant since the last summary
-        self._last_reply: int | None = None  # last assistant at all (for compared_tokens)
-        self._original_history = 0  # Token.estimate of the unmodified appended messages
-        self._zone: tuple[PromptMessage, ...] = ()  # the summary zone as sent
-
     def original_request_tokens(self, ctx: ContextView) -> int:
         """What the original agent's request weighed under this estimator."""
-        return ctx.system_tokens + ctx.tools_tokens + self._original_history
+        st: _State = ctx.state
+        return ctx.system_tokens + ctx.tools_tokens + st.original_history
 
     # --- hooks --------------------------------------------------------------------------
     def after_append(self, ctx: ContextView, index: int) -> None:
+        st: _State = ctx.state
         msg = ctx.original(index)
-        self._original_history += self.count_message(msg)
+        st.original_history += self.count_message(msg)
         if msg.role is not Role.ASSISTANT:
             return
-        self._last_finished = self._last_reply = index
+        st.last_finished = st.last_reply = index
         calls = False
         for block in msg.blocks:
             if block.kind is BlockKind.TOOL_USE:
                 calls = True
                 if block.tool_id:
-                    self._names[block.tool_id] = block.tool_name
+                    st.names[block.tool_id] = block.tool_name
         if not calls and not self._continues(ctx, index) and self.params["compaction_prune"]:
             self._prune(ctx)
 
@@ -459,9 +465,10 @@ class OpenCodeStrategy(Strategy):
         return after.role is Role.ASSISTANT and bool(msg.id) and after.id == msg.id
 
     def before_call(self, ctx: ContextView) -> None:
-        if self._last_finished is None:
+        st: _State = ctx.state
+        if st.last_finished is None:
             return  # no finished assistant since the start or the last summary
-        count, detail = self._count(ctx, self._last_finished)
+        count, detail = self._count(ctx, st.last_finished)
         if self.is_overflow(count):
             self._compact(ctx, count=count, detail=detail)
 
@@ -469,7 +476,8 @@ class OpenCodeStrategy(Strategy):
     def compared_tokens(self, ctx: ContextView) -> int | None:
         """``_count`` at the last reply (reported usage includes the system prompt and
         tools an OpenCode export does not carry); None before any reply."""
-        return None if self._last_reply is None else self._count(ctx, self._last_reply)[0]
+        st: _State = ctx.state
+        return None if st.last_reply is None else self._count(ctx, st.last_reply)[0]
 
     def _count(self, ctx: ContextView, index: int) -> tuple[int, dict[str, Any]]:
         usage = ctx.original(index).usage
@@ -492,6 +500,7 @@ class OpenCodeStrategy(Strategy):
 
     # --- prune --------------------------------------------------------------------------
     def _prune(self, ctx: ContextView) -> None:
+        st: _State = ctx.state
         found = self.scan(ctx)
         if found.pruned <= int(self.params["prune_minimum"]) or not found.queued:
             return
@@ -504,7 +513,7 @@ class OpenCodeStrategy(Strategy):
         ) as act:  # fmt: skip
             for index in sorted(by_message, reverse=True):
                 positions = by_message[index]
-                self._cleared.update((index, pos) for pos in positions)
+                st.cleared.update((index, pos) for pos in positions)
                 act.replace(index, clear_blocks(ctx.message(index), positions, CLEARED),
                             Fate.PRUNED)  # fmt: skip
 
@@ -512,23 +521,25 @@ class OpenCodeStrategy(Strategy):
         """``prune``'s walk over the live history (``stages.prune.scan_tool_outputs``).
         Parts before the last summary are not in the live history, so the walk ends where
         OpenCode's breaks at the summary message."""
+        st: _State = ctx.state
         return scan_tool_outputs(
             ctx,
             protect_turns=int(self.params["prune_protect_turns"]),
             protect_tokens=int(self.params["prune_protect"]),
             count=estimate,
-            skip=lambda _i, _p, block: self._tool_name(block) in self._protected,
-            stop=lambda index, pos, _b: (index, pos) in self._cleared,
+            skip=lambda _i, _p, block: self._tool_name(st, block) in self._protected,
+            stop=lambda index, pos, _b: (index, pos) in st.cleared,
         )
 
-    def _tool_name(self, block: Block) -> str:
+    def _tool_name(self, st: _State, block: Block) -> str:
         # An orphan result (its call is not in the transcript) keeps its own name, if any.
-        return self._names.get(block.tool_id, "") or block.tool_name
+        return st.names.get(block.tool_id, "") or block.tool_name
 
     # --- compaction ---------------------------------------------------------------------
     def _compact(self, ctx: ContextView, *, count: int, detail: dict[str, Any]) -> None:
+        st: _State = ctx.state
         compacted = list(ctx.live)
-        history = [*self._zone, *(_prompt_message(ctx.message(i)) for i in compacted)]
+        history = [*st.zone, *(_prompt_message(ctx.message(i)) for i in compacted)]
         request = SummaryRequest(
             strategy=self.name,
             system=SYSTEM_PROMPTS[self.params["system_prompt"]],
@@ -542,7 +553,7 @@ class OpenCodeStrategy(Strategy):
             sections=TEMPLATE_SECTIONS if self.params["prompt_version"] == "template" else (),
             material=tuple(
                 MaterialItem(m.role if m.role != "tool" else "user", m.text, i)
-                for i, m in zip(compacted, history[len(self._zone) :], strict=True)
+                for i, m in zip(compacted, history[len(st.zone) :], strict=True)
             ),
             previous_summary=ctx.summary,
         )
@@ -576,9 +587,9 @@ class OpenCodeStrategy(Strategy):
                 summary_id=record.id,
             )
             act.summary_id = record.id
-        self._zone = zone
-        self._last_finished = None  # lastFinished is now the summary: no check until a reply
-        self._cleared = {k for k in self._cleared if ctx.alive[k[0]]}
+        st.zone = zone
+        st.last_finished = None  # lastFinished is now the summary: no check until a reply
+        st.cleared = {k for k in st.cleared if ctx.alive[k[0]]}
         check_summary_size(
             ctx,
             summary_rendered=rendered,

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import bisect
 import hashlib
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..findings import check_summary_size
@@ -39,8 +39,19 @@ if TYPE_CHECKING:
 SLACK = 100  # bytes: outputs within max_bytes + 100 are left alone
 
 
+@dataclass(slots=True)
+class _State:
+    tool_names: dict[str, str] = field(default_factory=dict)
+    exempt: set[str] = field(default_factory=set)
+    trailing: int = 0  # trailing run of tool-result messages
+    old_upto: int = -1  # live messages with source index < this were pruned as old
+    recent_upto: int = -1  # source indexes <= this were pruned as recent
+    skipping: bool = False
+
+
 class QwenPaw(Strategy):
     name = "qwenpaw"
+    State = _State
     label = "QwenPaw LightContextManager (1.1.9)"
     description = (
         "Prunes tool results after every tool call (offload to tool_results/ with a "
@@ -193,7 +204,9 @@ class QwenPaw(Strategy):
     def __init__(self, params: dict[str, object] | None = None) -> None:
         super().__init__(params)
         self.divisor = float(self.params["token_count_estimate_divisor"])
-        self._cache: dict[str, int] = {}
+        names = {n.lower() for n in self.params["exempt_tool_names"]}
+        exts = [e.lower() for e in self.params["exempt_file_extensions"]]
+        self._exempt_rule = (names, exts)
 
     # --- estimator ----------------------------------------------------------------------
     def count_text(self, text: str) -> int:
@@ -218,50 +231,41 @@ class QwenPaw(Strategy):
         return int(self.params["max_input_length"] * self.params["reserve_threshold_ratio"])
 
     # --- state --------------------------------------------------------------------------
-    def prepare(self, ctx: ContextView) -> None:
-        self.tool_names: dict[str, str] = {}
-        self.exempt: set[str] = set()
-        self.trailing = 0  # trailing run of tool-result messages
-        self.old_upto = -1  # live messages with source index < this were pruned as old
-        self.recent_upto = -1  # source indexes <= this were pruned as recent
-        self.skipping = False
-        names = {n.lower() for n in self.params["exempt_tool_names"]}
-        exts = [e.lower() for e in self.params["exempt_file_extensions"]]
-        self._exempt_rule = (names, exts)
-
     def after_append(self, ctx: ContextView, index: int) -> None:
+        st: _State = ctx.state
         msg = ctx.message(index)
         has_result = False
         for b in msg.blocks:
             if b.kind is BlockKind.TOOL_USE:
-                self.tool_names[b.tool_id] = b.tool_name
+                st.tool_names[b.tool_id] = b.tool_name
                 names, exts = self._exempt_rule
                 if b.tool_name.lower() in names or (
                     b.tool_name == "read_file" and any(e in b.input_json.lower() for e in exts)
                 ):
-                    self.exempt.add(b.tool_id)
+                    st.exempt.add(b.tool_id)
             elif b.kind is BlockKind.TOOL_RESULT:
                 has_result = True
-        self.trailing = self.trailing + 1 if has_result else 0
+        st.trailing = st.trailing + 1 if has_result else 0
         if has_result and self.params["tool_result_pruning_enabled"]:
             self._prune(ctx)
 
     # --- §2.4 tool-result pruning -----------------------------------------------------
     def _prune(self, ctx: ContextView) -> None:
+        st: _State = ctx.state
         live = ctx.live
-        trailing = min(self.trailing, len(live))
+        trailing = min(st.trailing, len(live))
         split = max(0, len(live) - max(trailing, int(self.params["pruning_recent_n"])))
         old_limit = int(self.params["pruning_old_msg_max_bytes"])
         recent_limit = int(self.params["pruning_recent_msg_max_bytes"])
         todo: list[tuple[int, int]] = []
         # Old zone: each message once (re-applying the same limit is a no-op).
-        start = bisect.bisect_left(live, self.old_upto) if self.old_upto >= 0 else 0
+        start = bisect.bisect_left(live, st.old_upto) if st.old_upto >= 0 else 0
         todo.extend((i, old_limit) for i in live[start:split])
         if split > 0:
-            self.old_upto = live[split - 1] + 1
-        todo.extend((i, recent_limit) for i in live[split:] if i > self.recent_upto)
+            st.old_upto = live[split - 1] + 1
+        todo.extend((i, recent_limit) for i in live[split:] if i > st.recent_upto)
         if live:
-            self.recent_upto = max(self.recent_upto, live[-1])
+            st.recent_upto = max(st.recent_upto, live[-1])
         self._apply_limits(ctx, todo, split_index=split, recent_limit=recent_limit)
 
     def _apply_limits(
@@ -272,6 +276,7 @@ class QwenPaw(Strategy):
         split_index: int,
         recent_limit: int,
     ) -> None:
+        st: _State = ctx.state
         offloaded: list[tuple[int, Message, str, str]] = []
         truncated: list[tuple[int, Message]] = []
         extra_files: list[tuple[str, str]] = []  # a message's 2nd.. offloaded files
@@ -286,7 +291,7 @@ class QwenPaw(Strategy):
             for bi, b in enumerate(blocks):
                 if b.kind is not BlockKind.TOOL_RESULT:
                     continue
-                lim = recent_limit if b.tool_id in self.exempt else limit
+                lim = recent_limit if b.tool_id in st.exempt else limit
                 if b.parts:
                     parts = list(b.parts)
                     for pi, part in enumerate(parts):
@@ -352,21 +357,22 @@ class QwenPaw(Strategy):
 
     # --- §2.5 check + compact -----------------------------------------------------------
     def before_call(self, ctx: ContextView) -> None:
+        st: _State = ctx.state
         threshold = self.threshold(ctx)
         reserve = self.reserve()
         str_tokens = ctx.system_tokens + ctx.summary_tokens
         left = threshold - str_tokens
         if left <= 0:
-            if not self.skipping:
+            if not st.skipping:
                 ctx.emit(
                     "compact_skipped",
                     threshold=threshold,
                     system_and_summary=str_tokens,
                     reason="left <= 0: system + summary exceed the threshold",
                 )
-            self.skipping = True
+            st.skipping = True
             return
-        self.skipping = False
+        st.skipping = False
         total = ctx.history_tokens
         if not ctx.live or total < left:
             return
@@ -392,6 +398,7 @@ class QwenPaw(Strategy):
         self._fallback(ctx, left, detail)
 
     def _compact(self, ctx: ContextView, to_compact: list[int], detail: dict[str, Any]) -> bool:
+        st: _State = ctx.state
         lang = prompts.lang_key(str(self.params["language"]))
         cap = int(self.params["max_input_length"] * self.params["compact_threshold_ratio"])
         parts: list[str] = []
@@ -403,7 +410,7 @@ class QwenPaw(Strategy):
                 ctx.message(i),
                 style="qwenpaw",
                 include_thinking=bool(self.params["compact_with_thinking_block"]),
-                tool_names=self.tool_names,
+                tool_names=st.tool_names,
             )
             n = self.count_text(text)
             if pos != len(to_compact) - 1 and used + n > cap:
