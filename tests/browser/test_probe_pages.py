@@ -1,0 +1,58 @@
+"""Probe pages in a real browser: a run's probes (question, expected answer, offline
+verdict) and the comparison's one score vs tokens saved vs cost chart, drawn by plotly under
+the site's CSP with no console error."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "judge_app"))  # shared test data
+from judge_testdata import COWAGENT, QWENPAW, finished_run, import_session  # noqa: E402
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _runs(username: str) -> list[Any]:
+    from django.contrib.auth import get_user_model
+
+    user = get_user_model().objects.get(username=username)
+    transcript = import_session(user)
+    return [
+        finished_run(user, transcript, "qwenpaw", QWENPAW),
+        finished_run(user, transcript, "cowagent", COWAGENT),
+    ]
+
+
+def test_probe_page_and_compare_chart_render(
+    page: Any, live_server: Any, login: Any, screenshot: Any
+) -> None:
+    login()
+    qwen, cow = _runs("alice")
+    page.goto(f"{live_server.url}/runs/{qwen.pk}/probes/")
+    rows = page.locator(
+        "#probe-list ~ .table-wrap tbody tr, section[aria-labelledby=probe-list] tbody tr"
+    )
+    rows.first.wait_for()
+    kinds = {r.get_attribute("data-kind") for r in rows.all()}
+    assert kinds == {"recall", "artifact", "continuation", "decision"}
+    assert page.get_by_text("Which files were modified?").first.is_visible()
+    verdicts = page.locator("section[aria-labelledby=probe-list] .badge").all_inner_texts()
+    assert set(verdicts) <= {"recoverable", "partial", "lost"} and verdicts
+    offline = page.locator("[data-testid=offline-score]").inner_text()
+    assert 0 <= float(offline) <= 1
+    screenshot("run-probes")
+    page.goto(f"{live_server.url}/compare/probes/?runs={qwen.pk},{cow.pk}")
+    chart = page.locator("#probe-tradeoff")
+    chart.locator(".main-svg").first.wait_for()  # plotly drew it
+    points = chart.locator(".scatterlayer .trace")
+    assert points.count() == 2
+    labels = [t.text_content() or "" for t in chart.locator(".scatterlayer .textpoint").all()]
+    assert any(f"run {qwen.pk}" in t for t in labels) and any(f"run {cow.pk}" in t for t in labels)
+    table = page.locator("#probe-compare tbody tr")
+    assert table.count() == 2
+    screenshot("compare-probes")
+    assert page.errors == []  # type: ignore[attr-defined]
