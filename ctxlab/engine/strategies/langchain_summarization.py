@@ -55,8 +55,8 @@ the target), the trim exception fallback (last 15 messages; the port never raise
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..findings import check_summary_size
@@ -69,6 +69,7 @@ from .base import Strategy
 
 if TYPE_CHECKING:
     from ..context_view import ContextView
+    from ..reference import ReferenceTokens
 
 MIDDLEWARE = "SummarizationMiddleware"
 SUMMARY_TEMPLATE = "Here is a summary of the conversation to date:\n\n{summary}"
@@ -188,8 +189,19 @@ def parse_trigger(value: Any) -> list[ContextSize]:
     return [parse_context_size(value, "trigger")]
 
 
+@dataclass(slots=True)
+class _State:
+    tool_names: dict[str, str] = field(default_factory=dict)  # tool_use id -> name, so far
+    messages: list[lc.LcMessage] = field(default_factory=list)  # state["messages"]
+    sum: float = 0.0  # Σ per-message tokens of messages (unscaled)
+    last_ai: lc.LcMessage | None = None
+    scale_at: tuple[int, float] | None = None  # (last reported total, approx there)
+    skipped: bool = False
+
+
 class LangChainSummarizationStrategy(Strategy):
     name: ClassVar[str] = "langchain_summarization"
+    State = _State
     label: ClassVar[str] = "LangChain SummarizationMiddleware (langchain v1)"
     description: ClassVar[str] = (
         "LangChain v1 agents' SummarizationMiddleware: before every model call, once a "
@@ -304,11 +316,12 @@ class LangChainSummarizationStrategy(Strategy):
                 "set max_input_tokens"
             )
         self._cpt = float(self.params["chars_per_token"])
-        self._tool_names: dict[str, str] = {}
 
     # --- estimator ----------------------------------------------------------------------
-    def lc_messages(self, message: Message, index: int) -> list[lc.LcMessage]:
-        return lc.to_lc_messages(message, index, tool_names=self._tool_names,
+    def lc_messages(
+        self, message: Message, index: int, tool_names: dict[str, str]
+    ) -> list[lc.LcMessage]:
+        return lc.to_lc_messages(message, index, tool_names=tool_names,
                                  message_format=self.params["message_format"])  # fmt: skip
 
     def lc_tokens(self, message: lc.LcMessage) -> float:
@@ -318,7 +331,13 @@ class LangChainSummarizationStrategy(Strategy):
         return int(self.lc_tokens(lc.LcMessage(lc.HUMAN, text)))
 
     def count_message(self, message: Message) -> int:
-        return int(sum(self.lc_tokens(m) for m in self.lc_messages(message, -1)))
+        return int(sum(self.lc_tokens(m) for m in self.lc_messages(message, -1, {})))
+
+    def message_counter(self, reference: ReferenceTokens, state: Any) -> Callable[[Message], int]:
+        # Tool results are named from the calls this replay has seen so far.
+        tool_names = state.tool_names
+        lc_tokens, lc_messages = self.lc_tokens, self.lc_messages
+        return lambda message: int(sum(lc_tokens(m) for m in lc_messages(message, -1, tool_names)))
 
     def count_tools(self, tools: Sequence[ToolDef]) -> int:
         return lc.tools_tokens(tools, chars_per_token=self._cpt)  # sent, never counted
@@ -347,81 +366,76 @@ class LangChainSummarizationStrategy(Strategy):
         return int(value)
 
     # --- state --------------------------------------------------------------------------
-    def prepare(self, ctx: ContextView) -> None:
-        self._state: list[lc.LcMessage] = []  # state["messages"], the summary message first
-        self._sum = 0.0  # Σ per-message tokens of _state (unscaled)
-        self._last_ai: lc.LcMessage | None = None
-        self._scale_at: tuple[int, float] | None = None  # (last reported total, approx there)
-        self._skipped = False
-
     def after_append(self, ctx: ContextView, index: int) -> None:
+        st: _State = ctx.state
         msg = ctx.message(index)
         for block in msg.blocks:
             if block.kind is BlockKind.TOOL_USE and block.tool_id:
-                self._tool_names[block.tool_id] = block.tool_name
-        for item in self.lc_messages(msg, index):
-            self._push(item)
+                st.tool_names[block.tool_id] = block.tool_name
+        for item in self.lc_messages(msg, index, st.tool_names):
+            self._push(st, item)
 
-    def _push(self, item: lc.LcMessage) -> None:
-        self._state.append(item)
-        self._sum += self.lc_tokens(item)
+    def _push(self, st: _State, item: lc.LcMessage) -> None:
+        st.messages.append(item)
+        st.sum += self.lc_tokens(item)
         if item.type == lc.AI:
-            self._last_ai = item
+            st.last_ai = item
             if item.total_tokens is not None:
-                self._scale_at = (item.total_tokens, self._sum)
+                st.scale_at = (item.total_tokens, st.sum)
 
-    def _reset(self, items: list[lc.LcMessage]) -> None:
-        self._state, self._sum, self._last_ai, self._scale_at = [], 0.0, None, None
+    def _reset(self, st: _State, items: list[lc.LcMessage]) -> None:
+        st.messages, st.sum, st.last_ai, st.scale_at = [], 0.0, None, None
         for item in items:
-            self._push(item)
+            self._push(st, item)
 
-    def total_tokens(self) -> int:
+    def total_tokens(self, st: _State) -> int:
         """``self.token_counter(messages)``: the scaled count, kept incrementally (every
         replayed AI message has one provider, so only the last reported total matters)."""
-        total = self._sum
+        total = st.sum
         if (
             self.params["usage_metadata_scaling"]
-            and len(self._state) > 1
-            and self._scale_at is not None
-            and self._scale_at[1] > 0
+            and len(st.messages) > 1
+            and st.scale_at is not None
+            and st.scale_at[1] > 0
         ):
-            total *= lc.usage_scale(*self._scale_at)
+            total *= lc.usage_scale(*st.scale_at)
         return math.ceil(total)
 
     # --- hooks --------------------------------------------------------------------------
     def before_call(self, ctx: ContextView) -> None:
-        total = self.total_tokens()
-        fired = self._fired(total)
+        st: _State = ctx.state
+        total = self.total_tokens(st)
+        fired = self._fired(st, total)
         if fired is None:
-            self._skipped = False
+            st.skipped = False
             return
-        cutoff = self.determine_cutoff(self._state)
+        cutoff = self.determine_cutoff(st.messages)
         if cutoff <= 0:
-            if not self._skipped:
+            if not st.skipped:
                 ctx.emit("compact_skipped", reason="no cutoff above 0: nothing to summarise",
-                         trigger=fired, total_tokens=total, messages_count=len(self._state))  # fmt: skip
-            self._skipped = True
+                         trigger=fired, total_tokens=total, messages_count=len(st.messages))  # fmt: skip
+            st.skipped = True
             return
-        self._skipped = False
+        st.skipped = False
         self._summarize(ctx, cutoff, total=total, fired=fired)
 
-    def _fired(self, total: int) -> str | None:
+    def _fired(self, st: _State, total: int) -> str | None:
         """``_should_summarize``: the first condition that holds, described (None: none)."""
         for kind, value in self.triggers:
-            if kind == "messages" and len(self._state) >= value:
-                return f"messages {len(self._state)} >= {value:g}"
+            if kind == "messages" and len(st.messages) >= value:
+                return f"messages {len(st.messages)} >= {value:g}"
             if kind == "messages":
                 continue
             limit = self._limit(kind, value)
             if total >= limit:
                 return f"{kind} {total} >= {limit}"
-            reported = self._reported_total()
+            reported = self._reported_total(st)
             if reported is not None and reported >= limit:
                 return f"{kind} reported {reported} >= {limit}"
         return None
 
-    def _reported_total(self) -> int | None:
-        last = self._last_ai
+    def _reported_total(self, st: _State) -> int | None:
+        last = st.last_ai
         if not self.params["reported_usage_trigger"] or last is None:
             return None
         return last.total_tokens or None  # 0 / missing never fires
@@ -493,7 +507,8 @@ class LangChainSummarizationStrategy(Strategy):
 
     # --- summarising --------------------------------------------------------------------
     def _summarize(self, ctx: ContextView, cutoff: int, *, total: int, fired: str) -> None:
-        old, kept = self._state[:cutoff], self._state[cutoff:]
+        st: _State = ctx.state
+        old, kept = st.messages[:cutoff], st.messages[cutoff:]
         summary, record_id, shown = self._create_summary(ctx, old)
         no_call = summary if record_id is None else ""
         message = lc.LcMessage(lc.HUMAN, SUMMARY_TEMPLATE.format(summary=summary))
@@ -506,7 +521,7 @@ class LangChainSummarizationStrategy(Strategy):
         previous_ref = ctx.summary_ref
         with ctx.action(
             "summarise", reason=f"{MIDDLEWARE}: state replaced by a summary message + kept messages",
-            trigger=fired, total_tokens=total, cutoff=cutoff, messages_count=len(self._state),
+            trigger=fired, total_tokens=total, cutoff=cutoff, messages_count=len(st.messages),
             kept_messages=len(kept), summarized_messages=len(old),
             summary_error=record_id is not None and bool(ctx.result.summaries[record_id].error),
             no_call=no_call,
@@ -523,7 +538,7 @@ class LangChainSummarizationStrategy(Strategy):
                             summary_id=record_id)  # fmt: skip
             act.summary_id = record_id
             act.always = True
-        self._reset([message, *kept])
+        self._reset(st, [message, *kept])
         check_summary_size(ctx, summary_rendered=message.text, replaced=gone,
                            summary_id=record_id, previous_ref=previous_ref)  # fmt: skip
 

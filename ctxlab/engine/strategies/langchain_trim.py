@@ -31,7 +31,8 @@ is the state's first message: counted against ``max_tokens`` and kept by
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..model import Block, BlockKind, Message, ToolDef
@@ -42,6 +43,7 @@ from .base import Strategy
 
 if TYPE_CHECKING:
     from ..context_view import ContextView
+    from ..reference import ReferenceTokens
 
 FUNCTION = "trim_messages"
 MESSAGE_TYPES = (lc.HUMAN, lc.AI, lc.TOOL, lc.SYSTEM)
@@ -57,8 +59,24 @@ def _types(value: Any, name: str) -> tuple[str, ...]:
     return tuple(items)
 
 
+@dataclass(slots=True)
+class _State:
+    tool_names: dict[str, str] = field(default_factory=dict)  # tool_use id -> name, so far
+    system: lc.LcMessage | None = None  # the system message kept in state["messages"]
+    history: list[lc.LcMessage] = field(default_factory=list)
+    by_source: dict[int, list[lc.LcMessage]] = field(default_factory=dict)
+    tokens: dict[int, tuple[lc.LcMessage, int]] = field(default_factory=dict)  # id -> count
+    view: dict[int, Message | None] = field(default_factory=dict)  # source -> shown part
+    # Linear path (see _window): running token sums of the history, each source's first
+    # history position, the window and history length of the previous call.
+    prefix: list[int] = field(default_factory=lambda: [0])
+    start_of: dict[int, int] = field(default_factory=dict)
+    last: tuple[int, int, int] = (0, 0, 0)
+
+
 class LangChainTrimStrategy(Strategy):
     name: ClassVar[str] = "langchain_trim"
+    State = _State
     label: ClassVar[str] = "LangChain trim_messages (pre-model hook)"
     description: ClassVar[str] = (
         "langchain-core trim_messages used as an agent's pre-model hook: before every "
@@ -167,11 +185,13 @@ class LangChainTrimStrategy(Strategy):
         if p["system_prompt_in_state"] and not p["include_system"]:
             raise ValueError("system_prompt_in_state without include_system is not modelled")
         self._cpt = float(p["chars_per_token"])
-        self._tool_names: dict[str, str] = {}
+        self._linear = not p["allow_partial"] and not self._force_general
 
     # --- estimator ----------------------------------------------------------------------
-    def lc_messages(self, message: Message, index: int) -> list[lc.LcMessage]:
-        return lc.to_lc_messages(message, index, tool_names=self._tool_names,
+    def lc_messages(
+        self, message: Message, index: int, tool_names: dict[str, str]
+    ) -> list[lc.LcMessage]:
+        return lc.to_lc_messages(message, index, tool_names=tool_names,
                                  message_format=self.params["message_format"])  # fmt: skip
 
     def lc_tokens(self, message: lc.LcMessage) -> int:
@@ -181,7 +201,13 @@ class LangChainTrimStrategy(Strategy):
         return self.lc_tokens(lc.LcMessage(lc.HUMAN, text))
 
     def count_message(self, message: Message) -> int:
-        return sum(self.lc_tokens(m) for m in self.lc_messages(message, -1))
+        return sum(self.lc_tokens(m) for m in self.lc_messages(message, -1, {}))
+
+    def message_counter(self, reference: ReferenceTokens, state: Any) -> Callable[[Message], int]:
+        # Tool results are named from the calls this replay has seen so far.
+        tool_names = state.tool_names
+        lc_tokens, lc_messages = self.lc_tokens, self.lc_messages
+        return lambda message: sum(lc_tokens(m) for m in lc_messages(message, -1, tool_names))
 
     def count_system(self, text: str, message: Message | None) -> int:
         return self.lc_tokens(lc.LcMessage(lc.SYSTEM, text)) if message is not None else 0
@@ -189,10 +215,10 @@ class LangChainTrimStrategy(Strategy):
     def count_tools(self, tools: Sequence[ToolDef]) -> int:
         return lc.tools_tokens(tools, chars_per_token=self._cpt)
 
-    def _count(self, messages: Sequence[lc.LcMessage]) -> int:
+    def _count(self, st: _State, messages: Sequence[lc.LcMessage]) -> int:
         """count_tokens_approximately over a list: per-message counts are whole numbers
         (integral extra tokens, no scaling), so the total is their sum (cached)."""
-        cache = self._tokens
+        cache = st.tokens
         total = 0
         for m in messages:
             entry = cache.get(id(m))
@@ -214,54 +240,46 @@ class LangChainTrimStrategy(Strategy):
 
     # --- state --------------------------------------------------------------------------
     def prepare(self, ctx: ContextView) -> None:
-        self._system: lc.LcMessage | None = None
+        st: _State = ctx.state
         if self.params["system_prompt_in_state"] and ctx.system_index is not None:
-            self._system = lc.LcMessage(lc.SYSTEM, ctx.system_text, source=ctx.system_index)
-        self._history: list[lc.LcMessage] = [] if self._system is None else [self._system]
-        self._by_source: dict[int, list[lc.LcMessage]] = {}
-        self._tokens: dict[int, tuple[lc.LcMessage, int]] = {}
-        self._view: dict[int, Message | None] = {}  # source -> shown part (None: dropped)
-        # Linear path (see _window): running token sums of the history, each source's first
-        # history position, the window and history length of the previous call.
-        self._prefix = [0]
-        self._start_of: dict[int, int] = {}
-        self._last = (0, 0, 0)
-        if self._system is not None:
-            self._prefix.append(self.lc_tokens(self._system))
-        self._linear = not self.params["allow_partial"] and not self._force_general
+            st.system = lc.LcMessage(lc.SYSTEM, ctx.system_text, source=ctx.system_index)
+            st.history.append(st.system)
+            st.prefix.append(self.lc_tokens(st.system))
 
     def after_append(self, ctx: ContextView, index: int) -> None:
+        st: _State = ctx.state
         msg = ctx.original(index)
         for block in msg.blocks:
             if block.kind is BlockKind.TOOL_USE and block.tool_id:
-                self._tool_names[block.tool_id] = block.tool_name
-        items = self.lc_messages(msg, index)
-        self._by_source[index] = items
-        self._start_of[index] = len(self._history)
-        self._history.extend(items)
-        prefix = self._prefix
+                st.tool_names[block.tool_id] = block.tool_name
+        items = self.lc_messages(msg, index, st.tool_names)
+        st.by_source[index] = items
+        st.start_of[index] = len(st.history)
+        st.history.extend(items)
+        prefix = st.prefix
         for item in items:
-            prefix.append(prefix[-1] + self._count([item]))
+            prefix.append(prefix[-1] + self._count(st, [item]))
 
-    def trimmed(self) -> list[lc.LcMessage]:
+    def trimmed(self, st: _State) -> list[lc.LcMessage]:
         p = self.params
         return lc.trim_messages(
-            self._history, max_tokens=int(p["max_tokens"]), token_counter=self._count,
+            st.history, max_tokens=int(p["max_tokens"]), token_counter=partial(self._count, st),
             strategy=p["strategy"], allow_partial=bool(p["allow_partial"]),
             start_on=self.start_on or None, end_on=self.end_on or None,
             include_system=bool(p["include_system"]),
         )  # fmt: skip
 
     def before_call(self, ctx: ContextView) -> None:
+        st: _State = ctx.state
         if self._linear:
             self._before_call_linear(ctx)
             return
-        kept = self.trimmed()
+        kept = self.trimmed(st)
         desired = self._desired(ctx, kept)
-        full = self._count(self._history)
+        full = self._count(st, st.history)
         detail = {"input_tokens": full, "max_tokens": int(self.params["max_tokens"]),
-                  "kept_messages": len(kept), "state_messages": len(self._history)}  # fmt: skip
-        current = self._view
+                  "kept_messages": len(kept), "state_messages": len(st.history)}  # fmt: skip
+        current = st.view
         changed = sorted(
             i for i in set(current) | set(desired) if current.get(i, ...) != desired.get(i, ...)
         )
@@ -275,10 +293,10 @@ class LangChainTrimStrategy(Strategy):
     # Same result as the general path (tests/engine/strategies/test_langchain_trim_linear.py
     # compares both on corpus sessions for every option).
 
-    def _window(self) -> tuple[int, int, bool]:
+    def _window(self, st: _State) -> tuple[int, int, bool]:
         """(lo, hi, system kept) exactly as ``lc.trim_messages`` would choose them."""
         p = self.params
-        h, prefix = self._history, self._prefix
+        h, prefix = st.history, st.prefix
         n = len(h)
         limit = int(p["max_tokens"])
         if p["strategy"] == "first":
@@ -300,21 +318,22 @@ class LangChainTrimStrategy(Strategy):
         return end - kept, end, start == 1
 
     def _before_call_linear(self, ctx: ContextView) -> None:
-        lo, hi, system = self._window()
-        h = self._history
+        st: _State = ctx.state
+        lo, hi, system = self._window(st)
+        h = st.history
         n = len(h)
-        plo, phi, pn = self._last
-        self._last = (lo, hi, n)
+        plo, phi, pn = st.last
+        st.last = (lo, hi, n)
         positions = {*range(min(lo, plo), max(lo, plo)), *range(min(hi, phi), max(hi, phi))}
         positions.update(range(pn, n))
         positions.update(i for i in (lo, hi - 1, plo, phi - 1) if 0 <= i < n)
-        by_source = self._by_source
+        by_source = st.by_source
         sources = {h[i].source for i in positions} & by_source.keys()
-        current = self._view
+        current = st.view
         desired: dict[int, Message | None] = {}
         changed = []
         for source in sorted(sources):
-            first = self._start_of[source]
+            first = st.start_of[source]
             items = by_source[source]
             a, b = max(lo, first), min(hi, first + len(items))
             if b - a < len(items):
@@ -324,17 +343,18 @@ class LangChainTrimStrategy(Strategy):
                 changed.append(source)
         if not changed:
             return
-        detail = {"input_tokens": self._prefix[n], "max_tokens": int(self.params["max_tokens"]),
+        detail = {"input_tokens": st.prefix[n], "max_tokens": int(self.params["max_tokens"]),
                   "kept_messages": hi - lo + system, "state_messages": n}  # fmt: skip
         self._apply(ctx, changed, desired, detail)
 
     def _desired(self, ctx: ContextView, kept: list[lc.LcMessage]) -> dict[int, Message | None]:
         """Source -> what the request shows when not the whole message (None: nothing)."""
+        st: _State = ctx.state
         by_source: dict[int, list[lc.LcMessage]] = {}
         for m in kept:
             by_source.setdefault(m.source, []).append(m)
         out: dict[int, Message | None] = {}
-        for source, items in self._by_source.items():
+        for source, items in st.by_source.items():
             shown = by_source.get(source, [])
             if len(shown) == len(items) and all(a is b for a, b in zip(shown, items, strict=True)):
                 continue
@@ -350,7 +370,8 @@ class LangChainTrimStrategy(Strategy):
     ) -> None:
         """Emit the view changes of the ``changed`` sources (sorted); ``desired`` holds the
         new view of every changed source not shown whole."""
-        current = self._view
+        st: _State = ctx.state
+        current = st.view
         if not changed:
             return
         back = [i for i in changed if i in current]

@@ -372,7 +372,8 @@ def test_incremental_total_equals_the_counter_over_the_state() -> None:
 
     job = Replay(conversation, s, summarizer=Echo())
     for _ in job:
-        assert s.total_tokens() == s.counter(scaled=True)(s._state)
+        state = job.ctx.state
+        assert s.total_tokens(state) == s.counter(scaled=True)(state.messages)
 
 
 # -- registry and native config ----------------------------------------------------------------
