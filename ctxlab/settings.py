@@ -228,8 +228,11 @@ elif CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
     # A task is acknowledged only when it ends (acks late): if its worker dies, Redis hands
     # it to another worker after this many seconds (its default is an hour). A run still
     # executing elsewhere is not run twice: the executor claims it only from "queued".
+    # kombu sweeps for such tasks every 10 s but scans only every 10th sweep by default
+    # (unacked_restore_throttle): up to 100 s more. Scan at every sweep.
     CELERY_BROKER_TRANSPORT_OPTIONS = {
-        "visibility_timeout": env_int("CTXLAB_BROKER_VISIBILITY_TIMEOUT", 300)
+        "visibility_timeout": env_int("CTXLAB_BROKER_VISIBILITY_TIMEOUT", 300),
+        "unacked_restore_throttle": 1,
     }
 CELERY_RESULT_BACKEND = "django-db"
 CELERY_RESULT_EXTENDED = True
