@@ -167,7 +167,13 @@ def suites_resume_after_restart() -> int:
 def item_execute(item_id: int) -> str:
     """Run (or re-run, up to the suite's attempts) one item's replay; record its summary.
     RetryLater when another live worker is executing it."""
-    item = SuiteItem.objects.select_related("suite", "run", "run__transcript").get(pk=item_id)
+    item = (
+        SuiteItem.objects.select_related("suite", "run", "run__transcript")
+        .filter(pk=item_id)
+        .first()
+    )
+    if item is None:  # the suite was deleted while its tasks were queued
+        return "missing"
     suite, run = item.suite, item.run
     if run is None:
         return "missing"
