@@ -7,12 +7,13 @@ from collections.abc import Sequence
 from itertools import accumulate
 from typing import Any
 
+from ctxlab.engine import probe_scoring
 from ctxlab.engine.catalogue import metric
 from ctxlab.engine.probes import PROBE_KINDS, PROBE_LABELS
 from ctxlab.engine.secrets import mask
 from ctxlab.plots import figure_html
 from replay_app.models import Run, RunStep
-from sessions_app.models import Message
+from sessions_app.models import Message, Transcript
 
 from . import services
 from .models import ProbeScore, ProbeSet
@@ -126,7 +127,24 @@ def compare_data(runs: Sequence[Run]) -> dict[str, Any]:
             }
         )
         rows[-1]["metrics"] = run_metrics(rows[-1])
-    return {"kinds": list(PROBE_KINDS), "runs": rows}
+    original = original_row(runs[0].transcript) if runs else None
+    return {"kinds": list(PROBE_KINDS), "original": original, "runs": rows}
+
+
+def original_row(transcript: Transcript) -> dict[str, Any] | None:
+    """The transcript's own compactions probed the same way (offline): the agent the user
+    actually ran, beside the replays; None when it recorded none."""
+    if not transcript.compactions:
+        return None
+    found, scores = probe_scoring.original_scores(transcript.to_conversation())
+    offline = probe_scoring.summarise(found, {k: s.score for k, s in scores.items()})
+    row: dict[str, Any] = {
+        "run": "original", "label": "original agent", "strategy": "", "status": "done",
+        "probes": offline["probes"], "offline": offline, "claude": None,
+        "claude_status": None, "tokens": None, "cost_usd": None,
+    }  # fmt: skip
+    row["metrics"] = run_metrics(row)
+    return row
 
 
 METRIC_KEYS = (

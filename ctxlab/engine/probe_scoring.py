@@ -31,8 +31,8 @@ from typing import Any
 
 from .extract import LINE_NUMBER_RE
 from .lost import message_text
-from .model import Message
-from .probes import PROBE_KINDS, Probe
+from .model import Conversation, Message, Role
+from .probes import PROBE_KINDS, Probe, generate, original_compactions
 from .records import Event, Fate, StepRecord
 from .summarizers import PromptMessage, SummaryRequest
 
@@ -191,6 +191,29 @@ def _context_text(
         for i in range(start, min(end, len(originals))):
             parts.append(message_text(current.get(i, originals[i])))
     return "\n".join(parts)
+
+
+def original_context(messages: Sequence[Message], before: int, summary: int | None) -> str:
+    """What the original agent saw right after its own compaction: the recorded summary and
+    every message up to its first reply (re-attached files, the next request)."""
+    parts = []
+    if summary is not None and 0 <= summary < before:
+        parts.append(message_text(messages[summary]))
+    for i in range(before, len(messages)):
+        if messages[i].role is Role.ASSISTANT:
+            break
+        parts.append(message_text(messages[i]))
+    return "\n".join(parts)
+
+
+def original_scores(conversation: Conversation) -> tuple[list[Probe], dict[str, Score]]:
+    """The probes of the transcript's own compactions, scored offline against what the
+    agent saw right after each (see ``original_context``)."""
+    messages = conversation.messages
+    boundaries = [(c.before_index, c.summary_index) for c in conversation.compactions]
+    found = generate(original_compactions(messages, boundaries), messages)
+    texts = {b: original_context(messages, b, s) for b, s in boundaries}
+    return found, {p.key: score_text(p, texts.get(p.step, "")) for p in found}
 
 
 def capped(context: str, limit: int = MAX_CONTEXT_CHARS) -> str:

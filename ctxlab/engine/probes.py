@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections import ChainMap
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -305,14 +306,15 @@ def tool_calls(messages: Iterable[Message]) -> dict[str, Block]:
 
 
 def probes_of(
-    compaction: Compaction, originals: Sequence[Message], calls: Mapping[str, Block] | None = None
+    compaction: Compaction, originals: Sequence[Message], calls: dict[str, Block] | None = None
 ) -> list[Probe]:
     """The probes of one compaction, in kind order then source order."""
-    if calls is None:
-        calls = tool_calls(originals)
-    calls = {**calls, **tool_calls(m for _, m in compaction.touched)}
+    known = ChainMap(
+        tool_calls(m for _, m in compaction.touched),
+        calls if calls is not None else tool_calls(originals),
+    )
     rows = {
-        "recall": _recall(compaction.touched, calls),
+        "recall": _recall(compaction.touched, known),
         "artifact": _artifacts(compaction.touched),
         "continuation": _continuation(compaction, originals),
         "decision": _decision(compaction.touched),

@@ -37,3 +37,14 @@ def aftereffects_panel(transcript: Any) -> dict[str, Any]:
 def join_ids(runs: Any) -> str:
     """Run ids as ``1,2,3`` (the compare pages' query)."""
     return ",".join(str(r.pk) for r in runs)
+
+
+@register.filter
+def as_list(value: Any) -> list[Any]:
+    """``[value]``, or ``[]`` for None/missing."""
+    return [value] if value else []
+
+
+@register.filter
+def add_rows(first: list[Any], rest: Any) -> list[Any]:
+    return [*first, *(rest or ())]

@@ -101,3 +101,22 @@ def test_compare_probes_side_by_side_with_one_chart(
     assert len(figure["data"]) == 2
     assert figure["data"][0]["y"] == [data["runs"][0]["offline"]["score"]]
     assert auth_client.get("/compare/probes/?runs=").status_code == 400
+
+
+def test_original_agent_row_beside_the_replays(auth_client: Any, user: Any) -> None:
+    from pathlib import Path
+
+    from judge_testdata import import_session
+
+    session = Path(__file__).resolve().parents[1] / "data" / "recorded"
+    data = (session / "claude-trace-req34-compacted.jsonl").read_bytes()
+    transcript = import_session(user, data, name="req34.jsonl")
+    run = finished_run(user, transcript, "langchain_trim", {"max_tokens": 6000})
+    found = auth_client.get(f"/compare/probes/?runs={run.pk}&format=json").json()
+    original = found["original"]
+    # the real summary kept the edited file, the user's latest request and the to-do item
+    assert original["run"] == "original" and original["probes"] == 3
+    assert original["offline"]["by_kind"]["artifact"] == {"probes": 1, "score": 1.0}
+    assert original["metrics"]["probe_score"] == 1.0 and original["tokens"] is None
+    page = auth_client.get(f"/compare/probes/?runs={run.pk}").content.decode()
+    assert 'data-probe-row="original"' in page and f'data-probe-row="{run.pk}"' in page
