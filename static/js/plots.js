@@ -32,11 +32,64 @@
         var block = document.getElementById(div.dataset.plotly);
         if (!block || !div.isConnected) return;
         var fig = JSON.parse(block.textContent);
+        div._ctxlabLayout = JSON.parse(JSON.stringify(fig.layout || {}));
+        fig.config = withSvgButton(Plotly, fig.config || {});
+        Object.assign(fig.layout, themePatch(div._ctxlabLayout, currentTheme()));
         Plotly.newPlot(div, fig.data, fig.layout, fig.config);
         div.dataset.plotted = "true";
       });
     });
   }
+
+  // PNG comes from plotly's own toImage button (ctxlab/plots.py config); SVG beside it.
+  function withSvgButton(Plotly, config) {
+    var name = (config.toImageButtonOptions || {}).filename || "ctxlab-chart";
+    config.modeBarButtonsToAdd = (config.modeBarButtonsToAdd || []).concat([{
+      name: "Download plot as SVG",
+      icon: Plotly.Icons.disk,
+      click: function (gd) { Plotly.downloadImage(gd, {format: "svg", filename: name}); }
+    }]);
+    return config;
+  }
+
+  // Charts follow the page theme (static/js/theme.js): dark backgrounds, light text and
+  // grid; the light theme restores what the server's figure said.
+  var DARK = {bg: "#171e28", fg: "#e4e7ec", grid: "#334155"};
+  function currentTheme() {
+    return window.ctxlabTheme ? window.ctxlabTheme() : "light";
+  }
+  function isDarkInk(colour) {
+    return /^(#000|#000000|black|#111827|#1d2330|#1f2937|#444)$/i.test(String(colour || ""));
+  }
+  function themePatch(original, theme) {
+    var dark = theme === "dark";
+    var patch = {
+      paper_bgcolor: dark ? DARK.bg : (original.paper_bgcolor || "#fff"),
+      plot_bgcolor: dark ? DARK.bg : (original.plot_bgcolor || "#fff"),
+      font: Object.assign({}, original.font || {}, dark ? {color: DARK.fg} : {})
+    };
+    Object.keys(original).forEach(function (key) {
+      if (!/^[xy]axis\d*$/.test(key)) return;
+      patch[key] = Object.assign({}, original[key], dark ? {gridcolor: DARK.grid, zerolinecolor: DARK.grid} : {});
+    });
+    ["annotations", "shapes"].forEach(function (key) {
+      if (!original[key]) return;
+      patch[key] = original[key].map(function (item) {
+        var copy = JSON.parse(JSON.stringify(item));
+        if (dark && copy.font && (isDarkInk(copy.font.color) || !copy.font.color)) copy.font.color = DARK.fg;
+        if (dark && copy.line && isDarkInk(copy.line.color)) copy.line.color = DARK.fg;
+        return copy;
+      });
+    });
+    if (original.legend) patch.legend = Object.assign({}, original.legend, dark ? {font: {color: DARK.fg}} : {});
+    return patch;
+  }
+  document.addEventListener("ctxlab:theme", function (ev) {
+    if (!window.Plotly) return;
+    document.querySelectorAll("[data-plotted=true]").forEach(function (div) {
+      if (div._ctxlabLayout) window.Plotly.relayout(div, themePatch(div._ctxlabLayout, ev.detail.theme));
+    });
+  });
 
   document.addEventListener("DOMContentLoaded", function () { draw(document); });
   document.addEventListener("htmx:load", function (ev) { draw(ev.target); });
