@@ -161,3 +161,30 @@ def test_real_corpus_replay_probes_are_deterministic_and_scored() -> None:
     scores = [probe_scoring.score_text(p, contexts[p.step]) for p in runs[0]]
     assert all(0 <= s.score <= 1 for s in scores)
     assert len({s.verdict for s in scores}) >= 2  # some answers survive, some do not
+
+
+def test_error_line_prefers_the_exception_line() -> None:
+    output = "Traceback (most recent call last):\n  File 'x.py', line 1\nKeyError: 'retries'\n"
+    assert probes.error_line(output) == "KeyError: 'retries'"
+    assert probes.error_line("collected 2 items\n1 failed\n") == ""
+    assert probes.error_line("error: could not compile `app`") == "error: could not compile `app`"
+
+
+def test_original_scores_read_what_the_agent_saw_after_its_compaction() -> None:
+    from ctxlab.engine.model import Conversation, OriginalCompaction
+
+    summary = user("Summary: edited /repo/src/net/fetch.py", flags=frozenset({"compact_summary"}))
+    messages = (*MESSAGES[:9], summary, user("go on"), assistant("ok"))
+    conversation = Conversation(
+        "t",
+        "t",
+        messages,
+        compactions=(OriginalCompaction(9, "compact_boundary", "auto", None, 9),),
+    )
+    found, scores = probe_scoring.original_scores(conversation)
+    by_question = {p.question: scores[p.key] for p in found}
+    files = by_question["Which files were modified?"]
+    assert files.found == ("/repo/src/net/fetch.py",) and files.score == 0.5
+    recall = next(s for q, s in by_question.items() if q.startswith("What was the error"))
+    assert recall.verdict == "lost"
+    assert probe_scoring.original_context(messages, 9, 9).endswith("go on")
