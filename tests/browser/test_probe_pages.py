@@ -11,7 +11,13 @@ from typing import Any
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "judge_app"))  # shared test data
-from judge_testdata import COWAGENT, QWENPAW, finished_run, import_session  # noqa: E402
+from judge_testdata import (  # noqa: E402
+    COWAGENT,
+    QWENPAW,
+    compacted_session,
+    finished_run,
+    import_session,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -55,4 +61,23 @@ def test_probe_page_and_compare_chart_render(
     table = page.locator("#probe-compare tbody tr")
     assert table.count() == 2
     screenshot("compare-probes")
+    assert page.errors == []  # type: ignore[attr-defined]
+
+
+def test_after_effects_panel_on_the_transcript_page(
+    page: Any, live_server: Any, login: Any, screenshot: Any
+) -> None:
+    from django.contrib.auth import get_user_model
+
+    login()
+    user = get_user_model().objects.get(username="alice")
+    transcript = import_session(user, compacted_session(), name="compacted.jsonl")
+    page.goto(f"{live_server.url}/transcripts/{transcript.pk}/")
+    panel = page.locator("#aftereffects")
+    panel.wait_for()
+    summary = panel.locator("[data-testid=aftereffects-summary]").inner_text()
+    assert "1 file re-read" in summary and "1 command repeated" in summary
+    row = panel.locator("tbody tr")
+    assert row.count() == 1 and "/repo/src/parse.py" in row.inner_text()
+    screenshot("aftereffects")
     assert page.errors == []  # type: ignore[attr-defined]

@@ -3,58 +3,12 @@ twin, on a Claude Code session whose right answers are known."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
-from judge_testdata import import_session
+from judge_testdata import compacted_session, import_session
 
 pytestmark = pytest.mark.django_db
-
-SUMMARY = (
-    "This session is being continued from a previous conversation that ran out of context. "
-    "The summary below covers the earlier portion of the conversation.\n\nSummary: fixing the parser."
-)
-
-
-def _line(kind: str, uuid: str, parent: str | None, content: Any, **extra: Any) -> str:
-    row = {"type": kind, "uuid": uuid, "parentUuid": parent, "sessionId": "s1",
-           "timestamp": f"2025-06-01T10:{len(uuid):02d}:{int(uuid[1:]):02d}Z",
-           "message": {"role": kind, "content": content}, **extra}  # fmt: skip
-    if kind == "assistant":
-        row["message"]["model"] = "claude-sonnet-4-5"
-    return json.dumps(row)
-
-
-def _use(tid: str, name: str, **args: Any) -> list[dict[str, Any]]:
-    return [{"type": "tool_use", "id": tid, "name": name, "input": args}]
-
-
-def _result(tid: str, text: str) -> list[dict[str, Any]]:
-    return [{"type": "tool_result", "tool_use_id": tid, "content": text}]
-
-
-def compacted_session() -> bytes:
-    lines = [
-        _line("user", "u1", None, "Fix the parser in src/parse.py"),
-        _line("assistant", "a2", "u1", _use("r1", "Read", file_path="/repo/src/parse.py")),
-        _line("user", "u3", "a2", _result("r1", "def parse(): ...")),
-        _line("assistant", "a4", "u3", _use("b1", "Bash", command="pytest -q tests/test_parse.py")),
-        _line("user", "u5", "a4", _result("b1", "1 failed")),
-        json.dumps({"type": "system", "subtype": "compact_boundary", "uuid": "b6",
-                    "parentUuid": None, "logicalParentUuid": "u5", "sessionId": "s1",
-                    "timestamp": "2025-06-01T10:30:00Z", "content": "Conversation compacted",
-                    "compactMetadata": {"trigger": "auto", "preTokens": 150000}}),  # fmt: skip
-        _line("user", "u7", "b6", SUMMARY, isCompactSummary=True),
-        _line("assistant", "a8", "u7", [{"type": "text", "text": "Sorry, I lost track. What would you like me to do next?"}]),
-        _line("user", "u9", "a8", "continue fixing the parser"),
-        _line("assistant", "a10", "u9", _use("r2", "Read", file_path="/repo/src/parse.py")),
-        _line("user", "u11", "a10", _result("r2", "def parse(): ...")),
-        _line("assistant", "a12", "u11", _use("b2", "Bash", command="pytest -q tests/test_parse.py")),
-        _line("user", "u13", "a12", _result("b2", "ok")),
-        _line("assistant", "a14", "u13", [{"type": "text", "text": "Fixed."}]),
-    ]  # fmt: skip
-    return ("\n".join(lines) + "\n").encode()
 
 
 def test_transcript_page_shows_after_effects_at_each_compaction(
