@@ -122,8 +122,27 @@ class _View:
 _EMPTY = _View()
 
 
+@dataclass(slots=True)
+class _State:
+    uses: dict[str, tuple[int, int, str]] = field(default_factory=dict)  # id -> index, pos, name
+    pairs: list[_Pair] = field(default_factory=list)
+    paired: set[str] = field(default_factory=set)
+    clearable_pos: list[int] = field(default_factory=list)  # pairs' positions, not excluded
+    saving_prefix: list[int] = field(default_factory=lambda: [0])  # Σ saving of clearable pairs[:k]
+    turns: list[_ThinkingTurn] = field(default_factory=list)
+    thinking_prefix: list[int] = field(default_factory=lambda: [0])  # Σ saving of turns[:k]
+    view: dict[int, _View] = field(default_factory=dict)  # index -> what the view clears
+    delta: dict[int, int] = field(default_factory=dict)  # index -> full tokens - view tokens
+    delta_total: int = 0
+    tool_cut: int = 0  # _pairs[:cut] (non-excluded) are cleared in the current view
+    thinking_cut: int = 0  # _turns[:cut] have their thinking cleared
+    resync: bool = False  # a pair arrived out of order: rebuild the view from scratch
+    skipped: bool = False
+
+
 class AnthropicEditsStrategy(ReferenceEstimator, Strategy):
     name: ClassVar[str] = "anthropic_edits"
+    State = _State
     label: ClassVar[str] = "Anthropic API context editing (clear_tool_uses + clear_thinking)"
     description: ClassVar[str] = (
         "Anthropic Messages API context_management (beta context-management-2025-06-27), "
@@ -269,6 +288,10 @@ class AnthropicEditsStrategy(ReferenceEstimator, Strategy):
         if not all(isinstance(n, str) for n in self.params["exclude_tools"]):
             raise ValueError("exclude_tools must be a list of tool names")
         self._ratio = float(self.params["token_ratio"])
+        self._inputs_all = inputs is True
+        self._inputs_names = frozenset(inputs) if isinstance(inputs, list) else frozenset()
+        self._excluded = frozenset(self.params["exclude_tools"])
+        self._placeholder_ref = self.reference_text(str(self.params["placeholder"]))
 
     # --- estimator ----------------------------------------------------------------------
     def scale(self, reference_tokens: int) -> int:
@@ -290,31 +313,10 @@ class AnthropicEditsStrategy(ReferenceEstimator, Strategy):
         return int(self.params["max_tokens"])
 
     # --- state --------------------------------------------------------------------------
-    def prepare(self, ctx: ContextView) -> None:
-        self._reference = ctx.reference
-        self._uses: dict[str, tuple[int, int, str]] = {}  # tool_id -> (index, pos, name)
-        self._pairs: list[_Pair] = []
-        self._paired: set[str] = set()
-        self._clearable_pos: list[int] = []  # positions in _pairs of non-excluded pairs
-        self._saving_prefix = [0]  # Σ saving of non-excluded pairs in _pairs[:k]
-        self._turns: list[_ThinkingTurn] = []
-        self._thinking_prefix = [0]  # Σ saving of _turns[:k]
-        self._view: dict[int, _View] = {}  # index -> what the current request view clears
-        self._delta: dict[int, int] = {}  # index -> full tokens - view tokens
-        self._delta_total = 0
-        self._tool_cut = 0  # _pairs[:cut] (non-excluded) are cleared in the current view
-        self._thinking_cut = 0  # _turns[:cut] have their thinking cleared
-        self._resync = False  # a pair arrived out of order: rebuild the view from scratch
-        self._skipped = False
-        inputs = self.params["clear_tool_inputs"]
-        self._inputs_all = inputs is True
-        self._inputs_names = frozenset(inputs) if isinstance(inputs, list) else frozenset()
-        self._excluded = frozenset(self.params["exclude_tools"])
-        self._placeholder_ref = self.reference_text(str(self.params["placeholder"]))
-
     def full_tokens(self, ctx: ContextView) -> int:
         """The unedited request (what the client sends) under this estimator."""
-        return ctx.request_tokens() + self._delta_total
+        st: _State = ctx.state
+        return ctx.request_tokens() + st.delta_total
 
     # --- hooks --------------------------------------------------------------------------
     def after_append(self, ctx: ContextView, index: int) -> None:
@@ -326,146 +328,151 @@ class AnthropicEditsStrategy(ReferenceEstimator, Strategy):
                 self._note_result(ctx, index, block)
 
     def _note_assistant(self, ctx: ContextView, index: int, msg: Message) -> None:
+        st: _State = ctx.state
         thinking = 0
         has_thinking = False
         for pos, block in enumerate(msg.blocks):
             if block.kind is BlockKind.TOOL_USE and block.tool_id:
-                self._uses.setdefault(block.tool_id, (index, pos, block.tool_name))
+                st.uses.setdefault(block.tool_id, (index, pos, block.tool_name))
             elif is_thinking(block):
-                thinking += self.reference_text(block_text(block))  # redacted: size only, 0
+                thinking += ctx.reference.text(block_text(block))  # redacted: size only, 0
                 has_thinking = True
         if not has_thinking:
             return
         turn = ctx.turn_start if ctx.turn_start is not None else -1
-        if not self._turns or self._turns[-1].turn != turn:
-            self._turns.append(_ThinkingTurn(turn))
-            self._thinking_prefix.append(self._thinking_prefix[-1])
-        self._turns[-1].indexes.append(index)
-        self._thinking_prefix[-1] += thinking
+        if not st.turns or st.turns[-1].turn != turn:
+            st.turns.append(_ThinkingTurn(turn))
+            st.thinking_prefix.append(st.thinking_prefix[-1])
+        st.turns[-1].indexes.append(index)
+        st.thinking_prefix[-1] += thinking
 
     def _note_result(self, ctx: ContextView, index: int, block: Block) -> None:
-        use = self._uses.get(block.tool_id)
+        st: _State = ctx.state
+        use = st.uses.get(block.tool_id)
         if use is None:
             return  # an orphan result (no tool_use in the history): not a pair
-        if block.tool_id in self._paired:
+        if block.tool_id in st.paired:
             return  # a second result for the same use: the first one makes the pair
-        self._paired.add(block.tool_id)
+        st.paired.add(block.tool_id)
         use_index, use_pos, name = use
         name = name or block.tool_name
         clears_input = self._inputs_all or name in self._inputs_names
-        saving = self.reference_text(block_text(block)) - self._placeholder_ref
+        saving = ctx.reference.text(block_text(block)) - self._placeholder_ref
         if clears_input:
-            saving += self._input_saving(ctx.original(use_index).blocks[use_pos])
+            saving += self._input_saving(ctx, ctx.original(use_index).blocks[use_pos])
         pair = _Pair(
             use_index, use_pos, block.tool_id, name, index, saving, clears_input,
             excluded=name in self._excluded,
         )  # fmt: skip
-        pairs = self._pairs
+        pairs = st.pairs
         if not pairs or pairs[-1].order <= pair.order:
             pairs.append(pair)
-            self._index_pair(len(pairs) - 1)
+            self._index_pair(st, len(pairs) - 1)
             return
         # A result answering an older call than the last pair's (parallel calls answered
         # out of order): re-index from where it lands, usually the last few pairs.
         at = bisect.bisect_right(pairs, pair.order, key=lambda p: p.order)
         pairs.insert(at, pair)
-        del self._saving_prefix[at + 1 :]
-        del self._clearable_pos[bisect.bisect_left(self._clearable_pos, at) :]
+        del st.saving_prefix[at + 1 :]
+        del st.clearable_pos[bisect.bisect_left(st.clearable_pos, at) :]
         for pos in range(at, len(pairs)):
-            self._index_pair(pos)
+            self._index_pair(st, pos)
         # Pairs below the current cut keep their positions unless it landed among them;
         # only then does the cleared set shift and the view need a rebuild.
-        if at < self._tool_cut:
-            self._resync = True
+        if at < st.tool_cut:
+            st.resync = True
 
-    def _input_saving(self, use: Block) -> int:
+    def _input_saving(self, ctx: ContextView, use: Block) -> int:
         cleared = replace(use, tool_input=CLEARED_INPUT)
-        return self.reference_text(block_text(use)) - self.reference_text(block_text(cleared))
+        return ctx.reference.text(block_text(use)) - ctx.reference.text(block_text(cleared))
 
-    def _index_pair(self, pos: int) -> None:
-        pair = self._pairs[pos]
+    def _index_pair(self, st: _State, pos: int) -> None:
+        pair = st.pairs[pos]
         saving = 0 if pair.excluded else pair.saving
-        self._saving_prefix.append(self._saving_prefix[-1] + saving)
+        st.saving_prefix.append(st.saving_prefix[-1] + saving)
         if not pair.excluded:
-            self._clearable_pos.append(pos)
+            st.clearable_pos.append(pos)
 
     def before_call(self, ctx: ContextView) -> None:
+        st: _State = ctx.state
         full = self.full_tokens(ctx)
         thinking_cut = self._thinking_target(ctx)
-        after_thinking = full - self.scale(self._thinking_prefix[thinking_cut])
+        after_thinking = full - self.scale(st.thinking_prefix[thinking_cut])
         tool_cut = self._tool_target(ctx, after_thinking)
         self._apply(ctx, thinking_cut, tool_cut, full=full)
 
     # --- what to clear ------------------------------------------------------------------
     def _thinking_target(self, ctx: ContextView) -> int:
         """How many of the oldest thinking turns have their thinking cleared."""
-        turns = len(self._turns)
+        st: _State = ctx.state
+        turns = len(st.turns)
         keep_all = self.params["clear_thinking"] and self.params["thinking_keep_all"]
         keep = int(self.params["thinking_keep"]) if self.params["clear_thinking"] else 1
         cut = 0 if keep_all else max(0, turns - keep)
         if self.params["strip_prior_thinking"] and turns:
             current = ctx.turn_start if ctx.turn_start is not None else -1
-            cut = max(cut, turns - 1 if self._turns[-1].turn == current else turns)
+            cut = max(cut, turns - 1 if st.turns[-1].turn == current else turns)
         return cut
 
     def _tool_target(self, ctx: ContextView, after_thinking: int) -> int:
         """``_pairs[:cut]`` (non-excluded) are cleared in this request; 0 = no clearing."""
-        pairs = len(self._pairs)
+        st: _State = ctx.state
+        pairs = len(st.pairs)
         measured = after_thinking if self.params["trigger_type"] == "input_tokens" else pairs
         trigger = int(self.params["trigger"])
         if measured <= trigger:
-            self._skipped = False
+            st.skipped = False
             return 0
         keep = int(self.params["keep"])
         if self.params["keep_counts_excluded"]:
             cut = max(0, pairs - keep)
         else:
-            clearable = len(self._clearable_pos) - keep
-            cut = self._clearable_pos[clearable - 1] + 1 if clearable > 0 else 0
+            clearable = len(st.clearable_pos) - keep
+            cut = st.clearable_pos[clearable - 1] + 1 if clearable > 0 else 0
         wanted = int(self.params["clear_at_least"])
-        reclaimed = self.scale(self._saving_prefix[cut])
+        reclaimed = self.scale(st.saving_prefix[cut])
         if cut and wanted and reclaimed < wanted:
-            if not self._skipped:
+            if not st.skipped:
                 ctx.emit(
                     "compact_skipped",
                     reason="clear_at_least not reachable: the edit is not applied",
                     type=TOOL_EDIT,
                     input_tokens=after_thinking,
                     trigger=trigger,
-                    clearable_tool_uses=self._cleared_count(cut),
+                    clearable_tool_uses=self._cleared_count(st, cut),
                     clearable_input_tokens=reclaimed,
                     clear_at_least=wanted,
                 )
-            self._skipped = True
+            st.skipped = True
             return 0
-        self._skipped = False
+        st.skipped = False
         return cut
 
-    def _cleared_count(self, cut: int) -> int:
-        return bisect.bisect_left(self._clearable_pos, cut)
+    def _cleared_count(self, st: _State, cut: int) -> int:
+        return bisect.bisect_left(st.clearable_pos, cut)
 
     # --- applying the view --------------------------------------------------------------
-    def _desired(self, thinking_cut: int, tool_cut: int) -> dict[int, _View]:
+    def _desired(self, st: _State, thinking_cut: int, tool_cut: int) -> dict[int, _View]:
         """Index -> target view, for every message whose view changes. Only the items
         between the old and the new cut change (both cuts only grow while the history
         does), so a request costs O(changes), not O(history)."""
         target: dict[int, _View] = {}
 
         def view(index: int) -> _View:
-            return target.get(index, self._current(index))
+            return target.get(index, self._current(st, index))
 
-        if self._resync:  # pair order changed under the cut: rebuild from nothing
-            self._resync = False
-            target = dict.fromkeys(self._view, _EMPTY)
-            self._thinking_cut = self._tool_cut = 0
-        clearing = thinking_cut > self._thinking_cut
-        lo, hi = sorted((self._thinking_cut, thinking_cut))
-        for turn in self._turns[lo:hi]:
+        if st.resync:  # pair order changed under the cut: rebuild from nothing
+            st.resync = False
+            target = dict.fromkeys(st.view, _EMPTY)
+            st.thinking_cut = st.tool_cut = 0
+        clearing = thinking_cut > st.thinking_cut
+        lo, hi = sorted((st.thinking_cut, thinking_cut))
+        for turn in st.turns[lo:hi]:
             for index in turn.indexes:
                 target[index] = replace(view(index), thinking=clearing)
-        clearing = tool_cut > self._tool_cut
-        lo, hi = sorted((self._tool_cut, tool_cut))
-        for pair in self._pairs[lo:hi]:
+        clearing = tool_cut > st.tool_cut
+        lo, hi = sorted((st.tool_cut, tool_cut))
+        for pair in st.pairs[lo:hi]:
             if pair.excluded:
                 continue
             ids = {pair.tool_id}
@@ -476,13 +483,14 @@ class AnthropicEditsStrategy(ReferenceEstimator, Strategy):
                 old = view(pair.use_index)
                 inputs = old.inputs | ids if clearing else old.inputs - ids
                 target[pair.use_index] = replace(old, inputs=inputs)
-        return {i: v for i, v in target.items() if v != self._current(i)}
+        return {i: v for i, v in target.items() if v != self._current(st, i)}
 
     def _apply(self, ctx: ContextView, thinking_cut: int, tool_cut: int, *, full: int) -> None:
         """Bring the live context to the target view: lifted clearings first, then each
         edit in request order (thinking, then tool uses), one event each."""
-        target = self._desired(thinking_cut, tool_cut)
-        self._thinking_cut, self._tool_cut = thinking_cut, tool_cut
+        st: _State = ctx.state
+        target = self._desired(st, thinking_cut, tool_cut)
+        st.thinking_cut, st.tool_cut = thinking_cut, tool_cut
         if not target:
             return
         lifted = sorted(i for i, view in target.items() if not view)
@@ -494,57 +502,61 @@ class AnthropicEditsStrategy(ReferenceEstimator, Strategy):
                 for i in lifted:
                     self._show(ctx, act, i, _EMPTY, Fate.RESTORED)
         thinking = sorted(
-            i for i, view in target.items() if view.thinking and not self._current(i).thinking
+            i for i, view in target.items() if view.thinking and not self._current(st, i).thinking
         )
         if thinking:
             with ctx.action(
                 "clear_thinking", reason="thinking of older assistant turns cleared (request view)",
-                input_tokens=full, applied_edit=self._thinking_edit(thinking_cut),
+                input_tokens=full, applied_edit=self._thinking_edit(st, thinking_cut),
             ) as act:  # fmt: skip
                 for i in thinking:
-                    self._show(ctx, act, i, replace(self._current(i), thinking=True), Fate.PRUNED)
-        rest = sorted(i for i, view in target.items() if view and view != self._current(i))
+                    self._show(
+                        ctx, act, i, replace(self._current(st, i), thinking=True), Fate.PRUNED
+                    )
+        rest = sorted(i for i, view in target.items() if view and view != self._current(st, i))
         if rest:
             with ctx.action(
                 "clear_tool_uses", reason="old tool results cleared (request view)",
                 input_tokens=full, trigger=int(self.params["trigger"]),
-                applied_edit=self._tool_edit(tool_cut),
+                applied_edit=self._tool_edit(st, tool_cut),
             ) as act:  # fmt: skip
                 for i in rest:
                     self._show(ctx, act, i, target[i], Fate.PRUNED)
 
-    def _current(self, index: int) -> _View:
-        return self._view.get(index, _EMPTY)
+    def _current(self, st: _State, index: int) -> _View:
+        return st.view.get(index, _EMPTY)
 
     def _show(self, ctx: ContextView, act: Action, index: int, view: _View, fate: Fate) -> None:
+        st: _State = ctx.state
         original = ctx.original(index)
         act.replace(index, _render(original, view, str(self.params["placeholder"])), fate)
         if view:
-            self._view[index] = view
+            st.view[index] = view
         else:
-            self._view.pop(index, None)
-        delta = self.count_message(original) - ctx.tokens(index) if view else 0
-        self._delta_total += delta - self._delta.get(index, 0)
+            st.view.pop(index, None)
+        full = self.scale(ctx.reference.message_of(original)) if view else 0
+        delta = full - ctx.tokens(index) if view else 0
+        st.delta_total += delta - st.delta.get(index, 0)
         if delta:
-            self._delta[index] = delta
+            st.delta[index] = delta
         else:
-            self._delta.pop(index, None)
+            st.delta.pop(index, None)
 
-    def _thinking_edit(self, cut: int) -> dict[str, Any] | None:
+    def _thinking_edit(self, st: _State, cut: int) -> dict[str, Any] | None:
         """The ``applied_edits`` entry the response reports (None: API default, no edit)."""
         if not self.params["clear_thinking"]:
             return None
         return {
             "type": THINKING_EDIT,
             "cleared_thinking_turns": cut,
-            "cleared_input_tokens": self.scale(self._thinking_prefix[cut]),
+            "cleared_input_tokens": self.scale(st.thinking_prefix[cut]),
         }
 
-    def _tool_edit(self, cut: int) -> dict[str, Any]:
+    def _tool_edit(self, st: _State, cut: int) -> dict[str, Any]:
         return {
             "type": TOOL_EDIT,
-            "cleared_tool_uses": self._cleared_count(cut),
-            "cleared_input_tokens": self.scale(self._saving_prefix[cut]),
+            "cleared_tool_uses": self._cleared_count(st, cut),
+            "cleared_input_tokens": self.scale(st.saving_prefix[cut]),
         }
 
 

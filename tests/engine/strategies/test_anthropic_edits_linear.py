@@ -36,7 +36,7 @@ class RebuildEveryRequest(AnthropicEditsStrategy):
     """The oracle: the view rebuilt from nothing before every request."""
 
     def before_call(self, ctx: Any) -> None:
-        self._resync = True
+        ctx.state.resync = True
         super().before_call(ctx)
 
 
