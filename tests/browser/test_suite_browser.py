@@ -1,0 +1,68 @@
+"""A suite in a real browser: create 3 transcripts × a 2×2 grid with the form, watch the
+progress update live (websocket, no reload), read the leaderboard and the heatmap (plotly
+drew it; the table under it has the 4 cells), open one cell's configuration and its run."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "suites_app"))  # shared test data
+from suite_testdata import import_chat  # noqa: E402
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_suite_grid_progress_heatmap_leaderboard_and_a_cells_run(
+    page: Any, asgi_worker_server: Any, login: Any, screenshot: Any
+) -> None:
+    from django.contrib.auth import get_user_model
+
+    base = asgi_worker_server.url
+    login(base_url=base)
+    user = get_user_model().objects.get(username="alice")
+    transcripts = [import_chat(user, seed=s, turns=40, size=5000) for s in (1, 2, 3)]
+
+    page.goto(f"{base}/suites/new/")
+    page.fill("#id_name", "grid in a browser")
+    for t in transcripts:
+        page.check(f"#suite-transcripts input[value='{t.pk}']")
+    page.select_option("#id_grid_base", "preset:qwenpaw")
+    page.fill("#id_grid_key_1", "max_input_length")
+    page.fill("#id_grid_values_1", "8000,30000")
+    page.fill("#id_grid_key_2", "compact_threshold_ratio")
+    page.fill("#id_grid_values_2", "0.5:0.8:0.3")
+    page.click("#suite-form button[type=submit]")
+    page.wait_for_url("**/suites/*/")
+    progress = page.locator(".suite-progress")
+    first_done = int(progress.get_attribute("data-done") or "0")
+    assert progress.get_attribute("data-total") == "12"
+    assert first_done < 12
+    # Live: the fragment is swapped over the websocket until every run is done.
+    page.wait_for_selector(".suite-progress[data-finished=true]", timeout=180_000)
+    assert page.locator(".suite-progress [data-role=done]").inner_text() == "12"
+    # The results section is fetched in place once finished (no reload).
+    page.wait_for_selector("#leaderboard tbody tr[data-config]")
+    screenshot("finished")
+    assert page.locator("#leaderboard tbody tr").count() == 4
+    assert page.locator("#leaderboard tbody tr.pareto").count() >= 1
+    ranks = page.locator("#leaderboard tbody td:first-child").all_inner_texts()
+    assert ranks == ["1", "2", "3", "4"]
+    page.wait_for_selector("#suite-heatmap .main-svg")  # plotly drew the heatmap
+    assert page.locator("#suite-heatmap .hm, #suite-heatmap .heatmaplayer").count() >= 1
+    cells = page.locator("#heatmap-table a.heat-cell")
+    assert cells.count() == 4
+    assert page.locator("#heatmap-table thead th").all_inner_texts()[1:] == ["8000", "30000"]
+    assert not [e for e in page.errors if "Content Security Policy" in e], page.errors
+
+    cells.first.click()
+    page.wait_for_selector("#config-transcripts")
+    assert "max_input_length=8000 compact_threshold_ratio=0.5" in page.locator("h1").inner_text()
+    assert page.locator("#config-transcripts tbody tr").count() == 3
+    page.locator("#config-transcripts a.run-link").first.click()
+    page.wait_for_url("**/runs/*/")
+    assert "max_input_length=8000" in page.content()
+    screenshot("cell-run")
