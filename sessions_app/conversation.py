@@ -26,6 +26,8 @@ import nh3
 from django.utils.safestring import SafeString, mark_safe
 from markdown_it import MarkdownIt
 
+from .models import Message
+
 _MD = MarkdownIt("commonmark", {"html": False, "linkify": False}).enable("table")
 _TAGS = set(nh3.ALLOWED_TAGS) - {"img", "area", "map"}  # nothing that loads from elsewhere
 _ATTRIBUTES = {"a": {"href", "title"}, "th": {"align"}, "td": {"align"}, "ol": {"start"}}
@@ -185,12 +187,39 @@ def decorate_page(transcript: Any, messages: list[Any]) -> None:
                 b["html"] = render_markdown(b["text"])
     if not messages:
         return
+    _link_subagents(transcript, messages)
     after = (
         transcript.messages.filter(index__gt=messages[-1].index)
         .order_by("index")
         .values_list("index", "blocks")[:LOOKAHEAD_MESSAGES]
     )
     pair_tool_calls(messages, after)
+
+
+def _link_subagents(transcript: Any, messages: list[Any]) -> None:
+    """A sub-agent thread shows where it was launched: its first user text is the prompt
+    of the call that started it (the Claude Code importer links threads the same way)."""
+    prompts = {
+        b["tool_input"]["prompt"]: b
+        for m in messages
+        for b in m.display_blocks
+        if b.get("kind") == "tool_use"
+        and isinstance(b.get("tool_input"), dict)
+        and isinstance(b["tool_input"].get("prompt"), str)
+    }
+    if not prompts:
+        return
+    children = {c.pk: c for c in transcript.children.only("pk", "title", "message_count")}
+    if not children:
+        return
+    firsts = Message.objects.filter(transcript_id__in=list(children), index=0).values_list(
+        "transcript_id", "blocks"
+    )
+    for child_id, blocks in firsts:
+        text = next((str(b.get("text") or "") for b in blocks if b.get("kind") == "text"), "")
+        call = prompts.get(text)
+        if call is not None:
+            call["subagent"] = children[child_id]
 
 
 def page_of(index: int, per_page: int) -> int:

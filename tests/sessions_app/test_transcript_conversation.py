@@ -173,3 +173,18 @@ def test_compaction_jump_and_marker(alice: Any, alice_client: Client) -> None:
     assert f'href="/transcripts/{t.pk}/?page={page}&amp;per_page=10#m{before}"' in html
     later = _page(alice_client, t, f"?per_page=10&page={page}")
     assert f'id="compaction-{before}"' in later and "12,075 tokens before" in later
+
+
+def test_subagent_threads_linked_where_they_were_launched(alice: Any, alice_client: Client) -> None:
+    t = _import(
+        alice, CORPUS / "claude-code" / "ccviewer-5c0375b4-57a5-4f26-b12d-d022ee4e51b7.jsonl"
+    )
+    children = list(t.children.all())
+    assert len(children) == 2
+    html = _page(alice_client, t, "?per_page=1000")
+    for child in children:
+        link = f'Sub-agent thread launched here: <a href="/transcripts/{child.pk}/">'
+        assert html.count(link) == 1, child.title
+        # ... inside the tool call whose prompt started it.
+        call = html[: html.index(link)].rsplit('<details class="block block-tool-use', 1)[1]
+        assert "</details>" not in call
