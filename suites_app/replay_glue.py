@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from replay_app.models import Run, RunAnalysis, RunStatus, StrategyConfig
 
-try:  # replay_app by purpose (issue 17)
+try:  # replay_app by purpose (runs/, configs/, ...)
     from replay_app.runs import services as replay_services
     from replay_app.runs.executor import run_execute
     from replay_app.runs.progress import ChannelProgress
