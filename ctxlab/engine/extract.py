@@ -37,6 +37,7 @@ from typing import Any
 
 from .lru import BoundedLRU
 from .model import Block, BlockKind, Message, Role
+from .textkeys import clear_caches as clear_word_sets
 from .textkeys import text_key
 
 # Bumped whenever extraction changes what it finds: stored analyses of an older version
@@ -509,3 +510,4 @@ def clear_caches() -> None:
     _FACT_SETS.clear()
     _INPUT_SETS.clear()
     _INSTRUCTION_SETS.clear()
+    clear_word_sets()

@@ -30,7 +30,6 @@ from .model import BlockKind, Message, Role
 from .textkeys import content_words, text_key
 
 KINDS = ("system_prompt", "project_rules", "skill", "user_constraint")
-STATUSES = ("kept", "reattached", "summarised", "dropped")
 LOST_STATUSES = frozenset({"summarised", "dropped"})
 
 _RULES_RE = re.compile(

@@ -416,6 +416,7 @@ def analyse_original(conversation: Conversation) -> RunSurvival:
     return run
 
 
-def survival_of(conversation: Conversation, result: ReplayResult) -> dict[str, Any]:
-    """A finished replay's survival table (``RunSurvival.as_dict``)."""
-    return analyse_replay(result, conversation.messages)[1].as_dict()
+def clear_caches() -> None:
+    """Forget every memoised fact and word set (benchmarks start cold)."""
+    _EXTRA.clear()
+    lost.clear_caches()
