@@ -9,38 +9,27 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import uuid
-from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from django.conf import settings
-from django.db import IntegrityError, connection, models, transaction
-from django.db.models import Field
+from django.db import IntegrityError, connection, transaction
 
 from ctxlab.engine import codec, import_warnings, importers
-from ctxlab.engine.model import (
-    BlockKind,
-    Conversation,
-    ParsedFile,
-    TranscriptError,
-)
-from ctxlab.engine.model import (
-    Message as EngineMessage,
-)
-from ctxlab.engine.tokens import MEDIA_TOKENS, PER_MESSAGE_OVERHEAD, block_text, reference_counter
+from ctxlab.engine.importers._stream import ConversationStream, StreamedFile, from_parsed
+from ctxlab.engine.model import Conversation, ParsedFile, TranscriptError
+from ctxlab.engine.model import Message as EngineMessage
 
-from . import secrets_glue
-from .models import Message, Transcript, Upload, message_fields
+from . import import_store
+from .import_store import _column, message_reference_tokens_many, preview_of
+from .models import Transcript, Upload
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
-MESSAGE_BATCH = 2000
-# A batch is also cut at this many characters of row text: 2,000 rows of big tool
-# results would otherwise hold a whole file's text again (and SQLite's copy of it).
-MESSAGE_BATCH_CHARS = 4 * 1024 * 1024
-PREVIEW_CHARS = 200
+# Re-exported: tests and other modules count and preview messages the way imports do.
+__all__ = ["message_reference_tokens_many", "preview_of"]
 DEFAULT_MAX_UPLOAD_BYTES = 200 * 1024 * 1024
 # ctxlab's own lossless file: codec JSON of a ParsedFile (the synthetic demo is stored so).
 NATIVE_FORMAT = "ctxlab"
@@ -183,7 +172,11 @@ def _import(
     format: str | None,
     parsed: ParsedFile | None = None,
 ) -> ImportOutcome:
-    """``upload_import``; ``parsed`` (when given) is what parsing ``data`` yields."""
+    """``upload_import``; ``parsed`` (when given) is what parsing ``data`` yields.
+
+    Messages are parsed, masked, counted and written as they come, inside the one
+    transaction: an error on the file's last line stores nothing at all.
+    """
     name = name[:255]
     size = len(data)
     if size > max_upload_bytes():
@@ -192,18 +185,13 @@ def _import(
     existing = _existing_upload(owner=owner, sha256=sha256)
     if existing is not None:
         return _duplicate_outcome(existing, name=name)
-    if parsed is None:
-        try:
-            parsed = _parse(data, name=name, format=format)
-        except TranscriptError as exc:
-            return ImportOutcome(name=name, size=size, format=format or "", error=exc)
-    prepared = _prepare(parsed)
     try:
+        streamed = _open(data, name=name, format=format, parsed=parsed)
         with transaction.atomic():
             upload = Upload.objects.create(
                 owner=owner,
                 name=name,
-                format=parsed.format,
+                format=streamed.format,
                 forced_format=format or "",
                 size=size,
                 sha256=sha256,
@@ -211,14 +199,16 @@ def _import(
                 importer_version=importer_version(),
             )
             _write_data(upload, data)
-            _store(upload, prepared, existing={})
+            import_store.store_stream(upload, streamed, existing={})
+    except TranscriptError as exc:
+        return ImportOutcome(name=name, size=size, format=format or "", error=exc)
     except IntegrityError:
         # The same content was stored concurrently (unique owner+sha256): report that one.
         existing = _existing_upload(owner=owner, sha256=sha256)
         if existing is None:
             raise
         return _duplicate_outcome(existing, name=name)
-    return _stored_outcome(upload, prepared)
+    return _stored_outcome(upload)
 
 
 def upload_reparse(*, upload: Upload) -> ImportOutcome:
@@ -229,16 +219,16 @@ def upload_reparse(*, upload: Upload) -> ImportOutcome:
     """
     data = bytes(Upload.objects.values_list("data", flat=True).get(pk=upload.pk))
     try:
-        parsed = _parse(data, name=upload.name, format=upload.forced_format or None)
+        streamed = _open(data, name=upload.name, format=upload.forced_format or None)
+        with transaction.atomic():
+            existing = {t.position: t for t in upload.transcripts.all()}
+            upload.format = streamed.format
+            upload.importer_version = importer_version()
+            import_store.store_stream(upload, streamed, existing=existing)
     except TranscriptError as exc:
+        upload.refresh_from_db()
         return ImportOutcome(name=upload.name, size=upload.size, upload=upload, error=exc)
-    prepared = _prepare(parsed)
-    with transaction.atomic():
-        existing = {t.position: t for t in upload.transcripts.all()}
-        upload.format = parsed.format
-        upload.importer_version = importer_version()
-        _store(upload, prepared, existing=existing)
-    return _stored_outcome(upload, prepared)
+    return _stored_outcome(upload)
 
 
 def upload_delete(*, upload: Upload) -> None:
@@ -272,11 +262,26 @@ def _parse_native(data: bytes, *, name: str) -> ParsedFile:
         ) from None
 
 
-def _parse(data: bytes, *, name: str, format: str | None) -> ParsedFile:
+def _open(
+    data: bytes, *, name: str, format: str | None, parsed: ParsedFile | None = None
+) -> StreamedFile:
+    """The file as a stream of conversations (``importers.stream``); an importer's crash,
+    now or while the stream is read, becomes a ``TranscriptError`` (not a 500)."""
+    if parsed is not None:
+        return from_parsed(parsed)
     if format == NATIVE_FORMAT or (format is None and data[:16].startswith(NATIVE_MARK)):
-        return _parse_native(data, name=name)
+        return from_parsed(_parse_native(data, name=name))
+    streamed = _guarded(lambda: importers.stream(data, name=name, format=format), name)
+    return StreamedFile(
+        streamed.format,
+        _guarded_conversations(streamed.conversations, name),
+        lambda: _guarded(streamed.finish, name),
+    )
+
+
+def _guarded(step: Callable[[], T], name: str) -> T:
     try:
-        return importers.parse(data, name=name, format=format)
+        return step()
     except TranscriptError:
         raise
     except Exception as exc:  # an importer bug must not become a 500 for a whole batch
@@ -286,151 +291,26 @@ def _parse(data: bytes, *, name: str, format: str | None) -> ParsedFile:
         ) from exc
 
 
+def _guarded_conversations(
+    conversations: Iterator[ConversationStream], name: str
+) -> Iterator[ConversationStream]:
+    while (stream := _guarded(lambda: next(conversations, None), name)) is not None:
+        yield ConversationStream(
+            _guarded_messages(stream.messages, name),
+            lambda stream=stream: _guarded(stream.finish, name),  # type: ignore[misc]
+        )
+
+
+def _guarded_messages(messages: Iterator[EngineMessage], name: str) -> Iterator[EngineMessage]:
+    while (message := _guarded(lambda: next(messages, None), name)) is not None:
+        yield message
+
+
 def _existing_upload(*, owner: Any, sha256: str) -> Upload | None:
     return Upload.objects.defer("data").filter(owner=owner, sha256=sha256).first()
 
 
-# Preparing rows (outside the transaction: parsing, masking and counting are the slow part)
-
-
-@dataclass(frozen=True, slots=True)
-class _Prepared:
-    format: str
-    conversations: tuple[Conversation, ...]  # masked
-    findings: tuple[list[dict[str, Any]], ...]  # per conversation
-    tokens: tuple[list[int], ...]  # per conversation, per message
-    warnings: tuple[dict[str, Any], ...]
-
-
-def _prepare(parsed: ParsedFile) -> _Prepared:
-    masked, findings = [], []
-    for conversation in parsed.conversations:
-        clean, found = secrets_glue.mask_conversation(conversation)
-        masked.append(clean)
-        findings.append(found)
-    counts = message_reference_tokens_many([m for c in masked for m in c.messages])
-    tokens, start = [], 0
-    for conversation in masked:
-        end = start + len(conversation.messages)
-        tokens.append(counts[start:end])
-        start = end
-    return _Prepared(
-        format=parsed.format,
-        conversations=tuple(masked),
-        findings=tuple(findings),
-        tokens=tuple(tokens),
-        # Warnings may quote the file (a bad tool argument, a line): masked like the rest.
-        warnings=tuple(
-            secrets_glue.mask_strings(codec.warning_to_dict(w)) for w in parsed.warnings
-        ),
-    )
-
-
-def message_reference_tokens_many(messages: Sequence[EngineMessage]) -> list[int]:
-    """``tokens.message_reference_tokens`` for many messages in one batched tokenizer call.
-
-    Equal, message by message, to the one-at-a-time function; distinct texts are encoded
-    once (tool results repeat a lot). Two passes over the messages rather than a list of
-    (message, text) pairs and text-to-count maps: for a million messages those cost ~200 MB.
-    """
-    slot: dict[str, int] = {}  # distinct text -> its place in the batch
-    for message in messages:
-        for block in message.blocks:
-            if block.kind is not BlockKind.MEDIA and (text := block_text(block)):
-                slot.setdefault(text, len(slot))
-    counts = reference_counter().count_distinct(list(slot))
-    totals = [PER_MESSAGE_OVERHEAD] * len(messages)
-    for i, message in enumerate(messages):
-        for block in message.blocks:
-            if block.kind is BlockKind.MEDIA:
-                totals[i] += MEDIA_TOKENS
-            elif text := block_text(block):
-                totals[i] += counts[slot[text]]
-    return totals
-
-
-def preview_of(message: EngineMessage) -> str:
-    text = " ".join(message.text.split())
-    if not text:
-        names = [b.tool_name or b.kind.value for b in message.blocks]
-        text = ", ".join(names)
-    if len(text) > PREVIEW_CHARS:
-        text = text[: PREVIEW_CHARS - 1] + "…"
-    return text
-
-
-def _common_file(conversation: Conversation) -> str:
-    files = Counter(m.source.file for m in conversation.messages)
-    return files.most_common(1)[0][0] if files else ""
-
-
-def _reported_peak(conversation: Conversation) -> int | None:
-    peaks = [m.usage.context_tokens for m in conversation.messages if m.usage is not None]
-    return max(peaks) if peaks else None
-
-
-def _store(upload: Upload, prepared: _Prepared, *, existing: dict[int, Transcript]) -> None:
-    """Write transcripts and messages for ``upload`` (inside the caller's transaction)."""
-    transcripts: list[Transcript] = []
-    for position, conversation in enumerate(prepared.conversations):
-        findings = prepared.findings[position]
-        tokens = prepared.tokens[position]
-        values = {
-            "owner_id": upload.owner_id,
-            "upload": upload,
-            "position": position,
-            "conversation_id": conversation.id,
-            "title": conversation.title,
-            "format": prepared.format,
-            "parent_conversation_id": conversation.parent_id,
-            "model": conversation.model,
-            "usage_convention": conversation.usage_convention,
-            "source_file": _common_file(conversation),
-            "message_count": len(conversation.messages),
-            "tool_call_count": conversation.tool_call_count,
-            "tool_result_count": conversation.tool_result_count,
-            "reference_tokens": sum(tokens),
-            "reported_peak_context": _reported_peak(conversation),
-            "tools": [codec.tool_to_dict(t) for t in conversation.tools],
-            "compactions": [codec.compaction_to_dict(c) for c in conversation.compactions],
-            "metadata": codec.metadata_to_list(conversation.metadata),
-            "secret_count": len(findings),
-            "secrets": findings,
-            "parent": None,
-            "revision": uuid.uuid4().hex,  # the messages change: cached decodings go stale
-        }
-        old = existing.pop(position, None)
-        if old is None:
-            transcripts.append(Transcript(**values))
-        else:
-            for key, value in values.items():
-                setattr(old, key, value)
-            old.save()
-            old.messages.all().delete()
-            transcripts.append(old)
-    for stale in existing.values():
-        stale.delete()
-    new = [t for t in transcripts if t.pk is None]
-    Transcript.objects.bulk_create(new)
-    _link_parents(transcripts)
-    _bulk_messages(transcripts, prepared)
-
-    upload.warnings = list(prepared.warnings)
-    upload.conversation_count = len(transcripts)
-    upload.message_count = sum(t.message_count for t in transcripts)
-    upload.tool_call_count = sum(t.tool_call_count for t in transcripts)
-    upload.tool_result_count = sum(t.tool_result_count for t in transcripts)
-    upload.reference_tokens = sum(t.reference_tokens for t in transcripts)
-    peaks = [t.reported_peak_context for t in transcripts if t.reported_peak_context is not None]
-    upload.reported_peak_context = max(peaks) if peaks else None
-    upload.secret_count = sum(t.secret_count for t in transcripts)
-    # Never the kept bytes again (a 20 MB blob rewritten for a few counters).
-    upload.save(update_fields=_UPLOAD_FIELDS_BUT_DATA)
-
-
-_UPLOAD_FIELDS_BUT_DATA = [
-    f.name for f in Upload._meta.concrete_fields if not f.primary_key and f.name != "data"
-]
+# Storing
 
 
 def _write_data(upload: Upload, data: bytes) -> None:
@@ -450,93 +330,6 @@ def _write_data(upload: Upload, data: bytes) -> None:
     upload.data = data
 
 
-def _link_parents(transcripts: list[Transcript]) -> None:
-    by_id = {t.conversation_id: t for t in transcripts if t.conversation_id}
-    linked = []
-    for transcript in transcripts:
-        parent = by_id.get(transcript.parent_conversation_id or "")
-        if parent is not None and parent is not transcript:
-            transcript.parent = parent
-            linked.append(transcript)
-    if linked:
-        Transcript.objects.bulk_update(linked, ["parent"])
-
-
-def _bulk_messages(transcripts: list[Transcript], prepared: _Prepared) -> None:
-    """Insert every message with one prepared INSERT run by ``executemany``.
-
-    ``bulk_create`` spent ~0.2 ms per row preparing 23 fields through the ORM and, with
-    DEBUG on, formatting each multi-megabyte statement for the query log; a plain
-    parameterised insert does the same write (no signals either way) at a fraction.
-    """
-    columns = _message_columns()
-    sql = "INSERT INTO {} ({}) VALUES ({})".format(
-        connection.ops.quote_name(Message._meta.db_table),
-        ", ".join(connection.ops.quote_name(_column(f)) for f in columns),
-        ", ".join(["%s"] * len(columns)),
-    )
-    json_column = [isinstance(f, models.JSONField) for f in columns]
-    to_json = _json_adapter()
-    empty = to_json([])
-    batch: list[list[Any]] = []
-    batch_chars = 0
-    with connection.cursor() as cursor:
-        for transcript, conversation, tokens, findings in zip(
-            transcripts, prepared.conversations, prepared.tokens, prepared.findings, strict=True
-        ):
-            where: dict[int, list[list[Any]]] = {}
-            for found in findings:
-                if found["message"] is not None:  # None: a tool definition or metadata
-                    where.setdefault(found["message"], []).append([found["block"], found["kind"]])
-            for index, message in enumerate(conversation.messages):
-                values = {
-                    "transcript_id": transcript.pk,
-                    "index": index,
-                    "preview": preview_of(message),
-                    "reference_tokens": tokens[index],
-                    "secrets": where.get(index, []),
-                    **message_fields(message, default_file=transcript.source_file),
-                }
-                row = [values[f.attname] for f in columns]
-                for i, is_json in enumerate(json_column):
-                    if is_json:
-                        row[i] = empty if row[i] == [] else to_json(row[i])
-                batch.append(row)
-                batch_chars += sum(len(v) for v in row if isinstance(v, str | bytes))
-                if len(batch) >= MESSAGE_BATCH or batch_chars >= MESSAGE_BATCH_CHARS:
-                    cursor.executemany(sql, batch)
-                    batch, batch_chars = [], 0
-        if batch:
-            cursor.executemany(sql, batch)
-
-
-def _column(field: Field[Any, Any] | None) -> str:
-    """A concrete field's column name (the stubs allow None for fields without one)."""
-    if field is None or field.column is None:
-        raise TypeError(f"{field!r} has no database column")
-    return field.column
-
-
-def _message_columns() -> list[Field[Any, Any]]:
-    """Every stored column but the id, in model order (a new field is picked up here and
-    must then be in ``message_fields`` or the values above: the KeyError says so)."""
-    return [f for f in Message._meta.concrete_fields if not f.primary_key]
-
-
-def _json_adapter() -> Callable[[Any], Any]:
-    """A JSON value as the database's JSONField stores it.
-
-    SQLite keeps JSON as text: compact separators (smaller, faster to write and to read
-    back); ASCII escapes as Django writes them, since a lone surrogate from an untrusted
-    source would not encode as UTF-8. Other databases get the field's own adapter.
-    """
-    if connection.vendor == "sqlite":
-        encoder = json.JSONEncoder(separators=(",", ":"))
-        return encoder.encode
-    field = Message._meta.get_field("blocks")
-    return lambda value: field.get_db_prep_save(value, connection)
-
-
 def _summaries(transcripts: Iterable[Transcript]) -> tuple[ConversationSummary, ...]:
     return tuple(
         ConversationSummary(
@@ -551,7 +344,7 @@ def _summaries(transcripts: Iterable[Transcript]) -> tuple[ConversationSummary, 
     )
 
 
-def _stored_outcome(upload: Upload, prepared: _Prepared) -> ImportOutcome:
+def _stored_outcome(upload: Upload) -> ImportOutcome:
     transcripts = upload.transcripts.order_by("position").only(
         "pk", "conversation_id", "title", "message_count", "tool_call_count", "tool_result_count"
     )
@@ -561,7 +354,7 @@ def _stored_outcome(upload: Upload, prepared: _Prepared) -> ImportOutcome:
         format=upload.format,
         upload=upload,
         conversations=_summaries(transcripts),
-        warnings=prepared.warnings,
+        warnings=tuple(upload.warnings),
     )
 
 

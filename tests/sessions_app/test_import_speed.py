@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from ctxlab.engine import importers
+from ctxlab.engine.importers._stream import from_parsed
 from ctxlab.engine.model import Block, BlockKind, Conversation, Message, Role, SourcePos, Usage
 from sessions_app import secrets_glue, services
 from sessions_app.models import (
@@ -198,7 +199,9 @@ def test_import_speed_reparse_changes_revision_and_content(
     conversation = parsed.conversations[0]
     messages = (conversation.messages[0], edited, *conversation.messages[2:])
     changed = replace(parsed, conversations=(replace(conversation, messages=messages),))
-    monkeypatch.setattr(services, "_parse", lambda data, *, name, format: changed)
+    monkeypatch.setattr(
+        services, "_open", lambda data, *, name, format, parsed=None: from_parsed(changed)
+    )
 
     services.upload_reparse(upload=outcome.upload)
 

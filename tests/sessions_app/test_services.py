@@ -9,7 +9,7 @@ import pytest
 from ctxlab.engine import importers
 from ctxlab.engine.model import TranscriptError
 from ctxlab.engine.tokens import message_reference_tokens
-from sessions_app import services
+from sessions_app import import_store, services
 from sessions_app.models import Message, Transcript, Upload
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "corpus"
@@ -111,7 +111,7 @@ def test_upload_import_failure_mid_store_rolls_back(
     def boom(*args: Any, **kwargs: Any) -> None:
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(services, "_bulk_messages", boom)
+    monkeypatch.setattr(import_store, "_bulk_messages", boom)
     with pytest.raises(RuntimeError):
         services.upload_import(owner=alice, name="chat.json", data=small_chat)
 

@@ -16,14 +16,16 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import re
+from collections.abc import Callable
 from dataclasses import replace
 from types import ModuleType
-from typing import Any
+from typing import Any, TypeVar
 
 from ..model import Conversation, ImportWarning, ParsedFile, TranscriptError
-from ._common import WarningTally, collecting_notes
+from ._common import WarningTally, collecting_notes, notes_into
 from ._kit import is_junk_title, title_from
-from ._source import read_source
+from ._source import Source, read_source
+from ._stream import StreamedFile, TextCleaner, finished_stream, from_parsed
 
 SNIFF_BYTES = 64 * 1024
 # Recorded on each upload; raised when importers' output changes, so uploads read by an
@@ -95,6 +97,59 @@ def parse(data: bytes, *, name: str = "", format: str | None = None) -> ParsedFi
     if _SURROGATE_ESCAPE.search(source.data) or _NUL.search(source.data):
         parsed = _safe_text(parsed)
     return parsed
+
+
+T = TypeVar("T")
+
+
+def stream(data: bytes, *, name: str = "", format: str | None = None) -> StreamedFile:
+    """``parse`` for a caller that stores messages as they come (``_stream`` says how).
+
+    A format module with ``stream(data, *, name)`` is read incrementally when it can read
+    this file so (a million-message chat JSONL); any other file is parsed whole. Errors are
+    the same ``TranscriptError``s as ``parse`` raises, but may come while iterating.
+    """
+    if format is not None and format not in IMPORTERS:
+        raise TranscriptError(
+            f"unknown format {format!r}", file=name, expected="one of " + ", ".join(FORMATS)
+        )
+    source = read_source(data, name)
+    try:
+        fmt = format or _detect(source.data, name)
+    except TranscriptError as exc:
+        raise source.locate(exc if exc.file else exc.with_file(name)) from None
+    opener = getattr(IMPORTERS[fmt], "stream", None)
+    notes = WarningTally()
+    guard = _guard(source, notes, name)
+    streamed: StreamedFile | None = (
+        guard(lambda: opener(source.data, name=name)) if opener is not None else None
+    )
+    if streamed is None:
+        return from_parsed(parse(data, name=name, format=fmt))
+    unsafe = _SURROGATE_ESCAPE.search(source.data) or _NUL.search(source.data)
+    return finished_stream(
+        streamed,
+        name=name,
+        guard=guard,
+        extra_warnings=lambda: (*source.warnings, *notes.freeze()),
+        cleaner=TextCleaner(_UNSAFE, NUL_SHOWN_AS) if unsafe else None,
+    )
+
+
+def _guard(source: Source, notes: WarningTally, name: str) -> Callable[[Callable[[], T]], T]:
+    """Runs one step of a format's streamed parser as ``parse`` runs the whole of it: notes
+    from the shared JSON reader go to ``notes``, errors name the file and the original byte."""
+
+    def run(step: Callable[[], T]) -> T:
+        try:
+            with notes_into(notes):
+                return step()
+        except TranscriptError as exc:
+            raise source.locate(exc if exc.file else exc.with_file(name)) from None
+        except RecursionError:
+            raise TranscriptError("the data is nested too deeply", file=name) from None
+
+    return run
 
 
 def _titled(conversation: Conversation, name: str) -> Conversation:

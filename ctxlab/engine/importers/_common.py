@@ -48,7 +48,13 @@ def note(code: str, message: str, where: str = "", count: int = 1) -> None:
 
 @contextmanager
 def collecting_notes() -> Iterator[WarningTally]:
-    tally = WarningTally()
+    with notes_into(WarningTally()) as tally:
+        yield tally
+
+
+@contextmanager
+def notes_into(tally: WarningTally) -> Iterator[WarningTally]:
+    """Notes go to ``tally`` inside the block (a streamed file enters it once per step)."""
     token = _NOTES.set(tally)
     try:
         yield tally

@@ -240,25 +240,50 @@ def title_from(messages: Sequence[MessageBuilder] | Sequence[Message], fallback:
     login bug" -> "fix the login bug"), and a bare command ("/init") only through what it
     expanded to, used when nothing else was typed.
     """
-    expansion = ""
+    finder = TitleFinder()
     for m in messages:
+        if finder.feed(m):
+            break
+    return finder.title(fallback)
+
+
+class TitleFinder:
+    """``title_from`` fed one message at a time (a streamed import never holds them all)."""
+
+    __slots__ = ("_expansion", "_found")
+
+    def __init__(self) -> None:
+        self._expansion = ""
+        self._found: str | None = None
+
+    def feed(self, m: MessageBuilder | Message) -> bool:
+        """Look at the next message; True once the title is known (later ones can't change it)."""
+        if self._found is not None:
+            return True
         if m.role is not Role.USER or "compact_summary" in m.flags:
-            continue
+            return False
         for b in m.blocks:
             if b.kind is not BlockKind.TEXT:
                 continue
             text = b.text.strip()
             if "meta" in m.flags:
-                if not expansion and not is_noise_text(text):
-                    expansion = text
+                if not self._expansion and not is_noise_text(text):
+                    self._expansion = text
                 continue
             command = _COMMAND.search(text)
             if command is not None:
                 args = _ARGS.search(text)
                 if args and args.group(1).strip():
-                    return shorten(args.group(1))
+                    self._found = shorten(args.group(1))
+                    return True
                 continue
             request = _typed_request(text)
             if request:
-                return shorten(request)
-    return shorten(expansion) if expansion else fallback
+                self._found = shorten(request)
+                return True
+        return False
+
+    def title(self, fallback: str) -> str:
+        if self._found is not None:
+            return self._found
+        return shorten(self._expansion) if self._expansion else fallback

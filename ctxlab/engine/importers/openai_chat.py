@@ -20,6 +20,7 @@ from ..model import (
     Block,
     BlockKind,
     Conversation,
+    ImportWarning,
     Message,
     ParsedFile,
     Role,
@@ -38,6 +39,7 @@ from ._common import (
     short_title,
 )
 from ._kit import as_int
+from ._stream import ConversationStream, StreamedFile
 
 FORMAT = "openai-chat"
 LABEL = "OpenAI Chat Completions messages"
@@ -503,13 +505,19 @@ def conversations_from_value(value: Any, *, name: str, warn: WarningTally) -> li
     return []
 
 
-def _from_jsonl(data: bytes, *, name: str, warn: WarningTally) -> list[Conversation]:
+def _jsonl_head(data: bytes, name: str) -> tuple[list[tuple[int, Any]], Iterator[tuple[int, Any]]]:
+    """The lines up to the first object (which says the file's shape), and the rest."""
     lines = iter_jsonl(data, name)
-    head: list[tuple[int, Any]] = []  # up to the first object, which says the file's shape
+    head: list[tuple[int, Any]] = []
     for number, value in lines:
         head.append((number, value))
         if isinstance(value, dict):
             break
+    return head, lines
+
+
+def _from_jsonl(data: bytes, *, name: str, warn: WarningTally) -> list[Conversation]:
+    head, lines = _jsonl_head(data, name)
     first = head[-1][1] if head and isinstance(head[-1][1], dict) else None
     if not _is_message(first):
         return _from_records(
@@ -518,32 +526,90 @@ def _from_jsonl(data: bytes, *, name: str, warn: WarningTally) -> list[Conversat
             warn=warn,
             by_line=True,
         )
-    # One message per line: the file is one conversation. Each line is converted as it is
-    # read, so a million parsed lines never sit in memory next to their million messages.
-    line_of: list[int] = []
-    skipped: list[int] = []
-
-    def messages() -> Iterator[Any]:
-        for number, value in chain(head, lines):
-            if _is_message(value):
-                line_of.append(number)
-                yield value
-            else:
-                skipped.append(number)
-
-    converted = WarningTally()
-    conversation = build_conversation(
-        name or "conversation",
-        messages(),
-        warn=converted,
-        position=lambda i: SourcePos(name, line=line_of[i]),
-    )
-    # In the order of a whole-file pass: the skipped lines first, then what converting said.
-    for number in skipped:
-        warn.add("skipped a line that is not a chat message", f"line {number}")
-    for found in converted.freeze():
+    reader = _MessageLines(name, chain(head, lines))
+    conversation = reader.conversation(tuple(reader.messages()))
+    for found in reader.warnings():
         warn.add(found.message, found.where, code=found.code, count=found.count)
     return [conversation]
+
+
+class _MessageLines:
+    """JSONL with one message per line: the file is one conversation. Each line is
+    converted as it is read (a million parsed lines never sit beside their messages), and
+    ``stream`` hands the messages on one at a time."""
+
+    def __init__(self, name: str, values: Iterator[tuple[int, Any]]) -> None:
+        self.name, self._values = name, values
+        self._converted = WarningTally()
+        self._skipped: list[int] = []
+        self._line = 0
+        self._converter = MessageConverter(
+            name or "conversation", self._converted, lambda i: SourcePos(name, line=self._line)
+        )
+        self._title: str | None = None
+        self._model = ""
+        self._usage = False
+        self.count = 0
+
+    def messages(self) -> Iterator[Message]:
+        index = 0
+        for number, value in self._values:
+            if not _is_message(value):
+                self._skipped.append(number)
+                continue
+            self._line = number
+            message = self._converter.convert(index, value)
+            index += 1
+            if message is None:
+                continue
+            self.count += 1
+            # build_conversation's title_of, model and usage convention, as they come
+            if self._title is None and message.role is Role.USER and message.text.strip():
+                self._title = short_title(message.text)
+            self._model = message.model or self._model
+            self._usage = self._usage or message.usage is not None
+            yield message
+
+    def conversation(self, messages: tuple[Message, ...] = ()) -> Conversation:
+        conv_id = self.name or "conversation"
+        return Conversation(
+            id=conv_id,
+            title=self._title or conv_id,
+            messages=messages,
+            model=self._model,
+            usage_convention="openai" if self._usage else "",
+        )
+
+    def warnings(self) -> tuple[ImportWarning, ...]:
+        """In the order of a whole-file pass: the skipped lines, then what converting said."""
+        warn = WarningTally()
+        for number in self._skipped:
+            warn.add("skipped a line that is not a chat message", f"line {number}")
+        for found in self._converted.freeze():
+            warn.add(found.message, found.where, code=found.code, count=found.count)
+        return warn.freeze()
+
+
+def stream(data: bytes, *, name: str) -> StreamedFile | None:
+    """One-message-per-line JSONL read incrementally (``importers.stream``); None for every
+    other shape (parsed whole)."""
+    require_content(data, name, _EXPECTED)
+    if not _looks_like_jsonl(data):
+        return None
+    head, lines = _jsonl_head(data, name)
+    first = head[-1][1] if head and isinstance(head[-1][1], dict) else None
+    if not _is_message(first):
+        return None
+    reader = _MessageLines(name, chain(head, lines))
+
+    def finish() -> Conversation:
+        if not reader.count:
+            raise TranscriptError("no chat messages found", file=name, expected=_EXPECTED)
+        return reader.conversation()
+
+    return StreamedFile(
+        FORMAT, iter([ConversationStream(reader.messages(), finish)]), reader.warnings
+    )
 
 
 def _looks_like_jsonl(data: bytes) -> bool:
