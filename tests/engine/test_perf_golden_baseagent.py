@@ -16,7 +16,7 @@ import pytest
 from test_perf_golden import digest
 
 from ctxlab.engine import synth
-from ctxlab.engine.context import ReplayContext
+from ctxlab.engine.context_view import ContextView
 from ctxlab.engine.model import Block, BlockKind, Conversation, Message
 from ctxlab.engine.records import Fate
 from ctxlab.engine.replay import run
@@ -29,21 +29,17 @@ CORPUS = Path(__file__).resolve().parents[1] / "data" / "corpus"
 
 
 class OldBaseAgent(BaseAgentStrategy):
-    def _reset_view(self) -> None:
-        self._unpruned: dict[int, Message] = {}
-        self._prune_delta = 0
-
-    def _all_rows(self, ctx: ReplayContext) -> list[BaseMsg]:
+    def _all_rows(self, ctx: ContextView) -> list[BaseMsg]:
         rows: list[BaseMsg] = []
         if ctx.system_index is not None:
             rows.append(BaseMsg("system", ctx.system_text, src=ctx.system_index))
-        if self._summary_msg is not None:
-            rows.append(self._summary_msg)
+        if ctx.state.summary_msg is not None:
+            rows.append(ctx.state.summary_msg)
         for i in ctx.live:
             rows.extend(rules.to_base(i, self._stored(ctx, i)))
         return rows
 
-    def before_call(self, ctx: ReplayContext) -> None:
+    def before_call(self, ctx: ContextView) -> None:
         threshold = self._threshold()
         total = self._stored_total(ctx)
         if not rules.is_overflow(total, threshold):
@@ -70,23 +66,24 @@ class OldBaseAgent(BaseAgentStrategy):
 
     def _old_apply(
         self,
-        ctx: ReplayContext,
+        ctx: ContextView,
         view: dict[int, set[str]],
         *,
         total: int,
         threshold: float,
         scan: rules.PruneScan | None = None,
     ) -> None:
-        restore = [i for i in self._unpruned if i not in view]
+        req = ctx.state.req
+        restore = [i for i in req.unpruned if i not in view]
         if restore:
             with ctx.action(
                 "restore_request", reason="request-view prune recomputed from full outputs",
                 estimate=total, threshold=threshold,
             ) as act:  # fmt: skip
                 for i in restore:
-                    act.replace(i, self._unpruned.pop(i), Fate.RESTORED)
+                    act.replace(i, req.unpruned.pop(i), Fate.RESTORED)
         if not view:
-            self._prune_delta = 0
+            req.prune_delta = 0
             return
         todo = {i: ids for i, ids in view.items() if self._pruned_ids(ctx, i) != ids}
         if todo:
@@ -100,10 +97,10 @@ class OldBaseAgent(BaseAgentStrategy):
             ) as act:
                 for i, ids in todo.items():
                     full = self._stored(ctx, i)
-                    self._unpruned[i] = full
+                    req.unpruned[i] = full
                     act.replace(i, _placeholder(full, ids), Fate.PRUNED)
-        self._prune_delta = sum(
-            self.count_message(self._unpruned[i]) - ctx.tokens(i) for i in self._unpruned
+        req.prune_delta = sum(
+            self.count_message(req.unpruned[i]) - ctx.tokens(i) for i in req.unpruned
         )
 
 

@@ -18,8 +18,8 @@ no test files); the cases in tests/engine/strategies/test_baseagent.py are ours.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..findings import check_summary_size
@@ -33,6 +33,7 @@ from .base import Strategy
 
 if TYPE_CHECKING:
     from ..context_view import ContextView
+    from ..reference import ReferenceTokens
 
 SECTIONS = (
     Section("## Current progress and key decisions", "decisions"),
@@ -44,8 +45,45 @@ SECTIONS = (
 )
 
 
+@dataclass(slots=True)
+class _RequestView:
+    """What the current request view prunes (reset when a summary replaces the history)."""
+
+    unpruned: dict[int, Message] = field(default_factory=dict)  # index -> full version
+    prune_delta: int = 0  # tokens the current view saves versus the stored history
+    # the stored live history as BaseAgent rows, incremental
+    rows: _RowIndex = field(default_factory=lambda: _RowIndex())
+    marked: tuple[int, int] = (0, 0)  # row positions [lo, hi) whose tool outputs are pruned
+    view: dict[int, set[str]] = field(default_factory=dict)  # index -> pruned tool ids
+    shown: dict[int, set[str] | None] = field(default_factory=dict)  # each placeholder's ids
+    sticky: set[int] = field(default_factory=set)  # placeholders that never match their ids
+    seq: dict[int, int] = field(default_factory=dict)  # insertion order (restore order)
+    saved: dict[int, int] = field(default_factory=dict)  # index -> full - placeholder tokens
+    next_seq: int = 0
+
+
+@dataclass(slots=True)
+class _State:
+    summary_msg: BaseMsg | None = None
+    req: _RequestView = field(default_factory=_RequestView)
+    # id(message) -> (message, its rows with src=-1): the estimator and the row index both
+    # convert every message; the message is kept so a reused id cannot match.
+    base: dict[int, tuple[Message, list[BaseMsg]]] = field(default_factory=dict)
+
+
+def _base_rows(st: _State, message: Message) -> list[BaseMsg]:
+    """``to_base(-1, message)``, converted once per message object (do not mutate)."""
+    hit = st.base.get(id(message))
+    if hit is not None and hit[0] is message:
+        return hit[1]
+    rows = rules.to_base(-1, message)
+    st.base[id(message)] = (message, rows)
+    return rows
+
+
 class BaseAgentStrategy(Strategy):
     name: ClassVar[str] = "baseagent"
+    State = _State
     label: ClassVar[str] = "BaseAgent (OpenCode prune + Codex checkpoint)"
     description: ClassVar[str] = (
         "PlatformNetwork/baseagent src/core/compaction.py: before every request, if the "
@@ -126,23 +164,14 @@ class BaseAgentStrategy(Strategy):
     def count_text(self, text: str) -> int:
         return rules.estimate_tokens(text)
 
-    def __init__(self, params: Mapping[str, Any] | None = None) -> None:
-        super().__init__(params)
-        # id(message) -> (message, its rows with src=-1): count_message and the row index
-        # both convert every message; the message is kept so a reused id cannot match.
-        self._base: dict[int, tuple[Message, list[BaseMsg]]] = {}
-
-    def _base_rows(self, message: Message) -> list[BaseMsg]:
-        """``to_base(-1, message)``, converted once per message object (do not mutate)."""
-        hit = self._base.get(id(message))
-        if hit is not None and hit[0] is message:
-            return hit[1]
-        rows = rules.to_base(-1, message)
-        self._base[id(message)] = (message, rows)
-        return rows
-
     def count_message(self, message: Message) -> int:
-        return sum(rules.estimate_message_tokens(m) for m in self._base_rows(message))
+        return sum(rules.estimate_message_tokens(m) for m in rules.to_base(-1, message))
+
+    def message_counter(self, reference: ReferenceTokens, state: Any) -> Callable[[Message], int]:
+        st: _State = state
+        return lambda message: sum(
+            rules.estimate_message_tokens(m) for m in _base_rows(st, message)
+        )
 
     def count_system(self, text: str, message: Message | None) -> int:
         # loop.py always sends {"role": "system", ...} first, so a transcript without a
@@ -169,31 +198,17 @@ class BaseAgentStrategy(Strategy):
         return int(self.params["output_token_max"])
 
     # --- state --------------------------------------------------------------------------
-    def prepare(self, ctx: ContextView) -> None:
-        self._summary_msg: BaseMsg | None = None
-        self._reset_view()
-
-    def _reset_view(self) -> None:
-        self._unpruned: dict[int, Message] = {}  # request-view prunes: index -> full version
-        self._prune_delta = 0  # tokens the current view saves versus the stored history
-        self._rows = _RowIndex()  # the stored live history as BaseAgent rows, incremental
-        self._marked = (0, 0)  # row positions [lo, hi) whose tool outputs the view prunes
-        self._view: dict[int, set[str]] = {}  # index -> pruned tool ids (the current view)
-        self._shown: dict[int, set[str] | None] = {}  # _pruned_ids of each view placeholder
-        self._sticky: set[int] = set()  # view entries whose placeholder never matches its ids
-        self._seq: dict[int, int] = {}  # insertion order into _unpruned (restore order)
-        self._saved: dict[int, int] = {}  # index -> full tokens - placeholder tokens
-        self._next_seq = 0
-
     def _stored_total(self, ctx: ContextView) -> int:
         """estimate_total_tokens(messages) of the stored (unpruned) history."""
-        return ctx.request_tokens() + self._prune_delta
+        st: _State = ctx.state
+        return ctx.request_tokens() + st.req.prune_delta
 
     def _stored(self, ctx: ContextView, index: int) -> Message:
-        return self._unpruned.get(index) or ctx.message(index)
+        st: _State = ctx.state
+        return st.req.unpruned.get(index) or ctx.message(index)
 
     def _stored_rows(self, ctx: ContextView, index: int) -> list[BaseMsg]:
-        return self._base_rows(self._stored(ctx, index))
+        return _base_rows(ctx.state, self._stored(ctx, index))
 
     # --- hooks --------------------------------------------------------------------------
     def after_append(self, ctx: ContextView, index: int) -> None:
@@ -217,26 +232,27 @@ class BaseAgentStrategy(Strategy):
                 act.replace(index, replace(msg, blocks=tuple(blocks)), Fate.TRUNCATED)
 
     def before_call(self, ctx: ContextView) -> None:
+        st: _State = ctx.state
         threshold = self._threshold()
         total = self._stored_total(ctx)
         if not rules.is_overflow(total, threshold):
-            if self._view:
+            if st.req.view:
                 self._apply_view(ctx, None, total=total, threshold=threshold)
             return
-        rows = self._rows
+        rows = st.req.rows
         synced = rows.sync(ctx, self._stored_rows)
         scan_total, scan_pruned, marked = rows.scan(
-            summary_turn=self._summary_msg is not None,
+            summary_turn=st.summary_msg is not None,
             protect_last_turns=int(self.params["protect_last_turns"]),
             prune_protect=int(self.params["prune_protect"]),
             prune_minimum=int(self.params["prune_minimum"]),
         )
         changed = (
-            rows.sources_between(self._marked, marked)
+            rows.sources_between(st.req.marked, marked)
             if synced
-            else set(self._view) | rows.sources_between((0, 0), marked)
+            else set(st.req.view) | rows.sources_between((0, 0), marked)
         )
-        self._marked = marked
+        st.req.marked = marked
         self._apply_view(
             ctx,
             {i: rows.ids_in(i, marked) for i in changed},
@@ -266,13 +282,14 @@ class BaseAgentStrategy(Strategy):
         their ids, so a step costs O(changes), not O(history): same events, in the same
         order, as recomputing the whole view (restores in insertion order, prunes newest
         first)."""
+        st: _State = ctx.state
         if update is None:
-            self._marked = (0, 0)
-            update = dict.fromkeys(self._view, set())
-        view = self._view
+            st.req.marked = (0, 0)
+            update = dict.fromkeys(st.req.view, set())
+        view = st.req.view
         restore = sorted(
-            (i for i, ids in update.items() if not ids and i in self._unpruned),
-            key=self._seq.__getitem__,
+            (i for i, ids in update.items() if not ids and i in st.req.unpruned),
+            key=st.req.seq.__getitem__,
         )
         if restore:
             with ctx.action(
@@ -280,22 +297,22 @@ class BaseAgentStrategy(Strategy):
                 estimate=total, threshold=threshold,
             ) as act:  # fmt: skip
                 for i in restore:
-                    original = self._unpruned.pop(i)
+                    original = st.req.unpruned.pop(i)
                     act.replace(i, original, Fate.RESTORED)
-                    self._prune_delta -= self._saved.pop(i)
-                    del self._seq[i], self._shown[i]
-                    self._sticky.discard(i)
+                    st.req.prune_delta -= st.req.saved.pop(i)
+                    del st.req.seq[i], st.req.shown[i]
+                    st.req.sticky.discard(i)
         for i, ids in update.items():
             if ids:
                 view[i] = ids
             else:
                 view.pop(i, None)
         if not view:
-            self._prune_delta = 0
+            st.req.prune_delta = 0
             return
-        candidates = {i for i, ids in update.items() if ids} | self._sticky
+        candidates = {i for i, ids in update.items() if ids} | st.req.sticky
         todo = {
-            i: view[i] for i in sorted(candidates, reverse=True) if self._shown.get(i) != view[i]
+            i: view[i] for i in sorted(candidates, reverse=True) if st.req.shown.get(i) != view[i]
         }
         if todo:
             with ctx.action(
@@ -308,23 +325,25 @@ class BaseAgentStrategy(Strategy):
             ) as act:
                 for i, ids in todo.items():
                     full = self._stored(ctx, i)
-                    if i not in self._unpruned:
-                        self._seq[i] = self._next_seq
-                        self._next_seq += 1
-                    self._unpruned[i] = full
+                    if i not in st.req.unpruned:
+                        st.req.seq[i] = st.req.next_seq
+                        st.req.next_seq += 1
+                    st.req.unpruned[i] = full
                     act.replace(i, _placeholder(full, ids), Fate.PRUNED)
-                    saved = self.count_message(full) - ctx.tokens(i)
-                    self._prune_delta += saved - self._saved.get(i, 0)
-                    self._saved[i] = saved
+                    saved = sum(rules.estimate_message_tokens(m) for m in _base_rows(st, full))
+                    saved -= ctx.tokens(i)
+                    st.req.prune_delta += saved - st.req.saved.get(i, 0)
+                    st.req.saved[i] = saved
                     shown = self._pruned_ids(ctx, i)
-                    self._shown[i] = shown
+                    st.req.shown[i] = shown
                     if shown != ids:
-                        self._sticky.add(i)
+                        st.req.sticky.add(i)
                     else:
-                        self._sticky.discard(i)
+                        st.req.sticky.discard(i)
 
     def _pruned_ids(self, ctx: ContextView, index: int) -> set[str] | None:
-        if index not in self._unpruned:
+        st: _State = ctx.state
+        if index not in st.req.unpruned:
             return None
         return {
             b.tool_id
@@ -336,6 +355,7 @@ class BaseAgentStrategy(Strategy):
     def _compact(
         self, ctx: ContextView, *, total: int, pruned_total: int, threshold: float
     ) -> None:
+        st: _State = ctx.state
         view_rows = self._view_rows(ctx)
         request_rows = rules.compaction_request(view_rows)
         compacted = list(ctx.live)
@@ -373,15 +393,15 @@ class BaseAgentStrategy(Strategy):
             estimate=total, pruned_estimate=pruned_total, threshold=threshold,
         ) as act:  # fmt: skip
             act.remove(compacted, Fate.SUMMARISED)
-            self._summary_msg = BaseMsg("user", rendered)
+            st.summary_msg = BaseMsg("user", rendered)
             ctx.set_summary(
                 summary,
-                tokens=rules.estimate_message_tokens(self._summary_msg),
+                tokens=rules.estimate_message_tokens(st.summary_msg),
                 rendered=rendered,
                 summary_id=record.id,
             )
             act.summary_id = record.id
-        self._reset_view()
+        st.req = _RequestView()  # the history is one summary now: nothing is pruned
         check_summary_size(
             ctx,
             summary_rendered=rendered,
@@ -391,10 +411,11 @@ class BaseAgentStrategy(Strategy):
         )
 
     def _view_rows(self, ctx: ContextView) -> list[BaseMsg]:
+        st: _State = ctx.state
         rows: list[BaseMsg] = []
         rows.append(BaseMsg("system", ctx.system_text, src=ctx.system_index))
-        if self._summary_msg is not None:
-            rows.append(self._summary_msg)
+        if st.summary_msg is not None:
+            rows.append(st.summary_msg)
         for i in ctx.live:
             rows.extend(rules.to_base(i, ctx.message(i)))
         return rows
