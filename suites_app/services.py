@@ -125,10 +125,11 @@ def suite_cancel(*, suite: Suite) -> int:
     return count
 
 
-def suite_resume(*, suite: Suite, only_lost: bool = False) -> int:
+def suite_resume(*, suite: Suite, only_lost: bool = False, queued_lost: bool = True) -> int:
     """Queue again what is not done: runs lost with a worker (stale or reaped), and with
     ``only_lost=False`` also failed and cancelled ones (a new attempt each). Finished runs
-    are never redone. Returns how many items were queued."""
+    are never redone. ``queued_lost=False``: queued runs still have their task in the
+    broker (Redis keeps it), so they are not queued again. Returns how many were queued."""
     Suite.objects.filter(pk=suite.pk).update(cancel_requested=False, finished_at=None)
     suite.cancel_requested, suite.finished_at = False, None
     queue: list[int] = []
@@ -140,6 +141,8 @@ def suite_resume(*, suite: Suite, only_lost: bool = False) -> int:
             continue
         if status == glue.RunStatus.RUNNING and not glue.heartbeat_stale(run):
             continue  # alive on some worker
+        if status == glue.RunStatus.QUEUED and not queued_lost:
+            continue
         if status != glue.RunStatus.QUEUED:
             lost = status == glue.RunStatus.RUNNING or run.error.startswith(WORKER_LOST)
             if only_lost and not lost:
@@ -149,6 +152,7 @@ def suite_resume(*, suite: Suite, only_lost: bool = False) -> int:
         queue.append(item.pk)
     _sync_statuses(suite)
     suite_enqueue(suite, queue)
+    _maybe_finish(suite)  # nothing left to do: finished again
     SuiteProgress.push(suite, force=True)
     return len(queue)
 
@@ -156,8 +160,10 @@ def suite_resume(*, suite: Suite, only_lost: bool = False) -> int:
 def suites_resume_after_restart() -> int:
     """At worker start: unfinished suites continue (lost runs only; finished kept)."""
     total = 0
+    # Only an in-memory queue dies with its process; Redis still holds queued tasks.
+    memory = settings.CELERY_BROKER_URL.startswith("memory://")
     for suite in Suite.objects.filter(finished_at=None, cancel_requested=False):
-        total += suite_resume(suite=suite, only_lost=True)
+        total += suite_resume(suite=suite, only_lost=True, queued_lost=memory)
     return total
 
 

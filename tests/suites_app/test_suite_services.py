@@ -148,6 +148,22 @@ def test_resume_redoes_only_lost_runs(user: Any) -> None:
     assert (done_run.attempts, done_run.finished_at) == (1, finished_at)  # not redone
     assert services.suite_resume(suite=suite) == 1  # the user's resume retries the failure
     assert Run.objects.get(pk=items[3].run_id).status == RunStatus.DONE
+    assert services.suite_resume(suite=suite) == 0  # all done: nothing queued, still finished
+    suite.refresh_from_db()
+    assert suite.finished_at is not None
+
+
+def test_restart_with_a_persistent_broker_leaves_queued_runs_to_it(
+    user: Any, settings: Any
+) -> None:
+    settings.CELERY_BROKER_URL = "redis://127.0.0.1:1/0"  # never contacted: nothing queued
+    transcript = import_chat(user, seed=1, turns=2)
+    suite = services.suite_create(
+        owner=user, name="redis", transcripts=[transcript],
+        configs=configs.preset_configs(["qwenpaw"], window=None), enqueue=False,
+    )  # fmt: skip
+    assert services.suites_resume_after_restart() == 0
+    assert Run.objects.get(suite_item__suite=suite).status == RunStatus.QUEUED
 
 
 def test_failed_run_is_retried_up_to_max_attempts(user: Any) -> None:
