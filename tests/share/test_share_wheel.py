@@ -28,6 +28,7 @@ import pytest
 from django.conf import settings
 
 CHECKOUT = Path(settings.BASE_DIR)
+pytestmark = pytest.mark.slow  # a wheel build and a fresh venv: ~30 s
 
 
 def _source_copy(target: Path) -> Path:
