@@ -19,7 +19,7 @@ try:  # replay_app by purpose (runs/, configs/, ...)
     from replay_app.runs import services as replay_services
     from replay_app.runs.executor import run_execute
     from replay_app.runs.progress import ChannelProgress
-except ModuleNotFoundError:  # the flat layout before it
+except ImportError:  # the flat layout before it
     from replay_app.progress import ChannelProgress  # type: ignore[no-redef]
     from replay_app.services import run_execute  # type: ignore[no-redef]
 
