@@ -5,8 +5,7 @@ from __future__ import annotations
 from django.contrib import admin
 
 from ctxlab.admin_scaling import LargeTableAdmin
-
-from .models import (
+from replay_app.models import (
     Run,
     RunAnalysis,
     RunEvent,

@@ -11,3 +11,6 @@ class ReplayAppConfig(AppConfig):
         # Register the Celery app (and its tasks) once Django is set up; deliberately not in
         # ctxlab/__init__.py, which would drag Celery into `import ctxlab.engine`.
         import ctxlab.celery  # noqa: F401
+
+        # Celery's autodiscovery looks for <app>.tasks; the run tasks live in runs/.
+        from replay_app.runs import tasks  # noqa: F401

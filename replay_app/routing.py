@@ -6,7 +6,7 @@ from typing import Any
 
 from django.urls import path
 
-from . import consumers
+from replay_app.runs import consumers
 
 websocket_urlpatterns: list[Any] = [
     path("ws/runs/<int:run_id>/", consumers.RunProgressConsumer.as_asgi()),

@@ -13,7 +13,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from replay_app.models import RunEvent, RunOffload, RunStep, RunSummary
-from replay_app.services import RunSpec, run_create
+from replay_app.runs.services import RunSpec, run_create
 from sessions_app import services as session_services
 from sessions_app.models import Message, Transcript
 

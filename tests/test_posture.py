@@ -12,8 +12,8 @@ from django.core.cache import cache
 from django.db import connection
 from django.test import Client, override_settings
 
-from replay_app import services
-from replay_app.services import RunSpec
+from replay_app.runs import services
+from replay_app.runs.services import RunSpec
 from sessions_app import services as session_services
 
 pytestmark = pytest.mark.django_db

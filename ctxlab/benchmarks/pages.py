@@ -1,7 +1,7 @@
 """Page benchmark (issue 6): run and compare pages over a 20,000-message transcript.
 
 In a throwaway test database: import ``synth.bench_conversation(messages=20_000)`` for a
-fresh user, store a run of each of the five presets through ``replay_app.services`` (the
+fresh user, store a run of each of the five presets through ``replay_app.runs`` (the
 worker's path: each run also stores its retention analysis, so the run times include it),
 then time the pages with ``django.test.Client`` (server time: the request through
 middleware, view and template; no network). Caches start cold. One warm-up request per page
@@ -63,13 +63,13 @@ def _measure(out: TextIO) -> list[dict[str, Any]]:
 
     from ctxlab.engine import lost, synth
     from ctxlab.engine.strategies import PRESETS
-    from replay_app import inspect
-    from replay_app import services as replay_services
+    from replay_app import memo
     from replay_app.models import RunAnalysis, RunStatus
+    from replay_app.runs import executor, services
     from sessions_app import services as session_services
 
     lost.clear_caches()  # memoised facts (and extract's other caches)
-    inspect.MEMO.clear()
+    memo.MEMO.clear()
     user = get_user_model().objects.create_user(username="bench", password="bench-pass-123")
     start = time.perf_counter()
     conversation = synth.bench_conversation(CORPUS, messages=MESSAGES)
@@ -84,13 +84,13 @@ def _measure(out: TextIO) -> list[dict[str, Any]]:
     runs = []
     for preset in PRESETS:
         start = time.perf_counter()
-        run = replay_services.run_create(
+        run = services.run_create(
             owner=user,
             transcript=transcript,
-            spec=replay_services.RunSpec(strategy=preset),
+            spec=services.RunSpec(strategy=preset),
             enqueue=False,
         )
-        run = replay_services.run_execute(run=run)
+        run = executor.run_execute(run=run)
         if run.status != RunStatus.DONE:
             raise RuntimeError(f"{preset} run failed: {run.error}")
         analysed = RunAnalysis.objects.filter(run=run, attempts=run.attempts).exists()

@@ -4,7 +4,7 @@ starting a run (replay + retention analysis + ledger + row writes), against the 
 In a throwaway test database: import ``synth_realistic.realistic_bench_conversation`` (20,000
 messages, >= 95% distinct block texts) for a fresh user, then for each of the five presets,
 from the same cold caches: the engine replay alone (reference count included) on the
-stored conversation, and ``replay_app.services.run_execute`` (the worker's own call). CPU
+stored conversation, and ``replay_app.runs.executor.run_execute`` (the worker's own call). CPU
 time of this process (the worker's heartbeat thread included).
 
 Result line: ``real_worker_vs_replay_ratio=<worst> <preset> distinct_share=<share>``.
@@ -29,8 +29,8 @@ def _measure(out: TextIO) -> list[dict[str, Any]]:
     from ctxlab.engine.replay import run as replay_run
     from ctxlab.engine.strategies import PRESETS
     from ctxlab.engine.tokens import block_text
-    from replay_app import services as replay_services
     from replay_app.models import RunStatus
+    from replay_app.runs import executor, services
     from sessions_app import services as session_services
 
     from .replay import _cold
@@ -59,12 +59,12 @@ def _measure(out: TextIO) -> list[dict[str, Any]]:
         replay_s = time.process_time() - start
         _cold()
         lost.clear_caches()
-        run = replay_services.run_create(
+        run = services.run_create(
             owner=user, transcript=transcript,
-            spec=replay_services.RunSpec(strategy=preset), enqueue=False,
+            spec=services.RunSpec(strategy=preset), enqueue=False,
         )  # fmt: skip
         start = time.process_time()
-        run = replay_services.run_execute(run=run)
+        run = executor.run_execute(run=run)
         worker_s = time.process_time() - start
         if run.status != RunStatus.DONE:
             raise RuntimeError(f"{preset} run failed: {run.error}")

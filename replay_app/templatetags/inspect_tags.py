@@ -13,11 +13,11 @@ register = template.Library()
 
 @register.simple_tag(takes_context=True)
 def run_inspect(context: Any, run: Any) -> str:
-    from replay_app.views_inspect import run_inspect_context
+    from replay_app.steps.views import run_inspect_context
 
     request = context["request"]
     return render_to_string(
-        "replay_app/run_inspect.html", run_inspect_context(request, run), request=request
+        "replay_app/steps/run_inspect.html", run_inspect_context(request, run), request=request
     )
 
 

@@ -8,7 +8,7 @@ from typing import Any
 from django import template
 
 from ctxlab import display
-from replay_app import quiet
+from replay_app.display import quiet
 
 register = template.Library()
 

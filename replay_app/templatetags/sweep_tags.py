@@ -14,14 +14,14 @@ register = template.Library()
 
 @register.simple_tag(takes_context=True)
 def group_sweep(context: Any, group: Any, runs: Any) -> str:
-    from replay_app import sweep
-    from replay_app.views_sweep import section_context
+    from replay_app.sweeps import sweep
+    from replay_app.sweeps.views import section_context
 
     found = sweep.detect(list(runs))
     if found is None:
         return ""
     return render_to_string(
-        "replay_app/sweep/_group_sweep.html",
+        "replay_app/sweeps/_group_sweep.html",
         section_context(group, list(runs), found),
         request=context.get("request"),
     )

@@ -9,8 +9,8 @@ from typing import Any
 from django import template
 
 from ctxlab.engine.catalogue import FINDINGS, ledger_mark_label
-from replay_app.vocabulary import event_label as _event_label
-from replay_app.vocabulary import event_meaning as _event_meaning
+from replay_app.display.vocabulary import event_label as _event_label
+from replay_app.display.vocabulary import event_meaning as _event_meaning
 
 register = template.Library()
 

@@ -55,8 +55,9 @@ def test_charts_draw_under_strict_csp_on_every_chart_page(
 ) -> None:
     from django.contrib.auth import get_user_model
 
-    from replay_app import services, sweep
-    from replay_app.services import RunSpec
+    from replay_app.runs import executor, services
+    from replay_app.runs.services import RunSpec
+    from replay_app.sweeps import sweep
     from sessions_app import services as session_services
 
     page, base = watched, asgi_live_server.url
@@ -75,7 +76,7 @@ def test_charts_draw_under_strict_csp_on_every_chart_page(
         run = services.run_create(
             owner=user, transcript=transcript, spec=RunSpec(strategy=strategy), enqueue=False
         )
-        runs.append(services.run_execute(run=run))
+        runs.append(executor.run_execute(run=run))
     runs[0].label = EVIL
     runs[0].ground_truth = {"exact": list(range(runs[0].steps_total)), "exact_model": "m"}
     runs[0].save(update_fields=["label", "ground_truth"])
@@ -109,12 +110,12 @@ def test_charts_draw_under_strict_csp_on_every_chart_page(
         enqueue=False,
     )
     first, second = group.runs.order_by("pk")
-    services.run_execute(run=first)
+    executor.run_execute(run=first)
     page.goto(f"{base}/runs/groups/{group.pk}/")
     drawn(page, "sweep-plot")
     assert page.locator("#sweep-plot .scatterlayer .point").count() == 1
     page.evaluate("document.getElementById('sweep-plot').dataset.first = 'yes'")
-    services.run_execute(run=second)
+    executor.run_execute(run=second)
     page.wait_for_selector("#sweep[data-finished=true]", timeout=30_000)
     drawn(page, "sweep-plot")
     assert page.get_attribute("#sweep-plot", "data-first") is None  # a swapped-in element

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def _runs(username: str, strategies: tuple[str, ...]) -> list[Any]:
     from django.contrib.auth import get_user_model
 
-    from replay_app import services
+    from replay_app.runs import executor, services
 
     user = get_user_model().objects.get(username=username)
     transcript = import_transcript(user, agent_chat(turns=40, size=6000, seed=3))
@@ -30,7 +30,7 @@ def _runs(username: str, strategies: tuple[str, ...]) -> list[Any]:
             spec=services.RunSpec(strategy=strategy),
             enqueue=False,
         )
-        runs.append(services.run_execute(run=run))
+        runs.append(executor.run_execute(run=run))
         assert runs[-1].status == "done", runs[-1].error
     return runs
 

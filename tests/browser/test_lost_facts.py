@@ -26,7 +26,7 @@ ARTEFACT = re.compile(r"^(?:n[A-Z]\w*|\d+→?|\s*\d+\t.*)$")
 def _runs(username: str) -> list[Any]:
     from django.contrib.auth import get_user_model
 
-    from replay_app import services
+    from replay_app.runs import executor, services
 
     user = get_user_model().objects.get(username=username)
     transcript = import_transcript(user, (CORPUS / SESSION).read_bytes(), name=Path(SESSION).name)
@@ -41,7 +41,7 @@ def _runs(username: str) -> list[Any]:
             spec=services.RunSpec(strategy=strategy, params=params),
             enqueue=False,
         )
-        runs.append(services.run_execute(run=run))
+        runs.append(executor.run_execute(run=run))
         assert runs[-1].status == "done", runs[-1].error
     return runs
 

@@ -95,7 +95,7 @@ def test_zone_bar_overhead_and_one_before_after_per_compaction(
         "() => document.getElementById('token-curve-plot').data"
         ".filter(t => t.meta && t.meta.role === 'events').flatMap(t => t.hovertext)"
     )
-    from replay_app.vocabulary import event_label
+    from replay_app.display.vocabulary import event_label
 
     label = html.escape(event_label("compact"))  # hovers name a kind by its label
     compact_hovers = [h for h in hovers if h.startswith(f"<b>{label}</b>")]
@@ -111,7 +111,7 @@ def test_zone_bar_overhead_and_one_before_after_per_compaction(
 def test_times_in_local_time_and_the_group_says_why_a_run_stayed_quiet(
     browser: Any, live_server: Any, django_user_model: Any
 ) -> None:
-    from replay_app import services
+    from replay_app.runs import executor, services
 
     user = django_user_model.objects.create_user(username="tz", password="tz-pass-123")
     transcript = import_transcript(user, SESSION.read_bytes(), name=SESSION.name)
@@ -122,7 +122,7 @@ def test_times_in_local_time_and_the_group_says_why_a_run_stayed_quiet(
         enqueue=False,
     )
     for run in group.runs.all():
-        services.run_execute(run=run)
+        executor.run_execute(run=run)
     context = browser.new_context(
         viewport={"width": 1280, "height": 800}, timezone_id="Asia/Kolkata"
     )

@@ -34,8 +34,8 @@ def _agent_chat(turns: int = 60, size: int = 8000) -> bytes:
 def _run(username: str) -> Any:
     from django.contrib.auth import get_user_model
 
-    from replay_app import runpage, services
     from replay_app.models import RunSummary
+    from replay_app.runs import executor, runpage, services
     from sessions_app import services as session_services
 
     user = get_user_model().objects.get(username=username)
@@ -47,7 +47,7 @@ def _run(username: str) -> Any:
         spec=services.RunSpec(strategy="qwenpaw"),
         enqueue=False,
     )
-    run = services.run_execute(run=run)
+    run = executor.run_execute(run=run)
     assert run.status == "done", run.error
     assert run.events_count > runpage.EVENTS_PER_PAGE
     RunSummary.objects.filter(run=run).delete()
@@ -67,7 +67,7 @@ def _run(username: str) -> Any:
 def test_run_page_pages_in_place(
     page: Any, asgi_live_server: Any, login: Any, screenshot: Any
 ) -> None:
-    from replay_app import runpage
+    from replay_app.runs import runpage
 
     login(base_url=asgi_live_server.url)
     run = _run("alice")

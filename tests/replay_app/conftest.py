@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from replay_testdata import agent_chat, import_transcript
 
-from replay_app import inspect
+from replay_app import memo
 from sessions_app.models import Transcript
 
 
@@ -30,4 +30,4 @@ def llm_transcript(user: Any) -> Transcript:
 @pytest.fixture
 def fresh_memo() -> None:
     """An empty inspect memo: run ids repeat across rolled-back tests."""
-    inspect.MEMO.clear()
+    memo.MEMO.clear()

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from replay_app import services
 from replay_app.models import Run, RunStatus
-from replay_app.services import RunSpec
+from replay_app.runs import executor, services
+from replay_app.runs.services import RunSpec
 
 
 def make_run(user: Any, transcript: Any, strategy: str, **params: Any) -> Run:
@@ -17,6 +17,6 @@ def make_run(user: Any, transcript: Any, strategy: str, **params: Any) -> Run:
         spec=RunSpec(strategy=strategy, params=params),
         enqueue=False,
     )
-    run = services.run_execute(run=run)
+    run = executor.run_execute(run=run)
     assert run.status == RunStatus.DONE, run.error
     return run

@@ -14,7 +14,10 @@ from django.test import Client
 from inspect_helpers import make_run
 
 from ctxlab.plots import figure_html
-from replay_app import charts, services, sweep
+from replay_app.configs import services as config_services
+from replay_app.display import charts
+from replay_app.runs import services
+from replay_app.sweeps import sweep
 from sessions_app import charts as usage_charts
 from sessions_app import services as session_services
 from sessions_app.models import Transcript
@@ -170,7 +173,7 @@ def pages(
             specs=sweep.specs(sweep.Base(strategy="qwenpaw"), "max_input_length", [20000, 60000]),
             name=EVIL,
         )
-    config = services.config_create(
+    config = config_services.config_create(
         owner=user, name=EVIL, strategy="qwenpaw", params={"max_input_length": 9000}
     )
     urls = {

@@ -27,9 +27,9 @@ from django.conf import settings
 from django.db import connection
 from replay_testdata import agent_chat, import_transcript
 
-from replay_app import services
 from replay_app.models import Run, RunStatus, RunStep
-from replay_app.progress import run_group_name
+from replay_app.runs import services
+from replay_app.runs.progress import run_group_name
 
 REQUIRED = ("DATABASE_URL", "CELERY_BROKER_URL", "CHANNEL_LAYER_URL")
 pytestmark = [

@@ -14,9 +14,9 @@ import pytest
 from django.test import Client
 
 from ctxlab.engine.model import Block, BlockKind, Conversation, Message, Role, ToolDef
-from replay_app import services
 from replay_app.models import RunStatus
-from replay_app.services import RunSpec
+from replay_app.runs import executor, services
+from replay_app.runs.services import RunSpec
 from sessions_app import services as session_services
 
 pytestmark = pytest.mark.django_db
@@ -190,7 +190,7 @@ def test_no_page_or_export_shows_a_secret(client: Client, user: Any, imported: A
             spec=RunSpec(strategy=strategy, params=params),
             enqueue=False,
         )
-        run = services.run_execute(run=run)
+        run = executor.run_execute(run=run)
         assert run.status == RunStatus.DONE, run.error
         runs.append(run)
     t = imported.pk

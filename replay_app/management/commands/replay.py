@@ -34,7 +34,7 @@ def _load_stored(transcript_id: str) -> Conversation:
 
 def _save(options: dict[str, Any]) -> str:
     """``--save``: a stored run via replay_app (same service path as the web)."""
-    from replay_app.cli import describe, save_run
+    from replay_app.management.cli import describe, save_run
 
     if not (options["save"] and options["transcript"]):
         raise CommandError("--save and --config need --transcript ID (and each other)")
@@ -56,7 +56,7 @@ def _save(options: dict[str, Any]) -> str:
 
 def _save_sweep(options: dict[str, Any]) -> str:
     """``--sweep key=v1,v2 --save``: a sweep group (same path as /runs/sweep/new/)."""
-    from replay_app.cli import describe_sweep, save_sweep
+    from replay_app.management.cli import describe_sweep, save_sweep
 
     try:
         group, runs = save_sweep(
@@ -77,7 +77,7 @@ def _summarizer(options: dict[str, Any]) -> tuple[Any, Any]:
     """The summariser for a file/stored replay: a name, or Claude with the DB cache."""
     if options["summarizer"] != "anthropic":
         return options["summarizer"], None
-    from replay_app import llm
+    from replay_app.costs import llm
 
     if not llm.key_available():
         raise ValueError(llm.NO_KEY_MESSAGE)

@@ -1,0 +1,434 @@
+"""The compare page across runs at one moment: summaries aligned by compaction ordinal,
+the step view (zones and message fates of every run at step N or at its K-th compaction)
+and the fate matrix at a step.
+
+Steps align across runs: step N is the N-th inference call of the transcript, the same
+request in every run. Compactions do not: run A may compact at step 12 and run B at 30,
+so "the K-th compaction" picks each run's own step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ctxlab.engine.catalogue import is_compaction
+from ctxlab.engine.records import Fate
+from replay_app import memo
+from replay_app.models import Run, RunEvent, RunStep, RunSummary
+from replay_app.steps import at_step, fatelog, zone_bar
+from sessions_app.models import Message
+
+# A compaction, for the ordinal: a step whose events wrote a summary or took messages out
+# of the context (summarised, dropped). Per-message edits (truncate, offload, prune) are
+# not counted: a strategy that trims a tool result at every step would push its first
+# summary to row 40 and the rows would no longer line up what users compare.
+REMOVED = frozenset({Fate.SUMMARISED.value, Fate.DROPPED.value})
+STEP_MESSAGES = 60  # message rows per page of the step view
+COMPACTION_ROWS = 10  # summaries table rows per page
+# Which detail keys hold the measured size and the limit it was compared with, by
+# strategy vocabulary (first found wins).
+MEASURED_KEYS = ("estimate", "tokens", "total_tokens", "reference", "current")
+LIMIT_KEYS = ("threshold", "budget", "limit", "window", "trigger")
+
+
+@dataclass(frozen=True, slots=True)
+class Compaction:
+    """One compaction step of a run (its events at that step taken together; see
+    ``REMOVED``)."""
+
+    ordinal: int  # 1-based
+    step: int
+    kinds: tuple[str, ...]
+    seq: int  # the first event's seq
+    messages: int  # source messages the events touched
+    measured: int | None
+    limit: int | None
+    limit_name: str
+    summary_seq: int | None
+
+    @property
+    def trigger(self) -> str:
+        return trigger_words(self.measured, self.limit, self.limit_name)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "ordinal": self.ordinal,
+            "step": self.step,
+            "kinds": list(self.kinds),
+            "event": self.seq,
+            "messages": self.messages,
+            "measured": self.measured,
+            "limit": self.limit,
+            "trigger": self.trigger,
+            "summary": self.summary_seq,
+        }
+
+
+def trigger_words(measured: int | None, limit: int | None, limit_name: str = "threshold") -> str:
+    """'context 27,410 ≥ threshold 26,214' (or what of it is known)."""
+    if measured is not None and limit is not None:
+        sign = "≥" if measured >= limit else "<"
+        return f"context {measured:,} {sign} {limit_name} {limit:,}"
+    if measured is not None:
+        return f"context {measured:,}"
+    return ""
+
+
+def _number(detail: dict[str, Any], keys: Sequence[str]) -> tuple[int | None, str]:
+    for key in keys:
+        value = detail.get(key)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return int(value), key
+    return None, ""
+
+
+def compactions(run: Run) -> list[Compaction]:
+    """The run's compaction steps in order (cached for finished runs)."""
+    return memo.cached(run, "compactions", lambda: _compactions(run))  # type: ignore[no-any-return]
+
+
+def _compactions(run: Run) -> list[Compaction]:
+    rows = (
+        RunEvent.objects.filter(run=run)
+        .order_by("seq")
+        .values_list(
+            "seq", "step", "kind", "messages", "tokens_before", "detail", "changes", "summary_seq"
+        )  # fmt: skip
+    )
+    by_step: dict[int, list[tuple[Any, ...]]] = {}
+    for row in rows.iterator(chunk_size=500):
+        seq, step, kind, messages, before, detail, changes, summary = row
+        removes = any(c.get("fate") in REMOVED for c in changes)
+        if summary is not None or (removes and is_compaction(kind)):
+            by_step.setdefault(step, []).append(row)
+    out: list[Compaction] = []
+    for step, events in by_step.items():
+        measured = limit = None
+        limit_name = "threshold"
+        for *_, detail, _, _ in events:
+            detail = detail or {}
+            if measured is None:
+                measured, _ = _number(detail, MEASURED_KEYS)
+            if limit is None:
+                limit, limit_name = _number(detail, LIMIT_KEYS)
+        if measured is None:
+            measured = int(events[0][4]) or None
+        touched = {int(i) for e in events for i in e[3]}
+        summary = next((e[7] for e in events if e[7] is not None), None)
+        out.append(
+            Compaction(
+                ordinal=len(out) + 1,
+                step=step,
+                kinds=tuple(dict.fromkeys(e[2] for e in events)),
+                seq=events[0][0],
+                messages=len(touched),
+                measured=measured,
+                limit=limit,
+                limit_name=limit_name or "threshold",
+                summary_seq=summary,
+            )  # fmt: skip
+        )
+    return out
+
+
+# --- summaries aligned by compaction ordinal ----------------------------------------------
+
+
+@dataclass(slots=True)
+class SummaryCell:
+    run: Run
+    compaction: Compaction
+    output: str = ""
+    error: str = ""
+    output_tokens: int = 0
+    input_tokens: int = 0
+
+    @property
+    def html(self) -> str:
+        from replay_app.display.markdown_safe import render
+
+        return render(self.output)
+
+    def as_dict(self) -> dict[str, Any]:
+        c = self.compaction
+        out: dict[str, Any] = {"run": self.run.pk, **c.as_dict()}
+        if c.summary_seq is not None:
+            out.update(
+                summary={"seq": c.summary_seq, "output": self.output, "error": self.error,
+                         "input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
+                         "input_url": f"/runs/{self.run.pk}/summaries/{c.summary_seq}/"}
+            )  # fmt: skip
+        return out
+
+
+@dataclass(slots=True)
+class OrdinalRow:
+    ordinal: int
+    cells: list[SummaryCell | None] = field(default_factory=list)
+
+    @property
+    def steps(self) -> list[int | None]:
+        return [c.compaction.step if c else None for c in self.cells]
+
+
+def summaries_by_compaction(
+    runs: Sequence[Run], *, page: int = 1, per_page: int = COMPACTION_ROWS
+) -> tuple[list[OrdinalRow], int, int]:
+    """Row K = the K-th compaction of each run (None where a run has fewer), with the
+    summary it wrote. Returns (rows of the page, page, pages); summary texts are read for
+    the visible rows only."""
+    lists = [compactions(run) for run in runs]
+    total = max((len(x) for x in lists), default=0)
+    pages = max(1, -(-total // per_page))
+    page = min(max(page, 1), pages)
+    first = (page - 1) * per_page
+    rows = []
+    wanted: dict[tuple[int, int], SummaryCell] = {}
+    for k in range(first, min(first + per_page, total)):
+        row = OrdinalRow(k + 1)
+        for run, found in zip(runs, lists, strict=True):
+            if k >= len(found):
+                row.cells.append(None)
+                continue
+            cell = SummaryCell(run, found[k])
+            if found[k].summary_seq is not None:
+                wanted[(run.pk, found[k].summary_seq)] = cell
+            row.cells.append(cell)
+        rows.append(row)
+    if wanted:
+        from django.db.models import Q
+
+        query = Q()
+        for run_id, seq in wanted:
+            query |= Q(run_id=run_id, seq=seq)
+        for run_id, seq, output, error, t_in, t_out in RunSummary.objects.filter(query).values_list(
+            "run_id", "seq", "output", "error", "input_tokens", "output_tokens"
+        ):
+            cell = wanted[(run_id, seq)]
+            cell.output, cell.error = output, error
+            cell.input_tokens, cell.output_tokens = t_in, t_out
+    return rows, page, pages
+
+
+# --- the step view across runs ------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class RunAtStep:
+    run: Run
+    step: int | None  # None: the run has no such compaction / step
+    zones: dict[str, Any]
+    segments: list[zone_bar.ZoneSegment]
+    tokens: dict[str, int | None]
+    compaction: Compaction | None = None
+    source_index: int = 0  # messages before this request
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.run.pk,
+            "label": self.run.label,
+            "strategy": self.run.strategy,
+            "step": self.step,
+            "zones": self.zones,
+            "tokens": self.tokens,
+            "compaction": self.compaction.as_dict() if self.compaction else None,
+        }
+
+
+@dataclass(slots=True)
+class FateCell:
+    fate: str
+    event: int | None
+    kind: str
+    reason: str
+
+    def as_dict(self, index: int) -> dict[str, Any]:
+        return {"index": index, "fate": self.fate, "event": self.event, "kind": self.kind,
+                "reason": self.reason}  # fmt: skip
+
+
+@dataclass(slots=True)
+class MessageLine:
+    index: int
+    role: str
+    preview: str
+    tokens: int
+    cells: list[FateCell | None]  # one per run (None: the run is not at a step)
+
+    @property
+    def differs(self) -> bool:
+        fates = {c.fate for c in self.cells if c is not None}
+        return len(fates) > 1
+
+
+@dataclass(slots=True)
+class StepAcross:
+    step: int | None
+    compaction: int | None
+    steps: int  # steps of the transcript (the runs' common count)
+    runs: list[RunAtStep]
+    messages: list[MessageLine]
+    page: int
+    pages: int
+    count: int  # messages in the largest request shown
+    only_differences: bool
+
+    @property
+    def prev_step(self) -> int | None:
+        if self.step is None:
+            return None
+        return self.step - 1 if self.step > 0 else None
+
+    @property
+    def next_step(self) -> int | None:
+        if self.step is None:
+            return None
+        return self.step + 1 if self.step + 1 < self.steps else None
+
+    def as_json(self) -> dict[str, Any]:
+        runs = []
+        for col, at in enumerate(self.runs):
+            data = at.as_dict()
+            data["messages"] = [
+                line.cells[col].as_dict(line.index)  # type: ignore[union-attr]
+                for line in self.messages
+                if line.cells[col] is not None
+            ]
+            runs.append(data)
+        return {
+            "step": self.step,
+            "compaction": self.compaction,
+            "steps": self.steps,
+            "page": self.page,
+            "pages": self.pages,
+            "count": self.count,
+            "only_differences": self.only_differences,
+            "runs": runs,
+        }
+
+
+def _steps_of(runs: Sequence[Run]) -> int:
+    return max((at_step.step_count(run) for run in runs), default=0)
+
+
+def step_across(
+    runs: Sequence[Run],
+    *,
+    step: int | None = None,
+    compaction: int | None = None,
+    page: int | None = None,
+    only_differences: bool = False,
+    per_page: int = STEP_MESSAGES,
+) -> StepAcross:
+    """Every run at ``step`` (or at its ``compaction``-th compaction): zones, and one page
+    of the source messages with each run's fate, the event that set it and why."""
+    total = _steps_of(runs)
+    at: list[RunAtStep] = []
+    for run in runs:
+        found = None
+        run_step = step
+        if compaction is not None:
+            listed = compactions(run)
+            found = listed[compaction - 1] if 0 < compaction <= len(listed) else None
+            run_step = found.step if found else None
+        at.append(_run_at(run, run_step, found))
+    count = max((a.source_index for a in at if a.step is not None), default=0)
+    lines = _message_lines(runs, at, count)
+    if only_differences:
+        lines = [line for line in lines if line.differs]
+    pages = max(1, -(-len(lines) // per_page))
+    page = pages if page is None else min(max(page, 1), pages)
+    shown = lines[(page - 1) * per_page : page * per_page]
+    _explain(runs, shown)  # events read for the shown messages only
+    _fill_previews(runs[0].transcript_id, shown)
+    return StepAcross(step, compaction, total, at, shown, page, pages, count, only_differences)
+
+
+def _run_at(run: Run, step: int | None, found: Compaction | None) -> RunAtStep:
+    if step is None:
+        return RunAtStep(run, None, {}, [], {}, found)
+    row = (
+        RunStep.objects.filter(run=run, index=step)
+        .values_list(
+            "source_index", "zones", "tokens_reference", "tokens_strategy", "tokens_reported"
+        )  # fmt: skip
+        .first()
+    )
+    if row is None:
+        return RunAtStep(run, None, {}, [], {}, found)
+    source, zones, reference, strategy, reported = row
+    zones = dict(zones or {})
+    tokens = {"reference": reference, "strategy": strategy, "reported": reported}
+    return RunAtStep(run, step, zones, zone_bar.zone_segments(zones), tokens, found, source)
+
+
+def _message_lines(runs: Sequence[Run], at: Sequence[RunAtStep], count: int) -> list[MessageLine]:
+    """One line per source message before the request (fates of every run at its step)."""
+    per_run: list[dict[int, tuple[Fate, int]] | None] = []
+    for run, a in zip(runs, at, strict=True):
+        per_run.append(None if a.step is None else fatelog.fate_log(run).fates_at(a.step))
+    lines = []
+    for index in range(count):
+        cells: list[FateCell | None] = []
+        for col, fates in enumerate(per_run):
+            if fates is None or index >= at[col].source_index:
+                cells.append(None)
+                continue
+            fate, seq = fates.get(index, (Fate.KEPT, None))
+            cells.append(FateCell(fate.value, seq, "", ""))
+        lines.append(MessageLine(index, "", "", 0, cells))
+    return lines
+
+
+def _explain(runs: Sequence[Run], lines: Sequence[MessageLine]) -> None:
+    """Fill each shown cell's event kind and the reason in words (the change's own reason,
+    then the trigger: 'context 27,410 ≥ threshold 26,214')."""
+    for col, run in enumerate(runs):
+        wanted: dict[int, list[tuple[int, FateCell]]] = {}
+        for line in lines:
+            cell = line.cells[col]
+            if cell is not None and cell.event is not None:
+                wanted.setdefault(cell.event, []).append((line.index, cell))
+        if not wanted:
+            continue
+        rows = RunEvent.objects.filter(run=run, seq__in=list(wanted)).values_list(
+            "seq", "kind", "detail", "changes", "tokens_before"
+        )
+        for seq, kind, detail, changes, before in rows.iterator(chunk_size=200):
+            detail = detail or {}
+            measured, _ = _number(detail, MEASURED_KEYS)
+            limit, name = _number(detail, LIMIT_KEYS)
+            if measured is None:
+                measured = before or None
+            trigger = trigger_words(measured, limit, name or "threshold")
+            reasons = {int(c["index"]): str(c.get("reason") or "") for c in changes}
+            for index, cell in wanted[seq]:
+                why = reasons.get(index) or str(detail.get("reason") or kind)
+                cell.kind = kind
+                cell.reason = f"{why}; {trigger}" if trigger else why
+
+
+def _fill_previews(transcript_id: int, lines: Sequence[MessageLine]) -> None:
+    if not lines:
+        return
+    wanted = {line.index: line for line in lines}
+    rows = Message.objects.filter(
+        transcript_id=transcript_id, index__gte=min(wanted), index__lte=max(wanted)
+    ).values_list("index", "role", "preview", "reference_tokens")
+    for index, role, preview, tokens in rows:
+        line = wanted.get(index)
+        if line is not None:
+            line.role, line.preview, line.tokens = role, preview, tokens
+
+
+# --- the fate matrix at a step ------------------------------------------------------------
+
+
+def fates_at(run: Run, step: int | None) -> dict[int, Fate]:
+    """Each message's fate at ``step`` (None: final)."""
+    log = fatelog.fate_log(run)
+    if step is None:
+        return log.final()
+    return {i: fate for i, (fate, _) in log.fates_at(step).items()}

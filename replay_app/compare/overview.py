@@ -1,0 +1,297 @@
+"""Read models for the compare page: 2-6 runs over one transcript, side by side.
+
+Costs stay O(steps + events + messages/bucket) per run: curves and fate logs come from
+``inspect`` (cached for finished runs), summaries are read for the visible rows only, and
+the fate matrix aggregates messages into at most ``MATRIX_COLUMNS`` buckets.
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+import html
+import io
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ctxlab.engine.catalogue import METRICS as METRIC_ROWS
+from ctxlab.engine.catalogue import Better, metric_best_flags
+from ctxlab.engine.catalogue import best_flags as catalogue_best_flags
+from ctxlab.engine.lost import FactIndex
+from ctxlab.engine.records import Fate
+from ctxlab.ownership import owned
+from replay_app import memo
+from replay_app.display import vocabulary
+from replay_app.display.charts import RunCurve
+from replay_app.models import Run, RunSummary
+from replay_app.steps import fatelog, lost_analysis, message_diffs, run_curve
+from replay_app.steps.lost_links import with_links
+
+MIN_RUNS = 2
+MAX_RUNS = 6
+MATRIX_COLUMNS = 400  # buckets at most; a bucket holds ceil(messages / 400) messages
+SUMMARY_ROWS = 10
+LOST_EVENTS = 20  # events listed per run on the page (all in the JSON)
+# key, label, which value is better, help: every row from the engine's metric catalogue.
+METRICS: tuple[tuple[str, str, Better, str], ...] = tuple(
+    (key, METRIC_ROWS[key].label, METRIC_ROWS[key].better, METRIC_ROWS[key].meaning)
+    for key in vocabulary.COMPARE_KEYS
+)
+
+
+class CompareError(ValueError):
+    """A bad ``runs`` parameter; the message says what to fix."""
+
+
+def parse_ids(raw: str) -> list[int]:
+    ids: list[int] = []
+    for part in raw.replace(" ", ",").split(","):
+        if not part:
+            continue
+        try:
+            value = int(part)
+        except ValueError:
+            raise CompareError(f"run ids are numbers: {part!r} is not") from None
+        if value not in ids:
+            ids.append(value)
+    return ids
+
+
+def load_runs(user: Any, raw: str) -> list[Run]:
+    """The user's runs named by ``raw`` ("1,2,3"), in that order. Another user's run is
+    reported as missing, like a run that does not exist."""
+    ids = parse_ids(raw)
+    if not MIN_RUNS <= len(ids) <= MAX_RUNS:
+        raise CompareError(f"compare {MIN_RUNS} to {MAX_RUNS} runs (got {len(ids)})")
+    found = {
+        r.pk: r for r in owned(Run.objects.select_related("transcript"), user).filter(pk__in=ids)
+    }
+    missing = [i for i in ids if i not in found]
+    if missing:
+        raise LookupError(f"no such run: {', '.join(map(str, missing))}")
+    runs = [found[i] for i in ids]
+    transcripts = {r.transcript_id for r in runs}
+    if len(transcripts) > 1:
+        names = "; ".join(f"run {r.pk} on transcript {r.transcript_id}" for r in runs)
+        raise CompareError(f"runs must be on the same transcript ({names})")
+    return runs
+
+
+# --- metrics -----------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class MetricRow:
+    key: str
+    label: str
+    better: Better
+    help: str
+    values: list[Any]
+    best: list[bool] = field(default_factory=list)
+
+    @property
+    def cells(self) -> list[tuple[Any, bool]]:
+        return list(zip(self.values, self.best, strict=True))
+
+    @property
+    def unit(self) -> str:
+        return METRIC_ROWS[self.key].unit
+
+    @property
+    def best_rule(self) -> str:
+        return METRIC_ROWS[self.key].best_rule
+
+
+def metric_rows(runs: Sequence[Run], retentions: Sequence[dict[str, Any]]) -> list[MetricRow]:
+    rows = []
+    for key, label, better, help_text in METRICS:
+        values: list[Any] = []
+        for run, ret in zip(runs, retentions, strict=True):
+            if key == "retention":
+                values.append(ret.get("retention"))
+            elif key == "facts_lost":
+                values.append(ret.get("lost"))
+            else:
+                values.append((run.metrics or {}).get(key))
+        flags = metric_best_flags(key, values, [run.metrics or {} for run in runs])
+        rows.append(MetricRow(key, label, better, help_text, values, flags))
+    return rows
+
+
+def best_flags(values: Sequence[Any], better: Better) -> list[bool]:
+    """The catalogue's rule without a thrash guard: the lowest or highest number; none when
+    the metric has no direction or every number is equal."""
+    return catalogue_best_flags(values, better)
+
+
+def metrics_csv(runs: Sequence[Run], rows: Sequence[MetricRow]) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(["metric", "better", *[f"run {r.pk} {r.label}" for r in runs]])
+    for row in rows:
+        writer.writerow([row.key, row.better or "", *["" if v is None else v for v in row.values]])
+    return out.getvalue()
+
+
+# --- curves ------------------------------------------------------------------------------
+
+
+def curves(runs: Sequence[Run]) -> list[RunCurve]:
+    out = []
+    for run in runs:
+        c = run_curve.curve(run)
+        out.append(RunCurve(f"{run.pk} {run.label}", c.series, c.events, c.window, c.threshold))
+    return out
+
+
+# --- summaries side by side --------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class SummaryCell:
+    seq: int
+    output: str
+    error: str
+    output_tokens: int
+    diff: list[tuple[str, str]]  # against the row's first summary (empty for the first)
+
+
+@dataclass(slots=True)
+class SummaryRow:
+    step: int
+    cells: list[SummaryCell | None]
+
+
+def summary_rows(
+    runs: Sequence[Run], *, page: int = 1, per_page: int = SUMMARY_ROWS
+) -> tuple[list[SummaryRow], int, int]:
+    """Rows = the steps at which any run summarised; cells = each run's summary there.
+    Returns (rows of the page, page, pages)."""
+    by_run = {r.pk: i for i, r in enumerate(runs)}
+    keys = list(
+        RunSummary.objects.filter(run__in=runs)
+        .values_list("run_id", "step", "seq")
+        .order_by("step", "seq")
+    )
+    steps = sorted({step for _, step, _ in keys})
+    pages = max(1, -(-len(steps) // per_page))
+    page = min(max(page, 1), pages)
+    visible = set(steps[(page - 1) * per_page : page * per_page])
+    wanted = [(run_id, seq) for run_id, step, seq in keys if step in visible]
+    outputs: dict[tuple[int, int], tuple[int, str, str, int]] = {}
+    if wanted:
+        from django.db.models import Q
+
+        query = Q()
+        for run_id, seq in wanted:
+            query |= Q(run_id=run_id, seq=seq)
+        for run_id, seq, step, output, error, tokens in RunSummary.objects.filter(
+            query
+        ).values_list("run_id", "seq", "step", "output", "error", "output_tokens"):
+            outputs[(run_id, seq)] = (step, output, error, tokens)
+    rows: dict[int, SummaryRow] = {s: SummaryRow(s, [None] * len(runs)) for s in sorted(visible)}
+    for (run_id, seq), (step, output, error, tokens) in sorted(
+        outputs.items(), key=lambda kv: kv[0][1]
+    ):
+        row = rows[step]
+        col = by_run[run_id]
+        if row.cells[col] is None:  # a run's first summary at that step
+            row.cells[col] = SummaryCell(seq, output, error, tokens, [])
+    for row in rows.values():
+        base = next((c for c in row.cells if c is not None), None)
+        for cell in row.cells:
+            if cell is not None and base is not None and cell is not base:
+                cell.diff = message_diffs.diff_lines(base.output, cell.output, context=1)
+    return list(rows.values()), page, pages
+
+
+# --- the fate matrix ---------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class MatrixCell:
+    start: int
+    end: int
+    fate: str  # the dominant fate (or the only one)
+    counts: dict[str, int]
+
+    @property
+    def title(self) -> str:
+        span = f"#{self.start}" if self.end - self.start == 1 else f"#{self.start}–{self.end - 1}"
+        return f"{span}: " + ", ".join(f"{k} {v}" for k, v in self.counts.items())
+
+
+def bucket_size(messages: int, columns: int = MATRIX_COLUMNS) -> int:
+    return max(1, -(-messages // columns))
+
+
+def final_fates(run: Run) -> dict[int, Fate]:
+    return fatelog.fate_log(run).final()
+
+
+def matrix(
+    runs: Sequence[Run], messages: int, *, size: int | None = None, step: int | None = None
+) -> tuple[int, list[list[MatrixCell]]]:
+    """Per run, one cell per bucket of ``size`` messages: the fate of each message at
+    ``step`` (None: the final fate, the last change over the run; never changed = kept)."""
+    size = size or bucket_size(messages)
+    grid = [
+        memo.cached(
+            run,
+            f"matrix:{messages}:{size}:{step}",
+            lambda r=run: _matrix_row(r, messages, size, step),
+        )
+        for run in runs
+    ]
+    return size, grid
+
+
+def _matrix_row(run: Run, messages: int, size: int, step: int | None = None) -> list[MatrixCell]:
+    from replay_app.compare.compare_steps import fates_at
+
+    buckets = -(-messages // size)
+    counts: list[Counter[str]] = [Counter() for _ in range(buckets)]
+    for i, fate in fates_at(run, step).items():
+        if 0 <= i < messages:
+            counts[i // size][fate.value] += 1
+    cells = []
+    for b, found in enumerate(counts):
+        start, end = b * size, min(b * size + size, messages)
+        kept = (end - start) - sum(found.values())
+        if kept:
+            found["kept"] = kept
+        ordered = dict(sorted(found.items(), key=lambda kv: (-kv[1], kv[0])))
+        cells.append(MatrixCell(start, end, next(iter(ordered), "kept"), ordered))
+    return cells
+
+
+def matrix_strip(cells: Sequence[MatrixCell], *, href: str) -> str:
+    """One run's row of the matrix as HTML (2,000+ cells: a template loop costs ~100 ms).
+    Only fate names and numbers go in; ``href`` is escaped."""
+    base = html.escape(href)
+    return "".join(
+        f'<a class="fate-cell cell-{c.fate}" data-fate="{c.fate}" '
+        f'href="{base}&amp;message={c.start}#step-messages" title="{html.escape(c.title)}"></a>'
+        for c in cells
+    )
+
+
+def matrix_detail(runs: Sequence[Run], start: int, end: int) -> list[tuple[int, list[str]]]:
+    """Message by message for ``[start, end)``: (index, [fate per run])."""
+    finals = [final_fates(r) for r in runs]
+    return [(i, [f.get(i, Fate.KEPT).value for f in finals]) for i in range(start, end)]
+
+
+# --- what was lost -----------------------------------------------------------------------
+
+
+def retentions(runs: Sequence[Run]) -> list[dict[str, Any]]:
+    """``inspect.retention`` per run. Usually stored by the worker; the transcript's
+    messages are loaded (at most once) only when a run's analysis has to be computed."""
+    if not runs:
+        return []
+    transcript = runs[0].transcript  # load_runs: every run is on this transcript
+    shared_index = functools.cache(lambda: FactIndex(transcript.to_conversation().messages))
+    return [with_links(run, lost_analysis.retention(run, fact_index=shared_index)) for run in runs]

@@ -1,0 +1,392 @@
+"""Compare views: 2-6 runs side by side, the step view across runs, the fate matrix, summary
+diffs.
+
+Thin: parse input, call the compare read models, render. One URL serves the page, its htmx
+fragment and its JSON twin (``?format=json``). Runs are fetched through ``owned``: another
+user's run is not found.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import render
+from django.urls import reverse
+from django.utils.http import content_disposition_header
+from django.utils.safestring import mark_safe
+from django.views.decorators.http import require_GET
+
+from ctxlab.http import HtmxHttpRequest
+from ctxlab.http import int_param as _int
+from ctxlab.http import json_response as _json
+from ctxlab.http import wants as _wants
+from ctxlab.ownership import owned
+from replay_app import memo
+from replay_app.compare import compare_steps, overview
+from replay_app.compare import views as compare_views
+from replay_app.display import charts
+from replay_app.display.markdown_safe import word_diff
+from replay_app.models import Run, RunSummary
+from replay_app.steps import fatelog, run_curve
+
+
+def _digits(value: str | None) -> int | None:
+    text = (value or "").strip()
+    return int(text) if text.isdigit() else None
+
+
+def wants_step_view(request: HttpRequest) -> bool:
+    return bool(request.GET.get("step", "").strip() or request.GET.get("compaction", "").strip())
+
+
+def compare_step(request: HttpRequest, runs: list[Run]) -> HttpResponse:
+    """Every run at step N (or at its K-th compaction), messages aligned across runs."""
+    step = _digits(request.GET.get("step"))
+    compaction = _digits(request.GET.get("compaction"))
+    if compaction is not None and compaction < 1:
+        compaction = None
+    if step is None and compaction is None:
+        return _bad(request, "step and compaction are numbers (step from 0, compaction from 1)")
+    steps = compare_steps._steps_of(runs)
+    if step is not None and compaction is None and not 0 <= step < max(steps, 1):
+        return _bad(request, f"step {step} is out of range (0..{max(steps - 1, 0)})")
+    only = request.GET.get("only") == "diff"
+    page = _digits(request.GET.get("page"))
+    message = _digits(request.GET.get("message"))
+    if message is not None and page is None and not only:
+        page = message // compare_steps.STEP_MESSAGES + 1
+    view = compare_steps.step_across(
+        runs, step=None if compaction else step, compaction=compaction, page=page,
+        only_differences=only,
+    )  # fmt: skip
+    if request.GET.get("format") == "json":
+        return JsonResponse(view.as_json(), json_dumps_params={"ensure_ascii": False})
+    ids = ",".join(str(r.pk) for r in runs)
+    return render(
+        request,
+        "replay_app/compare/compare_step.html",
+        {"view": view, "runs": runs, "ids": ids, "message": message,
+         "fate_names": fatelog.FATES},
+    )  # fmt: skip
+
+
+def _bad(request: HttpRequest, message: str) -> HttpResponse:
+    if request.GET.get("format") == "json":
+        return JsonResponse({"error": message}, status=400)
+    return HttpResponse(message, status=400, content_type="text/plain; charset=utf-8")
+
+
+def _summary(request: HttpRequest, ref: str) -> tuple[Run, RunSummary]:
+    run_id, _, seq = ref.partition(":")
+    if not (run_id.isdigit() and seq.isdigit()):
+        raise Http404("choose summaries as run:seq")
+    run = owned(Run.objects, request.user).filter(pk=int(run_id)).first()
+    summary = RunSummary.objects.filter(run=run, seq=int(seq)).first() if run else None
+    if run is None or summary is None:
+        raise Http404(f"no summary {ref}")
+    return run, summary
+
+
+@require_GET
+def summary_diff(request: HttpRequest) -> HttpResponse:
+    """``?pick=RUN:SEQ&pick=RUN:SEQ``: two chosen summaries, word by word."""
+    picks = [p for p in request.GET.getlist("pick") if p][:3]
+    context: dict[str, Any] = {"error": ""}
+    if len(picks) != 2:
+        context["error"] = f"Tick two summaries to compare them (ticked {len(picks)})."
+    else:
+        (run_a, a), (run_b, b) = _summary(request, picks[0]), _summary(request, picks[1])
+        context.update(
+            a=a, b=b, run_a=run_a, run_b=run_b,
+            diff=mark_safe(word_diff(a.output, b.output)),  # noqa: S308 - escaped inside
+        )  # fmt: skip
+    template = "replay_app/compare/compare_diff.html"
+    if getattr(request, "htmx", False):
+        template += "#summary-diff"
+    return render(request, template, context, status=400 if context["error"] else 200)
+
+
+# --- compare -----------------------------------------------------------------------------
+
+
+def _runs_param(request: HttpRequest) -> str:
+    values = request.GET.getlist("runs")
+    return ",".join(v for v in values if v)
+
+
+def _picker(request: HttpRequest) -> dict[str, Any]:
+    ticked: list[int] = []
+    group = request.GET.get("group", "")
+    if group.isdigit():  # the group page's link: its first runs ticked, its transcript first
+        ticked = list(
+            owned(Run.objects, request.user)
+            .filter(group_id=int(group))
+            .order_by("pk")
+            .values_list("pk", flat=True)[: overview.MAX_RUNS]
+        )
+    runs = (
+        owned(Run.objects, request.user)
+        .select_related("transcript", "group")
+        .order_by("transcript_id", "group_id", "-id")
+        .only(
+            "id",
+            "label",
+            "strategy",
+            "status",
+            "transcript_id",
+            "transcript__title",
+            "transcript__conversation_id",
+            "group_id",
+            "group__name",
+            "created_at",
+        )[:500]
+    )
+    groups: dict[int, dict[str, Any]] = {}
+    for run in runs:
+        entry = groups.setdefault(
+            run.transcript_id, {"transcript": run.transcript, "runs": [], "groups": {}}
+        )
+        entry["runs"].append(run)
+        if run.group_id:
+            entry["groups"].setdefault(run.group_id, []).append(run.pk)
+    for entry in groups.values():
+        entry["group_links"] = [
+            (gid, ",".join(map(str, ids[: overview.MAX_RUNS])))
+            for gid, ids in entry["groups"].items()
+            if len(ids) >= overview.MIN_RUNS
+        ]
+    picked = list(groups.values())
+    if ticked:
+        first = next((t for t, e in groups.items() if any(r.pk in ticked for r in e["runs"])), None)
+        picked.sort(key=lambda e: e["transcript"].pk != first)
+    return {"picker": picked, "ticked": ticked}
+
+
+@require_GET
+def run_compare(request: HtmxHttpRequest) -> HttpResponse:
+    raw = _runs_param(request)
+    if not raw:
+        context = _picker(request)
+        if _wants(request, "json"):
+            return _json(
+                {
+                    "transcripts": [
+                        {
+                            "transcript": e["transcript"].pk,
+                            "title": e["transcript"].display_title,
+                            "runs": [
+                                {"id": r.pk, "label": r.label, "status": r.status}
+                                for r in e["runs"]
+                            ],
+                        }
+                        for e in context["picker"]
+                    ]
+                }
+            )
+        return render(request, "replay_app/compare/compare.html", context)
+    try:
+        runs = overview.load_runs(request.user, raw)
+    except LookupError as exc:
+        raise Http404(str(exc)) from None
+    except overview.CompareError as exc:
+        if _wants(request, "json"):
+            return _json({"error": str(exc)}, status=400)
+        return render(
+            request,
+            "replay_app/compare/compare.html",
+            {**_picker(request), "error": str(exc)},
+            status=400,
+        )
+    if compare_views.wants_step_view(request):
+        return compare_views.compare_step(request, runs)
+    retentions = overview.retentions(runs)
+    rows = overview.metric_rows(runs, retentions)
+    if _wants(request, "csv"):
+        response = HttpResponse(
+            overview.metrics_csv(runs, rows), content_type="text/csv; charset=utf-8"
+        )
+        response.headers["Content-Disposition"] = content_disposition_header(
+            True, f"compare-{'-'.join(str(r.pk) for r in runs)}.csv"
+        )
+        return response
+    spage = _int(request.GET.get("spage"), 1) or 1
+    summary_rows, spage, spages = overview.summary_rows(runs, page=spage)
+    ordinal_rows, opage, opages = compare_steps.summaries_by_compaction(runs, page=spage)
+    messages = runs[0].transcript.message_count
+    at = _int(request.GET.get("at"))  # the fate matrix at this step (default: final)
+    size, grid = overview.matrix(runs, messages, step=at)
+    ids = ",".join(str(r.pk) for r in runs)
+    if _wants(request, "json"):
+        data = _compare_json(runs, rows, retentions, summary_rows, spage, spages, size, grid)
+        data["matrix"]["step"] = at
+        data["summaries_by_compaction"] = {
+            "page": opage,
+            "pages": opages,
+            "rows": [
+                {"ordinal": row.ordinal, "cells": [c.as_dict() if c else None for c in row.cells]}
+                for row in ordinal_rows
+            ],
+        }
+        return _json(data)
+    chart = memo.cached_many(runs, "compare-html", lambda: _compare_html(runs, ids))
+    steps = compare_steps._steps_of(runs)
+    final = max(steps - 1, 0)
+    matrix_href = f"{reverse('run-compare')}?runs={ids}&step={final if at is None else at}"
+    context = {
+        "runs": runs,
+        "ids": ids,
+        "chart": chart,
+        "rows": rows,
+        "retentions": list(zip(runs, retentions, strict=True)),
+        "lost_events": overview.LOST_EVENTS,
+        "summary_rows": summary_rows,
+        "ordinal_rows": ordinal_rows,
+        "spage": opage,
+        "spages": opages,
+        "matrix_step": at,
+        "final_step": final,
+        "matrix": [
+            (run, mark_safe(overview.matrix_strip(cells, href=matrix_href)))  # noqa: S308
+            for run, cells in zip(runs, grid, strict=True)
+        ],
+        "bucket": size,
+        "message_count": messages,
+        "fate_names": fatelog.FATES,
+    }
+    template = "replay_app/compare/compare.html"
+    if request.htmx and request.htmx.target == "compare-matrix":
+        template += "#compare-matrix"
+    elif request.htmx and request.htmx.target == "compare-summaries":
+        template += "#compare-summaries"
+    return render(request, template, context)
+
+
+def _compare_html(runs: list[Run], ids: str) -> str:
+    spec = charts.compare_curves(overview.curves(runs))
+    return charts.chart_html(
+        spec, div_id="compare-plot", filename=f"compare-{ids.replace(',', '-')}"
+    )
+
+
+def _compare_json(
+    runs: list[Run],
+    rows: list[overview.MetricRow],
+    retentions: list[dict[str, Any]],
+    summary_rows: list[overview.SummaryRow],
+    spage: int,
+    spages: int,
+    size: int,
+    grid: list[list[overview.MatrixCell]],
+) -> dict[str, Any]:
+    return {
+        "runs": [
+            {
+                "id": r.pk,
+                "label": r.label,
+                "strategy": r.strategy,
+                "window": r.window,  # the comparison's model window (None: its own)
+                "status": r.status,
+                "transcript": r.transcript_id,
+                "retention": ret.get("retention"),
+            }
+            for r, ret in zip(runs, retentions, strict=True)
+        ],
+        "retention": {
+            str(r.pk): ret.get("retention") for r, ret in zip(runs, retentions, strict=True)
+        },
+        "metrics": [
+            {
+                "key": m.key,
+                "label": m.label,
+                "unit": m.unit,
+                "better": m.better,
+                "help": m.help,
+                "best_rule": m.best_rule,
+                "values": m.values,
+                "best": m.best,
+            }
+            for m in rows
+        ],
+        "lost": {str(r.pk): ret for r, ret in zip(runs, retentions, strict=True)},
+        "curves": {str(r.pk): run_curve.curve(r).as_dict() for r in runs},
+        "summaries": {
+            "page": spage,
+            "pages": spages,
+            "rows": [
+                {
+                    "step": row.step,
+                    "cells": [
+                        None
+                        if c is None
+                        else {
+                            "seq": c.seq,
+                            "output": c.output,
+                            "error": c.error,
+                            "diff": [x for _, x in c.diff],
+                        }
+                        for c in row.cells
+                    ],
+                }
+                for row in summary_rows
+            ],
+        },
+        "matrix": {
+            "bucket": size,
+            "runs": {
+                str(r.pk): [
+                    {"start": c.start, "end": c.end, "fate": c.fate, "counts": c.counts}
+                    for c in cells
+                ]
+                for r, cells in zip(runs, grid, strict=True)
+            },
+        },
+    }
+
+
+MATRIX_DETAIL_MAX = 500
+
+
+@require_GET
+def compare_matrix(request: HttpRequest) -> HttpResponse:
+    """One bucket of the fate matrix, message by message."""
+    try:
+        runs = overview.load_runs(request.user, _runs_param(request))
+    except LookupError as exc:
+        raise Http404(str(exc)) from None
+    except overview.CompareError as exc:
+        return HttpResponse(str(exc), status=400, content_type="text/plain; charset=utf-8")
+    messages = runs[0].transcript.message_count
+    start = max(_int(request.GET.get("start"), 0) or 0, 0)
+    end = min(_int(request.GET.get("end"), start + 100) or 0, messages, start + MATRIX_DETAIL_MAX)
+    rows = overview.matrix_detail(runs, start, max(end, start))
+    if _wants(request, "json"):
+        return _json(
+            {
+                "runs": [r.pk for r in runs],
+                "start": start,
+                "end": end,
+                "messages": [{"index": i, "fates": fates} for i, fates in rows],
+            }
+        )
+    previews = dict(
+        runs[0]
+        .transcript.messages.filter(index__gte=start, index__lt=end)
+        .values_list("index", "preview")
+    )
+    ids = ",".join(str(r.pk) for r in runs)
+    span = end - start
+    return render(
+        request,
+        "replay_app/compare/compare_matrix.html",
+        {
+            "runs": runs,
+            "ids": ids,
+            "rows": [(i, previews.get(i, ""), fates) for i, fates in rows],
+            "start": start,
+            "end": end,
+            "prev_start": max(start - span, 0) if start > 0 else None,
+            "next_start": end if end < messages else None,
+            "span": span,
+        },
+    )

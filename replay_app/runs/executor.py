@@ -1,0 +1,253 @@
+"""Executing a run (``run_execute``, called by the worker's task).
+
+Streams the engine's StepRecords and writes them in batches (``BATCH_STEPS`` steps, or
+every ``BATCH_SECONDS``), one transaction per batch, so progress is visible and memory
+bounded. Each batch is fenced: it only commits while the run is still ``running`` under
+the same ``attempts`` number, so a run that was reaped, cancelled or retried meanwhile is
+never written to by a stale task.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import traceback as tb
+from collections.abc import Mapping
+from decimal import Decimal
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from ctxlab.engine.heap import existing_heap_frozen
+from ctxlab.engine.metrics import compute_metrics
+from ctxlab.engine.recorded import RecordedSummarizer, agreement_rows
+from ctxlab.engine.replay import Replay, call_starts
+from ctxlab.engine.summarizers import OfflineSummarizer, Summarizer
+from replay_app.costs import llm, run_costs
+from replay_app.models import (
+    Run,
+    RunEvent,
+    RunFinding,
+    RunOffload,
+    RunStatus,
+    RunStep,
+    RunSummary,
+)
+from replay_app.runs.heartbeat import pulse as heartbeat_pulse
+from replay_app.runs.progress import (
+    LATEST_EVENTS,
+    EventRow,
+    ProgressSink,
+    _emit,
+    _event_row,
+    _latest_events,
+)
+from replay_app.steps import lost_analysis
+
+log = logging.getLogger(__name__)
+
+BATCH_STEPS = 200
+BATCH_SECONDS = 0.5
+
+# ---------------------------------------------------------------------------------------
+# Execution
+# ---------------------------------------------------------------------------------------
+
+
+class _Stop(Exception):
+    """The run is no longer ours to write (cancelled, reaped or retried meanwhile)."""
+
+    def __init__(self, cancelled: bool) -> None:
+        self.cancelled = cancelled
+
+
+def make_summarizer(run: Run) -> Summarizer:
+    if run.summarizer == "offline":
+        return OfflineSummarizer()
+    if run.summarizer == "recorded":  # the transcript's own compaction summaries
+        return RecordedSummarizer()
+    if run.summarizer == "anthropic":
+        budget = (run.llm or {}).get("budget_usd")
+        return llm.MeteredSummarizer(
+            llm.make_anthropic(model=run.summarizer_model),
+            budget_usd=Decimal(str(budget)) if budget is not None else llm.budget_default(),
+        )
+    raise ValueError(f"unknown summarizer {run.summarizer!r}")
+
+
+def run_execute(
+    *,
+    run: Run,
+    on_progress: ProgressSink | None = None,
+    batch_steps: int = BATCH_STEPS,
+    batch_seconds: float = BATCH_SECONDS,
+) -> Run:
+    """Replay the run's snapshot, storing rows in fenced batches. Never raises for a
+    failing replay: the error is recorded on the run (status ``failed``)."""
+    attempt = run.attempts
+    now = timezone.now()
+    claimed = Run.objects.filter(pk=run.pk, status=RunStatus.QUEUED, attempts=attempt).update(
+        status=RunStatus.RUNNING,
+        started_at=now,
+        heartbeat_at=now,
+        finished_at=None,
+    )
+    run.refresh_from_db()
+    if not claimed:
+        log.info("run %s not started: it is %s (attempt %s)", run.pk, run.status, run.attempts)
+        return run
+    _emit(on_progress, run, [])
+    try:
+        with heartbeat_pulse(run.pk, attempt):
+            _execute(run, attempt, on_progress, batch_steps, batch_seconds)
+    except _Stop as stop:
+        if stop.cancelled:
+            Run.objects.filter(pk=run.pk, attempts=attempt, status=RunStatus.RUNNING).update(
+                status=RunStatus.CANCELLED, finished_at=timezone.now(), error="cancelled"
+            )
+    except Exception as exc:
+        log.exception("run %s failed", run.pk)
+        Run.objects.filter(pk=run.pk, attempts=attempt, status=RunStatus.RUNNING).update(
+            status=RunStatus.FAILED,
+            finished_at=timezone.now(),
+            error=_readable(exc),
+            traceback=_short_traceback(exc),
+        )
+    run.refresh_from_db()
+    _emit(on_progress, run, _latest_events(run))
+    return run
+
+
+def _execute(
+    run: Run,
+    attempt: int,
+    on_progress: ProgressSink | None,
+    batch_steps: int,
+    batch_seconds: float,
+) -> None:
+    conversation = run.transcript.to_conversation()
+    summarizer = make_summarizer(run)
+    job = Replay(conversation, run.strategy, params=run.params, summarizer=summarizer)
+    total = len(call_starts(conversation.messages))
+    Run.objects.filter(pk=run.pk).update(steps_total=total)
+    run.steps_total = total
+    writer = _BatchWriter(run, attempt)
+    writer.metered = summarizer if isinstance(summarizer, llm.MeteredSummarizer) else None
+    last_flush = time.monotonic()
+    with existing_heap_frozen():  # see ctxlab.engine.heap: full collections skip the input
+        for record in job:
+            writer.add(record)
+            if writer.pending >= batch_steps or time.monotonic() - last_flush >= batch_seconds:
+                writer.flush(job.result.offloads)
+                last_flush = time.monotonic()
+                _emit(on_progress, run, writer.latest)
+    writer.flush(job.result.offloads)
+    _emit(on_progress, run, writer.latest)  # 100 %: pages say it is finishing (metrics, analysis)
+    result = job.result
+    metrics = compute_metrics(
+        result, threshold=job.strategy.threshold(job.ctx), reference=job.ctx.reference
+    )
+    counter = llm.make_counter(model=run.summarizer_model or None) if run.exact_counts else None
+    extra = run_costs.finish(run, job, metered=writer.metered, exact_counter=counter)
+    metrics = {**metrics, **extra.pop("metrics")}
+    if conversation.compactions:  # the original's own compactions next to the replay's
+        metrics["original_compactions"] = agreement_rows(conversation, result)
+    # What each compaction lost, off the page request (None when it failed: logged).
+    retention = lost_analysis.analyse_finished(run, result, conversation.messages)
+    with transaction.atomic():  # done and its analysis become visible together
+        done = Run.objects.filter(pk=run.pk, attempts=attempt, status=RunStatus.RUNNING).update(
+            status=RunStatus.DONE,
+            finished_at=timezone.now(),
+            heartbeat_at=timezone.now(),
+            metrics=_jsonable(metrics),
+            **_jsonable(extra),
+            steps_done=len(result.steps),
+            steps_total=len(result.steps),
+        )
+        if done and retention is not None:
+            lost_analysis.store_retention(run, attempt, retention)
+    if not done:
+        raise _Stop(cancelled=False)
+
+
+class _BatchWriter:
+    """Buffers rows between flushes; each flush is one fenced transaction."""
+
+    def __init__(self, run: Run, attempt: int) -> None:
+        self.run, self.attempt = run, attempt
+        self.steps: list[RunStep] = []
+        self.events: list[RunEvent] = []
+        self.summaries: list[RunSummary] = []
+        self.findings: list[RunFinding] = []
+        self.offloaded: set[str] = set()
+        self.steps_done = 0
+        self.events_count = 0
+        self.latest: list[EventRow] = []
+        self.metered: llm.MeteredSummarizer | None = None
+
+    @property
+    def pending(self) -> int:
+        return len(self.steps)
+
+    def add(self, record: Any) -> None:
+        run = self.run
+        self.steps.append(RunStep.from_record(run, record))
+        events = [RunEvent.from_event(run, e) for e in record.events]
+        summaries = [RunSummary.from_record(run, s) for s in record.summaries]
+        if summaries:
+            run_costs.annotate(record, summaries, events, self.metered)
+        self.events.extend(events)
+        self.summaries.extend(summaries)
+        self.findings.extend(RunFinding.from_record(run, f) for f in record.findings)
+
+    def flush(self, offloads: Mapping[str, str]) -> None:
+        new_offloads = [
+            RunOffload(run=self.run, path=path, text=text)
+            for path, text in offloads.items()
+            if path not in self.offloaded
+        ]
+        steps_done = self.steps_done + len(self.steps)
+        events_count = self.events_count + len(self.events)
+        with transaction.atomic():
+            fenced = Run.objects.filter(
+                pk=self.run.pk, attempts=self.attempt, status=RunStatus.RUNNING
+            )
+            if not fenced.update(
+                steps_done=steps_done, events_count=events_count, heartbeat_at=timezone.now()
+            ):
+                raise _Stop(cancelled=False)
+            RunStep.objects.bulk_create(self.steps, batch_size=500)
+            RunEvent.objects.bulk_create(self.events, batch_size=500)
+            RunSummary.objects.bulk_create(self.summaries, batch_size=100)
+            RunFinding.objects.bulk_create(self.findings, batch_size=500)
+            RunOffload.objects.bulk_create(new_offloads, batch_size=100)
+            cancel = Run.objects.filter(pk=self.run.pk).values_list("cancel_requested", flat=True)[
+                0
+            ]
+        self.offloaded.update(o.path for o in new_offloads)
+        if self.events:
+            self.latest = (self.latest + [_event_row(e) for e in self.events])[-LATEST_EVENTS:]
+        self.steps_done, self.events_count = steps_done, events_count
+        self.run.steps_done, self.run.events_count = steps_done, events_count
+        self.steps, self.events, self.summaries, self.findings = [], [], [], []
+        if cancel:
+            raise _Stop(cancelled=True)
+
+
+def _readable(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    if isinstance(exc, ValueError | KeyError | TypeError | RuntimeError):
+        return f"{type(exc).__name__}: {text}"[:2000]
+    return text[:2000]
+
+
+def _short_traceback(exc: BaseException) -> str:
+    lines = tb.format_exception(type(exc), exc, exc.__traceback__)
+    text = "".join(lines)
+    return text[-8000:]
+
+
+def _jsonable(value: Any) -> Any:
+    return json.loads(json.dumps(value, default=str))

@@ -1,0 +1,125 @@
+"""The "start runs" form: a transcript, presets and configurations, one window, a summariser."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+
+from ctxlab.engine.budget import window_params
+from ctxlab.ownership import owned
+from replay_app.configs.forms import SUMMARIZER_LABELS, preset_choices
+from replay_app.costs import llm
+from replay_app.models import StrategyConfig
+from replay_app.runs.services import SUMMARIZERS
+from replay_app.runs.transcript_picker import TranscriptPicker, window_hint
+from sessions_app.models import Transcript
+
+
+class RunCreateForm(forms.Form):
+    transcript = forms.ModelChoiceField(
+        queryset=Transcript.objects.none(), widget=TranscriptPicker()
+    )
+    window = forms.IntegerField(
+        required=False,
+        min_value=1,
+        label="Model context window (tokens)",
+        help_text="One budget for every chosen strategy: sets each one's own window "
+        "parameter(s). Empty: each keeps its own.",
+    )
+    presets = forms.MultipleChoiceField(
+        choices=preset_choices, widget=forms.CheckboxSelectMultiple, required=False
+    )
+    configs = forms.ModelMultipleChoiceField(
+        queryset=StrategyConfig.objects.none(),
+        widget=forms.CheckboxSelectMultiple,
+        required=False,
+        label="Saved configurations",
+    )
+    summarizer = forms.ChoiceField(
+        choices=[(s, SUMMARIZER_LABELS.get(s, s)) for s in SUMMARIZERS],
+        initial="offline",
+        help_text="offline: deterministic extractive summaries, no model calls. "
+        "recorded: the original agent's own compaction summaries from the transcript (Claude "
+        "Code, Codex), the nearest one to each compaction; offline where none is left. "
+        "Claude: the strategy's exact prompt sent to the model below (costs money; summaries "
+        "are cached, so replaying again never pays twice).",
+    )
+    # Issue 7: Claude model, budget cap, exact counts (replay_app.costs / llm).
+    model = forms.ChoiceField(choices=(), required=False, label="Claude model")
+    budget_usd = forms.DecimalField(
+        required=False, min_value=0, decimal_places=2, label="Budget per run (USD)"
+    )
+    exact_counts = forms.BooleanField(
+        required=False,
+        label="Exact Anthropic counts",
+        help_text="Also count every request with Anthropic's count_tokens endpoint "
+        "(cached, rate-limited; needs the API key).",
+    )
+    name = forms.CharField(max_length=200, required=False, label="Comparison name")
+
+    def __init__(self, *args: Any, owner: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.owner = owner
+        self.fields["transcript"].queryset = owned(Transcript.objects, owner)
+        self.fields["transcript"].widget.owner = owner
+        self.fields["configs"].queryset = owned(StrategyConfig.objects, owner)
+        self.fields["model"].choices = [(m, llm.model_label(m)) for m in llm.summary_models()]
+        self.fields["model"].initial = llm.default_model()
+        cap = llm.budget_default()
+        self.fields["budget_usd"].initial = cap
+        self.fields["budget_usd"].max_value = cap
+        self.fields["budget_usd"].help_text = (
+            f"Runs whose estimated summary cost is above this are not started "
+            f"(at most ${cap:.2f}, the server's CTXLAB_RUN_BUDGET_USD)."
+        )
+        self.key_available = llm.key_available()
+
+    def clean_budget_usd(self) -> Any:
+        value = self.cleaned_data.get("budget_usd")
+        cap = llm.budget_default()
+        if value is not None and value > cap:
+            raise forms.ValidationError(f"At most ${cap:.2f} per run (CTXLAB_RUN_BUDGET_USD).")
+        return value
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        if not cleaned.get("presets") and not cleaned.get("configs"):
+            raise forms.ValidationError("Choose at least one preset or saved configuration.")
+        self.check_key(cleaned)
+        self.check_window(
+            cleaned, [*cleaned["presets"], *[c.strategy for c in cleaned.get("configs") or ()]]
+        )
+        return cleaned
+
+    def check_window(self, cleaned: dict[str, Any], strategies: list[str]) -> None:
+        """The window must suit every chosen strategy's window parameter (its range)."""
+        window = cleaned.get("window")
+        if window is None:
+            return
+        for strategy in dict.fromkeys(strategies):
+            try:
+                window_params(strategy, window)
+            except ValueError as exc:
+                self.add_error("window", str(exc))
+                return
+
+    def window_hint(self) -> dict[str, Any] | None:
+        return window_hint(self.owner, self["transcript"].value())
+
+    def check_key(self, cleaned: dict[str, Any]) -> None:
+        """Claude or exact counts need the API key (also used by the sweep form)."""
+        wants_key = cleaned.get("summarizer") == "anthropic" or cleaned.get("exact_counts")
+        if wants_key and not self.key_available:
+            field = "summarizer" if cleaned.get("summarizer") == "anthropic" else "exact_counts"
+            self.add_error(field, llm.NO_KEY_MESSAGE)
+
+    def llm_options(self) -> Any:
+        from replay_app.costs.run_budget import LLMOptions
+
+        data = self.cleaned_data
+        return LLMOptions(
+            model=data.get("model") or llm.default_model(),
+            budget_usd=data.get("budget_usd"),
+            exact_counts=bool(data.get("exact_counts")),
+        )

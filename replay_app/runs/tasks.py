@@ -1,0 +1,43 @@
+"""Celery tasks of the replay lab: load ids, call one service, nothing else."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from celery import shared_task
+from celery.signals import worker_ready
+
+log = logging.getLogger(__name__)
+
+
+@shared_task(name="replay_app.execute_run", acks_late=True)
+def execute_run(run_id: int) -> str:
+    """Execute one queued run; the outcome (done/failed/cancelled) is stored on the run."""
+    from replay_app.models import Run
+    from replay_app.runs import executor
+    from replay_app.runs.progress import ChannelProgress
+
+    run = Run.objects.filter(pk=run_id).select_related("transcript").first()
+    if run is None:
+        return "missing"
+    run = executor.run_execute(run=run, on_progress=ChannelProgress())
+    return str(run.status)
+
+
+@worker_ready.connect
+def _reap_on_worker_start(**kwargs: Any) -> None:
+    # A worker that starts means any earlier one may have died mid-run: fail its stale runs.
+    try:
+        from django.conf import settings
+        from django.utils import timezone
+
+        from replay_app.runs import services
+
+        count = services.runs_reap_stale()
+        if settings.CELERY_BROKER_URL.startswith("memory://"):
+            count += services.runs_reap_lost_queued(before=timezone.now())
+        if count:
+            log.warning("marked %d stale or lost run(s) as failed", count)
+    except Exception:  # never keep a worker from starting
+        log.exception("stale-run reaper failed at worker start")

@@ -1,0 +1,118 @@
+"""The run and sweep forms' transcript choice: a handful of radio buttons (the chosen
+transcript and the newest ones) and a search box whose results htmx swaps in.
+
+A user may own 100,000 conversations: a ``<select>`` of all of them makes the form slow
+to build and to use, so no page ever lists more than ``RESULTS`` of them. Each option
+shows the file name, format, message count and date; search matches the title, the file
+name and the conversation id.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.db.models import Q, QuerySet
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.template.loader import render_to_string
+from django.views.decorators.http import require_GET
+
+from ctxlab.engine.budget import peak_request, suggested_windows
+from ctxlab.ownership import owned
+from sessions_app.models import Transcript
+
+RESULTS = 12
+FIELDS = ("id", "title", "conversation_id", "format", "message_count", "position",
+          "upload__name", "upload__created_at")  # fmt: skip
+
+
+def _base(owner: Any) -> QuerySet[Transcript]:
+    return (
+        owned(Transcript.objects, owner)
+        .select_related("upload")
+        .only(*FIELDS)
+        .order_by("-upload__created_at", "-upload_id", "position")
+    )
+
+
+def options(owner: Any, *, query: str = "", selected: Any = None) -> list[Transcript]:
+    """The chosen transcript first, then the newest (or the best matches of ``query``)."""
+    chosen = None
+    if str(selected or "").isdigit():
+        chosen = _base(owner).filter(pk=int(selected)).first()
+    found = _base(owner)
+    text = query.strip()
+    if text:
+        match = Q(title__icontains=text) | Q(upload__name__icontains=text)
+        match |= Q(conversation_id__icontains=text)
+        if text.isdigit():
+            match |= Q(pk=int(text))
+        found = found.filter(match)
+    if chosen is not None:
+        found = found.exclude(pk=chosen.pk)
+    rows = list(found[: RESULTS - (chosen is not None)])
+    return ([chosen] if chosen is not None else []) + rows
+
+
+class TranscriptPicker(forms.Widget):
+    """Radio buttons for the few options + the search box (the field's queryset is only
+    used to validate the posted id)."""
+
+    template_name = "replay_app/runs/_transcript_picker.html"
+    owner: Any = None
+
+    def render(
+        self, name: str, value: Any, attrs: dict[str, Any] | None = None, renderer: Any = None
+    ) -> str:
+        shown = options(self.owner, selected=value)
+        return render_to_string(
+            self.template_name,
+            {"name": name, "options": shown, "selected": str(value or ""), "query": ""},
+        )
+
+    def value_from_datadict(self, data: Any, files: Any, name: str) -> Any:
+        return data.get(name)
+
+
+@require_GET
+def transcript_options(request: HttpRequest) -> HttpResponse:
+    """``?transcript_q=&transcript=`` → the options fragment (the search box's target)."""
+    selected = request.GET.get("transcript", "")
+    query = request.GET.get("transcript_q", "")[:200]
+    shown = options(request.user, query=query, selected=selected)
+    return render(
+        request,
+        "replay_app/runs/_transcript_picker.html#transcript-options",
+        {"name": "transcript", "options": shown, "selected": selected, "query": query},
+    )
+
+
+# --- windows that make compaction fire ------------------------------------------------------
+
+
+def window_hint(owner: Any, transcript_id: Any) -> dict[str, Any] | None:
+    """The chosen transcript's cl100k peak request and the windows suggested from it
+    (25/50/75 %), or None without a transcript."""
+    if not str(transcript_id or "").isdigit():
+        return None
+    transcript = owned(Transcript.objects, owner).filter(pk=int(transcript_id)).first()
+    if transcript is None:
+        return None
+    rows = transcript.messages.order_by("index").values_list("role", "reference_tokens")
+    peak = peak_request(rows.iterator(chunk_size=5000))
+    return {"transcript": transcript, "peak": peak, "windows": suggested_windows(peak)}
+
+
+@require_GET
+def window_suggestions(request: HttpRequest) -> HttpResponse:
+    """``?transcript=&window=`` → the run form's window field with its suggestions."""
+    return render(
+        request,
+        "replay_app/runs/_window_field.html",
+        {
+            "hint": window_hint(request.user, request.GET.get("transcript")),
+            "value": request.GET.get("window", "")[:12],
+            "errors": [],
+        },
+    )

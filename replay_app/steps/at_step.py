@@ -1,0 +1,232 @@
+"""The request at one step: zones and one page of messages with their fates.
+
+Designed for runs over 20,000-message transcripts within the page budgets: steps are read
+with ``values_list`` of a few columns; fates come from the run's cached fate log; a step's
+message list reads only the visible page of messages and only the events whose modified
+versions it shows. Nothing here is O(steps x context).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ctxlab.engine import codec
+from ctxlab.engine.lost import message_text as engine_message_text
+from ctxlab.engine.records import Fate
+from replay_app.models import Run, RunEvent, RunStatus, RunStep
+from replay_app.steps.fatelog import FATES, fate_log
+from replay_app.steps.zone_bar import ZoneSegment, transcript_parts, zone_segments
+from sessions_app.models import Message
+
+PER_PAGE = 50
+
+
+@dataclass(slots=True)
+class MessageRow:
+    index: int
+    role: str
+    preview: str
+    tokens: int
+    name: str
+    fate: str
+    event: int | None  # the event seq that set the fate
+    in_context: bool
+    reason: str = ""
+    modified_preview: str = ""
+    offload_path: str = ""
+
+    @property
+    def diffable(self) -> bool:
+        return self.fate in ("truncated", "offloaded", "pruned")
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "role": self.role,
+            "preview": self.preview,
+            "reference_tokens": self.tokens,
+            "name": self.name,
+            "fate": self.fate,
+            "event": self.event,
+            "in_context": self.in_context,
+            "reason": self.reason,
+            "modified_preview": self.modified_preview,
+            "offload_path": self.offload_path,
+        }
+
+
+@dataclass(slots=True)
+class StepView:
+    step: int
+    steps: int  # how many steps the run has
+    source_index: int
+    tokens: dict[str, int | None]
+    zones: dict[str, Any]
+    segments: list[ZoneSegment]
+    context_len: int
+    summary_seq: int | None
+    pending: list[str]
+    messages: list[MessageRow]
+    page: int
+    pages: int
+    count: int  # messages listed over all pages (everything appended so far)
+    fate_counts: dict[str, int]
+    events_here: list[dict[str, Any]]
+
+    @property
+    def has_next(self) -> bool:
+        return self.page < self.pages
+
+    @property
+    def has_previous(self) -> bool:
+        return self.page > 1
+
+    @property
+    def prev_step(self) -> int | None:
+        return self.step - 1 if self.step > 0 else None
+
+    @property
+    def next_step(self) -> int | None:
+        return self.step + 1 if self.step + 1 < self.steps else None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "step": self.step,
+            "steps": self.steps,
+            "source_index": self.source_index,
+            "tokens": self.tokens,
+            "zones": self.zones,
+            "context_len": self.context_len,
+            "summary": self.summary_seq,
+            "pending": self.pending,
+            "fate_counts": self.fate_counts,
+            "events": self.events_here,
+            "page": self.page,
+            "pages": self.pages,
+            "count": self.count,
+            "messages": [m.as_dict() for m in self.messages],
+        }
+
+
+def step_count(run: Run) -> int:
+    if run.status == RunStatus.DONE:
+        return run.steps_total  # set from the stored steps when the run finished
+    return RunStep.objects.filter(run=run).count()
+
+
+def _in_ranges(ranges: Sequence[Sequence[int]], index: int) -> bool:
+    return any(a <= index < b for a, b in ranges)
+
+
+def step_view(
+    run: Run, step: int, *, page: int | None = None, per_page: int = PER_PAGE
+) -> StepView:
+    """The request at ``step``: zones, and one page of the messages appended so far (each
+    with its fate then). ``page=None`` shows the last page (the most recent messages)."""
+    row = RunStep.objects.filter(run=run, index=step).values_list(
+        "index",
+        "source_index",
+        "tokens_strategy",
+        "tokens_reference",
+        "tokens_reported",
+        "zones",
+        "context",
+        "context_len",
+        "summary_seq",
+        "pending",
+    )
+    found = list(row)
+    if not found:
+        raise LookupError(f"run {run.pk} has no step {step}")
+    (
+        _,
+        source_index,
+        t_strategy,
+        t_reference,
+        t_reported,
+        zones,
+        ranges,
+        context_len,
+        summary_seq,
+        pending,
+    ) = found[0]
+    total_steps = step_count(run)
+    count = source_index  # messages 0..source_index-1 were appended before this call
+    pages = max(1, -(-count // per_page))
+    page = pages if page is None else min(max(page, 1), pages)
+    start = (page - 1) * per_page
+    end = min(start + per_page, count)
+    log = fate_log(run)
+    fates = log.fates_at(step, range(start, end))
+    rows = list(
+        Message.objects.filter(transcript_id=run.transcript_id, index__gte=start, index__lt=end)
+        .order_by("index")
+        .values_list("index", "role", "preview", "reference_tokens", "name")
+    )
+    # Modified versions shown on this page: only their events are read.
+    modified_seqs = {
+        seq for fate, seq in fates.values() if fate.value in ("truncated", "offloaded", "pruned")
+    }
+    versions: dict[int, dict[str, Any]] = {}
+    if modified_seqs:
+        for seq, changes in RunEvent.objects.filter(run=run, seq__in=modified_seqs).values_list(
+            "seq", "changes"
+        ):
+            for change in changes:
+                i = int(change["index"])
+                if i in fates and fates[i][1] == seq:
+                    versions[i] = change
+    messages: list[MessageRow] = []
+    for index, role, preview, tokens, name in rows:
+        fate, seq = fates.get(index, (Fate.KEPT, None))
+        change = versions.get(index, {})
+        modified = ""
+        if change.get("message"):
+            modified = _preview(codec.message_from_dict(change["message"]))
+        messages.append(
+            MessageRow(
+                index=index,
+                role=role,
+                preview=preview,
+                tokens=tokens,
+                name=name,
+                fate=fate.value,
+                event=seq,
+                in_context=_in_ranges(ranges, index),
+                reason=change.get("reason", ""),
+                modified_preview=modified,
+                offload_path=change.get("offload_path", ""),
+            )
+        )
+    fate_counts = log.counts_at(step)
+    fate_counts["kept"] = max(count - sum(fate_counts.values()), 0)
+    events_here = [
+        {"seq": seq, "kind": kind, "tokens_before": b, "tokens_after": a, "messages": len(m)}
+        for seq, kind, b, a, m in RunEvent.objects.filter(run=run, step=step)
+        .order_by("seq")
+        .values_list("seq", "kind", "tokens_before", "tokens_after", "messages")
+    ]
+    return StepView(
+        step=step,
+        steps=total_steps,
+        source_index=source_index,
+        tokens={"strategy": t_strategy, "reference": t_reference, "reported": t_reported},
+        zones=zones,
+        segments=zone_segments(zones, transcript_parts(run)),
+        context_len=context_len,
+        summary_seq=summary_seq,
+        pending=list(pending),
+        messages=messages,
+        page=page,
+        pages=pages,
+        count=count,
+        fate_counts={f: fate_counts.get(f, 0) for f in FATES if fate_counts.get(f, 0)},
+        events_here=events_here,
+    )
+
+
+def _preview(message: Any, limit: int = 200) -> str:
+    text = engine_message_text(message)
+    return text if len(text) <= limit else text[: limit - 1] + "…"

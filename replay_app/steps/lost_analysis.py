@@ -1,0 +1,178 @@
+"""Summaries and what was lost: the retention analysis of a run, stored per attempt."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from django.db import DatabaseError, transaction
+
+from ctxlab.engine.extract import KINDS
+from ctxlab.engine.extract import VERSION as EXTRACTOR_VERSION
+from ctxlab.engine.heap import existing_heap_frozen
+from ctxlab.engine.lost import (
+    CompactionLoss,
+    FactIndex,
+    LostFact,
+    Retention,
+    analyse,
+    analyse_parts,
+)
+from ctxlab.engine.model import Message as EngineMessage
+from ctxlab.engine.records import Event, ReplayResult, StepRecord, StepTokens, Zones
+from replay_app.memo import cached
+from replay_app.models import Run, RunAnalysis, RunEvent, RunStatus, RunStep
+
+log = logging.getLogger(__name__)
+
+# --- summaries and what was lost --------------------------------------------------------
+
+
+def summaries(run: Run) -> list[dict[str, Any]]:
+    """Each summary call with its output (inputs are loaded on demand: they can be large)."""
+    return [
+        {
+            "seq": seq,
+            "step": step,
+            "output": output,
+            "input_tokens": i_tok,
+            "output_tokens": o_tok,
+            "usage_estimated": estimated,
+            "error": error,
+            "summarizer": summarizer,
+            "messages": len(messages),
+        }
+        for seq, step, output, i_tok, o_tok, estimated, error, summarizer, messages in run.summaries.order_by(
+            "seq"
+        ).values_list(
+            "seq",
+            "step",
+            "output",
+            "input_tokens",
+            "output_tokens",
+            "usage_estimated",
+            "error",
+            "summarizer",
+            "messages",
+        )
+    ]
+
+
+FactIndexSource = FactIndex | Callable[[], FactIndex] | None
+
+
+def retention(run: Run, *, fact_index: FactIndexSource = None) -> dict[str, Any]:
+    """``lost.analyse`` over the stored run, memoised for finished runs: the analysis stored
+    for the run's current attempt (the worker stores it at run end), else computed from the
+    stored rows and, for a finished run, stored (so an older run pays once). ``fact_index``
+    (an index or a function building one, called only when computing) lets a caller
+    analysing several runs of one transcript extract its facts once."""
+    return cached(run, "retention", lambda: _stored_or_computed(run, fact_index))
+
+
+def _stored_or_computed(run: Run, fact_index: FactIndexSource) -> dict[str, Any]:
+    stored = stored_retention(run)
+    if stored is not None:
+        return stored
+    data = _retention(run, fact_index() if callable(fact_index) else fact_index)
+    if run.status == RunStatus.DONE:
+        store_retention(run, run.attempts, data)
+    return data
+
+
+def analyse_finished(
+    run: Run, result: ReplayResult, originals: Sequence[EngineMessage]
+) -> dict[str, Any] | None:
+    """The retention analysis of a replay that just finished, from its in-memory result
+    (equal to what ``_retention`` computes from the stored rows). None when it fails: an
+    analysis never fails a run; the pages then compute it on demand."""
+    try:
+        with existing_heap_frozen():  # as the replay: full collections skip the input
+            return analyse(result, originals).as_dict()
+    except Exception:
+        log.exception("run %s: retention analysis failed (pages compute it on demand)", run.pk)
+        return None
+
+
+def stored_retention(run: Run) -> dict[str, Any] | None:
+    """The analysis stored for the run's current attempt, if the run is finished."""
+    if run.status != RunStatus.DONE:
+        return None
+    found = (
+        RunAnalysis.objects.filter(run_id=run.pk, attempts=run.attempts)
+        .values_list("retention", flat=True)
+        .first()
+    )
+    if found is None or found.get("extractor") != EXTRACTOR_VERSION:
+        return None  # none yet, or extracted by an older version: computed again
+    return in_display_order(found)
+
+
+def store_retention(run: Run, attempt: int, data: dict[str, Any]) -> bool:
+    """Store ``data`` as the analysis of ``attempt`` while that attempt is the run's finished
+    one (a later attempt's analysis is never overwritten by an earlier one). Never raises
+    for a database error: the analysis is derived data, the pages can compute it again."""
+    try:
+        with transaction.atomic():  # a savepoint inside the caller's transaction
+            finished = Run.objects.filter(pk=run.pk, attempts=attempt, status=RunStatus.DONE)
+            if not finished.exists():
+                return False
+            RunAnalysis.objects.update_or_create(
+                run_id=run.pk, defaults={"attempts": attempt, "retention": data}
+            )
+        return True
+    except DatabaseError:
+        log.exception("run %s: could not store its retention analysis", run.pk)
+        return False
+
+
+# as_dict's key order: PostgreSQL's jsonb reorders object keys, and the pages list
+# lost_by_kind in this order.
+_RETENTION_KEYS = tuple(Retention(0, 0, ()).as_dict())
+_EVENT_KEYS = tuple(CompactionLoss(0, 0, "", 0, 0, 0, ()).as_dict())
+_LOST_KEYS = tuple(f.name for f in dataclasses.fields(LostFact))
+
+
+def _ordered(data: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+    out = {k: data[k] for k in keys if k in data}
+    out.update((k, v) for k, v in data.items() if k not in out)
+    return out
+
+
+def in_display_order(data: dict[str, Any]) -> dict[str, Any]:
+    """A stored analysis with its keys back in ``as_dict`` order (a no-op on SQLite)."""
+    events = []
+    for event in data.get("events", ()):
+        event = _ordered(event, _EVENT_KEYS)
+        event["lost"] = [_ordered(f, _LOST_KEYS) for f in event.get("lost", ())]
+        event["lost_by_kind"] = _ordered(event.get("lost_by_kind", {}), KINDS)
+        events.append(event)
+    return {**_ordered(data, _RETENTION_KEYS), "events": events}
+
+
+def _retention(run: Run, fact_index: FactIndex | None) -> dict[str, Any]:
+    if fact_index is None:
+        fact_index = FactIndex(run.transcript.to_conversation().messages)
+    steps = [
+        StepRecord(
+            index,
+            source,
+            StepTokens(0, 0),
+            _NO_ZONES,
+            tuple((int(a), int(b)) for a, b in ctx),
+            summary,
+        )
+        for index, source, ctx, summary in RunStep.objects.filter(run=run)
+        .order_by("index")
+        .values_list("index", "source_index", "context", "summary_seq")
+    ]
+    events: list[Event] = [e.to_event() for e in RunEvent.objects.filter(run=run).order_by("seq")]
+    outputs = dict(run.summaries.values_list("seq", "output"))
+    return analyse_parts(
+        steps, events, outputs, fact_index.originals, fact_index=fact_index
+    ).as_dict()
+
+
+_NO_ZONES = Zones(0, 0, 0, 0, 0, 0, 0, 0, None)

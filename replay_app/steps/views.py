@@ -1,0 +1,149 @@
+"""Inspection views of one run: its context at a step, message diffs, offloads, summaries,
+what was lost.
+
+Thin: parse input, call the steps read models, render. One URL serves the page, its htmx
+fragment (``#partial``) and its JSON twin (``?format=json``). Every run is fetched through
+``get_owned_or_404``: another user's run is a 404.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.utils.http import content_disposition_header
+from django.views.decorators.http import require_GET
+
+from ctxlab.http import HtmxHttpRequest
+from ctxlab.http import int_param as _int
+from ctxlab.http import json_response as _json
+from ctxlab.http import wants as _wants
+from ctxlab.ownership import get_owned_or_404
+from replay_app import memo
+from replay_app.display import charts
+from replay_app.models import Run, RunOffload, RunSummary
+from replay_app.steps import at_step, lost_analysis, message_diffs, run_curve
+from replay_app.steps.lost_links import with_links
+
+
+def _run(request: HttpRequest, pk: int) -> Run:
+    return get_owned_or_404(Run.objects.select_related("transcript"), request.user, pk=pk)
+
+
+# --- the run page's inspection section ---------------------------------------------------
+
+
+def run_inspect_context(request: HttpRequest, run: Run) -> dict[str, Any]:
+    """Context of ``run_inspect.html`` (the curve, the scrubber at ``?step``, summaries)."""
+    steps = at_step.step_count(run)
+    step = _int(request.GET.get("step"), steps - 1 if steps else 0) or 0
+    step = min(max(step, 0), max(steps - 1, 0))
+    view = None
+    if steps:
+        view = at_step.step_view(run, step, page=_int(request.GET.get("mpage")))
+    chart = memo.cached(run, "curve-html", lambda: _curve_html(run)) if steps else ""
+    return {
+        "run": run,
+        "chart": chart,
+        "view": view,
+    }
+
+
+def _curve_html(run: Run) -> str:
+    curve = run_curve.curve(run)
+    spec = charts.token_curve(
+        curve.series,
+        curve.events,
+        window=curve.window,
+        threshold=curve.threshold,
+        estimator=run.strategy,
+    )
+    return charts.chart_html(spec, div_id="token-curve-plot", filename=f"run-{run.pk}-curve")
+
+
+# --- the context at one step -------------------------------------------------------------
+
+
+@require_GET
+def run_step(request: HtmxHttpRequest, pk: int, step: int) -> HttpResponse:
+    run = _run(request, pk)
+    try:
+        view = at_step.step_view(run, step, page=_int(request.GET.get("mpage")))
+    except LookupError as exc:
+        raise Http404(str(exc)) from None
+    if _wants(request, "json"):
+        return _json({"run": run.pk, **view.as_dict()})
+    template = "replay_app/steps/run_step.html"
+    if request.htmx:
+        template += "#step-context"
+    return render(request, template, {"run": run, "view": view})
+
+
+@require_GET
+def message_diff(request: HtmxHttpRequest, pk: int, index: int) -> HttpResponse:
+    run = _run(request, pk)
+    try:
+        diff = message_diffs.message_diff(
+            run, index, step=_int(request.GET.get("step")), event=_int(request.GET.get("event"))
+        )
+    except LookupError as exc:
+        raise Http404(str(exc)) from None
+    if _wants(request, "json"):
+        return _json({"run": run.pk, **diff.as_dict()})
+    template = "replay_app/steps/message_diff.html"
+    if request.htmx:
+        template += "#message-diff"
+    return render(request, template, {"run": run, "diff": diff})
+
+
+@require_GET
+def offload_text(request: HttpRequest, pk: int) -> HttpResponse:
+    """The full text a strategy offloaded, as text/plain (never rendered as HTML)."""
+    run = _run(request, pk)
+    path = request.GET.get("path", "")
+    text = RunOffload.objects.filter(run=run, path=path).values_list("text", flat=True).first()
+    if text is None:
+        raise Http404("no such offloaded file")
+    response = HttpResponse(text, content_type="text/plain; charset=utf-8")
+    name = path.rsplit("/", 1)[-1] or "offload.txt"
+    response.headers["Content-Disposition"] = content_disposition_header(False, name)
+    return response
+
+
+@require_GET
+def summary_detail(request: HtmxHttpRequest, pk: int, seq: int) -> HttpResponse:
+    """One summary next to the exact input it was made from."""
+    run = _run(request, pk)
+    summary = RunSummary.objects.filter(run=run, seq=seq).first()
+    if summary is None:
+        raise Http404("no such summary")
+    if _wants(request, "json"):
+        return _json(
+            {
+                "run": run.pk,
+                "seq": summary.seq,
+                "step": summary.step,
+                "input": summary.input,
+                "output": summary.output,
+                "input_tokens": summary.input_tokens,
+                "output_tokens": summary.output_tokens,
+                "usage_estimated": summary.usage_estimated,
+                "error": summary.error,
+                "messages": summary.messages,
+            }
+        )
+    template = "replay_app/steps/summary_detail.html"
+    if request.htmx:
+        template += "#summary-input"
+    return render(request, template, {"run": run, "summary": summary})
+
+
+@require_GET
+def run_lost(request: HttpRequest, pk: int) -> HttpResponse:
+    """What each compaction of one run lost, and its retention score."""
+    run = _run(request, pk)
+    data = with_links(run, lost_analysis.retention(run))
+    if _wants(request, "json"):
+        return _json({"run": run.pk, **data})
+    return render(request, "replay_app/steps/run_lost.html", {"run": run, "ret": data})

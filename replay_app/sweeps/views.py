@@ -1,0 +1,90 @@
+"""Parameter sweeps: the start form (/runs/sweep/new/) and a group's sweep table
+(/runs/groups/<id>/sweep/: the htmx fragment the group page polls, its JSON and CSV).
+
+Thin: the form validates, ``services.group_create`` creates and enqueues (the same path as
+/runs/new/, budget checks included), ``sweep`` reads the table back from the runs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import render
+from django.urls import reverse
+from django.utils.http import content_disposition_header
+from django.views.decorators.http import require_GET, require_http_methods
+
+from ctxlab.ownership import get_owned_or_404
+from replay_app.models import Run, RunGroup
+from replay_app.runs import services
+from replay_app.runs.views import start_group
+from replay_app.sweeps import sweep, sweep_chart
+from replay_app.sweeps.forms import SweepForm
+
+POLL_SECONDS = 2
+INITIAL_FROM_QUERY = ("transcript", "base", "param", "values", "start", "stop", "step", "name")
+
+
+@require_http_methods(["GET", "POST"])
+def sweep_new(request: HttpRequest) -> HttpResponse:
+    initial: dict[str, Any] = {"base": "preset:qwenpaw", "summarizer": "offline"}
+    initial.update({k: request.GET[k] for k in INITIAL_FROM_QUERY if request.GET.get(k)})
+    form = SweepForm(request.POST or None, owner=request.user, initial=initial)
+
+    def plan(data: dict[str, Any]) -> tuple[list[services.RunSpec], str]:
+        base, key = data["sweep_base"], data["sweep_key"]
+        specs = sweep.specs(base, key, data["sweep_values"])
+        return specs, data["name"] or sweep.default_name(base, key)
+
+    return start_group(request, form, plan, "replay_app/sweeps/sweep_new.html")
+
+
+def group_runs(group: RunGroup) -> list[Run]:
+    return list(group.runs.select_related("config").order_by("pk"))
+
+
+def settled(runs: list[Run]) -> int:
+    """Runs no longer queued or running: the fragment changes when this does."""
+    return sum(1 for run in runs if not run.is_active)
+
+
+def section_context(group: RunGroup, runs: list[Run], found: sweep.Sweep) -> dict[str, Any]:
+    ids = found.compare_ids()
+    return {
+        "group": group,
+        "sweep": found,
+        "settled": settled(runs),
+        "poll_seconds": POLL_SECONDS,
+        "url": reverse("run-group-sweep", args=[group.pk]),
+        "compare_ids": ids,
+        "compare_link": ",".join(map(str, ids)),
+        "chart": sweep_chart.chart_html(found, group_id=group.pk) if found.done_count else "",
+    }
+
+
+@require_GET
+def group_sweep(request: HttpRequest, pk: int) -> HttpResponse:
+    group = get_owned_or_404(RunGroup.objects, request.user, pk=pk)
+    runs = group_runs(group)
+    found = sweep.detect(runs)
+    if found is None:
+        raise Http404("This comparison is not a parameter sweep.")
+    fmt = request.GET.get("format")
+    if fmt == "json":
+        data = {"group": group.pk, "name": group.name, **sweep.as_json(found)}
+        return JsonResponse(data, json_dumps_params={"ensure_ascii": False})
+    if fmt == "csv":
+        response = HttpResponse(sweep.as_csv(found), content_type="text/csv; charset=utf-8")
+        response.headers["Content-Disposition"] = content_disposition_header(
+            True, f"sweep-{group.pk}-{found.key}.csv"
+        )
+        return response
+    seen = request.GET.get("seen", "")
+    if seen.isdigit() and int(seen) == settled(runs) and not found.finished:
+        return HttpResponse(status=204)  # nothing new: htmx keeps the fragment and polls on
+    return render(
+        request,
+        "replay_app/sweeps/_sweep.html#sweep-section",
+        section_context(group, runs, found),
+    )

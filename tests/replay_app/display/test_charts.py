@@ -1,0 +1,95 @@
+"""replay_app.charts: specs are valid plotly, hover texts are escaped, lines where asked."""
+
+from __future__ import annotations
+
+import pytest
+
+from replay_app.display.charts import (
+    EventPoint,
+    RunCurve,
+    Series,
+    chart_html,
+    compare_curves,
+    event_hover,
+    figure,
+    token_curve,
+)
+
+SERIES = Series(steps=[0, 1, 2], strategy=[10, 20, 30], reference=[11, 21, 31])
+EVENT = EventPoint(step=1, kind="drop", tokens_before=30, tokens_after=10, messages=3)
+OWN = "e count (compared with the threshold)"
+REFERENCE = "reference cl100k (transcript only, not compared)"
+
+
+@pytest.mark.parametrize(
+    ("reported", "events", "names"),
+    [
+        pytest.param((), (), [OWN, REFERENCE], id="bare"),
+        pytest.param(
+            (None, 5, None),
+            (EVENT,),
+            [
+                OWN,
+                REFERENCE,
+                "reported by the provider",
+                "before → after",
+                "events (at the count they acted on)",
+            ],
+            id="reported-and-events",
+        ),
+    ],
+)
+def test_token_curve_traces(reported: tuple, events: tuple, names: list[str]) -> None:
+    series = Series(SERIES.steps, SERIES.strategy, SERIES.reference, reported)
+    fig = figure(token_curve(series, events, window=100, threshold=80, estimator="e"))
+    assert [t.name for t in fig.data] == names
+
+
+def test_token_curve_threshold_and_window_lines() -> None:
+    fig = figure(token_curve(SERIES, (), window=100, threshold=80))
+    assert sorted(s.y0 for s in fig.layout.shapes) == [80, 100]
+
+
+def test_token_curve_markers_sit_at_the_count_the_event_acted_on() -> None:
+    fig = figure(token_curve(SERIES, (EVENT,), window=100, threshold=25, estimator="e"))
+    markers = next(t for t in fig.data if t.mode == "markers")
+    assert list(markers.y) == [EVENT.tokens_before]  # above its threshold line, not below
+    drops = next(t for t in fig.data if t.meta == {"role": "drops"})
+    assert list(drops.y) == [EVENT.tokens_before, EVENT.tokens_after, None]
+    notes = [a.text for a in fig.layout.annotations]
+    assert "e threshold 25" in notes
+
+
+def test_token_curve_no_threshold_no_line() -> None:
+    fig = figure(token_curve(SERIES, (), window=100, threshold=None))
+    assert [s.y0 for s in fig.layout.shapes] == [100]
+
+
+def test_event_hover_escapes_kind_and_fates() -> None:
+    event = EventPoint(1, "<img src=x onerror=alert(1)>", 30, 10, 1, {"<b>": 1})
+    text = event_hover(event)
+    assert "<img" not in text
+    assert "&lt;img" in text
+    assert "&lt;b&gt; 1" in text
+    assert "30 → 10 tokens (+20 saved)" in text
+
+
+def test_compare_curves_one_group_per_run() -> None:
+    runs = [RunCurve("a", SERIES, (EVENT,), 100, 80), RunCurve("b", SERIES, (), 100, None)]
+    fig = figure(compare_curves(runs))
+    assert [t.name for t in fig.data] == [
+        "a",
+        "a (own estimate)",
+        "a events",
+        "b",
+        "b (own estimate)",
+    ]
+    assert [s.y0 for s in fig.layout.shapes] == [80, 100]  # a's threshold, one shared window
+
+
+def test_chart_html_has_png_button_config_and_no_plotlyjs() -> None:
+    html = chart_html(token_curve(SERIES, (EVENT,), window=None, threshold=None), div_id="curve")
+    assert 'id="curve"' in html and 'data-plotly="curve-figure"' in html
+    assert '"toImageButtonOptions":{"format":"png"' in html
+    assert "plotly.min.js" not in html and "cdn.plot.ly" not in html
+    assert "Plotly.newPlot" not in html  # data only: static/js/plots.js draws it
