@@ -1,5 +1,5 @@
-"""Every call from suites into the replay lab, in one place (replay_app's layout may move:
-only this module follows it). A suite's run is an ordinary replay run, created with
+"""Every call from suites into the replay lab, in one place (when replay_app's layout
+moves, only this module follows it). A suite's run is an ordinary replay run, created with
 ``run_create`` (not queued by replay_app) and executed by ``run_execute``, the very path the
 run form uses; the suite task queues and retries it.
 """
@@ -14,16 +14,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from replay_app.models import Run, RunAnalysis, RunStatus, StrategyConfig
-
-try:  # replay_app by purpose (runs/, configs/, ...)
-    from replay_app.runs import services as replay_services
-    from replay_app.runs.executor import run_execute
-    from replay_app.runs.progress import ChannelProgress
-except ImportError:  # the flat layout before it
-    from replay_app.progress import ChannelProgress  # type: ignore[no-redef]
-    from replay_app.services import run_execute  # type: ignore[no-redef]
-
-    from replay_app import services as replay_services  # type: ignore[no-redef]
+from replay_app.runs import services as replay_services
+from replay_app.runs.executor import run_execute
+from replay_app.runs.progress import ChannelProgress
 from sessions_app.models import Transcript
 
 __all__ = [

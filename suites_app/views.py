@@ -4,14 +4,13 @@ CSV twin (``?format=csv``), all read from the same page-data object (``results``
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
+from ctxlab.http import json_response, wants, wants_json
 from ctxlab.ownership import get_owned_or_404, owned
 
 from . import charts, results, services
@@ -21,26 +20,18 @@ from .models import Suite
 from .progress import suite_progress_data
 
 
-def _json(data: Any, status: int = 200) -> JsonResponse:
-    return JsonResponse(data, status=status, json_dumps_params={"ensure_ascii": False})
-
-
 def _csv(text: str, filename: str) -> HttpResponse:
     response = HttpResponse(text, content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{filename}"'
     return response
 
 
-def _fmt(request: HttpRequest) -> str:
-    return request.GET.get("format", "")
-
-
 @login_required
 def suite_list(request: HttpRequest) -> HttpResponse:
     suites = list(owned(Suite.objects, request.user))
     rows = [(s, suite_progress_data(s)) for s in suites]
-    if _fmt(request) == "json":
-        return _json(
+    if wants_json(request):
+        return json_response(
             {
                 "suites": [
                     {"id": s.pk, "name": s.name, "configurations": len(s.configs), **p}
@@ -70,8 +61,8 @@ def suite_new(request: HttpRequest) -> HttpResponse:
             form.add_error(None, str(exc))
         else:
             return redirect("suite-detail", suite.pk)
-    if _fmt(request) == "json" and request.method == "POST":
-        return _json({"errors": form.errors.get_json_data()}, status=400)
+    if wants_json(request) and request.method == "POST":
+        return json_response({"errors": form.errors.get_json_data()}, status=400)
     slots = [(form[f"grid_key_{i}"], form[f"grid_values_{i}"]) for i in range(1, GRID_SLOTS + 1)]
     return render(request, "suites_app/suite_new.html", {"form": form, "slots": slots})
 
@@ -80,10 +71,9 @@ def suite_new(request: HttpRequest) -> HttpResponse:
 def suite_detail(request: HttpRequest, suite_id: int) -> HttpResponse:
     suite = get_owned_or_404(Suite.objects, request.user, pk=suite_id)
     page = results.build(suite)
-    fmt = _fmt(request)
-    if fmt == "json":
-        return _json(page.as_json())
-    if fmt == "csv":
+    if wants_json(request):
+        return json_response(page.as_json())
+    if wants(request, "csv"):
         return _csv(page.as_csv(), f"suite-{suite.pk}.csv")
     context = {
         "suite": suite,
@@ -105,8 +95,8 @@ def suite_config(request: HttpRequest, suite_id: int, index: int) -> HttpRespons
     page = results.build(suite)
     config = next(c for c in page.configs if c.index == index)
     rows = results.transcript_rows(suite, index, page.columns)
-    if _fmt(request) == "json":
-        return _json(
+    if wants_json(request):
+        return json_response(
             {
                 "suite": suite.pk,
                 "configuration": {"index": index, "label": config.label, **config.config},
