@@ -119,6 +119,7 @@ MIDDLEWARE = [
     "ctxlab.middleware.SecurityHeadersMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",  # static files before any auth check
     "ctxlab.storage_errors.StorageErrorMiddleware",  # disk full / read-only: 503, no traceback
+    "ctxlab.abandon.AbandonedRequestMiddleware",  # the client went away: stop, quietly
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",

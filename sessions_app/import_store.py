@@ -19,6 +19,7 @@ from typing import Any
 from django.db import connection, models
 from django.db.models import Field
 
+from ctxlab.abandon import raise_if_abandoned
 from ctxlab.engine import codec
 from ctxlab.engine.importers._stream import ConversationStream, StreamedFile
 from ctxlab.engine.model import BlockKind, Conversation
@@ -166,6 +167,7 @@ class _MessageWriter:
     def write(self, transcript: Transcript, messages: Iterator[EngineMessage]) -> _Written:
         written = _Written()
         for batch in _batches(messages):
+            raise_if_abandoned()  # the uploader went away: roll back instead of finishing
             self._write_batch(transcript, batch, written)
         return written
 

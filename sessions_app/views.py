@@ -18,6 +18,7 @@ from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.middleware import HtmxDetails
 
+from ctxlab.abandon import raise_if_abandoned
 from ctxlab.engine import TranscriptError
 from ctxlab.engine.importers.claude_code import FORKS_AFTER_LINE
 from ctxlab.ownership import get_owned_or_404, owned
@@ -180,6 +181,7 @@ def _upload_create(request: HtmxHttpRequest, handler: SizeLimitUploadHandler) ->
     if form.is_valid():
         fmt = form.cleaned_data["format"] or None
         for uploaded in form.cleaned_data["files"]:
+            raise_if_abandoned()  # the client went away: no more files for nobody
             name = uploaded.name or "upload"
             if uploaded.size > services.max_upload_bytes():
                 error = services.oversize_error(name=name, size=uploaded.size)
