@@ -25,9 +25,9 @@ from ctxlab.engine.model import Message, Usage
 from ctxlab.engine.pricing import cost, find_model
 from ctxlab.engine.records import Event, StepRecord, StepTokens, Zones
 from ctxlab.engine.summarizers import SummarizerError
+from replay_app.costs import llm
 from replay_app.models import Run, RunEvent, RunStatus, RunStep
 
-from .llm_glue import llm
 from .models import ClaudeStatus, Probe, ProbeScore, ProbeSet
 
 log = logging.getLogger(__name__)

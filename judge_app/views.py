@@ -16,11 +16,11 @@ from django.views.decorators.http import require_POST
 from ctxlab.engine import aftereffects
 from ctxlab.engine.probes import PROBE_KINDS, PROBE_LABELS
 from ctxlab.ownership import get_owned_or_404, owned
+from replay_app.costs import llm
 from replay_app.models import Run
 from sessions_app.models import Transcript
 
 from . import pages, services
-from .llm_glue import llm
 
 MAX_COMPARED = 6
 

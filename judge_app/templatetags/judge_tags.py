@@ -25,6 +25,20 @@ def score(value: Any) -> str:
     return f"{float(value):.2f}"
 
 
+@register.inclusion_tag("judge_app/_compare_probes.html")
+def probe_compare(runs: Any) -> dict[str, Any]:
+    """The runs' probe scores side by side with the one trade-off chart (compare page)."""
+    from judge_app import pages  # the page data reads the database: loaded on use
+
+    data = pages.compare_data(list(runs))
+    return {
+        "data": data,
+        "columns": pages.columns(),
+        "chart": pages.tradeoff_chart(data),
+        "json_url": "/compare/probes/?runs=" + ",".join(str(r.pk) for r in runs),
+    }
+
+
 @register.inclusion_tag("judge_app/_aftereffects.html")
 def aftereffects_panel(transcript: Any) -> dict[str, Any]:
     """What the agent did after each of its real compactions (the transcript page)."""

@@ -6,15 +6,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from replay_app.runs.executor import run_execute
+from replay_app.runs.services import RunSpec, run_create
 from sessions_app import services as session_services
 from sessions_app.models import Transcript
-
-try:  # replay_app grouped by purpose
-    from replay_app.runs.executor import run_execute
-    from replay_app.runs.services import RunSpec, run_create
-except ImportError:  # the flat layout
-    from replay_app.services import RunSpec, run_create, run_execute  # type: ignore[no-redef]
-
 
 COWAGENT = {"agent_max_context_tokens": 3000}
 QWENPAW = {"max_input_length": 3000}
