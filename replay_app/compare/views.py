@@ -23,7 +23,7 @@ from ctxlab.http import json_response as _json
 from ctxlab.http import wants as _wants
 from ctxlab.ownership import owned
 from replay_app import memo
-from replay_app.compare import compare_steps, overview
+from replay_app.compare import compare_steps, overview, survival_table
 from replay_app.compare import views as compare_views
 from replay_app.display import charts
 from replay_app.display.markdown_safe import word_diff
@@ -219,6 +219,7 @@ def run_compare(request: HtmxHttpRequest) -> HttpResponse:
     ids = ",".join(str(r.pk) for r in runs)
     if _wants(request, "json"):
         data = _compare_json(runs, rows, retentions, summary_rows, spage, spages, size, grid)
+        data["survival"] = survival_table.table(runs).as_json()  # per run per category
         data["matrix"]["step"] = at
         data["summaries_by_compaction"] = {
             "page": opage,
@@ -253,6 +254,7 @@ def run_compare(request: HtmxHttpRequest) -> HttpResponse:
         "bucket": size,
         "message_count": messages,
         "fate_names": fatelog.FATES,
+        "survival": survival_table.table(runs),  # the original's row first, if it has one
     }
     template = "replay_app/compare/compare.html"
     if request.htmx and request.htmx.target == "compare-matrix":

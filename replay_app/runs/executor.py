@@ -35,6 +35,7 @@ from replay_app.models import (
     RunStep,
     RunSummary,
 )
+from replay_app.runs import survival as run_survival
 from replay_app.runs.heartbeat import pulse as heartbeat_pulse
 from replay_app.runs.progress import (
     LATEST_EVENTS,
@@ -155,7 +156,8 @@ def _execute(
     if conversation.compactions:  # the original's own compactions next to the replay's
         metrics["original_compactions"] = agreement_rows(conversation, result)
     # What each compaction lost, off the page request (None when it failed: logged).
-    retention = lost_analysis.analyse_finished(run, result, conversation.messages)
+    # and which facts survived, by category: one pass (``runs.survival``)
+    retention, survival = run_survival.finished(run, result, conversation.messages)
     with transaction.atomic():  # done and its analysis become visible together
         done = Run.objects.filter(pk=run.pk, attempts=attempt, status=RunStatus.RUNNING).update(
             status=RunStatus.DONE,
@@ -168,6 +170,8 @@ def _execute(
         )
         if done and retention is not None:
             lost_analysis.store_retention(run, attempt, retention)
+        if done and survival is not None:
+            run_survival.store(run, attempt, survival)
     if not done:
         raise _Stop(cancelled=False)
 

@@ -24,6 +24,7 @@ from ctxlab.http import wants_json as _wants_json
 from ctxlab.ownership import get_owned_or_404, owned
 from ctxlab.redirects import safe_next
 from replay_app import memo
+from replay_app.compare import survival_table
 from replay_app.costs import run_budget, run_costs
 from replay_app.display import vocabulary
 from replay_app.models import Run, RunGroup, RunStatus
@@ -201,6 +202,8 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
             {"step": f.step, "kind": f.kind, "messages": f.messages, "detail": f.detail}
             for f in run.findings.order_by("step", "id")
         ]
+        (row,) = survival_table.table([run], original=False).rows
+        data["survival"] = row.as_dict() if row.data is not None else None
         return JsonResponse(data, json_dumps_params={"ensure_ascii": False})
     target = request.htmx.target if request.htmx else None  # type: ignore[attr-defined]
     seq = request.GET.get("summary", "")
@@ -240,6 +243,9 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
         metrics=[(key, label, hint, run.metrics.get(key)) for key, label, hint in METRICS],
         costs=cost_context,
         window_keys=window_param_names(run.strategy) if run.window else (),
+        survival=survival_table.table([run], original=False)
+        if run.status == RunStatus.DONE
+        else None,
     )
     return render(request, "replay_app/runs/run_detail.html", context)
 

@@ -4,24 +4,21 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 from django.db import DatabaseError, transaction
 
 from ctxlab.engine.extract import KINDS
 from ctxlab.engine.extract import VERSION as EXTRACTOR_VERSION
-from ctxlab.engine.heap import existing_heap_frozen
 from ctxlab.engine.lost import (
     CompactionLoss,
     FactIndex,
     LostFact,
     Retention,
-    analyse,
     analyse_parts,
 )
-from ctxlab.engine.model import Message as EngineMessage
-from ctxlab.engine.records import Event, ReplayResult, StepRecord, StepTokens, Zones
+from ctxlab.engine.records import Event, StepRecord, StepTokens, Zones
 from replay_app.memo import cached
 from replay_app.models import Run, RunAnalysis, RunEvent, RunStatus, RunStep
 
@@ -80,20 +77,6 @@ def _stored_or_computed(run: Run, fact_index: FactIndexSource) -> dict[str, Any]
     if run.status == RunStatus.DONE:
         store_retention(run, run.attempts, data)
     return data
-
-
-def analyse_finished(
-    run: Run, result: ReplayResult, originals: Sequence[EngineMessage]
-) -> dict[str, Any] | None:
-    """The retention analysis of a replay that just finished, from its in-memory result
-    (equal to what ``_retention`` computes from the stored rows). None when it fails: an
-    analysis never fails a run; the pages then compute it on demand."""
-    try:
-        with existing_heap_frozen():  # as the replay: full collections skip the input
-            return analyse(result, originals).as_dict()
-    except Exception:
-        log.exception("run %s: retention analysis failed (pages compute it on demand)", run.pk)
-        return None
 
 
 def stored_retention(run: Run) -> dict[str, Any] | None:

@@ -16,6 +16,7 @@ from ctxlab.engine.strategies import PRESETS
 from replay_app import memo
 from replay_app.models import Run, RunAnalysis, RunStatus
 from replay_app.runs import executor, services
+from replay_app.runs import survival as run_survival
 from replay_app.steps import lost_analysis
 from sessions_app.models import Transcript
 from tests.engine.builders import SMALL_WINDOWS as SMALL  # every preset compacts SESSION
@@ -166,12 +167,13 @@ def test_a_failing_analysis_never_fails_the_run(
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("analysis bug")
 
-    # Fault injection: no real input makes the analysis fail.
-    monkeypatch.setattr(lost_analysis, "analyse", broken)
-    with caplog.at_level(logging.ERROR, logger="replay_app.steps.lost_analysis"):
+    # Fault injection: no real input makes the analysis fail. The worker's one pass gives
+    # retention and survival (replay_app.runs.survival.finished).
+    monkeypatch.setattr(run_survival.survival, "analyse_replay", broken)
+    with caplog.at_level(logging.ERROR, logger="replay_app.runs.survival"):
         run = small_run(user, session, "qwenpaw")
     assert run.status == RunStatus.DONE
-    assert "retention analysis failed" in caplog.text
+    assert "survival analysis failed" in caplog.text
     assert not RunAnalysis.objects.filter(run=run).exists()
     monkeypatch.undo()
     client.force_login(user)

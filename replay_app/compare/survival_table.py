@@ -1,0 +1,161 @@
+"""The survival table of the compare and run pages: one row per run (and, when the
+transcript recorded its own compactions, an "original" row first), one column per fact
+category (``catalogue.FACT_CATEGORIES``): the share of the facts each run's compactions
+replaced that stayed available to the model, with the counts behind it.
+
+Values come from ``replay_app.runs.survival`` (stored per run and per transcript); fact
+values shown (lost examples, drift) are masked again (``secrets.mask``): they come from
+stored texts and summaries.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ctxlab.engine import catalogue, secrets
+
+from ..models import Run
+from ..runs import survival as stored
+
+CATEGORIES = tuple(catalogue.FACT_CATEGORIES.values())
+
+
+@dataclass(frozen=True, slots=True)
+class Cell:
+    category: str
+    at_risk: int
+    survived: int
+    in_summary: int
+    share: float | None
+
+    @property
+    def percent(self) -> str:
+        return "—" if self.share is None else f"{self.share * 100:.1f}%"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "at_risk": self.at_risk,
+            "survived": self.survived,
+            "in_summary": self.in_summary,
+            "share": self.share,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    key: str  # "original" or the run's id
+    label: str
+    run: Run | None
+    data: dict[str, Any] | None  # RunSurvival.as_dict(); None: not available
+    cells: tuple[Cell, ...] = ()
+    findings: tuple[dict[str, Any], ...] = field(default=())
+    drift: tuple[dict[str, Any], ...] = field(default=())
+
+    @property
+    def is_original(self) -> bool:
+        return self.run is None
+
+    def value(self, key: str) -> Any:
+        return None if self.data is None else self.data.get(key)
+
+    @property
+    def overall(self) -> str:
+        share = self.value("survival")
+        return "—" if share is None else f"{share * 100:.1f}%"
+
+    @property
+    def persistence(self) -> str:
+        share = self.value("first_summary_persistence")
+        return "—" if share is None else f"{share * 100:.1f}%"
+
+    def as_dict(self) -> dict[str, Any]:
+        data = self.data or {}
+        return {
+            "label": self.label,
+            "available": self.data is not None,
+            "compactions": data.get("compactions_count"),
+            "survival": data.get("survival"),
+            "first_summary_persistence": data.get("first_summary_persistence"),
+            "drift_total": data.get("drift_total"),
+            "instruction_losses": data.get("instruction_losses"),
+            "categories": {c.category: c.as_dict() for c in self.cells},
+            "findings": list(self.findings),
+        }
+
+
+def _row(key: str, label: str, run: Run | None, data: dict[str, Any] | None) -> Row:
+    if data is None:
+        return Row(key, label, run, None)
+    cats = data.get("categories", {})
+    cells = tuple(
+        Cell(
+            c.key,
+            int(cats.get(c.key, {}).get("at_risk", 0)),
+            int(cats.get(c.key, {}).get("survived", 0)),
+            int(cats.get(c.key, {}).get("in_summary", 0)),
+            cats.get(c.key, {}).get("share"),
+        )
+        for c in CATEGORIES
+    )
+    findings = tuple(
+        {**f, "label": secrets.mask(str(f.get("label", "")))} for f in data.get("findings", ())
+    )
+    drift = tuple(
+        {
+            "step": comp.get("step"),
+            "source_index": comp.get("source_index"),
+            "count": comp.get("drift_count", 0),
+            "facts": [
+                {"kind": d["kind"], "value": secrets.mask(d["value"])}
+                for d in comp.get("drift", ())
+            ],
+        }
+        for comp in data.get("compactions", ())
+        if comp.get("drift_count")
+    )
+    return Row(key, label, run, data, cells, findings, drift)
+
+
+def original_row(run: Run) -> Row | None:
+    """The transcript's own compactions as a pseudo-run (None when it recorded none)."""
+    data = stored.original_survival(run.transcript)
+    if data is None:
+        return None
+    return _row("original", "original (the agent's own compactions)", None, data)
+
+
+def run_row(run: Run) -> Row:
+    return _row(str(run.pk), f"run {run.pk} · {run.label}", run, stored.run_survival(run))
+
+
+# the run-level columns after the categories, labelled by the catalogue
+METRICS = tuple(
+    catalogue.metric(k)
+    for k in ("survival", "first_summary_persistence", "drift_total", "instruction_losses")
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Table:
+    rows: tuple[Row, ...]
+    categories: tuple[catalogue.FactCategory, ...] = CATEGORIES
+    metrics: tuple[catalogue.Metric, ...] = METRICS
+
+    def as_json(self) -> dict[str, Any]:
+        """The JSON twin's ``survival``: the categories, then per run (and ``original``)."""
+        return {
+            "categories": [
+                {"key": c.key, "label": c.label, "meaning": c.meaning} for c in self.categories
+            ],
+            "original": next((r.as_dict() for r in self.rows if r.is_original), None),
+            "runs": {r.key: r.as_dict() for r in self.rows if not r.is_original},
+        }
+
+
+def table(runs: Sequence[Run], *, original: bool = True) -> Table:
+    """The original row (if any and ``original``) then one row per run, in order."""
+    rows = [run_row(r) for r in runs]
+    first = original_row(runs[0]) if runs and original else None
+    return Table(tuple([first, *rows] if first is not None else rows))

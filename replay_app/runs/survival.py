@@ -1,0 +1,144 @@
+"""Survival by category (ctxlab.engine.survival) for stored runs and for the original agent.
+
+- A replay's table is computed by the worker at run end, in the same pass as its retention
+  analysis (``finished``), and stored in ``RunAnalysis.survival`` for the run's attempt.
+  Older runs (or tables of an older version) are computed once from the stored rows on
+  first view and stored (``run_survival``).
+- The transcript's own recorded compactions (the compare page's "original" pseudo-run)
+  are computed once per transcript and stored in ``OriginalSurvival``
+  (``original_survival``); None when the transcript recorded no compaction.
+
+Survival is derived data: a failure is logged and the pages show the table as missing,
+never a failed run.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from django.db import DatabaseError, transaction
+
+from ctxlab.engine import extract, survival
+from ctxlab.engine.heap import existing_heap_frozen
+from ctxlab.engine.lost import Retention
+from ctxlab.engine.model import Message
+from ctxlab.engine.records import Event, ReplayResult, StepRecord, StepTokens, Zones
+from sessions_app.models import Transcript
+
+from ..models import (
+    OriginalSurvival,
+    Run,
+    RunAnalysis,
+    RunEvent,
+    RunStatus,
+    RunStep,
+    RunSummary,
+)
+
+log = logging.getLogger(__name__)
+
+_NO_ZONES = Zones(0, 0, 0, 0, 0, 0, 0, 0, None)
+
+
+def current(data: Any) -> bool:
+    """Whether a stored table was computed by this survival and extractor version."""
+    return (
+        isinstance(data, dict)
+        and data.get("version") == survival.VERSION
+        and data.get("extractor") == extract.VERSION
+    )
+
+
+def finished(
+    run: Run, result: ReplayResult, originals: Sequence[Message]
+) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """(retention, survival) of a replay that just finished, from one pass over its
+    in-memory result; (None, None) when the analysis fails (logged)."""
+    try:
+        with existing_heap_frozen():  # as the replay: full collections skip the input
+            retention, table = survival.analyse_replay(result, originals)
+        return retention.as_dict(), table.as_dict()
+    except Exception:
+        log.exception("run %s: survival analysis failed (pages compute it on demand)", run.pk)
+        return None, None
+
+
+def store(run: Run, attempt: int, table: dict[str, Any]) -> bool:
+    """Store ``table`` for ``attempt`` while that attempt is the run's finished one."""
+    try:
+        with transaction.atomic():
+            done = Run.objects.filter(pk=run.pk, attempts=attempt, status=RunStatus.DONE)
+            if not done.exists():
+                return False
+            updated = RunAnalysis.objects.filter(run_id=run.pk, attempts=attempt).update(
+                survival=table
+            )
+            if not updated:
+                RunAnalysis.objects.update_or_create(
+                    run_id=run.pk, defaults={"attempts": attempt, "survival": table}
+                )
+        return True
+    except DatabaseError:
+        log.exception("run %s: could not store its survival table", run.pk)
+        return False
+
+
+def run_survival(run: Run) -> dict[str, Any] | None:
+    """The run's survival table: stored for its current attempt, else computed from the
+    stored rows (and stored when the run is finished). None for an unfinished run."""
+    if run.status != RunStatus.DONE:
+        return None
+    stored = (
+        RunAnalysis.objects.filter(run_id=run.pk, attempts=run.attempts)
+        .values_list("survival", flat=True)
+        .first()
+    )
+    if current(stored):
+        return stored
+    try:
+        _, table = _from_rows(run)
+    except Exception:
+        log.exception("run %s: survival analysis failed", run.pk)
+        return None
+    data = table.as_dict()
+    store(run, run.attempts, data)
+    return data
+
+
+def _from_rows(run: Run) -> tuple[Retention, survival.RunSurvival]:
+    originals = run.transcript.to_conversation().messages
+    steps = [
+        StepRecord(index, source, StepTokens(0, 0), _NO_ZONES, tuple(map(tuple, ctx)), summary)
+        for index, source, ctx, summary in RunStep.objects.filter(run=run)
+        .order_by("index")
+        .values_list("index", "source_index", "context", "summary_seq")
+    ]
+    events: list[Event] = [e.to_event() for e in RunEvent.objects.filter(run=run).order_by("seq")]
+    outputs = dict(RunSummary.objects.filter(run=run).values_list("seq", "output"))
+    return survival.analyse_replay_parts(steps, events, outputs, originals)
+
+
+def original_survival(transcript: Transcript) -> dict[str, Any] | None:
+    """The survival table of the transcript's own recorded compactions (None without any)."""
+    stored = (
+        OriginalSurvival.objects.filter(transcript_id=transcript.pk)
+        .values_list("survival", flat=True)
+        .first()
+    )
+    if current(stored):
+        return stored if stored.get("compactions_count") else None  # type: ignore[union-attr]
+    conversation = transcript.to_conversation()
+    try:
+        data = survival.analyse_original(conversation).as_dict()
+    except Exception:
+        log.exception("transcript %s: original survival analysis failed", transcript.pk)
+        return None
+    try:
+        OriginalSurvival.objects.update_or_create(
+            transcript_id=transcript.pk, defaults={"survival": data}
+        )
+    except DatabaseError:
+        log.exception("transcript %s: could not store its original survival", transcript.pk)
+    return data if data.get("compactions_count") else None
