@@ -18,7 +18,7 @@ from .budget import window_params
 from .catalogue import event_category
 from .model import Conversation
 from .params import parse_assignments
-from .records import Change, Fate, ReplayResult, expand
+from .records import Change, Fate, ReplayResult, apply_change, event_json, expand
 from .replay import run
 from .strategies import LIBRARY, STRATEGIES
 from .summarizers import Summarizer, get_summarizer
@@ -99,10 +99,7 @@ def result_to_json(result: ReplayResult, *, detail: bool = False) -> dict[str, A
         if detail:
             while ei < len(events) and events[ei].step <= step.index:
                 for change in events[ei].changes:
-                    if change.fate is Fate.RESTORED:
-                        fates.pop(change.index, None)
-                    else:
-                        fates[change.index] = (change.fate, events[ei].id)
+                    apply_change(fates, change.index, change.fate, (change.fate, events[ei].id))
                 ei += 1
             row["fates"] = [fates.get(i, (Fate.KEPT, None))[0].value for i in context]
         steps.append(row)
@@ -114,14 +111,7 @@ def result_to_json(result: ReplayResult, *, detail: bool = False) -> dict[str, A
         "steps": steps,
         "events": [
             {
-                "id": e.id,
-                "step": e.step,
-                "kind": e.kind,
-                "messages": list(e.messages),
-                "tokens_before": e.tokens_before,
-                "tokens_after": e.tokens_after,
-                "detail": dict(e.detail),
-                "summary": e.summary_id,
+                **event_json(e),
                 **(
                     {"changes": [_change_json(c, e.id, with_text=True) for c in e.changes]}
                     if detail

@@ -2,13 +2,13 @@
 
 Storage grows with steps + events, never with steps x context size: a step's context is a
 tuple of half-open source-index ranges, and a message's fate is not stored per step but
-carried by the event that changed it (``Event.changes``). ``fate_at(result, index, step)``
-replays those changes on demand.
+carried by the event that changed it (``Event.changes``). ``fates_at(events, step)``
+replays those changes on demand (``apply_change`` is the one rule for how they combine).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from typing import Any, TypeVar
@@ -200,6 +200,36 @@ class ReplayResult:
     metrics: dict[str, Any] = field(default_factory=dict)
 
 
+def event_brief(
+    seq: int | None, step: int, kind: str, tokens_before: int, tokens_after: int, messages: int
+) -> dict[str, Any]:
+    """An event in a list (live progress, the curve's markers, a step's events): the one
+    short JSON shape, ``messages`` the number of messages it touched."""
+    return {
+        "seq": seq,
+        "step": step,
+        "kind": kind,
+        "tokens_before": tokens_before,
+        "tokens_after": tokens_after,
+        "messages": messages,
+    }
+
+
+def event_json(event: Event, *, id_key: str = "id") -> dict[str, Any]:
+    """An event in full (the CLI's JSON, the run page's JSON twin): the one long JSON shape.
+    Stored runs call the event id ``seq`` (``id_key``)."""
+    return {
+        id_key: event.id,
+        "step": event.step,
+        "kind": event.kind,
+        "messages": list(event.messages),
+        "tokens_before": event.tokens_before,
+        "tokens_after": event.tokens_after,
+        "detail": dict(event.detail),
+        "summary": event.summary_id,
+    }
+
+
 def expand(ranges: Ranges) -> list[int]:
     out: list[int] = []
     for start, end in ranges:
@@ -227,38 +257,26 @@ def in_ranges(ranges: Ranges, index: int) -> bool:
     return any(start <= index < end for start, end in ranges)
 
 
-def changes_for(events: list[Event], index: int) -> Iterator[tuple[Event, Change]]:
-    for event in events:
-        for change in event.changes:
-            if change.index == index:
-                yield event, change
+V = TypeVar("V")
 
 
-def fate_at(result: ReplayResult, index: int, step: int) -> tuple[Fate, Change | None, int | None]:
-    """The fate of source message ``index`` as of ``step``: (fate, the change, event id).
-
-    Messages never changed are ``kept`` while in context. Linear in the number of events;
-    callers rendering many messages should use ``fates_at``.
-    """
-    fates = fates_at(result.events, step)
-    if index in fates:
-        change, event_id = fates[index]
-        return change.fate, change, event_id
-    return Fate.KEPT, None, None
+def apply_change(current: dict[int, V], index: int, fate: Fate, value: V) -> V | None:
+    """Record message ``index``'s new fate in ``current`` (index -> value, non-kept fates
+    only) and return the value it replaced. The one rule every fate reader follows: a later
+    change replaces an earlier one, and ``restored`` clears an earlier request-view prune
+    (the message is back to kept)."""
+    old = current.pop(index, None)
+    if fate is not Fate.RESTORED:
+        current[index] = value
+    return old
 
 
 def fates_at(events: list[Event], step: int) -> dict[int, tuple[Change, int]]:
-    """Every non-kept fate in force at ``step``: index -> (change, event id).
-
-    A ``restored`` change clears an earlier request-view prune.
-    """
+    """Every non-kept fate in force at ``step``: index -> (change, event id)."""
     out: dict[int, tuple[Change, int]] = {}
     for event in events:
         if event.step > step:
             break
         for change in event.changes:
-            if change.fate is Fate.RESTORED:
-                out.pop(change.index, None)
-            else:
-                out[change.index] = (change, event.id)
+            apply_change(out, change.index, change.fate, (change, event.id))
     return out

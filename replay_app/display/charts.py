@@ -57,6 +57,7 @@ class EventPoint:
     tokens_after: int
     messages: int  # messages touched
     fates: dict[str, int] = field(default_factory=dict)
+    seq: int | None = None  # the event's seq (None: a marker not from a stored run)
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,8 +11,9 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterable
-from typing import Any, Literal, Protocol, TypedDict
+from typing import Any, Literal, Protocol, TypedDict, cast
 
+from ctxlab.engine.records import event_brief
 from replay_app.models import Run, RunEvent
 
 log = logging.getLogger(__name__)
@@ -95,14 +96,11 @@ class ChannelProgress:
 
 
 def _event_row(event: RunEvent) -> EventRow:
-    return {
-        "seq": event.seq,
-        "step": event.step,
-        "kind": event.kind,
-        "tokens_before": event.tokens_before,
-        "tokens_after": event.tokens_after,
-        "messages": len(event.messages),
-    }
+    row = event_brief(
+        event.seq, event.step, event.kind, event.tokens_before, event.tokens_after,
+        len(event.messages),
+    )  # fmt: skip
+    return cast(EventRow, row)
 
 
 def _latest_events(run: Run) -> list[EventRow]:

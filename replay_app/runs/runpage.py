@@ -28,7 +28,9 @@ from django.db.models import Count
 from django.db.models.functions import Length, Substr
 from django.urls import reverse
 
-from ctxlab.engine.records import Fate
+from ctxlab.engine import records
+from ctxlab.engine.fatelog import FATES_BY_CODE
+from ctxlab.engine.records import Event
 from replay_app.models import Run, RunStatus
 from replay_app.steps import fatelog
 
@@ -37,7 +39,6 @@ SUMMARIES_PER_PAGE = 10
 SUMMARY_PREVIEW_CHARS = 800
 FINDINGS_PER_PAGE = 10
 KIND_MAX = 40  # kinds are identifiers; longer query values are not kinds
-FATE_NAMES = tuple(f.value for f in Fate)  # the fate log's codes (its enumeration order)
 
 
 def page_number(value: str | None) -> int:
@@ -105,6 +106,14 @@ class EventRow:
     def detail_text(self) -> str:
         return detail_text(self.detail)
 
+    def as_event(self) -> Event:
+        """The engine's event (without its changes), for the one event serialiser."""
+        return Event(
+            id=self.seq, step=self.step, kind=self.kind, messages=tuple(self.messages),
+            tokens_before=self.tokens_before, tokens_after=self.tokens_after,
+            detail=self.detail, summary_id=self.summary_seq,
+        )  # fmt: skip
+
 
 @dataclass(frozen=True, slots=True)
 class EventsPage:
@@ -149,7 +158,7 @@ def events_page(run: Run, *, page: int, kind: str = "") -> EventsPage:
             counts = Counter(c["fate"] for c in value[8])
         else:
             lo, hi = bisect_left(log.seqs, seq), bisect_right(log.seqs, seq)
-            counts = Counter(FATE_NAMES[code] for code in log.fates[lo:hi])
+            counts = Counter(FATES_BY_CODE[code].value for code in log.fates[lo:hi])
         out.append(
             EventRow(seq, step, name, messages, before, after, detail, summary_seq, dict(counts))
         )
@@ -181,17 +190,7 @@ def event_json(run: Run, events: EventsPage, *, url: str) -> dict[str, Any]:
         "next": link(current.next_page_number()) if current.has_next() else None,
         "previous": link(current.previous_page_number()) if current.has_previous() else None,
         "items": [
-            {
-                "seq": row.seq,
-                "step": row.step,
-                "kind": row.kind,
-                "messages": row.messages,
-                "tokens_before": row.tokens_before,
-                "tokens_after": row.tokens_after,
-                "detail": row.detail,
-                "changes": changes.get(row.seq, []),
-                "summary": row.summary_seq,
-            }
+            {**records.event_json(row.as_event(), id_key="seq"), "changes": changes.get(row.seq, [])}
             for row in events.rows
         ],
     }

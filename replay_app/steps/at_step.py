@@ -8,13 +8,12 @@ versions it shows. Nothing here is O(steps x context).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ctxlab.engine import codec
 from ctxlab.engine.lost import message_text as engine_message_text
-from ctxlab.engine.records import Fate
+from ctxlab.engine.records import Fate, event_brief, in_ranges
 from replay_app.models import Run, RunEvent, RunStatus, RunStep
 from replay_app.steps.fatelog import FATES, fate_log
 from replay_app.steps.zone_bar import ZoneSegment, transcript_parts, zone_segments
@@ -116,10 +115,6 @@ def step_count(run: Run) -> int:
     return RunStep.objects.filter(run=run).count()
 
 
-def _in_ranges(ranges: Sequence[Sequence[int]], index: int) -> bool:
-    return any(a <= index < b for a, b in ranges)
-
-
 def step_view(
     run: Run, step: int, *, page: int | None = None, per_page: int = PER_PAGE
 ) -> StepView:
@@ -194,7 +189,7 @@ def step_view(
                 name=name,
                 fate=fate.value,
                 event=seq,
-                in_context=_in_ranges(ranges, index),
+                in_context=in_ranges(ranges, index),
                 reason=change.get("reason", ""),
                 modified_preview=modified,
                 offload_path=change.get("offload_path", ""),
@@ -203,7 +198,7 @@ def step_view(
     fate_counts = log.counts_at(step)
     fate_counts["kept"] = max(count - sum(fate_counts.values()), 0)
     events_here = [
-        {"seq": seq, "kind": kind, "tokens_before": b, "tokens_after": a, "messages": len(m)}
+        event_brief(seq, step, kind, b, a, len(m))
         for seq, kind, b, a, m in RunEvent.objects.filter(run=run, step=step)
         .order_by("seq")
         .values_list("seq", "kind", "tokens_before", "tokens_after", "messages")

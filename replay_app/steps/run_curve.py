@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ctxlab.engine.records import event_brief
 from replay_app.display.charts import EventPoint, Series
 from replay_app.memo import cached
 from replay_app.models import Run, RunEvent, RunStep
@@ -29,13 +30,7 @@ class Curve:
             "window": self.window,
             "threshold": self.threshold,
             "events": [
-                {
-                    "step": e.step,
-                    "kind": e.kind,
-                    "tokens_before": e.tokens_before,
-                    "tokens_after": e.tokens_after,
-                    "messages": e.messages,
-                }
+                event_brief(e.seq, e.step, e.kind, e.tokens_before, e.tokens_after, e.messages)
                 for e in self.events
             ],
         }
@@ -61,10 +56,10 @@ def _curve(run: Run) -> Curve:
         reported=[r[4] for r in rows],
     )
     events = tuple(
-        EventPoint(step, kind, before, after, len(messages))
-        for step, kind, before, after, messages in RunEvent.objects.filter(run=run)
+        EventPoint(step, kind, before, after, len(messages), seq=seq)
+        for seq, step, kind, before, after, messages in RunEvent.objects.filter(run=run)
         .order_by("seq")
-        .values_list("step", "kind", "tokens_before", "tokens_after", "messages")
+        .values_list("seq", "step", "kind", "tokens_before", "tokens_after", "messages")
     )
     zones: dict[str, Any] = {}
     if rows:
