@@ -52,6 +52,8 @@ class Row:
     cells: tuple[Cell, ...] = ()
     findings: tuple[dict[str, Any], ...] = field(default=())
     drift: tuple[dict[str, Any], ...] = field(default=())
+    # the first COMPACTIONS_SHOWN compactions: (where, cells); the JSON twin has them all
+    per_compaction: tuple[tuple[str, tuple[Cell, ...]], ...] = field(default=())
 
     @property
     def is_original(self) -> bool:
@@ -88,17 +90,7 @@ class Row:
 def _row(key: str, label: str, run: Run | None, data: dict[str, Any] | None) -> Row:
     if data is None:
         return Row(key, label, run, None)
-    cats = data.get("categories", {})
-    cells = tuple(
-        Cell(
-            c.key,
-            int(cats.get(c.key, {}).get("at_risk", 0)),
-            int(cats.get(c.key, {}).get("survived", 0)),
-            int(cats.get(c.key, {}).get("in_summary", 0)),
-            cats.get(c.key, {}).get("share"),
-        )
-        for c in CATEGORIES
-    )
+    cells = _cells(data.get("categories", {}))
     findings = tuple(
         {**f, "label": secrets.mask(str(f.get("label", "")))} for f in data.get("findings", ())
     )
@@ -115,7 +107,35 @@ def _row(key: str, label: str, run: Run | None, data: dict[str, Any] | None) -> 
         for comp in data.get("compactions", ())
         if comp.get("drift_count")
     )
-    return Row(key, label, run, data, cells, findings, drift)
+    per_compaction = tuple(
+        (_where(comp), _cells(comp.get("categories", {})))
+        for comp in data.get("compactions", ())[:COMPACTIONS_SHOWN]
+    )
+    return Row(key, label, run, data, cells, findings, drift, per_compaction)
+
+
+COMPACTIONS_SHOWN = 50
+
+
+def _cells(cats: dict[str, Any]) -> tuple[Cell, ...]:
+    return tuple(
+        Cell(
+            c.key,
+            int(cats.get(c.key, {}).get("at_risk", 0)),
+            int(cats.get(c.key, {}).get("survived", 0)),
+            int(cats.get(c.key, {}).get("in_summary", 0)),
+            cats.get(c.key, {}).get("share"),
+        )
+        for c in CATEGORIES
+    )
+
+
+def _where(comp: dict[str, Any]) -> str:
+    kind = catalogue.event_kind(str(comp.get("label", "")))
+    label = kind.label if kind else str(comp.get("label", ""))
+    if comp.get("step") is not None:
+        return f"step {comp['step']} · {label}"
+    return f"before message {comp.get('source_index')} · {label}"
 
 
 def original_row(run: Run) -> Row | None:

@@ -91,3 +91,21 @@ def test_table_puts_the_original_first_and_the_json_has_every_category(user: Any
         assert set(row["categories"]) == set(keys)
     trim = data["runs"][str(runs[1].pk)]
     assert trim["compactions"] > 1 and trim["survival"] < data["original"]["survival"]
+
+
+def test_compare_page_and_json_twins_show_survival(user: Any, auth_client: Any) -> None:
+    runs = _group(user)
+    ids = f"{runs[0].pk},{runs[1].pk}"
+    html = auth_client.get(f"/compare/?runs={ids}").content.decode()
+    section = html.split('id="survival"', 1)[1].split("</section>", 1)[0]
+    assert section.index('data-survival-row="original"') < section.index(
+        f'data-survival-row="{runs[0].pk}"'
+    )
+    # per-compaction rows for the run that compacted more than once (11 trims)
+    trim_rows = section.split(f'data-survival-compactions="{runs[1].pk}"', 1)[1]
+    assert trim_rows.split("</details>", 1)[0].count("<tr>") == 1 + 11
+    data = auth_client.get(f"/compare/?runs={ids}&format=json").json()["survival"]
+    assert set(data["runs"]) == {str(r.pk) for r in runs}
+    assert data["original"]["categories"]["paths"]["at_risk"] >= 10
+    own = auth_client.get(f"/runs/{runs[0].pk}/?format=json").json()["survival"]
+    assert own["categories"] == data["runs"][str(runs[0].pk)]["categories"]
