@@ -28,6 +28,7 @@ class ProbeSet(models.Model):
     generator = models.PositiveIntegerField()  # services.GENERATOR
     created_at = models.DateTimeField(auto_now_add=True)
     offline = models.JSONField(default=dict)  # probe_scoring.summarise of the offline scores
+    tokens = models.JSONField(default=dict)  # services.tokens_saved: stored, pages stay cheap
     claude_status = models.CharField(
         max_length=10, choices=ClaudeStatus.choices, default=ClaudeStatus.NONE
     )

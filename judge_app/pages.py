@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import html
 from collections.abc import Sequence
-from itertools import accumulate
+from functools import lru_cache
 from typing import Any
 
 from ctxlab.engine import probe_scoring
@@ -12,8 +12,8 @@ from ctxlab.engine.catalogue import metric
 from ctxlab.engine.probes import PROBE_KINDS, PROBE_LABELS
 from ctxlab.engine.secrets import mask
 from ctxlab.plots import figure_html
-from replay_app.models import Run, RunStep
-from sessions_app.models import Message, Transcript
+from replay_app.models import Run
+from sessions_app.models import Transcript
 
 from . import services
 from .models import ProbeScore, ProbeSet
@@ -84,27 +84,6 @@ def run_probes_data(run: Run, row: ProbeSet | None) -> dict[str, Any]:
     return out
 
 
-def tokens_saved(run: Run) -> dict[str, Any]:
-    """Σ input tokens of the run against the same requests with nothing compacted (every
-    message before each step's call, cl100k): saved and its share."""
-    sizes = list(
-        Message.objects.filter(transcript_id=run.transcript_id)
-        .order_by("index")
-        .values_list("reference_tokens", flat=True)
-    )
-    prefix = [0, *accumulate(sizes)]
-    sources = RunStep.objects.filter(run=run).values_list("source_index", flat=True)
-    baseline = sum(prefix[min(s, len(sizes))] for s in sources)
-    replayed = int((run.metrics or {}).get("input_tokens_total") or 0)
-    saved = baseline - replayed
-    return {
-        "baseline": baseline,
-        "replayed": replayed,
-        "saved": saved,
-        "share": round(saved / baseline, 4) if baseline else None,
-    }
-
-
 def compare_data(runs: Sequence[Run]) -> dict[str, Any]:
     """Each run's probe scores by kind and method, tokens saved and cost, side by side."""
     rows = []
@@ -122,7 +101,7 @@ def compare_data(runs: Sequence[Run]) -> dict[str, Any]:
                 "offline": row.offline if row is not None else None,
                 "claude": claude or None,
                 "claude_status": row.claude_status if row is not None else None,
-                "tokens": tokens_saved(run) if row is not None else None,
+                "tokens": (row.tokens or None) if row is not None else None,
                 "cost_usd": float(metrics.get("llm_cost_usd") or 0.0),
             }
         )
@@ -136,8 +115,7 @@ def original_row(transcript: Transcript) -> dict[str, Any] | None:
     actually ran, beside the replays; None when it recorded none."""
     if not transcript.compactions:
         return None
-    found, scores = probe_scoring.original_scores(transcript.to_conversation())
-    offline = probe_scoring.summarise(found, {k: s.score for k, s in scores.items()})
+    offline = _original_offline(transcript.pk, transcript.revision)
     row: dict[str, Any] = {
         "run": "original", "label": "original agent", "strategy": "", "status": "done",
         "probes": offline["probes"], "offline": offline, "claude": None,
@@ -173,6 +151,20 @@ def columns() -> list[dict[str, str]]:
         {"key": k, "label": metric(k).label, "meaning": metric(k).meaning, "unit": metric(k).unit}
         for k in METRIC_KEYS
     ]
+
+
+@lru_cache(maxsize=64)
+def _original_offline_cached(pk: int, revision: str) -> dict[str, Any]:
+    transcript = Transcript.objects.get(pk=pk)
+    found, scores = probe_scoring.original_scores(transcript.to_conversation())
+    return probe_scoring.summarise(found, {k: s.score for k, s in scores.items()})
+
+
+def _original_offline(pk: int, revision: str) -> dict[str, Any]:
+    """The original's offline probe summary, memoised per transcript revision (a revision
+    changes whenever its messages are rewritten); a deep copy, callers may change it."""
+    found = _original_offline_cached(pk, revision)
+    return {**found, "by_kind": {k: dict(v) for k, v in found["by_kind"].items()}}
 
 
 def _score(run: dict[str, Any]) -> float | None:

@@ -15,6 +15,7 @@ import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
+from itertools import accumulate
 from typing import Any
 
 from django.db import IntegrityError, transaction
@@ -27,13 +28,14 @@ from ctxlab.engine.records import Event, StepRecord, StepTokens, Zones
 from ctxlab.engine.summarizers import SummarizerError
 from replay_app.costs import llm
 from replay_app.models import Run, RunEvent, RunStatus, RunStep
+from sessions_app.models import Message as MessageRow
 
 from .models import ClaudeStatus, Probe, ProbeScore, ProbeSet
 
 log = logging.getLogger(__name__)
 
 # Bumped when generation or offline scoring changes: stored sets are regenerated.
-GENERATOR = 1
+GENERATOR = 2
 _NO_ZONES = Zones(0, 0, 0, 0, 0, 0, 0, 0, None)
 ANSWER_TOKENS = 300  # answer_request's cap, for the estimate
 JUDGE_TOKENS = 200
@@ -69,6 +71,27 @@ def contexts(replay: StoredReplay, wanted: Iterable[int]) -> dict[int, str]:
     )
 
 
+def tokens_saved(run: Run) -> dict[str, Any]:
+    """Σ input tokens of the run against the same requests with nothing compacted (every
+    message before each step's call, cl100k): saved and its share."""
+    sizes = list(
+        MessageRow.objects.filter(transcript_id=run.transcript_id)
+        .order_by("index")
+        .values_list("reference_tokens", flat=True)
+    )
+    prefix = [0, *accumulate(sizes)]
+    sources = RunStep.objects.filter(run=run).values_list("source_index", flat=True)
+    baseline = sum(prefix[min(s, len(sizes))] for s in sources)
+    replayed = int((run.metrics or {}).get("input_tokens_total") or 0)
+    saved = baseline - replayed
+    return {
+        "baseline": baseline,
+        "replayed": replayed,
+        "saved": saved,
+        "share": round(saved / baseline, 4) if baseline else None,
+    }
+
+
 def current_set(run: Run) -> ProbeSet | None:
     """The stored set of the run's current attempt, if there is one and it is current."""
     return ProbeSet.objects.filter(run=run, attempts=run.attempts, generator=GENERATOR).first()
@@ -92,12 +115,14 @@ def generate(run: Run) -> ProbeSet:
     texts = contexts(replay, {p.step for p in found})
     scores = {p.key: probe_scoring.score_text(p, texts.get(p.step, "")) for p in found}
     summary = probe_scoring.summarise(found, {k: s.score for k, s in scores.items()})
+    tokens = tokens_saved(run)
     try:
         with transaction.atomic():
             ProbeSet.objects.filter(run=run).delete()
             row = ProbeSet.objects.create(
-                run=run, attempts=run.attempts, generator=GENERATOR, offline=summary
-            )
+                run=run, attempts=run.attempts, generator=GENERATOR, offline=summary,
+                tokens=tokens,
+            )  # fmt: skip
             stored = Probe.objects.bulk_create(
                 Probe(
                     probe_set=row, seq=i, key=p.key, kind=p.kind, compaction=p.compaction,

@@ -120,3 +120,14 @@ def test_original_agent_row_beside_the_replays(auth_client: Any, user: Any) -> N
     assert original["metrics"]["probe_score"] == 1.0 and original["tokens"] is None
     page = auth_client.get(f"/compare/probes/?runs={run.pk}").content.decode()
     assert 'data-probe-row="original"' in page and f'data-probe-row="{run.pk}"' in page
+
+
+def test_compare_and_run_pages_show_the_probes(
+    auth_client: Any, qwen_run: Any, cow_run: Any
+) -> None:
+    body = auth_client.get(f"/compare/?runs={qwen_run.pk},{cow_run.pk}").content.decode()
+    assert body.count('id="probe-compare"') == 1
+    assert body.count('data-plotly="probe-tradeoff-figure"') == 1
+    assert f'data-probe-row="{qwen_run.pk}"' in body and f'data-probe-row="{cow_run.pk}"' in body
+    run_page = auth_client.get(f"/runs/{qwen_run.pk}/").content.decode()
+    assert f'href="/runs/{qwen_run.pk}/probes/"' in run_page
