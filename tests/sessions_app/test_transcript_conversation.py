@@ -110,6 +110,7 @@ def test_tool_call_shown_with_its_result_and_preview(alice: Any, alice_client: C
     assert "bash" in summary and "pytest -q tests/" in summary  # the command, collapsed
     assert "3 passed in 0.5s" in call.group(1)  # the result inside the same row
     assert 'shown with its call in <a href="#m1">#1</a>' in html
+    assert html.count("3 passed in 0.5s") == 2  # with the call, and in its own message
     # The pair split by a page break: the call's page links to the result on the next one.
     first = _page(alice_client, t, "?per_page=2")
     assert "result in #2" in first and "?page=2&amp;per_page=2#m2" in first
