@@ -81,7 +81,10 @@ def test_what_was_lost_links_facts_to_messages_and_events(
 
     page.go_back()
     section.wait_for()
-    event_link = section.locator("details.lost-event summary a").first
+    first = section.locator("details.lost-event").first
+    if first.get_attribute("open") is None:
+        first.locator("summary").click()
+    event_link = first.locator("a.lost-event-link")  # in the body: no link inside <summary>
     href = event_link.get_attribute("href") or ""
     seq = href.rsplit("#event-", 1)[1]
     event_link.click()
