@@ -105,13 +105,53 @@ def cancel_queued(run_ids: list[int]) -> int:
     return count
 
 
+SURVIVAL_KEYS = ("survival", "first_summary_persistence", "drift_total", "instruction_losses")
+PROBE_KINDS = ("recall", "artifact", "continuation", "decision")
+
+
 def retention_of(run: Run) -> dict[str, Any]:
-    """The run's stored retention analysis (``retention``, ``facts_lost``), if any."""
-    analysis = getattr(run, "analysis", None)
-    data = getattr(analysis, "retention", None) or {}
+    """The run's stored analysis as catalogued metrics: ``retention``, ``facts_lost`` and
+    the survival figures (``survival``, ``drift_total`` ...), whichever are there."""
+    analysis = RunAnalysis.objects.filter(run=run).first()
+    if analysis is None:
+        return {}
+    data = analysis.retention or {}
     out: dict[str, Any] = {}
-    if isinstance(data.get("retention"), int | float):
+    if _number(data.get("retention")):
         out["retention"] = data["retention"]
-    if isinstance(data.get("lost"), int):
+    if _number(data.get("lost")):
         out["facts_lost"] = data["lost"]
+    survival = analysis.survival or {}
+    out.update({k: survival[k] for k in SURVIVAL_KEYS if _number(survival.get(k))})
     return out
+
+
+def probe_scores(run_ids: list[int]) -> dict[int, dict[str, Any]]:
+    """Probe scores of these runs where the judge app scored them (offline and Claude),
+    as catalogued metrics; read when the results are built, since probes come later."""
+    from django.apps import apps
+
+    if not apps.is_installed("judge_app"):
+        return {}
+    probe_set = apps.get_model("judge_app", "ProbeSet")
+    out: dict[int, dict[str, Any]] = {}
+    for run_id, offline, claude in probe_set.objects.filter(run_id__in=run_ids).values_list(
+        "run_id", "offline", "claude"
+    ):
+        row: dict[str, Any] = {}
+        offline, claude = offline or {}, claude or {}
+        if _number(offline.get("score")):
+            row["probe_score"] = offline["score"]
+        for kind in PROBE_KINDS:
+            score = (offline.get("by_kind") or {}).get(kind, {}).get("score")
+            if _number(score):
+                row[f"probe_score_{kind}"] = score
+        if _number(claude.get("score")):
+            row["probe_score_claude"] = claude["score"]
+        if row:
+            out[run_id] = row
+    return out
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)

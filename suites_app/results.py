@@ -22,6 +22,7 @@ from ctxlab.engine.catalogue import METRICS, best_flags, pathological
 from .configs import fmt
 from .models import Suite, SuiteItem
 from .progress import SuiteProgressData, suite_progress_data
+from .replay_glue import probe_scores
 
 # The leaderboard's axes: money when the ledger priced the runs, tokens sent otherwise.
 RETENTION_KEY = "retention"
@@ -195,12 +196,18 @@ def _csv_text(text: str) -> str:
 
 
 def _items(suite: Suite) -> list[SuiteItem]:
-    return list(
+    items = list(
         suite.items.select_related("transcript", "run").only(
             "config_index", "status", "summary", "run_id", "run__status",
             "transcript__id", "transcript__title", "transcript__source_file",
         )
     )  # fmt: skip
+    # Probes are scored after a run finished (judge_app): merged in when present.
+    late = probe_scores([it.run_id for it in items if it.run_id and it.status == "done"])
+    for it in items:
+        if it.run_id in late:
+            it.summary = {**(it.summary or {}), **late[it.run_id]}
+    return items
 
 
 def transcript_name(item: SuiteItem) -> str:

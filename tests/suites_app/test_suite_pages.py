@@ -217,3 +217,21 @@ def test_cancel_then_resume(user: Any, client_for: Any) -> None:
     assert "Resume" in client.get(f"/suites/{suite.pk}/").content.decode()
     client.post(f"/suites/{suite.pk}/resume/")  # eager: runs here
     assert set(Run.objects.values_list("status", flat=True)) == {RunStatus.DONE}
+
+
+def test_survival_and_probe_scores_are_aggregated_when_present(
+    grid_suite: Suite, client_for: Any
+) -> None:
+    from judge_app import services as judge_services
+
+    item = grid_suite.items.select_related("run").filter(config_index=0).first()
+    assert item is not None and item.run is not None
+    probe_set = judge_services.probe_set(item.run)  # what opening its probes page does
+    data = client_for(grid_suite.owner).get(f"/suites/{grid_suite.pk}/?format=json").json()
+    stats = data["configurations"][0]["stats"]
+    assert "survival" in stats and stats["survival"]["n"] == 3  # stored by every run
+    assert probe_set is not None
+    score = (probe_set.offline or {}).get("score")
+    assert score is not None  # this transcript's compactions give probes
+    assert stats["probe_score"] == {**stats["probe_score"], "n": 1, "median": score}
+    assert "probe_score" not in data["configurations"][1]["stats"]  # none generated there
