@@ -40,6 +40,10 @@ class EventKind:
     label: str
     meaning: str
     aliases: tuple[str, ...] = ()
+    # Which ``Event.detail`` keys hold the size the strategy measured and the limit it
+    # compared it with (first present wins: strategies name them in their own words).
+    measured_keys: tuple[str, ...] = ()
+    limit_keys: tuple[str, ...] = ()
 
 
 _EVENTS: tuple[EventKind, ...] = (
@@ -51,28 +55,36 @@ _EVENTS: tuple[EventKind, ...] = (
     EventKind("tool_result_compact", "compaction", "Tool results compacted",
               "older tool results over the size limit cut, full text kept in files (CoPaw)"),
     EventKind("prune", "compaction", "Pruned",
-              "old tool outputs replaced by a placeholder, newest outputs protected"),
+              "old tool outputs replaced by a placeholder, newest outputs protected",
+              measured_keys=("estimate",), limit_keys=("threshold",)),
     EventKind("clear_tool_uses", "compaction", "Tool results cleared",
-              "every tool result but the newest few replaced by a placeholder", ("clear",)),
+              "every tool result but the newest few replaced by a placeholder", ("clear",),
+              limit_keys=("trigger",)),
     EventKind("clear_thinking", "compaction", "Thinking cleared",
               "thinking blocks of older assistant turns left out of the request"),
     EventKind("drop", "compaction", "Dropped",
               "oldest messages or turns removed without a summary in the context",
-              ("drop_turns",)),
+              ("drop_turns",),
+              measured_keys=("estimate",), limit_keys=("threshold", "limit")),
     EventKind("summarise", "compaction", "Summarised",
-              "older messages replaced by a summary, recent messages kept", ("summarize",)),
+              "older messages replaced by a summary, recent messages kept", ("summarize",),
+              measured_keys=("estimate", "tokens", "total_tokens"), limit_keys=("threshold",)),
     EventKind("compact", "compaction", "Compacted",
-              "the whole history replaced by a summary (plus whatever the original keeps)"),
+              "the whole history replaced by a summary (plus whatever the original keeps)",
+              measured_keys=("estimate", "tokens", "total_tokens"), limit_keys=("threshold", "limit")),
     EventKind("trim", "compaction", "Trimmed (request view)",
               "messages outside the window left out of this request; the session keeps them",
-              ("trim_request",)),
+              ("trim_request",),
+              limit_keys=("window",)),
     EventKind("trim_partial", "compaction", "Partly trimmed (request view)",
               "a message partly inside the window cut to fit this request"),
     EventKind("force_compression", "compaction", "Forced compression",
               "oldest half of the turns dropped because the request exceeds the budget "
-              "(PicoClaw)"),
+              "(PicoClaw)",
+              measured_keys=("estimate",), limit_keys=("window",)),
     EventKind("compress_text_only", "compaction", "Compressed to text",
-              "turns kept as their text only, tool calls and results removed (CowAgent)"),
+              "turns kept as their text only, tool calls and results removed (CowAgent)",
+              measured_keys=("estimate",), limit_keys=("budget",)),
     EventKind("overflow_trim", "compaction", "Overflow trim",
               "after a context-length error: aggressive trim, then the request is retried"),
     EventKind("overflow_clear", "compaction", "Overflow clear",
@@ -88,13 +100,16 @@ _EVENTS: tuple[EventKind, ...] = (
     # --- failure ---------------------------------------------------------------------------
     EventKind("summary_failed", "failure", "Summary failed",
               "the summariser call failed or returned nothing; the strategy took its "
-              "failure path (see the event's outcome)"),
+              "failure path (see the event's outcome)",
+              measured_keys=("estimate",), limit_keys=("threshold",)),
     EventKind("compact_failed", "failure", "Compaction failed",
-              "a compaction could not complete; the history is left unchanged"),
+              "a compaction could not complete; the history is left unchanged",
+              measured_keys=("tokens", "total_tokens"), limit_keys=("threshold", "limit")),
     # --- skip ------------------------------------------------------------------------------
     EventKind("compact_skipped", "skip", "Compaction skipped",
               "the trigger fired but nothing could be compacted (reason in the event)",
-              ("summarize_skipped", "summary_skipped", "clear_skipped")),
+              ("summarize_skipped", "summary_skipped", "clear_skipped"),
+              measured_keys=("total_tokens",)),
     EventKind("summary_empty", "skip", "Summary empty",
               "the summariser answered that nothing was worth keeping; no summary written"),
     EventKind("summary_not_injected", "skip", "Summary not injected",
@@ -124,6 +139,20 @@ def event_kind(kind: str) -> EventKind | None:
 def event_category(kind: str) -> Category | None:
     row = event_kind(kind)
     return row.category if row else None
+
+
+def detail_number(
+    kind: str, detail: Mapping[str, Any], *, limit: bool = False
+) -> tuple[int | None, str]:
+    """The size an event of ``kind`` measured (or, with ``limit``, the limit it compared it
+    with) and the detail key it was under: (None, "") when the event names neither."""
+    found = event_kind(kind)
+    keys = () if found is None else (found.limit_keys if limit else found.measured_keys)
+    for key in keys:
+        value = detail.get(key)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return int(value), key
+    return None, ""
 
 
 def is_compaction(kind: str) -> bool:
@@ -488,16 +517,24 @@ def vocabulary_markdown() -> str:
         *(f"| {name} | {meaning} |" for name, meaning in CATEGORIES.items()),
         "",
         "Compactions, restores and failures are counted by category: the metrics "
-        "`compaction_count`, `firing_per_100_steps` and `thrash` count compaction events only.",
+        "`compaction_count`, `firing_per_100_steps` and `thrash` count compaction events only. "
+        "*Measured in* / *limit in*: the event detail keys holding the size the strategy "
+        "measured and the limit it compared it with (first present wins), as the compare "
+        "page's trigger column reads them.",
         "",
         "## Event kinds",
         "",
-        "| kind | category | label | meaning | older spellings |",
-        "|---|---|---|---|---|",
+        "| kind | category | label | meaning | older spellings | measured in | limit in |",
+        "|---|---|---|---|---|---|---|",
     ]
     for e in _EVENTS:
         old = ", ".join(f"`{a}`" for a in e.aliases)
-        lines.append(f"| `{e.kind}` | {e.category} | {e.label} | {_cell(e.meaning)} | {old} |")
+        measured = ", ".join(f"`{k}`" for k in e.measured_keys)
+        limit = ", ".join(f"`{k}`" for k in e.limit_keys)
+        lines.append(
+            f"| `{e.kind}` | {e.category} | {e.label} | {_cell(e.meaning)} | {old} | "
+            f"{measured} | {limit} |"
+        )
     lines += ["", "## Finding kinds", "", "| kind | label | meaning |", "|---|---|---|"]
     lines += [f"| `{f.kind}` | {f.label} | {_cell(f.meaning)} |" for f in _FINDINGS]
     lines += ["", "## Fact categories (survival)", "", "| key | label | meaning |", "|---|---|---|"]

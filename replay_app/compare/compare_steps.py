@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ctxlab.engine.catalogue import is_compaction
+from ctxlab.engine.catalogue import detail_number, is_compaction
 from ctxlab.engine.records import Fate
 from replay_app import memo
 from replay_app.models import Run, RunEvent, RunStep, RunSummary
@@ -27,10 +27,6 @@ from sessions_app.models import Message
 REMOVED = frozenset({Fate.SUMMARISED.value, Fate.DROPPED.value})
 STEP_MESSAGES = 60  # message rows per page of the step view
 COMPACTION_ROWS = 10  # summaries table rows per page
-# Which detail keys hold the measured size and the limit it was compared with, by
-# strategy vocabulary (first found wins).
-MEASURED_KEYS = ("estimate", "tokens", "total_tokens", "reference", "current")
-LIMIT_KEYS = ("threshold", "budget", "limit", "window", "trigger")
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,14 +72,6 @@ def trigger_words(measured: int | None, limit: int | None, limit_name: str = "th
     return ""
 
 
-def _number(detail: dict[str, Any], keys: Sequence[str]) -> tuple[int | None, str]:
-    for key in keys:
-        value = detail.get(key)
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            return int(value), key
-    return None, ""
-
-
 def compactions(run: Run) -> list[Compaction]:
     """The run's compaction steps in order (cached for finished runs)."""
     return memo.cached(run, "compactions", lambda: _compactions(run))  # type: ignore[no-any-return]
@@ -107,12 +95,12 @@ def _compactions(run: Run) -> list[Compaction]:
     for step, events in by_step.items():
         measured = limit = None
         limit_name = "threshold"
-        for *_, detail, _, _ in events:
+        for _, _, kind, _, _, detail, _, _ in events:
             detail = detail or {}
             if measured is None:
-                measured, _ = _number(detail, MEASURED_KEYS)
+                measured, _ = detail_number(kind, detail)
             if limit is None:
-                limit, limit_name = _number(detail, LIMIT_KEYS)
+                limit, limit_name = detail_number(kind, detail, limit=True)
         if measured is None:
             measured = int(events[0][4]) or None
         touched = {int(i) for e in events for i in e[3]}
@@ -398,8 +386,8 @@ def _explain(runs: Sequence[Run], lines: Sequence[MessageLine]) -> None:
         )
         for seq, kind, detail, changes, before in rows.iterator(chunk_size=200):
             detail = detail or {}
-            measured, _ = _number(detail, MEASURED_KEYS)
-            limit, name = _number(detail, LIMIT_KEYS)
+            measured, _ = detail_number(kind, detail)
+            limit, name = detail_number(kind, detail, limit=True)
             if measured is None:
                 measured = before or None
             trigger = trigger_words(measured, limit, name or "threshold")
