@@ -82,17 +82,22 @@ def message_sources(index: int, message: Message) -> Iterator[Source]:
         return
     if message.role is not Role.USER:
         return
+    injected = False  # rules or a skill: their sentences are that source, not the user's
     for block in message.blocks:
         if block.kind is not BlockKind.TEXT or not block.text:
             continue
         text = block.text
         label = _rules_label(text)
         if label is not None:
+            injected = True
             yield Source("project_rules", label, index, text_key(text), text)
             continue
         label = _skill_label(text)
         if label is not None:
+            injected = True
             yield Source("skill", label, index, text_key(text), text)
+    if injected:
+        return
     for kind, value in sorted(extract.message_facts(message)):
         if kind == "instructions" and CONSTRAINT_RE.search(value):
             yield Source("user_constraint", value[:80], index, text_key(value), value)

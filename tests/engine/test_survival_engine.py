@@ -255,3 +255,33 @@ def test_weighted_memo_evicts_by_the_weight_it_stands_for() -> None:
     assert list(memo.items) == ["b", "c"] and memo.chars == 60
     memo.set("d", 4)  # default weight: the key's length
     assert memo.chars == 61
+
+
+def test_sources_system_prompt_rules_skill_and_constraints_are_recognised() -> None:
+    from ctxlab.engine import instructions
+
+    messages = [
+        system("You are a careful agent. Never delete user data."),
+        user(CLAUDE_MD),
+        user("Base directory for this skill: /home/u/.claude/skills/pdf-forms\n\nFill forms."),
+        user("# AGENTS.md instructions for /repo\n\nUse uv for every Python command."),
+        user("Please use pnpm instead of npm for installs. Thanks!"),
+        assistant("Always happy to help."),  # an assistant's words are not a source
+    ]
+    found = [(s.kind, s.label, s.message) for s in instructions.sources(messages)]
+    assert found == [
+        ("system_prompt", "system prompt", 0),
+        ("project_rules", "/repo/CLAUDE.md", 1),
+        ("skill", "skill pdf-forms", 2),
+        ("project_rules", "AGENTS.md", 3),
+        ("user_constraint", "Please use pnpm instead of npm for installs.", 4),
+    ]
+
+
+def test_a_dropped_system_prompt_is_a_finding() -> None:
+    drop = Event(0, 1, "drop", (0, 1), changes=(Change(0, Fate.DROPPED), Change(1, Fate.DROPPED)))
+    res = replay_result([drop], [step(0, ((0, 6),)), step(1, ((2, 6),))], [])
+    _, run = survival.analyse_replay(res, REPLAYED)
+    kinds = {(f["source"], f["kind"]) for f in run.findings()}
+    assert ("system_prompt", "instruction_dropped") in kinds
+    assert ("user_constraint", "instruction_dropped") in kinds
