@@ -50,7 +50,7 @@ from .textkeys import content_words, text_key
 
 # Bumped whenever survival counts differently: stored tables of an older version (or of an
 # older extractor) are computed again.
-VERSION = 1
+VERSION = 2
 
 CATEGORIES = (*extract.KINDS, "decisions", "open_tasks")
 SENTENCE_KINDS = frozenset({"instructions", "decisions", "open_tasks"})
