@@ -23,7 +23,7 @@ from ctxlab.http import json_response as _json
 from ctxlab.http import wants as _wants
 from ctxlab.ownership import owned
 from replay_app import memo
-from replay_app.compare import compare_steps, overview, survival_table
+from replay_app.compare import compare_steps, overview, report, survival_table
 from replay_app.compare import views as compare_views
 from replay_app.display import charts
 from replay_app.display.markdown_safe import word_diff
@@ -200,6 +200,12 @@ def run_compare(request: HtmxHttpRequest) -> HttpResponse:
         )
     if compare_views.wants_step_view(request):
         return compare_views.compare_step(request, runs)
+    if _wants(request, "report"):  # one self-contained HTML file (compare/report.py)
+        response = HttpResponse(report.report_html(runs), content_type="text/html; charset=utf-8")
+        response.headers["Content-Disposition"] = content_disposition_header(
+            True, report.report_filename(runs)
+        )
+        return response
     retentions = overview.retentions(runs)
     rows = overview.metric_rows(runs, retentions)
     if _wants(request, "csv"):

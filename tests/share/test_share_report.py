@@ -83,3 +83,21 @@ def test_a_secret_that_reached_a_summary_is_masked_again(runs: list[Any]) -> Non
     summary.save(update_fields=["output"])
     text = report.report_html(runs)
     assert RAW_KEY not in text and "Goal: use sk-ant…[masked" in text
+
+
+def test_compare_page_offers_the_report_and_serves_it_as_a_download(
+    user: Any, other_user: Any, runs: list[Any], client: Any
+) -> None:
+    ids = ",".join(str(r.pk) for r in runs)
+    client.force_login(user)
+    page = client.get(f"/compare/?runs={ids}").content.decode()
+    assert f'href="?runs={ids}&amp;format=report" download>Download report</a>' in page
+    response = client.get(f"/compare/?runs={ids}&format=report")
+    assert response.status_code == 200 and response["Content-Type"].startswith("text/html")
+    assert (
+        response["Content-Disposition"] == f'attachment; filename="{report.report_filename(runs)}"'
+    )
+    body = response.content.decode()
+    assert "<h2>What was lost</h2>" in body and RAW_KEY not in body and MASKED_PREFIX in body
+    client.force_login(other_user)
+    assert client.get(f"/compare/?runs={ids}&format=report").status_code == 404
