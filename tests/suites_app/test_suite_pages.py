@@ -235,3 +235,16 @@ def test_survival_and_probe_scores_are_aggregated_when_present(
     assert score is not None  # this transcript's compactions give probes
     assert stats["probe_score"] == {**stats["probe_score"], "n": 1, "median": score}
     assert "probe_score" not in data["configurations"][1]["stats"]  # none generated there
+
+
+def test_admin_lists_suites_and_items(grid_suite: Suite, staff_user: Any, client: Client) -> None:
+    from django.contrib import admin
+
+    from suites_app.models import SuiteItem
+
+    assert admin.site.is_registered(Suite) and admin.site.is_registered(SuiteItem)
+    client.force_login(staff_user)
+    assert "grid &lt;b&gt;" in client.get("/admin/suites_app/suite/").content.decode()
+    item = grid_suite.items.first()
+    assert client.get("/admin/suites_app/suiteitem/").status_code == 200
+    assert client.get(f"/admin/suites_app/suiteitem/{item.pk}/change/").status_code == 200
