@@ -13,7 +13,7 @@ from typing import Any
 from django import forms
 from django.db.models import Q, QuerySet
 
-from ctxlab.engine.strategies import LIBRARY, PRESETS
+from ctxlab.engine.strategies import LIBRARY, PRESETS, get_strategy_class
 from sessions_app import services as session_services
 from sessions_app.models import Transcript
 
@@ -109,8 +109,9 @@ class SuiteForm(forms.Form):
         self.fields["grid_base"].choices = bases  # type: ignore[attr-defined]
         for i in range(1, GRID_SLOTS + 1):
             self.fields[f"grid_key_{i}"] = forms.CharField(
-                required=False, max_length=80, label=f"Parameter {i}"
-            )
+                required=False, max_length=80, label=f"Parameter {i}",
+                widget=forms.TextInput(attrs={"list": "grid-params", "autocomplete": "off"}),
+            )  # fmt: skip
             self.fields[f"grid_values_{i}"] = forms.CharField(
                 required=False, max_length=400, label=f"Values {i}",
                 help_text="v1,v2,... or start:stop:step",
@@ -194,6 +195,14 @@ class SuiteForm(forms.Form):
             source["uploaded"] = uploaded
         self.source = source
         return list(chosen.values())
+
+
+def grid_param_names() -> list[str]:
+    """Every parameter a grid can vary in some strategy (the form's suggestions)."""
+    names = {configs.WINDOW_KEY}
+    for strategy in LIBRARY:
+        names.update(p.name for p in get_strategy_class(strategy).PARAMS)
+    return sorted(names)
 
 
 def _base_of_config(config: StrategyConfig) -> Base:

@@ -15,7 +15,7 @@ from ctxlab.ownership import get_owned_or_404, owned
 
 from . import charts, results, services
 from .configs import SuiteInputError
-from .forms import GRID_SLOTS, SuiteForm
+from .forms import GRID_SLOTS, SuiteForm, grid_param_names
 from .models import Suite
 from .progress import suite_progress_data
 
@@ -64,7 +64,11 @@ def suite_new(request: HttpRequest) -> HttpResponse:
     if wants_json(request) and request.method == "POST":
         return json_response({"errors": form.errors.get_json_data()}, status=400)
     slots = [(form[f"grid_key_{i}"], form[f"grid_values_{i}"]) for i in range(1, GRID_SLOTS + 1)]
-    return render(request, "suites_app/suite_new.html", {"form": form, "slots": slots})
+    return render(
+        request,
+        "suites_app/suite_new.html",
+        {"form": form, "slots": slots, "param_names": grid_param_names()},
+    )
 
 
 @login_required

@@ -35,6 +35,7 @@ def test_suite_grid_progress_heatmap_leaderboard_and_a_cells_run(
     page.fill("#id_grid_values_1", "8000,30000")
     page.fill("#id_grid_key_2", "compact_threshold_ratio")
     page.fill("#id_grid_values_2", "0.5:0.8:0.3")
+    screenshot("form")
     page.click("#suite-form button[type=submit]")
     page.wait_for_url("**/suites/*/")
     progress = page.locator(".suite-progress")
