@@ -18,27 +18,20 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from ctxlab.engine.budget import window_param_names
 from ctxlab.engine.strategies import PRESETS
+from ctxlab.http import HtmxHttpRequest, json_response
 from ctxlab.http import wants_json as _wants_json
 from ctxlab.ownership import get_owned_or_404, owned
 from ctxlab.redirects import safe_next
-from replay_app import memo
-from replay_app.compare import survival_table
-from replay_app.costs import run_budget, run_costs
-from replay_app.display import vocabulary
+from replay_app.costs import run_budget
 from replay_app.models import Run, RunGroup, RunStatus
-from replay_app.runs import progress, runpage, services
+from replay_app.runs import progress, services
 from replay_app.runs.forms import RunCreateForm
+from replay_app.runs.run_page import FRAGMENTS, METRICS, RunPage, load_ledger, run_json
 from replay_app.sweeps import sweep
 from sessions_app.models import Transcript
 
 RUNS_PER_PAGE = 50
-LEDGER_ROWS_SHOWN = 50  # issue 7's per-compaction ledger rows on the run page
-
-# (metrics key, label, what it means) — headline metrics in display order; labels and
-# meanings from the engine's catalogue (replay_app.vocabulary).
-METRICS: list[tuple[str, str, str]] = vocabulary.label_rows(vocabulary.RUN_KEYS)
 LIST_METRICS = [
     "peak_reference",
     "input_tokens_total",
@@ -50,43 +43,6 @@ LIST_METRICS = [
 # ---------------------------------------------------------------------------------------
 # Runs
 # ---------------------------------------------------------------------------------------
-
-
-def _run_json(run: Run, *, full: bool = False) -> dict[str, Any]:
-    data: dict[str, Any] = {
-        "id": run.pk,
-        "url": run.get_absolute_url(),
-        "transcript": {"id": run.transcript_id, "title": str(run.transcript)},
-        "group": run.group_id,
-        "label": run.label,
-        "strategy": run.strategy,
-        "config": run.config_id,
-        "window": run.window,  # the comparison's window (None: the config's own values)
-        "summarizer": run.summarizer,
-        "status": run.status,
-        "error": run.error,
-        "attempts": run.attempts,
-        "steps_done": run.steps_done,
-        "steps_total": run.steps_total,
-        "percent": run.percent,
-        "events_count": run.events_count,
-        "created_at": run.created_at.isoformat(),
-        "started_at": run.started_at.isoformat() if run.started_at else None,
-        "finished_at": run.finished_at.isoformat() if run.finished_at else None,
-        "duration_seconds": run.duration_seconds,
-        "metrics": run.metrics,
-    }
-    if full:
-        data["params"] = run.params
-        data["estimator"] = run.estimator
-        data["summarizer_model"] = run.summarizer_model
-        data["cost"] = run_costs.run_costs_json(run)
-        # The run page's metric table as the catalogue labels it (label, unit, direction).
-        data["metric_rows"] = [
-            {**vocabulary.metric_json(key), "value": (run.metrics or {}).get(key)}
-            for key in vocabulary.RUN_KEYS
-        ]
-    return data
 
 
 def _filtered_runs(request: HttpRequest) -> tuple[QuerySet[Run], dict[str, str]]:
@@ -110,7 +66,7 @@ def run_list(request: HttpRequest) -> HttpResponse:
     if _wants_json(request):
         return JsonResponse(
             {
-                "runs": [_run_json(r) for r in page],
+                "runs": [run_json(r) for r in page],
                 "page": page.number,
                 "pages": page.paginator.num_pages,
                 "count": page.paginator.count,
@@ -180,35 +136,20 @@ def start_group(
 
 
 @require_GET
-def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
+def run_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     run = get_owned_or_404(
         Run.objects.select_related("transcript", "config", "group").defer("ledger"),
         request.user,
         pk=pk,
     )
-    # A finished run's ledger (issue 7: up to ~1 MB of JSON, per-step arrays) is parsed once
-    # and kept in the inspect memo, like the run's curve: never re-parsed per page view.
-    run.ledger = memo.cached(run, "ledger", lambda: _ledger(run.pk))
-    # Long lists are paged (runpage): events by ?page/?kind, summaries by ?spage, finding
-    # groups by ?fkind/?fpage; htmx swaps one section, the links work without JS.
-    events = runpage.events_page(
-        run, page=runpage.page_number(request.GET.get("page")), kind=request.GET.get("kind", "")
-    )
+    load_ledger(run)
+    page = RunPage(run, request.GET)
     if _wants_json(request):
-        data = _run_json(run, full=True)
-        data["events"] = runpage.event_json(run, events, url=run.get_absolute_url())
-        data["summaries"] = runpage.summaries_json(run)
-        data["findings"] = [
-            {"step": f.step, "kind": f.kind, "messages": f.messages, "detail": f.detail}
-            for f in run.findings.order_by("step", "id")
-        ]
-        (row,) = survival_table.table([run], original=False).rows
-        data["survival"] = row.as_dict() if row.data is not None else None
-        return JsonResponse(data, json_dumps_params={"ensure_ascii": False})
-    target = request.htmx.target if request.htmx else None  # type: ignore[attr-defined]
+        return json_response(page.as_json())
+    target = request.htmx.target if request.htmx else None
     seq = request.GET.get("summary", "")
     if target and seq.isdigit() and target == f"summary-{seq}-output":
-        output = runpage.summary_output(run, int(seq))
+        output = page.summary_output(int(seq))
         if output is None:
             raise Http404("no such summary")
         return render(
@@ -216,42 +157,9 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "replay_app/runs/_summaries.html#summary-output",
             {"run": run, "seq": int(seq), "output": output},
         )
-    context: dict[str, Any] = {"run": run, "events": events}
-    fragments = {
-        "run-events": "replay_app/runs/_events.html#run-events",
-        "run-summaries": "replay_app/runs/_summaries.html#run-summaries",
-        "run-findings": "replay_app/runs/_findings.html#run-findings",
-    }
-    if target not in fragments or target == "run-summaries":
-        spage = runpage.page_number(request.GET.get("spage"))
-        if seq.isdigit() and "spage" not in request.GET:  # ?summary=N: the page showing N
-            spage = runpage.summary_page_of(run, int(seq))
-        context["summaries"] = runpage.summaries_page(run, page=spage)
-    if target not in fragments or target == "run-findings":
-        context["findings"] = runpage.findings_groups(
-            run,
-            kind=request.GET.get("fkind", ""),
-            page=runpage.page_number(request.GET.get("fpage")),
-        )
-    if target in fragments:
-        return render(request, fragments[str(target)], context)
-    cost_context = run_costs.page_context(run)
-    if cost_context.get("ledger_rows"):  # the first rows; every row is in the JSON twin
-        cost_context["ledger_rows"] = cost_context["ledger_rows"][:LEDGER_ROWS_SHOWN]
-    context.update(
-        state=progress.run_state(run),
-        metrics=[(key, label, hint, run.metrics.get(key)) for key, label, hint in METRICS],
-        costs=cost_context,
-        window_keys=window_param_names(run.strategy) if run.window else (),
-        survival=survival_table.table([run], original=False)
-        if run.status == RunStatus.DONE
-        else None,
-    )
-    return render(request, "replay_app/runs/run_detail.html", context)
-
-
-def _ledger(pk: int) -> dict[str, Any]:
-    return Run.objects.filter(pk=pk).values_list("ledger", flat=True).first() or {}
+    if target in FRAGMENTS:
+        return render(request, FRAGMENTS[target], page.context(target))
+    return render(request, "replay_app/runs/run_detail.html", page.context())
 
 
 @require_POST
@@ -288,7 +196,7 @@ def group_detail(request: HttpRequest, pk: int) -> HttpResponse:
                 "name": group.name,
                 "transcript": {"id": group.transcript_id, "title": str(group.transcript)},
                 "created_at": group.created_at.isoformat(),
-                "runs": [_run_json(r) for r in runs],
+                "runs": [run_json(r) for r in runs],
                 "sweep": _sweep_json(runs),
             },
             json_dumps_params={"ensure_ascii": False},
