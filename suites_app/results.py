@@ -198,8 +198,8 @@ def _csv_text(text: str) -> str:
 def _items(suite: Suite) -> list[SuiteItem]:
     items = list(
         suite.items.select_related("transcript", "run").only(
-            "config_index", "status", "summary", "run_id", "run__status",
-            "transcript__id", "transcript__title", "transcript__source_file",
+            "suite", "config_index", "status", "summary", "run", "transcript",
+            "run__status", "transcript__title", "transcript__source_file",
         )
     )  # fmt: skip
     # Probes are scored after a run finished (judge_app): merged in when present.

@@ -248,3 +248,12 @@ def test_admin_lists_suites_and_items(grid_suite: Suite, staff_user: Any, client
     item = grid_suite.items.first()
     assert client.get("/admin/suites_app/suiteitem/").status_code == 200
     assert client.get(f"/admin/suites_app/suiteitem/{item.pk}/change/").status_code == 200
+
+
+def test_results_read_a_fixed_number_of_queries(
+    grid_suite: Suite, django_assert_max_num_queries: Any
+) -> None:
+    # Summary rows only: no query per item (a 2,400-run suite builds in one pass).
+    with django_assert_max_num_queries(8):
+        page = results.build(grid_suite)
+        results.transcript_rows(grid_suite, 0, page.columns)
