@@ -15,7 +15,6 @@ from django.core.paginator import Paginator
 from django.db.models import QuerySet
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
-from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from ctxlab.engine.strategies import PRESETS
@@ -25,10 +24,10 @@ from ctxlab.ownership import get_owned_or_404, owned
 from ctxlab.redirects import safe_next
 from replay_app.costs import run_budget
 from replay_app.models import Run, RunGroup, RunStatus
-from replay_app.runs import progress, services
+from replay_app.runs import services
 from replay_app.runs.forms import RunCreateForm
+from replay_app.runs.group_page import GroupPage
 from replay_app.runs.run_page import FRAGMENTS, METRICS, RunPage, load_ledger, run_json
-from replay_app.sweeps import sweep
 from sessions_app.models import Transcript
 
 RUNS_PER_PAGE = 50
@@ -188,48 +187,9 @@ def run_retry(request: HttpRequest, pk: int) -> HttpResponse:
 def group_detail(request: HttpRequest, pk: int) -> HttpResponse:
     services.runs_reap_stale()
     group = get_owned_or_404(RunGroup.objects.select_related("transcript"), request.user, pk=pk)
-    runs = list(group.runs.select_related("config").order_by("pk"))
+    page = GroupPage(group)
     if _wants_json(request):
-        return JsonResponse(
-            {
-                "id": group.pk,
-                "name": group.name,
-                "transcript": {"id": group.transcript_id, "title": str(group.transcript)},
-                "created_at": group.created_at.isoformat(),
-                "runs": [run_json(r) for r in runs],
-                "sweep": _sweep_json(runs),
-            },
-            json_dumps_params={"ensure_ascii": False},
-        )
-    finished = all(not r.is_active for r in runs)
-    rows = [(key, label, hint, [r.metrics.get(key) for r in runs]) for key, label, hint in METRICS]
+        return json_response(page.as_json())
     # The live page asks for its results section alone once every run has finished.
     fragment = "#group-results" if request.GET.get("fragment") == "results" else ""
-    return render(
-        request,
-        "replay_app/runs/run_group.html" + fragment,
-        {
-            "group": group,
-            "runs": runs,
-            "states": [progress.run_state(r, latest=[]) for r in runs],
-            "finished": finished,
-            "metric_rows": rows,
-            "compare_ids": ",".join(str(r.pk) for r in runs),
-            "compare_url": _compare_url(group, runs),
-            "windows": sorted({r.window for r in runs if r.window}),
-        },
-    )
-
-
-def _compare_url(group: RunGroup, runs: list[Run]) -> str:
-    """Up to 6 runs compare directly; a larger group opens the picker with its first 6
-    ticked (the compare page takes 2-6 runs)."""
-    if len(runs) <= 6:
-        return f"{reverse('run-compare')}?runs={','.join(str(r.pk) for r in runs)}"
-    return f"{reverse('run-compare')}?group={group.pk}"
-
-
-def _sweep_json(runs: list[Run]) -> dict[str, Any] | None:
-    """The sweep table when the group's runs vary one parameter (replay_app.sweep)."""
-    found = sweep.detect(runs)
-    return sweep.as_json(found) if found else None
+    return render(request, "replay_app/runs/run_group.html" + fragment, page.context())

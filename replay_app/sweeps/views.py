@@ -9,20 +9,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
-from django.urls import reverse
 from django.utils.http import content_disposition_header
 from django.views.decorators.http import require_GET, require_http_methods
 
+from ctxlab.http import json_response
 from ctxlab.ownership import get_owned_or_404
-from replay_app.models import Run, RunGroup
+from replay_app.models import RunGroup
 from replay_app.runs import services
 from replay_app.runs.views import start_group
-from replay_app.sweeps import sweep, sweep_chart
+from replay_app.sweeps import sweep
 from replay_app.sweeps.forms import SweepForm
+from replay_app.sweeps.section import SweepSection
 
-POLL_SECONDS = 2
 INITIAL_FROM_QUERY = ("transcript", "base", "param", "values", "start", "stop", "step", "name")
 
 
@@ -40,51 +40,22 @@ def sweep_new(request: HttpRequest) -> HttpResponse:
     return start_group(request, form, plan, "replay_app/sweeps/sweep_new.html")
 
 
-def group_runs(group: RunGroup) -> list[Run]:
-    return list(group.runs.select_related("config").order_by("pk"))
-
-
-def settled(runs: list[Run]) -> int:
-    """Runs no longer queued or running: the fragment changes when this does."""
-    return sum(1 for run in runs if not run.is_active)
-
-
-def section_context(group: RunGroup, runs: list[Run], found: sweep.Sweep) -> dict[str, Any]:
-    ids = found.compare_ids()
-    return {
-        "group": group,
-        "sweep": found,
-        "settled": settled(runs),
-        "poll_seconds": POLL_SECONDS,
-        "url": reverse("run-group-sweep", args=[group.pk]),
-        "compare_ids": ids,
-        "compare_link": ",".join(map(str, ids)),
-        "chart": sweep_chart.chart_html(found, group_id=group.pk) if found.done_count else "",
-    }
-
-
 @require_GET
 def group_sweep(request: HttpRequest, pk: int) -> HttpResponse:
     group = get_owned_or_404(RunGroup.objects, request.user, pk=pk)
-    runs = group_runs(group)
-    found = sweep.detect(runs)
-    if found is None:
+    section = SweepSection.of(group, list(group.runs.select_related("config").order_by("pk")))
+    if section is None:
         raise Http404("This comparison is not a parameter sweep.")
     fmt = request.GET.get("format")
     if fmt == "json":
-        data = {"group": group.pk, "name": group.name, **sweep.as_json(found)}
-        return JsonResponse(data, json_dumps_params={"ensure_ascii": False})
+        return json_response({"group": group.pk, "name": group.name, **section.as_json()})
     if fmt == "csv":
-        response = HttpResponse(sweep.as_csv(found), content_type="text/csv; charset=utf-8")
+        response = HttpResponse(section.as_csv(), content_type="text/csv; charset=utf-8")
         response.headers["Content-Disposition"] = content_disposition_header(
-            True, f"sweep-{group.pk}-{found.key}.csv"
+            True, f"sweep-{group.pk}-{section.sweep.key}.csv"
         )
         return response
     seen = request.GET.get("seen", "")
-    if seen.isdigit() and int(seen) == settled(runs) and not found.finished:
+    if seen.isdigit() and int(seen) == section.settled and not section.sweep.finished:
         return HttpResponse(status=204)  # nothing new: htmx keeps the fragment and polls on
-    return render(
-        request,
-        "replay_app/sweeps/_sweep.html#sweep-section",
-        section_context(group, runs, found),
-    )
+    return render(request, "replay_app/sweeps/_sweep.html#sweep-section", section.context())
