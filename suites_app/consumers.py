@@ -30,7 +30,7 @@ class SuiteProgressConsumer(WebsocketConsumer):
             self.close(code=CLOSE_UNAUTHENTICATED)
             return
         suite_id = self.scope["url_route"]["kwargs"]["suite_id"]
-        suite = Suite.objects.filter(pk=suite_id, owner=user).first()
+        suite = Suite.objects.filter(pk=suite_id, owner_id=user.pk).first()
         if suite is None:
             self.close(code=CLOSE_NOT_FOUND)
             return

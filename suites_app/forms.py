@@ -1,7 +1,7 @@
 """The new-suite form: transcripts (by hand, by filter, by upload) × configurations (saved,
 presets at one window, a grid of up to 3 parameters over one base).
 
-``clean`` turns the fields into ``self.transcripts`` and ``self.configs`` through the same
+``clean`` turns the fields into ``self.chosen_transcripts`` and ``self.configs`` through the same
 functions the CLI uses (``suites_app.configs``), so both refuse the same input with the same
 words.
 """
@@ -117,19 +117,19 @@ class SuiteForm(forms.Form):
                 help_text="v1,v2,... or start:stop:step",
             )  # fmt: skip
         self.initial.setdefault("presets", list(PRESETS)[:0])
-        self.transcripts: list[Transcript] = []
+        self.chosen_transcripts: list[Transcript] = []
         self.configs: list[dict[str, Any]] = []
         self.grid_keys: list[str] = []
         self.source: dict[str, Any] = {}
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        data = super().clean() or {}
         if self.errors:
             return data
         try:
             self.configs = self._configs(data)
-            self.transcripts = self._transcripts(data)
-            configs.check_size(self.configs, len(self.transcripts))
+            self.chosen_transcripts = self._transcripts(data)
+            configs.check_size(self.configs, len(self.chosen_transcripts))
         except SuiteInputError as exc:
             raise forms.ValidationError(str(exc)) from None
         return data
@@ -168,7 +168,7 @@ class SuiteForm(forms.Form):
     def _transcripts(self, data: dict[str, Any]) -> list[Transcript]:
         chosen: dict[int, Transcript] = {t.pk: t for t in data.get("transcripts") or []}
         source: dict[str, Any] = {"hand": sorted(chosen)}
-        filters = {
+        filters: dict[str, Any] = {
             "format": data.get("filter_format") or "",
             "min_messages": data.get("filter_min_messages"),
             "max_messages": data.get("filter_max_messages"),

@@ -310,15 +310,18 @@ def _rank(results: list[ConfigResult], cost_key: str | None) -> None:
     points = [(c.median(cost_key or "") or 0.0, c.median(RETENTION_KEY) or 0.0) for c in scored]
     for c, on_front in zip(scored, pareto_front(points), strict=True):
         c.pareto = on_front
-    order = sorted(
-        results,
-        key=lambda c: (
+
+    def order_key(c: ConfigResult) -> tuple[bool, float, float, int]:
+        kept = c.median(RETENTION_KEY)
+        spent = c.median(cost_key) if cost_key else None
+        return (
             not c.pareto,
-            -(c.median(RETENTION_KEY) if c.median(RETENTION_KEY) is not None else -1.0),
-            c.median(cost_key) if cost_key and c.median(cost_key) is not None else float("inf"),
+            -(kept if kept is not None else -1.0),
+            spent if spent is not None else float("inf"),
             c.index,
-        ),
-    )
+        )
+
+    order = sorted(results, key=order_key)
     for rank, c in enumerate(order, 1):
         c.rank = rank
 

@@ -26,7 +26,7 @@ from sessions_app.models import Transcript
 from . import replay_glue as glue
 from .configs import SuiteInputError, check_size
 from .models import Suite, SuiteItem
-from .progress import SuiteProgress, suite_progress_data
+from .progress import SuiteProgress, SuiteProgressData, suite_progress_data
 
 log = logging.getLogger(__name__)
 
@@ -254,7 +254,7 @@ def _maybe_finish(suite: Suite) -> None:
             suite.refresh_from_db()
 
 
-def suite_state(suite: Suite) -> dict[str, Any]:
+def suite_state(suite: Suite) -> SuiteProgressData:
     return suite_progress_data(suite)
 
 

@@ -50,7 +50,7 @@ def suite_new(request: HttpRequest) -> HttpResponse:
             suite = services.suite_create(
                 owner=request.user,
                 name=form.cleaned_data["name"],
-                transcripts=form.transcripts,
+                transcripts=form.chosen_transcripts,
                 configs=form.configs,
                 summarizer=form.cleaned_data["summarizer"],
                 grid_keys=form.grid_keys,
