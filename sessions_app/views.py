@@ -16,11 +16,12 @@ from django.urls import reverse
 from django.utils.http import content_disposition_header
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_GET, require_POST
-from django_htmx.middleware import HtmxDetails
 
 from ctxlab.abandon import raise_if_abandoned
 from ctxlab.engine import TranscriptError
 from ctxlab.engine.importers.claude_code import FORKS_AFTER_LINE
+from ctxlab.http import HtmxHttpRequest
+from ctxlab.http import wants_json as _wants_json
 from ctxlab.ownership import get_owned_or_404, owned
 
 from . import charts, conversation, huge, services
@@ -32,14 +33,6 @@ UPLOADS_PER_PAGE = 25
 CONVERSATIONS_PER_PAGE = 50
 MESSAGES_PER_PAGE = 100
 MAX_MESSAGES_PER_PAGE = 1000
-
-
-class HtmxHttpRequest(HttpRequest):
-    htmx: HtmxDetails
-
-
-def _wants_json(request: HttpRequest) -> bool:
-    return request.GET.get("format") == "json"
 
 
 def _page_number(request: HttpRequest) -> str:
