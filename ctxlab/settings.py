@@ -211,6 +211,9 @@ CTXLAB_MAX_UPLOAD_BYTES = env_int("CTXLAB_MAX_UPLOAD_BYTES", 200 * 1024 * 1024)
 CTXLAB_MAX_REQUEST_BYTES = env_int(
     "CTXLAB_MAX_REQUEST_BYTES", CTXLAB_MAX_UPLOAD_BYTES + 1024 * 1024
 )
+# Memory (MB) the web process may keep of finished runs' derived values (fate logs,
+# curves, charts) between requests (replay_app/memo.py weighs each one).
+CTXLAB_MEMO_MB = env_int("CTXLAB_MEMO_MB", 256)
 # Uploads larger than this are streamed to a temp file instead of memory.
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = CTXLAB_MAX_UPLOAD_BYTES
