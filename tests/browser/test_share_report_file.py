@@ -34,7 +34,10 @@ def test_report_opens_from_disk_offline_with_the_chart_drawn(
     assert (
         page.locator("#report-curves .modebar-btn[data-title='Download plot as SVG']").count() == 1
     )
-    assert page.locator("#report-curves .modebar-btn[data-title='Download plot as a PNG']").count() == 1
+    assert (
+        page.locator("#report-curves .modebar-btn[data-title='Download plot as a PNG']").count()
+        == 1
+    )
     assert [u for u in requests if not u.startswith(("file:", "data:", "blob:"))] == []
     body = page.inner_text("body")
     assert RAW_KEY not in page.content() and MASKED_PREFIX in body
