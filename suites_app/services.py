@@ -125,11 +125,15 @@ def suite_cancel(*, suite: Suite) -> int:
     return count
 
 
-def suite_resume(*, suite: Suite, only_lost: bool = False, queued_lost: bool = True) -> int:
+def suite_resume(
+    *, suite: Suite, only_lost: bool = False, queued_lost: bool = True, running_lost: bool = False
+) -> int:
     """Queue again what is not done: runs lost with a worker (stale or reaped), and with
     ``only_lost=False`` also failed and cancelled ones (a new attempt each). Finished runs
     are never redone. ``queued_lost=False``: queued runs still have their task in the
-    broker (Redis keeps it), so they are not queued again. Returns how many were queued."""
+    broker (Redis keeps it), so they are not queued again. ``running_lost``: every running
+    run is dead (the embedded worker just restarted), however fresh its heartbeat.
+    Returns how many were queued."""
     Suite.objects.filter(pk=suite.pk).update(cancel_requested=False, finished_at=None)
     suite.cancel_requested, suite.finished_at = False, None
     queue: list[int] = []
@@ -139,7 +143,8 @@ def suite_resume(*, suite: Suite, only_lost: bool = False, queued_lost: bool = T
         status = run.status
         if status == glue.RunStatus.DONE:
             continue
-        if status == glue.RunStatus.RUNNING and not glue.heartbeat_stale(run):
+        alive = not (running_lost or glue.heartbeat_stale(run))
+        if status == glue.RunStatus.RUNNING and alive:
             continue  # alive on some worker
         if status == glue.RunStatus.QUEUED and not queued_lost:
             continue
@@ -163,7 +168,7 @@ def suites_resume_after_restart() -> int:
     # Only an in-memory queue dies with its process; Redis still holds queued tasks.
     memory = settings.CELERY_BROKER_URL.startswith("memory://")
     for suite in Suite.objects.filter(finished_at=None, cancel_requested=False):
-        total += suite_resume(suite=suite, only_lost=True, queued_lost=memory)
+        total += suite_resume(suite=suite, only_lost=True, queued_lost=memory, running_lost=memory)
     return total
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from django.utils import timezone
 from suite_testdata import import_chat
 
 from replay_app.models import Run, RunStatus
@@ -132,8 +133,11 @@ def test_resume_redoes_only_lost_runs(user: Any) -> None:
     services.item_execute(items[0].pk)  # finished before the "restart"
     done_run = Run.objects.get(pk=items[0].run_id)
     finished_at = done_run.finished_at
-    # A worker died mid-run (heartbeat long gone) and the in-memory queue was lost.
-    Run.objects.filter(pk=items[1].run_id).update(status=RunStatus.RUNNING, heartbeat_at=None)
+    # The server restarted mid-run (heartbeat seconds old: no other worker can hold it with
+    # the in-memory broker) and the in-memory queue was lost.
+    Run.objects.filter(pk=items[1].run_id).update(
+        status=RunStatus.RUNNING, heartbeat_at=timezone.now()
+    )
     Run.objects.filter(pk=items[2].run_id).update(
         status=RunStatus.FAILED,
         error="worker restarted before the run started (the in-memory queue was lost)",
@@ -160,10 +164,15 @@ def test_restart_with_a_persistent_broker_leaves_queued_runs_to_it(
     transcript = import_chat(user, seed=1, turns=2)
     suite = services.suite_create(
         owner=user, name="redis", transcripts=[transcript],
-        configs=configs.preset_configs(["qwenpaw"], window=None), enqueue=False,
+        configs=configs.preset_configs(["qwenpaw", "picoclaw"], window=None), enqueue=False,
     )  # fmt: skip
+    live = suite.items.order_by("pk").last()
+    assert live is not None
+    # Another worker executes this one (fresh heartbeat): a new worker leaves it alone.
+    Run.objects.filter(pk=live.run_id).update(status=RunStatus.RUNNING, heartbeat_at=timezone.now())
     assert services.suites_resume_after_restart() == 0
-    assert Run.objects.get(suite_item__suite=suite).status == RunStatus.QUEUED
+    statuses = sorted(Run.objects.filter(suite_item__suite=suite).values_list("status", flat=True))
+    assert statuses == [RunStatus.QUEUED, RunStatus.RUNNING]
 
 
 def test_failed_run_is_retried_up_to_max_attempts(user: Any) -> None:
