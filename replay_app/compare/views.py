@@ -12,7 +12,6 @@ from typing import Any
 
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
-from django.urls import reverse
 from django.utils.http import content_disposition_header
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET
@@ -22,13 +21,11 @@ from ctxlab.http import int_param as _int
 from ctxlab.http import json_response as _json
 from ctxlab.http import wants as _wants
 from ctxlab.ownership import owned
-from replay_app import memo
-from replay_app.compare import compare_steps, overview, report, survival_table
-from replay_app.compare import views as compare_views
-from replay_app.display import charts
+from replay_app.compare import compare_steps, overview, report
+from replay_app.compare.compare_page import ComparePage
 from replay_app.display.markdown_safe import word_diff
 from replay_app.models import Run, RunSummary
-from replay_app.steps import fatelog, run_curve
+from replay_app.steps import fatelog
 
 
 def _digits(value: str | None) -> int | None:
@@ -198,158 +195,29 @@ def run_compare(request: HtmxHttpRequest) -> HttpResponse:
             {**_picker(request), "error": str(exc)},
             status=400,
         )
-    if compare_views.wants_step_view(request):
-        return compare_views.compare_step(request, runs)
+    if wants_step_view(request):
+        return compare_step(request, runs)
     if _wants(request, "report"):  # one self-contained HTML file (compare/report.py)
         response = HttpResponse(report.report_html(runs), content_type="text/html; charset=utf-8")
         response.headers["Content-Disposition"] = content_disposition_header(
             True, report.report_filename(runs)
         )
         return response
-    retentions = overview.retentions(runs)
-    rows = overview.metric_rows(runs, retentions)
+    page = ComparePage(runs, request.GET)
     if _wants(request, "csv"):
-        response = HttpResponse(
-            overview.metrics_csv(runs, rows), content_type="text/csv; charset=utf-8"
-        )
+        response = HttpResponse(page.csv(), content_type="text/csv; charset=utf-8")
         response.headers["Content-Disposition"] = content_disposition_header(
-            True, f"compare-{'-'.join(str(r.pk) for r in runs)}.csv"
+            True, page.csv_filename()
         )
         return response
-    spage = _int(request.GET.get("spage"), 1) or 1
-    summary_rows, spage, spages = overview.summary_rows(runs, page=spage)
-    ordinal_rows, opage, opages = compare_steps.summaries_by_compaction(runs, page=spage)
-    messages = runs[0].transcript.message_count
-    at = _int(request.GET.get("at"))  # the fate matrix at this step (default: final)
-    size, grid = overview.matrix(runs, messages, step=at)
-    ids = ",".join(str(r.pk) for r in runs)
     if _wants(request, "json"):
-        data = _compare_json(runs, rows, retentions, summary_rows, spage, spages, size, grid)
-        data["survival"] = survival_table.table(runs).as_json()  # per run per category
-        data["matrix"]["step"] = at
-        data["summaries_by_compaction"] = {
-            "page": opage,
-            "pages": opages,
-            "rows": [
-                {"ordinal": row.ordinal, "cells": [c.as_dict() if c else None for c in row.cells]}
-                for row in ordinal_rows
-            ],
-        }
-        return _json(data)
-    chart = memo.cached_many(runs, "compare-html", lambda: _compare_html(runs, ids))
-    steps = compare_steps._steps_of(runs)
-    final = max(steps - 1, 0)
-    matrix_href = f"{reverse('run-compare')}?runs={ids}&step={final if at is None else at}"
-    context = {
-        "runs": runs,
-        "ids": ids,
-        "chart": chart,
-        "rows": rows,
-        "retentions": list(zip(runs, retentions, strict=True)),
-        "lost_events": overview.LOST_EVENTS,
-        "summary_rows": summary_rows,
-        "ordinal_rows": ordinal_rows,
-        "spage": opage,
-        "spages": opages,
-        "matrix_step": at,
-        "final_step": final,
-        "matrix": [
-            (run, mark_safe(overview.matrix_strip(cells, href=matrix_href)))  # noqa: S308
-            for run, cells in zip(runs, grid, strict=True)
-        ],
-        "bucket": size,
-        "message_count": messages,
-        "fate_names": fatelog.FATES,
-        "survival": survival_table.table(runs),  # the original's row first, if it has one
-    }
+        return _json(page.as_json())
     template = "replay_app/compare/compare.html"
     if request.htmx and request.htmx.target == "compare-matrix":
         template += "#compare-matrix"
     elif request.htmx and request.htmx.target == "compare-summaries":
         template += "#compare-summaries"
-    return render(request, template, context)
-
-
-def _compare_html(runs: list[Run], ids: str) -> str:
-    spec = charts.compare_curves(overview.curves(runs))
-    return charts.chart_html(
-        spec, div_id="compare-plot", filename=f"compare-{ids.replace(',', '-')}"
-    )
-
-
-def _compare_json(
-    runs: list[Run],
-    rows: list[overview.MetricRow],
-    retentions: list[dict[str, Any]],
-    summary_rows: list[overview.SummaryRow],
-    spage: int,
-    spages: int,
-    size: int,
-    grid: list[list[overview.MatrixCell]],
-) -> dict[str, Any]:
-    return {
-        "runs": [
-            {
-                "id": r.pk,
-                "label": r.label,
-                "strategy": r.strategy,
-                "window": r.window,  # the comparison's model window (None: its own)
-                "status": r.status,
-                "transcript": r.transcript_id,
-                "retention": ret.get("retention"),
-            }
-            for r, ret in zip(runs, retentions, strict=True)
-        ],
-        "retention": {
-            str(r.pk): ret.get("retention") for r, ret in zip(runs, retentions, strict=True)
-        },
-        "metrics": [
-            {
-                "key": m.key,
-                "label": m.label,
-                "unit": m.unit,
-                "better": m.better,
-                "help": m.help,
-                "best_rule": m.best_rule,
-                "values": m.values,
-                "best": m.best,
-            }
-            for m in rows
-        ],
-        "lost": {str(r.pk): ret for r, ret in zip(runs, retentions, strict=True)},
-        "curves": {str(r.pk): run_curve.curve(r).as_dict() for r in runs},
-        "summaries": {
-            "page": spage,
-            "pages": spages,
-            "rows": [
-                {
-                    "step": row.step,
-                    "cells": [
-                        None
-                        if c is None
-                        else {
-                            "seq": c.seq,
-                            "output": c.output,
-                            "error": c.error,
-                            "diff": [x for _, x in c.diff],
-                        }
-                        for c in row.cells
-                    ],
-                }
-                for row in summary_rows
-            ],
-        },
-        "matrix": {
-            "bucket": size,
-            "runs": {
-                str(r.pk): [
-                    {"start": c.start, "end": c.end, "fate": c.fate, "counts": c.counts}
-                    for c in cells
-                ]
-                for r, cells in zip(runs, grid, strict=True)
-            },
-        },
-    }
+    return render(request, template, page.context())
 
 
 MATRIX_DETAIL_MAX = 500

@@ -1,0 +1,193 @@
+"""The compare page (``/compare/?runs=…``): one object that its template (or the htmx
+section it swaps), its JSON twin and its metrics CSV all read.
+
+Sections are computed on first use: the CSV needs only the metrics, a matrix fragment only
+the matrix. ``?spage`` pages the summaries, ``?at`` puts the fate matrix at a step (default:
+the final one).
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import Any
+
+from django.http import QueryDict
+from django.urls import reverse
+from django.utils.safestring import SafeString, mark_safe
+
+from ctxlab.http import int_param
+from replay_app import memo
+from replay_app.compare import compare_steps, overview, survival_table
+from replay_app.display import charts
+from replay_app.models import Run
+from replay_app.steps import fatelog, run_curve
+
+
+class ComparePage:
+    def __init__(self, runs: list[Run], query: QueryDict) -> None:
+        self.runs = runs
+        self.query = query
+        self.ids = ",".join(str(r.pk) for r in runs)
+
+    @cached_property
+    def retentions(self) -> list[dict[str, Any]]:
+        return overview.retentions(self.runs)
+
+    @cached_property
+    def metric_rows(self) -> list[overview.MetricRow]:
+        return overview.metric_rows(self.runs, self.retentions)
+
+    @cached_property
+    def summaries(self) -> tuple[list[overview.SummaryRow], int, int]:
+        return overview.summary_rows(self.runs, page=int_param(self.query.get("spage"), 1) or 1)
+
+    @cached_property
+    def by_ordinal(self) -> tuple[list[compare_steps.OrdinalRow], int, int]:
+        page = int_param(self.query.get("spage"), 1) or 1
+        return compare_steps.summaries_by_compaction(self.runs, page=page)
+
+    @cached_property
+    def matrix_step(self) -> int | None:
+        return int_param(self.query.get("at"))  # the fate matrix at this step (None: final)
+
+    @cached_property
+    def matrix(self) -> tuple[int, list[list[overview.MatrixCell]]]:
+        messages = self.runs[0].transcript.message_count
+        return overview.matrix(self.runs, messages, step=self.matrix_step)
+
+    @cached_property
+    def chart(self) -> str:
+        return memo.cached_many(self.runs, "compare-html", lambda: compare_html(self.runs))
+
+    @cached_property
+    def survival(self) -> survival_table.Table:
+        return survival_table.table(self.runs)  # the original's row first, if it has one
+
+    def csv(self) -> str:
+        return overview.metrics_csv(self.runs, self.metric_rows)
+
+    def csv_filename(self) -> str:
+        return f"compare-{'-'.join(str(r.pk) for r in self.runs)}.csv"
+
+    def _strips(self) -> list[tuple[Run, SafeString]]:
+        final = max(compare_steps._steps_of(self.runs) - 1, 0)
+        at = final if self.matrix_step is None else self.matrix_step
+        href = f"{reverse('run-compare')}?runs={self.ids}&step={at}"
+        _, grid = self.matrix
+        return [
+            (run, mark_safe(overview.matrix_strip(cells, href=href)))  # noqa: S308
+            for run, cells in zip(self.runs, grid, strict=True)
+        ]
+
+    def context(self) -> dict[str, Any]:
+        runs = self.runs
+        summary_rows, _, _ = self.summaries
+        ordinal_rows, opage, opages = self.by_ordinal
+        size, _ = self.matrix
+        return {
+            "runs": runs,
+            "ids": self.ids,
+            "chart": self.chart,
+            "rows": self.metric_rows,
+            "retentions": list(zip(runs, self.retentions, strict=True)),
+            "lost_events": overview.LOST_EVENTS,
+            "summary_rows": summary_rows,
+            "ordinal_rows": ordinal_rows,
+            "spage": opage,
+            "spages": opages,
+            "matrix_step": self.matrix_step,
+            "final_step": max(compare_steps._steps_of(runs) - 1, 0),
+            "matrix": self._strips(),
+            "bucket": size,
+            "message_count": runs[0].transcript.message_count,
+            "fate_names": fatelog.FATES,
+            "survival": self.survival,
+        }
+
+    def as_json(self) -> dict[str, Any]:
+        runs, retentions = self.runs, self.retentions
+        summary_rows, spage, spages = self.summaries
+        ordinal_rows, opage, opages = self.by_ordinal
+        size, grid = self.matrix
+        pairs = list(zip(runs, retentions, strict=True))
+        return {
+            "runs": [
+                {
+                    "id": r.pk,
+                    "label": r.label,
+                    "strategy": r.strategy,
+                    "window": r.window,  # the comparison's model window (None: its own)
+                    "status": r.status,
+                    "transcript": r.transcript_id,
+                    "retention": ret.get("retention"),
+                }
+                for r, ret in pairs
+            ],
+            "retention": {str(r.pk): ret.get("retention") for r, ret in pairs},
+            "metrics": [
+                {
+                    "key": m.key,
+                    "label": m.label,
+                    "unit": m.unit,
+                    "better": m.better,
+                    "help": m.help,
+                    "best_rule": m.best_rule,
+                    "values": m.values,
+                    "best": m.best,
+                }
+                for m in self.metric_rows
+            ],
+            "lost": {str(r.pk): ret for r, ret in pairs},
+            "curves": {str(r.pk): run_curve.curve(r).as_dict() for r in runs},
+            "summaries": {
+                "page": spage,
+                "pages": spages,
+                "rows": [
+                    {
+                        "step": row.step,
+                        "cells": [
+                            None
+                            if c is None
+                            else {
+                                "seq": c.seq,
+                                "output": c.output,
+                                "error": c.error,
+                                "diff": [x for _, x in c.diff],
+                            }
+                            for c in row.cells
+                        ],
+                    }
+                    for row in summary_rows
+                ],
+            },
+            "matrix": {
+                "bucket": size,
+                "runs": {
+                    str(r.pk): [
+                        {"start": c.start, "end": c.end, "fate": c.fate, "counts": c.counts}
+                        for c in cells
+                    ]
+                    for r, cells in zip(runs, grid, strict=True)
+                },
+                "step": self.matrix_step,
+            },
+            "survival": self.survival.as_json(),  # per run per category
+            "summaries_by_compaction": {
+                "page": opage,
+                "pages": opages,
+                "rows": [
+                    {
+                        "ordinal": row.ordinal,
+                        "cells": [c.as_dict() if c else None for c in row.cells],
+                    }
+                    for row in ordinal_rows
+                ],
+            },
+        }
+
+
+def compare_html(runs: list[Run]) -> str:
+    """The runs' overlaid token curves as an embeddable plotly chart."""
+    ids = "-".join(str(r.pk) for r in runs)
+    spec = charts.compare_curves(overview.curves(runs))
+    return charts.chart_html(spec, div_id="compare-plot", filename=f"compare-{ids}")
