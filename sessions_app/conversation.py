@@ -21,6 +21,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import quote
 
 import nh3
 from django.utils.safestring import SafeString, mark_safe
@@ -240,9 +241,22 @@ def compaction_links(transcript: Any, per_page: int) -> list[dict[str, Any]]:
     ]
 
 
-def search(transcript: Any, query: str, hit_page: int, per_page: int) -> dict[str, Any]:
+def hit_url(base: str, query: str, number: int, index: int, per_page: int) -> str:
+    """Hit ``number`` (1-based, over all hits): its message's page, scrolled to it, with the
+    search kept so the page can offer the previous and next hit."""
+    hits_page = (number - 1) // HITS_PER_PAGE + 1
+    return (
+        f"{base}?page={page_of(index, per_page)}&per_page={per_page}&q={quote(query)}"
+        f"&hits={hits_page}&hit={number}#m{index}"
+    )
+
+
+def search(
+    transcript: Any, query: str, hit_page: int, per_page: int, current: int | None = None
+) -> dict[str, Any]:
     """One page of hits for ``query`` (``HITS_PER_PAGE`` each), with links to each hit's
-    message and to the previous/next page of hits."""
+    message and to the previous/next page of hits; ``current`` (a hit number) adds the
+    links to the hits before and after it."""
     rows = transcript.messages.order_by("index")
     if db_prefilter_safe(query):
         rows = rows.filter(blocks__icontains=query)
@@ -250,24 +264,39 @@ def search(transcript: Any, query: str, hit_page: int, per_page: int) -> dict[st
     pages = max(1, -(-len(hits) // HITS_PER_PAGE))
     hit_page = min(max(1, hit_page), pages)
     base = transcript.get_absolute_url()
-    shown = hits[(hit_page - 1) * HITS_PER_PAGE : hit_page * HITS_PER_PAGE]
-    return {
+    first = (hit_page - 1) * HITS_PER_PAGE
+    shown = hits[first : first + HITS_PER_PAGE]
+
+    def url(number: int) -> str:
+        return hit_url(base, query, number, hits[number - 1].index, per_page)
+
+    found: dict[str, Any] = {
         "query": query,
         "count": len(hits),
         "messages": len({h.index for h in hits}),
         "page": hit_page,
         "pages": pages,
-        "first": (hit_page - 1) * HITS_PER_PAGE + 1,
+        "first": first + 1,
         "hits": [
             {
+                "number": first + i + 1,
                 "index": h.index,
                 "block": h.block,
                 "before": h.before,
                 "match": h.match,
                 "after": h.after,
                 "snippet": h.snippet,
-                "url": message_url(base, h.index, per_page),
+                "url": url(first + i + 1),
             }
-            for h in shown
+            for i, h in enumerate(shown)
         ],
+        "current": None,
     }
+    if current is not None and 1 <= current <= len(hits):
+        found["current"] = {
+            "number": current,
+            "index": hits[current - 1].index,
+            "previous": url(current - 1) if current > 1 else None,
+            "next": url(current + 1) if current < len(hits) else None,
+        }
+    return found

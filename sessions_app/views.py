@@ -468,7 +468,8 @@ def transcript_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     found = None
     if query:
         hit_page = int(request.GET["hits"]) if request.GET.get("hits", "").isdigit() else 1
-        found = conversation.search(transcript, query, hit_page, per_page)
+        current = int(request.GET["hit"]) if request.GET.get("hit", "").isdigit() else None
+        found = conversation.search(transcript, query, hit_page, per_page, current)
     if _wants_json(request):
         next_url = None
         if page.has_next():

@@ -41,6 +41,7 @@ def site(django_user_model: Any, django_capture_on_commit_callbacks: Any) -> dic
         "transcripts": "/transcripts/",
         "transcript": f"/transcripts/{t.pk}/",
         "transcript-search": f"/transcripts/{t.pk}/?q=module",
+        "transcript-hit": f"/transcripts/{t.pk}/?q=module&hit=2",
         "upload": f"/transcripts/files/{t.upload_id}/",
         "strategies": "/strategies/",
         "strategy-new": "/strategies/new/?preset=qwenpaw",

@@ -147,6 +147,18 @@ def test_search_counts_every_occurrence_pages_and_links(alice: Any, alice_client
     assert page2["page"] == 2 and page2["hits"][0] != data["hits"][0]
     html = _page(alice_client, t, f"?q={query}")
     assert html.count("<mark>") == 20 and "next hits" in html
+    # Following hit 21 (first of the second page): its message's page, with the hits
+    # before and after it at hand.
+    hit = page2["hits"][0]
+    assert hit["number"] == 21 and f"&hit=21#m{hit['index']}" in hit["url"]
+    at_hit = alice_client.get(hit["url"].split("#")[0]).content.decode()
+    assert f'id="m{hit["index"]}"' in at_hit and f"hit 21 of {expected}" in at_hit
+    previous = re.search(r'<a rel="prev" href="([^"]+)">&larr; previous hit', at_hit)
+    following = re.search(r'<a rel="next" href="([^"]+)">next hit', at_hit)
+    assert previous and "&amp;hit=20#m" in previous.group(1)
+    assert following and "&amp;hit=22#m" in following.group(1)
+    first = alice_client.get(data["hits"][0]["url"].split("#")[0]).content.decode()
+    assert "hit 1 of" in first and "previous hit" not in first
 
 
 def test_search_escapes_and_finds_non_ascii_and_masked_text(
