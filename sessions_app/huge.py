@@ -11,7 +11,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from django.http import HttpRequest, HttpResponse
 from django.urls import reverse
+from django.utils.http import content_disposition_header
 
 HUGE_CHARS = 100_000
 HEAD_CHARS = 20_000
@@ -80,3 +82,20 @@ def _clip_block(
             changed = dict(block) if changed is None else changed
             changed["parts"] = new_parts
     return block if changed is None else changed
+
+
+def text_response(request: HttpRequest, text: str, *, name: str) -> HttpResponse:
+    """``text`` as UTF-8 plain text: ``?start=&length=`` pages through it in characters
+    (``X-Total-Chars`` says how many there are), ``?download=1`` saves it as ``name``."""
+    try:
+        start = max(0, int(request.GET.get("start", 0)))
+        length = int(request.GET["length"]) if request.GET.get("length") else None
+    except ValueError:
+        return HttpResponse("start and length are numbers of characters\n", status=400)
+    piece = text[start:] if length is None else text[start : start + max(0, length)]
+    response = HttpResponse(piece, content_type="text/plain; charset=utf-8")
+    response["X-Total-Chars"] = str(len(text))
+    header = content_disposition_header(bool(request.GET.get("download")), name)
+    if header is not None:  # None only without a file name
+        response["Content-Disposition"] = header
+    return response

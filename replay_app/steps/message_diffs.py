@@ -6,11 +6,14 @@ import difflib
 from dataclasses import dataclass
 from typing import Any
 
+from django.urls import reverse
+
 from ctxlab.engine import codec
 from ctxlab.engine.lost import message_text as engine_message_text
 from ctxlab.engine.model import Message as EngineMessage
 from replay_app.models import Run, RunEvent
 from replay_app.steps.fatelog import fate_log
+from sessions_app import huge
 from sessions_app.models import Message
 
 # --- one message: original vs modified --------------------------------------------------
@@ -26,9 +29,24 @@ class MessageDiff:
     original: str
     modified: str
     lines: list[tuple[str, str]]  # (css class, line)
+    # This diff's URL (the same version): ``&full=original|modified`` serves a whole text.
+    url: str = ""
+
+    def full_text_url(self, which: str) -> str:
+        return f"{self.url}{'&' if '?' in self.url else '?'}full={which}"
+
+    @property
+    def original_huge(self) -> dict[str, Any] | None:
+        """Head/tail, size and full-text link of a huge original (else None): never
+        written into the page or the JSON whole (sessions_app.huge)."""
+        return huge.clip(self.original, self.full_text_url("original"))
+
+    @property
+    def modified_huge(self) -> dict[str, Any] | None:
+        return huge.clip(self.modified, self.full_text_url("modified"))
 
     def as_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "index": self.index,
             "fate": self.fate,
             "event": self.event,
@@ -38,6 +56,13 @@ class MessageDiff:
             "modified": self.modified,
             "diff": [line for _, line in self.lines],
         }
+        for key, clipped in (("original", self.original_huge), ("modified", self.modified_huge)):
+            if clipped is not None:
+                out[key] = clipped["head"]
+                out.setdefault("truncated", {})[key] = {
+                    k: v for k, v in clipped.items() if k != "head"
+                }
+        return out
 
 
 def diff_lines(original: str, modified: str, *, context: int = 3) -> list[tuple[str, str]]:
@@ -90,6 +115,9 @@ def message_diff(
     modified = original
     if change.get("message"):
         modified = engine_message_text(codec.message_from_dict(change["message"]))
+    url = reverse("run-message-diff", args=[run.pk, index])
+    if change:
+        url += f"?event={event}"
     return MessageDiff(
         index=index,
         fate=change.get("fate", "kept"),
@@ -98,8 +126,18 @@ def message_diff(
         offload_path=change.get("offload_path", ""),
         original=original,
         modified=modified,
-        lines=diff_lines(original, modified) if modified != original else [],
+        lines=diff_lines(_shown(original), _shown(modified)) if modified != original else [],
+        url=url,
     )
+
+
+def _shown(text: str) -> str:
+    """What of ``text`` is diffed: all of it, or a huge text's head and tail (a line diff
+    of 30 MiB texts takes minutes and would be written into the page whole)."""
+    if len(text) <= huge.HUGE_CHARS:
+        return text
+    gap = len(text) - huge.HEAD_CHARS - huge.TAIL_CHARS
+    return f"{text[: huge.HEAD_CHARS]}\n… {gap:,} characters not compared …\n{text[-huge.TAIL_CHARS :]}"
 
 
 def _row_message(row: tuple[str, list[Any]]) -> Any:

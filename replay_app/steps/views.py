@@ -25,6 +25,7 @@ from replay_app.display import charts
 from replay_app.models import Run, RunOffload, RunSummary
 from replay_app.steps import at_step, lost_analysis, message_diffs, run_curve
 from replay_app.steps.lost_links import with_links
+from sessions_app import huge
 
 
 def _run(request: HttpRequest, pk: int) -> Run:
@@ -89,12 +90,23 @@ def message_diff(request: HtmxHttpRequest, pk: int, index: int) -> HttpResponse:
         )
     except LookupError as exc:
         raise Http404(str(exc)) from None
+    full = request.GET.get("full")
+    if full in ("original", "modified"):  # a huge text, whole or a page at a time
+        text = diff.original if full == "original" else diff.modified
+        return huge.text_response(request, text, name=f"run-{run.pk}-message-{index}-{full}.txt")
     if _wants(request, "json"):
         return _json({"run": run.pk, **diff.as_dict()})
     template = "replay_app/steps/message_diff.html"
     if request.htmx:
         template += "#message-diff"
-    return render(request, template, {"run": run, "diff": diff})
+    context = {
+        "run": run,
+        "diff": diff,
+        "diff_huge": [("original", diff.original_huge), ("version sent", diff.modified_huge)],
+        "huge_head": huge.HEAD_CHARS,
+        "huge_tail": huge.TAIL_CHARS,
+    }
+    return render(request, template, context)
 
 
 @require_GET
@@ -107,7 +119,9 @@ def offload_text(request: HttpRequest, pk: int) -> HttpResponse:
         raise Http404("no such offloaded file")
     response = HttpResponse(text, content_type="text/plain; charset=utf-8")
     name = path.rsplit("/", 1)[-1] or "offload.txt"
-    response.headers["Content-Disposition"] = content_disposition_header(False, name)
+    header = content_disposition_header(False, name)
+    if header is not None:  # None only without a file name
+        response.headers["Content-Disposition"] = header
     return response
 
 
