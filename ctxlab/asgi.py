@@ -21,7 +21,8 @@ from ctxlab.routing import websocket_urlpatterns  # noqa: E402
 application = ProtocolTypeRouter(
     {
         # A client that disconnects flags its request: long views stop (ctxlab.abandon).
-        "http": AbandonWatch(django_asgi_app),
+        # (django-stubs types ASGIHandler with dict scopes, the ASGI spec with mappings.)
+        "http": AbandonWatch(django_asgi_app),  # type: ignore[arg-type]
         "websocket": AllowedHostsOriginValidator(
             AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
         ),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from django.contrib import admin
 
 from ctxlab.admin_scaling import LargeTableAdmin
@@ -21,20 +23,20 @@ from replay_app.models import (
 
 
 @admin.register(StrategyConfig)
-class StrategyConfigAdmin(admin.ModelAdmin):
+class StrategyConfigAdmin(admin.ModelAdmin):  # type: ignore[type-arg]  # not generic at run time
     list_display = ("name", "strategy", "owner", "updated_at")
     list_filter = ("strategy",)
     search_fields = ("name",)
 
 
 @admin.register(RunGroup)
-class RunGroupAdmin(admin.ModelAdmin):
+class RunGroupAdmin(admin.ModelAdmin):  # type: ignore[type-arg]  # not generic at run time
     list_display = ("id", "name", "owner", "transcript", "created_at")
     raw_id_fields = ("transcript",)
 
 
 @admin.register(Run)
-class RunAdmin(admin.ModelAdmin):
+class RunAdmin(admin.ModelAdmin):  # type: ignore[type-arg]  # not generic at run time
     list_display = (
         "id",
         "label",
@@ -61,7 +63,7 @@ class RunAdmin(admin.ModelAdmin):
 
 class _RunChildAdmin(LargeTableAdmin):
     raw_id_fields = ("run",)
-    list_filter = ()
+    list_filter: ClassVar[tuple[str, ...]] = ()
 
 
 @admin.register(RunStep)
@@ -101,12 +103,12 @@ class RunAnalysisAdmin(_RunChildAdmin):
 
 
 @admin.register(SummaryCache)
-class SummaryCacheAdmin(admin.ModelAdmin):
+class SummaryCacheAdmin(admin.ModelAdmin):  # type: ignore[type-arg]  # not generic at run time
     list_display = ("key", "model", "input_tokens", "output_tokens", "hits", "created_at")
     search_fields = ("key", "model")
 
 
 @admin.register(TokenCountCache)
-class TokenCountCacheAdmin(admin.ModelAdmin):
+class TokenCountCacheAdmin(admin.ModelAdmin):  # type: ignore[type-arg]  # not generic at run time
     list_display = ("key", "tokens")
     search_fields = ("key",)

@@ -152,7 +152,7 @@ class Run(models.Model):
     heartbeat_at = models.DateTimeField(null=True, blank=True)
 
     metrics = models.JSONField(default=dict)  # ctxlab.engine.metrics.compute_metrics
-    # Issue 7 (replay_app.costs): the run's LLM options and spend ({"budget_usd", "estimate",
+    # Claude runs (replay_app.costs): the run's LLM options and spend ({"budget_usd", "estimate",
     # "calls", "cache_hits", "errors", "usage", "cost_usd"}), the prompt-caching ledger
     # computed at run end (compact: totals, per-compaction rows, per-step read/write arrays)
     # and token ground truth (calibration, error band, overflow flags, exact counts).

@@ -241,7 +241,7 @@ def matrix(
         memo.cached(
             run,
             f"matrix:{messages}:{size}:{step}",
-            lambda r=run: _matrix_row(r, messages, size, step),
+            functools.partial(_matrix_row, run, messages, size, step),
         )
         for run in runs
     ]

@@ -92,7 +92,8 @@ class StrategyConfigForm(forms.Form):
         for spec in self.specs:
             value = current.get(spec.name, spec.default)
             initial.setdefault(spec.name, value if spec.type == "bool" else _initial(spec, value))
-        super().__init__(*args, initial=initial, **kwargs)
+        kwargs["initial"] = initial
+        super().__init__(*args, **kwargs)
         for spec in self.specs:
             self.fields[spec.name] = _field(spec)
 
@@ -100,7 +101,7 @@ class StrategyConfigForm(forms.Form):
         return [self[spec.name] for spec in self.specs]
 
     def clean_name(self) -> str:
-        name = self.cleaned_data["name"].strip()
+        name: str = self.cleaned_data["name"].strip()
         clash = StrategyConfig.objects.filter(owner=self.owner, name=name)
         if self.instance is not None:
             clash = clash.exclude(pk=self.instance.pk)

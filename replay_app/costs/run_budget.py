@@ -14,7 +14,7 @@ from sessions_app.models import Transcript
 
 @dataclass(frozen=True, slots=True)
 class LLMOptions:
-    """Per-run options of issue 7: the Claude model, the budget cap (USD; None: the
+    """Per-run Claude options: the Claude model, the budget cap (USD; None: the
     CTXLAB_RUN_BUDGET_USD setting) and exact ``count_tokens`` counts."""
 
     model: str = ""

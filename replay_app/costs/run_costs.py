@@ -1,4 +1,4 @@
-"""Money and token ground truth for replay runs (issue 7).
+"""Money and token ground truth for replay runs (Claude summaries and exact counts).
 
 - ``estimate``: before a run with the Claude summariser, a quick offline dry-run of the same
   strategy and params on the transcript counts the summary calls it makes and their input

@@ -38,8 +38,8 @@ def run_estimate(request: HttpRequest) -> HttpResponse:
                    key_available=llm.key_available())  # fmt: skip
     transcript = None
     if get.get("transcript", "").isdigit():
-        transcript = owned(Transcript.objects, request.user).filter(pk=int(get["transcript"]))
-        transcript = transcript.first()
+        owned_transcripts = owned(Transcript.objects, request.user)
+        transcript = owned_transcripts.filter(pk=int(get["transcript"])).first()
     if context["summarizer"] == "anthropic" and transcript is not None:
         specs = [services.RunSpec(strategy=p) for p in get.getlist("presets") if p in LIBRARY]
         ids = [int(c) for c in get.getlist("configs") if c.isdigit()]

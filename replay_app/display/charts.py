@@ -29,7 +29,7 @@ REFERENCE_COLOUR = "#0f766e"
 REPORTED_COLOUR = "#9ca3af"
 EVENT_COLOUR = "#b45309"
 RUN_COLOURS = ("#2563eb", "#dc2626", "#059669", "#7c3aed", "#d97706", "#0891b2")
-CONFIG = {
+CONFIG: dict[str, Any] = {
     "displaylogo": False,
     "responsive": True,
     "displayModeBar": True,  # always show it: the PNG download is its toImage button
@@ -120,7 +120,9 @@ def _drops(events: Sequence[EventPoint], colour: str) -> dict[str, Any]:
     }
 
 
-def _line(name: str, x: Sequence[int], y: Sequence[Any], colour: str, **extra: Any) -> dict:
+def _line(
+    name: str, x: Sequence[int], y: Sequence[Any], colour: str, **extra: Any
+) -> dict[str, Any]:
     return {
         "type": "scatter",
         "mode": "lines",
@@ -133,7 +135,7 @@ def _line(name: str, x: Sequence[int], y: Sequence[Any], colour: str, **extra: A
     }
 
 
-def _hline(y: int, label: str, colour: str, dash: str) -> tuple[dict, dict]:
+def _hline(y: int, label: str, colour: str, dash: str) -> tuple[dict[str, Any], dict[str, Any]]:
     shape = {
         "type": "line",
         "xref": "paper",
@@ -229,7 +231,7 @@ def compare_curves(runs: Sequence[RunCurve]) -> dict[str, Any]:
     data: list[dict[str, Any]] = []
     layout = _layout(yaxis_title="context (tokens, reference cl100k)", height=460)
     # One legend entry per run: its curve, own-estimate curve and event markers share a
-    # legend group, so the entry toggles all three (issue 13: legible with 6 runs).
+    # legend group, so the entry toggles all three (legible with 6 runs).
     layout["legend"] = {"orientation": "h", "y": -0.18, "groupclick": "togglegroup"}
     layout["margin"] = {**layout["margin"], "b": 90}
     for i, run in enumerate(runs):

@@ -94,6 +94,7 @@ class GroupProgressConsumer(_OwnedRunsConsumer):
             self.send_group_status()
 
     def send_group_status(self) -> None:
+        assert self.group is not None  # runs() found it before the socket was accepted
         statuses = list(self.group.runs.values_list("status", flat=True))
         self.send(
             text_data=render_to_string(

@@ -148,7 +148,7 @@ def _execute(
     _emit(on_progress, run, writer.latest)  # 100 %: pages say it is finishing (metrics, analysis)
     result = job.result
     metrics = compute_metrics(
-        result, threshold=job.strategy.threshold(job.ctx), reference=job.ctx.reference
+        result, threshold=job.strategy.threshold(job.ctx.view), reference=job.ctx.reference
     )
     counter = llm.make_counter(model=run.summarizer_model or None) if run.exact_counts else None
     extra = run_costs.finish(run, job, metered=writer.metered, exact_counter=counter)

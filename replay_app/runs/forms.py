@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 from django import forms
 
@@ -14,6 +14,15 @@ from replay_app.models import StrategyConfig
 from replay_app.runs.services import SUMMARIZERS
 from replay_app.runs.transcript_picker import TranscriptPicker, window_hint
 from sessions_app.models import Transcript
+
+F = TypeVar("F", bound=forms.Field)
+
+
+def declared(form: forms.BaseForm, name: str, kind: type[F]) -> F:
+    """The form's own copy of a declared field, as the type it was declared with."""
+    field = form.fields[name]
+    assert isinstance(field, kind)
+    return field
 
 
 class RunCreateForm(forms.Form):
@@ -45,7 +54,7 @@ class RunCreateForm(forms.Form):
         "Claude: the strategy's exact prompt sent to the model below (costs money; summaries "
         "are cached, so replaying again never pays twice).",
     )
-    # Issue 7: Claude model, budget cap, exact counts (replay_app.costs / llm).
+    # Claude runs: model, budget cap, exact counts (replay_app.costs / llm).
     model = forms.ChoiceField(choices=(), required=False, label="Claude model")
     budget_usd = forms.DecimalField(
         required=False, min_value=0, decimal_places=2, label="Budget per run (USD)"
@@ -61,14 +70,20 @@ class RunCreateForm(forms.Form):
     def __init__(self, *args: Any, owner: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.owner = owner
-        self.fields["transcript"].queryset = owned(Transcript.objects, owner)
-        self.fields["transcript"].widget.owner = owner
-        self.fields["configs"].queryset = owned(StrategyConfig.objects, owner)
-        self.fields["model"].choices = [(m, llm.model_label(m)) for m in llm.summary_models()]
+        transcript = declared(self, "transcript", forms.ModelChoiceField)
+        transcript.queryset = owned(Transcript.objects, owner)
+        transcript.widget.owner = owner
+        declared(self, "configs", forms.ModelMultipleChoiceField).queryset = owned(
+            StrategyConfig.objects, owner
+        )
+        declared(self, "model", forms.ChoiceField).choices = [
+            (m, llm.model_label(m)) for m in llm.summary_models()
+        ]
         self.fields["model"].initial = llm.default_model()
         cap = llm.budget_default()
         self.fields["budget_usd"].initial = cap
-        self.fields["budget_usd"].max_value = cap
+        # The stubs type max_value as int; a DecimalField holds (and compares) a Decimal.
+        declared(self, "budget_usd", forms.DecimalField).max_value = cap  # type: ignore[assignment]
         self.fields["budget_usd"].help_text = (
             f"Runs whose estimated summary cost is above this are not started "
             f"(at most ${cap:.2f}, the server's CTXLAB_RUN_BUDGET_USD)."

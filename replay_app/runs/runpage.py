@@ -24,14 +24,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.core.paginator import Page, Paginator
-from django.db.models import Count
+from django.db.models import Count, QuerySet
 from django.db.models.functions import Length, Substr
 from django.urls import reverse
 
 from ctxlab.engine import records
 from ctxlab.engine.fatelog import FATES_BY_CODE
 from ctxlab.engine.records import Event
-from replay_app.models import Run, RunStatus
+from replay_app.models import Run, RunEvent, RunStatus
 from replay_app.steps import fatelog
 
 EVENTS_PER_PAGE = 50
@@ -149,7 +149,8 @@ def events_page(run: Run, *, page: int, kind: str = "") -> EventsPage:
     ]
     if not finished:
         fields.append("changes")  # a live run has no cached fate log yet
-    values = list(current.object_list.values_list(*fields))
+    events: QuerySet[RunEvent] = current.object_list  # type: ignore[assignment]  # a page of a queryset
+    values = list(events.values_list(*fields))
     log = fatelog.fate_log(run) if finished and values else None
     out = []
     for value in values:
@@ -190,7 +191,10 @@ def event_json(run: Run, events: EventsPage, *, url: str) -> dict[str, Any]:
         "next": link(current.next_page_number()) if current.has_next() else None,
         "previous": link(current.previous_page_number()) if current.has_previous() else None,
         "items": [
-            {**records.event_json(row.as_event(), id_key="seq"), "changes": changes.get(row.seq, [])}
+            {
+                **records.event_json(row.as_event(), id_key="seq"),
+                "changes": changes.get(row.seq, []),
+            }
             for row in events.rows
         ],
     }
@@ -222,8 +226,9 @@ def summary_events(run: Run, seqs: list[int]) -> dict[int, SummaryEvent]:
         .order_by("seq")
         .values_list("summary_seq", "seq", "kind", "tokens_before", "tokens_after")
     )
-    for summary_seq, *event in rows:
-        out.setdefault(summary_seq, SummaryEvent(*event))
+    for summary_seq, seq, kind, before, after in rows:
+        if summary_seq is not None:  # filtered on it: never None here
+            out.setdefault(summary_seq, SummaryEvent(seq, kind, before, after))
     return out
 
 
@@ -243,7 +248,7 @@ def summaries_page(run: Run, *, page: int) -> Page[Any]:
     items = list(current.object_list)
     events = summary_events(run, [s.seq for s in items])
     for item in items:
-        item.event = events.get(item.seq)
+        item.event = events.get(item.seq)  # type: ignore[attr-defined]  # read by the template
     current.object_list = items
     return current
 
@@ -307,7 +312,7 @@ def findings_groups(run: Run, *, kind: str = "", page: int = 1) -> Findings:
         rows = run.findings.filter(kind=name).order_by("step", "id")
         paginator = Paginator(rows, FINDINGS_PER_PAGE)
         paginator.count = count
-        current = paginator.get_page(page if name == kind else 1)
+        current: Page[Any] = paginator.get_page(page if name == kind else 1)
         current.object_list = [
             {
                 "step": f.step,

@@ -16,6 +16,7 @@ from django.db.models import Q, QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.template.loader import render_to_string
+from django.utils.safestring import SafeString
 from django.views.decorators.http import require_GET
 
 from ctxlab.engine.budget import peak_request, suggested_windows
@@ -64,7 +65,7 @@ class TranscriptPicker(forms.Widget):
 
     def render(
         self, name: str, value: Any, attrs: dict[str, Any] | None = None, renderer: Any = None
-    ) -> str:
+    ) -> SafeString:
         shown = options(self.owner, selected=value)
         return render_to_string(
             self.template_name,

@@ -175,7 +175,7 @@ def step_view(
                     versions[i] = change
     messages: list[MessageRow] = []
     for index, role, preview, tokens, name in rows:
-        fate, seq = fates.get(index, (Fate.KEPT, None))
+        fate, event_seq = fates.get(index, (Fate.KEPT, None))
         change = versions.get(index, {})
         modified = ""
         if change.get("message"):
@@ -188,7 +188,7 @@ def step_view(
                 tokens=tokens,
                 name=name,
                 fate=fate.value,
-                event=seq,
+                event=event_seq,
                 in_context=in_ranges(ranges, index),
                 reason=change.get("reason", ""),
                 modified_preview=modified,

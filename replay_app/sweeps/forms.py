@@ -14,7 +14,7 @@ from ctxlab.ownership import owned
 from replay_app.configs import services as config_services
 from replay_app.configs.forms import param_help, preset_choices
 from replay_app.models import StrategyConfig
-from replay_app.runs.forms import RunCreateForm
+from replay_app.runs.forms import RunCreateForm, declared
 from replay_app.sweeps import sweep
 
 VALUES_HELP = (
@@ -49,7 +49,7 @@ class SweepForm(RunCreateForm):
             (f"config:{pk}", f"{c.name} ({c.strategy})") for pk, c in self.user_configs.items()
         ]
         presets = [(f"preset:{name}", label) for name, label in preset_choices()]
-        self.fields["base"].choices = [("Presets", presets)] + (
+        declared(self, "base", forms.ChoiceField).choices = [("Presets", presets)] + (
             [("Saved configurations", configs)] if configs else []
         )
         self.current_base = self.base_of(self._raw("base")) or sweep.Base(strategy=PRESETS[0])

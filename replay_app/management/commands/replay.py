@@ -20,14 +20,14 @@ from ctxlab.engine.summarizers import SUMMARIZERS
 def _load_stored(transcript_id: str) -> Conversation:
     """The seam to stored transcripts (``sessions_app.services.load_conversation``)."""
     try:
-        from sessions_app.services import load_conversation  # type: ignore[attr-defined]
+        from sessions_app.services import load_conversation
     except ImportError as exc:
         raise CommandError(
             "--transcript needs sessions_app.services.load_conversation, which is not "
             f"available in this build ({exc}); use --file PATH instead"
         ) from None
     try:
-        return load_conversation(transcript_id)  # type: ignore[no-any-return]
+        return load_conversation(int(transcript_id))
     except Exception as exc:  # DoesNotExist, bad id ...
         raise CommandError(f"transcript {transcript_id!r}: {exc}") from None
 
@@ -77,12 +77,13 @@ def _summarizer(options: dict[str, Any]) -> tuple[Any, Any]:
     """The summariser for a file/stored replay: a name, or Claude with the DB cache."""
     if options["summarizer"] != "anthropic":
         return options["summarizer"], None
+    from ctxlab.engine.pricing import find_model
     from replay_app.costs import llm
 
     if not llm.key_available():
         raise ValueError(llm.NO_KEY_MESSAGE)
     model = options["model"] or llm.default_model()
-    if model not in llm.summary_models() and llm.find_model(model) is None:
+    if model not in llm.summary_models() and find_model(model) is None:
         raise ValueError(f"no price known for model {model!r}")
     metered = llm.MeteredSummarizer(llm.make_anthropic(model=model))
     return metered, metered
