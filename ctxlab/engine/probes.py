@@ -27,6 +27,7 @@ import re
 from collections import ChainMap
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from . import extract
@@ -201,10 +202,20 @@ _EXCEPTION_RE = re.compile(r"\w(?:Error|Exception)\b")
 _COUNT_LINE_RE = re.compile(r"^[=\s]*\d+ failed\b")
 
 
+ERROR_HEAD, ERROR_TAIL = 4_000, 16_000  # characters of a long output searched for errors
+
+
+@lru_cache(maxsize=4096)
 def error_line(output: str) -> str:
     """The error line a person would quote from a tool output: the exception line when
     there is one (the last, as a Python traceback ends with it), else the first error
-    line that is not a traceback header or a bare failure count; "" when none."""
+    line that is not a traceback header or a bare failure count; "" when none. A long
+    output is searched in its head and tail only (where errors are reported); memoised,
+    as other runs remove the same outputs."""
+    if len(output) > ERROR_HEAD + ERROR_TAIL:
+        output = output[:ERROR_HEAD] + "\n" + output[-ERROR_TAIL:]
+    if not extract.ERROR_RE.search(output):
+        return ""
     lines = [
         _line(e)
         for e in extract.facts(output).errors
@@ -346,14 +357,26 @@ def spread(items: Sequence[Any], limit: int) -> list[Any]:
 
 
 def generate(compactions: Iterable[Compaction], originals: Sequence[Message]) -> list[Probe]:
-    """Probes of every compaction that has any (at most ``MAX_COMPACTIONS`` of them, evenly
-    spread); a question already asked with the same answers at an earlier compaction is
-    not asked again."""
+    """Probes of at most ``MAX_COMPACTIONS`` compactions spread evenly over the run: for
+    each evenly spaced position, the first compaction from there that has probes (only
+    those are examined: a run that prunes at every step is not probed whole). A question
+    already asked with the same answers at an earlier compaction is not asked again."""
+    every = list(compactions)
     calls = tool_calls(originals)
-    per = [p for p in (probes_of(c, originals, calls) for c in compactions) if p]
+    n = len(every)
+    starts = spread(range(n), MAX_COMPACTIONS)
     out: list[Probe] = []
     asked: set[tuple[str, str, tuple[str, ...]]] = set()
-    for group in spread(per, MAX_COMPACTIONS):
+    position = 0
+    for k, start in enumerate(starts):
+        end = starts[k + 1] if k + 1 < len(starts) else n
+        for i in range(max(start, position), max(end, start + 1)):
+            group = probes_of(every[i], originals, calls)
+            position = i + 1
+            if group:
+                break
+        else:
+            continue
         for probe in group:
             seen = (probe.kind, probe.question, probe.answers)
             if seen not in asked:
