@@ -8,8 +8,6 @@ fragment (``#partial``) and its JSON twin (``?format=json``). Every run is fetch
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils.http import content_disposition_header
@@ -20,47 +18,14 @@ from ctxlab.http import int_param as _int
 from ctxlab.http import json_response as _json
 from ctxlab.http import wants as _wants
 from ctxlab.ownership import get_owned_or_404
-from replay_app import memo
-from replay_app.display import charts
 from replay_app.models import Run, RunOffload, RunSummary
-from replay_app.steps import at_step, lost_analysis, message_diffs, run_curve
+from replay_app.steps import at_step, lost_analysis, message_diffs
 from replay_app.steps.lost_links import with_links
 from sessions_app import huge
 
 
 def _run(request: HttpRequest, pk: int) -> Run:
     return get_owned_or_404(Run.objects.select_related("transcript"), request.user, pk=pk)
-
-
-# --- the run page's inspection section ---------------------------------------------------
-
-
-def run_inspect_context(request: HttpRequest, run: Run) -> dict[str, Any]:
-    """Context of ``run_inspect.html`` (the curve, the scrubber at ``?step``, summaries)."""
-    steps = at_step.step_count(run)
-    step = _int(request.GET.get("step"), steps - 1 if steps else 0) or 0
-    step = min(max(step, 0), max(steps - 1, 0))
-    view = None
-    if steps:
-        view = at_step.step_view(run, step, page=_int(request.GET.get("mpage")))
-    chart = memo.cached(run, "curve-html", lambda: _curve_html(run)) if steps else ""
-    return {
-        "run": run,
-        "chart": chart,
-        "view": view,
-    }
-
-
-def _curve_html(run: Run) -> str:
-    curve = run_curve.curve(run)
-    spec = charts.token_curve(
-        curve.series,
-        curve.events,
-        window=curve.window,
-        threshold=curve.threshold,
-        estimator=run.strategy,
-    )
-    return charts.chart_html(spec, div_id="token-curve-plot", filename=f"run-{run.pk}-curve")
 
 
 # --- the context at one step -------------------------------------------------------------
