@@ -54,13 +54,13 @@ def cached(run: Run, name: str, build: Callable[[], T]) -> T:
     return value
 
 
-def cached_many(runs: Sequence[Run], name: str, build: Any) -> Any:
+def cached_many(runs: Sequence[Run], name: str, build: Callable[[], T]) -> T:
     """``build()`` over several runs, memoised while all of them stay finished."""
     keys = [_cache_key(run, name) for run in runs]
     if any(k is None for k in keys):
         return build()
     key = "|".join(k for k in keys if k)
-    value = MEMO.get(key)
+    value: T | None = MEMO.get(key)
     if value is None:
         value = build()
         _remember(key, value)

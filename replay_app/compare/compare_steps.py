@@ -74,7 +74,7 @@ def trigger_words(measured: int | None, limit: int | None, limit_name: str = "th
 
 def compactions(run: Run) -> list[Compaction]:
     """The run's compaction steps in order (cached for finished runs)."""
-    return memo.cached(run, "compactions", lambda: _compactions(run))  # type: ignore[no-any-return]
+    return memo.cached(run, "compactions", lambda: _compactions(run))
 
 
 def _compactions(run: Run) -> list[Compaction]:
@@ -181,8 +181,9 @@ def summaries_by_compaction(
                 row.cells.append(None)
                 continue
             cell = SummaryCell(run, found[k])
-            if found[k].summary_seq is not None:
-                wanted[(run.pk, found[k].summary_seq)] = cell
+            seq = found[k].summary_seq
+            if seq is not None:
+                wanted[(run.pk, seq)] = cell
             row.cells.append(cell)
         rows.append(row)
     if wanted:
