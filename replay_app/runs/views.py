@@ -11,81 +11,35 @@ from collections.abc import Callable
 from typing import Any
 
 from django.contrib import messages
-from django.core.paginator import Paginator
-from django.db.models import QuerySet
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from ctxlab.engine.strategies import PRESETS
 from ctxlab.http import HtmxHttpRequest, json_response
 from ctxlab.http import wants_json as _wants_json
-from ctxlab.ownership import get_owned_or_404, owned
+from ctxlab.ownership import get_owned_or_404
 from ctxlab.redirects import safe_next
 from replay_app.costs import run_budget
-from replay_app.models import Run, RunGroup, RunStatus
+from replay_app.models import Run, RunGroup
 from replay_app.runs import services
 from replay_app.runs.forms import RunCreateForm
-from replay_app.runs.group_page import GroupPage
-from replay_app.runs.run_page import FRAGMENTS, METRICS, RunPage, load_ledger, run_json
-from sessions_app.models import Transcript
-
-RUNS_PER_PAGE = 50
-LIST_METRICS = [
-    "peak_reference",
-    "input_tokens_total",
-    "compaction_count",
-    "messages_removed",
-    "thrash",
-]
+from replay_app.runs.pages.group_page import GroupPage
+from replay_app.runs.pages.run_list import RunListPage
+from replay_app.runs.pages.run_page import FRAGMENTS, RunPage, load_ledger
 
 # ---------------------------------------------------------------------------------------
 # Runs
 # ---------------------------------------------------------------------------------------
 
 
-def _filtered_runs(request: HttpRequest) -> tuple[QuerySet[Run], dict[str, str]]:
-    runs = owned(Run.objects, request.user).select_related("transcript", "config")
-    filters = {
-        "status": request.GET.get("status", ""),
-        "transcript": request.GET.get("transcript", ""),
-    }
-    if filters["status"] in RunStatus.values:
-        runs = runs.filter(status=filters["status"])
-    if filters["transcript"].isdigit():
-        runs = runs.filter(transcript_id=int(filters["transcript"]))
-    return runs, filters
-
-
 @require_GET
 def run_list(request: HttpRequest) -> HttpResponse:
     services.runs_reap_stale()  # a page load is also a chance to notice dead workers
-    runs, filters = _filtered_runs(request)
-    page = Paginator(runs, RUNS_PER_PAGE).get_page(request.GET.get("page"))
+    page = RunListPage(request.user, request.GET)
     if _wants_json(request):
-        return JsonResponse(
-            {
-                "runs": [run_json(r) for r in page],
-                "page": page.number,
-                "pages": page.paginator.num_pages,
-                "count": page.paginator.count,
-                "filters": filters,
-            },
-            json_dumps_params={"ensure_ascii": False},
-        )
-    metric_cols = [m for m in METRICS if m[0] in LIST_METRICS]
-    transcripts = owned(Transcript.objects, request.user).filter(runs__isnull=False).distinct()
-    return render(
-        request,
-        "replay_app/runs/run_list.html",
-        {
-            "page_obj": page,
-            "filters": filters,
-            "statuses": RunStatus.values,
-            "transcripts": transcripts,
-            "metric_cols": metric_cols,
-        },
-    )
+        return json_response(page.as_json())
+    return render(request, "replay_app/runs/run_list.html", page.context())
 
 
 @require_http_methods(["GET", "POST"])

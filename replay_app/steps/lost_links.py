@@ -12,7 +12,7 @@ from typing import Any
 from django.urls import reverse
 
 from replay_app.models import Run
-from replay_app.runs.runpage import EVENTS_PER_PAGE
+from replay_app.runs.pages.runpage import EVENTS_PER_PAGE
 from sessions_app.views import MESSAGES_PER_PAGE
 
 

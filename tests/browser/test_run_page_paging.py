@@ -35,7 +35,8 @@ def _run(username: str) -> Any:
     from django.contrib.auth import get_user_model
 
     from replay_app.models import RunSummary
-    from replay_app.runs import executor, runpage, services
+    from replay_app.runs import executor, services
+    from replay_app.runs.pages import runpage
     from sessions_app import services as session_services
 
     user = get_user_model().objects.get(username=username)
@@ -67,7 +68,7 @@ def _run(username: str) -> Any:
 def test_run_page_pages_in_place(
     page: Any, asgi_live_server: Any, login: Any, screenshot: Any
 ) -> None:
-    from replay_app.runs import runpage
+    from replay_app.runs.pages import runpage
 
     login(base_url=asgi_live_server.url)
     run = _run("alice")

@@ -9,7 +9,7 @@ import pytest
 
 from replay_app.models import RunGroup
 from replay_app.runs import services, views
-from replay_app.runs.group_page import GroupPage
+from replay_app.runs.pages.group_page import GroupPage
 from replay_app.sweeps import sweep
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_memo")]

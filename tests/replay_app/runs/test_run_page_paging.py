@@ -11,8 +11,8 @@ import pytest
 from inspect_helpers import make_run
 
 from replay_app.models import Run, RunEvent, RunFinding, RunStatus, RunSummary
-from replay_app.runs import runpage
 from replay_app.runs.consumers import render_run
+from replay_app.runs.pages import runpage
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_memo")]
 

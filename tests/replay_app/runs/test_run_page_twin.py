@@ -10,8 +10,10 @@ from django.http import QueryDict
 from inspect_helpers import make_run
 
 from replay_app.models import Run
-from replay_app.runs import runpage, views
-from replay_app.runs.run_page import RunPage
+from replay_app.runs import views
+from replay_app.runs.pages import runpage
+from replay_app.runs.pages.run_list import RunListPage
+from replay_app.runs.pages.run_page import RunPage
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_memo")]
 
@@ -42,3 +44,21 @@ def test_run_page_and_json_twin_read_one_object(
     monkeypatch.undo()
     first = auth_client.get(url, {"format": "json"}).json()
     assert first["label"] != MARK and first["events"]["page"] == 1
+
+
+def test_run_list_and_json_twin_read_one_object(
+    auth_client: Any, user: Any, small_transcript: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first, second = (make_run(user, small_transcript, s) for s in ("cowagent", "copaw"))
+
+    class OnlyFirst(RunListPage):
+        """Lists only the first run, on the object only (the request asks for all)."""
+
+        def runs(self) -> Any:
+            return super().runs().filter(pk=first.pk)
+
+    monkeypatch.setattr(views, "RunListPage", OnlyFirst)
+    html = auth_client.get("/runs/").content.decode()
+    data = auth_client.get("/runs/", {"format": "json"}).json()
+    assert [r["id"] for r in data["runs"]] == [first.pk] and data["count"] == 1
+    assert f'href="/runs/{first.pk}/"' in html and f'href="/runs/{second.pk}/"' not in html

@@ -23,7 +23,8 @@ from replay_app.compare import survival_table
 from replay_app.costs import run_costs
 from replay_app.display import charts, vocabulary
 from replay_app.models import Run, RunStatus
-from replay_app.runs import progress, runpage
+from replay_app.runs import progress
+from replay_app.runs.pages import runpage
 from replay_app.steps import at_step, run_curve
 
 LEDGER_ROWS_SHOWN = 50  # per-compaction ledger rows on the page (all of them in the JSON)

@@ -10,7 +10,7 @@ from django.urls import reverse
 
 from replay_app.models import Run, RunGroup
 from replay_app.runs import progress
-from replay_app.runs.run_page import METRICS, run_json
+from replay_app.runs.pages.run_page import METRICS, run_json
 from replay_app.sweeps.section import SweepSection
 
 MAX_COMPARE = 6  # the compare page takes 2-6 runs
