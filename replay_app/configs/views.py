@@ -19,12 +19,14 @@ from django.utils.http import content_disposition_header
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from ctxlab.engine.native_config import NATIVE_SHAPES, native_config
-from ctxlab.engine.strategies import LIBRARY, STRATEGIES
+from ctxlab.engine.strategies import STRATEGIES
+from ctxlab.http import json_response
 from ctxlab.http import wants_json as _wants_json
-from ctxlab.ownership import get_owned_or_404, owned
+from ctxlab.ownership import get_owned_or_404
 from replay_app.configs import services as config_services
 from replay_app.configs import stage_builder
 from replay_app.configs.forms import ImportConfigForm, StrategyConfigForm
+from replay_app.configs.list_page import StrategyListPage, config_json
 from replay_app.models import StrategyConfig
 
 CUSTOM = "custom"  # the strategy composed from stages (stage builder on its form)
@@ -34,48 +36,12 @@ CUSTOM = "custom"  # the strategy composed from stages (stage builder on its for
 # ---------------------------------------------------------------------------------------
 
 
-def _preset_rows() -> list[dict[str, Any]]:
-    return [
-        {
-            "name": name,
-            "label": STRATEGIES[name].label,
-            "description": STRATEGIES[name].description,
-            "params": [p.as_dict() for p in STRATEGIES[name].PARAMS],
-        }
-        for name in LIBRARY
-        if name in STRATEGIES
-    ]
-
-
-def _config_json(config: StrategyConfig) -> dict[str, Any]:
-    return {
-        "id": config.pk,
-        "url": config.get_absolute_url(),
-        **config_services.config_export(config),
-        "changed": dict(config.params),
-        "updated_at": config.updated_at.isoformat(),
-    }
-
-
 @require_GET
 def strategy_list(request: HttpRequest) -> HttpResponse:
-    configs = owned(StrategyConfig.objects, request.user)
-    presets = _preset_rows()
+    page = StrategyListPage(request.user)
     if _wants_json(request):
-        return JsonResponse(
-            {"presets": presets, "configs": [_config_json(c) for c in configs]},
-            json_dumps_params={"ensure_ascii": False},
-        )
-    return render(
-        request,
-        "replay_app/configs/strategy_list.html",
-        {
-            "configs": configs,
-            "presets": presets,
-            "import_form": ImportConfigForm(),
-            "native_strategies": set(NATIVE_SHAPES),
-        },
-    )
+        return json_response(page.as_json())
+    return render(request, "replay_app/configs/strategy_list.html", page.context())
 
 
 def _posted(request: HttpRequest, strategy: str) -> tuple[QueryDict | None, bool]:
@@ -147,7 +113,7 @@ def strategy_create(request: HttpRequest) -> HttpResponse:
 def strategy_edit(request: HttpRequest, pk: int) -> HttpResponse:
     config = get_owned_or_404(StrategyConfig.objects, request.user, pk=pk)
     if _wants_json(request):
-        return JsonResponse(_config_json(config), json_dumps_params={"ensure_ascii": False})
+        return json_response(config_json(config))
     data, building = _posted(request, config.strategy)
     initial = None
     if building and data is not None:
@@ -238,15 +204,5 @@ def strategy_import(request: HttpRequest) -> HttpResponse:
         else:
             messages.success(request, f"Imported configuration {config.name!r}.")
             return redirect(config)
-    configs = owned(StrategyConfig.objects, request.user)
-    return render(
-        request,
-        "replay_app/configs/strategy_list.html",
-        {
-            "configs": configs,
-            "presets": _preset_rows(),
-            "import_form": form,
-            "native_strategies": set(NATIVE_SHAPES),
-        },
-        status=400,
-    )
+    context = {**StrategyListPage(request.user).context(), "import_form": form}
+    return render(request, "replay_app/configs/strategy_list.html", context, status=400)
