@@ -101,3 +101,20 @@ def test_compare_page_offers_the_report_and_serves_it_as_a_download(
     assert "<h2>What was lost</h2>" in body and RAW_KEY not in body and MASKED_PREFIX in body
     client.force_login(other_user)
     assert client.get(f"/compare/?runs={ids}&format=report").status_code == 404
+
+
+def test_run_page_shows_summaries_as_safe_markdown(user: Any, runs: list[Any], client: Any) -> None:
+    from replay_app.models import RunSummary
+
+    summary = RunSummary.objects.filter(run=runs[0]).order_by("seq").first()
+    assert summary is not None
+    summary.output = "## Goal\n- **fix** `src/app.py`\n<script>alert(1)</script>"
+    summary.save(update_fields=["output"])
+    client.force_login(user)
+    page = client.get(f"/runs/{runs[0].pk}/").content.decode()
+    assert (
+        "<h5>Goal</h5>" in page and "<li><strong>fix</strong> <code>src/app.py</code></li>" in page
+    )
+    assert "<script>alert(1)" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    full = client.get(f"/runs/{runs[0].pk}/?summary={summary.seq}", HTTP_HX_REQUEST="true")
+    assert "<strong>fix</strong>" in full.content.decode()

@@ -1,0 +1,17 @@
+"""``{{ text|safe_markdown }}``: a summary as safe HTML (display/markdown_safe.py escapes
+everything first, then adds only its own tags), so summaries read as markdown wherever
+they are shown."""
+
+from __future__ import annotations
+
+from django import template
+from django.utils.safestring import SafeString, mark_safe
+
+from replay_app.display.markdown_safe import render
+
+register = template.Library()
+
+
+@register.filter
+def safe_markdown(text: str | None) -> SafeString:
+    return mark_safe(render(str(text or "")))  # noqa: S308 - render() escapes before markup
