@@ -12,6 +12,7 @@ failed call is one failed score. The run's own rows are never touched.
 from __future__ import annotations
 
 import logging
+import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
@@ -194,14 +195,12 @@ def request_claude(row: ProbeSet, *, model: str, budget_usd: Decimal) -> str:
         )
     from .tasks import score_probes_with_claude
 
+    task_id = uuid.uuid4().hex  # stored before the task is sent: a worker may finish first
     ProbeSet.objects.filter(pk=row.pk).update(
         claude_status=ClaudeStatus.QUEUED, claude_model=model, claude_budget_usd=budget_usd,
-        claude_message="",
+        claude_message="", claude_task_id=task_id,
     )  # fmt: skip
-    result = score_probes_with_claude.delay(row.pk, model, str(budget_usd))
-    ProbeSet.objects.filter(pk=row.pk, claude_status=ClaudeStatus.QUEUED).update(
-        claude_task_id=str(result.id or "")[:64]
-    )
+    score_probes_with_claude.apply_async((row.pk, model, str(budget_usd)), task_id=task_id)
     return ""
 
 

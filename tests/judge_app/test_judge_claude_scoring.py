@@ -138,3 +138,27 @@ def test_no_key_says_so(auth_client: Any, monkeypatch: pytest.MonkeyPatch, qwen_
 
 def test_scoring_needs_post(auth_client: Any, qwen_run: Any) -> None:
     assert auth_client.get(f"/runs/{qwen_run.pk}/probes/claude/").status_code == 405
+
+
+def test_scoring_runs_on_a_real_embedded_worker(
+    celery_worker_embedded: Any, client: Any, user: Any, fake: FakeAnthropic
+) -> None:
+    import time
+
+    from judge_testdata import QWENPAW, finished_run, import_session
+
+    run = finished_run(user, import_session(user), "qwenpaw", QWENPAW)
+    client.force_login(user)
+    client.get(f"/runs/{run.pk}/probes/")
+    client.post(f"/runs/{run.pk}/probes/claude/", {"budget_usd": "5"})
+    deadline = time.monotonic() + 60
+    row = ProbeSet.objects.get(run=run)
+    while row.claude_status in ("queued", "running") and time.monotonic() < deadline:
+        time.sleep(0.2)
+        row.refresh_from_db()
+    assert row.claude_status == "done", (row.claude_status, row.claude_message)
+    assert row.claude_task_id
+    assert (
+        ProbeScore.objects.filter(probe__probe_set=row, method="claude").count()
+        == row.probes.count()
+    )
