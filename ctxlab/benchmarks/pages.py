@@ -1,4 +1,4 @@
-"""Page benchmark (issue 6): run and compare pages over a 20,000-message transcript.
+"""Page benchmark: run and compare pages over a 20,000-message transcript.
 
 In a throwaway test database: import ``synth.bench_conversation(messages=20_000)`` for a
 fresh user, store a run of each of the five presets through ``replay_app.runs`` (the

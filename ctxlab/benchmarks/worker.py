@@ -1,4 +1,4 @@
-"""The worker path on the realistic transcript (issue 16): what a user waits for after
+"""The worker path on the realistic transcript: what a user waits for after
 starting a run (replay + retention analysis + ledger + row writes), against the replay alone.
 
 In a throwaway test database: import ``synth_realistic.realistic_bench_conversation`` (20,000
