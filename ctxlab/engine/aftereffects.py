@@ -112,6 +112,7 @@ class AfterEffect:
     apologies: tuple[str, ...]
     turns_to_same_files: int | None
     first_touch: str  # the file touched again first
+    files_before: int = 0  # files touched before the compaction (0: "never" means nothing)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -128,6 +129,7 @@ class AfterEffect:
             "apology_count": len(self.apologies),
             "turns_to_same_files": self.turns_to_same_files,
             "first_touch": self.first_touch,
+            "files_before": self.files_before,
         }
 
 
@@ -179,7 +181,7 @@ def after_compaction(
                 repeated.setdefault(command, None)
     return AfterEffect(
         ordinal, kind, trigger, start, turns, tuple(reread), tuple(repeated),
-        tuple(questions), tuple(apologies), to_same, first_touch,
+        tuple(questions), tuple(apologies), to_same, first_touch, len(seen.touched),
     )  # fmt: skip
 
 
@@ -221,7 +223,10 @@ def summary(effects: Sequence[AfterEffect]) -> dict[str, Any]:
         "questions": sum(len(e.questions) for e in effects),
         "apologies": sum(len(e.apologies) for e in effects),
         "turns_to_same_files": median(turns) if turns else None,
-        "never_returned": sum(1 for e in effects if e.turns_to_same_files is None),
+        # compactions after which the agent never went back to a file it had touched
+        "never_returned": sum(
+            1 for e in effects if e.turns_to_same_files is None and e.files_before
+        ),
     }
 
 

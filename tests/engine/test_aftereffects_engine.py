@@ -75,6 +75,14 @@ def test_window_and_next_compaction_bound_what_is_read() -> None:
     assert aftereffects.summary([first, second])["never_returned"] == 1
 
 
+def test_never_returned_only_counts_compactions_after_file_work() -> None:
+    talk = Conversation("t", "t", (user("hi there, tell me a story"), SUMMARY, assistant("Once upon a time")),
+                        compactions=(OriginalCompaction(1, "compact_boundary", "auto", None, 1),))  # fmt: skip
+    (effect,) = aftereffects.analyse(talk)
+    assert effect.files_before == 0 and effect.turns_to_same_files is None
+    assert aftereffects.summary([effect])["never_returned"] == 0
+
+
 def test_no_compaction_no_after_effects() -> None:
     report = aftereffects.report(_conversation())
     assert report["compactions"] == [] and report["summary"]["compactions"] == 0
