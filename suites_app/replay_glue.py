@@ -6,7 +6,6 @@ run form uses; the suite task queues and retries it.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Mapping
 from typing import Any
 
@@ -65,26 +64,11 @@ def requeue_run(run: Run) -> bool:
     """A failed, cancelled or dead-worker run back to queued as a new attempt (its rows from
     the earlier attempt deleted); False when it changed meanwhile (someone else has it)."""
     with transaction.atomic():
-        claimed = Run.objects.filter(
+        unchanged = Run.objects.filter(
             pk=run.pk, attempts=run.attempts, status=run.status, heartbeat_at=run.heartbeat_at
-        ).update(
-            status=RunStatus.QUEUED,
-            attempts=run.attempts + 1,
-            cancel_requested=False,
-            steps_done=0,
-            events_count=0,
-            error="",
-            traceback="",
-            started_at=None,
-            finished_at=None,
-            heartbeat_at=None,
-            metrics={},
-            task_id=str(uuid.uuid4()),
         )
-        if not claimed:
+        if not replay_services.run_new_attempt(run=run, claimed=unchanged):
             return False
-        for related in ("steps", "events", "summaries", "findings", "offloads"):
-            getattr(run, related).all().delete()
         RunAnalysis.objects.filter(run=run).delete()
     run.refresh_from_db()
     return True

@@ -12,6 +12,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from ctxlab.engine.budget import window_params
@@ -174,28 +175,39 @@ def run_cancel(*, run: Run) -> Run:
 def run_retry(*, run: Run) -> Run:
     """Re-queue a failed or cancelled run as a new attempt (its old rows are deleted)."""
     with transaction.atomic():
-        updated = Run.objects.filter(pk=run.pk, status__in=[RunStatus.FAILED, RunStatus.CANCELLED])
-        task_id = str(uuid.uuid4())
-        if not updated.update(
-            status=RunStatus.QUEUED,
-            attempts=run.attempts + 1,
-            cancel_requested=False,
-            steps_done=0,
-            events_count=0,
-            error="",
-            traceback="",
-            started_at=None,
-            finished_at=None,
-            heartbeat_at=None,
-            metrics={},
-            task_id=task_id,
-        ):
+        retryable = Run.objects.filter(
+            pk=run.pk, status__in=[RunStatus.FAILED, RunStatus.CANCELLED]
+        )
+        if not run_new_attempt(run=run, claimed=retryable):
             raise ValueError(f"run {run.pk} is {run.status}: only failed or cancelled runs retry")
-        _delete_rows(run)
         run.refresh_from_db()
         run_enqueue(run)
     _notify(run)
     return run
+
+
+def run_new_attempt(*, run: Run, claimed: QuerySet[Run]) -> bool:
+    """Move ``claimed`` (the run, filtered to the state the caller expects it in) back to
+    queued as attempt ``run.attempts + 1``: progress, outcome and metrics cleared, a new task
+    id, the earlier attempt's rows deleted. False when the filter no longer matches (someone
+    else changed the run meanwhile). Call inside a transaction."""
+    if not claimed.update(
+        status=RunStatus.QUEUED,
+        attempts=run.attempts + 1,
+        cancel_requested=False,
+        steps_done=0,
+        events_count=0,
+        error="",
+        traceback="",
+        started_at=None,
+        finished_at=None,
+        heartbeat_at=None,
+        metrics={},
+        task_id=str(uuid.uuid4()),
+    ):
+        return False
+    _delete_rows(run)
+    return True
 
 
 def runs_reap_stale(*, max_age: float | None = None, now: Any = None) -> int:
