@@ -123,7 +123,8 @@ def test_other_users_transcripts_refused(user: Any, other_user: Any) -> None:
         )  # fmt: skip
 
 
-def test_resume_redoes_only_lost_runs(user: Any) -> None:
+def test_resume_redoes_only_lost_runs(user: Any, settings: Any) -> None:
+    settings.CELERY_BROKER_URL = "memory://"  # the embedded worker restarted (make run)
     transcripts = [import_chat(user, seed=s, turns=4) for s in (1, 2)]
     suite = services.suite_create(
         owner=user, name="resume", transcripts=transcripts,
