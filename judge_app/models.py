@@ -37,6 +37,7 @@ class ProbeSet(models.Model):
     claude_budget_usd = models.DecimalField(max_digits=10, decimal_places=4, null=True, blank=True)
     claude = models.JSONField(default=dict)  # summarise of Claude scores + call totals
     claude_task_id = models.CharField(max_length=64, blank=True)
+    claude_requested_at = models.DateTimeField(null=True, blank=True)
     claude_finished_at = models.DateTimeField(null=True, blank=True)
 
     def __str__(self) -> str:

@@ -15,6 +15,7 @@ import logging
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from decimal import Decimal
 from itertools import accumulate
 from typing import Any
@@ -40,6 +41,7 @@ GENERATOR = 2
 _NO_ZONES = Zones(0, 0, 0, 0, 0, 0, 0, 0, None)
 ANSWER_TOKENS = 300  # answer_request's cap, for the estimate
 JUDGE_TOKENS = 200
+STALE_MINUTES = 30
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,7 +184,7 @@ def request_claude(row: ProbeSet, *, model: str, budget_usd: Decimal) -> str:
     written when the key is missing or the estimate is over the budget."""
     if not llm.key_available():
         return llm.NO_KEY_MESSAGE
-    if row.claude_status in (ClaudeStatus.QUEUED, ClaudeStatus.RUNNING):
+    if row.claude_status in (ClaudeStatus.QUEUED, ClaudeStatus.RUNNING) and not _stale(row):
         return "Claude scoring is already under way for this run."
     if not row.probes.exists():
         return "This run has no probes: none of its compactions removed anything probed."
@@ -198,10 +200,17 @@ def request_claude(row: ProbeSet, *, model: str, budget_usd: Decimal) -> str:
     task_id = uuid.uuid4().hex  # stored before the task is sent: a worker may finish first
     ProbeSet.objects.filter(pk=row.pk).update(
         claude_status=ClaudeStatus.QUEUED, claude_model=model, claude_budget_usd=budget_usd,
-        claude_message="", claude_task_id=task_id,
+        claude_message="", claude_task_id=task_id, claude_requested_at=timezone.now(),
     )  # fmt: skip
     score_probes_with_claude.apply_async((row.pk, model, str(budget_usd)), task_id=task_id)
     return ""
+
+
+def _stale(row: ProbeSet) -> bool:
+    """A scoring queued or running this long is taken as lost (a worker died): it may be
+    started again."""
+    started = row.claude_requested_at
+    return started is None or timezone.now() - started > timedelta(minutes=STALE_MINUTES)
 
 
 def score_with_claude(set_id: int, model: str, budget_usd: Decimal) -> ProbeSet:

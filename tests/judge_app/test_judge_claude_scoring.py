@@ -162,3 +162,27 @@ def test_scoring_runs_on_a_real_embedded_worker(
         ProbeScore.objects.filter(probe__probe_set=row, method="claude").count()
         == row.probes.count()
     )
+
+
+def test_a_lost_scoring_can_be_started_again(fake: FakeAnthropic, qwen_run: Any) -> None:
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    row = services.probe_set(qwen_run)
+    assert row is not None
+    ProbeSet.objects.filter(pk=row.pk).update(
+        claude_status="running", claude_requested_at=timezone.now()
+    )
+    row.refresh_from_db()
+    five = services.Decimal("5")
+    assert "already under way" in services.request_claude(
+        row, model="claude-haiku-5-5", budget_usd=five
+    )
+    ProbeSet.objects.filter(pk=row.pk).update(
+        claude_requested_at=timezone.now() - timedelta(minutes=services.STALE_MINUTES + 1)
+    )
+    row.refresh_from_db()
+    assert services.request_claude(row, model="claude-haiku-5-5", budget_usd=five) == ""
+    row.refresh_from_db()
+    assert row.claude_status == "done"
