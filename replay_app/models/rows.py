@@ -1,0 +1,246 @@
+"""What a run stored while it executed: one row per step, event, summary, finding and
+offloaded file (the engine's records, as rows)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import models
+
+from ctxlab.engine import codec
+from ctxlab.engine.records import (
+    Change,
+    Event,
+    Fate,
+    Finding,
+    StepRecord,
+    StepTokens,
+    SummaryRecord,
+    Zones,
+)
+from replay_app.models.runs import Run
+
+
+class RunStep(models.Model):
+    """One inference call as the strategy would have sent it: O(ranges), never O(context)."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="steps")
+    index = models.PositiveIntegerField()
+    source_index = models.PositiveIntegerField()
+    tokens_strategy = models.PositiveBigIntegerField()
+    tokens_reference = models.PositiveBigIntegerField()
+    tokens_reported = models.PositiveBigIntegerField(null=True, blank=True)
+    zones = models.JSONField(default=dict)  # Zones.as_dict()
+    context = models.JSONField(default=list)  # [[start, end), ...] source-index ranges
+    context_len = models.PositiveIntegerField(default=0)  # messages in context
+    summary_seq = models.IntegerField(null=True, blank=True)  # RunSummary.seq in force
+    pending = models.JSONField(default=list)
+
+    class Meta:
+        ordering = ["run", "index"]
+        constraints = [models.UniqueConstraint(fields=["run", "index"], name="runstep_run_index")]
+
+    @classmethod
+    def from_record(cls, run: Run, record: StepRecord) -> RunStep:
+        return cls(
+            run=run,
+            index=record.index,
+            source_index=record.source_index,
+            tokens_strategy=record.tokens.strategy,
+            tokens_reference=record.tokens.reference,
+            tokens_reported=record.tokens.reported,
+            zones=record.zones.as_dict(),
+            context=[list(r) for r in record.context],
+            context_len=record.context_len,
+            summary_seq=record.summary_id,
+            pending=list(record.pending),
+        )
+
+    @property
+    def ranges(self) -> tuple[tuple[int, int], ...]:
+        return tuple((int(a), int(b)) for a, b in self.context)
+
+    def to_record(self) -> StepRecord:
+        """Without events/summaries/findings (those are rows of their own)."""
+        return StepRecord(
+            index=self.index,
+            source_index=self.source_index,
+            tokens=StepTokens(self.tokens_strategy, self.tokens_reference, self.tokens_reported),
+            zones=Zones(**self.zones),
+            context=self.ranges,
+            summary_id=self.summary_seq,
+            pending=tuple(self.pending),
+        )
+
+
+def change_to_dict(change: Change) -> dict[str, Any]:
+    out: dict[str, Any] = {"index": change.index, "fate": change.fate.value}
+    if change.reason:
+        out["reason"] = change.reason
+    if change.message is not None:
+        out["message"] = codec.message_to_dict(change.message)
+    if change.offload_path:
+        out["offload_path"] = change.offload_path
+    return out
+
+
+def change_from_dict(data: dict[str, Any]) -> Change:
+    message = data.get("message")
+    return Change(
+        index=int(data["index"]),
+        fate=Fate(data["fate"]),
+        reason=data.get("reason", ""),
+        message=None if message is None else codec.message_from_dict(message),
+        offload_path=data.get("offload_path", ""),
+    )
+
+
+class RunEvent(models.Model):
+    """One action of the strategy, with the fates it set."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="events")
+    seq = models.PositiveIntegerField()  # Event.id: order within the run
+    step = models.PositiveIntegerField()  # first step whose request reflects it
+    kind = models.CharField(max_length=40)
+    messages = models.JSONField(default=list)  # source indexes touched
+    tokens_before = models.PositiveBigIntegerField(default=0)
+    tokens_after = models.PositiveBigIntegerField(default=0)
+    detail = models.JSONField(default=dict)
+    changes = models.JSONField(default=list)  # change_to_dict items
+    summary_seq = models.IntegerField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["run", "seq"]
+        constraints = [models.UniqueConstraint(fields=["run", "seq"], name="runevent_run_seq")]
+        indexes = [models.Index(fields=["run", "step"]), models.Index(fields=["run", "kind"])]
+
+    @classmethod
+    def from_event(cls, run: Run, event: Event) -> RunEvent:
+        return cls(
+            run=run,
+            seq=event.id,
+            step=event.step,
+            kind=event.kind,
+            messages=list(event.messages),
+            tokens_before=event.tokens_before,
+            tokens_after=event.tokens_after,
+            detail=dict(event.detail),
+            changes=[change_to_dict(c) for c in event.changes],
+            summary_seq=event.summary_id,
+        )
+
+    def to_event(self) -> Event:
+        return Event(
+            id=self.seq,
+            step=self.step,
+            kind=self.kind,
+            messages=tuple(self.messages),
+            tokens_before=self.tokens_before,
+            tokens_after=self.tokens_after,
+            detail=dict(self.detail),
+            changes=tuple(change_from_dict(c) for c in self.changes),
+            summary_id=self.summary_seq,
+        )
+
+    @property
+    def tokens_saved(self) -> int:
+        return self.tokens_before - self.tokens_after
+
+    @property
+    def fate_counts(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for change in self.changes:
+            out[change["fate"]] = out.get(change["fate"], 0) + 1
+        return out
+
+
+class RunSummary(models.Model):
+    """One summariser call: the exact input and the output."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="summaries")
+    seq = models.PositiveIntegerField()  # SummaryRecord.id
+    step = models.PositiveIntegerField()
+    input = models.TextField()
+    output = models.TextField()
+    input_tokens = models.PositiveBigIntegerField(default=0)
+    output_tokens = models.PositiveBigIntegerField(default=0)
+    usage_estimated = models.BooleanField(default=True)
+    usage = models.JSONField(default=dict)  # provider usage / cost, when a real model ran
+    error = models.TextField(blank=True)
+    summarizer = models.CharField(max_length=100, blank=True)
+    messages = models.JSONField(default=list)  # source indexes the summariser was shown
+
+    class Meta:
+        ordering = ["run", "seq"]
+        constraints = [models.UniqueConstraint(fields=["run", "seq"], name="runsummary_run_seq")]
+
+    @classmethod
+    def from_record(cls, run: Run, record: SummaryRecord) -> RunSummary:
+        return cls(
+            run=run,
+            seq=record.id,
+            step=record.step,
+            input=record.input,
+            output=record.output,
+            input_tokens=record.input_tokens,
+            output_tokens=record.output_tokens,
+            usage_estimated=record.usage_estimated,
+            error=record.error,
+            summarizer=record.summarizer,
+            messages=list(record.messages),
+        )
+
+    def to_record(self) -> SummaryRecord:
+        return SummaryRecord(
+            id=self.seq,
+            step=self.step,
+            input=self.input,
+            output=self.output,
+            input_tokens=self.input_tokens,
+            output_tokens=self.output_tokens,
+            usage_estimated=self.usage_estimated,
+            error=self.error,
+            summarizer=self.summarizer,
+            messages=tuple(self.messages),
+        )
+
+
+class RunFinding(models.Model):
+    """A broken invariant at one step."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="findings")
+    step = models.PositiveIntegerField()
+    kind = models.CharField(max_length=40)
+    messages = models.JSONField(default=list)
+    detail = models.JSONField(default=dict)
+
+    class Meta:
+        ordering = ["run", "step", "id"]
+        indexes = [models.Index(fields=["run", "step"])]
+
+    @classmethod
+    def from_record(cls, run: Run, record: Finding) -> RunFinding:
+        return cls(
+            run=run,
+            step=record.step,
+            kind=record.kind,
+            messages=list(record.messages),
+            detail=dict(record.detail),
+        )
+
+    def to_record(self) -> Finding:
+        return Finding(
+            step=self.step, kind=self.kind, messages=tuple(self.messages), detail=dict(self.detail)
+        )
+
+
+class RunOffload(models.Model):
+    """Full text a strategy offloaded to a file (the notice in context points to ``path``)."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="offloads")
+    path = models.TextField()
+    text = models.TextField()
+
+    class Meta:
+        ordering = ["run", "id"]
+        indexes = [models.Index(fields=["run", "path"])]
