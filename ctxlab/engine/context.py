@@ -71,14 +71,8 @@ class _ToolLedger:
         self.results: dict[str, int] = {}
         self.unmatched: set[str] = set()
 
-    def _touch(self, tid: str) -> None:
-        if (self.uses.get(tid, 0) > 0) == (self.results.get(tid, 0) > 0):
-            self.unmatched.discard(tid)
-        else:
-            self.unmatched.add(tid)
-
     def add(self, ids: tuple[tuple[str, ...], tuple[str, ...]], sign: int = 1) -> None:
-        # _touch inlined: this runs for every appended, replaced and removed message.
+        # Runs for every appended, replaced and removed message: kept flat.
         uses, results = ids
         use_counts, result_counts, unmatched = self.uses, self.results, self.unmatched
         for tid in uses:

@@ -73,13 +73,6 @@ def reme_truncate_text(text: str, n: int) -> str:
     )
 
 
-def head_truncate(text: str, limit: int, notice: str) -> str:
-    """Head-only cut in characters plus a notice (``{orig}``/``{limit}`` placeholders)."""
-    if len(text) <= limit:
-        return text
-    return text[:limit] + notice.format(orig=len(text), limit=limit)
-
-
 def middle_out_truncate(text: str, max_tokens: int = 2500) -> str:
     """BaseAgent ``middle_out_truncate``: bytes//4 tokens, head + tail bytes."""
     if not text:

@@ -17,11 +17,24 @@ How to add a strategy
    and ``origin`` (config key or constant it mirrors). ``self.params`` is the validated
    dict; unknown or out-of-range values raise ``ValueError`` naming the parameter.
 
+   The instance holds settings only (``__init__`` may derive more from the params). What a
+   replay accumulates goes in a dataclass declared as ``State = MyState``: the replay
+   makes a fresh one and the hooks reach it as ``st: MyState = ctx.state``, so one
+   instance can replay twice or in two threads at once
+   (tests/engine/strategies/test_strategy_run_state.py checks every library strategy)::
+
+       @dataclass(slots=True)
+       class MyState:
+           tool_names: dict[str, str] = field(default_factory=dict)
+           skipping: bool = False
+
 2. Implement the estimator: ``count_text(text)`` and ``count_message(message)`` with the
    original's exact rounding (per block where the original rounds per block); optionally
    ``count_system`` and ``count_tools``. The context calls ``count_message`` once per
    message version and keeps totals incrementally: never sum the whole history yourself
-   on every step (use ``ctx.history_tokens`` / ``ctx.request_tokens()``).
+   on every step (use ``ctx.history_tokens`` / ``ctx.request_tokens()``). An estimator
+   that needs the replay (its reference table, its state) overrides
+   ``message_counter(reference, state)``, which the context counts every message with.
 
 3. Geometry: ``window(ctx)``, ``threshold(ctx)``, ``output_reserve(ctx)``; override
    ``reserved_recent(ctx)`` or ``zones(ctx)`` if the default (current turn) is wrong.
@@ -39,7 +52,9 @@ How to add a strategy
    ``ctx.system_text`` / ``ctx.system_tokens``. Messages after the last inference call
    are not processed (no request reflects them).
 
-5. Change the context only inside an action; each action becomes one Event::
+5. Hooks get a read-only ``ContextView`` (assigning to it raises
+   ``ReadOnlyContextError``). Change the context only inside an action; each action
+   becomes one Event::
 
        with ctx.action("truncate", reason="tool result over 3000 bytes",
                        threshold=3000, estimate=n) as act:
@@ -47,10 +62,12 @@ How to add a strategy
            act.replace(i, new_msg, Fate.OFFLOADED, offload_path=p, offload_text=full)
            act.remove(indexes, Fate.SUMMARISED)                    # or Fate.DROPPED
            act.mark(i, Fate.PRUNED, message=placeholder_version)   # request view only
+           act.offload(path, full_text)                            # another saved file
            act.summary_id = record.id
 
    ``ctx.emit(kind, **detail)`` records an event without changes (``summary_failed``,
-   ``compact_skipped``). Detail values must be JSON-serialisable. Every kind must be in
+   ``compact_skipped``); ``ctx.set_system_tokens(n)`` sets the system prompt's tokens when
+   the original counts more than ``count_system`` sees. Detail values must be JSON-serialisable. Every kind must be in
    ``ctxlab/engine/catalogue.py`` (``EVENTS``: its category decides whether metrics count
    it as a compaction, restore, repair, failure or skip); reuse an existing kind where the
    meaning is the same, and add a row (then regenerate ``docs/vocabulary.md``) where it is

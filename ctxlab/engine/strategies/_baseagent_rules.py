@@ -1,6 +1,6 @@
 """BaseAgent (PlatformNetwork/baseagent, ``src/core/compaction.py``) as pure functions.
 
-Spec: strategies.md section 6. BaseAgent holds OpenAI chat dicts: ``messages[0]`` is the
+Spec: docs/strategies/baseagent.md. BaseAgent holds OpenAI chat dicts: ``messages[0]`` is the
 system message, tool results are ``tool`` messages and tool-call arguments are stored as
 Python ``str(dict)``. Rows are ``BaseMsg`` values; nothing here mutates its input.
 """
@@ -92,10 +92,6 @@ def estimate_message_tokens(msg: BaseMsg) -> int:
     return tokens + MESSAGE_OVERHEAD
 
 
-def estimate_total_tokens(messages: Sequence[BaseMsg]) -> int:
-    return sum(estimate_message_tokens(m) for m in messages)
-
-
 def compact_threshold(
     model_context_limit: int = MODEL_CONTEXT_LIMIT,
     output_token_max: int = OUTPUT_TOKEN_MAX,
@@ -185,13 +181,6 @@ def middle_out_truncate(text: str, max_tokens: int = MAX_OUTPUT_TOKENS) -> str:
     return f"{head}\n\n...{removed} tokens truncated...\n\n{tail}"
 
 
-def truncate_tool_output(msg: BaseMsg, max_tokens: int) -> BaseMsg:
-    if msg.role != "tool" or not isinstance(msg.content, str) or max_tokens <= 0:
-        return msg
-    new = middle_out_truncate(msg.content, max_tokens)
-    return msg if new == msg.content else replace(msg, content=new)
-
-
 # -- prune_old_tool_outputs ------------------------------------------------------------------
 
 
@@ -253,19 +242,3 @@ def compaction_request(messages: Sequence[BaseMsg]) -> list[BaseMsg]:
 def compacted_history(system_prompt: str, summary: str) -> list[BaseMsg]:
     """Exactly ``[system, user(SUMMARY_PREFIX + summary)]``; the task is gone too."""
     return [BaseMsg("system", system_prompt), BaseMsg("user", SUMMARY_PREFIX + summary)]
-
-
-def render_for_summary(messages: Sequence[BaseMsg]) -> str:
-    """A readable transcript of a request (role: content), for the summariser input."""
-    lines = []
-    for m in messages:
-        body = m.content if isinstance(m.content, str) else " ".join(t for _, t in m.parts)
-        calls = "".join(f"\n  -> {tc.name}({tc.arguments})" for tc in m.tool_calls)
-        lines.append(f"{m.role}: {body or ''}{calls}")
-    return "\n\n".join(lines)
-
-
-def text_blocks(msg: BaseMsg) -> tuple[Block, ...]:
-    """The message's text as engine blocks (for summariser adapters)."""
-    text = msg.content if isinstance(msg.content, str) else "\n".join(t for _, t in msg.parts)
-    return (Block(BlockKind.TEXT, text=text),) if text else ()

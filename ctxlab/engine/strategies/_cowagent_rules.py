@@ -1,6 +1,6 @@
 """CowAgent (chatgpt-on-wechat 2.0.8) context rules as pure functions.
 
-Spec: strategies.md section 4. CowAgent keeps Claude-style messages: tool results are
+Spec: docs/strategies/cowagent.md. CowAgent keeps Claude-style messages: tool results are
 *user* messages holding ``tool_result`` blocks, the system prompt lives outside the list.
 These functions work on ``CowMsg`` rows (a source index plus the engine ``Message`` as
 CowAgent would hold it); none of them mutates its input.

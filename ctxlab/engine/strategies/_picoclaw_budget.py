@@ -1,6 +1,6 @@
 """PicoClaw (sipeed/picoclaw, legacy context manager) budget engine as pure functions.
 
-Spec: strategies.md section 5 (house-style 1.10). PicoClaw holds OpenAI-style messages:
+Spec: docs/strategies/picoclaw.md. PicoClaw holds OpenAI-style messages:
 tool results are ``tool`` messages, the session history holds no system prompt, and the
 prompt plus the summary are rebuilt into one system message for every request. Every
 function here is pure over ``PicoMsg`` tuples.

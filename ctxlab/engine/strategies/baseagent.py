@@ -199,7 +199,7 @@ class BaseAgentStrategy(Strategy):
 
     # --- state --------------------------------------------------------------------------
     def _stored_total(self, ctx: ContextView) -> int:
-        """estimate_total_tokens(messages) of the stored (unpruned) history."""
+        """BaseAgent's estimate_total_tokens(messages) of the stored (unpruned) history."""
         st: _State = ctx.state
         return ctx.request_tokens() + st.req.prune_delta
 
@@ -242,7 +242,6 @@ class BaseAgentStrategy(Strategy):
         rows = st.req.rows
         synced = rows.sync(ctx, self._stored_rows)
         scan_total, scan_pruned, marked = rows.scan(
-            summary_turn=st.summary_msg is not None,
             protect_last_turns=int(self.params["protect_last_turns"]),
             prune_protect=int(self.params["prune_protect"]),
             prune_minimum=int(self.params["prune_minimum"]),
@@ -477,7 +476,6 @@ class _RowIndex:
     def scan(
         self,
         *,
-        summary_turn: bool,
         protect_last_turns: int,
         prune_protect: int,
         prune_minimum: int,

@@ -49,7 +49,7 @@ https://github.com/WoodsCumming/claude-code-source-code).
   agent, 2.1.88 default); ``2.0`` uses "You are a helpful AI assistant tasked with
   summarizing conversations." (also the 2.1.88 fallback; seen on the wire in
   ``claude-trace-req34-request.json``).
-- New context [R; the on-disk shape is in formats.md]: the boundary marker (not sent) and
+- New context [R; the on-disk shape is read by importers/claude_code.py]: the boundary marker (not sent) and
   one user message ``getCompactUserSummaryMessage(summary, suppressFollowUpQuestions=true,
   transcriptPath)``: "This session is being continued from a previous conversation that ran
   out of context. …", the ``<analysis>`` block stripped (2.1.88), the transcript path

@@ -7,7 +7,7 @@ non-contiguous); an unaligned split falls back to the last <=3 aligned messages.
 is summarised (XML-tagged input, capped newest-first at 90 % of the threshold) and hidden.
 A failed summary call stores ReMe's failure text ``[Compactor] failed: <error>`` as the
 summary (it *overwrites* the previous one and the model sees it); an empty answer or an
-empty formatted input stores "". Spec: strategies.md §3. The compactor prompts are ReMe
+empty formatted input stores "". Spec: docs/strategies/copaw.md. The compactor prompts are ReMe
 0.3.0.6b3's own, byte for byte (``stages/prompts``, read from the wheel's
 ``components/compactor.yaml`` shipped in ``data/prompts``).
 
@@ -181,7 +181,7 @@ class CoPaw(Strategy):
     def _check_context(
         self, ctx: ContextView, threshold: int, reserve: int
     ) -> tuple[list[int], list[int], bool]:
-        """ReMe ``context_check`` (§3.4): newest-first within ``reserve``, pulling in the
+        """ReMe ``context_check``: newest-first within ``reserve``, pulling in the
         tool_use messages kept results depend on; the kept set may be non-contiguous."""
         live = ctx.live
         if not live:
@@ -217,7 +217,7 @@ class CoPaw(Strategy):
         return to_compact, to_keep, aligned(ctx, to_keep)
 
     def _compact_tool_results(self, ctx: ContextView, messages: list[int]) -> None:
-        """ReMe ``ToolResultCompactor`` (§3.5) on ``messages`` (each message once: a
+        """ReMe ``ToolResultCompactor`` on ``messages`` (each message once: a
         compacted text carries both markers and is left alone afterwards)."""
         st: _State = ctx.state
         limit = int(self.params["tool_result_threshold"])

@@ -20,7 +20,8 @@ clears the whole history if that is not enough.
 
 Original tests: chatgpt-on-wechat @ 55aaf60 has none for ``agent_stream.py``,
 ``message_utils.py`` or the memory summariser; the cases in
-tests/engine/strategies/test_cowagent.py are ours (issue 14's minimal cases included).
+tests/engine/strategies/test_cowagent.py are ours (docs/strategies/cowagent.md lists where
+the replay differs from the original).
 """
 
 from __future__ import annotations

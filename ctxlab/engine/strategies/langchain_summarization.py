@@ -78,7 +78,6 @@ TOO_LONG = "Previous conversation was too long to summarize."
 ERROR_TEMPLATE = "Error generating summary: {error}"
 DEFAULT_MESSAGES_TO_KEEP = 20
 DEFAULT_TRIM_TOKEN_LIMIT = 4000
-CONTEXT_KINDS = ("messages", "tokens", "fraction")
 
 DEFAULT_SUMMARY_PROMPT = """<role>
 Context Extraction Assistant

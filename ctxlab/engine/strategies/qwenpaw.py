@@ -5,7 +5,7 @@ with a ``<<<TRUNCATED>>>`` notice, or re-truncate); before each LLM call, check
 ``history >= threshold - (system + summary)`` and compact the prefix that precedes the
 largest tool-aligned suffix fitting the reserve. Summaries are capped newest-first and
 re-enter as an English user message. Failure drops the prefix without summarising
-(keeping up to ``left`` tokens) and keeps the previous summary. Spec: strategies.md §2.
+(keeping up to ``left`` tokens) and keeps the previous summary. Spec: docs/strategies/qwenpaw.md.
 The compactor prompts are QwenPaw 1.1.9's own, byte for byte (``stages/prompts``, read from
 the wheel's ``compactor_prompts.py`` shipped in ``data/prompts``).
 
@@ -230,7 +230,7 @@ class QwenPaw(Strategy):
     def reserve(self) -> int:
         return int(self.params["max_input_length"] * self.params["reserve_threshold_ratio"])
 
-    # --- state --------------------------------------------------------------------------
+    # --- hooks --------------------------------------------------------------------------
     def after_append(self, ctx: ContextView, index: int) -> None:
         st: _State = ctx.state
         msg = ctx.message(index)
@@ -249,7 +249,7 @@ class QwenPaw(Strategy):
         if has_result and self.params["tool_result_pruning_enabled"]:
             self._prune(ctx)
 
-    # --- §2.4 tool-result pruning -----------------------------------------------------
+    # --- tool-result pruning ------------------------------------------------------------
     def _prune(self, ctx: ContextView) -> None:
         st: _State = ctx.state
         live = ctx.live
@@ -355,7 +355,7 @@ class QwenPaw(Strategy):
         )
         return new, path
 
-    # --- §2.5 check + compact -----------------------------------------------------------
+    # --- check + compact ----------------------------------------------------------------
     def before_call(self, ctx: ContextView) -> None:
         st: _State = ctx.state
         threshold = self.threshold(ctx)
