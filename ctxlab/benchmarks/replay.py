@@ -113,7 +113,7 @@ def run(out: TextIO) -> list[dict[str, Any]]:
     del one
     gc.collect()
     two = synth.bench_conversation(CORPUS, messages=40_000, seed=0)
-    total_2, per_2, _ = replay_all(two)
+    total_2, _, _ = replay_all(two)
     out.write(f"replay all five (40k): {total_2:.2f} s\n")
     ratio = total_1 / tok_s if tok_s else float("inf")
     scaling = total_2 / total_1 if total_1 else float("inf")

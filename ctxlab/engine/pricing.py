@@ -20,7 +20,6 @@ PRICES_AS_OF = "2026-11-10"
 MTOK = Decimal(1_000_000)
 WRITE_5M = Decimal("1.25")  # the standard cache-write multipliers, used by ``Rates.standard``
 WRITE_1H = Decimal(2)
-READ = Decimal("0.1")
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,7 +30,6 @@ from typing import Any
 
 TOKENIZER_PATH = Path(__file__).parent / "data" / "qwen2_5" / "tokenizer.json"
 MEMO_LIMIT = 1_000_000  # distinct texts kept; cleared beyond (a long-lived worker)
-TOKENIZER_SHA256 = "c0382117ea329cdf097041132f6d735924b697924d6f6fc3945713e96ce87539"
 SLOW_BATCH_CHARS = 4_000_000  # bounds one ``encode_batch`` of the tokenizers fallback
 
 

@@ -43,7 +43,6 @@ class ReferenceTokens:
         for owner, text in zip(owners, texts, strict=True):
             base[owner] += memo[text]
         self.per_message = base
-        self.distinct_texts = len(distinct)
         tools = conversation.tools
         self.tools = (
             counter.count(

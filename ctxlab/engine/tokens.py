@@ -49,13 +49,6 @@ class ReferenceCounter:
     def count(self, text: str) -> int:  # replaced per instance by the cached closure
         raise NotImplementedError
 
-    def count_many(self, texts: list[str]) -> list[int]:
-        """Batch count, one entry per input text; each distinct text is tokenized once
-        (cached by content), in one single-threaded tiktoken pass."""
-        distinct = list(dict.fromkeys(texts))
-        counts = dict(zip(distinct, self.count_distinct(distinct), strict=True))
-        return [counts[t] for t in texts]
-
     def count_distinct(self, texts: list[str]) -> list[int]:
         encode = _encoding().encode_ordinary
         return [len(encode(t)) if t else 0 for t in texts]

@@ -56,13 +56,6 @@ def result(
     )
 
 
-def lost_values(res: ReplayResult) -> set[str]:
-    out = set()
-    for event in analyse(res, MESSAGES).events:
-        out.update(f.value for f in event.lost)
-    return out
-
-
 def test_analyse_no_events_scores_none() -> None:
     retention = analyse(result([step(0, ((0, 6),))], []), MESSAGES)
     assert retention.events == ()
