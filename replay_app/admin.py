@@ -8,6 +8,7 @@ from django.contrib import admin
 
 from ctxlab.admin_scaling import LargeTableAdmin
 from replay_app.models import (
+    OriginalSurvival,
     Run,
     RunAnalysis,
     RunEvent,
@@ -100,6 +101,12 @@ class RunOffloadAdmin(_RunChildAdmin):
 @admin.register(RunAnalysis)
 class RunAnalysisAdmin(_RunChildAdmin):
     list_display = ("run", "attempts", "created_at")
+
+
+@admin.register(OriginalSurvival)
+class OriginalSurvivalAdmin(admin.ModelAdmin):  # type: ignore[type-arg]  # not generic at run time
+    list_display = ("transcript", "created_at")
+    raw_id_fields = ("transcript",)
 
 
 @admin.register(SummaryCache)

@@ -19,7 +19,7 @@ from replay_app.compare import overview
 from replay_app.display import vocabulary
 from replay_app.models import Run, RunEvent, RunStatus
 from replay_app.runs import executor, services
-from replay_app.runs import views as run_views
+from replay_app.runs.pages import run_page
 from replay_app.sweeps import sweep
 from replay_app.templatetags import vocabulary_tags
 
@@ -33,7 +33,7 @@ def test_every_page_metric_has_a_catalogue_row() -> None:
             *vocabulary.SWEEP_COST_KEYS}  # fmt: skip
     assert keys <= set(METRICS)
     # The tables are the catalogue's rows, not copies.
-    for key, label, hint in run_views.METRICS:
+    for key, label, hint in run_page.METRICS:
         assert (label, hint) == (METRICS[key].label, METRICS[key].meaning)
     for key, label, better, hint in overview.METRICS:
         assert (label, better, hint) == (METRICS[key].label, METRICS[key].better,
@@ -44,7 +44,7 @@ def test_every_page_metric_has_a_catalogue_row() -> None:
 
 
 def test_overflow_counts_sit_side_by_side_with_their_meanings() -> None:
-    keys = [key for key, _, _ in run_views.METRICS]
+    keys = [key for key, _, _ in run_page.METRICS]
     at = keys.index("overflow_steps")
     assert keys[at + 1] == "overflow_flags"
     assert "never saw" in METRICS["overflow_flags"].meaning
