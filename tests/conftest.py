@@ -8,6 +8,7 @@ broker is configured (memory:// by default, Redis in the distributed CI leg).
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -82,3 +83,77 @@ def auth_client(client: Any, user: Any) -> Any:
     """The test client, logged in as ``user``."""
     client.force_login(user)
     return client
+
+
+# ---------------------------------------------------------------------------------------------
+# The `slow` marker: what `make test-fast` leaves out (`make test` runs everything). Chosen
+# with `pytest --durations=80` on the 2-core machine: corpus-wide checks, perf goldens, fuzzing,
+# subprocess/server start-ups, listed here by module (or module::test) with the reason; every
+# other test function measured at 0.5 s or more is listed in tests/slow_tests.txt. A test may
+# also carry @pytest.mark.slow itself.
+SLOW_MODULES = frozenset(
+    {
+        "test_abandoned_requests.py",  # real server, cut connections
+        "test_admin_scale.py",  # 100k-row change lists
+        "test_anthropic_edits_linear.py",  # incremental view vs rebuild on replays
+        "test_bounded_server.py",  # starts and signals real server processes
+        "test_engine_main.py",  # the CLI in subprocesses, per preset
+        "test_fact_memo.py",  # corpus-wide fact extraction twice
+        "test_foundation_settings.py",  # settings in fresh interpreters
+        "test_fuzz_a.py",
+        "test_fuzz_b.py",
+        "test_langchain_trim_linear.py",
+        "test_login_throttle_shared.py",  # parallel processes
+        "test_perf_golden.py",
+        "test_perf_golden_baseagent.py",
+        "test_perf_golden_counts.py",
+        "test_qwen_fast.py",  # every corpus text and code point
+        "test_secrets_prefilter.py",  # prefilter vs exhaustive scan, corpus-wide
+        "test_share_wheel.py",  # builds and installs the wheel
+        "test_streamed_import.py",  # streamed vs whole-file parse, corpus-wide
+        "test_synth_realistic.py",
+    }
+)
+SLOW_TESTS = frozenset(
+    {
+        "test_budget.py::test_every_seed_compacts_at_half_the_peak_on_claude_code_sessions",
+        "test_calibration_reuse.py::test_points_match_a_fresh_count_on_the_corpus",
+        "test_catalogue.py::test_library_emits_only_catalogued_kinds_in_their_own_spelling",
+        "test_catalogue.py::test_library_findings_are_catalogued",
+        "test_cli.py::test_import_transcripts_whole_corpus",
+        "test_codec.py::test_conversation_round_trip_through_json",
+        "test_costs_views.py::test_costs_form_run_with_claude_stores_usage_cost_and_ledger",
+        "test_extract.py::test_no_escape_artefacts_in_the_corpus",
+        "test_huge_content.py::test_30mib_result_page_and_json_twin",
+        "test_import_streamed_rows.py::test_import_holds_a_batch_not_the_file",
+        "test_load_demo.py::test_load_demo_is_idempotent_and_has_a_long_session",
+        "test_posture.py::test_redis_broker_redelivers_within_minutes",
+        "test_replay_worker.py::test_ten_uploads_and_five_comparisons_at_once",
+        "test_run_form_budget.py::test_form_with_many_conversations_is_fast",
+        "test_secrets_everywhere.py::test_no_page_or_export_shows_a_secret",
+        "test_synth.py::test_bench_conversation_holds_millions_of_tokens",
+        "test_synth.py::test_long_demo_conversation_meets_target",
+        "test_views.py::test_transcript_list_groups_many_conversations",
+    }
+)
+
+
+MEASURED_SLOW = frozenset(
+    line.strip()
+    for line in (Path(__file__).parent / "slow_tests.txt").read_text(encoding="utf-8").splitlines()
+    if line.strip() and not line.startswith("#")
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        name = item.path.name
+        test = getattr(item, "originalname", item.name)
+        if (
+            name in SLOW_MODULES
+            or f"{name}::{test}" in SLOW_TESTS
+            or item.nodeid.split("[", 1)[0] in MEASURED_SLOW
+            or item.get_closest_marker("browser")
+            or item.get_closest_marker("db_backend")
+        ):
+            item.add_marker(pytest.mark.slow)
