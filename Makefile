@@ -7,11 +7,12 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 ADDR   ?= 127.0.0.1:8000
 
-.PHONY: run test lint typecheck test-unit test-browser test-distributed env clean help
+.PHONY: run test test-fast lint typecheck test-unit test-browser test-distributed env clean help
 
 help:
 	@echo "make run               serve http://$(ADDR) (SQLite, in-process Celery worker, in-memory channels)"
 	@echo "make test              lint + mypy + unit/db tests + browser tests"
+	@echo "make test-fast         the inner loop: unit/db tests not marked slow (under a minute)"
 	@echo "make test-distributed  db-backed tests against DATABASE_URL / CELERY_BROKER_URL / CHANNEL_LAYER_URL"
 
 env: $(STAMP)
@@ -52,8 +53,14 @@ typecheck: $(STAMP)
 test-unit: $(STAMP)
 	$(BIN)/pytest -q -p no:playwright --ignore=tests/browser
 
+# The inner loop: everything but the tests marked slow (tests/conftest.py: browser,
+# distributed, perf goldens, corpus-wide checks, subprocess servers, and every test measured
+# at 0.5 s or more in tests/slow_tests.txt). `make test` runs them all.
+test-fast: $(STAMP)
+	$(BIN)/pytest -q -p no:playwright --ignore=tests/browser -m "not slow"
+
 # Playwright's sync API keeps an event loop in the main thread: browser tests get their own
-# pytest process (stack.md §6).
+# pytest process.
 test-browser: $(STAMP)
 	DJANGO_ALLOW_ASYNC_UNSAFE=true $(BIN)/pytest -q tests/browser
 
