@@ -131,6 +131,7 @@ LIBRARY: tuple[str, ...] = PRESETS + (
     "observation_masking",
     "complexity_trap_summary",
     "aider",
+    "gemini_cli",
 )
 
 
