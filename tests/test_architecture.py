@@ -85,7 +85,7 @@ def test_ctxlab_package_init_is_empty() -> None:
     assert (BASE_DIR / "ctxlab" / "__init__.py").read_text().strip() == ""
 
 
-@pytest.mark.parametrize("app_label", ["sessions_app", "replay_app"])
+@pytest.mark.parametrize("app_label", ["sessions_app", "replay_app", "judge_app"])
 def test_every_model_registered_in_admin(app_label: str) -> None:
     missing = [
         model.__name__
