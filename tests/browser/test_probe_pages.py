@@ -18,6 +18,7 @@ from judge_testdata import (  # noqa: E402
     finished_run,
     import_session,
 )
+from test_share_a11y import _axe  # noqa: E402  (the vendored axe-core, serious/critical)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -50,7 +51,11 @@ def test_probe_page_and_compare_chart_render(
     assert set(verdicts) <= {"recoverable", "partial", "lost"} and verdicts
     offline = page.locator("[data-testid=offline-score]").inner_text()
     assert 0 <= float(offline) <= 1
+    assert _axe(page) == []  # no serious or critical WCAG 2.1 AA violation
     screenshot("run-probes")
+    page.set_viewport_size({"width": 390, "height": 844})
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    page.set_viewport_size({"width": 1280, "height": 800})
     page.goto(f"{live_server.url}/compare/probes/?runs={qwen.pk},{cow.pk}")
     chart = page.locator("#probe-tradeoff")
     chart.locator(".main-svg").first.wait_for()  # plotly drew it
@@ -60,6 +65,7 @@ def test_probe_page_and_compare_chart_render(
     assert any(f"run {qwen.pk}" in t for t in labels) and any(f"run {cow.pk}" in t for t in labels)
     table = page.locator("#probe-compare tbody tr")
     assert table.count() == 2
+    assert _axe(page) == []
     screenshot("compare-probes")
     assert page.errors == []  # type: ignore[attr-defined]
 
