@@ -132,6 +132,8 @@ LIBRARY: tuple[str, ...] = PRESETS + (
     "complexity_trap_summary",
     "aider",
     "gemini_cli",
+    "cline",
+    "openhands_condenser",
 )
 
 
