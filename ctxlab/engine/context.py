@@ -277,12 +277,25 @@ class ReplayContext:
         return self.system_ref + self.tools_ref + self.summary_ref + self.history_ref
 
     # --- summary ------------------------------------------------------------------------
-    def set_summary(self, text: str, *, tokens: int, rendered: str, summary_id: int | None) -> None:
+    def set_summary(
+        self,
+        text: str,
+        *,
+        tokens: int,
+        rendered: str,
+        summary_id: int | None,
+        rendered_ref: int | None = None,
+    ) -> None:
         """Replace the summary. ``tokens`` is what the strategy counts for it; ``rendered``
-        is the text it adds to the request (counted with the reference tokenizer)."""
+        is the text it adds to the request, counted with the reference tokenizer unless the
+        strategy gives that count (``rendered_ref``, e.g. summed from parts it knows)."""
         self.summary = text
         self.summary_tokens = tokens
-        self.summary_ref = self.reference.text(rendered) + 4 if rendered else 0
+        if not rendered:
+            self.summary_ref = 0
+        else:
+            ref = self.reference.text(rendered) if rendered_ref is None else rendered_ref
+            self.summary_ref = ref + 4
         self.summary_id = summary_id if text else None
 
     def set_system_tokens(self, tokens: int) -> None:

@@ -403,6 +403,7 @@ class ComplexityTrapSummaryStrategy(ObservationMaskingStrategy):
             tokens=tokens,
             rendered=rendered,
             summary_id=summary_id if summary_id is not None else ctx.summary_id,
+            rendered_ref=_joined_reference(ctx, checkpoints),
         )
         st.shows_all = len(checkpoints) == len(st.checkpoints)
 
@@ -470,6 +471,18 @@ class ComplexityTrapSummaryStrategy(ObservationMaskingStrategy):
             for i in new:
                 act.replace(i, mask_message(ctx.original(i)), Fate.PRUNED)
                 st.masked_ids.add(i)
+
+
+def _joined_reference(ctx: ContextView, checkpoints: list[str]) -> int | None:
+    """cl100k tokens of ``"\n\n".join(checkpoints)`` as the sum of each checkpoint with its
+    separator: a cut after a newline followed by a non-space character splits the count
+    exactly (``reference.safe_split``), so the summary of every checkpoint so far is not
+    tokenised again at each new one (that made long replays quadratic). None (count the
+    whole) if a checkpoint starts with whitespace."""
+    if not checkpoints or any(not c or c[0].isspace() for c in checkpoints[1:]):
+        return None
+    text = ctx.reference.text
+    return sum(text(c + "\n\n") for c in checkpoints[:-1]) + text(checkpoints[-1])
 
 
 STRATEGY = ComplexityTrapSummaryStrategy

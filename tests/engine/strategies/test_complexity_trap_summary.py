@@ -281,3 +281,22 @@ def test_native_config_is_the_papers_history_processors(mode: str) -> None:
     expected = ["summarize_every_n_turns"] + (["last_n_observations"] if mode == "hybrid" else [])
     assert [p["type"] for p in processors] == expected
     assert processors[0]["n"] == 21 and processors[0]["keep_last_m_turns"] == 10
+
+
+def test_summary_reference_count_summed_per_checkpoint_equals_the_whole_count(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The all-checkpoints summary's cl100k count is summed from its checkpoints (no
+    retokenising of every earlier checkpoint); every step's figures equal counting the
+    whole rendering, on a long mixed corpus session with many checkpoints."""
+    from ctxlab.engine import synth
+    from ctxlab.engine.strategies import complexity_trap_summary as module
+
+    conversation = synth.bench_conversation(CORPUS, messages=600, seed=4)
+    params = {"n": 3, "keep_last_m_turns": 2}
+    summed = run(conversation, NAME, params=params)
+    assert sum(1 for s in summed.steps if s.summary_id is not None) > 20
+    monkeypatch.setattr(module, "_joined_reference", lambda ctx, checkpoints: None)
+    whole = run(conversation, NAME, params=params)
+    assert summed.steps == whole.steps
+    assert summed.events == whole.events
