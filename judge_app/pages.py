@@ -106,7 +106,9 @@ def compare_data(runs: Sequence[Run]) -> dict[str, Any]:
             }
         )
         rows[-1]["metrics"] = run_metrics(rows[-1])
-    original = original_row(runs[0].transcript) if runs else None
+    # the original agent's row only beside replays of its own transcript
+    same = len({r.transcript_id for r in runs}) == 1
+    original = original_row(runs[0].transcript) if runs and same else None
     return {"kinds": list(PROBE_KINDS), "original": original, "runs": rows}
 
 
