@@ -134,6 +134,7 @@ LIBRARY: tuple[str, ...] = PRESETS + (
     "gemini_cli",
     "cline",
     "openhands_condenser",
+    "anthropic_server_compaction",
 )
 
 
