@@ -203,13 +203,12 @@ class GeminiCliStrategy(Strategy):
     # --- hooks --------------------------------------------------------------------------
     def before_call(self, ctx: ContextView) -> None:
         pending = _pending(ctx)
-        history = ctx.live[: len(ctx.live) - len(pending)]
-        items = self._items(ctx, history)
-        if not items:
-            return
         original = ctx.request_tokens() - sum(ctx.tokens(i) for i in pending)
         limit = int(self.params["token_limit"])
         if original < float(self.params["compression_threshold"]) * limit:
+            return
+        items = self._items(ctx, ctx.live[: len(ctx.live) - len(pending)])
+        if not items:
             return
         truncated, offloads = self._truncate(ctx, items)
         st: _State = ctx.state
