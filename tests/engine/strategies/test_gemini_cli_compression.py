@@ -317,3 +317,24 @@ def test_real_gemini_cli_session() -> None:
     peak = max(step.tokens.strategy for step in res.steps)
     assert peak < max(step.tokens.strategy for step in base.steps)
     assert s.requests[0].system == rules.compression_prompt()
+
+
+def test_after_a_remembered_failure_only_tool_outputs_are_truncated() -> None:
+    # system 0, A 1, c0 2, r0 3, c1 4, r1 5, B 6, c2 7, r2 8, c3 9, r3 10, done 11
+    msgs = [user("A")]
+    for n in range(2):
+        msgs += [call(f"g{n}", "grep"), tool_result(f"g{n}", f"{n}" * 50_000, name="grep")]
+    msgs.append(user("B"))
+    for n in range(2, 4):
+        msgs += [call(f"g{n}", "grep"), tool_result(f"g{n}", f"{n}" * 50_000, name="grep")]
+    msgs.append(assistant("done"))
+    s = Scripted(lambda r, n: "x" * 400_000)  # inflates the history: rejected
+    res = replay(msgs, s, token_limit=100_000, compression_threshold=0.2,
+                 function_response_token_budget=15_000)  # fmt: skip
+    assert [e.kind for e in res.events] == ["compact_failed", "offload"]
+    assert len(s.requests) == 2  # the failed compression's two calls, never again
+    (offload,) = events_of(res, "offload")
+    assert {c.index for c in offload.changes} == {3, 5}  # r2 (newest) stays whole
+    assert all(c.fate is Fate.OFFLOADED for c in offload.changes)
+    assert offload.detail["new_tokens"] < offload.detail["estimate"]
+    assert len(res.offloads) == 2
