@@ -186,3 +186,21 @@ def output_file(temp_dir: str, tool_name: str, truncation_id: int) -> str:
     safe_id = str(truncation_id)
     name = f"{safe_id}.txt" if safe_id.startswith(safe_tool) else f"{safe_tool}_{safe_id}.txt"
     return f"{temp_dir.rstrip('/')}/tool-outputs/{name}"
+
+
+def prompt_role(item: Item) -> str:
+    return "assistant" if item.role == "model" else "user"
+
+
+def render(item: Item) -> str:
+    """An item as the summary call's message text (calls as ``[functionCall name] args``)."""
+    out: list[str] = []
+    for part in item.parts:
+        if "text" in part:
+            out.append(str(part["text"]))
+        elif "functionCall" in part:
+            fc = part["functionCall"]
+            out.append(f"[functionCall {fc['name']}] {js_json(fc['args'])}")
+        elif "functionResponse" in part:
+            out.append(str(part["functionResponse"]["response"]["output"]))
+    return "\n".join(out)

@@ -364,8 +364,8 @@ class GeminiCliStrategy(Strategy):
             rules.SNAPSHOT_TAG in str(p.get("text", "")) for c in sent for p in c.parts
         )
         anchor = rules.ANCHOR_PREVIOUS if has_previous else rules.ANCHOR_NEW
-        history = tuple(PromptMessage(_prompt_role(c), _render(c)) for c in sent)
-        material = tuple(MaterialItem(_prompt_role(c), _render(c), c.index) for c in sent)
+        history = tuple(PromptMessage(rules.prompt_role(c), rules.render(c)) for c in sent)
+        material = tuple(MaterialItem(rules.prompt_role(c), rules.render(c), c.index) for c in sent)
         request = SummaryRequest(
             strategy=self.name,
             system=self.prompt,
@@ -429,23 +429,6 @@ def _pending(ctx: ContextView) -> list[int]:
     while k > 0 and ctx.message(live[k - 1]).role is not Role.ASSISTANT:
         k -= 1
     return live[k:]
-
-
-def _prompt_role(item: rules.Item) -> str:
-    return "assistant" if item.role == "model" else "user"
-
-
-def _render(item: rules.Item) -> str:
-    out: list[str] = []
-    for part in item.parts:
-        if "text" in part:
-            out.append(str(part["text"]))
-        elif "functionCall" in part:
-            fc = part["functionCall"]
-            out.append(f"[functionCall {fc['name']}] {rules.js_json(fc['args'])}")
-        elif "functionResponse" in part:
-            out.append(str(part["functionResponse"]["response"]["output"]))
-    return "\n".join(out)
 
 
 STRATEGY = GeminiCliStrategy
