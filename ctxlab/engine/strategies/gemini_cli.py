@@ -365,7 +365,13 @@ class GeminiCliStrategy(Strategy):
         )
         anchor = rules.ANCHOR_PREVIOUS if has_previous else rules.ANCHOR_NEW
         history = tuple(PromptMessage(rules.prompt_role(c), rules.render(c)) for c in sent)
-        material = tuple(MaterialItem(rules.prompt_role(c), rules.render(c), c.index) for c in sent)
+        # The previous snapshot reaches an offline summariser as previous_summary, not as
+        # material to extract from (the request's messages still carry it, as sent).
+        material = tuple(
+            MaterialItem(rules.prompt_role(c), rules.render(c), c.index)
+            for c in sent
+            if c.index >= 0
+        )
         request = SummaryRequest(
             strategy=self.name,
             system=self.prompt,
@@ -389,7 +395,6 @@ class GeminiCliStrategy(Strategy):
                 PromptMessage("user", rules.VERIFY),
             ),
             purpose="verify",
-            previous_summary=summary,
         )
         second = ctx.summarize(verify, messages=compressed)
         if second.error:
