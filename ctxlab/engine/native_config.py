@@ -30,6 +30,10 @@ Shapes (each strategy's page in docs/strategies/ names its original's sources):
   ``last_n_observations`` when tools keep their output).
 - Aider: ``.aider.conf.yml`` ``max-chat-history-tokens`` (omitted when derived from the
   model's window).
+- OpenHands condensers: ``config.toml`` ``[condenser]`` (``type`` and the keys that type
+  reads; ``llm_config = "condenser"`` names the summarising LLM's ``[llm.condenser]``).
+- Anthropic server-side compaction: the Messages request's ``context_management`` body
+  (``{"edits": [{"type": "compact_20260112", "trigger": ..., ...}]}``).
 - LangChain: Python, not a config file: the ``SummarizationMiddleware(...)`` constructor call,
   and the ``trim_messages(...)`` pre-model hook (``content`` holds the keyword arguments).
 
@@ -134,6 +138,14 @@ WRITES: dict[str, frozenset[str]] = {
          "omit_turns", "summary_system_template"}
     ),
     "aider": frozenset({"max_chat_history_tokens"}),
+    # Each condenser type writes its own keys; the others' changes are notes.
+    "openhands_condenser": frozenset(
+        {"condenser", "max_size", "keep_first", "max_event_length", "attention_window",
+         "max_events"}
+    ),
+    "anthropic_server_compaction": frozenset(
+        {"trigger", "instructions", "pause_after_compaction"}
+    ),
 }  # fmt: skip
 
 
@@ -530,6 +542,69 @@ def _aider(p: Mapping[str, Any]) -> NativeConfig:
     return NativeConfig("aider", ".aider.conf.yml", content, text, notes)
 
 
+# The [condenser] keys each OpenHands condenser type reads (condenser_config.py).
+_OPENHANDS_KEYS = {
+    "llm": ("keep_first", "max_size", "max_event_length"),
+    "amortized": ("keep_first", "max_size"),
+    "recent": ("keep_first", "max_events"),
+    "observation_masking": ("attention_window",),
+}
+
+
+def _openhands_condenser(p: Mapping[str, Any]) -> NativeConfig:
+    kind = p["condenser"]
+    content: dict[str, Any] = {"type": kind}
+    if kind == "llm":
+        content["llm_config"] = "condenser"
+    for key in _OPENHANDS_KEYS[kind]:
+        content[key] = p[key]
+    lines = ["[condenser]"]
+    for key, value in content.items():
+        lines.append(f"{key} = {json.dumps(value)}")
+    # Keys the chosen type does not read: changed ones are unexpressed, never dropped.
+    unused = tuple(
+        (k, p[k])
+        for k in ("keep_first", "max_size", "max_event_length", "attention_window", "max_events")
+        if k not in _OPENHANDS_KEYS[kind] and p[k] != _default("openhands_condenser", k)
+    )
+    notes = [
+        f"context_window={p['context_window']}: the model's window, not a condenser key.",
+        "In the app (enable_default_condenser) OpenHands builds this condenser itself: "
+        "keep_first=4, max_size=condenser_max_size or 120.",
+    ]
+    if kind == "llm":
+        notes.append('Define the summarising model as [llm.condenser] (llm_config = "condenser").')
+    text = "\n".join(lines) + "\n"  # native_config() comments on what is unexpressed
+    return NativeConfig(
+        "openhands_condenser", "config.toml", content, text, tuple(notes), unexpressed=unused
+    )
+
+
+def _anthropic_server_compaction(p: Mapping[str, Any]) -> NativeConfig:
+    edit: dict[str, Any] = {
+        "type": "compact_20260112",
+        "trigger": {"type": "input_tokens", "value": p["trigger"]},
+    }
+    if str(p["instructions"]).strip():
+        edit["instructions"] = p["instructions"]
+    if p["pause_after_compaction"]:
+        edit["pause_after_compaction"] = True
+    content = {"edits": [edit]}
+    notes = (
+        "Send with the beta header anthropic-beta: compact-2026-01-12; append the whole "
+        "response.content (the compaction block first) to the conversation.",
+        f"summary_source={p['summary_source']!r}, context_window={p['context_window']}: "
+        "replay choices and the model window, not request fields.",
+    )
+    return NativeConfig(
+        "anthropic_server_compaction",
+        "context_management.json",
+        content,
+        _json_text(content),
+        notes,
+    )
+
+
 NATIVE_SHAPES: dict[str, Callable[[Mapping[str, Any]], NativeConfig]] = {
     "qwenpaw": _qwenpaw,
     "copaw": _copaw,
@@ -545,6 +620,8 @@ NATIVE_SHAPES: dict[str, Callable[[Mapping[str, Any]], NativeConfig]] = {
     "observation_masking": _observation_masking,
     "complexity_trap_summary": _complexity_trap_summary,
     "aider": _aider,
+    "openhands_condenser": _openhands_condenser,
+    "anthropic_server_compaction": _anthropic_server_compaction,
 }
 
 
@@ -564,7 +641,7 @@ def native_config(strategy: str, params: Mapping[str, Any] | None = None) -> Nat
         writes.add("context_window")  # carried as CLAUDE_CODE_AUTO_COMPACT_WINDOW
     if strategy == "complexity_trap_summary" and full["mode"] == "hybrid":
         writes.add("masking_n")  # the last_n_observations processor's n
-    unexpressed = tuple(
+    unexpressed = native.unexpressed + tuple(  # a shape may list its own (openhands)
         (spec.name, full[spec.name])
         for spec in cls.PARAMS
         if spec.name not in writes and full[spec.name] != spec.default
