@@ -126,3 +126,25 @@ def test_recorded_exchange_replayed() -> None:
     assert all(step.tokens.strategy < 500 for step in res.steps)
     untouched = run(conversation, NAME)  # default trigger 150,000: never reached
     assert not [e for e in untouched.events if e.kind == "compact"]
+
+
+def test_native_config_is_the_request_context_management() -> None:
+    import json
+
+    from ctxlab.engine.native_config import native_config
+
+    default = native_config(NAME)
+    assert json.loads(default.text) == {
+        "edits": [
+            {"type": "compact_20260112", "trigger": {"type": "input_tokens", "value": 150000}}
+        ]
+    }
+    tuned = native_config(
+        NAME, {"trigger": 60_000, "instructions": "Keep names.", "pause_after_compaction": True}
+    )
+    (edit,) = tuned.content["edits"]
+    assert edit["trigger"]["value"] == 60_000 and edit["instructions"] == "Keep names."
+    assert edit["pause_after_compaction"] is True and not tuned.unexpressed
+    assert native_config(NAME, {"summary_source": "summariser"}).unexpressed == (
+        ("summary_source", "summariser"),
+    )

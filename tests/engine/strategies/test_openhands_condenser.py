@@ -287,3 +287,31 @@ def test_real_session_condenses_and_saves() -> None:
     assert not full.events
     assert [e.kind for e in cut.events] == ["summarise"]
     assert cut.steps[-1].tokens.strategy < full.steps[-1].tokens.strategy
+
+
+# -- native config export ---------------------------------------------------------------------
+
+
+def test_native_config_is_the_condenser_section_of_config_toml() -> None:
+    import tomllib
+
+    from ctxlab.engine.native_config import native_config
+
+    default = native_config(NAME)
+    assert default.filename == "config.toml" and not default.unexpressed
+    assert tomllib.loads(default.text) == {
+        "condenser": {
+            "type": "llm",
+            "llm_config": "condenser",
+            "keep_first": 4,
+            "max_size": 120,
+            "max_event_length": 10_000,
+        }
+    }
+    recent = native_config(NAME, {"condenser": "recent", "max_events": 30, "max_size": 50})
+    assert tomllib.loads(recent.text)["condenser"] == {
+        "type": "recent",
+        "keep_first": 4,
+        "max_events": 30,
+    }
+    assert recent.unexpressed == (("max_size", 50),)  # recent never reads max_size
