@@ -138,7 +138,8 @@ WRITES: dict[str, frozenset[str]] = {
          "omit_turns", "summary_system_template"}
     ),
     "aider": frozenset({"max_chat_history_tokens"}),
-    # Each condenser type writes its own keys; the others' changes are notes.
+    # Each condenser type writes only the keys it reads; _openhands_condenser lists a
+    # changed key its type ignores as unexpressed.
     "openhands_condenser": frozenset(
         {"condenser", "max_size", "keep_first", "max_event_length", "attention_window",
          "max_events"}
