@@ -34,6 +34,11 @@ Shapes (each strategy's page in docs/strategies/ names its original's sources):
   reads; ``llm_config = "condenser"`` names the summarising LLM's ``[llm.condenser]``).
 - Anthropic server-side compaction: the Messages request's ``context_management`` body
   (``{"edits": [{"type": "compact_20260112", "trigger": ..., ...}]}``).
+- Gemini CLI: ``settings.json`` -> ``model.compressionThreshold`` + ``tools.truncateToolOutputThreshold``
+  (``packages/cli/src/config/settingsSchema.ts``).
+- Cline: ``~/.cline/data/settings/global-settings.json`` -> ``compactionEnabled`` +
+  ``compactionStrategy`` (the only compaction keys the SDK's global settings read; the rest
+  is the embedding app's ``CoreSessionConfig.compaction`` or model info).
 - LangChain: Python, not a config file: the ``SummarizationMiddleware(...)`` constructor call,
   and the ``trim_messages(...)`` pre-model hook (``content`` holds the keyword arguments).
 
@@ -147,6 +152,8 @@ WRITES: dict[str, frozenset[str]] = {
     "anthropic_server_compaction": frozenset(
         {"trigger", "instructions", "pause_after_compaction"}
     ),
+    "gemini_cli": frozenset({"compression_threshold", "truncate_tool_output_threshold"}),
+    "cline": frozenset({"strategy"}),
 }  # fmt: skip
 
 
@@ -606,6 +613,46 @@ def _anthropic_server_compaction(p: Mapping[str, Any]) -> NativeConfig:
     )
 
 
+def _gemini_cli(p: Mapping[str, Any]) -> NativeConfig:
+    content = {
+        "model": {"compressionThreshold": p["compression_threshold"]},
+        "tools": {"truncateToolOutputThreshold": p["truncate_tool_output_threshold"]},
+    }
+    notes = (
+        "~/.gemini/settings.json (user) or .gemini/settings.json (workspace); both keys need "
+        "a restart. A set compressionThreshold also overrides the remote experiment flag "
+        "(Config.getCompressionThreshold reads it first).",
+        "truncateToolOutputThreshold is capped at 4 x (token limit - last prompt tokens) "
+        "by Config.getTruncateToolOutputThreshold.",
+        f"token_limit={p['token_limit']}: tokenLimit(model) in core/tokenLimits.ts, chosen "
+        "by model.name, not a setting.",
+        f"preserve_threshold={p['preserve_threshold']:g}, function_response_token_budget="
+        f"{p['function_response_token_budget']}: constants in chatCompressionService.ts.",
+        f"verification={p['verification']}: Gemini CLI version (the single call of earlier "
+        f"releases); project_temp_dir {p['project_temp_dir']!r}: Storage.getProjectTempDir(), "
+        "not a setting.",
+    )
+    return NativeConfig("gemini_cli", "settings.json", content, _json_text(content), notes)
+
+
+def _cline(p: Mapping[str, Any]) -> NativeConfig:
+    content = {"compactionEnabled": True, "compactionStrategy": p["strategy"]}
+    notes = (
+        "~/.cline/data/settings/global-settings.json (CLINE_GLOBAL_SETTINGS_PATH or "
+        "CLINE_DATA_DIR move it); the CLI's /settings panel writes it and "
+        "`cline --compaction agentic|basic` overrides it for one run.",
+        f"preserve_recent_tokens={p['preserve_recent_tokens']}, summary_max_output_tokens="
+        f"{p['summary_max_output_tokens']}: an SDK embedder's CoreSessionConfig "
+        "compaction.{preserveRecentTokens, summarizer.maxOutputTokens}, not a settings file.",
+        f"max_input_tokens={p['max_input_tokens']}, max_tokens={p['max_tokens']}: the "
+        "model's info (maxInputTokens, maxTokens) from the provider's model catalogue.",
+        f"trigger_ratio={p['trigger_ratio']:g}, target_ratio={p['target_ratio']:g}: constants "
+        "in the SDK's compaction code (0.75 was the VS Code extension's older "
+        "autoCondenseThreshold state key); tool_aliases: a replay reading.",
+    )
+    return NativeConfig("cline", "global-settings.json", content, _json_text(content), notes)
+
+
 NATIVE_SHAPES: dict[str, Callable[[Mapping[str, Any]], NativeConfig]] = {
     "qwenpaw": _qwenpaw,
     "copaw": _copaw,
@@ -623,6 +670,8 @@ NATIVE_SHAPES: dict[str, Callable[[Mapping[str, Any]], NativeConfig]] = {
     "aider": _aider,
     "openhands_condenser": _openhands_condenser,
     "anthropic_server_compaction": _anthropic_server_compaction,
+    "gemini_cli": _gemini_cli,
+    "cline": _cline,
 }
 
 
