@@ -76,6 +76,15 @@ def tier(prompt_tokens: int) -> tuple[Decimal, Decimal, Decimal]:
     raise ValueError(f"a {prompt_tokens:,}-token prompt is beyond Qwen3-Coder's 1M window")
 
 
+def qwen_uncached_cost(ledger: Ledger) -> Decimal:
+    """The same requests with every prompt token billed as new input (no caching)."""
+    total = Decimal(0)
+    for step in ledger.steps:
+        inp, _, out = tier(step.total_tokens)
+        total += (step.total_tokens * inp + step.output_tokens * out) / MTOK
+    return total
+
+
 def qwen_cost(ledger: Ledger) -> Decimal:
     """The ledger's per-request split (cache reads / new input / output) at the tier of
     each request's whole prompt, as the paper's script prices a turn."""
@@ -94,6 +103,7 @@ class Replayed:
     input_tokens: dict[str, int]  # column -> prompt tokens summed over the calls
     cost: dict[str, Decimal]  # column -> USD (requests + summary calls)
     summaries: dict[str, int]
+    uncached: dict[str, Decimal]  # column -> USD if no request hit the cache
 
 
 def load(path: Path) -> Conversation:
@@ -106,6 +116,7 @@ def replay_trajectory(name: str, conversation: Conversation) -> Replayed:
     tokens: dict[str, int] = {}
     cost: dict[str, Decimal] = {}
     summaries: dict[str, int] = {}
+    uncached: dict[str, Decimal] = {}
     turns = 0
     for column, (strategy, params) in STRATEGIES.items():
         result = replay_run(conversation, strategy, params=params, reference=reference)
@@ -120,7 +131,8 @@ def replay_trajectory(name: str, conversation: Conversation) -> Replayed:
             summary_cost += (s.input_tokens * inp + s.output_tokens * out) / MTOK
         cost[column] = qwen_cost(ledger) + summary_cost
         summaries[column] = len(result.summaries)
-    return Replayed(name, turns, tokens, cost, summaries)
+        uncached[column] = qwen_uncached_cost(ledger) + summary_cost
+    return Replayed(name, turns, tokens, cost, summaries, uncached)
 
 
 def trajectories(paths: Iterable[Path] | None = None) -> list[Replayed]:
@@ -137,6 +149,7 @@ def table(rows: Sequence[Replayed]) -> list[str]:
     cols = list(STRATEGIES)
     mean_cost = {c: sum((r.cost[c] for r in rows), Decimal(0)) / n for c in cols}
     mean_tok = {c: sum(r.input_tokens[c] for r in rows) // n for c in cols}
+    mean_nocache = {c: sum((r.uncached[c] for r in rows), Decimal(0)) / n for c in cols}
     paper_raw = PAPER_COST["raw"]
     lines = [
         f"{'trajectory':<46} {'turns':>5} "
@@ -147,7 +160,8 @@ def table(rows: Sequence[Replayed]) -> list[str]:
         lines.append(f"{r.name[:46]:<46} {r.turns:>5} {cells}")
     lines.append(f"instances={n}  (per-instance means below; ratio = strategy / raw)")
     lines.append(
-        f"{'strategy':<10} {'input tok':>11} {'USD':>9} {'ratio':>6}   paper USD  paper ratio"
+        f"{'strategy':<10} {'input tok':>11} {'tok ratio':>9} {'USD':>9} {'ratio':>6} "
+        f"{'no-cache $':>10} {'ratio':>6}   paper USD  paper ratio"
     )
     for c in cols:
         paper = PAPER_COST.get(c)
@@ -157,13 +171,17 @@ def table(rows: Sequence[Replayed]) -> list[str]:
             else f"{'-':>9}  {PAPER_HYBRID_SAVING}"
         )
         lines.append(
-            f"{c:<10} {mean_tok[c]:>11,} {float(mean_cost[c]):>9.4f} "
-            f"{ratio(mean_cost[c], mean_cost['raw']):>6.2f}   {paper_cells}"
+            f"{c:<10} {mean_tok[c]:>11,} {mean_tok[c] / max(mean_tok['raw'], 1):>9.2f} "
+            f"{float(mean_cost[c]):>9.4f} {ratio(mean_cost[c], mean_cost['raw']):>6.2f} "
+            f"{float(mean_nocache[c]):>10.4f} "
+            f"{ratio(mean_nocache[c], mean_nocache['raw']):>6.2f}   {paper_cells}"
         )
     lines.append(
         "same actions in every column: a replay cannot change what the agent did next, so "
         "this is per-call input cost at identical actions (the paper's agents acted on "
-        "their own contexts)."
+        "their own contexts). USD is cache-aware: masking rewrites an old observation at "
+        "every call, so the prompt cache breaks there and the rest of the prompt is new "
+        "input again; 'no-cache $' bills every prompt token as new input."
     )
     short = [r.name for r in rows if r.turns < 31]
     if short:
@@ -175,7 +193,11 @@ def table(rows: Sequence[Replayed]) -> list[str]:
 
 
 def run(out: TextIO) -> list[dict[str, Any]]:
-    rows = trajectories()
+    return run_on(None, out)
+
+
+def run_on(paths: Iterable[Path] | None, out: TextIO) -> list[dict[str, Any]]:
+    rows = trajectories(paths)
     out.write(f"prices: {PRICE_SOURCE}\n")
     for line in table(rows):
         out.write(line + "\n")
