@@ -20,7 +20,7 @@ from typing import Any
 
 from ctxlab.engine.budget import window_params
 from ctxlab.engine.params import Param, parse_value, validate
-from ctxlab.engine.strategies import LIBRARY, PRESETS, STRATEGIES, get_strategy_class
+from ctxlab.engine.strategies import LIBRARY, STRATEGIES, get_strategy_class
 
 WINDOW_KEY = "window"
 MAX_GRID_PARAMS = 3
@@ -180,10 +180,6 @@ def grid_configs(
 
 def preset_configs(names: Sequence[str], *, window: int | None) -> list[dict[str, Any]]:
     return [make_config(Base(check_strategy(n)), window=window) for n in names]
-
-
-def default_presets() -> tuple[str, ...]:
-    return PRESETS
 
 
 def check_size(configs: Sequence[Mapping[str, Any]], transcripts: int) -> None:

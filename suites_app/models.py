@@ -9,8 +9,6 @@ a pair has at most one item and one run, however often it is queued.
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.conf import settings
 from django.db import models
 
@@ -38,9 +36,6 @@ class Suite(models.Model):
 
     def __str__(self) -> str:
         return self.name
-
-    def config_label(self, index: int) -> str:
-        return str(self.configs[index].get("label", index)) if index < len(self.configs) else ""
 
 
 class SuiteItem(models.Model):
@@ -77,6 +72,3 @@ class SuiteItem(models.Model):
     def key(self) -> str:
         """The idempotent run key: one run per (suite, transcript, configuration)."""
         return f"suite-{self.suite_id}-t{self.transcript_id}-c{self.config_index}"
-
-    def as_row(self) -> dict[str, Any]:
-        return {"transcript": self.transcript_id, "config": self.config_index, "run": self.run_id}

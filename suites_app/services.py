@@ -261,7 +261,3 @@ def _maybe_finish(suite: Suite) -> None:
 
 def suite_state(suite: Suite) -> SuiteProgressData:
     return suite_progress_data(suite)
-
-
-def max_suite_transcripts() -> int:
-    return int(getattr(settings, "CTXLAB_SUITE_MAX_TRANSCRIPTS", 200))

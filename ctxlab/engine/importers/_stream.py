@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..model import Conversation, ImportWarning, Message, ParsedFile, TranscriptError
+from ..model import Conversation, ImportWarning, Message, ParsedFile
 from ._common import WarningTally
 from ._kit import TitleFinder, is_junk_title
 
@@ -194,7 +194,3 @@ def finished_stream(
         return found if cleaner is None else cleaner.warnings(found)
 
     return StreamedFile(streamed.format, conversations(), warnings)
-
-
-def no_messages(name: str, expected: str) -> TranscriptError:
-    return TranscriptError("no chat messages found", file=name, expected=expected)

@@ -80,7 +80,6 @@ def without_compaction(message: Message) -> Message:
 @dataclass(slots=True)
 class _State:
     compactions: int = 0
-    used_recorded: int = 0
 
 
 class AnthropicServerCompactionStrategy(ReferenceEstimator, Strategy):
@@ -184,7 +183,6 @@ class AnthropicServerCompactionStrategy(ReferenceEstimator, Strategy):
         summary_id: int | None = None
         if recorded is not None:
             summary = recorded
-            st.used_recorded += 1
         else:
             record = ctx.summarize(self.summary_request(ctx, gone), messages=gone)
             if record.error or not record.output.strip():
