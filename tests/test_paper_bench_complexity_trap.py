@@ -44,3 +44,15 @@ def test_masking_cuts_input_and_ratios_come_from_the_replays() -> None:
     text = out.getvalue()
     assert "identical actions" in text and "fewer than 31 calls" in text
     assert f"{row.input_tokens['raw']:,}" in text
+
+
+def test_a_joined_long_run_reaches_the_summary_checkpoints() -> None:
+    joined = paper.joined_trajectory([TRAJ], 202)
+    row = paper.replay_trajectory("joined", joined)
+    assert row.turns >= 2 * 31  # long enough for two checkpoints (N + M = 31, then every N)
+    assert row.summaries["summary"] == row.summaries["hybrid"] >= 2
+    # one task: later copies' own tasks were dropped
+    assert sum(1 for m in joined.messages if m.role.value == "user" and not m.tool_results) == 1
+    tok = row.input_tokens
+    assert tok["hybrid"] < tok["summary"] < tok["raw"] and tok["masking"] < tok["raw"]
+    assert row.cost["summary"] < row.cost["raw"]

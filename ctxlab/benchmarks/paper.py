@@ -31,9 +31,10 @@ from typing import Any, TextIO
 
 from ctxlab.engine import importers
 from ctxlab.engine.ledger import Ledger, ledger_from_records
-from ctxlab.engine.model import Conversation
+from ctxlab.engine.model import Conversation, Message, Role
 from ctxlab.engine.reference import reference_tokens
 from ctxlab.engine.replay import run as replay_run
+from ctxlab.engine.synth import join_conversations
 
 CORPUS = Path(__file__).resolve().parents[2] / "tests" / "data" / "corpus" / "swe-agent-traj"
 MTOK = Decimal(1_000_000)
@@ -135,16 +136,39 @@ def replay_trajectory(name: str, conversation: Conversation) -> Replayed:
     return Replayed(name, turns, tokens, cost, summaries, uncached)
 
 
+def trajectory_paths(paths: Iterable[Path] | None = None) -> list[Path]:
+    return sorted(CORPUS.glob("*.traj*")) if paths is None else list(paths)
+
+
 def trajectories(paths: Iterable[Path] | None = None) -> list[Replayed]:
-    chosen = sorted(CORPUS.glob("*.traj*")) if paths is None else list(paths)
-    return [replay_trajectory(p.name, load(p)) for p in chosen]
+    return [replay_trajectory(p.name, load(p)) for p in trajectory_paths(paths)]
+
+
+JOINED_MESSAGES = (202, 502)  # ~100 and ~250 model calls (the paper's turn limit is 250)
+
+
+def _without_task(copy: int, source: Conversation, messages: list[Message]) -> list[Message]:
+    """Later copies lose what precedes their first model call (their own task and
+    demonstrations): the joined run is one task followed by real turns only."""
+    if copy == 1:
+        return messages
+    first = next((i for i, m in enumerate(messages) if m.role is Role.ASSISTANT), 0)
+    return messages[first:]
+
+
+def joined_trajectory(paths: Sequence[Path], messages: int) -> Conversation:
+    """Real SWE-agent turns joined (seeded) into one long run: the public trajectories are
+    all shorter than the summary's first checkpoint (N + M = 31 calls)."""
+    return join_conversations(
+        [load(p) for p in paths], target_messages=messages, seed=0, rewrite=_without_task
+    )
 
 
 def ratio(value: Decimal, base: Decimal) -> float:
     return float(value / base) if base else 0.0
 
 
-def table(rows: Sequence[Replayed]) -> list[str]:
+def table(rows: Sequence[Replayed], label: str = "instances") -> list[str]:
     n = len(rows)
     cols = list(STRATEGIES)
     mean_cost = {c: sum((r.cost[c] for r in rows), Decimal(0)) / n for c in cols}
@@ -158,7 +182,7 @@ def table(rows: Sequence[Replayed]) -> list[str]:
     for r in rows:
         cells = " ".join(f"{r.input_tokens[c]:>13,} {float(r.cost[c]):>9.4f}" for c in cols)
         lines.append(f"{r.name[:46]:<46} {r.turns:>5} {cells}")
-    lines.append(f"instances={n}  (per-instance means below; ratio = strategy / raw)")
+    lines.append(f"{label}={n}  (means per run below; ratio = strategy / raw)")
     lines.append(
         f"{'strategy':<10} {'input tok':>11} {'tok ratio':>9} {'USD':>9} {'ratio':>6} "
         f"{'no-cache $':>10} {'ratio':>6}   paper USD  paper ratio"
@@ -196,13 +220,31 @@ def run(out: TextIO) -> list[dict[str, Any]]:
     return run_on(None, out)
 
 
+def _means(rows: Sequence[Replayed], field: str) -> dict[str, Decimal]:
+    return {
+        c: sum((getattr(r, field)[c] for r in rows), Decimal(0)) / len(rows) for c in STRATEGIES
+    }
+
+
 def run_on(paths: Iterable[Path] | None, out: TextIO) -> list[dict[str, Any]]:
-    rows = trajectories(paths)
+    chosen = trajectory_paths(paths)
+    rows = trajectories(chosen)
     out.write(f"prices: {PRICE_SOURCE}\n")
+    out.write("-- real SWE-agent trajectories (one instance each)\n")
     for line in table(rows):
         out.write(line + "\n")
+    joined = [
+        replay_trajectory(f"joined-{n}-messages", joined_trajectory(chosen, n))
+        for n in JOINED_MESSAGES
+    ]
+    out.write(
+        "-- long runs joined from the same real turns (one task, later tasks dropped, seed 0):"
+        " not instances, they show where the summary starts to pay\n"
+    )
+    for line in table(joined, label="joined runs"):
+        out.write(line + "\n")
     n = len(rows)
-    mean = {c: sum((r.cost[c] for r in rows), Decimal(0)) / n for c in STRATEGIES}
+    mean, nocache = _means(rows, "cost"), _means(rows, "uncached")
     result: list[dict[str, Any]] = [
         {
             "section": "paper",
@@ -213,5 +255,12 @@ def run_on(paths: Iterable[Path] | None, out: TextIO) -> list[dict[str, Any]]:
     ]
     for c in ("masking", "summary", "hybrid"):
         result.append({"line": f"paper_{c}_vs_raw_ratio={ratio(mean[c], mean['raw']):.3f}"})
+        result.append(
+            {"line": f"paper_{c}_vs_raw_nocache_ratio={ratio(nocache[c], nocache['raw']):.3f}"}
+        )
+    longest = joined[-1]
+    for c in ("masking", "summary", "hybrid"):
+        value = ratio(longest.cost[c], longest.cost["raw"])
+        result.append({"line": f"paper_joined{longest.turns}_{c}_vs_raw_ratio={value:.3f}"})
     result.append({"line": f"paper_instances={n}"})
     return result
