@@ -11,7 +11,7 @@ ADDR   ?= 127.0.0.1:8000
 
 help:
 	@echo "make run               serve http://$(ADDR) (SQLite, in-process Celery worker, in-memory channels)"
-	@echo "make test              lint + mypy + unit/db tests + browser tests"
+	@echo "make test              lint (ruff, vulture) + mypy + unit/db tests + browser tests"
 	@echo "make test-fast         the inner loop: unit/db tests not marked slow (under a minute)"
 	@echo "make test-distributed  db-backed tests against DATABASE_URL / CELERY_BROKER_URL / CHANNEL_LAYER_URL"
 
@@ -46,6 +46,7 @@ run: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/vulture
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
