@@ -261,6 +261,7 @@ def run_on(paths: Iterable[Path] | None, out: TextIO) -> list[dict[str, Any]]:
     longest = joined[-1]
     for c in ("masking", "summary", "hybrid"):
         value = ratio(longest.cost[c], longest.cost["raw"])
-        result.append({"line": f"paper_joined{longest.turns}_{c}_vs_raw_ratio={value:.3f}"})
+        result.append({"line": f"paper_joined_long_{c}_vs_raw_ratio={value:.3f}"})
+    result.append({"line": f"paper_joined_long_calls={longest.turns}"})
     result.append({"line": f"paper_instances={n}"})
     return result
