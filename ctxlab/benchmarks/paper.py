@@ -55,6 +55,15 @@ QWEN3_CODER_TIERS: tuple[tuple[int, Decimal, Decimal, Decimal], ...] = tuple(
 # The paper's Table (Qwen3-Coder 480B, SWE-agent, SWE-bench Verified): USD per instance.
 PAPER_COST = {"raw": Decimal("1.29"), "masking": Decimal("0.61"), "summary": Decimal("0.64")}
 PAPER_HYBRID_SAVING = "7-11% below the better of masking and summary"
+# The paper's own runs, per instance (mean model calls, mean prompt tokens per call):
+# auxiliary-data/experiment_instance_costs_combined.csv of the fork @ 1b07decf, the three
+# Qwen3-Coder 480B SWE-bench Verified experiments (baseline_raw, baseline_N_1_M_10,
+# turn-summaries N_21_M_10; 500, 500 and 498 instances).
+PAPER_RUNS: dict[str, tuple[float, int]] = {
+    "raw": (58.5, 22_767),
+    "masking": (61.0, 10_904),
+    "summary": (70.1, 14_648),
+}
 
 # column -> (strategy, params): the paper's configurations
 STRATEGIES: dict[str, tuple[str, dict[str, Any]]] = {
@@ -174,6 +183,8 @@ def table(rows: Sequence[Replayed], label: str = "instances") -> list[str]:
     mean_cost = {c: sum((r.cost[c] for r in rows), Decimal(0)) / n for c in cols}
     mean_tok = {c: sum(r.input_tokens[c] for r in rows) // n for c in cols}
     mean_nocache = {c: sum((r.uncached[c] for r in rows), Decimal(0)) / n for c in cols}
+    calls = max(sum(r.turns for r in rows), 1)
+    per_call = {c: sum(r.input_tokens[c] for r in rows) // calls for c in cols}
     paper_raw = PAPER_COST["raw"]
     lines = [
         f"{'trajectory':<46} {'turns':>5} "
@@ -185,20 +196,23 @@ def table(rows: Sequence[Replayed], label: str = "instances") -> list[str]:
     lines.append(f"{label}={n}  (means per run below; ratio = strategy / raw)")
     lines.append(
         f"{'strategy':<10} {'input tok':>11} {'tok ratio':>9} {'USD':>9} {'ratio':>6} "
-        f"{'no-cache $':>10} {'ratio':>6}   paper USD  paper ratio"
+        f"{'no-cache $':>10} {'ratio':>6} {'tok/call':>8}   "
+        f"paper: USD  ratio  calls  tok/call"
     )
     for c in cols:
         paper = PAPER_COST.get(c)
+        runs = PAPER_RUNS.get(c)
         paper_cells = (
-            f"{float(paper):>9.2f}  {ratio(paper, paper_raw):>11.2f}"
-            if paper is not None
-            else f"{'-':>9}  {PAPER_HYBRID_SAVING}"
+            f"{float(paper):>10.2f} {ratio(paper, paper_raw):>6.2f} {runs[0]:>6.1f} {runs[1]:>9,}"
+            if paper is not None and runs is not None
+            else f"{'-':>10} {PAPER_HYBRID_SAVING}"
         )
         lines.append(
             f"{c:<10} {mean_tok[c]:>11,} {mean_tok[c] / max(mean_tok['raw'], 1):>9.2f} "
             f"{float(mean_cost[c]):>9.4f} {ratio(mean_cost[c], mean_cost['raw']):>6.2f} "
             f"{float(mean_nocache[c]):>10.4f} "
-            f"{ratio(mean_nocache[c], mean_nocache['raw']):>6.2f}   {paper_cells}"
+            f"{ratio(mean_nocache[c], mean_nocache['raw']):>6.2f} {per_call[c]:>8,}   "
+            f"{paper_cells}"
         )
     lines.append(
         "same actions in every column: a replay cannot change what the agent did next, so "
