@@ -89,7 +89,7 @@ def test_run_page_pages_in_place(
     page.locator("#summary-0 > summary").click()
     assert "END0" not in (page.locator("#summary-0-output").text_content() or "")
     page.locator("#summary-0-output a.show-full").click()
-    page.wait_for_selector("#summary-0-output pre:has-text('END0')")
+    page.wait_for_selector("#summary-0-output .summary-output:has-text('END0')")
     screenshot("summary-full")
 
     # summaries: the next page swaps in place too

@@ -29,6 +29,7 @@ def _swapped(page: Any, selector: str, text: str) -> None:
             return shown && !document.querySelector('.htmx-request, .htmx-swapping, .htmx-settling');
         }""",
         arg=[selector, text],
+        timeout=45_000,  # a swap waits on a replay's worker; a loaded 2-core machine is slow
     )
 
 
