@@ -143,10 +143,6 @@ class RunEvent(models.Model):
         )
 
     @property
-    def tokens_saved(self) -> int:
-        return self.tokens_before - self.tokens_after
-
-    @property
     def fate_counts(self) -> dict[str, int]:
         out: dict[str, int] = {}
         for change in self.changes:
