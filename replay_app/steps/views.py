@@ -18,8 +18,8 @@ from ctxlab.http import int_param as _int
 from ctxlab.http import json_response as _json
 from ctxlab.http import wants as _wants
 from ctxlab.ownership import get_owned_or_404
-from replay_app.models import Run, RunOffload, RunSummary
-from replay_app.steps import at_step, lost_analysis, message_diffs
+from replay_app.models import Run, RunOffload
+from replay_app.steps import at_step, lost_analysis, message_diffs, summary_page
 from replay_app.steps.lost_links import with_links
 from sessions_app import huge
 
@@ -94,28 +94,16 @@ def offload_text(request: HttpRequest, pk: int) -> HttpResponse:
 def summary_detail(request: HtmxHttpRequest, pk: int, seq: int) -> HttpResponse:
     """One summary next to the exact input it was made from."""
     run = _run(request, pk)
-    summary = RunSummary.objects.filter(run=run, seq=seq).first()
-    if summary is None:
-        raise Http404("no such summary")
+    try:
+        page = summary_page.summary_page(run, seq)
+    except LookupError as exc:
+        raise Http404(str(exc)) from None
     if _wants(request, "json"):
-        return _json(
-            {
-                "run": run.pk,
-                "seq": summary.seq,
-                "step": summary.step,
-                "input": summary.input,
-                "output": summary.output,
-                "input_tokens": summary.input_tokens,
-                "output_tokens": summary.output_tokens,
-                "usage_estimated": summary.usage_estimated,
-                "error": summary.error,
-                "messages": summary.messages,
-            }
-        )
+        return _json(page.as_json())
     template = "replay_app/steps/summary_detail.html"
     if request.htmx:
         template += "#summary-input"
-    return render(request, template, {"run": run, "summary": summary})
+    return render(request, template, page.context())
 
 
 @require_GET

@@ -1,0 +1,42 @@
+"""The summary page: one summary next to the exact input it was made from. One
+``SummaryPage`` feeds both the template and the ``?format=json`` twin, so they cannot
+disagree."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from replay_app.models import Run, RunSummary
+
+
+@dataclass
+class SummaryPage:
+    run: Run
+    summary: RunSummary
+
+    def as_json(self) -> dict[str, Any]:
+        summary = self.summary
+        return {
+            "run": self.run.pk,
+            "seq": summary.seq,
+            "step": summary.step,
+            "input": summary.input,
+            "output": summary.output,
+            "input_tokens": summary.input_tokens,
+            "output_tokens": summary.output_tokens,
+            "usage_estimated": summary.usage_estimated,
+            "error": summary.error,
+            "messages": summary.messages,
+        }
+
+    def context(self) -> dict[str, Any]:
+        return {"run": self.run, "summary": self.summary}
+
+
+def summary_page(run: Run, seq: int) -> SummaryPage:
+    """The page of the run's summary ``seq``; LookupError when the run has none."""
+    summary = RunSummary.objects.filter(run=run, seq=seq).first()
+    if summary is None:
+        raise LookupError("no such summary")
+    return SummaryPage(run=run, summary=summary)
