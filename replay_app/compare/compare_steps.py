@@ -135,9 +135,10 @@ class SummaryCell:
 
     @property
     def html(self) -> str:
+        from ctxlab.engine.secrets import mask
         from replay_app.display.markdown_safe import render
 
-        return render(self.output)
+        return render(mask(self.output))  # masked again, as the report and run page do
 
     def as_dict(self) -> dict[str, Any]:
         c = self.compaction
