@@ -1,6 +1,6 @@
-"""A suite's results page and a configuration's page each render the objects they serialise
-as their JSON twin: values set only on those objects (after they were built from the
-database) show in both."""
+"""The suite list, a suite's results page and a configuration's page each render the
+objects they serialise as their JSON twin: values set only on those objects (after they
+were built from the database) show in both."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from suite_testdata import import_chat
 
-from suites_app import configs, results, services
+from suites_app import configs, results, services, views
 from suites_app.configs import Base
 from suites_app.models import Suite
 
@@ -72,3 +72,20 @@ def test_suite_config_page_and_json_twin_read_one_object(
     assert html.count('class="run-link"') == 1 and f'href="/runs/{row["run"]}/"' in html
     monkeypatch.undo()
     assert len(auth_client.get(url, {"format": "json"}).json()["transcripts"]) == 2
+
+
+def test_suite_list_and_json_twin_read_one_object(
+    auth_client: Any, small_suite: Suite, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    progress = views.suite_progress_data
+
+    def marked(suite: Suite) -> Any:
+        return {**progress(suite), "failed": 987}
+
+    monkeypatch.setattr(views, "suite_progress_data", marked)
+    html = auth_client.get("/suites/").content.decode()
+    (row,) = auth_client.get("/suites/", {"format": "json"}).json()["suites"]
+    assert row["id"] == small_suite.pk and row["failed"] == 987
+    assert '<td class="num">987</td>' in html
+    monkeypatch.undo()
+    assert auth_client.get("/suites/", {"format": "json"}).json()["suites"][0]["failed"] == 0
