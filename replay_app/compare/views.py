@@ -23,6 +23,8 @@ from ctxlab.http import wants as _wants
 from ctxlab.ownership import owned
 from replay_app.compare import compare_steps, overview, report
 from replay_app.compare.compare_page import ComparePage
+from replay_app.compare.matrix_page import matrix_page
+from replay_app.compare.picker_page import PickerPage, picker_page
 from replay_app.display.markdown_safe import word_diff
 from replay_app.models import Run, RunSummary
 from replay_app.steps import fatelog
@@ -112,76 +114,18 @@ def _runs_param(request: HttpRequest) -> str:
     return ",".join(v for v in values if v)
 
 
-def _picker(request: HttpRequest) -> dict[str, Any]:
-    ticked: list[int] = []
-    group = request.GET.get("group", "")
-    if group.isdigit():  # the group page's link: its first runs ticked, its transcript first
-        ticked = list(
-            owned(Run.objects, request.user)
-            .filter(group_id=int(group))
-            .order_by("pk")
-            .values_list("pk", flat=True)[: overview.MAX_RUNS]
-        )
-    runs = (
-        owned(Run.objects, request.user)
-        .select_related("transcript", "group")
-        .order_by("transcript_id", "group_id", "-id")
-        .only(
-            "id",
-            "label",
-            "strategy",
-            "status",
-            "transcript_id",
-            "transcript__title",
-            "transcript__conversation_id",
-            "group_id",
-            "group__name",
-            "created_at",
-        )[:500]
-    )
-    groups: dict[int, dict[str, Any]] = {}
-    for run in runs:
-        entry = groups.setdefault(
-            run.transcript_id, {"transcript": run.transcript, "runs": [], "groups": {}}
-        )
-        entry["runs"].append(run)
-        if run.group_id:
-            entry["groups"].setdefault(run.group_id, []).append(run.pk)
-    for entry in groups.values():
-        entry["group_links"] = [
-            (gid, ",".join(map(str, ids[: overview.MAX_RUNS])))
-            for gid, ids in entry["groups"].items()
-            if len(ids) >= overview.MIN_RUNS
-        ]
-    picked = list(groups.values())
-    if ticked:
-        first = next((t for t, e in groups.items() if any(r.pk in ticked for r in e["runs"])), None)
-        picked.sort(key=lambda e: e["transcript"].pk != first)
-    return {"picker": picked, "ticked": ticked}
+def _picker(request: HttpRequest) -> PickerPage:
+    return picker_page(request.user, request.GET.get("group", ""))
 
 
 @require_GET
 def run_compare(request: HtmxHttpRequest) -> HttpResponse:
     raw = _runs_param(request)
     if not raw:
-        context = _picker(request)
+        picker = _picker(request)
         if _wants(request, "json"):
-            return _json(
-                {
-                    "transcripts": [
-                        {
-                            "transcript": e["transcript"].pk,
-                            "title": e["transcript"].display_title,
-                            "runs": [
-                                {"id": r.pk, "label": r.label, "status": r.status}
-                                for r in e["runs"]
-                            ],
-                        }
-                        for e in context["picker"]
-                    ]
-                }
-            )
-        return render(request, "replay_app/compare/compare.html", context)
+            return _json(picker.as_json())
+        return render(request, "replay_app/compare/compare.html", picker.context())
     try:
         runs = overview.load_runs(request.user, raw)
     except LookupError as exc:
@@ -192,7 +136,7 @@ def run_compare(request: HtmxHttpRequest) -> HttpResponse:
         return render(
             request,
             "replay_app/compare/compare.html",
-            {**_picker(request), "error": str(exc)},
+            {**_picker(request).context(), "error": str(exc)},
             status=400,
         )
     if wants_step_view(request):
@@ -220,9 +164,6 @@ def run_compare(request: HtmxHttpRequest) -> HttpResponse:
     return render(request, template, page.context())
 
 
-MATRIX_DETAIL_MAX = 500
-
-
 @require_GET
 def compare_matrix(request: HttpRequest) -> HttpResponse:
     """One bucket of the fate matrix, message by message."""
@@ -232,37 +173,7 @@ def compare_matrix(request: HttpRequest) -> HttpResponse:
         raise Http404(str(exc)) from None
     except overview.CompareError as exc:
         return HttpResponse(str(exc), status=400, content_type="text/plain; charset=utf-8")
-    messages = runs[0].transcript.message_count
-    start = max(_int(request.GET.get("start"), 0) or 0, 0)
-    end = min(_int(request.GET.get("end"), start + 100) or 0, messages, start + MATRIX_DETAIL_MAX)
-    rows = overview.matrix_detail(runs, start, max(end, start))
+    page = matrix_page(runs, _int(request.GET.get("start")), _int(request.GET.get("end")))
     if _wants(request, "json"):
-        return _json(
-            {
-                "runs": [r.pk for r in runs],
-                "start": start,
-                "end": end,
-                "messages": [{"index": i, "fates": fates} for i, fates in rows],
-            }
-        )
-    previews = dict(
-        runs[0]
-        .transcript.messages.filter(index__gte=start, index__lt=end)
-        .values_list("index", "preview")
-    )
-    ids = ",".join(str(r.pk) for r in runs)
-    span = end - start
-    return render(
-        request,
-        "replay_app/compare/compare_matrix.html",
-        {
-            "runs": runs,
-            "ids": ids,
-            "rows": [(i, previews.get(i, ""), fates) for i, fates in rows],
-            "start": start,
-            "end": end,
-            "prev_start": max(start - span, 0) if start > 0 else None,
-            "next_start": end if end < messages else None,
-            "span": span,
-        },
-    )
+        return _json(page.as_json())
+    return render(request, "replay_app/compare/compare_matrix.html", page.context())
