@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.paginator import Page, Paginator
-from django.db.models import Exists, F, OuterRef, Q, QuerySet
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -22,15 +21,13 @@ from ctxlab.engine import TranscriptError
 from ctxlab.engine.importers.claude_code import FORKS_AFTER_LINE
 from ctxlab.http import HtmxHttpRequest
 from ctxlab.http import wants_json as _wants_json
-from ctxlab.ownership import get_owned_or_404, owned
+from ctxlab.ownership import get_owned_or_404
 
-from . import charts, conversation, huge, services
+from . import charts, conversation, huge, services, upload_pages
 from .forms import UploadForm
 from .models import Message, Transcript, Upload
 from .uploads import SizeLimitUploadHandler
 
-UPLOADS_PER_PAGE = 25
-CONVERSATIONS_PER_PAGE = 50
 MESSAGES_PER_PAGE = 100
 MAX_MESSAGES_PER_PAGE = 1000
 
@@ -42,108 +39,21 @@ def _page_number(request: HttpRequest) -> str:
 # Upload list
 
 
-SORTS = {
-    "name": "name",
-    "format": "format",
-    "messages": "message_count",
-    "tool_calls": "tool_call_count",
-    "size": "size",
-    "tokens": "reference_tokens",
-    "peak": "reported_peak_context",
-    "secrets": "secret_count",
-    "created": "created_at",
-}
-SORT_LABELS = [
-    ("name", "File"),
-    ("format", "Format"),
-    ("messages", "Messages"),
-    ("tool_calls", "Tool calls"),
-    ("size", "Size"),
-    ("tokens", "Reference tokens"),
-    ("peak", "Reported peak context"),
-    ("secrets", "Secrets"),
-    ("created", "Imported"),
-]
-
-
-def _uploads(request: HttpRequest) -> tuple[QuerySet[Upload], str, str]:
-    uploads = owned(Upload.objects.defer("data"), request.user)
-    query = request.GET.get("q", "").strip()
-    if query:
-        titles = Transcript.objects.filter(upload=OuterRef("pk"), title__icontains=query)
-        uploads = uploads.filter(
-            Q(name__icontains=query) | Q(format__icontains=query) | Exists(titles)
-        )
-    sort = request.GET.get("sort", "-created")
-    key = sort.removeprefix("-")
-    if key not in SORTS:
-        sort, key = "-created", "created"
-    field = F(SORTS[key])
-    order = field.desc(nulls_last=True) if sort.startswith("-") else field.asc(nulls_first=True)
-    return uploads.order_by(order, "-id"), query, sort
-
-
-def _upload_json(upload: Upload) -> dict[str, Any]:
-    return {
-        "id": upload.pk,
-        "name": upload.name,
-        "format": upload.format,
-        "size": upload.size,
-        "sha256": upload.sha256,
-        "created_at": upload.created_at.isoformat(),
-        "importer_version": upload.importer_version,
-        "conversations": upload.conversation_count,
-        "messages": upload.message_count,
-        "tool_calls": upload.tool_call_count,
-        "tool_results": upload.tool_result_count,
-        "reference_tokens": upload.reference_tokens,
-        "reported_peak_context": upload.reported_peak_context,
-        "secrets": upload.secret_count,
-        "warnings": services.describe_warnings(upload.warnings),
-        "set_aside": services.set_aside_sentences(upload.warnings),
-        "url": upload.get_absolute_url(),
-    }
-
-
-def _list_context(request: HttpRequest) -> dict[str, Any]:
-    uploads, query, sort = _uploads(request)
-    page = Paginator(uploads, UPLOADS_PER_PAGE).get_page(_page_number(request))
-    # One query for the single-conversation uploads' transcript ids (their rows link there).
-    singles = dict(
-        Transcript.objects.filter(
-            upload__in=[u.pk for u in page if u.conversation_count == 1]
-        ).values_list("upload_id", "pk")
+def _list_page(request: HttpRequest) -> upload_pages.UploadListPage:
+    return upload_pages.upload_list_page(
+        request.user,
+        request.GET.get("q", "").strip(),
+        request.GET.get("sort", "-created"),
+        _page_number(request),
     )
-    for upload in page:
-        upload.single_transcript_id = singles.get(upload.pk)  # type: ignore[attr-defined]
-    columns = [
-        {
-            "key": key,
-            "label": label,
-            "sort": f"-{key}" if sort == key else key,
-            "active": sort.removeprefix("-") == key,
-            "descending": sort == f"-{key}",
-        }
-        for key, label in SORT_LABELS
-    ]
-    return {"page_obj": page, "query": query, "sort": sort, "columns": columns}
 
 
 @require_GET
 def transcript_list(request: HtmxHttpRequest) -> HttpResponse:
-    context = _list_context(request)
+    listing = _list_page(request)
     if _wants_json(request):
-        page: Page[Upload] = context["page_obj"]
-        return JsonResponse(
-            {
-                "uploads": [_upload_json(u) for u in page],
-                "page": page.number,
-                "pages": page.paginator.num_pages,
-                "count": page.paginator.count,
-                "q": context["query"],
-                "sort": context["sort"],
-            }
-        )
+        return JsonResponse(listing.as_json())
+    context = listing.context()
     template_name = "sessions_app/transcript_list.html"
     if request.htmx and request.htmx.target == "upload-table":
         template_name += "#upload-table"
@@ -205,7 +115,7 @@ def _upload_create(request: HtmxHttpRequest, handler: SizeLimitUploadHandler) ->
         return render(
             request, "sessions_app/_upload_results.html", {"outcomes": outcomes}, status=200
         )
-    context = _list_context(request)
+    context = _list_page(request).context()
     context.update(form=UploadForm(), outcomes=outcomes)
     return render(request, "sessions_app/transcript_list.html", context, status=status)
 
@@ -216,35 +126,15 @@ def _upload_create(request: HtmxHttpRequest, handler: SizeLimitUploadHandler) ->
 @require_GET
 def upload_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     upload = get_owned_or_404(Upload.objects.defer("data"), request.user, pk=pk)
-    transcripts = upload.transcripts.order_by("position").defer(
-        "tools", "compactions", "metadata", "secrets"
+    found = upload_pages.upload_page(
+        upload, request.GET.get("q", "").strip(), _page_number(request)
     )
-    query = request.GET.get("q", "").strip()
-    if query:
-        transcripts = transcripts.filter(
-            Q(title__icontains=query) | Q(conversation_id__icontains=query)
-        )
-    page = Paginator(transcripts, CONVERSATIONS_PER_PAGE).get_page(_page_number(request))
     if _wants_json(request):
-        return JsonResponse(
-            {
-                "upload": _upload_json(upload),
-                "transcripts": [_transcript_summary_json(t) for t in page],
-                "page": page.number,
-                "pages": page.paginator.num_pages,
-                "count": page.paginator.count,
-            }
-        )
+        return JsonResponse(found.as_json())
     template_name = "sessions_app/upload_detail.html"
     if request.htmx and request.htmx.target and request.htmx.target.startswith("conversations-"):
         template_name += "#conversation-rows"
-    context = {
-        "upload": upload,
-        "page_obj": page,
-        "query": query,
-        "warnings": services.describe_warnings(upload.warnings),
-        "set_aside": services.set_aside_sentences(upload.warnings),
-    }
+    context = found.context()
     return render(request, template_name, context)
 
 
@@ -284,22 +174,6 @@ def upload_delete(request: HttpRequest, pk: int) -> HttpResponse:
 # One transcript
 
 
-def _transcript_summary_json(t: Transcript) -> dict[str, Any]:
-    return {
-        "id": t.pk,
-        "conversation_id": t.conversation_id,
-        "title": t.title,
-        "format": t.format,
-        "messages": t.message_count,
-        "tool_calls": t.tool_call_count,
-        "tool_results": t.tool_result_count,
-        "reference_tokens": t.reference_tokens,
-        "reported_peak_context": t.reported_peak_context,
-        "secrets": t.secret_count,
-        "url": t.get_absolute_url(),
-    }
-
-
 def _forks_after_line(t: Transcript) -> int | None:
     """The line an alternate branch forks after (None: not an alternate branch)."""
     for pair in t.metadata:
@@ -323,7 +197,7 @@ def _children(t: Transcript) -> tuple[list[Transcript], list[Transcript]]:
 def _transcript_json(t: Transcript) -> dict[str, Any]:
     subagents, alternates = _children(t)
     return {
-        **_transcript_summary_json(t),
+        **upload_pages.transcript_summary_json(t),
         "upload": t.upload_id,
         "position": t.position,
         "model": t.model,
