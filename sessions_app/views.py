@@ -6,24 +6,20 @@ Every page has a JSON twin (``?format=json``).
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.core.paginator import Page, Paginator
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
-from django.urls import reverse
 from django.utils.http import content_disposition_header
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_GET, require_POST
 
 from ctxlab.abandon import raise_if_abandoned
 from ctxlab.engine import TranscriptError
-from ctxlab.engine.importers.claude_code import FORKS_AFTER_LINE
 from ctxlab.http import HtmxHttpRequest
 from ctxlab.http import wants_json as _wants_json
 from ctxlab.ownership import get_owned_or_404
 
-from . import charts, conversation, huge, services, upload_pages
+from . import conversation, huge, services, transcript_page, upload_pages
 from .forms import UploadForm
 from .models import Message, Transcript, Upload
 from .uploads import SizeLimitUploadHandler
@@ -174,113 +170,6 @@ def upload_delete(request: HttpRequest, pk: int) -> HttpResponse:
 # One transcript
 
 
-def _forks_after_line(t: Transcript) -> int | None:
-    """The line an alternate branch forks after (None: not an alternate branch)."""
-    for pair in t.metadata:
-        if len(pair) == 2 and pair[0] == FORKS_AFTER_LINE and str(pair[1]).isdigit():
-            return int(pair[1])
-    return None
-
-
-def _children(t: Transcript) -> tuple[list[Transcript], list[Transcript]]:
-    """``(sub-agent threads, alternate branches)`` of a transcript, in file order."""
-    subagents: list[Transcript] = []
-    alternates: list[Transcript] = []
-    for child in t.children.order_by("position").only(
-        "pk", "title", "conversation_id", "message_count", "metadata"
-    ):
-        child.forks_after_line = _forks_after_line(child)  # type: ignore[attr-defined]
-        (subagents if child.forks_after_line is None else alternates).append(child)  # type: ignore[attr-defined]
-    return subagents, alternates
-
-
-def _transcript_json(t: Transcript) -> dict[str, Any]:
-    subagents, alternates = _children(t)
-    return {
-        **upload_pages.transcript_summary_json(t),
-        "upload": t.upload_id,
-        "position": t.position,
-        "model": t.model,
-        "usage_convention": t.usage_convention,
-        "source_file": t.source_file,
-        "parent": t.parent_id,
-        "parent_conversation_id": t.parent_conversation_id,
-        "children": [c.pk for c in (*subagents, *alternates)],
-        "forks_after_line": _forks_after_line(t),
-        "alternates": [
-            {
-                "id": c.pk,
-                "title": c.title,
-                "messages": c.message_count,
-                "forks_after_line": c.forks_after_line,  # type: ignore[attr-defined]
-                "url": c.get_absolute_url(),
-            }
-            for c in alternates
-        ],
-        "tools": t.tools,
-        "compactions": t.compactions,
-        "metadata": t.metadata,
-        "secret_locations": t.secrets,
-    }
-
-
-def _message_json(m: Message, default_file: str) -> dict[str, Any]:
-    usage = m.usage
-    return {
-        "index": m.index,
-        "role": m.role,
-        "blocks": huge.clipped_blocks(m.blocks, transcript_id=m.transcript_id, index=m.index),
-        "reference_tokens": m.reference_tokens,
-        "source": {
-            "file": default_file if m.source_file is None else m.source_file,
-            "line": m.source_line,
-            "record": m.source_record,
-        },
-        "timestamp": m.timestamp,
-        "model": m.model,
-        "id": m.source_id,
-        "name": m.name,
-        "usage": None
-        if usage is None
-        else {
-            "input_uncached": usage.input_uncached,
-            "cache_read": usage.cache_read,
-            "cache_write_5m": usage.cache_write_5m,
-            "cache_write_1h": usage.cache_write_1h,
-            "output": usage.output,
-            "reasoning": usage.reasoning,
-            "convention": usage.convention,
-            "prompt_tokens": usage.prompt_tokens,
-        },
-        "flags": m.flags,
-        "secrets": m.secrets,
-    }
-
-
-def _display_blocks(m: Message) -> list[dict[str, Any]]:
-    """Blocks as the template shows them: codec dicts plus a few display-only facts.
-
-    A huge text or tool input shows as its head and tail (``huge_text`` / ``huge_input``:
-    size and the full-text link), never whole."""
-    shown = []
-    for b, block in enumerate(m.blocks):
-        item = dict(block)
-        item.setdefault("text", "")
-        item["chars"] = len(item["text"])
-        url = huge.full_text_url(m.transcript_id, m.index, b, "text", None)
-        item["huge_text"] = huge.clip(item["text"], url)
-        if item["huge_text"]:
-            item["text"] = item["huge_text"]["head"]
-        if block.get("kind") == "tool_use":
-            item["input_json"] = huge.field_text(block, "input")
-            url = huge.full_text_url(m.transcript_id, m.index, b, "input", None)
-            item["huge_input"] = huge.clip(item["input_json"], url)
-            if item["huge_input"]:
-                item["input_json"] = item["huge_input"]["head"]
-        shown.append(item)
-    return shown
-
-
 @require_GET
 def message_block_text(request: HttpRequest, pk: int, index: int, block: int) -> HttpResponse:
     """One block's full text (``?field=text|input``, ``&part=N`` for a tool result's part)
@@ -323,13 +212,6 @@ def _message_page(request: HttpRequest, transcript: Transcript) -> tuple[Page[Me
     return Paginator(messages, per_page).get_page(_page_number(request)), per_page
 
 
-def _search_json(found: dict[str, Any] | None) -> dict[str, Any]:
-    if found is None:
-        return {}
-    hits = [{k: v for k, v in hit.items() if k != "snippet"} for hit in found["hits"]]
-    return {"search": {**found, "hits": hits}}
-
-
 @require_GET
 def transcript_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     transcript = get_owned_or_404(
@@ -344,69 +226,10 @@ def transcript_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         hit_page = int(request.GET["hits"]) if request.GET.get("hits", "").isdigit() else 1
         current = int(request.GET["hit"]) if request.GET.get("hit", "").isdigit() else None
         found = conversation.search(transcript, query, hit_page, per_page, current)
+    shown = transcript_page.transcript_page(transcript, page, per_page, found)
     if _wants_json(request):
-        next_url = None
-        if page.has_next():
-            next_url = (
-                f"{transcript.get_absolute_url()}?format=json&page={page.next_page_number()}"
-                f"&per_page={per_page}"
-            )
-        return JsonResponse(
-            {
-                "transcript": _transcript_json(transcript),
-                "messages": [_message_json(m, transcript.source_file) for m in page],
-                "page": page.number,
-                "per_page": per_page,
-                "pages": page.paginator.num_pages,
-                "count": page.paginator.count,
-                "next": next_url,
-                **_search_json(found),
-            },
-            json_dumps_params={"ensure_ascii": False},
-        )
-    for message in page:
-        message.display_blocks = _display_blocks(message)  # type: ignore[attr-defined]
-    conversation.decorate_page(transcript, list(page))
-    context: dict[str, Any] = {
-        "transcript": transcript,
-        "search": found,
-        "compaction_links": conversation.compaction_links(transcript, per_page),
-        "page_obj": page,
-        "per_page": per_page,
-        "next_url": (
-            f"{reverse('transcript-detail', args=[transcript.pk])}?page={page.next_page_number()}"
-            f"&per_page={per_page}"
-            if page.has_next()
-            else None
-        ),
-    }
+        return JsonResponse(shown.as_json(), json_dumps_params={"ensure_ascii": False})
     if request.htmx and request.htmx.target and request.htmx.target.startswith("message-page"):
-        return render(request, "sessions_app/transcript_detail.html#message-page", context)
-    subagents, alternates = _children(transcript)
-    usage_rows = list(
-        transcript.messages.filter(has_usage=True)
-        .order_by("index")
-        .values_list(
-            "index",
-            "usage_input_uncached",
-            "usage_cache_read",
-            "usage_cache_write_5m",
-            "usage_cache_write_1h",
-            "usage_output",
-        )
-    )
-    context.update(
-        usage_chart=charts.usage_chart_html(usage_rows, compactions=transcript.compactions)
-        if usage_rows
-        else "",
-        usage_points=len(usage_rows),
-        children=subagents,
-        alternates=alternates,
-        forks_after_line=_forks_after_line(transcript),
-        facts={
-            "conversation_id": transcript.conversation_id,
-            "format": transcript.format,
-            "model": transcript.model,
-        },
-    )
-    return render(request, "sessions_app/transcript_detail.html", context)
+        template = "sessions_app/transcript_detail.html#message-page"
+        return render(request, template, shown.messages_context())
+    return render(request, "sessions_app/transcript_detail.html", shown.context())
