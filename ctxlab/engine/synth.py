@@ -22,6 +22,12 @@ _EPOCH = datetime(2025, 1, 1, tzinfo=UTC)
 _STEP = timedelta(seconds=7)  # synthetic spacing between consecutive messages
 _CUT_NOTE = "[synthetic join: this message's tool calls were cut at the end of the conversation]"
 _SKIP_FILES = {"MANIFEST.tsv", "README.md", "NOTICE.md"}
+# Corpus files added after the joined benchmark and golden transcripts were fixed. The
+# joined transcripts keep their sources, so perf goldens and bench figures stay comparable
+# when the corpus grows; the files still count everywhere else (corpus_conversations).
+JOINED_SOURCES_EXCLUDE = frozenset(
+    {"swe-agent-traj/pydicom-1458-gpt4.traj", "swe-agent-traj/ctf-katy.traj"}
+)
 
 
 def _timestamp(index: int) -> str:
@@ -170,9 +176,12 @@ def join_conversations(
     )
 
 
-def corpus_conversations(corpus_dir: Path | str) -> list[Conversation]:
-    """Every conversation the importers can read from a corpus folder, in a stable order.
-    Files no importer accepts are skipped (the corpus is tested file by file elsewhere)."""
+def corpus_conversations(
+    corpus_dir: Path | str, *, exclude: frozenset[str] = frozenset()
+) -> list[Conversation]:
+    """Every conversation the importers can read from a corpus folder, in a stable order,
+    but for the files in ``exclude`` (paths relative to the folder). Files no importer
+    accepts are skipped (the corpus is tested file by file elsewhere)."""
     from . import importers  # late: the registry imports every importer module
 
     root = Path(corpus_dir)
@@ -180,12 +189,19 @@ def corpus_conversations(corpus_dir: Path | str) -> list[Conversation]:
     for path in sorted(p for p in root.rglob("*") if p.is_file()):
         if path.name in _SKIP_FILES or path.suffix in (".yaml", ".yml"):
             continue  # cassette twins: the .json holds the same bodies
+        if path.relative_to(root).as_posix() in exclude:
+            continue
         try:
             parsed = importers.parse(path.read_bytes(), name=path.relative_to(root).as_posix())
         except TranscriptError:
             continue
         out.extend(parsed.conversations)
     return out
+
+
+def joined_sources(corpus_dir: Path | str) -> list[Conversation]:
+    """The corpus conversations the joined (demo and benchmark) transcripts are built from."""
+    return corpus_conversations(corpus_dir, exclude=JOINED_SOURCES_EXCLUDE)
 
 
 def _density(conversation: Conversation) -> float:
@@ -200,7 +216,7 @@ def long_demo_conversation(
     """A demo session of at least ``target_tokens`` reference tokens, joined from every
     real tool-using session of the corpus."""
     return join_conversations(
-        corpus_conversations(corpus_dir),
+        joined_sources(corpus_dir),
         target_tokens=target_tokens,
         seed=seed,
         title=f"Joined real sessions (≥{target_tokens // 1000}K tokens, seed {seed})",
@@ -224,7 +240,7 @@ def bench_conversation(
     20,000 messages carry several million reference tokens. ``conversations``: the corpus
     already parsed; ``rewrite``: see ``join_conversations``."""
     if conversations is None:
-        conversations = corpus_conversations(corpus_dir)
+        conversations = joined_sources(corpus_dir)
     candidates = [c for c in conversations if c.tool_call_count]
     dense = [c for c in candidates if _density(c) >= BENCH_MIN_DENSITY]
     return join_conversations(

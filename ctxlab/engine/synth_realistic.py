@@ -131,7 +131,7 @@ def realistic_bench_conversation(
 ) -> Conversation:
     """``messages`` messages joined from the corpus's dense tool-using sessions, as
     ``synth.bench_conversation`` does, with every repeated copy made distinct."""
-    conversations = synth.corpus_conversations(corpus_dir)
+    conversations = synth.joined_sources(corpus_dir)
     return synth.bench_conversation(
         corpus_dir,
         messages=messages,

@@ -33,7 +33,7 @@ def _distinct_share(conversation: Conversation) -> float:
 
 @pytest.fixture(scope="module")
 def pair() -> tuple[Conversation, Conversation]:
-    corpus = synth.corpus_conversations(CORPUS)
+    corpus = synth.joined_sources(CORPUS)
     plain = synth.bench_conversation(CORPUS, messages=MESSAGES, conversations=corpus)
     real = synth_realistic.realistic_bench_conversation(CORPUS, messages=MESSAGES)
     return plain, real
