@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+import enum
+from collections.abc import Mapping
 from typing import Any
 
 from ctxlab.engine.model import Block, BlockKind, Conversation, Message, Role, ToolDef, Usage
@@ -97,3 +100,26 @@ class EchoSummarizer:
 
 def events_of(result: ReplayResult, kind: str) -> list[Event]:
     return [e for e in result.events if e.kind == kind]
+
+
+def plain(value: Any, *, later_fields: Mapping[tuple[str, str], Any] | None = None) -> Any:
+    """Dataclasses, enums and containers as JSON-ready values, for comparing results.
+    ``later_fields``: (class name, field) -> default; a field at that default is left out
+    (fields added after a golden digest was pinned)."""
+    later = later_fields or {}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        kind = type(value).__name__
+        return {
+            f.name: plain(getattr(value, f.name), later_fields=later)
+            for f in dataclasses.fields(value)
+            if later.get((kind, f.name), ...) != getattr(value, f.name)
+        }
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, dict):
+        return {str(k): plain(v, later_fields=later) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v, later_fields=later) for v in value]
+    if isinstance(value, (set, frozenset)):
+        return sorted(plain(v, later_fields=later) for v in value)
+    return value

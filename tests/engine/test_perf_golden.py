@@ -10,8 +10,6 @@ to it say roughly where.
 
 from __future__ import annotations
 
-import dataclasses
-import enum
 import functools
 import hashlib
 import json
@@ -20,6 +18,7 @@ from typing import Any
 
 import pytest
 from builders import SMALL_WINDOWS as SMALL
+from builders import plain
 
 from ctxlab.engine import cli, synth
 from ctxlab.engine.model import Conversation
@@ -91,22 +90,7 @@ LATER_FIELDS = {("Zones", "unseen"): 0}
 
 
 def _plain(value: Any) -> Any:
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        kind = type(value).__name__
-        return {
-            f.name: _plain(getattr(value, f.name))
-            for f in dataclasses.fields(value)
-            if LATER_FIELDS.get((kind, f.name), ...) != getattr(value, f.name)
-        }
-    if isinstance(value, enum.Enum):
-        return value.value
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if isinstance(value, (set, frozenset)):
-        return sorted(_plain(v) for v in value)
-    return value
+    return plain(value, later_fields=LATER_FIELDS)
 
 
 def digest(result: ReplayResult) -> str:

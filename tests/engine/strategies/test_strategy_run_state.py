@@ -4,17 +4,15 @@ is read-only."""
 
 from __future__ import annotations
 
-import dataclasses
-import enum
 import json
 import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import pytest
-from builders import assistant, conv, system, user
+from builders import assistant, conv, plain, system, user
 from catalogue_runs import BENCH_MESSAGES, SMALL
 
 from ctxlab.engine import cli, synth
@@ -30,23 +28,9 @@ SESSION = CORPUS / "claude-code" / "agentcmd-full-session.jsonl"
 TRAJ = CORPUS / "swe-agent-traj" / "marshmallow-1867-fc.traj"
 
 
-def _plain(value: Any) -> Any:
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, enum.Enum):
-        return value.value
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if isinstance(value, (set, frozenset)):
-        return sorted(_plain(v) for v in value)
-    return value
-
-
 def _dump(result: ReplayResult) -> str:
     """Everything a replay produced, as one comparable string."""
-    return json.dumps(_plain(result), sort_keys=True, ensure_ascii=False, default=str)
+    return json.dumps(plain(result), sort_keys=True, ensure_ascii=False, default=str)
 
 
 def _conversations() -> list[Conversation]:
