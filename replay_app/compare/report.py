@@ -6,8 +6,8 @@ side by compaction ordinal, and what each compaction lost. It makes no request a
 no src/href to another origin, no links back to the server (a file opened from disk has
 nothing to reach). Texts come from the stored, masked-at-import data, and every string
 shown is masked again here (``secrets.mask``), so a secret cannot reach the file
-even through a summariser that echoed one. The chart keeps plotly's modebar: PNG and SVG
-downloads work offline.
+even through a summariser that echoed one. The page frame, CSS and chart drawing are the
+shared report shell (``ctxlab.report_shell``; the suite report uses it too).
 
 Used by the compare page's "Download report" (``?format=report``) and ``manage.py report``.
 """
@@ -19,11 +19,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from django.template.loader import render_to_string
-from django.utils.safestring import SafeString, mark_safe
+from django.utils.safestring import mark_safe
 
+from ctxlab import report_shell
 from ctxlab.engine.secrets import mask
-from ctxlab.plots import figure_json
-from ctxlab.staticfinders import plotly_js_path
 from replay_app.compare import compare_steps, overview
 from replay_app.display import charts
 from replay_app.display.markdown_safe import render as render_markdown
@@ -31,16 +30,11 @@ from replay_app.models import Run
 
 REPORT_COMPACTIONS = 200  # summary rows in the file (a page shows 10 at a time)
 LOST_FACTS_PER_EVENT = 40
-CHART_ID = "report-curves"  # DRAW_JS names it
+CHART_ID = "report-curves"
 
 
 def _masked(value: Any) -> str:
     return mask(str(value)) if value not in (None, "") else ""
-
-
-def _inline_script(source: str) -> SafeString:
-    """Script text that cannot close its own element early."""
-    return mark_safe(source.replace("</", "<\\/"))  # noqa: S308 - only our files and plotly.js
 
 
 def _lost(ret: dict[str, Any]) -> dict[str, Any]:
@@ -111,10 +105,10 @@ def report_context(runs: Sequence[Run]) -> dict[str, Any]:
         "summaries": summaries,
         "lost": [(r, _lost(ret)) for r, ret in zip(runs, retentions, strict=True)],
         "generated": datetime.now(UTC),
-        "figure": mark_safe(figure_json(spec, config)),  # noqa: S308 - plots.figure_json escapes
-        "chart_id": CHART_ID,
-        "plotly_js": _inline_script(plotly_js_path().read_text(encoding="utf-8")),
-        "draw_js": _inline_script(DRAW_JS),
+        "chart": report_shell.chart(
+            spec, config, div_id=CHART_ID, label="Context tokens per step for each run"
+        ),
+        **report_shell.shell_context(),
     }
 
 
@@ -125,30 +119,3 @@ def report_html(runs: Sequence[Run]) -> str:
 
 def report_filename(runs: Sequence[Run]) -> str:
     return "ctxlab-compare-" + "-".join(str(r.pk) for r in runs) + ".html"
-
-
-# Draws the chart from its data block; the SVG button beside plotly's PNG one; dark charts
-# when the reader's system is dark (the report has no toggle: it follows the system).
-DRAW_JS = """
-(function () {
-  "use strict";
-  var div = document.getElementById("report-curves");
-  var fig = JSON.parse(document.getElementById("report-curves-figure").textContent);
-  var dark = window.matchMedia && window.matchMedia("(prefers-color-scheme: dark)").matches;
-  if (dark) {
-    fig.layout.paper_bgcolor = "#111827";
-    fig.layout.plot_bgcolor = "#111827";
-    fig.layout.font = Object.assign({}, fig.layout.font, {color: "#e5e7eb"});
-  }
-  fig.config.modeBarButtonsToAdd = [{
-    name: "Download plot as SVG",
-    icon: Plotly.Icons.disk,
-    click: function (gd) {
-      Plotly.downloadImage(gd, {format: "svg", filename: fig.config.toImageButtonOptions.filename});
-    }
-  }];
-  Plotly.newPlot(div, fig.data, fig.layout, fig.config).then(function () {
-    div.dataset.plotted = "true";
-  });
-})();
-"""
