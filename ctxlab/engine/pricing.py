@@ -1,21 +1,39 @@
-"""Claude models, their context windows and prices: data, plus the arithmetic over ``Usage``.
+"""Claude models, their context windows and prices, plus the arithmetic over ``Usage``.
 
-Prices are USD per million tokens, as listed on Anthropic's pricing page on ``PRICES_AS_OF``
-(model overview pages and third-party price trackers were used to cross-check the newest
-rows; ``ModelInfo.note`` says where a row is less certain). They change: edit the table,
-not the code. Cache multipliers are *per model* because the newest models broke the old
-uniform rule (write 1.25× / 2× input, read 0.1×): Fable 5.1 reads at 0.025×, Opus 5.5 and
-Sonnet 5.5 at 0.05×, and Haiku 5.5 (and Sonnet 4.5 above 200K) charge by prompt length.
+Prices and context windows come from **genai-prices** (pinned in pyproject.toml), the price
+dataset Pydantic maintains from the providers' pricing pages: per-model input/output, 5-minute
+and 1-hour cache writes, cache reads and long-prompt tiers (Haiku 5.5 above 100K, Sonnet 4.5
+above 200K). A price change is a version bump of that package, not an edit here.
+
+Offline and reproducible by construction: we read the bundled table (``genai_prices.data``)
+directly, never ``genai_prices.calc_price``'s snapshot, which ``UpdatePrices`` can swap for
+one fetched over the network; and we take the rows in force on ``PRICES_AS_OF`` (the dataset
+also schedules future changes), so a cost does not depend on the day it is computed.
+
+Kept here, because the dataset lacks them:
+- per-model facts for the summarizer and pages (family, max output, thinking/sampling rules,
+  status, the ids the Anthropic API and transcripts used);
+- Claude Mythos 5.1 and Mythos 5 (limited availability, absent from the dataset): their
+  list prices with the per-model cache-read multiplier (0.025× on 5.1);
+- Sonnet 4's long-context tier ($6/$22.50 above 200K in the 1M-context beta; the dataset
+  prices it flat).
+``ModelInfo.note`` says which rows carry our own numbers.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from decimal import Decimal
+from functools import cache
+from importlib.metadata import version
 
 from .model import Usage
 
+PRICES_SOURCE = f"genai-prices {version('genai-prices')}"
+# The day whose prices we use: the newest model the pinned dataset prices was released
+# 2026-11-09; bump it together with the pin (tests/engine/test_pricing.py checks both).
 PRICES_AS_OF = "2026-11-10"
 MTOK = Decimal(1_000_000)
 WRITE_5M = Decimal("1.25")  # the standard cache-write multipliers, used by ``Rates.standard``
@@ -83,293 +101,201 @@ class ModelInfo:
         return self.rates
 
 
-_K = 1000
-_M = 1_000_000
+@dataclass(frozen=True, slots=True)
+class _Facts:
+    """What the price dataset does not say about a model."""
 
-MODELS: tuple[ModelInfo, ...] = (
+    id: str
+    family: str
+    max_output: int
+    status: str = "current"
+    thinking: str = "optional"
+    sampling: bool = True
+    aliases: tuple[str, ...] = ()
+    note: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class _OwnPrices:
+    """A model the dataset does not price (or prices incompletely): our numbers."""
+
+    name: str = ""
+    context_window: int = 0
+    rates: Rates | None = None
+    long_prompt: LongPromptTier | None = None
+
+
+_K = 1000
+
+FACTS: tuple[_Facts, ...] = (
     # --- current generation ---------------------------------------------------------------
-    ModelInfo(
-        "claude-haiku-5-5",
-        "Claude Haiku 5.5",
-        "haiku",
-        _M,
-        128 * _K,
-        Rates.standard("0.10", "0.50"),
-        long_prompt=LongPromptTier(100_000, Rates.standard("0.50", "2.50")),
-        note="prompt ≤100K: $0.10/$0.50, above: $0.50/$2.50 on every token of the request",
-        sampling=False,
-    ),
-    ModelInfo(
-        "claude-sonnet-5-5",
-        "Claude Sonnet 5.5",
-        "sonnet",
-        _M,
-        128 * _K,
-        Rates.standard("2", "10", read="0.05"),
-        note="cache read cut from 0.1× to 0.05× on 2026-10-07",
-        sampling=False,
-    ),
-    ModelInfo(
-        "claude-opus-5-5",
-        "Claude Opus 5.5",
-        "opus",
-        _M,
-        128 * _K,
-        Rates.standard("4", "20", read="0.05"),
-        thinking="always",
-        sampling=False,
-    ),
-    ModelInfo(
-        "claude-fable-5-2",
-        "Claude Fable 5.2",
-        "fable",
-        _M,
-        128 * _K,
-        Rates.standard("8", "40", read="0.025"),
-        thinking="always",
-        note="released 2026-11-09; rates from price trackers quoting the pricing page",
-        sampling=False,
-    ),
-    ModelInfo(
-        "claude-mythos-5-2",
-        "Claude Mythos 5.2",
-        "mythos",
-        _M,
-        128 * _K,
-        Rates.standard("8", "40", read="0.025"),
-        thinking="always",
-        note="limited availability; assumed priced like Fable 5.2 as every earlier Mythos was",
-        sampling=False,
-    ),
+    _Facts("claude-haiku-5-5", "haiku", 128 * _K, sampling=False),
+    _Facts("claude-sonnet-5-5", "sonnet", 128 * _K, sampling=False),
+    _Facts("claude-opus-5-5", "opus", 128 * _K, thinking="always", sampling=False),
+    _Facts("claude-fable-5-2", "fable", 128 * _K, thinking="always", sampling=False),
+    _Facts("claude-mythos-5-2", "mythos", 128 * _K, thinking="always", sampling=False),
     # --- legacy but available ---------------------------------------------------------------
-    ModelInfo(
-        "claude-fable-5-1",
-        "Claude Fable 5.1",
-        "fable",
-        _M,
-        128 * _K,
-        Rates.standard("10", "50", read="0.025"),
-        status="legacy",
-        thinking="always",
-        sampling=False,
-    ),
-    ModelInfo(
-        "claude-mythos-5-1",
-        "Claude Mythos 5.1",
-        "mythos",
-        _M,
-        128 * _K,
-        Rates.standard("10", "50", read="0.025"),
-        status="legacy",
-        thinking="always",
-        sampling=False,
-    ),
-    ModelInfo(
-        "claude-fable-5",
-        "Claude Fable 5",
-        "fable",
-        _M,
-        128 * _K,
-        Rates.standard("10", "50"),
-        status="legacy",
-        thinking="always",
-        sampling=False,
-    ),
-    ModelInfo(
-        "claude-mythos-5",
-        "Claude Mythos 5",
-        "mythos",
-        _M,
-        128 * _K,
-        Rates.standard("10", "50"),
-        status="legacy",
-        thinking="always",
-        sampling=False,
-    ),
-    ModelInfo(
+    _Facts("claude-fable-5-1", "fable", 128 * _K, "legacy", "always", False),
+    _Facts("claude-mythos-5-1", "mythos", 128 * _K, "legacy", "always", False),
+    _Facts("claude-fable-5", "fable", 128 * _K, "legacy", "always", False),
+    _Facts("claude-mythos-5", "mythos", 128 * _K, "legacy", "always", False),
+    _Facts(
         "claude-opus-5",
-        "Claude Opus 5",
         "opus",
-        _M,
         128 * _K,
-        Rates.standard("5", "25"),
-        status="legacy",
+        "legacy",
+        sampling=False,
         note="thinking can be disabled only at effort high or lower (the default)",
-        sampling=False,
     ),
-    ModelInfo(
-        "claude-sonnet-5",
-        "Claude Sonnet 5",
-        "sonnet",
-        _M,
-        128 * _K,
-        Rates.standard("2", "10"),
-        status="legacy",
-        sampling=False,
-    ),
-    ModelInfo(
-        "claude-opus-4-8",
-        "Claude Opus 4.8",
-        "opus",
-        _M,
-        128 * _K,
-        Rates.standard("5", "25"),
-        status="legacy",
-    ),
-    ModelInfo(
-        "claude-opus-4-7",
-        "Claude Opus 4.7",
-        "opus",
-        _M,
-        128 * _K,
-        Rates.standard("5", "25"),
-        status="legacy",
-    ),
-    ModelInfo(
-        "claude-opus-4-6",
-        "Claude Opus 4.6",
-        "opus",
-        _M,
-        128 * _K,
-        Rates.standard("5", "25"),
-        status="legacy",
-    ),
-    ModelInfo(
-        "claude-sonnet-4-6",
-        "Claude Sonnet 4.6",
-        "sonnet",
-        _M,
-        64 * _K,
-        Rates.standard("3", "15"),
-        status="legacy",
-    ),
-    ModelInfo(
-        "claude-haiku-4-5",
-        "Claude Haiku 4.5",
-        "haiku",
-        200 * _K,
-        64 * _K,
-        Rates.standard("1", "5"),
-        status="legacy",
-        aliases=("claude-haiku-4-5-20251001",),
-    ),
-    ModelInfo(
-        "claude-opus-4-5",
-        "Claude Opus 4.5",
-        "opus",
-        200 * _K,
-        64 * _K,
-        Rates.standard("5", "25"),
-        status="legacy",
-        aliases=("claude-opus-4-5-20251101",),
-    ),
-    ModelInfo(
+    _Facts("claude-sonnet-5", "sonnet", 128 * _K, "legacy", sampling=False),
+    _Facts("claude-opus-4-8", "opus", 128 * _K, "legacy"),
+    _Facts("claude-opus-4-7", "opus", 128 * _K, "legacy"),
+    _Facts("claude-opus-4-6", "opus", 128 * _K, "legacy"),
+    _Facts("claude-sonnet-4-6", "sonnet", 64 * _K, "legacy"),
+    _Facts("claude-haiku-4-5", "haiku", 64 * _K, "legacy", aliases=("claude-haiku-4-5-20251001",)),
+    _Facts("claude-opus-4-5", "opus", 64 * _K, "legacy", aliases=("claude-opus-4-5-20251101",)),
+    _Facts(
         "claude-sonnet-4-5",
-        "Claude Sonnet 4.5",
         "sonnet",
-        200 * _K,
         64 * _K,
-        Rates.standard("3", "15"),
-        long_prompt=LongPromptTier(200_000, Rates.standard("6", "22.50")),
-        status="deprecated",
+        "deprecated",
         aliases=("claude-sonnet-4-5-20250929",),
-        note="1M window in beta; prompts above 200K at $6/$22.50; end of life 2026-11-30",
+        note="1M window in beta (prompts above 200K at the higher tier); end of life 2026-11-30",
     ),
     # --- retired or older: kept so transcripts that used them can be priced -------------------
-    ModelInfo(
+    _Facts(
         "claude-sonnet-4",
-        "Claude Sonnet 4",
         "sonnet",
-        200 * _K,
         64 * _K,
-        Rates.standard("3", "15"),
-        long_prompt=LongPromptTier(200_000, Rates.standard("6", "22.50")),
-        status="retired",
+        "retired",
         aliases=("claude-sonnet-4-0", "claude-sonnet-4-20250514"),
     ),
-    ModelInfo(
-        "claude-opus-4-1",
-        "Claude Opus 4.1",
-        "opus",
-        200 * _K,
-        32 * _K,
-        Rates.standard("15", "75"),
-        status="retired",
-        aliases=("claude-opus-4-1-20250805",),
-    ),
-    ModelInfo(
+    _Facts("claude-opus-4-1", "opus", 32 * _K, "retired", aliases=("claude-opus-4-1-20250805",)),
+    _Facts(
         "claude-opus-4",
-        "Claude Opus 4",
         "opus",
-        200 * _K,
         32 * _K,
-        Rates.standard("15", "75"),
-        status="retired",
+        "retired",
         aliases=("claude-opus-4-0", "claude-opus-4-20250514"),
     ),
-    ModelInfo(
-        "claude-3-7-sonnet",
-        "Claude Sonnet 3.7",
-        "sonnet",
-        200 * _K,
-        64 * _K,
-        Rates.standard("3", "15"),
-        status="retired",
-        aliases=("claude-3-7-sonnet-20250219",),
+    _Facts(
+        "claude-3-7-sonnet", "sonnet", 64 * _K, "retired", aliases=("claude-3-7-sonnet-20250219",)
     ),
-    ModelInfo(
+    _Facts(
         "claude-3-5-sonnet",
-        "Claude Sonnet 3.5",
         "sonnet",
-        200 * _K,
         8 * _K,
-        Rates.standard("3", "15"),
-        status="retired",
+        "retired",
+        "none",
         aliases=("claude-3-5-sonnet-20240620", "claude-3-5-sonnet-20241022"),
-        thinking="none",
     ),
-    ModelInfo(
+    _Facts(
         "claude-3-5-haiku",
-        "Claude Haiku 3.5",
         "haiku",
-        200 * _K,
         8 * _K,
-        Rates.standard("0.80", "4"),
-        status="retired",
+        "retired",
+        "none",
         aliases=("claude-3-5-haiku-20241022",),
-        thinking="none",
     ),
-    ModelInfo(
-        "claude-3-haiku",
-        "Claude Haiku 3",
-        "haiku",
-        200 * _K,
-        4 * _K,
-        Rates(Decimal("0.25"), Decimal("1.25"), Decimal("0.30"), Decimal("0.50"), Decimal("0.03")),
-        status="retired",
-        aliases=("claude-3-haiku-20240307",),
-        thinking="none",
+    _Facts(
+        "claude-3-haiku", "haiku", 4 * _K, "retired", "none", aliases=("claude-3-haiku-20240307",)
     ),
-    ModelInfo(
-        "claude-3-opus",
-        "Claude Opus 3",
-        "opus",
-        200 * _K,
-        4 * _K,
-        Rates.standard("15", "75"),
-        status="retired",
-        aliases=("claude-3-opus-20240229",),
-        thinking="none",
-    ),
+    _Facts("claude-3-opus", "opus", 4 * _K, "retired", "none", aliases=("claude-3-opus-20240229",)),
 )
 
-DEFAULT_SUMMARY_MODEL = "claude-haiku-5-5"
-CURRENT_MODELS: tuple[str, ...] = tuple(m.id for m in MODELS if m.status == "current")
+_OWN: dict[str, _OwnPrices] = {
+    "claude-mythos-5-1": _OwnPrices(
+        "Claude Mythos 5.1", 1_000_000, Rates.standard("10", "50", read="0.025")
+    ),
+    "claude-mythos-5": _OwnPrices("Claude Mythos 5", 1_000_000, Rates.standard("10", "50")),
+    "claude-sonnet-4": _OwnPrices(
+        long_prompt=LongPromptTier(200_000, Rates.standard("6", "22.50"))
+    ),
+}
 
-_BY_NAME: dict[str, ModelInfo] = {}
-for _m in MODELS:
-    for _name in (_m.id, *_m.aliases):
-        _BY_NAME[_name] = _m
+DEFAULT_SUMMARY_MODEL = "claude-haiku-5-5"
+CURRENT_MODELS: tuple[str, ...] = tuple(f.id for f in FACTS if f.status == "current")
+
+_PRICE_FIELDS = {
+    "input": "input_mtok",
+    "output": "output_mtok",
+    "cache_write_5m": "cache_write_mtok",
+    "cache_write_1h": "cache_write_1h_mtok",
+    "cache_read": "cache_read_mtok",
+}
+
+
+def _dataset_prices(model_id: str) -> tuple[str, int, Rates, LongPromptTier | None] | None:
+    """Name, window, rates and long-prompt tier of a Claude model in the bundled dataset."""
+    from genai_prices.data import providers  # ~0.2 s of data: loaded on first use only
+    from genai_prices.types import TieredPrices
+
+    anthropic = next(p for p in providers if p.id == "anthropic")
+    row = anthropic.find_model(model_id)  # the dataset's own id matching, no other provider
+    if row is None:
+        return None
+    as_of = datetime.fromisoformat(PRICES_AS_OF).replace(tzinfo=UTC)
+    prices = row.get_prices(as_of)
+    base: dict[str, Decimal] = {}
+    high: dict[str, Decimal] = {}
+    starts: set[int] = set()
+    for ours, theirs in _PRICE_FIELDS.items():
+        value = getattr(prices, theirs, None)
+        if value is None:
+            raise ValueError(f"{PRICES_SOURCE} has no {theirs} for {row.id}")
+        if isinstance(value, TieredPrices):
+            if len(value.tiers) != 1:
+                raise ValueError(f"{row.id}: {len(value.tiers)} price tiers, ctxlab knows one")
+            starts.add(value.tiers[0].start)
+            base[ours], high[ours] = value.base, value.tiers[0].price
+        else:
+            base[ours] = high[ours] = value
+    if len(starts) > 1:
+        raise ValueError(f"{row.id}: price tiers start at different prompt sizes {starts}")
+    tier = LongPromptTier(starts.pop(), Rates(**high)) if starts else None
+    return row.name or model_id, row.context_window or 0, Rates(**base), tier
+
+
+def _build(facts: _Facts) -> ModelInfo:
+    own = _OWN.get(facts.id, _OwnPrices())
+    found = _dataset_prices(facts.id) if own.rates is None else None
+    if own.rates is not None:
+        name, window, rates, tier = own.name, own.context_window, own.rates, own.long_prompt
+        note = f"not in {PRICES_SOURCE}: ctxlab's own list prices"
+    elif found is None:
+        raise LookupError(f"{PRICES_SOURCE} has no price for {facts.id} and ctxlab has none")
+    else:
+        name, window, rates, tier = found
+        note = ""
+        if own.long_prompt is not None:
+            tier = own.long_prompt
+            note = f"long-prompt tier is ctxlab's own ({PRICES_SOURCE} has none)"
+    return ModelInfo(
+        facts.id,
+        name,
+        facts.family,
+        window,
+        facts.max_output,
+        rates,
+        long_prompt=tier,
+        status=facts.status,
+        thinking=facts.thinking,
+        sampling=facts.sampling,
+        aliases=facts.aliases,
+        note="; ".join(n for n in (facts.note, note) if n),
+    )
+
+
+@cache
+def all_models() -> tuple[ModelInfo, ...]:
+    """Every known Claude model, newest first (built from the dataset on first call)."""
+    return tuple(_build(f) for f in FACTS)
+
+
+@cache
+def _by_name() -> dict[str, ModelInfo]:
+    return {name: m for m in all_models() for name in (m.id, *m.aliases)}
+
 
 # Provider prefixes/suffixes around the same model: "anthropic.claude-opus-4-6-v1",
 # "claude-haiku-5-5[1m]", "claude-3-5-haiku-latest", "claude-opus-4-1@20250805".
@@ -381,16 +307,17 @@ class UnknownModelError(KeyError):
     """No price is known for a model id."""
 
     def __str__(self) -> str:
-        return f"no price known for model {self.args[0]!r} (prices as of {PRICES_AS_OF})"
+        return f"no price known for model {self.args[0]!r} ({PRICES_SOURCE}, as of {PRICES_AS_OF})"
 
 
 def find_model(model: str) -> ModelInfo | None:
-    """The table row for a model id as APIs, transcripts and cloud providers spell it."""
+    """The row for a model id as APIs, transcripts and cloud providers spell it."""
+    by_name = _by_name()
     name = model.strip().lower()
-    if name in _BY_NAME:
-        return _BY_NAME[name]
+    if name in by_name:
+        return by_name[name]
     name = _SUFFIX.sub("", _PREFIX.sub("", name))
-    return _BY_NAME.get(name)
+    return by_name.get(name)
 
 
 def model_info(model: str) -> ModelInfo:

@@ -1,15 +1,24 @@
 from __future__ import annotations
 
+import re
+from datetime import UTC, datetime
 from decimal import Decimal
+from importlib.metadata import version
+from pathlib import Path
 
 import pytest
+from genai_prices import Usage as GpUsage
+from genai_prices import calc_price, data_snapshot
 
 from ctxlab.engine.model import Usage
 from ctxlab.engine.pricing import (
     CURRENT_MODELS,
     DEFAULT_SUMMARY_MODEL,
-    MODELS,
+    PRICES_AS_OF,
+    PRICES_SOURCE,
     UnknownModelError,
+    _by_name,
+    all_models,
     cost,
     cost_breakdown,
     estimate_summary_cost,
@@ -18,6 +27,7 @@ from ctxlab.engine.pricing import (
 )
 
 D = Decimal
+gp_version = version("genai-prices")
 
 
 @pytest.mark.parametrize(
@@ -96,11 +106,11 @@ def test_model_info_unknown_raises_readable() -> None:
 
 
 def test_models_table_is_consistent() -> None:
-    ids = [m.id for m in MODELS]
+    ids = [m.id for m in all_models()]
     assert len(ids) == len(set(ids))
     assert DEFAULT_SUMMARY_MODEL in CURRENT_MODELS
     assert model_info(DEFAULT_SUMMARY_MODEL).family == "haiku"
-    for m in MODELS:
+    for m in all_models():
         assert m.context_window >= 200_000 and 0 < m.max_output <= m.context_window, m.id
         r = m.rates
         assert r.output > r.input > r.cache_read > 0, m.id
@@ -125,3 +135,72 @@ def test_estimate_summary_cost(args: tuple[int, int, int, str], expected: Decima
 def test_estimate_summary_cost_rejects_negative() -> None:
     with pytest.raises(ValueError, match="negative"):
         estimate_summary_cost(-1, 10, 10, "claude-haiku-4-5")
+
+
+# --- the price dataset (genai-prices) ------------------------------------------------------
+
+
+def test_prices_come_from_the_pinned_dataset() -> None:
+    """Bumping the genai-prices pin must come with a look at ``PRICES_AS_OF`` (the day whose
+    rows we price at): this fails until both are updated together."""
+    pyproject = (Path(__file__).parents[2] / "pyproject.toml").read_text()
+    pinned = re.search(r'"genai-prices==([\d.]+)"', pyproject)
+    assert pinned is not None
+    assert PRICES_SOURCE == f"genai-prices {pinned.group(1)}" == f"genai-prices {gp_version}"
+    assert (pinned.group(1), PRICES_AS_OF) == ("0.2.3", "2026-11-10")
+
+
+USAGES = [
+    Usage(1000, 10_000, 2000, 500, 300),
+    Usage(input_uncached=150_000, output=2000),  # above Haiku 5.5's 100K tier
+    Usage(input_uncached=10, cache_read=250_000, cache_write_5m=1000, output=10),  # > 200K
+    Usage(cache_write_1h=1_000_000),
+]
+
+
+@pytest.mark.parametrize("model", [m.id for m in all_models() if not m.note.startswith("not in")])
+def test_cost_agrees_with_the_dataset_calculator(model: str) -> None:
+    """Our arithmetic over the dataset's rates gives what genai-prices itself computes for
+    the same request on ``PRICES_AS_OF`` (its ``Usage`` counts cache tokens inside input).
+    Sonnet 4's own long-prompt tier is the one known difference, so its probe stays ≤ 200K."""
+    as_of = datetime.fromisoformat(PRICES_AS_OF).replace(tzinfo=UTC)
+    for usage in USAGES:
+        if model == "claude-sonnet-4" and usage.prompt_tokens > 200_000:
+            continue
+        theirs = calc_price(
+            GpUsage(
+                input_tokens=usage.prompt_tokens,
+                cache_read_tokens=usage.cache_read,
+                cache_write_tokens=usage.cache_write_5m + usage.cache_write_1h,
+                cache_write_1h_tokens=usage.cache_write_1h,
+                output_tokens=usage.output,
+            ),
+            model,
+            provider_id="anthropic",
+            genai_request_timestamp=as_of,
+        )
+        assert cost(usage, model) == theirs.total_price, usage
+
+
+def test_models_missing_from_the_dataset_say_so() -> None:
+    own = {m.id for m in all_models() if m.note.startswith("not in genai-prices")}
+    assert own == {"claude-mythos-5-1", "claude-mythos-5"}
+    assert model_info("claude-mythos-5-1").rates.cache_read == D("0.25")  # 0.025× of $10
+    assert "long-prompt tier is ctxlab's own" in model_info("claude-sonnet-4").note
+
+
+def test_prices_ignore_an_auto_updated_snapshot() -> None:
+    """``genai_prices.UpdatePrices`` (a network fetch) replaces the snapshot ``calc_price``
+    reads; ctxlab reads the bundled table, so a swapped snapshot changes nothing."""
+    before = model_info("claude-haiku-4-5").rates
+    all_models.cache_clear()
+    _by_name.cache_clear()
+    data_snapshot.set_custom_snapshot(data_snapshot.DataSnapshot([], from_auto_update=True))
+    try:
+        assert model_info("claude-haiku-4-5").rates == before
+        with pytest.raises(LookupError):
+            calc_price(GpUsage(input_tokens=1), "claude-haiku-4-5", provider_id="anthropic")
+    finally:
+        data_snapshot.set_custom_snapshot(None)
+        all_models.cache_clear()
+        _by_name.cache_clear()
