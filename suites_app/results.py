@@ -368,13 +368,18 @@ class TranscriptRow:
 
 def transcript_rows(suite: Suite, index: int, columns: list[MetricColumn]) -> list[TranscriptRow]:
     """The per-transcript table behind one configuration's aggregates."""
-    rows = []
+    return all_transcript_rows(suite, columns).get(index, [])
+
+
+def all_transcript_rows(
+    suite: Suite, columns: list[MetricColumn]
+) -> dict[int, list[TranscriptRow]]:
+    """Every configuration's per-transcript rows, by configuration index (one query)."""
+    rows: dict[int, list[TranscriptRow]] = {}
     for it in _items(suite):
-        if it.config_index != index:
-            continue
         status = it.run.status if it.run is not None else it.status
         summary = it.summary or {}
-        rows.append(
+        rows.setdefault(it.config_index, []).append(
             TranscriptRow(
                 it, transcript_name(it), status, [summary.get(c.key) for c in columns],
                 outlier_reasons(summary, status),

@@ -1,6 +1,7 @@
 """Suite pages: list, new, detail (live progress + results), one configuration's
 per-transcript table; each with its JSON twin (``?format=json``) and, for the results, a
-CSV twin (``?format=csv``), all read from the same page-data object (``results``)."""
+CSV twin (``?format=csv``), all read from the same page-data object (``results``), and the
+results as one self-contained HTML file to share (``?format=report``, ``report.py``)."""
 
 from __future__ import annotations
 
@@ -8,12 +9,13 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils.http import content_disposition_header
 from django.views.decorators.http import require_POST
 
 from ctxlab.http import json_response, wants, wants_json
 from ctxlab.ownership import get_owned_or_404, owned
 
-from . import charts, results, services
+from . import charts, report, results, services
 from .configs import SuiteInputError
 from .forms import GRID_SLOTS, SuiteForm, grid_param_names
 from .models import Suite
@@ -74,6 +76,12 @@ def suite_new(request: HttpRequest) -> HttpResponse:
 @login_required
 def suite_detail(request: HttpRequest, suite_id: int) -> HttpResponse:
     suite = get_owned_or_404(Suite.objects, request.user, pk=suite_id)
+    if wants(request, "report"):  # one self-contained HTML file (suites_app/report.py)
+        response = HttpResponse(report.report_html(suite), content_type="text/html; charset=utf-8")
+        response.headers["Content-Disposition"] = content_disposition_header(
+            True, report.report_filename(suite)
+        )
+        return response
     page = results.build(suite)
     if wants_json(request):
         return json_response(page.as_json())

@@ -1,0 +1,173 @@
+"""The suite report: one HTML file with the leaderboard, the Pareto and heatmap charts,
+every metric as median [quartiles], survival and probe scores, each transcript's runs;
+nothing fetched from anywhere, secrets masked, a hostile title inert. Written by
+``manage.py report --suite`` and served by the suite results page."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.core.management import CommandError, call_command
+from suite_report_testdata import GRID, HOSTILE, LINK_TEXT, MASKED_PREFIX, RAW_KEY, make_suite
+
+from ctxlab.display import number
+from suites_app import report, results
+
+pytestmark = pytest.mark.django_db
+
+# Any attribute or CSS url() that would make the browser fetch something.
+FETCHING = re.compile(
+    r"""(?:\b(?:src|href|action|srcset|poster|data)\s*=\s*["']?\s*(?:https?:)?//)|url\(\s*["']?\s*(?:https?:)?//""",
+    re.I,
+)
+
+
+@pytest.fixture
+def suite(user: Any) -> Any:
+    return make_suite(user)
+
+
+def _markup(text: str) -> str:
+    """The file without the inlined scripts' bodies (plotly.js holds URLs it never fetches)."""
+    return re.sub(r"(<script[^>]*>).*?</script>", r"\1</script>", text, flags=re.S)
+
+
+def _table(text: str, table_id: str) -> str:
+    match = re.search(rf'<table id="{table_id}">(.*?)</table>', text, flags=re.S)
+    assert match is not None, f"no table {table_id}"
+    return match.group(1)
+
+
+def test_report_command_writes_one_self_contained_file(
+    user: Any, suite: Any, tmp_path: Path
+) -> None:
+    out = tmp_path / "suite.html"
+    call_command("report", suite=str(suite.pk), user=user.username, out=str(out))
+    text = out.read_text(encoding="utf-8")
+    markup = _markup(text)
+    assert FETCHING.search(markup) is None, FETCHING.search(markup)
+    assert "<link" not in markup and "@import" not in markup
+    # The only http(s) text outside the scripts is the transcript's own link, as plain text.
+    shown = [m.group(0) for m in re.finditer(r"https?://[^\s<\"']+", markup)]
+    assert shown and all(LINK_TEXT.startswith(u.rstrip("…")) for u in shown), shown
+    assert re.search(r"=\s*[\"']?" + re.escape(LINK_TEXT), markup) is None
+    assert "Plotly" in text and len(text) > 3_000_000  # plotly.js inlined
+    # Two chart data blocks, plotly.js, the draw script: nothing else runs.
+    assert re.findall(r"<script[^>]*>", text) == [
+        '<script type="application/json" id="suite-pareto-figure">',
+        '<script type="application/json" id="suite-heatmap-figure">',
+        "<script>",
+        "<script>",
+    ]
+    for section in ("Leaderboard", "Charts", "Survival and probes", "Every metric, per "
+                    "configuration", "Configurations", "Per transcript"):  # fmt: skip
+        assert f"<h2>{section}</h2>" in text
+    page = results.build(suite)
+    # Leaderboard: every configuration in rank order, each linking its section in the file.
+    ranks = re.findall(r'<tr data-config="(\d+)"', _table(text, "leaderboard"))
+    assert ranks == [str(c.index) for c in page.leaderboard] and len(ranks) == 4
+    for c in page.configs:
+        assert f'id="config-{c.index}"' in text and f'href="#config-{c.index}"' in text
+    # The heatmap table: 2 × 2 cells of the default metric's medians.
+    heat = _table(text, "heatmap-table")
+    assert len(re.findall(r'class="heat-cell"', heat)) == 4
+    assert GRID["max_input_length"].split(",") == re.findall(r'<th class="num">(\d+)</th>', heat)
+    # Median [p25–p75] of every metric per configuration, as the results object has them.
+    aggregates = _table(text, "aggregates")
+    assert len(page.columns) >= 10
+    for column in page.columns:
+        row = re.search(
+            rf"<tr><th [^>]*>{re.escape(column.label)} <span.*?</tr>", aggregates, flags=re.S
+        )
+        assert row is not None, column.key
+        cells = re.findall(r"<td[^>]*>(.*?)</td>", row.group(0))
+        for c, cell in zip(page.configs, cells, strict=True):
+            stat = c.stats.get(column.key)
+            if stat is None:
+                assert cell == "—"
+                continue
+            quartiles = f"[{number(stat.p25)}–{number(stat.p75)}]"
+            assert cell.startswith(f'{number(stat.median)} <span class="muted small quartiles">'
+                                   f"{quartiles}</span>"), (column.key, c.label, cell)  # fmt: skip
+    # One table per transcript, a row per configuration, each run named.
+    sections = re.findall(r'<details class="panel transcript" id="transcript-(\d+)"', text)
+    assert sorted(map(int, sections)) == sorted(
+        set(suite.items.values_list("transcript_id", flat=True))
+    )
+    for item in suite.items.all():
+        assert f"#{item.run_id} done" in text
+    assert 'format: "svg"' in text  # the shell's SVG button beside plotly's PNG
+
+
+def test_secrets_are_masked_and_a_hostile_title_is_inert(suite: Any) -> None:
+    text = report.report_html(suite)
+    markup = _markup(text)
+    assert RAW_KEY not in text and RAW_KEY[:30] not in text
+    assert text.count(MASKED_PREFIX) >= 2  # the suite name and the transcript's title
+    assert "<script>alert" not in text and "<img src=x" not in text
+    assert "<b>bold</b>" not in markup and "&lt;b&gt;bold&lt;/b&gt;" in markup
+    assert "&lt;script&gt;alert(&quot;suite&quot;)&lt;/script&gt;" in markup
+    assert HOSTILE not in text
+
+
+def test_chart_labels_in_the_data_blocks_are_masked(user: Any, suite: Any) -> None:
+    # A configuration label carrying a key (a saved configuration's name could): masked in
+    # the tables and in the Pareto chart's hover texts.
+    suite.configs[0]["label"] = f"mine {RAW_KEY}"
+    suite.save(update_fields=["configs"])
+    text = report.report_html(suite)
+    assert RAW_KEY not in text and RAW_KEY[:30] not in text
+    assert "mine sk-ant…[masked" in text
+
+
+def test_probe_scores_show_where_present(suite: Any) -> None:
+    from judge_app import services as judge_services
+
+    item = suite.items.select_related("run").filter(config_index=0).first()
+    probe_set = judge_services.probe_set(item.run)
+    assert probe_set is not None and (probe_set.offline or {}).get("score") is not None
+    quality = _table(report.report_html(suite), "quality")
+    rows = {
+        m.group(1): m.group(0)
+        for m in re.finditer(r"<tr><th [^>]*>([^<]+?) <span.*?</tr>", quality)
+    }
+    assert "Probe score (offline)" in rows and "Fact survival" in rows
+    cells = re.findall(r"<td[^>]*>(.*?)</td>", rows["Probe score (offline)"])
+    score = number(probe_set.offline["score"])
+    assert cells[0].startswith(score) and cells[1:] == ["—", "—", "—"]  # only that run scored
+
+
+def test_report_command_by_name_and_refusals(
+    user: Any, other_user: Any, suite: Any, tmp_path: Path
+) -> None:
+    out = tmp_path / "x.html"
+    call_command("report", suite=suite.name, user=user.username, output=str(out))
+    assert out.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+    out.unlink()
+    with pytest.raises(CommandError, match="no suite"):
+        call_command("report", suite=str(suite.pk), user=other_user.username, output=str(out))
+    with pytest.raises(CommandError, match="no suite"):
+        call_command("report", suite="99999", user=user.username, output=str(out))
+    with pytest.raises(CommandError, match="--suite: not allowed with argument --runs"):
+        call_command("report", "--runs", "1,2", "--suite", "1", output=str(out))
+    assert not out.exists()
+
+
+def test_results_page_offers_the_report_and_serves_it_as_a_download(
+    user: Any, other_user: Any, suite: Any, client: Any
+) -> None:
+    client.force_login(user)
+    page = client.get(f"/suites/{suite.pk}/").content.decode()
+    assert 'id="download-report" href="?format=report" download>Download report</a>' in page
+    response = client.get(f"/suites/{suite.pk}/?format=report")
+    assert response.status_code == 200 and response["Content-Type"].startswith("text/html")
+    assert response["Content-Disposition"] == (
+        f'attachment; filename="{report.report_filename(suite)}"'
+    )
+    body = response.content.decode()
+    assert '<table id="leaderboard">' in body and RAW_KEY not in body
+    client.force_login(other_user)
+    assert client.get(f"/suites/{suite.pk}/?format=report").status_code == 404
