@@ -18,8 +18,6 @@ from django.utils.safestring import SafeString, mark_safe
 from ctxlab.plots import figure_json
 from ctxlab.staticfinders import plotly_js_path
 
-SHELL_TEMPLATE = "report/shell.html"
-
 
 def inline_script(source: str) -> SafeString:
     """Script text that cannot close its own element early."""
