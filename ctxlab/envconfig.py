@@ -2,6 +2,15 @@
 
 Pure functions, no Django imports, so settings.py stays declarative and the parsing is
 unit-testable. Distributed mode is nothing but different values for these variables.
+
+Kept rather than django-environ / dj-database-url (judged again for the library swaps):
+ctxlab accepts exactly two databases (SQLite, PostgreSQL through psycopg) and two channel
+layers, and refuses everything else at start-up with the variable named and the password
+redacted. dj-database-url would parse ``DATABASE_URL`` in one call but accepts every scheme
+Django knows (a MySQL URL would fail later, at the first query, for want of a driver), so
+the scheme and database-name checks here would stay around it; django-environ's booleans read
+any unknown word as false, where ``env_bool`` refuses ``DJANGO_DEBUG=ture``. What remains is
+``urlsplit`` plus a dict: less code than the wrapper a library would need.
 """
 
 from __future__ import annotations

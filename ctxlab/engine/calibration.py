@@ -5,7 +5,9 @@ between, and the provider reported both prompt sizes. Fitting those deltas as
 
     Δreported ≈ a × Δcl100k + b × Δblocks
 
-(least squares through the origin, pure Python) gives the model's tokens per reference token
+(least squares through the origin, pure Python: ``statistics.linear_regression`` fits one
+regressor, not two, and numpy, which would, is not an engine dependency for a 2×2 solve)
+gives the model's tokens per reference token
 (``a``, tokenizer differences) and its per-block framing overhead (``b``); a constant ``c``
 (system prompt parts and tool definitions the transcript does not show) is the median of
 what remains. Pairs where the request shrank (the original compacted) are skipped, and
@@ -14,6 +16,8 @@ one pass drops pairs whose residual is far outside the rest (median absolute dev
 The error band is the spread of residuals: ``stddev`` and the 5th/50th/95th percentiles,
 for the delta fit and for absolute predictions. ``flag_overflows`` uses it to mark the steps
 where a strategy's own estimate said "fits" but the real request would not have.
+``percentile`` is the linear rule ``statistics.quantiles(method="inclusive")`` uses (checked
+equal), kept because that returns all 99 cut points and, on Python 3.11, refuses one value.
 """
 
 from __future__ import annotations

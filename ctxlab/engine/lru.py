@@ -4,6 +4,13 @@ Bounded by the number of entries and, optionally, by the total length of the key
 the keys are the texts themselves, as in the fact-set memo, the keys are most of the
 memory). Used by the engine's fact memo and the web app's memo of derived run data; the
 embedded worker runs tasks in threads, hence the lock.
+
+Kept rather than ``cachetools.LRUCache`` (judged again for the library swaps): that bounds
+one quantity, weighed from the *value* (``getsizeof(value)``), and is not thread-safe on its
+own; the memos here need two bounds at once (entries and the total weight of the keys or an
+explicit per-entry weight) under a lock, which would mean wrapping every value and keeping
+the entry count beside it: more code than this ``OrderedDict``, and one more dependency for
+the framework-free engine.
 """
 
 from __future__ import annotations
