@@ -1,6 +1,6 @@
 """The saved suite report opens from disk in Chromium with the network cut off and draws
 both charts (the Pareto front and the grid's heatmap; plotly.js inlined, no request leaves
-file://), light and dark; the hostile transcript title stays text, the key masked."""
+file://), light and dark, with no serious axe-core violation; the hostile transcript title stays text, the key masked."""
 
 from __future__ import annotations
 
@@ -16,6 +16,20 @@ from suite_report_testdata import HOSTILE, MASKED_PREFIX, RAW_KEY, make_suite  #
 pytestmark = pytest.mark.django_db
 
 CHARTS = ("suite-pareto", "suite-heatmap")
+AXE = Path(__file__).parent / "vendor" / "axe-core" / "axe.min.js"  # vendored for tests
+
+
+def _serious_axe_violations(page: Any) -> list[tuple[str, list[Any]]]:
+    page.evaluate(AXE.read_text(encoding="utf-8"))
+    result = page.evaluate(
+        """() => axe.run(document, {runOnly: {type: 'tag',
+             values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa']}, resultTypes: ['violations']})"""
+    )
+    return [
+        (v["id"], [n["target"] for n in v["nodes"]][:3])
+        for v in result["violations"]
+        if v["impact"] in ("serious", "critical")
+    ]
 
 
 def _open(page: Any, path: Path) -> list[str]:
@@ -58,6 +72,7 @@ def test_suite_report_opens_from_disk_offline_with_both_charts_drawn(
     assert RAW_KEY not in page.content() and MASKED_PREFIX in body
     assert HOSTILE[:20] in body  # the title's markup shows as text
     assert page.locator("details.transcript img, details.transcript script").count() == 0
+    assert _serious_axe_violations(page) == []
     assert page.errors == []
     screenshot("light")
 
@@ -67,5 +82,6 @@ def test_suite_report_opens_from_disk_offline_with_both_charts_drawn(
         page.wait_for_selector(f"#{chart}[data-plotted=true] .main-svg", timeout=30_000)
     background = page.evaluate("document.getElementById('suite-heatmap')._fullLayout.paper_bgcolor")
     assert background == "#111827"
+    assert _serious_axe_violations(page) == []
     assert page.errors == []
     screenshot("dark")
