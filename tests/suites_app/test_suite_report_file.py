@@ -171,3 +171,53 @@ def test_results_page_offers_the_report_and_serves_it_as_a_download(
     assert '<table id="leaderboard">' in body and RAW_KEY not in body
     client.force_login(other_user)
     assert client.get(f"/suites/{suite.pk}/?format=report").status_code == 404
+
+
+CORPUS = Path(__file__).resolve().parents[1] / "data" / "corpus" / "claude-code"
+
+
+def test_report_of_a_suite_over_real_sessions(user: Any) -> None:
+    """Two real Claude Code sessions × two presets: every transcript's table holds each
+    run's own numbers and the title the lab shows, masked and escaped."""
+    from django.utils.html import escape
+
+    from ctxlab.engine.secrets import mask
+    from replay_app.models import Run
+    from sessions_app import services as session_services
+    from suites_app import configs, services
+
+    transcripts = []
+    for name in (
+        "agentcmd-full-session.jsonl",
+        "agentcmd-06381696-0074-49f8-863e-6ad4fac507f9.jsonl",
+    ):
+        data = (CORPUS / name).read_bytes()
+        outcome = session_services.upload_import(owner=user, name=name, data=data)
+        assert outcome.error is None and outcome.upload is not None, outcome.error
+        transcripts.append(outcome.upload.transcripts.order_by("pk").first())
+    suite = services.suite_create(
+        owner=user, name="corpus", transcripts=transcripts,
+        configs=configs.preset_configs(["qwenpaw", "claude_code"], window=40_000), enqueue=False,
+    )  # fmt: skip
+    services.suite_enqueue(suite)
+    text = report.report_html(suite)
+    page = results.build(suite)
+    assert page.heatmap is None and "<h2>Heatmap" not in text  # no 2-parameter grid
+    assert 'id="suite-pareto-figure"' in text
+    peak = [c.key for c in page.columns].index("peak_strategy")
+    for t in transcripts:
+        section = re.search(
+            rf'<details class="panel transcript" id="transcript-{t.pk}".*?</details>', text, re.S
+        )
+        assert section is not None
+        shown = re.search(r"<summary>Transcript #\d+: (.*?)</summary>", section.group(0))
+        assert shown is not None and shown.group(1).rstrip("…") in escape(mask(t.display_title))
+        rows = re.findall(r"<tr><td><a href=\"#config-\d+\">.*?</tr>", section.group(0))
+        assert len(rows) == 2
+        for item, row in zip(
+            suite.items.filter(transcript=t).order_by("config_index"), rows, strict=True
+        ):
+            run = Run.objects.get(pk=item.run_id)
+            assert run.status == "done" and f"#{run.pk} done" in row
+            cells = re.findall(r'<td class="num[^"]*">(.*?)</td>', row)
+            assert cells[peak].startswith(number(run.metrics["peak_strategy"]))
