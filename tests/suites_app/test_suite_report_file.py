@@ -221,3 +221,24 @@ def test_report_of_a_suite_over_real_sessions(user: Any) -> None:
             assert run.status == "done" and f"#{run.pk} done" in row
             cells = re.findall(r'<td class="num[^"]*">(.*?)</td>', row)
             assert cells[peak].startswith(number(run.metrics["peak_strategy"]))
+
+
+def test_report_of_a_suite_not_yet_run(user: Any) -> None:
+    """Queued runs only: no chart, no metric, still every configuration and transcript."""
+    from suite_testdata import import_chat
+
+    from suites_app import configs, services
+
+    transcripts = [import_chat(user, seed=s, turns=3) for s in (1, 2)]
+    suite = services.suite_create(
+        owner=user, name="later", transcripts=transcripts,
+        configs=configs.preset_configs(["qwenpaw", "codex"], window=30_000), enqueue=False,
+    )  # fmt: skip
+    text = report.report_html(suite)
+    assert "<h2>Charts</h2>" not in text and "-figure" not in _markup(text)
+    assert re.findall(r"<script[^>]*>", text) == ["<script>", "<script>"]
+    assert "0 of 4 runs done" in text
+    assert len(re.findall(r'<tr data-config="\d+"', text)) == 2
+    # Each transcript's row per configuration, and each configuration's run count.
+    assert len(re.findall(r'<td class="mono">[^<]*queued</td>', text)) == 4
+    assert text.count("Runs: 2 queued") == 2
