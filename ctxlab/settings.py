@@ -14,6 +14,7 @@ from pathlib import Path
 from django.core.exceptions import ImproperlyConfigured
 
 from ctxlab import paths
+from ctxlab.embedded_pool import usable_cores
 from ctxlab.envconfig import (
     channel_layers_from_url,
     database_from_url,
@@ -251,6 +252,9 @@ CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CTXLAB_EMBEDDED_WORKER_CONCURRENCY = env_int("CTXLAB_WORKER_CONCURRENCY", 2)
+# Child processes the embedded worker's runs execute in (ctxlab.embedded_pool): threads
+# share one interpreter lock. 0 = runs stay in the worker's threads.
+CTXLAB_EMBEDDED_WORKER_PROCESSES = env_int("CTXLAB_EMBEDDED_WORKER_PROCESSES", usable_cores())
 # A running run silent this long is failed / a live run's heartbeat interval (README).
 CTXLAB_RUN_STALE_SECONDS = env_int("CTXLAB_RUN_STALE_SECONDS", 45)
 CTXLAB_RUN_HEARTBEAT_SECONDS = env_int("CTXLAB_RUN_HEARTBEAT_SECONDS", 15)
