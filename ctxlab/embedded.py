@@ -2,19 +2,26 @@
 
 With the default ``memory://`` broker, producer and consumer must share a process, so
 ``manage.py serve`` starts a thread-pool WorkController on a daemon thread before serving.
+Its threads share one interpreter lock, so the CPU-heavy part of a run goes to a pool of
+child processes (``ctxlab.embedded_pool``, ``CTXLAB_EMBEDDED_WORKER_PROCESSES``, default one
+per core; 0 keeps everything in the threads): a thread hands its run to a child and
+forwards the progress the child sends back (``replay_app.runs.pooled``).
 Nothing starts at import time; tests start one only through the ``celery_worker_embedded``
-fixture.
+fixture (threads only, unless a test starts the pool).
 """
 
 from __future__ import annotations
 
 import logging
+import multiprocessing
 import socket
 import threading
 from typing import Any
 
 from celery._state import _set_task_join_will_block  # type: ignore[attr-defined]  # private
 from celery.worker import WorkController
+
+from ctxlab import embedded_pool
 
 log = logging.getLogger(__name__)
 
@@ -35,9 +42,11 @@ class EmbeddedWorker(WorkController):
 
 
 def start_embedded_worker(
-    *, concurrency: int | None = None, timeout: float = 30.0
+    *, concurrency: int | None = None, processes: int | None = None, timeout: float = 30.0
 ) -> EmbeddedWorker:
-    """Start (once per process) an in-process worker and wait until it consumes tasks."""
+    """Start (once per process) an in-process worker and wait until it consumes tasks;
+    with ``processes`` (default ``CTXLAB_EMBEDDED_WORKER_PROCESSES``) its runs execute in
+    that many child processes, started on first use."""
     global _worker
     with _lock:
         if _worker is not None:
@@ -66,7 +75,14 @@ def start_embedded_worker(
         if not worker.ready.wait(timeout):
             raise RuntimeError(f"embedded Celery worker not ready after {timeout:.0f} s")
         _set_task_join_will_block(False)
-        log.info("embedded Celery worker running (threads, concurrency %d)", concurrency)
+        if processes is None:
+            processes = settings.CTXLAB_EMBEDDED_WORKER_PROCESSES
+        pool = embedded_pool.start(processes) if _can_have_children(settings.DATABASES) else None
+        log.info(
+            "embedded Celery worker running (threads, concurrency %d; %s)",
+            concurrency,
+            f"runs in up to {pool.size} child processes" if pool else "runs in the threads",
+        )
         _worker = worker
         return worker
 
@@ -79,9 +95,24 @@ def stop_embedded_worker() -> None:
             return
         _worker.stop(in_sighandler=False, exitcode=0)
         _worker = None
+        embedded_pool.stop()
         _set_task_join_will_block(False)
 
 
 def embedded_broker(broker_url: str) -> bool:
     """Only an in-memory broker needs the worker inside the web process."""
     return broker_url.startswith("memory://")
+
+
+def _can_have_children(databases: dict[str, Any]) -> bool:
+    """Child processes need a database they can open too (not an in-memory SQLite) and a
+    parent allowed to have children (a daemonic process, e.g. a test server, is not)."""
+    if multiprocessing.current_process().daemon:
+        return False
+    for db in databases.values():
+        name = str(db.get("NAME") or "")
+        if db.get("ENGINE", "").endswith("sqlite3") and (
+            name in ("", ":memory:") or "mode=memory" in name
+        ):
+            return False
+    return True

@@ -13,8 +13,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from replay_app.models import Run, RunAnalysis, RunStatus, StrategyConfig
+from replay_app.runs import pooled
 from replay_app.runs import services as replay_services
-from replay_app.runs.executor import run_execute
 from replay_app.runs.progress import ChannelProgress
 from sessions_app.models import Transcript
 
@@ -56,8 +56,9 @@ def create_run(
 
 
 def execute_run(run: Run, *, live: bool = True) -> Run:
-    """Replay a queued run in this process (the run page gets its live progress too)."""
-    return run_execute(run=run, on_progress=ChannelProgress() if live else None)
+    """Replay a queued run (in the embedded worker's child process when it has them; the
+    run page gets its live progress too)."""
+    return pooled.execute(run, on_progress=ChannelProgress() if live else None)
 
 
 def requeue_run(run: Run) -> bool:

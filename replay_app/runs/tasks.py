@@ -15,13 +15,13 @@ log = logging.getLogger(__name__)
 def execute_run(run_id: int) -> str:
     """Execute one queued run; the outcome (done/failed/cancelled) is stored on the run."""
     from replay_app.models import Run
-    from replay_app.runs import executor
+    from replay_app.runs import pooled
     from replay_app.runs.progress import ChannelProgress
 
     run = Run.objects.filter(pk=run_id).select_related("transcript").first()
     if run is None:
         return "missing"
-    run = executor.run_execute(run=run, on_progress=ChannelProgress())
+    run = pooled.execute(run, on_progress=ChannelProgress())  # a child process, if any
     return str(run.status)
 
 
