@@ -45,8 +45,9 @@ def _embedded_worker_session(django_db_setup: Any, django_db_blocker: Any) -> It
     # a WorkController in the same process is not something Celery promises to support.
     from ctxlab.embedded import start_embedded_worker, stop_embedded_worker
 
+    # Threads only: tests patch code in this process; tests of the process pool start it.
     with django_db_blocker.unblock():
-        worker = start_embedded_worker()
+        worker = start_embedded_worker(processes=0)
     yield worker
     stop_embedded_worker()
 
