@@ -215,6 +215,9 @@ CTXLAB_MAX_REQUEST_BYTES = env_int(
 # Memory (MB) the web process may keep of finished runs' derived values (fate logs,
 # curves, charts) between requests (replay_app/memo.py weighs each one).
 CTXLAB_MEMO_MB = env_int("CTXLAB_MEMO_MB", 256)
+# Processes `manage.py serve` answers GET/HEAD requests from (ctxlab.page_pool); 0 = the
+# serving process answers everything itself.
+CTXLAB_PAGE_PROCESSES = env_int("CTXLAB_PAGE_PROCESSES", usable_cores())
 # Uploads larger than this are streamed to a temp file instead of memory.
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = CTXLAB_MAX_UPLOAD_BYTES
