@@ -37,6 +37,7 @@ _BLOCK_DEFAULTS: tuple[tuple[str, Any], ...] = (
     ("media_type", ""),
     ("size", 0),
     ("raw_type", ""),
+    ("data", ""),
 )
 _USAGE_FIELDS = (
     "input_uncached",

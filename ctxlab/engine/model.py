@@ -27,7 +27,7 @@ class BlockKind(StrEnum):
     THINKING = "thinking"
     TOOL_USE = "tool_use"
     TOOL_RESULT = "tool_result"
-    # image / audio / video / file: only its type and size are kept in `text`-free form
+    # image / audio / video / file: type, size, a URL in `text` or the bytes in `data`
     MEDIA = "media"
     OPAQUE = "opaque"  # encrypted reasoning, server compaction items, unknown payloads: size only
 
@@ -43,7 +43,9 @@ class Block:
       flattened to text), ``parts`` (the original list form when the output was a list of
       blocks), ``is_error``.
     - media: ``media_type`` and ``size`` (bytes of the decoded payload, or of the URL);
-      ``text`` holds a URL when the source referenced one.
+      ``text`` holds a URL when the source referenced one; ``data`` the payload as base64
+      when the source embedded the bytes (kept, never counted: a media block is counted by
+      its kind, size and type, as the originals do).
     - opaque: ``raw_type`` (the source's type name) and ``size`` (bytes); ``text`` may carry
       a short readable description, never the payload.
     ``raw_type`` always records the source's own block type (``redacted_thinking``,
@@ -60,6 +62,7 @@ class Block:
     size: int = 0
     raw_type: str = ""
     parts: tuple[Block, ...] = ()
+    data: str = ""
 
     @property
     def input_json(self) -> str:

@@ -86,7 +86,7 @@ def _conversation(name: str) -> Conversation:
 
 
 # Fields added after the pins were recorded: left out at their default so the pins hold.
-LATER_FIELDS = {("Zones", "unseen"): 0}
+LATER_FIELDS = {("Zones", "unseen"): 0, ("Block", "data"): ""}
 
 
 def _plain(value: Any) -> Any:

@@ -53,6 +53,7 @@ def _media(block: dict[str, Any], kind: str) -> Block:
             media_type=media_type,
             size=base64_size(as_str(source.get("data"))),
             raw_type=kind,
+            data=as_str(source.get("data")),
         )
     if stype == "url":
         url = as_str(source.get("url"))

@@ -8,12 +8,14 @@ field has the wrong type, so only the importers' own ``TranscriptError`` can esc
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import unquote_to_bytes
 
 from ..model import (
     Block,
@@ -91,6 +93,18 @@ def data_url_size(url: str) -> tuple[str, int]:
             return media_type, base64_size(payload)
         return media_type, len(payload.encode())
     return "", len(url.encode())
+
+
+def data_url_base64(url: str) -> str:
+    """The bytes of a ``data:`` URL as base64 (what a media block keeps in ``data``): the
+    payload itself when it is base64 already, else its percent-decoded bytes encoded; ""
+    for any other URL."""
+    if not url.startswith("data:"):
+        return ""
+    head, _, payload = url.partition(",")
+    if ";base64" in head:
+        return payload
+    return base64.b64encode(unquote_to_bytes(payload)).decode("ascii")
 
 
 def opaque(raw_type: str, value: Any, *, text: str = "") -> Block:

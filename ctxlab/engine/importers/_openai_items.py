@@ -20,6 +20,7 @@ from ._kit import (
     as_list,
     as_str,
     base64_size,
+    data_url_base64,
     data_url_size,
     json_size,
     opaque,
@@ -75,7 +76,7 @@ def content_block(part: Any) -> Block:
             text = "" if url.startswith("data:") else url
             return Block(
                 BlockKind.MEDIA, text=text, media_type=media_type or "image", size=size,
-                raw_type=ptype,
+                raw_type=ptype, data=data_url_base64(url),
             )  # fmt: skip
         return Block(BlockKind.MEDIA, media_type="image", size=json_size(p), raw_type=ptype)
     if ptype in {"input_file", "file"}:
@@ -86,12 +87,14 @@ def content_block(part: Any) -> Block:
         return Block(
             BlockKind.MEDIA, text=as_str(f.get("filename")), media_type=media_type or "file",
             size=size, raw_type=ptype,
+            data=data_url_base64(data) if data.startswith("data:") else data,
         )  # fmt: skip
     if ptype in {"input_audio"}:
         audio = as_dict(p.get("input_audio"))
         return Block(
             BlockKind.MEDIA, media_type="audio/" + (as_str(audio.get("format")) or "unknown"),
             size=base64_size(as_str(audio.get("data"))), raw_type=ptype,
+            data=as_str(audio.get("data")),
         )  # fmt: skip
     return opaque(ptype or type(part).__name__, part)
 

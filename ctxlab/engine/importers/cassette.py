@@ -338,6 +338,7 @@ def _gemini_content(content: Any, ids: _GeminiIds, where: SourcePos) -> MessageB
                     media_type=as_str(data.get("mimeType")),
                     size=base64_size(as_str(data.get("data"))),
                     raw_type="inlineData",
+                    data=as_str(data.get("data")),
                 )  # fmt: skip
             )
         else:

@@ -27,7 +27,7 @@ from ..model import (
     Usage,
 )
 from ._common import WarningTally, iter_jsonl, load_json, require_content, short_title
-from ._kit import as_int, title_from
+from ._kit import as_int, base64_size, title_from
 from .openai_chat import _looks_like_jsonl, as_dict, as_list, as_str
 
 FORMAT = "gemini-cli"
@@ -79,8 +79,9 @@ def _part_blocks(parts: Any, warn: WarningTally, where: str) -> list[Block]:
                 Block(
                     BlockKind.MEDIA,
                     media_type=as_str(data.get("mimeType")) or "application/octet-stream",
-                    size=len(as_str(data.get("data"))) * 3 // 4,
+                    size=base64_size(as_str(data.get("data"))),  # padding excluded
                     raw_type="inlineData",
+                    data=as_str(data.get("data")),
                 )
             )
         elif "fileData" in part:

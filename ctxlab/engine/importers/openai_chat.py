@@ -38,7 +38,7 @@ from ._common import (
     require_content,
     short_title,
 )
-from ._kit import as_int
+from ._kit import as_int, data_url_base64
 from ._stream import ConversationStream, StreamedFile
 
 FORMAT = "openai-chat"
@@ -139,7 +139,13 @@ def media_block(url: str, *, default_type: str, raw_type: str) -> Block:
     """A media reference: data URLs keep only type and decoded size, other URLs are kept."""
     if url.startswith("data:"):
         media_type, size = _data_url_size(url)
-        return Block(BlockKind.MEDIA, media_type=media_type, size=size, raw_type=raw_type)
+        return Block(
+            BlockKind.MEDIA,
+            media_type=media_type,
+            size=size,
+            raw_type=raw_type,
+            data=data_url_base64(url),
+        )
     return Block(
         BlockKind.MEDIA,
         text=url,
@@ -184,6 +190,7 @@ def content_blocks(content: Any, warn: WarningTally, where: str) -> list[Block]:
                     media_type=f"audio/{fmt}",
                     size=len(data) * 3 // 4,
                     raw_type=kind,
+                    data=data,
                 )
             )
         elif kind == "file":
@@ -197,6 +204,7 @@ def content_blocks(content: Any, warn: WarningTally, where: str) -> list[Block]:
                     media_type="file",
                     size=len(data) * 3 // 4,
                     raw_type=kind,
+                    data=data_url_base64(data) if data.startswith("data:") else data,
                 )
             )
         else:
