@@ -11,18 +11,29 @@ from django.core.management.base import BaseCommand, CommandParser
 
 from ctxlab.bounded_server import BoundedServer
 from ctxlab.embedded import embedded_broker, start_embedded_worker
+from ctxlab.page_pool import PagePool, PageProxy, default_count
 
 
 class Command(BaseCommand):
     help = (
-        "Run the ASGI dev server (HTTP + websockets). With the memory:// broker a Celery "
-        "worker runs inside this process; otherwise start `celery -A ctxlab.celery worker`."
+        "Run the ASGI server (HTTP + websockets). Page GETs are answered by --page-processes "
+        "processes (default: one per core). With the memory:// broker a Celery worker runs "
+        "inside this process; otherwise start `celery -A ctxlab.celery worker`."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("addrport", nargs="?", default="127.0.0.1:8000")
+        parser.add_argument(
+            "--page-processes",
+            type=int,
+            default=None,
+            help="processes answering GET/HEAD requests (default: CTXLAB_PAGE_PROCESSES or "
+            "one per core; 0: this process answers everything)",
+        )
 
-    def handle(self, *args: Any, addrport: str, **options: Any) -> None:
+    def handle(
+        self, *args: Any, addrport: str, page_processes: int | None = None, **options: Any
+    ) -> None:
         if embedded_broker(settings.CELERY_BROKER_URL):
             start_embedded_worker()
             self.stdout.write("Embedded Celery worker started (in-process, memory:// broker).")
@@ -31,11 +42,28 @@ class Command(BaseCommand):
                 f"Broker {settings.CELERY_BROKER_URL.split('@')[-1]}: "
                 "run `celery -A ctxlab.celery worker` separately."
             )
+        count = default_count() if page_processes is None else max(page_processes, 0)
+        server = _BoundedRunserver()
+        if count:
+            # Websockets, POSTs and the embedded worker stay in this process (in-memory
+            # channel layer and broker); page processes answer GET/HEAD (ctxlab.page_pool).
+            server.pool = PagePool(count)
+            server.pool.start()
+            self.stdout.write(f"{count} page process(es) answer GET/HEAD requests.")
         # The reloader would fork a second process without the worker; memory:// cannot
         # cross processes, so serve from this one. Daphne's runserver, with request bodies
         # streamed to disk and checked before they are read (ctxlab.bounded_server).
-        call_command(_BoundedRunserver(), addrport, use_reloader=False)
+        try:
+            call_command(server, addrport, use_reloader=False)
+        finally:
+            if server.pool is not None:
+                server.pool.stop()
 
 
 class _BoundedRunserver(DaphneRunserver):
     server_cls = BoundedServer
+    pool: PagePool | None = None
+
+    def get_application(self, options: dict[str, Any]) -> Any:
+        application = super().get_application(options)
+        return application if self.pool is None else PageProxy(application, self.pool)
