@@ -294,4 +294,9 @@ def retentions(runs: Sequence[Run]) -> list[dict[str, Any]]:
         return []
     transcript = runs[0].transcript  # load_runs: every run is on this transcript
     shared_index = functools.cache(lambda: FactIndex(transcript.to_conversation().messages))
-    return [with_links(run, lost_analysis.retention(run, fact_index=shared_index)) for run in runs]
+
+    def linked(run: Run) -> dict[str, Any]:
+        return with_links(run, lost_analysis.retention(run, fact_index=shared_index))
+
+    # Finished runs never change: link their ~20,000 lost facts once, not per view.
+    return [memo.cached(run, "retention-links", functools.partial(linked, run)) for run in runs]

@@ -63,6 +63,14 @@ class Row:
         return None if self.data is None else self.data.get(key)
 
     @property
+    def findings_shown(self) -> tuple[dict[str, Any], ...]:
+        return self.findings[:DETAILS_SHOWN]
+
+    @property
+    def drift_shown(self) -> tuple[dict[str, Any], ...]:
+        return self.drift[:DETAILS_SHOWN]
+
+    @property
     def overall(self) -> str:
         share = self.value("survival")
         return "—" if share is None else f"{share * 100:.1f}%"
@@ -101,7 +109,7 @@ def _row(key: str, label: str, run: Run | None, data: dict[str, Any] | None) -> 
             "count": comp.get("drift_count", 0),
             "facts": [
                 {"kind": d["kind"], "value": secrets.mask(d["value"])}
-                for d in comp.get("drift", ())
+                for d in comp.get("drift", ())[:DRIFT_FACTS_SHOWN]
             ],
         }
         for comp in data.get("compactions", ())
@@ -115,6 +123,10 @@ def _row(key: str, label: str, run: Run | None, data: dict[str, Any] | None) -> 
 
 
 COMPACTIONS_SHOWN = 50
+# Findings and drifting compactions listed per run on the pages (the JSON twin has them
+# all): a long run has thousands, ~700 KB of HTML on the five-run compare page.
+DETAILS_SHOWN = 50
+DRIFT_FACTS_SHOWN = 20  # facts listed per drifting compaction
 
 
 def _cells(cats: dict[str, Any]) -> tuple[Cell, ...]:
