@@ -22,7 +22,8 @@ from ctxlab.engine.catalogue import METRICS, best_flags, pathological
 from .configs import fmt
 from .models import Suite, SuiteItem
 from .progress import SuiteProgressData, suite_progress_data
-from .replay_glue import probe_scores
+from .replay_glue import Run, RunStatus, probe_scores
+from .services import summary_row
 
 # The leaderboard's axes: money when the ledger priced the runs, tokens sent otherwise.
 RETENTION_KEY = "retention"
@@ -202,12 +203,33 @@ def _items(suite: Suite) -> list[SuiteItem]:
             "run__status", "transcript__title", "transcript__source_file",
         )
     )  # fmt: skip
+    _fill_unrecorded(items)
     # Probes are scored after a run finished (judge_app): merged in when present.
-    late = probe_scores([it.run_id for it in items if it.run_id and it.status == "done"])
+    late = probe_scores([it.run_id for it in items if it.run_id and _run_done(it)])
     for it in items:
         if it.run_id in late:
             it.summary = {**(it.summary or {}), **late[it.run_id]}
     return items
+
+
+def _run_done(item: SuiteItem) -> bool:
+    return item.run is not None and item.run.status == RunStatus.DONE
+
+
+def _fill_unrecorded(items: list[SuiteItem]) -> None:
+    """Items whose run is done but whose summary row is not recorded yet get it from the
+    run itself. The progress counts the runs' own status, so without this a page fetched
+    in between (a run just committed ``done``, its suite task not yet past ``_record``)
+    would show that run as done with no numbers."""
+    unrecorded = {
+        it.run_id: it
+        for it in items
+        if it.run_id is not None and _run_done(it) and it.status != RunStatus.DONE
+    }
+    if not unrecorded:
+        return
+    for run in Run.objects.filter(pk__in=list(unrecorded), status=RunStatus.DONE).only("metrics"):
+        unrecorded[run.pk].summary = summary_row(run)
 
 
 def transcript_name(item: SuiteItem) -> str:
@@ -227,6 +249,9 @@ def outlier_reasons(summary: dict[str, Any], status: str) -> tuple[str, ...]:
 
 
 def build(suite: Suite) -> SuiteResults:
+    # Progress first, rows after: rows are never older than the progress the page shows
+    # with them (a run that was done then is done in the rows too).
+    progress = suite_progress_data(suite)
     items = _items(suite)
     by_config: dict[int, list[SuiteItem]] = {i: [] for i in range(len(suite.configs))}
     for item in items:
@@ -266,7 +291,7 @@ def build(suite: Suite) -> SuiteResults:
     _rank(results, cost_key)
     return SuiteResults(
         suite,
-        suite_progress_data(suite),
+        progress,
         columns,
         results,
         cost_key,

@@ -211,8 +211,10 @@ def item_execute(item_id: int) -> str:
             continue  # the per-run retry: a new attempt in this task
         break
     _record(item, run)
-    _maybe_finish(suite)
-    SuiteProgress.push(suite, force=_finished(suite))
+    # Forced whenever nothing is left to run, whoever marked the suite finished: the item
+    # recorded last must be heard even if another finishing item pushed a moment ago (the
+    # throttle would drop it, leaving the page's results without this item's numbers).
+    SuiteProgress.push(suite, force=_maybe_finish(suite))
     return str(run.status)
 
 
@@ -245,11 +247,8 @@ def _sync_statuses(suite: Suite) -> None:
             SuiteItem.objects.filter(pk=item.pk).update(status=item.run.status)
 
 
-def _finished(suite: Suite) -> bool:
-    return bool(suite.finished_at)
-
-
-def _maybe_finish(suite: Suite) -> None:
+def _maybe_finish(suite: Suite) -> bool:
+    """Mark the suite finished when no run is left to execute; whether none is."""
     active = suite.items.exclude(run__status__in=glue.TERMINAL).exclude(run=None).exists()
     if not active:
         updated = Suite.objects.filter(pk=suite.pk, finished_at=None).update(
@@ -257,6 +256,7 @@ def _maybe_finish(suite: Suite) -> None:
         )
         if updated:
             suite.refresh_from_db()
+    return not active
 
 
 def suite_state(suite: Suite) -> SuiteProgressData:

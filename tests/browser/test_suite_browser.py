@@ -13,6 +13,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "suites_app"))  # shared test data
 from suite_testdata import import_chat  # noqa: E402
 
+from ctxlab.display import number  # noqa: E402
+
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
@@ -42,13 +44,27 @@ def test_suite_grid_progress_heatmap_leaderboard_and_a_cells_run(
     first_done = int(progress.get_attribute("data-done") or "0")
     assert progress.get_attribute("data-total") == "12"
     assert first_done < 12
+    # The results rendered with the page are partial and say so.
+    assert page.locator("#results").get_attribute("data-finished") == "false"
+    assert page.locator("#results-partial").is_visible()
     # Live: the fragment is swapped over the websocket until every run is done.
     page.wait_for_selector(".suite-progress[data-finished=true]", timeout=180_000)
     assert page.locator(".suite-progress [data-role=done]").inner_text() == "12"
-    # The results section is fetched in place once finished (no reload).
-    page.wait_for_selector("#leaderboard tbody tr[data-config]")
+    # The results section is fetched in place once finished (no reload): the page's own
+    # partial section must not pass for it (it showed Done 0 and no medians).
+    page.wait_for_selector("#results[data-finished=true]")
     screenshot("finished")
+    assert page.locator("#results").get_attribute("data-done") == "12"
+    assert page.locator("#results-partial").count() == 0
     assert page.locator("#leaderboard tbody tr").count() == 4
+    # Every configuration ran on the 3 transcripts, and each has its medians.
+    done = page.locator("#leaderboard tbody td:nth-child(6)").all_inner_texts()
+    assert done == ["3", "3", "3", "3"]
+    shown = page.locator("#leaderboard tbody td:nth-child(4)").all_inner_texts()
+    twin = page.request.get(f"{page.url}?format=json").json()
+    medians = {c["rank"]: c["stats"]["retention"]["median"] for c in twin["configurations"]}
+    assert all(c["stats"]["retention"]["n"] == 3 for c in twin["configurations"])
+    assert shown == [number(medians[rank]) for rank in range(1, 5)]
     assert page.locator("#leaderboard tbody tr.pareto").count() >= 1
     ranks = page.locator("#leaderboard tbody td:first-child").all_inner_texts()
     assert ranks == ["1", "2", "3", "4"]
