@@ -52,6 +52,8 @@ _URL_TAIL = ".,;:!?*'\""
 # letter (checked after matching: inside the pattern it made matching slow).
 _PCH = r"[\w.@+()\[\]-]"
 PATH_RE = re.compile(
+    # the first characters the alternatives can start with (a cheap test at each position)
+    r"(?=[~./\w@+()\[\]-])(?:"
     # absolute or home/dot-relative with at least two segments
     r"(?=[~./])(?<![\w/.:@-])(?:~|\.{1,2})?(?:/" + _PCH + r"+){2,}/?"
     # one segment of at least four characters after a space or quote: /workspace, /tmp2
@@ -62,6 +64,7 @@ PATH_RE = re.compile(
     r"|(?<![\w/.@-])[\w-]+\.(?:py|ipynb|js|mjs|cjs|ts|tsx|jsx|go|rs|java|c|h|cc"
     r"|cpp|hpp|md|json|jsonl|yaml|yml|toml|txt|sh|html|css|scss|sql|rb|php|kt|swift|cfg|ini"
     r"|lock|log|csv|xml|env|vue|svelte|lua|pl|r|m|cs|dart|ex|exs|tf)\b"
+    r")"
 )
 _LETTER = re.compile(r"[A-Za-z_]")
 
@@ -84,10 +87,13 @@ def _path(found: str) -> str:
 # Multi-part names only: a single lowercase word (``title``, ``trim()``) is prose or a
 # built-in far more often than a name a person would miss.
 IDENT_RE = re.compile(
+    # every alternative starts with one of these: most positions fail at the first test
+    r"(?=[A-Za-z0-9_])(?:"
     r"\b(?:[a-z][a-z0-9]*(?:_[a-z0-9]+)+|__[a-z]\w*__|_[a-z0-9]+_[a-z0-9_]+"
     r"|[A-Z][a-z][a-z0-9]*(?:[A-Z][a-z0-9]*)+|[a-z]+[0-9]*(?:[A-Z][a-z0-9]*)+|[A-Z]{2,}(?:_[A-Z0-9]+)+)\b"
     r"|\b(?=[A-Z0-9]*[A-Z])(?=[A-Z0-9]*[0-9])[A-Z0-9]{5,12}\b"  # record codes: HAT170
     r"|(?<![#\w-])(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}(?![\w-])"  # commits
+    r")"
 )
 UNITS = (
     r"ms|µs|us|ns|s|sec|secs|seconds?|mins?|minutes?|h|hrs?|hours?|days?|weeks?|months?|years?"
@@ -117,13 +123,16 @@ NUMBER_RE = re.compile(
 # marks and widening to the line is linear, a "^.*(?:...).*$" pattern is not).
 ERROR_RE = re.compile(
     # each group opens with a lookahead on its first letters: most positions fail at once
+    # (and the whole pattern with their union)
+    r"(?=[EFefpP\d \tTNcPS错失])(?:"
     r"(?<=[a-z])(?=[EF])(?:Error|Exception|Failure)(?::|$)"
     r"|\b(?=[eEfFpP\d])(?:(?:error|ERROR|Error|fatal|FATAL|Fatal|panic|ERR!|FAILED|FAIL|Failed"
     r"|failed)[ \t]*[:!\]]|(?:FAILED|FAIL|ERROR)\b(?= |$)|error [A-Z]+\d+:|error\(s\)"
     r"|Failed (?:Tests?|Suites?)\b|\d+ failed\b|[Ee]xit code [1-9])"
     r"|^[ \t]*Traceback \(most recent call last\)"
     r"|(?=[NcPS错失])(?:No such file or directory|command not found|Permission denied"
-    r"|Segmentation fault|错误|失败)",
+    r"|Segmentation fault|错误|失败)"
+    r")",
     re.MULTILINE,
 )
 # code shown in a tool output ("error: E;", "raise ValueError(...)") is not an error line
@@ -253,12 +262,12 @@ def facts(text: str, *, limit: int | None = None, error_width: int = 200) -> Fac
     kind). No instructions: who wrote a text is not known here (``message_facts``)."""
     text = _normalise(text)
     # a URL cut off by an ellipsis is not an address anyone can use
+    found_urls, rest = _scan(URL_RE, text) if "http" in text else ([], text)
     urls = [
         _clean_url(u)
-        for u in URL_RE.findall(text)
+        for u in found_urls
         if not u.endswith(("...", "…")) and not BOILERPLATE_URL_RE.match(u)
     ]
-    rest = URL_RE.sub(" ", text) if urls or "http" in text else text
     errors = [
         line.strip()[:error_width] for line in _error_lines(rest) if not CODE_LINE_RE.search(line)
     ]
@@ -270,9 +279,11 @@ def facts(text: str, *, limit: int | None = None, error_width: int = 200) -> Fac
         for c in INLINE_COMMAND_RE.findall(rest)
         if not all(arg.startswith("-") for arg in c.split()[1:])
     ]
-    paths = [p for p in map(_path, PATH_RE.findall(rest)) if p and not _is_product_name(p)]
+    # one scan gives the matches and ``PATH_RE.sub(" ", rest)`` (the same matches, cut out)
+    found, cut = _scan(PATH_RE, rest)
+    paths = [p for p in map(_path, found) if p and not _is_product_name(p)]
     # names inside a path or URL are part of that fact, not facts of their own
-    words = PATH_RE.sub(" ", rest) if paths else rest
+    words = cut if paths else rest
     return Facts(
         paths=_unique(paths, limit),
         commands=_unique([c for c in commands if c], limit),
@@ -281,6 +292,23 @@ def facts(text: str, *, limit: int | None = None, error_width: int = 200) -> Fac
         numbers=_unique(NUMBER_RE.findall(words), limit),
         urls=_unique(urls, limit),
     )
+
+
+def _scan(pattern: re.Pattern[str], text: str) -> tuple[list[str], str]:
+    """``(pattern.findall(text), pattern.sub(" ", text))`` from one scan (for a pattern
+    without groups or empty matches: findall's strings are the matches sub replaces)."""
+    found: list[str] = []
+    pieces: list[str] = []
+    last = 0
+    for match in pattern.finditer(text):
+        start, end = match.span()
+        found.append(text[start:end])
+        pieces.append(text[last:start])
+        last = end
+    if not found:
+        return found, text
+    pieces.append(text[last:])
+    return found, " ".join(pieces)
 
 
 def _error_lines(text: str) -> list[str]:
