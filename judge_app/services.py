@@ -29,7 +29,7 @@ from ctxlab.engine.pricing import cost, find_model
 from ctxlab.engine.records import Event, StepRecord, StepTokens, Zones
 from ctxlab.engine.summarizers import SummarizerError
 from replay_app.costs import llm
-from replay_app.models import Run, RunEvent, RunStatus, RunStep
+from replay_app.models import Run, RunStatus, RunStep
 from sessions_app.models import Message as MessageRow
 
 from .models import ClaudeStatus, Probe, ProbeScore, ProbeSet
@@ -62,7 +62,7 @@ def stored_replay(run: Run) -> StoredReplay:
         .order_by("index")
         .values_list("index", "source_index", "context", "summary_seq")
     ]  # fmt: skip
-    events = [e.to_event() for e in RunEvent.objects.filter(run=run).order_by("seq")]
+    events = run.engine_events()  # modified messages read back in one go
     summaries = dict(run.summaries.values_list("seq", "output"))
     messages = run.transcript.to_conversation().messages
     return StoredReplay(messages, steps, events, summaries)

@@ -18,15 +18,21 @@ Storage (grows with steps + events, never with steps x context size):
 - ``RunSummary``: each summariser call with its exact input and output and usage.
 - ``RunFinding``: broken invariants per step.
 - ``RunOffload``: the full text a strategy wrote to a file (path -> text), once per path.
+- ``StoredText`` / ``RunText``: summary inputs, modified message texts and offloaded texts
+  by content hash, each distinct text once, shared by the runs that use it; the parts that
+  are the transcript's own text are references into its messages (``runs.textstore``).
 - ``RunAnalysis``: analyses derived from a finished run (what each compaction lost), one
   row per run, computed off the page request (``retention``; ``survival`` by category).
 - ``OriginalSurvival``: the same survival table for the transcript's own recorded
   compactions (the compare page's "original" pseudo-run), one row per transcript.
 
 Message texts are never copied: the original is ``sessions_app.Message`` (transcript,
-index); ``Run.to_result()`` rebuilds the engine's ``ReplayResult`` for inspection code.
+index), and a summary input, a modified message or an offloaded file points into it
+(``RunSummary.input_parts``, ``changes[].message@``, ``RunOffload.text_parts``; rows
+written before these existed keep their texts inline and are read as they are); ``Run.to_result()`` rebuilds the engine's ``ReplayResult`` for
+inspection code.
 
-The models live in three modules (``runs``, ``rows``, ``derived``); this package re-exports
+The models live in four modules (``runs``, ``rows``, ``derived``, ``texts``); this package re-exports
 them, so ``replay_app.models.Run`` and the app label stay as they were.
 """
 
@@ -50,6 +56,7 @@ from replay_app.models.runs import (
     RunStatus,
     StrategyConfig,
 )
+from replay_app.models.texts import RunText, StoredText
 
 __all__ = [
     "ACTIVE_STATUSES",
@@ -64,6 +71,8 @@ __all__ = [
     "RunStatus",
     "RunStep",
     "RunSummary",
+    "RunText",
+    "StoredText",
     "StrategyConfig",
     "SummaryCache",
     "TokenCountCache",

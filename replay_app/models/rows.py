@@ -130,6 +130,13 @@ class RunEvent(models.Model):
         )
 
     def to_event(self) -> Event:
+        """The engine's event; modified messages stored by reference are read back here (one
+        event at a time: ``Run.engine_events`` reads many at once)."""
+        changes = self.changes
+        if any("message@" in c for c in changes):
+            from replay_app.runs import textstore  # it reads these models
+
+            changes = textstore.resolve_changes(self.run.transcript_id, [changes])[0]
         return Event(
             id=self.seq,
             step=self.step,
@@ -138,7 +145,7 @@ class RunEvent(models.Model):
             tokens_before=self.tokens_before,
             tokens_after=self.tokens_after,
             detail=dict(self.detail),
-            changes=tuple(change_from_dict(c) for c in self.changes),
+            changes=tuple(change_from_dict(c) for c in changes),
             summary_id=self.summary_seq,
         )
 
@@ -151,12 +158,15 @@ class RunEvent(models.Model):
 
 
 class RunSummary(models.Model):
-    """One summariser call: the exact input and the output."""
+    """One summariser call: the exact input and the output. The input is ``input_parts``
+    (``replay_app.runs.textstore``: references into the transcript and stored texts; read it
+    with ``textstore.summary_inputs``); rows written before that keep it in ``input``."""
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="summaries")
     seq = models.PositiveIntegerField()  # SummaryRecord.id
     step = models.PositiveIntegerField()
-    input = models.TextField()
+    input = models.TextField(blank=True)  # older rows only: newer ones use input_parts
+    input_parts = models.JSONField(default=list, blank=True)
     output = models.TextField()
     input_tokens = models.PositiveBigIntegerField(default=0)
     output_tokens = models.PositiveBigIntegerField(default=0)
@@ -186,11 +196,17 @@ class RunSummary(models.Model):
             messages=list(record.messages),
         )
 
-    def to_record(self) -> SummaryRecord:
+    def to_record(self, input_text: str | None = None) -> SummaryRecord:
+        """``input_text``: the resolved input (``textstore.summary_inputs``); by default it
+        is read here."""
+        if input_text is None:
+            from replay_app.runs import textstore  # it reads these models
+
+            input_text = textstore.summary_input(self)
         return SummaryRecord(
             id=self.seq,
             step=self.step,
-            input=self.input,
+            input=input_text,
             output=self.output,
             input_tokens=self.input_tokens,
             output_tokens=self.output_tokens,
@@ -231,11 +247,14 @@ class RunFinding(models.Model):
 
 
 class RunOffload(models.Model):
-    """Full text a strategy offloaded to a file (the notice in context points to ``path``)."""
+    """Full text a strategy offloaded to a file (the notice in context points to ``path``):
+    ``text_parts`` (``replay_app.runs.textstore``, read with ``textstore.offload_texts``);
+    rows written before that keep it in ``text``."""
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="offloads")
     path = models.TextField()
-    text = models.TextField()
+    text = models.TextField(blank=True)  # older rows only: newer ones use text_parts
+    text_parts = models.JSONField(default=list, blank=True)
 
     class Meta:
         ordering = ["run", "id"]

@@ -162,10 +162,12 @@ class Run(models.Model):
 
     # --- back to engine values (for inspection pages) ------------------------------------
     def engine_events(self, *, until_step: int | None = None) -> list[Event]:
+        from replay_app.runs import textstore  # it reads the models
+
         events = self.events.order_by("seq")
         if until_step is not None:
             events = events.filter(step__lte=until_step)
-        return [e.to_event() for e in events]
+        return textstore.engine_events(self.transcript_id, list(events))
 
     def fates_at(self, step: int) -> dict[int, tuple[Change, int]]:
         """Every non-kept fate in force at ``step``: source index -> (change, event seq)."""
@@ -173,6 +175,8 @@ class Run(models.Model):
 
     def to_result(self) -> ReplayResult:
         """The whole stored replay as the engine's ReplayResult (reads every row)."""
+        from replay_app.runs import textstore  # it reads the models
+
         events = self.engine_events()
         by_step: dict[int, list[Event]] = {}
         for event in events:
@@ -185,8 +189,8 @@ class Run(models.Model):
             message_count=self.transcript.message_count,
             steps=[s.to_record() for s in self.steps.order_by("index")],
             events=events,
-            summaries=[s.to_record() for s in self.summaries.order_by("seq")],
+            summaries=textstore.summary_records(self, self.summaries.order_by("seq")),
             findings=[f.to_record() for f in self.findings.order_by("step", "id")],
-            offloads=dict(self.offloads.values_list("path", "text")),
+            offloads=textstore.offload_texts(self),
             metrics=dict(self.metrics),
         )

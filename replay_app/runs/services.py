@@ -31,6 +31,7 @@ from replay_app.models import (
     RunSummary,
     StrategyConfig,
 )
+from replay_app.runs import textstore
 from replay_app.runs.progress import (
     _notify,
 )
@@ -244,3 +245,4 @@ def runs_reap_lost_queued(*, before: Any) -> int:
 def _delete_rows(run: Run) -> None:
     for model in (RunStep, RunEvent, RunSummary, RunFinding, RunOffload):
         model.objects.filter(run=run).delete()
+    textstore.unlink(run)

@@ -15,6 +15,7 @@ from ctxlab.engine import codec
 from ctxlab.engine.lost import message_text as engine_message_text
 from ctxlab.engine.records import Fate, event_brief, in_ranges
 from replay_app.models import Run, RunEvent, RunStatus, RunStep
+from replay_app.runs import textstore
 from replay_app.steps.fatelog import FATES, fate_log
 from replay_app.steps.zone_bar import ZoneSegment, transcript_parts, zone_segments
 from sessions_app.models import Message
@@ -166,9 +167,11 @@ def step_view(
     }
     versions: dict[int, dict[str, Any]] = {}
     if modified_seqs:
-        for seq, changes in RunEvent.objects.filter(run=run, seq__in=modified_seqs).values_list(
-            "seq", "changes"
-        ):
+        stored = list(
+            RunEvent.objects.filter(run=run, seq__in=modified_seqs).values_list("seq", "changes")
+        )
+        resolved = textstore.resolve_changes(run.transcript_id, [c for _, c in stored])
+        for (seq, _), changes in zip(stored, resolved, strict=True):
             for change in changes:
                 i = int(change["index"])
                 if i in fates and fates[i][1] == seq:

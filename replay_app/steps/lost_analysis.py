@@ -20,7 +20,7 @@ from ctxlab.engine.lost import (
 )
 from ctxlab.engine.records import Event, StepRecord, StepTokens, Zones
 from replay_app.memo import cached
-from replay_app.models import Run, RunAnalysis, RunEvent, RunStatus, RunStep
+from replay_app.models import Run, RunAnalysis, RunStatus, RunStep
 
 log = logging.getLogger(__name__)
 
@@ -151,7 +151,7 @@ def _retention(run: Run, fact_index: FactIndex | None) -> dict[str, Any]:
         .order_by("index")
         .values_list("index", "source_index", "context", "summary_seq")
     ]
-    events: list[Event] = [e.to_event() for e in RunEvent.objects.filter(run=run).order_by("seq")]
+    events: list[Event] = run.engine_events()  # modified messages read back in one go
     outputs = dict(run.summaries.values_list("seq", "output"))
     return analyse_parts(
         steps, events, outputs, fact_index.originals, fact_index=fact_index

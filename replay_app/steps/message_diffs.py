@@ -12,6 +12,7 @@ from ctxlab.engine import codec
 from ctxlab.engine.lost import message_text as engine_message_text
 from ctxlab.engine.model import Message as EngineMessage
 from replay_app.models import Run, RunEvent
+from replay_app.runs import textstore
 from replay_app.steps.fatelog import fate_log
 from sessions_app import huge
 from sessions_app.models import Message
@@ -108,8 +109,8 @@ def message_diff(
         event = fates[index][1] if index in fates else None
     change: dict[str, Any] = {}
     if event is not None:
-        changes = RunEvent.objects.filter(run=run, seq=event).values_list("changes", flat=True)
-        for item in next(iter(changes), []):
+        stored = list(RunEvent.objects.filter(run=run, seq=event).values_list("changes", flat=True))
+        for item in next(iter(textstore.resolve_changes(run.transcript_id, stored)), []):
             if int(item["index"]) == index:
                 change = item
     modified = original

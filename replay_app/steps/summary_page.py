@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from replay_app.models import Run, RunSummary
+from replay_app.runs import textstore
 
 
 @dataclass
@@ -39,4 +40,5 @@ def summary_page(run: Run, seq: int) -> SummaryPage:
     summary = RunSummary.objects.filter(run=run, seq=seq).first()
     if summary is None:
         raise LookupError("no such summary")
+    summary.input = textstore.summary_input(summary)  # stored by reference: read back once
     return SummaryPage(run=run, summary=summary)

@@ -18,7 +18,8 @@ from ctxlab.http import int_param as _int
 from ctxlab.http import json_response as _json
 from ctxlab.http import wants as _wants
 from ctxlab.ownership import get_owned_or_404
-from replay_app.models import Run, RunOffload
+from replay_app.models import Run
+from replay_app.runs import textstore
 from replay_app.steps import at_step, lost_analysis, message_diffs, summary_page
 from replay_app.steps.lost_links import with_links
 from sessions_app import huge
@@ -79,7 +80,7 @@ def offload_text(request: HttpRequest, pk: int) -> HttpResponse:
     """The full text a strategy offloaded, as text/plain (never rendered as HTML)."""
     run = _run(request, pk)
     path = request.GET.get("path", "")
-    text = RunOffload.objects.filter(run=run, path=path).values_list("text", flat=True).first()
+    text = textstore.offload_texts(run, [path]).get(path)
     if text is None:
         raise Http404("no such offloaded file")
     response = HttpResponse(text, content_type="text/plain; charset=utf-8")

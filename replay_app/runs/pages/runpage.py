@@ -32,6 +32,7 @@ from ctxlab.engine import records
 from ctxlab.engine.fatelog import FATES_BY_CODE
 from ctxlab.engine.records import Event
 from replay_app.models import Run, RunEvent, RunStatus
+from replay_app.runs import textstore
 from replay_app.steps import fatelog
 
 EVENTS_PER_PAGE = 50
@@ -169,7 +170,9 @@ def events_page(run: Run, *, page: int, kind: str = "") -> EventsPage:
 def event_json(run: Run, events: EventsPage, *, url: str) -> dict[str, Any]:
     """The JSON twin's events: one page with every field (changes included)."""
     seqs = [row.seq for row in events.rows]
-    changes = dict(run.events.filter(seq__in=seqs).values_list("seq", "changes")) if seqs else {}
+    stored = list(run.events.filter(seq__in=seqs).values_list("seq", "changes")) if seqs else []
+    resolved = textstore.resolve_changes(run.transcript_id, [c for _, c in stored])
+    changes = {seq: c for (seq, _), c in zip(stored, resolved, strict=True)}
     current = events.page
 
     def link(number: int) -> str:

@@ -11,6 +11,7 @@ from inspect_helpers import make_run
 from replay_testdata import import_transcript
 
 from ctxlab.engine.records import fates_at
+from ctxlab.engine.replay import run as replay_run
 from replay_app.models import Run, RunEvent, RunOffload, RunStep
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_memo")]
@@ -171,7 +172,10 @@ def test_offload_text_is_plain_text(client: Any, user: Any, qwen_run: Run) -> No
     response = client.get(f"/runs/{qwen_run.pk}/offloads/", {"path": offload.path})
     assert response.status_code == 200
     assert response["Content-Type"].startswith("text/plain")
-    assert response.content.decode() == offload.text
+    # stored by reference into the transcript: the page shows the engine's full text
+    replayed = replay_run(qwen_run.transcript.to_conversation(), "qwenpaw", params=qwen_run.params)
+    assert offload.text == "" and offload.text_parts
+    assert response.content.decode() == replayed.offloads[offload.path]
 
 
 def test_offload_unknown_path_404(client: Any, user: Any, qwen_run: Run) -> None:
@@ -191,7 +195,11 @@ def test_summary_next_to_its_input(client: Any, user: Any, cow_run: Run) -> None
     fragment = client.get(f"/runs/{cow_run.pk}/summaries/{summary.seq}/", **HX).content.decode()
     assert fragment.startswith('<pre class="summary-text summary-input">')
     data = client.get(f"/runs/{cow_run.pk}/summaries/{summary.seq}/?format=json").json()
-    assert data["input"] == summary.input and data["output"] == summary.output
+    # the exact input the engine gave the summariser, though stored by reference
+    replayed = replay_run(cow_run.transcript.to_conversation(), "cowagent", params=cow_run.params)
+    assert data["input"] == replayed.summaries[summary.seq].input
+    assert data["output"] == summary.output
+    assert summary.input == "" and summary.input_parts
 
 
 def test_run_lost_json_has_retention(client: Any, user: Any, cow_run: Run) -> None:

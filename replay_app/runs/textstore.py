@@ -1,0 +1,354 @@
+"""A run's long texts stored once: summary inputs, modified message texts, offloaded files.
+
+A run used to copy them verbatim (up to 19 MB of summary inputs for one 20,000-message
+run), although most of each is the transcript's own text: a summary input renders the
+messages it summarises, a truncated or offloaded text starts with the original. Here each
+such text becomes a list of *pieces*:
+
+- ``"..."``: a short literal, inline (up to ``INLINE_MAX`` characters);
+- ``{"h": key}``: a longer literal, one ``StoredText`` row per distinct text (blake2b-160 of
+  its UTF-8), shared by every run that uses it and linked to each by a ``RunText`` row;
+- ``[message, block, start, end, crc]``: ``source_text(block)[start:end]`` of the
+  transcript's message (its text, or a tool call's input JSON), with the CRC-32 of those
+  characters' UTF-8 so that a message re-imported with other text afterwards is noticed
+  (that part then reads as ``STALE``) instead of shown wrong.
+
+``TextWriter`` turns the rows the worker is about to write into pieces; the readers
+(``summary_inputs``, ``resolve_changes``, ``offload_texts`` ...) turn them back, with one
+query for the stored texts and one for the messages they need. Rows written before this
+existed keep their texts inline (``RunSummary.input``, ``changes[].message``,
+``RunOffload.text``) and are read as they are.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import zlib
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.db.models import ProtectedError
+
+from ctxlab.engine import codec
+from ctxlab.engine.model import Block, BlockKind, Message
+from ctxlab.engine.records import Event, SummaryRecord
+from replay_app.models import Run, RunEvent, RunOffload, RunSummary, RunText, StoredText
+
+log = logging.getLogger(__name__)
+
+INLINE_MAX = 256  # a stored-text key and its link cost ~100 bytes: shorter texts stay inline
+ANCHOR = 64  # a transcript text is looked for by its first ANCHOR characters ...
+WINDOW = 16_384  # ... first within this many characters of where the last one ended
+FAR_SEARCHES = 32  # then in the whole rest, at most this many times per text (misses cost)
+QUERY_CHUNK = 500  # keys / indexes per IN (...) query
+STALE = "[message {index} was re-imported after this run: this part of the text is gone]"
+
+Piece = str | dict[str, str] | list[int]
+
+
+def text_key(text: str) -> str:
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=20).hexdigest()
+
+
+def _crc(text: str) -> int:
+    return zlib.crc32(text.encode("utf-8", "surrogatepass"))
+
+
+def source_text(block: Block) -> str:
+    """The block's text as a summariser or a strategy sees it (a tool call: its input)."""
+    return block.input_json if block.kind == BlockKind.TOOL_USE else block.text
+
+
+def _common_prefix(text: str, at: int, source: str, known: int) -> int:
+    """Length of the longest common prefix of ``text[at:]`` and ``source`` (``known``
+    characters are known to match)."""
+    if text.startswith(source, at):
+        return len(source)
+    lo, hi = known, min(len(source), len(text) - at)
+    while lo < hi:  # text[at:at+lo] == source[:lo]; grow lo by halving the gap
+        mid = (lo + hi + 1) // 2
+        if text[at + lo : at + mid] == source[lo:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+# ---------------------------------------------------------------------------------------
+# Writing
+# ---------------------------------------------------------------------------------------
+
+
+class TextWriter:
+    """Turns a run's rows into pieces before they are written; ``write()`` stores the new
+    texts and links (inside the writer's transaction, before the rows)."""
+
+    def __init__(self, run: Run, messages: Sequence[Message]) -> None:
+        self.run = run
+        self.messages = messages
+        self.pending: dict[str, str] = {}  # key -> text, not yet written
+        self.linked: set[str] = set()  # keys this run links already
+        self.offload_index: dict[str, int] = {}  # offload path -> the message it came from
+
+    def literal(self, pieces: list[Piece], text: str) -> None:
+        if not text:
+            return
+        if len(text) <= INLINE_MAX:
+            pieces.append(text)
+            return
+        key = text_key(text)
+        if key not in self.linked:
+            self.pending[key] = text
+        pieces.append({"h": key})
+
+    def encode(self, text: str, indexes: Iterable[int]) -> list[Piece]:
+        """``text`` as pieces: the texts of the messages ``indexes`` (in that order) where
+        they occur in it, whole or as a prefix, and literals between."""
+        pieces: list[Piece] = []
+        cursor, far = 0, 0
+        count = len(self.messages)
+        for i in indexes:
+            if not 0 <= i < count:
+                continue
+            for j, block in enumerate(self.messages[i].blocks):
+                source = source_text(block)
+                if len(source) < ANCHOR:
+                    continue
+                anchor = source[:ANCHOR]
+                at = text.find(anchor, cursor, cursor + WINDOW + ANCHOR)
+                if at < 0 and far < FAR_SEARCHES:
+                    at = text.find(anchor, cursor)
+                    far += at < 0
+                if at < 0:
+                    continue
+                n = _common_prefix(text, at, source, ANCHOR)
+                self.literal(pieces, text[cursor:at])
+                pieces.append([i, j, 0, n, _crc(source[:n])])
+                cursor = at + n
+        self.literal(pieces, text[cursor:])
+        return pieces
+
+    def summary(self, row: RunSummary) -> None:
+        row.input_parts = self.encode(row.input, row.messages)
+        row.input = ""
+
+    def event(self, row: RunEvent) -> None:
+        for change in row.changes:
+            if change.get("offload_path"):
+                self.offload_index.setdefault(change["offload_path"], int(change["index"]))
+            message = change.pop("message", None)
+            if message is not None:
+                self._blocks(message.get("blocks") or [], int(change["index"]))
+                change["message@"] = message
+
+    def _blocks(self, blocks: list[dict[str, Any]], index: int) -> None:
+        for block in blocks:
+            text = block.get("text")
+            if isinstance(text, str) and len(text) > INLINE_MAX:
+                block["text@"] = self.encode(block.pop("text"), (index,))
+            self._blocks(block.get("parts") or [], index)
+
+    def offloads(self, offloads: Mapping[str, str], written: set[str]) -> list[RunOffload]:
+        rows = []
+        for path, text in offloads.items():
+            if path in written:
+                continue
+            index = self.offload_index.get(path)
+            parts = self.encode(text, () if index is None else (index,))
+            rows.append(RunOffload(run=self.run, path=path, text="", text_parts=parts))
+        return rows
+
+    def write(self) -> None:
+        """Store the texts met since the last call and link them to the run."""
+        if not self.pending:
+            return
+        texts = [
+            StoredText(key=k, text=t, size=len(t.encode("utf-8", "surrogatepass")))
+            for k, t in self.pending.items()
+        ]
+        StoredText.objects.bulk_create(texts, batch_size=200, ignore_conflicts=True)
+        links = [RunText(run=self.run, text_id=k) for k in self.pending]
+        RunText.objects.bulk_create(links, batch_size=500, ignore_conflicts=True)
+        self.linked.update(self.pending)
+        self.pending = {}
+
+
+# ---------------------------------------------------------------------------------------
+# Reading
+# ---------------------------------------------------------------------------------------
+
+
+class _Reader:
+    """Resolves pieces of one transcript's runs: ``need`` them all, then ``text`` each."""
+
+    def __init__(self, transcript_id: int) -> None:
+        self.transcript_id = transcript_id
+        self.keys: set[str] = set()
+        self.indexes: set[int] = set()
+        self.texts: dict[str, str] = {}
+        self.blocks: dict[int, tuple[Block, ...]] = {}
+
+    def need(self, pieces: Iterable[Piece]) -> None:
+        for piece in pieces:
+            if isinstance(piece, dict):
+                self.keys.add(piece["h"])
+            elif isinstance(piece, list):
+                self.indexes.add(int(piece[0]))
+
+    def load(self) -> None:
+        from sessions_app.models import Message as MessageRow
+
+        keys = sorted(self.keys - self.texts.keys())
+        for start in range(0, len(keys), QUERY_CHUNK):
+            chunk = keys[start : start + QUERY_CHUNK]
+            self.texts.update(StoredText.objects.filter(key__in=chunk).values_list("key", "text"))
+        indexes = sorted(self.indexes - self.blocks.keys())
+        for start in range(0, len(indexes), QUERY_CHUNK):
+            rows = MessageRow.objects.filter(
+                transcript_id=self.transcript_id, index__in=indexes[start : start + QUERY_CHUNK]
+            ).values_list("index", "blocks")
+            for index, blocks in rows:
+                self.blocks[index] = codec.blocks_from_list(blocks)
+
+    def text(self, pieces: Iterable[Piece]) -> str:
+        out: list[str] = []
+        for piece in pieces:
+            if isinstance(piece, str):
+                out.append(piece)
+            elif isinstance(piece, dict):
+                out.append(self.texts.get(piece["h"], STALE.format(index="?")))
+            else:
+                out.append(self._slice(*(int(v) for v in piece)))
+        return "".join(out)
+
+    def _slice(self, index: int, block: int, start: int, end: int, crc: int) -> str:
+        blocks = self.blocks.get(index, ())
+        if block < len(blocks):
+            text = source_text(blocks[block])[start:end]
+            if len(text) == end - start and _crc(text) == crc:
+                return text
+        return STALE.format(index=index)
+
+
+def summary_inputs(transcript_id: int, rows: Sequence[RunSummary]) -> dict[int, str]:
+    """Each summary row's exact input by ``seq`` (older rows: their inline ``input``)."""
+    reader = _Reader(transcript_id)
+    for row in rows:
+        reader.need(row.input_parts or [])
+    reader.load()
+    return {row.seq: reader.text(row.input_parts) if row.input_parts else row.input for row in rows}
+
+
+def summary_input(row: RunSummary) -> str:
+    if not row.input_parts:
+        return row.input
+    transcript_id = Run.objects.filter(pk=row.run_id).values_list("transcript_id", flat=True)[0]
+    return summary_inputs(transcript_id, [row])[row.seq]
+
+
+def summary_records(run: Run, rows: Iterable[RunSummary]) -> list[SummaryRecord]:
+    rows = list(rows)
+    inputs = summary_inputs(run.transcript_id, rows)
+    return [row.to_record(inputs[row.seq]) for row in rows]
+
+
+def _message_pieces(blocks: list[dict[str, Any]]) -> Iterable[Piece]:
+    for block in blocks:
+        yield from block.get("text@") or ()
+        yield from _message_pieces(block.get("parts") or [])
+
+
+def _restore(blocks: list[dict[str, Any]], reader: _Reader) -> list[dict[str, Any]]:
+    out = []
+    for block in blocks:
+        block = dict(block)
+        if "text@" in block:
+            block["text"] = reader.text(block.pop("text@"))
+        if block.get("parts"):
+            block["parts"] = _restore(block["parts"], reader)
+        out.append(block)
+    return out
+
+
+def resolve_changes(
+    transcript_id: int, changes_lists: Sequence[Sequence[dict[str, Any]]]
+) -> list[list[dict[str, Any]]]:
+    """Events' ``changes`` lists as they were before storage: each ``message@`` back to
+    the ``message`` (codec JSON) it was. Copies; other changes are returned as they are."""
+    reader = _Reader(transcript_id)
+    for changes in changes_lists:
+        for change in changes:
+            if "message@" in change:
+                reader.need(_message_pieces(change["message@"].get("blocks") or []))
+    reader.load()
+    out = []
+    for changes in changes_lists:
+        resolved = []
+        for change in changes:
+            if "message@" in change:
+                change = dict(change)
+                message = dict(change.pop("message@"))
+                message["blocks"] = _restore(message.get("blocks") or [], reader)
+                change["message"] = message
+            resolved.append(change)
+        out.append(resolved)
+    return out
+
+
+def engine_events(transcript_id: int, rows: Sequence[RunEvent]) -> list[Event]:
+    """The engine's events of these rows, modified messages read back in one go."""
+    resolved = resolve_changes(transcript_id, [row.changes for row in rows])
+    for row, changes in zip(rows, resolved, strict=True):
+        row.changes = changes
+    return [row.to_event() for row in rows]
+
+
+def offload_texts(run: Run, paths: Iterable[str] | None = None) -> dict[str, str]:
+    """Offloaded file path -> full text (only ``paths`` when given)."""
+    rows = RunOffload.objects.filter(run=run)
+    if paths is not None:
+        rows = rows.filter(path__in=list(paths))
+    items = list(rows.order_by("id").values_list("path", "text", "text_parts"))
+    reader = _Reader(run.transcript_id)
+    for _, _, parts in items:
+        reader.need(parts or [])
+    reader.load()
+    return {path: reader.text(parts) if parts else text for path, text, parts in items}
+
+
+# ---------------------------------------------------------------------------------------
+# Deleting: a text goes with the last run that links it
+# ---------------------------------------------------------------------------------------
+
+
+def delete_orphans(keys: Iterable[str]) -> int:
+    """Delete those of ``keys`` no run links any more; returns how many went."""
+    keys = sorted(set(keys))
+    deleted = 0
+    for start in range(0, len(keys), QUERY_CHUNK):
+        chunk = keys[start : start + QUERY_CHUNK]
+        try:
+            with transaction.atomic():
+                count, _ = StoredText.objects.filter(key__in=chunk, links__isnull=True).delete()
+        except (ProtectedError, IntegrityError):  # a run linked one meanwhile: keep them
+            log.info("stored texts relinked while being collected; kept")
+            continue
+        deleted += count
+    return deleted
+
+
+def unlink(run: Run) -> None:
+    """Forget which texts ``run`` used (its rows are being rewritten or deleted)."""
+    keys = list(RunText.objects.filter(run=run).values_list("text_id", flat=True))
+    RunText.objects.filter(run=run).delete()
+    if keys:
+        transaction.on_commit(lambda: delete_orphans(keys))
+
+
+def run_deleting(run: Run) -> None:
+    """Before ``run`` is deleted: its texts that no other run links go after the commit."""
+    keys = list(RunText.objects.filter(run=run).values_list("text_id", flat=True))
+    if keys:
+        transaction.on_commit(lambda: delete_orphans(keys))

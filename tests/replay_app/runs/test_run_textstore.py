@@ -1,0 +1,180 @@
+"""Run texts by content hash (replay_app.runs.textstore): summary inputs, modified message
+texts and offloaded files stored once, read back exactly, kept while a run uses them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from inspect_helpers import make_run
+
+from ctxlab.engine.replay import run as replay_run
+from replay_app.models import Run, RunEvent, RunOffload, RunSummary, RunText, StoredText
+from replay_app.models import change_to_dict as stored_change
+from replay_app.runs import run_size, services, textstore
+from sessions_app.models import Message
+
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_memo")]
+
+
+def _engine(run: Run) -> Any:
+    return replay_run(run.transcript.to_conversation(), run.strategy, params=run.params)
+
+
+def _stored_texts() -> dict[str, str]:
+    return dict(StoredText.objects.values_list("key", "text"))
+
+
+def _changes_with_messages(result: Any) -> dict[tuple[int, int], dict[str, Any]]:
+    return {
+        (event.id, change.index): stored_change(change)
+        for event in result.events
+        for change in event.changes
+        if change.message is not None
+    }
+
+
+@pytest.mark.parametrize("strategy", ["qwenpaw", "cowagent", "copaw"])
+def test_stored_run_reads_back_exactly(user: Any, transcript: Any, strategy: str) -> None:
+    run = make_run(user, transcript, strategy)
+    engine = _engine(run)
+    stored = run.to_result()
+    assert [s.input for s in stored.summaries] == [s.input for s in engine.summaries]
+    assert stored.offloads == dict(engine.offloads)
+    assert _changes_with_messages(stored) == _changes_with_messages(engine)
+    # ... though nothing was copied inline
+    assert not RunSummary.objects.filter(run=run).exclude(input="").exists()
+    assert not RunOffload.objects.filter(run=run).exclude(text="").exists()
+    for changes in RunEvent.objects.filter(run=run).values_list("changes", flat=True):
+        assert all("message" not in c for c in changes)
+
+
+def test_summary_inputs_are_mostly_references(user: Any, transcript: Any) -> None:
+    run = make_run(user, transcript, "copaw")  # it shows the summariser whole tool outputs
+    inputs = sum(len(s.input) for s in _engine(run).summaries)
+    assert inputs > 0
+    refs = [p for parts in run.summaries.values_list("input_parts", flat=True) for p in parts]
+    assert any(isinstance(p, list) for p in refs)  # transcript slices
+    literal = sum(len(p) for p in refs if isinstance(p, str))
+    literal += sum(len(_stored_texts()[p["h"]]) for p in refs if isinstance(p, dict))
+    assert literal < inputs / 2, (literal, inputs)
+
+
+def test_two_runs_store_shared_texts_once(user: Any, transcript: Any) -> None:
+    first = make_run(user, transcript, "qwenpaw")
+    texts = _stored_texts()
+    assert texts  # the summary prompts at least
+    second = make_run(user, transcript, "qwenpaw")
+    assert _stored_texts() == texts  # the same texts: no new row
+    assert set(RunText.objects.filter(run=first).values_list("text_id", flat=True)) == set(texts)
+    assert set(RunText.objects.filter(run=second).values_list("text_id", flat=True)) == set(texts)
+    for key, text in texts.items():
+        assert key == textstore.text_key(text)
+
+
+def test_deleting_one_run_keeps_the_others_texts(
+    user: Any, transcript: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    first = make_run(user, transcript, "cowagent")
+    second = make_run(user, transcript, "cowagent")
+    expected = [s.input for s in _engine(second).summaries]
+    assert expected
+    keys = set(_stored_texts())
+    with django_capture_on_commit_callbacks(execute=True):
+        first.delete()
+    assert set(_stored_texts()) == keys
+    assert [s.input for s in Run.objects.get(pk=second.pk).to_result().summaries] == expected
+    with django_capture_on_commit_callbacks(execute=True):
+        second.delete()
+    assert StoredText.objects.count() == 0 and RunText.objects.count() == 0
+
+
+def test_text_used_by_another_strategy_survives(
+    user: Any, transcript: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    qwen = make_run(user, transcript, "qwenpaw")
+    cow = make_run(user, transcript, "cowagent")
+    cow_keys = set(RunText.objects.filter(run=cow).values_list("text_id", flat=True))
+    assert cow_keys
+    with django_capture_on_commit_callbacks(execute=True):
+        qwen.delete()
+    assert cow_keys <= set(_stored_texts())
+    assert not set(_stored_texts()) - cow_keys  # qwenpaw's own texts went with it
+
+
+def test_retry_unlinks_the_old_attempt(
+    user: Any, transcript: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    run = make_run(user, transcript, "qwenpaw")
+    assert StoredText.objects.exists()
+    with django_capture_on_commit_callbacks(execute=True):
+        services._delete_rows(run)
+    assert RunText.objects.filter(run=run).count() == 0
+    assert StoredText.objects.count() == 0
+
+
+def test_older_rows_with_inline_texts_still_read(user: Any, transcript: Any) -> None:
+    """Rows written before the text store keep their texts inline."""
+    run = make_run(user, transcript, "qwenpaw")
+    engine = _engine(run)
+    for record in engine.summaries:
+        RunSummary.objects.filter(run=run, seq=record.id).update(input=record.input, input_parts=[])
+    for path, text in engine.offloads.items():
+        RunOffload.objects.filter(run=run, path=path).update(text=text, text_parts=[])
+    for event in engine.events:
+        RunEvent.objects.filter(run=run, seq=event.id).update(
+            changes=[stored_change(c) for c in event.changes]
+        )
+    RunText.objects.filter(run=run).delete()
+    StoredText.objects.all().delete()
+    stored = Run.objects.get(pk=run.pk).to_result()
+    assert [s.input for s in stored.summaries] == [s.input for s in engine.summaries]
+    assert stored.offloads == dict(engine.offloads)
+    assert _changes_with_messages(stored) == _changes_with_messages(engine)
+
+
+def test_a_reimported_message_reads_as_gone_not_wrong(user: Any, transcript: Any) -> None:
+    run = make_run(user, transcript, "copaw")
+    summary = run.summaries.order_by("seq").first()
+    assert summary is not None
+    index = next(p[0] for p in summary.input_parts if isinstance(p, list))
+    message = Message.objects.get(transcript=transcript, index=index)
+    message.blocks = [{**b, "text": "rewritten " + b.get("text", "")} for b in message.blocks]
+    message.save()
+    text = textstore.summary_input(RunSummary.objects.get(pk=summary.pk))
+    assert textstore.STALE.format(index=index) in text
+    assert "rewritten " not in text
+
+
+def test_encode_prefix_and_literals(user: Any, transcript: Any) -> None:
+    run = make_run(user, transcript, "cowagent")
+    messages = transcript.to_conversation().messages
+    index, block = next(
+        (i, j)
+        for i, m in enumerate(messages)
+        for j, b in enumerate(m.blocks)
+        if len(textstore.source_text(b)) > 500
+    )
+    source = textstore.source_text(messages[index].blocks[block])
+    writer = textstore.TextWriter(run, messages)
+    note = "\n[truncated: " + "x" * 300 + "]"
+    text = "head " + source[:400] + note
+    parts = writer.encode(text, [index])
+    assert parts[0] == "head "
+    assert parts[1][:4] == [index, block, 0, 400]
+    assert parts[2] == {"h": textstore.text_key(note)}
+    writer.write()
+    reader = textstore._Reader(transcript.pk)
+    reader.need(parts)
+    reader.load()
+    assert reader.text(parts) == text
+
+
+def test_run_size_counts_the_linked_texts(user: Any, transcript: Any) -> None:
+    run = make_run(user, transcript, "cowagent")
+    sizes = run_size.run_bytes_by_table(run)
+    linked = StoredText.objects.filter(links__run=run)
+    expected = sum(len(t.encode()) for t in linked.values_list("text", flat=True))
+    assert sizes["storedtext"] >= expected > 0
+    assert sizes["runstep"] > 0 and sizes["runsummary"] > 0
+    assert run_size.run_bytes(run) == sum(sizes.values())
