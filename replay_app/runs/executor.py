@@ -36,6 +36,7 @@ from replay_app.models import (
     RunSummary,
 )
 from replay_app.runs import survival as run_survival
+from replay_app.runs import textstore
 from replay_app.runs.heartbeat import pulse as heartbeat_pulse
 from replay_app.runs.progress import (
     LATEST_EVENTS,
@@ -135,6 +136,7 @@ def _execute(
     Run.objects.filter(pk=run.pk).update(steps_total=total)
     run.steps_total = total
     writer = _BatchWriter(run, attempt)
+    writer.texts = textstore.TextWriter(run, conversation.messages)
     writer.metered = summarizer if isinstance(summarizer, llm.MeteredSummarizer) else None
     last_flush = time.monotonic()
     with existing_heap_frozen():  # see ctxlab.engine.heap: full collections skip the input
@@ -190,6 +192,7 @@ class _BatchWriter:
         self.events_count = 0
         self.latest: list[EventRow] = []
         self.metered: llm.MeteredSummarizer | None = None
+        self.texts: textstore.TextWriter | None = None  # long texts by reference (set by _execute)
 
     @property
     def pending(self) -> int:
@@ -202,16 +205,24 @@ class _BatchWriter:
         summaries = [RunSummary.from_record(run, s) for s in record.summaries]
         if summaries:
             run_costs.annotate(record, summaries, events, self.metered)
+        if self.texts is not None:
+            for event in events:
+                self.texts.event(event)
+            for summary in summaries:
+                self.texts.summary(summary)
         self.events.extend(events)
         self.summaries.extend(summaries)
         self.findings.extend(RunFinding.from_record(run, f) for f in record.findings)
 
     def flush(self, offloads: Mapping[str, str]) -> None:
-        new_offloads = [
-            RunOffload(run=self.run, path=path, text=text)
-            for path, text in offloads.items()
-            if path not in self.offloaded
-        ]
+        if self.texts is not None:
+            new_offloads = self.texts.offloads(offloads, self.offloaded)
+        else:
+            new_offloads = [
+                RunOffload(run=self.run, path=path, text=text)
+                for path, text in offloads.items()
+                if path not in self.offloaded
+            ]
         steps_done = self.steps_done + len(self.steps)
         events_count = self.events_count + len(self.events)
         with transaction.atomic():
@@ -222,6 +233,8 @@ class _BatchWriter:
                 steps_done=steps_done, events_count=events_count, heartbeat_at=timezone.now()
             ):
                 raise _Stop(cancelled=False)
+            if self.texts is not None:
+                self.texts.write()
             RunStep.objects.bulk_create(self.steps, batch_size=500)
             RunEvent.objects.bulk_create(self.events, batch_size=500)
             RunSummary.objects.bulk_create(self.summaries, batch_size=100)
