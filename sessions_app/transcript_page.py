@@ -12,7 +12,7 @@ from django.urls import reverse
 
 from ctxlab.engine.importers.claude_code import FORKS_AFTER_LINE
 
-from . import charts, conversation, huge
+from . import charts, conversation, huge, media_thumbs
 from .models import Message, Transcript
 from .upload_pages import transcript_summary_json
 
@@ -152,7 +152,10 @@ def _message_json(m: Message, default_file: str) -> dict[str, Any]:
     return {
         "index": m.index,
         "role": m.role,
-        "blocks": huge.clipped_blocks(m.blocks, transcript_id=m.transcript_id, index=m.index),
+        "blocks": [
+            media_thumbs.json_block(b)
+            for b in huge.clipped_blocks(m.blocks, transcript_id=m.transcript_id, index=m.index)
+        ],
         "reference_tokens": m.reference_tokens,
         "source": {
             "file": default_file if m.source_file is None else m.source_file,
@@ -184,7 +187,8 @@ def _display_blocks(m: Message) -> list[dict[str, Any]]:
     """Blocks as the template shows them: codec dicts plus a few display-only facts.
 
     A huge text or tool input shows as its head and tail (``huge_text`` / ``huge_input``:
-    size and the full-text link), never whole."""
+    size and the full-text link), never whole. An image with its bytes is a thumbnail
+    (``image``; a tool result's image parts: ``images``), or says why not (``refused``)."""
     shown = []
     for b, block in enumerate(m.blocks):
         item = dict(block)
@@ -194,6 +198,14 @@ def _display_blocks(m: Message) -> list[dict[str, Any]]:
         item["huge_text"] = huge.clip(item["text"], url)
         if item["huge_text"]:
             item["text"] = item["huge_text"]["head"]
+        if block.get("kind") == "media":
+            _media_display(item, f"m{m.index}-b{b}")
+        elif block.get("kind") == "tool_result" and block.get("parts"):
+            item["images"] = [
+                {**t, "key": f"m{m.index}-b{b}-p{i}"}
+                for i, part in enumerate(block["parts"])
+                if (t := media_thumbs.thumbnail(part))
+            ]
         if block.get("kind") == "tool_use":
             item["input_json"] = huge.field_text(block, "input")
             url = huge.full_text_url(m.transcript_id, m.index, b, "input", None)
@@ -202,6 +214,15 @@ def _display_blocks(m: Message) -> list[dict[str, Any]]:
                 item["input_json"] = item["huge_input"]["head"]
         shown.append(item)
     return shown
+
+
+def _media_display(item: dict[str, Any], key: str) -> None:
+    image = media_thumbs.thumbnail(item)
+    data = item.pop("data", None)
+    item["image"] = None if image is None else {**image, "key": key}
+    if image is None and isinstance(data, str):
+        size = int(item.get("size") or 0)
+        _, item["refused"] = media_thumbs.check(str(item.get("media_type") or ""), data, size)
 
 
 def _search_json(found: dict[str, Any] | None) -> dict[str, Any]:
