@@ -8,10 +8,12 @@ such text becomes a list of *pieces*:
 - ``"..."``: a short literal, inline (up to ``INLINE_MAX`` characters);
 - ``{"h": key}``: a longer literal, one ``StoredText`` row per distinct text (blake2b-160 of
   its UTF-8), shared by every run that uses it and linked to each by a ``RunText`` row;
-- ``[message, block, start, end, crc]``: ``source_text(block)[start:end]`` of the
-  transcript's message (its text, or a tool call's input JSON), with the CRC-32 of those
-  characters' UTF-8 so that a message re-imported with other text afterwards is noticed
-  (that part then reads as ``STALE``) instead of shown wrong.
+- ``[message, block, start, end, crc]`` (``[..., crc, form]`` for another form than 0):
+  ``source_forms(block)[form][start:end]`` of the transcript's message: its text, or a tool
+  call's input as JSON (form 0), a tool call's input as a Python literal (form 1), or
+  form 0 with newlines flattened to spaces (form 2): the ways summarisers print them, with the CRC-32 of those characters' UTF-8 so that a message re-imported with
+  other text afterwards is noticed (that part then reads as ``STALE``) instead of shown
+  wrong.
 
 ``TextWriter`` turns the rows the worker is about to write into pieces; the readers
 (``summary_inputs``, ``resolve_changes``, ``offload_texts`` ...) turn them back, with one
@@ -59,6 +61,17 @@ def _crc(text: str) -> int:
 def source_text(block: Block) -> str:
     """The block's text as a summariser or a strategy sees it (a tool call: its input)."""
     return block.input_json if block.kind == BlockKind.TOOL_USE else block.text
+
+
+def source_forms(block: Block) -> tuple[str, str, str]:
+    """The ways a text of this block is rendered (see the module doc; "" = not this form)."""
+    text = source_text(block)
+    parsed = block.kind == BlockKind.TOOL_USE and not isinstance(block.tool_input, str)
+    return (
+        text,
+        repr(block.tool_input) if parsed else "",
+        text.replace("\n", " ") if "\n" in text else "",
+    )
 
 
 def _common_prefix(text: str, at: int, source: str, known: int) -> int:
@@ -113,19 +126,23 @@ class TextWriter:
             if not 0 <= i < count:
                 continue
             for j, block in enumerate(self.messages[i].blocks):
-                source = source_text(block)
-                if len(source) < ANCHOR:
+                best: tuple[int, int, int, str] | None = None  # (at, -n, form, source)
+                for form, source in enumerate(source_forms(block)):
+                    if len(source) < ANCHOR:
+                        continue
+                    anchor = source[:ANCHOR]
+                    at = text.find(anchor, cursor, cursor + WINDOW + ANCHOR)
+                    if at < 0 and far < FAR_SEARCHES:
+                        at = text.find(anchor, cursor)
+                        far += at < 0
+                    if at >= 0:
+                        found = (at, -_common_prefix(text, at, source, ANCHOR), form, source)
+                        best = found if best is None else min(best, found)
+                if best is None:
                     continue
-                anchor = source[:ANCHOR]
-                at = text.find(anchor, cursor, cursor + WINDOW + ANCHOR)
-                if at < 0 and far < FAR_SEARCHES:
-                    at = text.find(anchor, cursor)
-                    far += at < 0
-                if at < 0:
-                    continue
-                n = _common_prefix(text, at, source, ANCHOR)
+                at, n, form, source = best[0], -best[1], best[2], best[3]
                 self.literal(pieces, text[cursor:at])
-                pieces.append([i, j, 0, n, _crc(source[:n])])
+                pieces.append([i, j, 0, n, _crc(source[:n])] + ([form] if form else []))
                 cursor = at + n
         self.literal(pieces, text[cursor:])
         return pieces
@@ -223,10 +240,11 @@ class _Reader:
                 out.append(self._slice(*(int(v) for v in piece)))
         return "".join(out)
 
-    def _slice(self, index: int, block: int, start: int, end: int, crc: int) -> str:
+    def _slice(self, index: int, block: int, start: int, end: int, crc: int, form: int = 0) -> str:
         blocks = self.blocks.get(index, ())
-        if block < len(blocks):
-            text = source_text(blocks[block])[start:end]
+        forms = source_forms(blocks[block]) if block < len(blocks) else ()
+        if form < len(forms):
+            text = forms[form][start:end]
             if len(text) == end - start and _crc(text) == crc:
                 return text
         return STALE.format(index=index)

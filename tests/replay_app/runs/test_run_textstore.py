@@ -8,6 +8,8 @@ from typing import Any
 import pytest
 from inspect_helpers import make_run
 
+from ctxlab.engine.model import Block, BlockKind, Role
+from ctxlab.engine.model import Message as EngineMessage
 from ctxlab.engine.replay import run as replay_run
 from replay_app.models import Run, RunEvent, RunOffload, RunSummary, RunText, StoredText
 from replay_app.models import change_to_dict as stored_change
@@ -178,3 +180,24 @@ def test_run_size_counts_the_linked_texts(user: Any, transcript: Any) -> None:
     assert sizes["storedtext"] >= expected > 0
     assert sizes["runstep"] > 0 and sizes["runsummary"] > 0
     assert run_size.run_bytes(run) == sum(sizes.values())
+
+
+def test_encode_other_forms_of_a_tool_call(user: Any, transcript: Any) -> None:
+    """A tool call printed as a Python literal, a text with its newlines flattened."""
+    run = make_run(user, transcript, "cowagent")
+    call = Block(BlockKind.TOOL_USE, tool_id="c1", tool_name="Write",
+                 tool_input={"file_path": "/srv/a.py", "content": "x = 1\n" * 40})  # fmt: skip
+    result = Block(BlockKind.TOOL_RESULT, tool_id="c1", text="line\n" * 40)
+    messages = (EngineMessage(Role.ASSISTANT, (call,)), EngineMessage(Role.TOOL, (result,)))
+    writer = textstore.TextWriter(run, messages)
+    text = f"[tool_call Write] {call.tool_input!r}\n[tool] {result.text.replace(chr(10), ' ')}"
+    parts = writer.encode(text, [0, 1])
+    literal = repr(call.tool_input)
+    flat = result.text.replace("\n", " ")
+    assert parts == [
+        "[tool_call Write] ", [0, 0, 0, len(literal), textstore._crc(literal), 1],
+        "\n[tool] ", [1, 0, 0, len(flat), textstore._crc(flat), 2],
+    ]  # fmt: skip
+    reader = textstore._Reader(transcript.pk)
+    reader.blocks = {0: (call,), 1: (result,)}
+    assert reader.text(parts) == text
