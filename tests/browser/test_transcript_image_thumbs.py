@@ -16,7 +16,18 @@ from tests.engine.importers.tiny_images import SVG_B64, tiny_png
 pytestmark = pytest.mark.django_db(transaction=True)
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "corpus"
+AXE = Path(__file__).parent / "vendor" / "axe-core" / "axe.min.js"
 CODEX = "agentcmd-rollout-2025-09-24T20-12-23-01997ea4-a70d-7da3-8c20-c736db82a7c5.jsonl"
+
+
+def _serious_axe_violations(page: Any) -> list[str]:
+    if not page.evaluate("typeof window.axe !== 'undefined'"):
+        page.evaluate(AXE.read_text(encoding="utf-8"))  # devtools evaluate: not subject to CSP
+    result = page.evaluate(
+        """() => axe.run(document, {runOnly: {type: 'tag',
+             values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa']}, resultTypes: ['violations']})"""
+    )
+    return [v["id"] for v in result["violations"] if v["impact"] in ("serious", "critical")]
 
 
 def _import(owner: Any, name: str, data: bytes) -> Transcript:
@@ -55,6 +66,7 @@ def test_thumbnails_open_full_size_and_svg_stays_text(
     assert page.locator("main img[src^='data:image/svg'], main svg image").count() == 0
     assert "not shown: image/svg+xml" in page.locator("main").inner_text()
     screenshot("thumbnails")
+    assert _serious_axe_violations(page) == []
 
     thumb.click()
     page.wait_for_function("location.hash.startsWith('#img-')")
@@ -62,6 +74,7 @@ def test_thumbnails_open_full_size_and_svg_stays_text(
     assert figure.evaluate("el => getComputedStyle(el).position") == "fixed"
     assert thumb.evaluate("el => el.clientWidth") == 600  # full size (border aside)
     screenshot("full-size")
+    assert _serious_axe_violations(page) == []  # the caption and "close" readable over the image
     page.locator(".media-thumb .media-close").first.click()
     page.wait_for_function("location.hash === '#m0'")
     assert figure.evaluate("el => getComputedStyle(el).position") != "fixed"
