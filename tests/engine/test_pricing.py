@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from datetime import UTC, datetime
 from decimal import Decimal
 from importlib.metadata import version
@@ -204,3 +206,26 @@ def test_prices_ignore_an_auto_updated_snapshot() -> None:
         data_snapshot.set_custom_snapshot(None)
         all_models.cache_clear()
         _by_name.cache_clear()
+
+
+def test_prices_load_with_the_network_refused() -> None:
+    """A fresh interpreter whose sockets refuse to connect still prices every model: the
+    dataset is read from the installed package, nothing is fetched."""
+    code = (
+        "import socket\n"
+        "def refuse(*a, **k): raise OSError('network used')\n"
+        "socket.socket.connect = refuse\n"
+        "socket.create_connection = refuse\n"
+        "from ctxlab.engine.pricing import all_models, cost\n"
+        "from ctxlab.engine.model import Usage\n"
+        "print(len(all_models()), float(cost(Usage(output=1_000_000), 'claude-haiku-5-5')))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-I", "-c", code],
+        cwd=Path(__file__).parents[2],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [str(len(all_models())), "0.5"]
