@@ -30,11 +30,19 @@ import traceback
 from collections.abc import Callable, Mapping
 from copy import deepcopy
 from multiprocessing.connection import Connection, wait
+from pathlib import Path
 from typing import Any
 
 log = logging.getLogger(__name__)
 
 START_TIMEOUT = 120.0  # Django setup in a fresh interpreter, on a busy machine
+# A child this big after a call is retired (a new one starts on the next call): the
+# memory of one huge run goes back to the system instead of staying with the child.
+RETIRE_RSS_MB = 1024
+
+
+class PoolClosed(RuntimeError):
+    """The pool was shut down before the call reached a child (nothing ran)."""
 
 
 class ChildExited(RuntimeError):
@@ -69,14 +77,15 @@ def describe_exit(exitcode: int | None) -> str:
 class _Child:
     """One child process and the parent's end of its pipe."""
 
-    def __init__(self, databases: Mapping[str, Any]) -> None:
+    def __init__(self, databases: Mapping[str, Any], retire_rss_mb: float) -> None:
         context = multiprocessing.get_context("spawn")
         self.conn, child_conn = context.Pipe()
         self.busy = False
+        self.retiring = False  # it said it exits after this call (see RETIRE_RSS_MB)
         settings_module = os.environ.get("DJANGO_SETTINGS_MODULE", "ctxlab.settings")
         self.process = context.Process(
             target=_child_main,
-            args=(child_conn, settings_module, dict(databases)),
+            args=(child_conn, settings_module, dict(databases), retire_rss_mb),
             name="ctxlab-run-process",
             daemon=True,  # multiprocessing ends it when the parent exits normally
         )
@@ -88,7 +97,7 @@ class _Child:
         ready = wait([self.conn, self.process.sentinel], timeout=START_TIMEOUT)
         if not ready:
             self.close()
-            raise RuntimeError(f"worker process not ready after {START_TIMEOUT:.0f} s")
+            raise ChildError(f"worker process not ready after {START_TIMEOUT:.0f} s", "")
         try:
             kind, payload = self.conn.recv()
         except (EOFError, OSError):
@@ -113,20 +122,26 @@ class _Child:
             self.busy = False
 
     def _call(self, target: str, args: tuple[Any, ...], on_message: Callable[[Any], None]) -> Any:
-        self.conn.send(("call", target, args))
+        try:
+            self.conn.send(("call", target, args))
+        except (OSError, ValueError):  # its end of the pipe is gone: it died while idle
+            self.process.join(5)
+            raise ChildExited(self.process.exitcode) from None
         while True:
-            wait([self.conn, self.process.sentinel])
-            # Messages sent just before an exit are still in the pipe: read them first.
-            if not self.conn.poll():
+            try:
+                wait([self.conn, self.process.sentinel])
+                # Messages sent just before an exit are still in the pipe: read them first.
+                message = self.conn.recv() if self.conn.poll() else None
+            except (EOFError, OSError, ValueError):  # closed, or the pool shut it down
+                message = None
+            if message is None:
                 self.process.join(5)
                 raise ChildExited(self.process.exitcode)
-            try:
-                kind, payload = self.conn.recv()
-            except (EOFError, OSError):
-                self.process.join(5)
-                raise ChildExited(self.process.exitcode) from None
+            kind, payload = message
             if kind == "message":
                 on_message(payload)
+            elif kind == "retiring":
+                self.retiring = True
             elif kind == "result":
                 return payload
             elif kind == "error":
@@ -134,6 +149,9 @@ class _Child:
 
     def close(self) -> None:
         self.conn.close()
+        self.stop()
+
+    def stop(self) -> None:
         if self.process.is_alive():
             self.process.terminate()
         self.process.join(10)
@@ -145,14 +163,20 @@ class _Child:
 class ProcessPool:
     """``size`` lazily started child processes, lent to one calling thread at a time."""
 
-    def __init__(self, size: int, *, databases: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        size: int,
+        *,
+        databases: Mapping[str, Any] | None = None,
+        retire_rss_mb: float = RETIRE_RSS_MB,
+    ) -> None:
         if size < 1:
             raise ValueError(f"a process pool needs at least one process, not {size}")
         if databases is None:
             from django.conf import settings
 
             databases = settings.DATABASES
-        self.size = size
+        self.size, self.retire_rss_mb = size, retire_rss_mb
         self.databases = deepcopy(dict(databases))
         self._slots: queue.LifoQueue[_Child | None] = queue.LifoQueue()
         for _ in range(size):
@@ -168,15 +192,20 @@ class ProcessPool:
         child = self._slots.get()
         try:
             if self._closed:
-                raise RuntimeError("the process pool is shut down")
+                raise PoolClosed("the process pool is shut down")
             if child is None or not child.alive():
                 child = self._replace(child)
             try:
-                return child.call(target, args, on_message)
+                result = child.call(target, args, on_message)
             except ChildExited:
                 self._forget(child)
                 child = None
                 raise
+            if child.retiring:
+                log.info("worker process %s retired (over %s MB)", child.pid, self.retire_rss_mb)
+                self._forget(child)
+                child = None
+            return result
         finally:
             self._slots.put(child)
 
@@ -206,12 +235,15 @@ class ProcessPool:
         with self._lock:
             children, self._children = list(self._children), set()
         for child in children:
-            child.close()
+            if child.busy:  # its caller sees it exit (ChildExited) and closes the pipe
+                child.stop()
+            else:
+                child.close()
 
     def _replace(self, old: _Child | None) -> _Child:
         if old is not None:
             self._forget(old)
-        child = _Child(self.databases)
+        child = _Child(self.databases, self.retire_rss_mb)
         with self._lock:
             self._children.add(child)
         log.info("worker process %s started", child.pid)
@@ -228,17 +260,21 @@ class ProcessPool:
 # ---------------------------------------------------------------------------------------
 
 
-def _child_main(conn: Connection, settings_module: str, databases: dict[str, Any]) -> None:
+def _child_main(
+    conn: Connection,
+    settings_module: str,
+    databases: dict[str, Any],
+    retire_rss_mb: float = RETIRE_RSS_MB,
+) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle
     _exit_with_parent()
     try:
         os.environ["DJANGO_SETTINGS_MODULE"] = settings_module
-        from django.conf import settings
-
-        settings.DATABASES = databases  # before any connection: the parent's test database
+        _use_databases(databases)
         import django
 
         django.setup()
+        _check_databases(databases)
     except BaseException as exc:  # noqa: BLE001 - reported to the parent, then exit
         conn.send(("error", (f"{type(exc).__name__}: {exc}", traceback.format_exc())))
         return
@@ -264,8 +300,46 @@ def _child_main(conn: Connection, settings_module: str, databases: dict[str, Any
             )
         else:
             reply = ("result", result)
+        retire = _rss_mb() > retire_rss_mb
         with lock:
+            if retire:
+                conn.send(("retiring", None))
             conn.send(reply)
+        if retire:
+            return
+
+
+def _use_databases(databases: dict[str, Any]) -> None:
+    """The parent's database settings as they are now (a test database included), even
+    when the parent's main module, imported again here by ``spawn``, set Django up."""
+    from asgiref.local import Local
+    from django.conf import settings
+    from django.db import connections
+
+    settings.DATABASES = databases
+    if "settings" in vars(connections):  # read before us: forget those connections
+        connections.close_all()
+        del connections.settings
+        connections._settings = None  # type: ignore[attr-defined]  # as at its creation
+        connections._connections = Local(connections.thread_critical)  # type: ignore[attr-defined]
+
+
+def _check_databases(databases: dict[str, Any]) -> None:
+    from django.db import connections
+
+    for alias, wanted in databases.items():
+        name = connections[alias].settings_dict["NAME"]
+        if str(name) != str(wanted.get("NAME")):
+            raise RuntimeError(f"database {alias!r} is {name!r} here, not {wanted.get('NAME')!r}")
+
+
+def _rss_mb() -> float:
+    """This process's resident memory now (Linux; 0 where /proc is missing)."""
+    try:
+        pages = int(Path("/proc/self/statm").read_text().split()[1])
+    except (OSError, ValueError, IndexError):
+        return 0.0
+    return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
 def _resolve(target: str) -> Callable[..., Any]:

@@ -49,6 +49,8 @@ def execute(run: Run, *, on_progress: ProgressSink | None = None) -> Run:
 
     try:
         pool.call(CHILD_TARGET, run.pk, on_message=forward)
+    except embedded_pool.PoolClosed:  # stopped meanwhile (tests, bench): nothing ran yet
+        return executor.run_execute(run=run, on_progress=on_progress)
     except (embedded_pool.ChildExited, embedded_pool.ChildError) as exc:
         _fail(run, attempt, exc, on_progress)
     run.refresh_from_db()

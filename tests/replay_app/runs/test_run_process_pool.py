@@ -192,3 +192,28 @@ def test_child_exit_is_described_in_words() -> None:
     assert "SIGKILL" in embedded_pool.describe_exit(-signal.SIGKILL)
     assert "memory" in embedded_pool.describe_exit(-signal.SIGKILL)
     assert embedded_pool.describe_exit(3) == "exit code 3"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_pool_keeps_its_child_reports_errors_and_retires_big_ones() -> None:
+    pool = embedded_pool.ProcessPool(1)
+    try:
+        assert pool.call(pooled.CHILD_TARGET, -1) == "missing"  # no such run
+        (pid,) = pool.pids()
+        with pytest.raises(embedded_pool.ChildError, match="expected a number") as raised:
+            pool.call(pooled.CHILD_TARGET, "not-a-run-id")
+        assert "Traceback" in raised.value.remote_traceback
+        assert pool.call(pooled.CHILD_TARGET, -1) == "missing"
+        assert pool.pids() == [pid]  # an error in the call leaves the child running
+    finally:
+        pool.shutdown()
+    with pytest.raises(embedded_pool.PoolClosed):
+        pool.call(pooled.CHILD_TARGET, -1)
+
+    small = embedded_pool.ProcessPool(1, retire_rss_mb=0)  # every child is "too big"
+    try:
+        assert small.call(pooled.CHILD_TARGET, -1) == "missing"
+        assert small.pids() == []  # retired once its call answered
+        assert small.call(pooled.CHILD_TARGET, -1) == "missing"  # a new child took over
+    finally:
+        small.shutdown()
