@@ -109,6 +109,7 @@ SLOW_MODULES = frozenset(
         "test_perf_golden_baseagent.py",
         "test_perf_golden_counts.py",
         "test_qwen_fast.py",  # every corpus text and code point
+        "test_run_process_pool.py",  # starts child processes, kills one mid-run
         "test_secrets_prefilter.py",  # prefilter vs exhaustive scan, corpus-wide
         "test_share_wheel.py",  # builds and installs the wheel
         "test_streamed_import.py",  # streamed vs whole-file parse, corpus-wide
