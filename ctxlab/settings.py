@@ -254,9 +254,9 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
-CTXLAB_EMBEDDED_WORKER_CONCURRENCY = env_int("CTXLAB_WORKER_CONCURRENCY", 2)
-# Child processes the embedded worker's runs execute in (ctxlab.embedded_pool): threads
-# share one interpreter lock. 0 = runs stay in the worker's threads.
+# Runs at once in the embedded worker (its threads), and the child processes they execute
+# in (ctxlab.embedded_pool): threads share one interpreter lock. 0 = runs stay in threads.
+CTXLAB_EMBEDDED_WORKER_CONCURRENCY = env_int("CTXLAB_WORKER_CONCURRENCY", max(2, usable_cores()))
 CTXLAB_EMBEDDED_WORKER_PROCESSES = env_int("CTXLAB_EMBEDDED_WORKER_PROCESSES", usable_cores())
 # A running run silent this long is failed / a live run's heartbeat interval (README).
 CTXLAB_RUN_STALE_SECONDS = env_int("CTXLAB_RUN_STALE_SECONDS", 45)
