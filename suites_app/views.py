@@ -9,10 +9,12 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.utils.http import content_disposition_header
 from django.views.decorators.http import require_POST
+from django_htmx.http import HttpResponseClientRedirect
 
-from ctxlab.http import json_response, wants, wants_json
+from ctxlab.http import HtmxHttpRequest, json_response, wants, wants_json
 from ctxlab.ownership import get_owned_or_404, owned
 
 from . import charts, report, results, services
@@ -147,17 +149,24 @@ def suite_compare(request: HttpRequest, suite_id: int, transcript_id: int) -> Ht
 
 @login_required
 @require_POST
-def suite_cancel(request: HttpRequest, suite_id: int) -> HttpResponse:
+def suite_cancel(request: HtmxHttpRequest, suite_id: int) -> HttpResponse:
     suite = get_owned_or_404(Suite.objects, request.user, pk=suite_id)
     count = services.suite_cancel(suite=suite)
     messages.info(request, f"Suite cancelled: {count} queued run(s) will not start.")
-    return redirect("suite-detail", suite.pk)
+    return _back_to_suite(request, suite)
 
 
 @login_required
 @require_POST
-def suite_resume(request: HttpRequest, suite_id: int) -> HttpResponse:
+def suite_resume(request: HtmxHttpRequest, suite_id: int) -> HttpResponse:
     suite = get_owned_or_404(Suite.objects, request.user, pk=suite_id)
     count = services.suite_resume(suite=suite)
     messages.info(request, f"Resumed: {count} run(s) queued; finished runs are kept.")
+    return _back_to_suite(request, suite)
+
+
+def _back_to_suite(request: HtmxHttpRequest, suite: Suite) -> HttpResponse:
+    # From the live fragment's hx-post: the whole page loads again (with the message).
+    if request.htmx:
+        return HttpResponseClientRedirect(reverse("suite-detail", args=[suite.pk]))
     return redirect("suite-detail", suite.pk)

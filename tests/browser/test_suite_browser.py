@@ -47,9 +47,11 @@ def test_suite_grid_progress_heatmap_leaderboard_and_a_cells_run(
     # The results rendered with the page are partial and say so.
     assert page.locator("#results").get_attribute("data-finished") == "false"
     assert page.locator("#results-partial").is_visible()
+    assert page.locator("#suite-cancel").is_visible()
     # Live: the fragment is swapped over the websocket until every run is done.
     page.wait_for_selector(".suite-progress[data-finished=true]", timeout=180_000)
     assert page.locator(".suite-progress [data-role=done]").inner_text() == "12"
+    assert page.locator("#suite-cancel, #suite-resume").count() == 0  # nothing to cancel
     # The results section is fetched in place once finished (no reload): the page's own
     # partial section must not pass for it (it showed Done 0 and no medians).
     page.wait_for_selector("#results[data-finished=true]")
@@ -57,6 +59,7 @@ def test_suite_grid_progress_heatmap_leaderboard_and_a_cells_run(
     assert page.locator("#results").get_attribute("data-done") == "12"
     assert page.locator("#results-partial").count() == 0
     assert page.locator("#leaderboard tbody tr").count() == 4
+    assert page.evaluate("document.documentElement.scrollWidth") <= 1280  # tables scroll in place
     # Every configuration ran on the 3 transcripts, and each has its medians.
     done = page.locator("#leaderboard tbody td:nth-child(6)").all_inner_texts()
     assert done == ["3", "3", "3", "3"]

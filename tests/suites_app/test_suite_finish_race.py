@@ -109,3 +109,33 @@ def test_results_fragment_says_what_progress_it_was_read_at(user: Any, client: C
     assert "Partial results" not in html
     rows = re.findall(r'<tr data-config="\d+".*?</tr>', html, re.S)
     assert len(rows) == 2 and all('<td class="num">1</td>' in row for row in rows)  # Done
+
+
+def test_pushed_progress_carries_the_actions_of_its_state(user: Any, client: Client) -> None:
+    from suites_app.consumers import render_progress
+    from suites_app.progress import suite_progress_data
+
+    suite = _suite(user)
+    first, second = suite.items.order_by("config_index")
+    running = render_progress(suite_progress_data(suite))
+    # A pushed copy has no request: the form posts over htmx with the page's CSRF header.
+    assert (
+        f'hx-post="/suites/{suite.pk}/cancel/"' in running and "csrfmiddlewaretoken" not in running
+    )
+    assert "suite-resume" not in running
+    services.item_execute(first.pk)
+    replay_glue.cancel_queued([second.run_id])
+    stopped = render_progress(suite_progress_data(suite))
+    assert 'data-finished="true"' in stopped and 'id="suite-cancel"' not in stopped
+    assert f'hx-post="/suites/{suite.pk}/resume/"' in stopped
+    # The page's own copy keeps a token field: the form works without htmx too.
+    client.force_login(user)
+    page = client.get(f"/suites/{suite.pk}/").content.decode()
+    assert 'id="suite-resume"' in page and "csrfmiddlewaretoken" in page
+    # Posted from the fragment: the whole page loads again, with the message.
+    response = client.post(f"/suites/{suite.pk}/resume/", headers={"HX-Request": "true"})
+    assert response.status_code == 200 and response["HX-Redirect"] == f"/suites/{suite.pk}/"
+    second.run.refresh_from_db()  # a new attempt (tests execute tasks eagerly)
+    assert second.run.status == RunStatus.DONE and second.run.attempts == 2
+    plain = client.post(f"/suites/{suite.pk}/cancel/")
+    assert plain.status_code == 302 and plain["Location"] == f"/suites/{suite.pk}/"
