@@ -81,3 +81,42 @@ def test_bad_input_errors(user: Any, args: list[str], message: str) -> None:
 def test_unknown_suite(user: Any) -> None:
     with pytest.raises(CommandError, match="has no suite 'nope'"):
         _call("status", "nope", "--user", "alice")
+
+
+def test_report_subcommand_writes_the_suite_report(
+    user: Any, other_user: Any, tmp_path: Any, monkeypatch: Any
+) -> None:
+    from datetime import UTC, datetime
+
+    from suites_app import report
+
+    class Frozen(datetime):
+        @classmethod
+        def now(cls, tz: Any = None) -> Any:
+            return datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
+
+    monkeypatch.setattr(report, "datetime", Frozen)  # both files say the same "generated"
+    ts = [import_chat(user, seed=s, turns=6) for s in (1, 2)]
+    _call("create", "rep", "--user", "alice", "--transcripts", f"{ts[0].pk},{ts[1].pk}",
+          "--preset", "qwenpaw", "--preset", "codex")  # fmt: skip
+    suite = Suite.objects.get(name="rep")
+    mine, theirs = tmp_path / "suite.html", tmp_path / "report.html"
+    said = _call("report", "rep", "--user", "alice", "--out", str(mine))
+    assert said == f"wrote {mine} ({mine.stat().st_size:,} bytes)\n"
+    call_command("report", suite="rep", user="alice", out=str(theirs), stdout=io.StringIO())
+    text = mine.read_text(encoding="utf-8")
+    assert text == theirs.read_text(encoding="utf-8")  # the same file as report --suite
+    assert "<h2>Leaderboard</h2>" in text and "codex" in text
+    # By id, to stdout, and as JSON for scripts.
+    assert _call("report", str(suite.pk), "--user", "alice", "--out", "-") == text
+    monkeypatch.chdir(tmp_path)
+    data = json.loads(_call("report", str(suite.pk), "--user", "alice", "--json"))
+    assert data == {
+        "suite": suite.pk,
+        "path": f"ctxlab-suite-{suite.pk}.html",
+        "bytes": (tmp_path / f"ctxlab-suite-{suite.pk}.html").stat().st_size,
+    }
+    with pytest.raises(CommandError, match="has no suite 'rep'"):
+        _call("report", "rep", "--user", other_user.username, "--out", str(mine))
+    with pytest.raises(CommandError, match="cannot write"):
+        _call("report", "rep", "--user", "alice", "--out", str(tmp_path / "no" / "such.html"))

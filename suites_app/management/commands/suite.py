@@ -7,6 +7,9 @@
                                      broker the runs execute here, on an embedded worker
     suite status NAME [--json]       done/failed/remaining and ETA
     suite results NAME [--json|--csv]
+    suite report NAME [--out FILE]   the results as one self-contained HTML file
+                                     (suites_app/report.py; default ctxlab-suite-<id>.html,
+                                     - = stdout), as ``manage.py report --suite`` writes it
 
 Every subcommand takes ``--user`` (default: the local account) and ``--json`` prints one
 JSON object for scripts. The same services and validation as the web form.
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
@@ -23,7 +27,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from sessions_app.management.commands._owner import resolve_owner
 from sessions_app.models import Transcript
-from suites_app import configs, results, services
+from suites_app import configs, report, results, services
 from suites_app.configs import Base, SuiteInputError
 from suites_app.forms import filter_transcripts
 from suites_app.models import Suite
@@ -36,12 +40,13 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
-            "action", choices=["create", "run", "status", "results", "cancel", "list"]
+            "action", choices=["create", "run", "status", "results", "report", "cancel", "list"]
         )
         parser.add_argument("name", nargs="?", default="", help="suite name or id")
         parser.add_argument("--user", help="owner (default: the local account)")
         parser.add_argument("--json", action="store_true", help="print JSON")
         parser.add_argument("--csv", action="store_true", help="results as CSV")
+        parser.add_argument("-o", "--out", default="", help="report: file to write (- = stdout)")
         group = parser.add_argument_group("create: transcripts")
         group.add_argument("--transcripts", default="", help="ids: 3,4,5")
         group.add_argument("--all-transcripts", action="store_true")
@@ -96,6 +101,8 @@ class Command(BaseCommand):
                     self.stdout.write(page.as_csv(), ending="")
                 else:
                     self._out(options, page.as_json(), text=_results_text(page))
+            elif action == "report":
+                self._report(suite, options)
         except SuiteInputError as exc:
             raise CommandError(str(exc)) from None
 
@@ -104,6 +111,23 @@ class Command(BaseCommand):
             self.stdout.write(json.dumps(data, ensure_ascii=False, default=str))
         else:
             self.stdout.write(text)
+
+    def _report(self, suite: Suite, options: dict[str, Any]) -> None:
+        text = report.report_html(suite)
+        if options["out"] == "-":
+            self.stdout.write(text, ending="")
+            return
+        path = Path(options["out"] or report.report_filename(suite))
+        try:
+            path.write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise CommandError(f"cannot write {path}: {exc.strerror or exc}") from None
+        size = path.stat().st_size
+        self._out(
+            options,
+            {"suite": suite.pk, "path": str(path), "bytes": size},
+            text=f"wrote {path} ({size:,} bytes)",
+        )
 
     def _suite(self, owner: Any, ref: str) -> Suite:
         if not ref:
