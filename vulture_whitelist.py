@@ -43,6 +43,8 @@ _.prev_step  # replay_app/compare/compare_steps.py, steps/at_step.py: compare_st
 _.next_step  # idem
 _.diffable  # replay_app/steps/at_step.py: _step_context.html
 _.overall  # replay_app/compare/survival_table.py: _survival.html
+_.findings_shown  # replay_app/compare/survival_table.py: _survival.html
+_.drift_shown  # replay_app/compare/survival_table.py: _survival.html
 _.param_fields  # replay_app/configs/forms.py: strategy_form.html
 _.input_name  # replay_app/configs/stage_builder.py: _stage_builder.html
 _.is_retryable  # replay_app/models: run_detail.html
