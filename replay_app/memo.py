@@ -1,8 +1,25 @@
-"""Memoised derived values of finished runs (curves, fate logs, retention, ledgers)."""
+"""Memoised derived values of finished runs (curves, fate logs, retention, ledgers, the
+HTML of their page sections).
+
+Two layers: a byte-capped LRU in this process, and (in served processes only, see
+``enable_disk``) files shared by the server's processes that outlive a restart, so the
+first view of a page after a restart, or in another page process, reads what an earlier
+view built instead of building it again. Keys name the run by id, creation and finish
+time, so a retried run or a fresh database never meets an old entry; the directory is
+per code version (a changed template or module starts empty).
+"""
 
 from __future__ import annotations
 
+import hashlib
+import logging
+import os
+import pickle
+import shutil
+import tempfile
+import threading
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, TypeVar
 
 from django.conf import settings
@@ -17,6 +34,9 @@ CACHE_ENTRIES = 256  # derived values of finished runs (curves, fate logs, reten
 # ... and at most this many MB of them: a 20,000-message run's fate log, curve and chart
 # weigh tens of MB each, so 256 entries alone let the process grow past 2 GB.
 DEFAULT_MEMO_MB = 256
+DEFAULT_DISK_MB = 1024  # the shared files (enable_disk), oldest removed past this
+
+log = logging.getLogger(__name__)
 
 
 def memo_bytes() -> int:
@@ -27,7 +47,9 @@ def _cache_key(run: Run, name: str) -> str | None:
     """Finished runs never change: cache their derived data (key includes finish time)."""
     if run.status != RunStatus.DONE or run.finished_at is None:
         return None
-    return f"{name}:{run.pk}:{run.finished_at.timestamp()}"
+    created = getattr(run, "created_at", None)  # with the id: this database's run
+    born = created.timestamp() if created is not None else ""
+    return f"{name}:{run.pk}:{born}:{run.finished_at.timestamp()}"
 
 
 # A small in-process LRU of immutable derived values. Not Django's cache: its backends
@@ -42,16 +64,24 @@ def _remember(key: str, value: Any) -> None:
     MEMO.set(key, value, weight=approx_size(value))
 
 
+def _lookup(key: str, build: Callable[[], T]) -> T:
+    value: T | None = MEMO.get(key)
+    if value is None:
+        value = DISK.get(key) if DISK is not None else None
+        if value is None:
+            value = build()
+            if DISK is not None:
+                DISK.set(key, value)
+        _remember(key, value)
+    return value
+
+
 def cached(run: Run, name: str, build: Callable[[], T]) -> T:
     """``build()``, memoised while the run stays finished."""
     key = _cache_key(run, name)
     if key is None:
         return build()
-    value: T | None = MEMO.get(key)
-    if value is None:
-        value = build()
-        _remember(key, value)
-    return value
+    return _lookup(key, build)
 
 
 def cached_many(runs: Sequence[Run], name: str, build: Callable[[], T]) -> T:
@@ -59,9 +89,101 @@ def cached_many(runs: Sequence[Run], name: str, build: Callable[[], T]) -> T:
     keys = [_cache_key(run, name) for run in runs]
     if any(k is None for k in keys):
         return build()
-    key = "|".join(k for k in keys if k)
-    value: T | None = MEMO.get(key)
-    if value is None:
-        value = build()
-        _remember(key, value)
-    return value
+    return _lookup("|".join(k for k in keys if k), build)
+
+
+# --- the shared files ----------------------------------------------------------------------
+
+
+class DiskMemo:
+    """Pickled values in ``directory``, one file per key, the oldest removed past
+    ``max_bytes``. Written to a temporary file and renamed: a reader never sees half."""
+
+    def __init__(self, directory: Path, max_bytes: int) -> None:
+        self.directory = directory
+        self.max_bytes = max_bytes
+        self._written = 0
+        self._lock = threading.Lock()
+        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+
+    def _path(self, key: str) -> Path:
+        return self.directory / (hashlib.sha256(key.encode()).hexdigest() + ".pickle")
+
+    def get(self, key: str) -> Any:
+        try:
+            with self._path(key).open("rb") as handle:
+                stored_key, value = pickle.load(handle)  # noqa: S301 (our own 0700 directory)
+        except (OSError, EOFError, pickle.UnpicklingError, ValueError, TypeError):
+            return None
+        return value if stored_key == key else None
+
+    def set(self, key: str, value: Any) -> None:
+        try:
+            data = pickle.dumps((key, value), protocol=pickle.HIGHEST_PROTOCOL)
+        except (pickle.PicklingError, TypeError, AttributeError):
+            log.debug("memo %s: not picklable, kept in memory only", key.split(":")[0])
+            return
+        if len(data) > self.max_bytes // 8:
+            return
+        try:
+            fd, temp = tempfile.mkstemp(dir=self.directory, suffix=".tmp")
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+            os.replace(temp, self._path(key))
+        except OSError:  # a full disk costs the shortcut, not the page
+            log.warning("memo: could not write to %s", self.directory, exc_info=True)
+            return
+        with self._lock:
+            self._written += len(data)
+            if self._written < self.max_bytes // 16:
+                return
+            self._written = 0
+        self.trim()
+
+    def trim(self) -> None:
+        """Remove the least recently written files until the rest fit."""
+        try:
+            files = [(p.stat().st_mtime, p.stat().st_size, p) for p in self.directory.iterdir()]
+        except OSError:
+            return
+        total = sum(size for _, size, _ in files)
+        for _, size, path in sorted(files):
+            if total <= self.max_bytes:
+                break
+            path.unlink(missing_ok=True)
+            total -= size
+
+
+DISK: DiskMemo | None = None
+
+
+def code_version() -> str:
+    """A digest of this checkout's Python modules and templates (names, sizes, times)."""
+    root = Path(__file__).resolve().parents[1]
+    digest = hashlib.sha256()
+    for pattern in ("*.py", "*.html"):
+        for path in sorted(root.rglob(pattern)):
+            if ".venv" in path.parts or "tests" in path.parts:
+                continue
+            stat = path.stat()
+            digest.update(f"{path.relative_to(root)}:{stat.st_size}:{stat.st_mtime_ns}".encode())
+    return digest.hexdigest()[:16]
+
+
+def enable_disk() -> None:
+    """Share memoised values through files under ``CTXLAB_MEMO_DIR`` (``manage.py serve``
+    and its page processes call this; tests and commands keep memory only). Directories
+    of other code versions are removed."""
+    global DISK
+    if DISK is not None:
+        return
+    size_mb = int(getattr(settings, "CTXLAB_MEMO_DISK_MB", DEFAULT_DISK_MB))
+    if size_mb <= 0:
+        return
+    base = Path(getattr(settings, "CTXLAB_MEMO_DIR", None) or settings.DATA_DIR / "memo")
+    version = code_version()
+    if base.is_dir():
+        for old in base.iterdir():
+            if old.name != version:
+                shutil.rmtree(old, ignore_errors=True)
+    DISK = DiskMemo(base / version, size_mb * 1024 * 1024)

@@ -80,28 +80,28 @@ class ComparePage:
         ]
 
     def context(self) -> dict[str, Any]:
+        """The template's context. Sections are callables the template calls when it
+        renders them: finished runs' sections come rendered from the memo (``memo_runs`` in
+        ``compare.html``) without building them."""
         runs = self.runs
-        summary_rows, _, _ = self.summaries
-        ordinal_rows, opage, opages = self.by_ordinal
-        size, _ = self.matrix
         return {
             "runs": runs,
             "ids": self.ids,
-            "chart": self.chart,
-            "rows": self.metric_rows,
-            "retentions": list(zip(runs, self.retentions, strict=True)),
+            "chart": lambda: self.chart,
+            "rows": lambda: self.metric_rows,
+            "retentions": lambda: list(zip(runs, self.retentions, strict=True)),
             "lost_events": overview.LOST_EVENTS,
-            "summary_rows": summary_rows,
-            "ordinal_rows": ordinal_rows,
-            "spage": opage,
-            "spages": opages,
+            "summary_rows": lambda: self.summaries[0],
+            "ordinal_rows": lambda: self.by_ordinal[0],
+            "spage": lambda: self.by_ordinal[1],
+            "spages": lambda: self.by_ordinal[2],
             "matrix_step": self.matrix_step,
             "final_step": max(compare_steps._steps_of(runs) - 1, 0),
-            "matrix": self._strips(),
-            "bucket": size,
+            "matrix": self._strips,
+            "bucket": lambda: self.matrix[0],
             "message_count": runs[0].transcript.message_count,
             "fate_names": fatelog.FATES,
-            "survival": self.survival,
+            "survival": lambda: self.survival,
         }
 
     def as_json(self) -> dict[str, Any]:

@@ -65,9 +65,9 @@ def load_runs(user: Any, raw: str) -> list[Run]:
     ids = parse_ids(raw)
     if not MIN_RUNS <= len(ids) <= MAX_RUNS:
         raise CompareError(f"compare {MIN_RUNS} to {MAX_RUNS} runs (got {len(ids)})")
-    found = {
-        r.pk: r for r in owned(Run.objects.select_related("transcript"), user).filter(pk__in=ids)
-    }
+    # The ledger and ground truth (up to ~1 MB of JSON per run) load only if read.
+    rows = Run.objects.select_related("transcript").defer("ledger", "ground_truth")
+    found = {r.pk: r for r in owned(rows, user).filter(pk__in=ids)}
     missing = [i for i in ids if i not in found]
     if missing:
         raise LookupError(f"no such run: {', '.join(map(str, missing))}")

@@ -11,7 +11,8 @@ from django.core.management.base import BaseCommand, CommandParser
 
 from ctxlab.bounded_server import BoundedServer
 from ctxlab.embedded import embedded_broker, start_embedded_worker
-from ctxlab.page_pool import PagePool, PageProxy, default_count
+from ctxlab.page_pool import PagePool, PageProxy, default_count, warm_up
+from replay_app import memo
 
 
 class Command(BaseCommand):
@@ -42,6 +43,8 @@ class Command(BaseCommand):
                 f"Broker {settings.CELERY_BROKER_URL.split('@')[-1]}: "
                 "run `celery -A ctxlab.celery worker` separately."
             )
+        memo.enable_disk()  # derived page data shared with the page processes and restarts
+        warm_up()  # views imported, templates compiled: not in the first request
         count = default_count() if page_processes is None else max(page_processes, 0)
         server = _BoundedRunserver()
         if count:

@@ -10,7 +10,7 @@ the page showing N), finding groups by ``?fkind``/``?fpage``; the scrubber's ste
 
 from __future__ import annotations
 
-from functools import cached_property
+from functools import cached_property, partial
 from typing import Any
 
 from django.core.paginator import Page
@@ -171,23 +171,19 @@ class RunPage:
 
     def context(self, target: str | None = None) -> dict[str, Any]:
         """The template's context: every section, or only the one an htmx ``target``
-        (a ``FRAGMENTS`` key) swaps in."""
-        context: dict[str, Any] = {"run": self.run, "events": self.events}
-        if target not in FRAGMENTS or target == "run-summaries":
-            context["summaries"] = self.summaries
-        if target not in FRAGMENTS or target == "run-findings":
-            context["findings"] = self.findings
+        (a ``FRAGMENTS`` key) swaps in. The full page's sections are callables the template
+        calls when it renders them: a finished run's sections come rendered from the memo
+        (``memo_runs`` in ``run_detail.html``) without building them."""
         if target in FRAGMENTS:
+            context: dict[str, Any] = {"run": self.run, "events": self.events}
+            if target == "run-summaries":
+                context["summaries"] = self.summaries
+            if target == "run-findings":
+                context["findings"] = self.findings
             return context
-        context.update(
-            state=self.state,
-            metrics=self.metrics,
-            costs=self.costs,
-            window_keys=self.window_keys,
-            survival=self.survival,
-            chart=self.chart,
-            view=self.view,
-        )
+        sections = ("events", "summaries", "findings", "metrics", "costs", "survival", "chart")
+        context = {name: partial(getattr, self, name) for name in (*sections, "view")}
+        context.update(run=self.run, state=self.state, window_keys=self.window_keys)
         return context
 
     def as_json(self) -> dict[str, Any]:
