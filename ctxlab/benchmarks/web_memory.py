@@ -1,6 +1,7 @@
 """Web-process memory benchmark: does a server's RSS stay bounded over many page views?
 
-A real ``manage.py serve`` process (as ``make run`` serves) on a throwaway data directory
+A real ``manage.py serve`` (as ``make run`` serves: RSS summed over it and its page
+and worker processes) on a throwaway data directory
 holding ``RUNS`` stored runs, two over each ``MESSAGES``-message transcript
 (``synth_realistic``, a different seed each, so no two share most texts). Then ``VIEWS``
 page views cycle over the runs: the run page, a step page, the comparison of the run with
@@ -99,6 +100,19 @@ def page_urls(made: list[dict[str, int]], index: int) -> list[str]:
     ]
 
 
+def tree_rss_kb(pid: int) -> int:
+    """RSS of the server and its child processes (the page processes that answer GETs,
+    the embedded worker's pool)."""
+    total = _rss_kb(pid)
+    for task in Path(f"/proc/{pid}/task").glob("*/children"):
+        try:
+            children = task.read_text().split()
+        except OSError:
+            continue
+        total += sum(tree_rss_kb(int(child)) for child in children)
+    return total
+
+
 def _get(port: int, url: str, cookie: str) -> int:
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
     try:
@@ -115,7 +129,7 @@ def view_pages(
 ) -> dict[str, Any]:
     """``views`` page views cycling over the runs; RSS (MB) after each pass over them."""
     cookie = login(port)
-    start_mb = _rss_kb(pid) / 1024
+    start_mb = tree_rss_kb(pid) / 1024
     after_pass: list[float] = []
     statuses: dict[int, int] = {}
     done = 0
@@ -127,7 +141,7 @@ def view_pages(
                 status = _get(port, url, cookie)
                 statuses[status] = statuses.get(status, 0) + 1
                 done += 1
-        after_pass.append(_rss_kb(pid) / 1024)
+        after_pass.append(tree_rss_kb(pid) / 1024)
         if out is not None:
             out.write(f"  {done:4d} views: RSS {after_pass[-1]:.0f} MB\n")
             out.flush()
