@@ -93,7 +93,7 @@ def test_report_subcommand_writes_the_suite_report(
     class Frozen(datetime):
         @classmethod
         def now(cls, tz: Any = None) -> Any:
-            return datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
+            return datetime(2026, 11, 25, 12, 0, tzinfo=tz or UTC)
 
     monkeypatch.setattr(report, "datetime", Frozen)  # both files say the same "generated"
     ts = [import_chat(user, seed=s, turns=6) for s in (1, 2)]
