@@ -218,6 +218,9 @@ CTXLAB_MEMO_MB = env_int("CTXLAB_MEMO_MB", 256)
 # Processes `manage.py serve` answers GET/HEAD requests from (ctxlab.page_pool); 0 = the
 # serving process answers everything itself.
 CTXLAB_PAGE_PROCESSES = env_int("CTXLAB_PAGE_PROCESSES", usable_cores())
+# Disk (MB) for finished runs' derived page data shared by the served processes and kept
+# across restarts (replay_app/memo.py, under DATA_DIR/memo); 0 = memory only.
+CTXLAB_MEMO_DISK_MB = env_int("CTXLAB_MEMO_DISK_MB", 1024)
 # Uploads larger than this are streamed to a temp file instead of memory.
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = CTXLAB_MAX_UPLOAD_BYTES
