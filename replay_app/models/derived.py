@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from django.db import models
 
+from replay_app.models.fields import PackedJSONField
 from replay_app.models.runs import Run
 
 
@@ -16,9 +17,9 @@ class RunAnalysis(models.Model):
 
     run = models.OneToOneField(Run, on_delete=models.CASCADE, related_name="analysis")
     attempts = models.PositiveIntegerField()
-    retention = models.JSONField(default=dict)
+    retention = PackedJSONField(default=dict)
     # ctxlab.engine.survival: facts by category through each compaction ({} = not yet)
-    survival = models.JSONField(default=dict)
+    survival = PackedJSONField(default=dict)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -35,7 +36,7 @@ class OriginalSurvival(models.Model):
     transcript = models.OneToOneField(
         "sessions_app.Transcript", on_delete=models.CASCADE, related_name="original_survival"
     )
-    survival = models.JSONField(default=dict)  # ctxlab.engine.survival ... as_dict()
+    survival = PackedJSONField(default=dict)  # ctxlab.engine.survival ... as_dict()
     created_at = models.DateTimeField(auto_now_add=True)
 
     def __str__(self) -> str:

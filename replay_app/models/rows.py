@@ -18,6 +18,7 @@ from ctxlab.engine.records import (
     SummaryRecord,
     Zones,
 )
+from replay_app.models.fields import PackedJSONField
 from replay_app.models.runs import Run
 
 
@@ -106,7 +107,7 @@ class RunEvent(models.Model):
     tokens_before = models.PositiveBigIntegerField(default=0)
     tokens_after = models.PositiveBigIntegerField(default=0)
     detail = models.JSONField(default=dict)
-    changes = models.JSONField(default=list)  # change_to_dict items
+    changes = PackedJSONField(default=list)  # change_to_dict items (textstore: message@)
     summary_seq = models.IntegerField(null=True, blank=True)
 
     class Meta:
@@ -166,7 +167,7 @@ class RunSummary(models.Model):
     seq = models.PositiveIntegerField()  # SummaryRecord.id
     step = models.PositiveIntegerField()
     input = models.TextField(blank=True)  # older rows only: newer ones use input_parts
-    input_parts = models.JSONField(default=list, blank=True)
+    input_parts = PackedJSONField(default=list, blank=True)
     output = models.TextField()
     input_tokens = models.PositiveBigIntegerField(default=0)
     output_tokens = models.PositiveBigIntegerField(default=0)
@@ -254,7 +255,7 @@ class RunOffload(models.Model):
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="offloads")
     path = models.TextField()
     text = models.TextField(blank=True)  # older rows only: newer ones use text_parts
-    text_parts = models.JSONField(default=list, blank=True)
+    text_parts = PackedJSONField(default=list, blank=True)
 
     class Meta:
         ordering = ["run", "id"]

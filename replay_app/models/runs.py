@@ -12,6 +12,7 @@ from ctxlab.engine.records import (
     ReplayResult,
     fates_at,
 )
+from replay_app.models.fields import PackedJSONField
 
 
 class StrategyConfig(models.Model):
@@ -122,7 +123,7 @@ class Run(models.Model):
     # and token ground truth (calibration, error band, overflow flags, exact counts).
     exact_counts = models.BooleanField(default=False)
     llm = models.JSONField(default=dict)
-    ledger = models.JSONField(default=dict)
+    ledger = PackedJSONField(default=dict)  # long: stored compressed
     ground_truth = models.JSONField(default=dict)
 
     class Meta:

@@ -40,7 +40,9 @@ from replay_app.models import Run, RunEvent, RunOffload, RunSummary, RunText, St
 
 log = logging.getLogger(__name__)
 
-INLINE_MAX = 256  # a stored-text key and its link cost ~100 bytes: shorter texts stay inline
+# Shorter literals stay inline: the rows holding pieces are stored compressed
+# (models.fields.PackedJSONField), where a short notice costs less than a key and a link.
+INLINE_MAX = 1024
 ANCHOR = 64  # a transcript text is looked for by its first ANCHOR characters ...
 WINDOW = 16_384  # ... first within this many characters of where the last one ended
 FAR_SEARCHES = 32  # then in the whole rest, at most this many times per text (misses cost)

@@ -3,9 +3,12 @@ texts and offloaded files stored once, read back exactly, kept while a run uses 
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
+from django.db.models import TextField
+from django.db.models.functions import Cast
 from inspect_helpers import make_run
 
 from ctxlab.engine.model import Block, BlockKind, Role
@@ -17,6 +20,13 @@ from replay_app.runs import run_size, services, textstore
 from sessions_app.models import Message
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_memo")]
+
+
+@pytest.fixture
+def short_inline(monkeypatch: Any) -> None:
+    """Literals over 100 characters go to StoredText (the test transcript has few long
+    literals; the sharing rules are the same at any limit)."""
+    monkeypatch.setattr(textstore, "INLINE_MAX", 100)
 
 
 def _engine(run: Run) -> Any:
@@ -37,6 +47,7 @@ def _changes_with_messages(result: Any) -> dict[tuple[int, int], dict[str, Any]]
 
 
 @pytest.mark.parametrize("strategy", ["qwenpaw", "cowagent", "copaw"])
+@pytest.mark.usefixtures("short_inline")
 def test_stored_run_reads_back_exactly(user: Any, transcript: Any, strategy: str) -> None:
     run = make_run(user, transcript, strategy)
     engine = _engine(run)
@@ -62,6 +73,7 @@ def test_summary_inputs_are_mostly_references(user: Any, transcript: Any) -> Non
     assert literal < inputs / 2, (literal, inputs)
 
 
+@pytest.mark.usefixtures("short_inline")
 def test_two_runs_store_shared_texts_once(user: Any, transcript: Any) -> None:
     first = make_run(user, transcript, "qwenpaw")
     texts = _stored_texts()
@@ -74,6 +86,7 @@ def test_two_runs_store_shared_texts_once(user: Any, transcript: Any) -> None:
         assert key == textstore.text_key(text)
 
 
+@pytest.mark.usefixtures("short_inline")
 def test_deleting_one_run_keeps_the_others_texts(
     user: Any, transcript: Any, django_capture_on_commit_callbacks: Any
 ) -> None:
@@ -91,6 +104,7 @@ def test_deleting_one_run_keeps_the_others_texts(
     assert StoredText.objects.count() == 0 and RunText.objects.count() == 0
 
 
+@pytest.mark.usefixtures("short_inline")
 def test_text_used_by_another_strategy_survives(
     user: Any, transcript: Any, django_capture_on_commit_callbacks: Any
 ) -> None:
@@ -104,6 +118,7 @@ def test_text_used_by_another_strategy_survives(
     assert not set(_stored_texts()) - cow_keys  # qwenpaw's own texts went with it
 
 
+@pytest.mark.usefixtures("short_inline")
 def test_retry_unlinks_the_old_attempt(
     user: Any, transcript: Any, django_capture_on_commit_callbacks: Any
 ) -> None:
@@ -115,6 +130,7 @@ def test_retry_unlinks_the_old_attempt(
     assert StoredText.objects.count() == 0
 
 
+@pytest.mark.usefixtures("short_inline")
 def test_older_rows_with_inline_texts_still_read(user: Any, transcript: Any) -> None:
     """Rows written before the text store keep their texts inline."""
     run = make_run(user, transcript, "qwenpaw")
@@ -155,15 +171,15 @@ def test_encode_prefix_and_literals(user: Any, transcript: Any) -> None:
         (i, j)
         for i, m in enumerate(messages)
         for j, b in enumerate(m.blocks)
-        if len(textstore.source_text(b)) > 500
+        if len(textstore.source_text(b)) > textstore.INLINE_MAX + 500
     )
     source = textstore.source_text(messages[index].blocks[block])
     writer = textstore.TextWriter(run, messages)
-    note = "\n[truncated: " + "x" * 300 + "]"
-    text = "head " + source[:400] + note
+    note = "\n[truncated: " + "x" * textstore.INLINE_MAX + "]"
+    text = "head " + source[:500] + note
     parts = writer.encode(text, [index])
     assert parts[0] == "head "
-    assert parts[1][:4] == [index, block, 0, 400]
+    assert parts[1][:4] == [index, block, 0, 500]
     assert parts[2] == {"h": textstore.text_key(note)}
     writer.write()
     reader = textstore._Reader(transcript.pk)
@@ -172,6 +188,7 @@ def test_encode_prefix_and_literals(user: Any, transcript: Any) -> None:
     assert reader.text(parts) == text
 
 
+@pytest.mark.usefixtures("short_inline")
 def test_run_size_counts_the_linked_texts(user: Any, transcript: Any) -> None:
     run = make_run(user, transcript, "cowagent")
     sizes = run_size.run_bytes_by_table(run)
@@ -201,3 +218,18 @@ def test_encode_other_forms_of_a_tool_call(user: Any, transcript: Any) -> None:
     reader = textstore._Reader(transcript.pk)
     reader.blocks = {0: (call,), 1: (result,)}
     assert reader.text(parts) == text
+
+
+def test_long_json_columns_are_stored_packed(user: Any, transcript: Any) -> None:
+    run = make_run(user, transcript, "qwenpaw")
+    event = RunEvent.objects.filter(run=run).order_by("-id").first()
+    assert event is not None
+    big = [{"index": i, "fate": "dropped", "reason": "over the budget"} for i in range(500)]
+    RunEvent.objects.filter(pk=event.pk).update(changes=big)
+    raw = RunEvent.objects.filter(pk=event.pk).values_list(Cast("changes", TextField()), flat=True)
+    assert len(raw[0]) * 5 < len(json.dumps(big))  # compressed in the column
+    assert RunEvent.objects.get(pk=event.pk).changes == big
+    assert RunEvent.objects.filter(pk=event.pk).values_list("changes", flat=True)[0] == big
+    RunEvent.objects.filter(pk=event.pk).update(changes=big[:1])  # short: plain JSON
+    raw = RunEvent.objects.filter(pk=event.pk).values_list(Cast("changes", TextField()), flat=True)
+    assert json.loads(raw[0]) == big[:1]
