@@ -26,7 +26,9 @@ from sessions_app import huge
 
 
 def _run(request: HttpRequest, pk: int) -> Run:
-    return get_owned_or_404(Run.objects.select_related("transcript"), request.user, pk=pk)
+    # The ledger and ground truth (up to ~1 MB of JSON) load only if a page reads them.
+    rows = Run.objects.select_related("transcript").defer("ledger", "ground_truth")
+    return get_owned_or_404(rows, request.user, pk=pk)
 
 
 # --- the context at one step -------------------------------------------------------------
