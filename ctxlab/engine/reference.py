@@ -7,12 +7,14 @@ tiktoken cost of a comparison is paid once, in one batched pass.
 
 from __future__ import annotations
 
+import bisect
 import json
+import re
 import threading
 from collections import OrderedDict
 
 from .model import BlockKind, Conversation, Message
-from .tokens import MEDIA_TOKENS, PER_MESSAGE_OVERHEAD, block_text, reference_counter
+from .tokens import MEDIA_TOKENS, PER_MESSAGE_OVERHEAD, _encoding, block_text, reference_counter
 
 
 class ReferenceTokens:
@@ -35,10 +37,15 @@ class ReferenceTokens:
                         owners.append(i)
         # One tiktoken pass over the distinct texts (a transcript repeats file contents,
         # prompts and tool outputs); the counts stay here for recounting modified messages.
+        # Long texts are counted in pieces cut at safe points (same total, see
+        # ``safe_split``); their running counts let a truncated copy be counted from them.
         distinct = list(dict.fromkeys(texts))
-        self._memo: dict[str, int] = dict(
-            zip(distinct, counter.count_distinct(distinct), strict=True)
-        )
+        short = [t for t in distinct if len(t) < TABLE_MIN]
+        self._memo: dict[str, int] = dict(zip(short, counter.count_distinct(short), strict=True))
+        self._tables: dict[str, tuple[list[int], list[int]]] = {}
+        self._by_head: dict[str, list[str]] = {}
+        if len(short) < len(distinct):
+            self._count_long([t for t in distinct if len(t) >= TABLE_MIN])
         memo = self._memo
         for owner, text in zip(owners, texts, strict=True):
             base[owner] += memo[text]
@@ -71,12 +78,35 @@ class ReferenceTokens:
                 total += self.text(block_text(block))
         return total
 
+    def _count_long(self, texts: list[str]) -> None:
+        encode = _encoding().encode_ordinary
+        for text in texts:
+            bounds = safe_bounds(text, CHUNK)
+            cums: list[int] = []
+            total = 0
+            start = 0
+            for end in bounds:
+                total += len(encode(text[start:end]))
+                cums.append(total)
+                start = end
+            self._memo[text] = total + len(encode(text[start:]))
+            if bounds:
+                self._tables[text] = (bounds, cums)
+                heads = self._by_head.setdefault(text[:HEAD_KEY], [])
+                if len(heads) < HEAD_CANDIDATES:
+                    heads.append(text)
+
     def text(self, text: str) -> int:
         if not text:
             return 0
         value = self._memo.get(text)
         if value is not None:
             return value
+        if len(text) > SPLIT_MIN and self._tables:
+            value = self._from_original(text)
+            if value is not None:
+                self._memo[text] = value
+                return value
         cut = safe_split(text) if len(text) > SPLIT_MIN else 0
         if cut:
             # A modified text is mostly an earlier text (a truncated output, a notice with
@@ -91,8 +121,94 @@ class ReferenceTokens:
         self._memo[text] = value
         return value
 
+    def _from_original(self, text: str) -> int | None:
+        """The count of a modified copy of a long original (a truncated head, a head and a
+        tail around a notice), from the original's running counts: only the part between
+        the last safe point of the shared head and the first of the shared tail is
+        tokenized. None when no original shares enough of it."""
+        best: tuple[int, str] | None = None
+        for original in self._by_head.get(text[:HEAD_KEY], ()):
+            shared = common_prefix(text, original)
+            if best is None or shared > best[0]:
+                best = (shared, original)
+        if best is None:
+            return None
+        shared, original = best
+        bounds, cums = self._tables[original]
+        # head: the original's count up to its last safe point inside the shared prefix
+        # that is also safe in ``text`` (the whitespace after it may differ there)
+        k = bisect.bisect_left(bounds, shared) - 1
+        while k >= 0 and not _SAFE_POINT.match(text, bounds[k] - 1):
+            k -= 1
+        head_end = bounds[k] if k >= 0 else 0
+        head = cums[k] if k >= 0 else 0
+        # tail: the original from its first safe point whose preceding newline is shared
+        tail_len = common_suffix(text, original, len(text) - head_end)
+        j = bisect.bisect_left(bounds, len(original) - tail_len + 1)
+        tail_start = len(text)
+        tail = 0
+        if j < len(bounds):
+            tail_start = len(text) - (len(original) - bounds[j])
+            tail = self._memo[original] - cums[j]
+        if tail_start - head_end > len(text) - MIN_SAVED:
+            return None  # too little shared to be worth it
+        middle = text[head_end:tail_start]
+        return head + (self._count(middle) if middle else 0) + tail
+
 
 SPLIT_MIN = 512  # characters; shorter texts are counted whole
+TABLE_MIN = 2048  # characters; longer texts keep running counts at safe points
+CHUNK = 512  # characters between those points (at least)
+HEAD_KEY = 64  # a modified copy is matched to its original by this many first characters
+HEAD_CANDIDATES = 4
+MIN_SAVED = 512
+# After a newline whose following whitespace run (if any) holds no other line break: the
+# chunk holding that newline ends there (``\s*[\r\n]`` backtracks to it, ``[\r\n]*`` stops
+# at it) and nothing looks behind, so cl100k counts both sides as in the whole, as
+# ``safe_split`` argues for the narrower case of a non-space next character. Indented
+# lines (``cat -n`` output, code) qualify too. Python's \s is a superset of the
+# tokenizer's, so the run checked here is never shorter than the tokenizer's.
+_SAFE_POINT = re.compile(r"\n(?![^\S\r\n]*[\r\n])")
+
+
+def safe_bounds(text: str, step: int) -> list[int]:
+    """Safe points of ``text`` (see ``_SAFE_POINT``), at least ``step`` characters apart."""
+    out: list[int] = []
+    search = _SAFE_POINT.search
+    pos = step
+    while pos < len(text):
+        hit = search(text, pos - 1)
+        if hit is None or hit.end() >= len(text):
+            break
+        out.append(hit.end())
+        pos = hit.end() + step
+    return out
+
+
+def common_prefix(a: str, b: str) -> int:
+    """Length of the longest common prefix (binary search over C-level comparisons)."""
+    lo, hi = 0, min(len(a), len(b))
+    if a[:hi] == b[:hi]:
+        return hi
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def common_suffix(a: str, b: str, limit: int) -> int:
+    """Length of the longest common suffix, at most ``limit``."""
+    lo, hi = 0, min(len(a), len(b), limit)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[len(a) - mid :] == b[len(b) - mid :]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
 
 
 def safe_split(text: str) -> int:
