@@ -68,11 +68,15 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimpleNamespace
     data.mkdir()
     tmp.mkdir()
     made = web_memory.prepare(data, tmp, runs=2, messages=200)
-    os.environ["CTXLAB_PAGE_PROCESSES"] = "2"
+    previous = os.environ.get("CTXLAB_PAGE_PROCESSES")
+    os.environ["CTXLAB_PAGE_PROCESSES"] = "2"  # on any machine
     try:
         process, port = start_server(data, tmp)
     finally:
-        del os.environ["CTXLAB_PAGE_PROCESSES"]
+        if previous is None:
+            del os.environ["CTXLAB_PAGE_PROCESSES"]
+        else:
+            os.environ["CTXLAB_PAGE_PROCESSES"] = previous
     try:
         pages = _page_processes(process.pid, 2)
         yield SimpleNamespace(
