@@ -26,7 +26,7 @@ from ctxlab.engine.model import BlockKind, Conversation
 from ctxlab.engine.model import Message as EngineMessage
 from ctxlab.engine.tokens import MEDIA_TOKENS, PER_MESSAGE_OVERHEAD, block_text, reference_counter
 
-from . import secrets_glue
+from . import facts, secrets_glue
 from .models import Message, Transcript, Upload, message_fields
 
 MESSAGE_BATCH = 2000
@@ -51,6 +51,7 @@ def store_stream(
             transcript.save()
         else:
             transcript.messages.all().delete()
+            transcript.fact_chunks.all().delete()
         written = writer.write(transcript, stream.messages)
         _finish_transcript(transcript, stream, written, format=streamed.format)
         transcripts.append(transcript)
@@ -210,6 +211,8 @@ class _MessageWriter:
         written.count += len(batch)
         written.tokens += sum(tokens)
         _bulk_messages(self.sql, rows)
+        # extracted once here, read by every run's retention and survival analysis
+        facts.store_chunk(transcript.pk, offset, masked.messages)
 
 
 def _column(field: Field[Any, Any] | None) -> str:

@@ -271,6 +271,25 @@ class Message(models.Model):
         )
 
 
+class MessageFacts(models.Model):
+    """The facts (``ctxlab.engine.extract.message_facts``) of ``count`` consecutive messages
+    of a transcript from ``start``, extracted once at import (``ctxlab.engine.factstore``
+    bytes) so that every run's retention and survival analysis reads them instead of
+    scanning the messages again. Rows of another ``extractor`` version are ignored (and
+    replaced when a run extracts them again: ``sessions_app.facts``)."""
+
+    transcript = models.ForeignKey(Transcript, on_delete=models.CASCADE, related_name="fact_chunks")
+    start = models.PositiveIntegerField()
+    count = models.PositiveIntegerField()
+    extractor = models.PositiveSmallIntegerField()
+    data = models.BinaryField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["transcript", "start"], name="message_facts_start")
+        ]
+
+
 # The columns to_conversation() reads, in the order message_from_row() expects.
 MESSAGE_COLUMNS = (
     "role",
@@ -301,8 +320,10 @@ _RAW_COLUMNS = ("role", "_blocks", *MESSAGE_COLUMNS[2:-1], "_flags")
 # post_save only: a post_delete receiver would make every cascade delete fetch its rows.
 @receiver(post_save, sender="sessions_app.Message")
 def _message_changed(sender: Any, instance: Message, **kwargs: Any) -> None:
-    """A message edited one by one (admin, shell) must not be hidden by the cache."""
+    """A message edited one by one (admin, shell) must not be hidden by the cache (nor by
+    the facts extracted from it before)."""
     _CONVERSATIONS.forget(instance.transcript_id)
+    MessageFacts.objects.filter(transcript_id=instance.transcript_id).delete()
 
 
 def message_from_row(row: tuple[Any, ...], default_file: str) -> EngineMessage:

@@ -31,6 +31,7 @@ def _measure(out: TextIO) -> list[dict[str, Any]]:
     from ctxlab.engine.tokens import block_text
     from replay_app.models import RunStatus
     from replay_app.runs import executor, services
+    from replay_app.runs import survival as run_survival
     from sessions_app import services as session_services
 
     from .replay import _cold
@@ -59,6 +60,7 @@ def _measure(out: TextIO) -> list[dict[str, Any]]:
         replay_s = time.process_time() - start
         _cold()
         lost.clear_caches()
+        run_survival.clear_fact_indexes()  # each run reads the facts stored at import
         run = services.run_create(
             owner=user, transcript=transcript,
             spec=services.RunSpec(strategy=preset), enqueue=False,

@@ -489,7 +489,23 @@ def fact_set(text: str) -> frozenset[FactPair]:
     return _memo(_FACT_SETS, text, lambda: frozenset(facts(text).items()))
 
 
-def _memo(memo: BoundedLRU[frozenset[FactPair]], text: str, derive: Any) -> frozenset[FactPair]:
+# A caller's own memo for one batch of messages (``message_facts(..., local=...)``): the
+# import extracts every message once and must not fill the process-wide memos with them.
+LocalMemo = dict[tuple[int, str], frozenset[FactPair]]
+
+
+def _memo(
+    memo: BoundedLRU[frozenset[FactPair]],
+    text: str,
+    derive: Any,
+    local: LocalMemo | None = None,
+) -> frozenset[FactPair]:
+    if local is not None:
+        slot = (id(memo), text)
+        found = local.get(slot)
+        if found is None:
+            found = local[slot] = derive()
+        return found
     key = text_key(text)
     found = memo.get(key)
     if found is None:
@@ -498,37 +514,41 @@ def _memo(memo: BoundedLRU[frozenset[FactPair]], text: str, derive: Any) -> froz
     return found
 
 
-def block_facts(block: Block, *, user_typed: bool = False) -> frozenset[FactPair]:
+def block_facts(
+    block: Block, *, user_typed: bool = False, local: LocalMemo | None = None
+) -> frozenset[FactPair]:
     """The facts of one block: a tool call's decoded input, other blocks' text (and, for
-    text the user typed, its instructions)."""
+    text the user typed, its instructions). ``local``: memoise in this dict instead of the
+    process-wide memos."""
     if block.kind is BlockKind.TOOL_USE:
         key = block.input_json
-        return _memo(_INPUT_SETS, key, lambda: _tool_input_facts(block))
+        return _memo(_INPUT_SETS, key, lambda: _tool_input_facts(block), local)
     if not block.text or block.kind in (BlockKind.MEDIA, BlockKind.OPAQUE):
         return frozenset()
-    if block.kind is BlockKind.TOOL_RESULT and block.text.lstrip()[:1] in ("{", "["):
-        text = block.text
-        return _memo(_INPUT_SETS, text, lambda: _json_output_facts(text))
-    found = fact_set(block.text)
+    text = block.text
+    if block.kind is BlockKind.TOOL_RESULT and text.lstrip()[:1] in ("{", "["):
+        return _memo(_INPUT_SETS, text, lambda: _json_output_facts(text), local)
+    found = _memo(_FACT_SETS, text, lambda: frozenset(facts(text).items()), local)
     if user_typed and block.kind is BlockKind.TEXT:
-        text = block.text
         found = found | _memo(
             _INSTRUCTION_SETS,
             text,
             lambda: frozenset(("instructions", s) for s in instructions(text)),
+            local,
         )
     return found
 
 
-def message_facts(message: Message) -> frozenset[FactPair]:
-    """Every fact of ``message``: its texts, tool outputs and decoded tool inputs."""
+def message_facts(message: Message, *, local: LocalMemo | None = None) -> frozenset[FactPair]:
+    """Every fact of ``message``: its texts, tool outputs and decoded tool inputs
+    (``local``: see ``block_facts``)."""
     user_typed = _is_user_typed(message)
     blocks = message.blocks
     if len(blocks) == 1:
-        return block_facts(blocks[0], user_typed=user_typed)
+        return block_facts(blocks[0], user_typed=user_typed, local=local)
     found: set[FactPair] = set()
     for block in blocks:
-        found.update(block_facts(block, user_typed=user_typed))
+        found.update(block_facts(block, user_typed=user_typed, local=local))
     return frozenset(found)
 
 

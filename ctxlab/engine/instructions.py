@@ -73,8 +73,11 @@ def _skill_label(text: str) -> str | None:
     return f"skill {directory.rstrip('/').rsplit('/', 1)[-1]}" if directory else "skill"
 
 
-def message_sources(index: int, message: Message) -> Iterator[Source]:
-    """The instruction sources of one message (usually none)."""
+def message_sources(
+    index: int, message: Message, facts: frozenset[tuple[str, str]] | None = None
+) -> Iterator[Source]:
+    """The instruction sources of one message (usually none); ``facts``: its
+    ``extract.message_facts`` when they are known already."""
     if message.role is Role.SYSTEM:
         text = message.text
         if text.strip():
@@ -98,14 +101,25 @@ def message_sources(index: int, message: Message) -> Iterator[Source]:
             yield Source("skill", label, index, text_key(text), text)
     if injected:
         return
-    for kind, value in sorted(extract.message_facts(message)):
+    for kind, value in sorted(extract.message_facts(message) if facts is None else facts):
         if kind == "instructions" and CONSTRAINT_RE.search(value):
             yield Source("user_constraint", value[:80], index, text_key(value), value)
 
 
-def sources(messages: Sequence[Message]) -> list[Source]:
-    """Every instruction source of ``messages``, in source order."""
-    return [s for i, m in enumerate(messages) for s in message_sources(i, m)]
+def sources(
+    messages: Sequence[Message],
+    facts: Callable[[int], frozenset[tuple[str, str]]] | None = None,
+) -> list[Source]:
+    """Every instruction source of ``messages``, in source order; ``facts(i)``: message
+    ``i``'s ``extract.message_facts`` when they are known already (``lost.FactIndex``)."""
+    if facts is None:
+        return [s for i, m in enumerate(messages) for s in message_sources(i, m)]
+    return [
+        s
+        for i, m in enumerate(messages)
+        if m.role is Role.SYSTEM or m.role is Role.USER
+        for s in message_sources(i, m, facts(i))
+    ]
 
 
 def _rule_lines(text: str) -> list[frozenset[str]]:

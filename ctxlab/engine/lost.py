@@ -145,11 +145,32 @@ def clear_caches() -> None:
 
 class FactIndex:
     """Facts per message version, and messages per fact, built lazily. One index can serve
-    every run over the same transcript."""
+    every run over the same transcript.
 
-    def __init__(self, originals: Sequence[Message]) -> None:
+    ``known``: the originals' facts when they were extracted before (stored at import,
+    ``extract.pack_facts``); ``shared``: another index over the same originals whose
+    original facts and fact -> messages index this one reuses (each run keeps its own
+    modified versions)."""
+
+    def __init__(
+        self,
+        originals: Sequence[Message],
+        *,
+        known: Sequence[frozenset[Fact]] | None = None,
+        shared: FactIndex | None = None,
+    ) -> None:
         self.originals = originals
-        self._original: list[frozenset[Fact] | None] = [None] * len(originals)
+        self._original: list[frozenset[Fact] | None]
+        if shared is not None:
+            if shared.originals is not originals and len(shared.originals) != len(originals):
+                raise ValueError("a shared fact index must be over the same messages")
+            self._original = shared._original  # filled in place: shared both ways
+            self._holders_of = shared
+        else:
+            if known is not None and len(known) != len(originals):
+                raise ValueError(f"{len(known)} stored fact sets for {len(originals)} messages")
+            self._original = list(known) if known is not None else [None] * len(originals)
+            self._holders_of = self
         self._by_fact: dict[Fact, list[int]] | None = None
         # id(Message) -> (the message, its facts): holding the message keeps its id from
         # being reused by another object while the entry exists.
@@ -169,6 +190,8 @@ class FactIndex:
 
     def holders(self, fact: Fact) -> list[int]:
         """Source indexes whose original holds ``fact`` (built on first use)."""
+        if self._holders_of is not self:
+            return self._holders_of.holders(fact)
         if self._by_fact is None:
             by_fact: dict[Fact, list[int]] = {}
             for i in range(len(self.originals)):

@@ -260,12 +260,17 @@ class _Drift:
 
 
 class _ReplayObserver:
-    def __init__(self, originals: Sequence[Message], summaries: Mapping[int, str]) -> None:
+    def __init__(
+        self,
+        originals: Sequence[Message],
+        summaries: Mapping[int, str],
+        fact_index: lost.FactIndex,
+    ) -> None:
         self.originals = originals
         self.summaries = summaries
         self.run = RunSurvival()
         self.drift = _Drift(self.run)
-        self.sources = instructions.sources(originals)
+        self.sources = instructions.sources(originals, fact_index.original)
         self.source_holders = instructions.by_key(self.sources)
         self.sources_at: dict[int, list[instructions.Source]] = {}
         for s in self.sources:
@@ -335,15 +340,21 @@ def _instruction_rows(fates: Sequence[tuple[instructions.Source, str]]) -> list[
 
 
 def analyse_replay(
-    result: ReplayResult, originals: Sequence[Message], *, limit: int = 60
+    result: ReplayResult,
+    originals: Sequence[Message],
+    *,
+    limit: int = 60,
+    fact_index: lost.FactIndex | None = None,
 ) -> tuple[lost.Retention, RunSurvival]:
-    """``lost.analyse`` and survival of a finished replay in one pass."""
+    """``lost.analyse`` and survival of a finished replay in one pass (``fact_index``:
+    the originals' facts when they are known already)."""
     return analyse_replay_parts(
         result.steps,
         result.events,
         {s.id: s.output for s in result.summaries},
         originals,
         limit=limit,
+        fact_index=fact_index,
     )
 
 
@@ -357,14 +368,15 @@ def analyse_replay_parts(
     fact_index: lost.FactIndex | None = None,
 ) -> tuple[lost.Retention, RunSurvival]:
     """``analyse_replay`` over stored parts (as ``lost.analyse_parts``)."""
-    observer = _ReplayObserver(originals, summaries)
+    index = fact_index if fact_index is not None else lost.FactIndex(originals)
+    observer = _ReplayObserver(originals, summaries, index)
     retention = lost.analyse_parts(
         steps,
         events,
         summaries,
         originals,
         limit=limit,
-        fact_index=fact_index,
+        fact_index=index,
         observe=observer.observe,
     )
     return retention, observer.run

@@ -15,16 +15,19 @@ never a failed run.
 from __future__ import annotations
 
 import logging
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
 from django.db import DatabaseError, transaction
 
-from ctxlab.engine import extract, survival
+from ctxlab.engine import extract, lost, survival
 from ctxlab.engine.heap import existing_heap_frozen
 from ctxlab.engine.lost import Retention
 from ctxlab.engine.model import Message
 from ctxlab.engine.records import Event, ReplayResult, StepRecord, StepTokens, Zones
+from sessions_app.facts import transcript_facts
 from sessions_app.models import Transcript
 
 from ..models import (
@@ -51,14 +54,47 @@ def current(data: Any) -> bool:
     )
 
 
+# The originals' facts of the last transcripts analysed in this process, by (id, revision):
+# the runs of a comparison or a sweep share them (each run keeps its own modified versions).
+_INDEXES: OrderedDict[tuple[int, str], lost.FactIndex] = OrderedDict()
+_INDEXES_KEEP = 2
+_INDEXES_LOCK = threading.Lock()
+
+
+def fact_index(transcript: Transcript, originals: Sequence[Message]) -> lost.FactIndex:
+    """A fact index over ``originals`` (the transcript's messages) whose original facts
+    are the ones stored at import (``sessions_app.facts``), shared with the other runs
+    over the same transcript in this process."""
+    key = (transcript.pk, transcript.revision)
+    with _INDEXES_LOCK:
+        shared = _INDEXES.get(key) if transcript.revision else None
+        if shared is not None:
+            _INDEXES.move_to_end(key)
+    if shared is None or len(shared.originals) != len(originals):
+        shared = lost.FactIndex(originals, known=transcript_facts(transcript, originals))
+        if transcript.revision:
+            with _INDEXES_LOCK:
+                _INDEXES[key] = shared
+                while len(_INDEXES) > _INDEXES_KEEP:
+                    _INDEXES.popitem(last=False)
+    return lost.FactIndex(originals, shared=shared)
+
+
+def clear_fact_indexes() -> None:
+    """Forget the shared fact indexes (benchmarks start cold)."""
+    with _INDEXES_LOCK:
+        _INDEXES.clear()
+
+
 def finished(
     run: Run, result: ReplayResult, originals: Sequence[Message]
 ) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
     """(retention, survival) of a replay that just finished, from one pass over its
     in-memory result; (None, None) when the analysis fails (logged)."""
     try:
+        index = fact_index(run.transcript, originals)
         with existing_heap_frozen():  # as the replay: full collections skip the input
-            retention, table = survival.analyse_replay(result, originals)
+            retention, table = survival.analyse_replay(result, originals, fact_index=index)
         return retention.as_dict(), table.as_dict()
     except Exception:
         log.exception("run %s: survival analysis failed (pages compute it on demand)", run.pk)
@@ -109,6 +145,7 @@ def run_survival(run: Run) -> dict[str, Any] | None:
 
 def _from_rows(run: Run) -> tuple[Retention, survival.RunSurvival]:
     originals = run.transcript.to_conversation().messages
+    index = fact_index(run.transcript, originals)
     steps = [
         StepRecord(index, source, StepTokens(0, 0), _NO_ZONES, tuple(map(tuple, ctx)), summary)
         for index, source, ctx, summary in RunStep.objects.filter(run=run)
@@ -117,7 +154,7 @@ def _from_rows(run: Run) -> tuple[Retention, survival.RunSurvival]:
     ]
     events: list[Event] = [e.to_event() for e in RunEvent.objects.filter(run=run).order_by("seq")]
     outputs = dict(RunSummary.objects.filter(run=run).values_list("seq", "output"))
-    return survival.analyse_replay_parts(steps, events, outputs, originals)
+    return survival.analyse_replay_parts(steps, events, outputs, originals, fact_index=index)
 
 
 def original_survival(transcript: Transcript) -> dict[str, Any] | None:
