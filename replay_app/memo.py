@@ -157,16 +157,20 @@ class DiskMemo:
 DISK: DiskMemo | None = None
 
 
+CODE_DIRS = ("ctxlab", "replay_app", "sessions_app", "suites_app", "judge_app", "templates")
+
+
 def code_version() -> str:
-    """A digest of this checkout's Python modules and templates (names, sizes, times)."""
+    """A digest of the project's Python modules and templates (names, sizes, times)."""
     root = Path(__file__).resolve().parents[1]
     digest = hashlib.sha256()
-    for pattern in ("*.py", "*.html"):
-        for path in sorted(root.rglob(pattern)):
-            if ".venv" in path.parts or "tests" in path.parts:
-                continue
-            stat = path.stat()
-            digest.update(f"{path.relative_to(root)}:{stat.st_size}:{stat.st_mtime_ns}".encode())
+    for name in CODE_DIRS:
+        for path in sorted((root / name).rglob("*")):
+            if path.suffix in (".py", ".html"):
+                stat = path.stat()
+                digest.update(
+                    f"{path.relative_to(root)}:{stat.st_size}:{stat.st_mtime_ns}".encode()
+                )
     return digest.hexdigest()[:16]
 
 
