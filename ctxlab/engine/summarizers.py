@@ -247,38 +247,11 @@ def _without_notes(summary: str) -> str:
     return "\n".join(line for line in summary.splitlines() if not _is_note(line))
 
 
-# The patterns without their word boundaries: a line whose readable form matches a pattern
-# holds the loose form itself, unless decoding made the text (see ``_may_match``).
-_LOOSE = {
-    pattern: re.compile(pattern.pattern.replace(r"\b", ""), pattern.flags)
-    for pattern in (CONSTRAINT_RE, DECISION_RE)
-}
-_QUOTE_PAIR = re.compile(r"['\"]\s*['\"]")
-
-
-def _may_match(line: str, loose: re.Pattern[str]) -> bool:
-    r"""False only when ``_readable(line)`` cannot match the pattern: that text is cut from
-    the line (strip, removed tool ids and line numbers, a width cut) or, for a tool call, a
-    decoded string of it, which is a substring of the line unless an escape (``\``) or an
-    adjacent pair of quotes (Python's implicit concatenation) made it. No removal joins two
-    pattern fragments: a tool id ends before a character outside ``[A-Za-z0-9_-]`` and
-    starts after a non-word one. A cut can only add a word boundary, hence the loose form."""
-    return "\\" in line or loose.search(line) is not None or _QUOTE_PAIR.search(line) is not None
-
-
 @lru_cache(maxsize=8192)
 def _matching_lines(text: str, pattern: re.Pattern[str]) -> tuple[str, ...]:
     """The scanned lines of ``text`` that ``pattern`` finds something in (cached by
     content: several strategies and compactions summarise the same messages)."""
-    loose = _LOOSE.get(pattern)
-    out: list[str] = []
-    for line in text[:SCAN_CHARS].splitlines():
-        if loose is not None and not _may_match(line, loose):
-            continue
-        readable = _readable(line)
-        if readable and pattern.search(readable):
-            out.append(readable)
-    return tuple(out)
+    return tuple(s for s in _lines(text) if pattern.search(s))
 
 
 def clear_caches() -> None:
