@@ -312,7 +312,6 @@ def _child_main(
 def _use_databases(databases: dict[str, Any]) -> None:
     """The parent's database settings as they are now (a test database included), even
     when the parent's main module, imported again here by ``spawn``, set Django up."""
-    from asgiref.local import Local
     from django.conf import settings
     from django.db import connections
 
@@ -320,8 +319,7 @@ def _use_databases(databases: dict[str, Any]) -> None:
     if "settings" in vars(connections):  # read before us: forget those connections
         connections.close_all()
         del connections.settings
-        connections._settings = None  # type: ignore[attr-defined]  # as at its creation
-        connections._connections = Local(connections.thread_critical)  # type: ignore[attr-defined]
+        type(connections).__init__(connections)  # no settings, no connections: as created
 
 
 def _check_databases(databases: dict[str, Any]) -> None:
