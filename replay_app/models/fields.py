@@ -1,4 +1,6 @@
-"""``PackedJSONField``: a JSONField whose long values are stored zlib-compressed.
+"""JSON columns stored smaller, read back unchanged (migrations see plain JSONFields).
+
+``PackedJSONField``: a JSONField whose long values are stored zlib-compressed.
 
 A run's event changes, its analyses, its cost ledger and its summary-input pieces are
 repetitive JSON (the same keys and reasons thousands of times): compressed they take a
@@ -53,4 +55,46 @@ class PackedJSONField(models.JSONField):  # type: ignore[type-arg]
         # The column is a JSON column like any other: migrations see a JSONField, so
         # switching a field to packing needs no table rewrite.
         name, _, args, kwargs = super().deconstruct()
+        return name, "django.db.models.JSONField", args, kwargs
+
+
+# The stored order of ZonesField lists: never reorder; a new key goes at the end.
+ZONE_KEYS = (
+    "system",
+    "tools",
+    "unseen",
+    "summary",
+    "compactable",
+    "reserved_recent",
+    "output_reserve",
+    "free",
+    "window",
+    "threshold",
+)
+
+
+class ZonesField(models.JSONField):  # type: ignore[type-arg]
+    """A step's zones (``Zones.as_dict()``), one row per step: stored as the list of values
+    in ``ZONE_KEYS`` order (about a quarter of the dict's JSON), read back as the dict.
+    A dict with other keys, and every row written before, stays a dict."""
+
+    def get_db_prep_value(self, value: Any, connection: Any, prepared: bool = False) -> Any:
+        if not prepared:
+            value = self.get_prep_value(value)
+        if (
+            isinstance(value, dict)
+            and len(value) == len(ZONE_KEYS)
+            and set(value) == set(ZONE_KEYS)
+        ):
+            value = [value[k] for k in ZONE_KEYS]
+        return super().get_db_prep_value(value, connection, prepared=True)
+
+    def from_db_value(self, value: Any, expression: Any, connection: Any) -> Any:
+        value = super().from_db_value(value, expression, connection)
+        if isinstance(value, list):
+            return dict(zip(ZONE_KEYS, value, strict=False))
+        return value
+
+    def deconstruct(self) -> Any:
+        name, _, args, kwargs = super().deconstruct()  # a JSON column, as for PackedJSONField
         return name, "django.db.models.JSONField", args, kwargs

@@ -18,7 +18,7 @@ from ctxlab.engine.records import (
     SummaryRecord,
     Zones,
 )
-from replay_app.models.fields import PackedJSONField
+from replay_app.models.fields import PackedJSONField, ZonesField
 from replay_app.models.runs import Run
 
 
@@ -31,7 +31,7 @@ class RunStep(models.Model):
     tokens_strategy = models.PositiveBigIntegerField()
     tokens_reference = models.PositiveBigIntegerField()
     tokens_reported = models.PositiveBigIntegerField(null=True, blank=True)
-    zones = models.JSONField(default=dict)  # Zones.as_dict()
+    zones = ZonesField(default=dict)  # Zones.as_dict() (stored as a list of its values)
     context = models.JSONField(default=list)  # [[start, end), ...] source-index ranges
     context_len = models.PositiveIntegerField(default=0)  # messages in context
     summary_seq = models.IntegerField(null=True, blank=True)  # RunSummary.seq in force

@@ -14,8 +14,9 @@ from inspect_helpers import make_run
 from ctxlab.engine.model import Block, BlockKind, Role
 from ctxlab.engine.model import Message as EngineMessage
 from ctxlab.engine.replay import run as replay_run
-from replay_app.models import Run, RunEvent, RunOffload, RunSummary, RunText, StoredText
+from replay_app.models import Run, RunEvent, RunOffload, RunStep, RunSummary, RunText, StoredText
 from replay_app.models import change_to_dict as stored_change
+from replay_app.models.fields import ZONE_KEYS
 from replay_app.runs import run_size, services, textstore
 from sessions_app.models import Message
 
@@ -233,3 +234,16 @@ def test_long_json_columns_are_stored_packed(user: Any, transcript: Any) -> None
     RunEvent.objects.filter(pk=event.pk).update(changes=big[:1])  # short: plain JSON
     raw = RunEvent.objects.filter(pk=event.pk).values_list(Cast("changes", TextField()), flat=True)
     assert json.loads(raw[0]) == big[:1]
+
+
+def test_step_zones_stored_as_a_list_read_as_the_dict(user: Any, transcript: Any) -> None:
+    run = make_run(user, transcript, "qwenpaw")
+    step = RunStep.objects.filter(run=run).order_by("index").last()
+    assert step is not None
+    assert tuple(step.zones) == ZONE_KEYS  # every key of Zones.as_dict(), in order
+    raw = RunStep.objects.filter(pk=step.pk).values_list(Cast("zones", TextField()), flat=True)
+    assert json.loads(raw[0]) == [step.zones[k] for k in ZONE_KEYS]
+    assert RunStep.objects.filter(pk=step.pk).values_list("zones", flat=True)[0] == step.zones
+    odd = {"system": 1, "window": 9}  # not a whole Zones dict: kept as it is
+    RunStep.objects.filter(pk=step.pk).update(zones=odd)
+    assert RunStep.objects.get(pk=step.pk).zones == odd
