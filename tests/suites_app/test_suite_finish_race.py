@@ -12,7 +12,7 @@ import pytest
 from django.test import Client
 from suite_testdata import import_chat
 
-from replay_app.models import RunStatus
+from replay_app.models import Run, RunStatus
 from suites_app import configs, replay_glue, results, services
 from suites_app.models import Suite, SuiteItem
 from suites_app.progress import SuiteProgress
@@ -124,6 +124,7 @@ def test_pushed_progress_carries_the_actions_of_its_state(user: Any, client: Cli
     )
     assert "suite-resume" not in running
     services.item_execute(first.pk)
+    assert second.run_id is not None
     replay_glue.cancel_queued([second.run_id])
     stopped = render_progress(suite_progress_data(suite))
     assert 'data-finished="true"' in stopped and 'id="suite-cancel"' not in stopped
@@ -135,7 +136,7 @@ def test_pushed_progress_carries_the_actions_of_its_state(user: Any, client: Cli
     # Posted from the fragment: the whole page loads again, with the message.
     response = client.post(f"/suites/{suite.pk}/resume/", headers={"HX-Request": "true"})
     assert response.status_code == 200 and response["HX-Redirect"] == f"/suites/{suite.pk}/"
-    second.run.refresh_from_db()  # a new attempt (tests execute tasks eagerly)
-    assert second.run.status == RunStatus.DONE and second.run.attempts == 2
+    again = Run.objects.get(pk=second.run_id)  # a new attempt (tests execute tasks eagerly)
+    assert again.status == RunStatus.DONE and again.attempts == 2
     plain = client.post(f"/suites/{suite.pk}/cancel/")
     assert plain.status_code == 302 and plain["Location"] == f"/suites/{suite.pk}/"
