@@ -86,3 +86,37 @@ def test_suite_grid_progress_heatmap_leaderboard_and_a_cells_run(
     page.wait_for_url("**/runs/*/")
     assert "max_input_length=8000" in page.content()
     screenshot("cell-run")
+
+
+def test_cancel_from_the_live_progress_then_resume_is_offered(
+    page: Any, asgi_worker_server: Any, login: Any, screenshot: Any
+) -> None:
+    from django.contrib.auth import get_user_model
+
+    base = asgi_worker_server.url
+    login(base_url=base)
+    user = get_user_model().objects.get(username="alice")
+    transcripts = [import_chat(user, seed=s, turns=40, size=5000) for s in (4, 5, 6)]
+    page.goto(f"{base}/suites/new/")
+    page.fill("#id_name", "cancel in a browser")
+    for t in transcripts:
+        page.check(f"#suite-transcripts input[value='{t.pk}']")
+    page.select_option("#id_grid_base", "preset:qwenpaw")
+    page.fill("#id_grid_key_1", "max_input_length")
+    page.fill("#id_grid_values_1", "8000:96000:8000")  # 36 runs: far from done when cancelled
+    page.click("#suite-form button[type=submit]")
+    page.wait_for_url("**/suites/*/")
+    # The Cancel button of a pushed copy (no token field): it posts with the page's header.
+    page.wait_for_selector(".suite-progress:not([data-done='0'])", timeout=120_000)
+    assert page.locator("#suite-cancel").is_visible()
+    page.click("#suite-cancel")
+    page.wait_for_selector(".message-info:has-text('Suite cancelled')")
+    page.wait_for_selector(".suite-progress[data-finished=true]", timeout=120_000)
+    cancelled = int(page.locator(".suite-progress [data-role=cancelled]").inner_text())
+    done = int(page.locator(".suite-progress [data-role=done]").inner_text())
+    assert cancelled > 0 and done + cancelled == 36
+    assert page.locator("#suite-resume").is_visible() and page.locator("#suite-cancel").count() == 0
+    page.wait_for_selector("#results[data-finished=true]:not(.htmx-swapping)")
+    assert page.locator("#leaderboard tbody tr").count() == 12
+    screenshot("cancelled")
+    assert not page.errors, page.errors
