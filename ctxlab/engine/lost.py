@@ -190,15 +190,22 @@ class FactIndex:
 
     def holders(self, fact: Fact) -> list[int]:
         """Source indexes whose original holds ``fact`` (built on first use)."""
-        if self._holders_of is not self:
-            return self._holders_of.holders(fact)
+        by_fact = self._by_fact
+        if by_fact is None:
+            by_fact = self._by_fact = self._holders_of._built()
+        return by_fact.get(fact, _NONE)
+
+    def _built(self) -> dict[Fact, list[int]]:
         if self._by_fact is None:
             by_fact: dict[Fact, list[int]] = {}
             for i in range(len(self.originals)):
                 for f in self.original(i):
                     by_fact.setdefault(f, []).append(i)
             self._by_fact = by_fact
-        return self._by_fact.get(fact, [])
+        return self._by_fact
+
+
+_NONE: list[int] = []  # never mutated
 
 
 def analyse(
@@ -274,7 +281,15 @@ def analyse_parts(
                 summary_facts[sid] = fact_set(summaries.get(sid, ""))
             sfacts = summary_facts[sid]
 
+        answers: dict[Fact, bool] = {}  # the same facts are asked by each observer
+
         def stayed(fact: Fact) -> bool:
+            found = answers.get(fact)
+            if found is None:
+                found = answers[fact] = _stayed(fact)
+            return found
+
+        def _stayed(fact: Fact) -> bool:
             if fact in sfacts:
                 return True
             modified = mod_holders.get(fact)

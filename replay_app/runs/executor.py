@@ -32,7 +32,6 @@ from replay_app.models import (
     RunFinding,
     RunOffload,
     RunStatus,
-    RunStep,
     RunSummary,
 )
 from replay_app.runs import survival as run_survival
@@ -46,6 +45,7 @@ from replay_app.runs.progress import (
     _event_row,
     _latest_events,
 )
+from replay_app.runs.step_rows import Row, StepRows
 from replay_app.steps import lost_analysis
 
 log = logging.getLogger(__name__)
@@ -183,7 +183,8 @@ class _BatchWriter:
 
     def __init__(self, run: Run, attempt: int) -> None:
         self.run, self.attempt = run, attempt
-        self.steps: list[RunStep] = []
+        self.step_rows = StepRows(run)
+        self.steps: list[Row] = []
         self.events: list[RunEvent] = []
         self.summaries: list[RunSummary] = []
         self.findings: list[RunFinding] = []
@@ -200,7 +201,7 @@ class _BatchWriter:
 
     def add(self, record: Any) -> None:
         run = self.run
-        self.steps.append(RunStep.from_record(run, record))
+        self.steps.append(self.step_rows.row(record))
         events = [RunEvent.from_event(run, e) for e in record.events]
         summaries = [RunSummary.from_record(run, s) for s in record.summaries]
         if summaries:
@@ -235,7 +236,7 @@ class _BatchWriter:
                 raise _Stop(cancelled=False)
             if self.texts is not None:
                 self.texts.write()
-            RunStep.objects.bulk_create(self.steps, batch_size=500)
+            self.step_rows.write(self.steps)
             RunEvent.objects.bulk_create(self.events, batch_size=500)
             RunSummary.objects.bulk_create(self.summaries, batch_size=100)
             RunFinding.objects.bulk_create(self.findings, batch_size=500)
