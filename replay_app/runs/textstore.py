@@ -24,6 +24,7 @@ existed keep their texts inline (``RunSummary.input``, ``changes[].message``,
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import logging
 import zlib
@@ -45,11 +46,13 @@ log = logging.getLogger(__name__)
 INLINE_MAX = 1024
 ANCHOR = 64  # a transcript text is looked for by its first ANCHOR characters ...
 WINDOW = 16_384  # ... first within this many characters of where the last one ended
-FAR_SEARCHES = 32  # then in the whole rest, at most this many times per text (misses cost)
+GRAM = 32  # then anywhere, through an index of GRAM-character pieces at multiples of GRAM
 QUERY_CHUNK = 500  # keys / indexes per IN (...) query
 STALE = "[message {index} was re-imported after this run: this part of the text is gone]"
 
 Piece = str | dict[str, str] | list[int]
+# Where a source text occurs: (at, end, message, block, start in the source, form, source)
+_Span = tuple[int, int, int, int, int, int, str]
 
 
 def text_key(text: str) -> str:
@@ -74,6 +77,44 @@ def source_forms(block: Block) -> tuple[str, str, str]:
         repr(block.tool_input) if parsed else "",
         text.replace("\n", " ") if "\n" in text else "",
     )
+
+
+class _Grams:
+    """Where each ``GRAM``-character piece starting at a multiple of ``GRAM`` occurs in a
+    text: finds any ``2 * GRAM``-character anchor after a position without scanning the
+    rest of the text (an occurrence at ``a`` covers the piece at the next multiple)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.at: dict[str, list[int]] = {}
+        for p in range(0, len(text) - GRAM + 1, GRAM):
+            self.at.setdefault(text[p : p + GRAM], []).append(p)
+
+    def find(self, anchor: str, start: int) -> int:
+        best = -1
+        for k in range(GRAM):
+            positions = self.at.get(anchor[k : k + GRAM], ())
+            for p in positions[bisect.bisect_left(positions, start + k) :]:
+                at = p - k
+                if best != -1 and at >= best:
+                    break
+                if self.text.startswith(anchor, at):
+                    best = at
+                    break
+        return best
+
+
+def _common_suffix(text: str, end: int, source: str, known: int) -> int:
+    """Length of the longest common suffix of ``text[:end]`` and ``source``."""
+    lo, hi = known, min(len(source), end)
+    size = len(source)
+    while lo < hi:  # text[end-lo:end] == source[size-lo:]
+        mid = (lo + hi + 1) // 2
+        if text[end - mid : end - lo] == source[size - mid : size - lo]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
 
 
 def _common_prefix(text: str, at: int, source: str, known: int) -> int:
@@ -106,6 +147,9 @@ class TextWriter:
         self.pending: dict[str, str] = {}  # key -> text, not yet written
         self.linked: set[str] = set()  # keys this run links already
         self.offload_index: dict[str, int] = {}  # offload path -> the message it came from
+        # Offloaded messages since the last flush, (index, their modified texts): a message
+        # with several outputs offloaded names one path in its change, the others in text.
+        self.offloaded: list[tuple[int, str]] = []
 
     def literal(self, pieces: list[Piece], text: str) -> None:
         if not text:
@@ -119,35 +163,68 @@ class TextWriter:
         pieces.append({"h": key})
 
     def encode(self, text: str, indexes: Iterable[int]) -> list[Piece]:
-        """``text`` as pieces: the texts of the messages ``indexes`` (in that order) where
-        they occur in it, whole or as a prefix, and literals between."""
+        """``text`` as pieces: the texts of the messages ``indexes`` where they occur in it
+        (whole, a prefix, or a head and a tail), and literals between. Every piece is an
+        exact match, so the pieces always join back to ``text``."""
+        spans = sorted(self._spans(text, indexes), key=lambda s: (s[0], s[0] - s[1]))
         pieces: list[Piece] = []
-        cursor, far = 0, 0
+        cursor = 0
+        for at, end, i, j, start, form, source in spans:
+            if end - max(at, cursor) < ANCHOR:
+                continue
+            if at < cursor:  # overlaps the one before: keep the rest of it
+                start, at = start + cursor - at, cursor
+            self.literal(pieces, text[cursor:at])
+            stop = start + end - at
+            pieces.append([i, j, start, stop, _crc(source[start:stop])] + ([form] if form else []))
+            cursor = end
+        self.literal(pieces, text[cursor:])
+        return pieces
+
+    def _spans(self, text: str, indexes: Iterable[int]) -> list[_Span]:
+        """Where the messages' texts occur: near where the previous one ended (the usual
+        case: texts are rendered in order), else their first unclaimed occurrence."""
+        spans: list[_Span] = []
+        grams: _Grams | None = None  # built on the first search away from the hint
+        claimed: set[int] = set()
+        hint = 0
         count = len(self.messages)
         for i in indexes:
             if not 0 <= i < count:
                 continue
             for j, block in enumerate(self.messages[i].blocks):
-                best: tuple[int, int, int, str] | None = None  # (at, -n, form, source)
+                best: tuple[int, int, int, str] | None = None  # (at, n, form, source)
                 for form, source in enumerate(source_forms(block)):
                     if len(source) < ANCHOR:
                         continue
                     anchor = source[:ANCHOR]
-                    at = text.find(anchor, cursor, cursor + WINDOW + ANCHOR)
-                    if at < 0 and far < FAR_SEARCHES:
-                        at = text.find(anchor, cursor)
-                        far += at < 0
-                    if at >= 0:
-                        found = (at, -_common_prefix(text, at, source, ANCHOR), form, source)
-                        best = found if best is None else min(best, found)
+                    at = text.find(anchor, hint, hint + WINDOW + ANCHOR)
+                    tries = 0
+                    while (at < 0 or at in claimed) and tries < 8:
+                        grams = grams or _Grams(text)
+                        at = grams.find(anchor, 0 if at < 0 else at + 1)
+                        tries += 1 if at >= 0 else 8
+                    if at < 0 or at in claimed:
+                        continue
+                    n = _common_prefix(text, at, source, ANCHOR)
+                    if best is None or n > best[1]:
+                        best = (at, n, form, source)
                 if best is None:
                     continue
-                at, n, form, source = best[0], -best[1], best[2], best[3]
-                self.literal(pieces, text[cursor:at])
-                pieces.append([i, j, 0, n, _crc(source[:n])] + ([form] if form else []))
-                cursor = at + n
-        self.literal(pieces, text[cursor:])
-        return pieces
+                at, n, form, source = best
+                claimed.add(at)
+                spans.append((at, at + n, i, j, 0, form, source))
+                hint = at + n
+                if len(source) - n < ANCHOR:
+                    continue
+                # Cut in the middle ("head ... N tokens truncated ... tail"): the tail too.
+                end = text.find(source[-ANCHOR:], hint, hint + WINDOW + ANCHOR) + ANCHOR
+                if end < ANCHOR:
+                    continue
+                m = min(_common_suffix(text, end, source, ANCHOR), len(source) - n, end - hint)
+                spans.append((end - m, end, i, j, len(source) - m, form, source))
+                hint = end
+        return spans
 
     def summary(self, row: RunSummary) -> None:
         row.input_parts = self.encode(row.input, row.messages)
@@ -158,6 +235,9 @@ class TextWriter:
             if change.get("offload_path"):
                 self.offload_index.setdefault(change["offload_path"], int(change["index"]))
             message = change.pop("message", None)
+            if message is not None and change.get("fate") == "offloaded":
+                texts = "\n".join(str(b.get("text", "")) for b in message.get("blocks") or [])
+                self.offloaded.append((int(change["index"]), texts))
             if message is not None:
                 self._blocks(message.get("blocks") or [], int(change["index"]))
                 change["message@"] = message
@@ -175,8 +255,11 @@ class TextWriter:
             if path in written:
                 continue
             index = self.offload_index.get(path)
+            if index is None:
+                index = next((i for i, texts in self.offloaded if path in texts), None)
             parts = self.encode(text, () if index is None else (index,))
             rows.append(RunOffload(run=self.run, path=path, text="", text_parts=parts))
+        self.offloaded = []
         return rows
 
     def write(self) -> None:

@@ -247,3 +247,21 @@ def test_step_zones_stored_as_a_list_read_as_the_dict(user: Any, transcript: Any
     odd = {"system": 1, "window": 9}  # not a whole Zones dict: kept as it is
     RunStep.objects.filter(pk=step.pk).update(zones=odd)
     assert RunStep.objects.get(pk=step.pk).zones == odd
+
+
+def test_encode_out_of_order_and_cut_in_the_middle(user: Any, transcript: Any) -> None:
+    run = make_run(user, transcript, "cowagent")
+    texts = [f"message {k}: " + " ".join(f"w{k}x{n}" for n in range(200)) for k in range(3)]
+    messages = tuple(EngineMessage(Role.USER, (Block(BlockKind.TEXT, text=t),)) for t in texts)
+    writer = textstore.TextWriter(run, messages)
+    head, tail = texts[2][:300], texts[2][-300:]
+    text = f"[b] {texts[1]}\n[a] {texts[0]}\n[c] {head}\n...cut...\n{tail}"
+    parts = writer.encode(text, [0, 1, 2])  # the order they are given in is not the text's
+    slices = [p[:4] for p in parts if isinstance(p, list)]
+    assert slices == [
+        [1, 0, 0, len(texts[1])], [0, 0, 0, len(texts[0])],
+        [2, 0, 0, 300], [2, 0, len(texts[2]) - 300, len(texts[2])],
+    ]  # fmt: skip
+    reader = textstore._Reader(transcript.pk)
+    reader.blocks = {k: m.blocks for k, m in enumerate(messages)}
+    assert reader.text(parts) == text
