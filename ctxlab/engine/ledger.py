@@ -405,6 +405,8 @@ def ledger_from_records(
     prev_len = prev_items = prev_source = 0
     prev_summary: int | None = None
 
+    per_message = [reference.message(i) for i in range(len(conversation.messages))]
+
     def item(i: int) -> tuple[Hashable, int]:
         v = versions.get(i)
         return ((i, v[0]), v[1]) if v else ((i, 0), reference.message(i))
@@ -431,25 +433,34 @@ def ledger_from_records(
         msg = conversation.messages[rec.source_index]
         out = msg.usage.output if msg.usage else reference.message(rec.source_index)
         if rec.index == 0 or changed or n_ctx < prev_len:
+            # the whole request as keys and sizes side by side: tools, the system prompt,
+            # the summary, the rest (a run that changes many steps rebuilds it each time)
             indexes = rec.context_indexes
-            items = list(lead)
             at = 1 if indexes and indexes[0] == system_index else 0
+            keys: list[Hashable] = [k for k, _ in lead]
+            sizes = [t for _, t in lead]
             for pos, i in enumerate(indexes):
                 if pos == at and rec.summary_id is not None:
-                    items.append(
-                        (("summary", rec.summary_id), summary_tokens.get(rec.summary_id, 0))
-                    )
-                items.append(item(i))
+                    keys.append(("summary", rec.summary_id))
+                    sizes.append(summary_tokens.get(rec.summary_id, 0))
+                v = versions.get(i)
+                if v is None:
+                    keys.append((i, 0))
+                    sizes.append(per_message[i])
+                else:
+                    keys.append((i, v[0]))
+                    sizes.append(v[1])
             if at == len(indexes) and rec.summary_id is not None:
-                items.append((("summary", rec.summary_id), summary_tokens.get(rec.summary_id, 0)))
-            appended = sum(reference.message(i) for i in indexes if i >= prev_source)
+                keys.append(("summary", rec.summary_id))
+                sizes.append(summary_tokens.get(rec.summary_id, 0))
+            appended = sum(per_message[i] for i in indexes if i >= prev_source)
             steps.append(
                 LedgerStep(
-                    tuple(k for k, _ in items), tuple(t for _, t in items), out,
+                    tuple(keys), tuple(sizes), out,
                     appended_tokens=appended if rec.index else None,
                 )
             )  # fmt: skip
-            prev_items = len(items)
+            prev_items = len(keys)
         else:
             tail = [item(i) for i in _last_indexes(rec.context, n_ctx - prev_len)]
             steps.append(
