@@ -47,6 +47,7 @@ INLINE_MAX = 1024
 ANCHOR = 64  # a transcript text is looked for by its first ANCHOR characters ...
 WINDOW = 16_384  # ... first within this many characters of where the last one ended
 GRAM = 32  # then anywhere, through an index of GRAM-character pieces at multiples of GRAM
+SCAN_MAX = 65_536  # (texts up to this long are simply scanned again instead)
 QUERY_CHUNK = 500  # keys / indexes per IN (...) query
 STALE = "[message {index} was re-imported after this run: this part of the text is gone]"
 
@@ -193,19 +194,30 @@ class TextWriter:
             if not 0 <= i < count:
                 continue
             for j, block in enumerate(self.messages[i].blocks):
+                forms = [(f, t) for f, t in enumerate(source_forms(block)) if len(t) >= ANCHOR]
+                # Near where the last text ended first (texts are usually rendered in order),
+                # else the first unclaimed occurrence anywhere.
+                found = [
+                    (f, t, text.find(t[:ANCHOR], hint, hint + WINDOW + ANCHOR)) for f, t in forms
+                ]
+                found = [(f, t, at) for f, t, at in found if at >= 0 and at not in claimed]
+                if not found:
+                    for form, source in forms:
+                        at, tries = -1, 0
+                        while tries < 8:  # skip occurrences other texts claimed
+                            after = 0 if at < 0 else at + 1
+                            if len(text) <= SCAN_MAX:  # short: scanning beats an index
+                                at = text.find(source[:ANCHOR], after)
+                            else:
+                                grams = grams or _Grams(text)
+                                at = grams.find(source[:ANCHOR], after)
+                            if at < 0 or at not in claimed:
+                                break
+                            tries += 1
+                        if at >= 0 and at not in claimed:
+                            found.append((form, source, at))
                 best: tuple[int, int, int, str] | None = None  # (at, n, form, source)
-                for form, source in enumerate(source_forms(block)):
-                    if len(source) < ANCHOR:
-                        continue
-                    anchor = source[:ANCHOR]
-                    at = text.find(anchor, hint, hint + WINDOW + ANCHOR)
-                    tries = 0
-                    while (at < 0 or at in claimed) and tries < 8:
-                        grams = grams or _Grams(text)
-                        at = grams.find(anchor, 0 if at < 0 else at + 1)
-                        tries += 1 if at >= 0 else 8
-                    if at < 0 or at in claimed:
-                        continue
+                for form, source, at in found:
                     n = _common_prefix(text, at, source, ANCHOR)
                     if best is None or n > best[1]:
                         best = (at, n, form, source)
