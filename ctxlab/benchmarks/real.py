@@ -41,6 +41,7 @@ from ctxlab.engine.model import Conversation
 from ctxlab.engine.replay import run as replay_run
 from ctxlab.engine.stages import agentscope
 from ctxlab.engine.strategies import LIBRARY, PRESETS, STRATEGIES, make_strategy
+from ctxlab.engine.strategies import _gemini_cli_rules as gemini_rules
 from ctxlab.engine.tokens import _encoding, block_text
 
 from .replay import _cold
@@ -68,6 +69,7 @@ def floor_pass(conversation: Conversation) -> tuple[float, int]:
 def estimator_pass(conversation: Conversation, name: str) -> float:
     """CPU seconds of one pass of the strategy's own estimator over every message."""
     _cold()
+    _cold_but_reference()
     strategy = make_strategy(name)
     start = _cpu()
     for message in conversation.messages:
@@ -82,6 +84,8 @@ def _cold_but_reference() -> None:
     summarizers.clear_caches()
     agentscope.as_timestamp.cache_clear()
     qwen_tokens.qwen_counter()._memo.clear()
+    gemini_rules.text_tokens.cache_clear()
+    gemini_rules._output_tokens.cache_clear()
     gc.collect()
 
 

@@ -19,8 +19,10 @@ once, also when it summarises a summary (an earlier disclaimer is never carried 
 from __future__ import annotations
 
 import ast
+import itertools
 import json
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal, Protocol
@@ -215,6 +217,16 @@ def _person_text(item: MaterialItem) -> str:
     return "\n".join(lines)
 
 
+def _typed(items: Iterable[MaterialItem]) -> Iterator[str]:
+    """What the person typed in each user item that has a readable line, in order."""
+    return (t for t in map(_person_text, items) if _first_line(t))
+
+
+def _said(items: Iterable[MaterialItem]) -> Iterator[MaterialItem]:
+    """The assistant items with a readable line, in order."""
+    return (m for m in items if _first_line(m.text))
+
+
 def _first_line(text: str, width: int = LINE) -> str:
     for line in text.splitlines():
         readable = _readable(line, width)
@@ -247,10 +259,38 @@ def _without_notes(summary: str) -> str:
     return "\n".join(line for line in summary.splitlines() if not _is_note(line))
 
 
+# The ASCII words of each pattern (its CJK alternatives cannot occur in ASCII text).
+_WORDS = {
+    CONSTRAINT_RE: ("must", "should", "never", "always", "don't", "do not", "please",
+                    "make sure", "avoid", "only", "prefer"),
+    DECISION_RE: ("decided", "decide", "will use", "instead", "because", "chose", "choose",
+                  "going to", "plan"),
+}  # fmt: skip
+_QUOTE_PAIR = re.compile(r"['\"]\s*['\"]")
+
+
+def _cannot_match(head: str, words: tuple[str, ...]) -> bool:
+    r"""True when no readable line of ``head`` (ASCII) can match: a readable line is cut
+    from its line (strip, tool ids and line numbers removed, a width cut) or is a decoded
+    string of a tool call, a substring of it too unless an escape (``\``) or a pair of
+    adjacent quotes (Python's implicit concatenation) made it. A removal joins a non-word
+    character to one outside ``[A-Za-z0-9_-]``, so it creates no pattern word; a cut only
+    adds a word boundary. So every match contains one of the words, lowercased."""
+    if not head.isascii() or "\\" in head:
+        return False
+    if ("[tool_" in head or "<tool_use>" in head) and _QUOTE_PAIR.search(head):
+        return False
+    low = head.lower()
+    return not any(word in low for word in words)
+
+
 @lru_cache(maxsize=8192)
 def _matching_lines(text: str, pattern: re.Pattern[str]) -> tuple[str, ...]:
     """The scanned lines of ``text`` that ``pattern`` finds something in (cached by
     content: several strategies and compactions summarise the same messages)."""
+    words = _WORDS.get(pattern)
+    if words is not None and _cannot_match(text[:SCAN_CHARS], words):
+        return ()  # the usual case: most messages state no constraint nor decision
     return tuple(s for s in _lines(text) if pattern.search(s))
 
 
@@ -303,28 +343,36 @@ class OfflineSummarizer:
         return SummaryResponse(text=text, usage=usage, model="ctxlab-offline-extractive")
 
     def _slots(self, request: SummaryRequest, lang: str) -> dict[str, list[str]]:
-        # what people typed: user items that are not tool outputs nor harness lines only
-        typed = [_person_text(m) for m in request.material if m.role == "user"]
-        users = [t for t in typed if _first_line(t)]
-        assistants = [m for m in request.material if m.role == "assistant" and _first_line(m.text)]
-        goal = [_first_line(users[0])] if users else []
+        # what people typed: user items that are not tool outputs nor harness lines only.
+        # Only the first few and the last of them are read (goal, constraints, next; the
+        # decisions, done and in-progress lines): both ends are scanned lazily, so a long
+        # material costs what is read, not a pass over every item.
+        material = request.material
+        users = _typed(m for m in material if m.role == "user")
+        first_user = next(users, None)
+        goal = [_first_line(first_user)] if first_user is not None else []
         # Only the first PER_SECTION lines are kept: stop scanning once they are found.
         constraints: list[str] = []
-        for text in users:
+        for text in itertools.chain([first_user] if first_user is not None else [], users):
             constraints.extend(_matching_lines(text, CONSTRAINT_RE))
             if len(constraints) >= PER_SECTION:
                 break
         decisions: list[str] = []
-        for m in assistants:
+        for m in _said(m for m in material if m.role == "assistant"):
             decisions.extend(_matching_lines(m.text, DECISION_RE))
             if len(decisions) >= PER_SECTION:
                 break
-        done = [_first_line(m.text) for m in assistants[-PER_SECTION - 1 : -1]]
-        in_progress = [_first_line(assistants[-1].text)] if assistants else []
+        # the newest PER_SECTION + 1 assistant items, newest first
+        newest = list(itertools.islice(
+            _said(m for m in reversed(material) if m.role == "assistant"), PER_SECTION + 1
+        ))  # fmt: skip
+        done = [_first_line(m.text) for m in reversed(newest[1:])]
+        in_progress = [_first_line(newest[0].text)] if newest else []
         # Facts from the newest messages' heads: bounded work per summary, whatever its size.
         recent = request.material[-FACT_MESSAGES:]
         found = facts_of_parts((_fact_text(m.text[:FACT_CHARS]) for m in recent), limit=PER_SECTION)
-        nxt = [_first_line(users[-1])] if users else []
+        last_user = next(_typed(m for m in reversed(material) if m.role == "user"), None)
+        nxt = [_first_line(last_user)] if last_user is not None else []
         critical = (
             [f"path: {p}" for p in found.paths]
             + [f"identifier: {i}" for i in found.identifiers]

@@ -98,7 +98,10 @@ def part_tokens(part: dict[str, Any]) -> float:
         return text_tokens(part["text"])
     if "functionResponse" in part:
         fr = part["functionResponse"]
-        return (js_len(fr.get("name") or "") + js_len(js_json(fr["response"]))) / CHARS_PER_TOKEN
+        response = fr["response"]
+        if len(response) == 1 and isinstance(response.get("output"), str):
+            return _output_tokens(fr.get("name") or "", response["output"])
+        return (js_len(fr.get("name") or "") + js_len(js_json(response))) / CHARS_PER_TOKEN
     if "inlineData" in part:
         mime = str(part["inlineData"].get("mimeType") or "")
         if mime.startswith("image/"):
@@ -107,6 +110,13 @@ def part_tokens(part: dict[str, Any]) -> float:
             return PDF_TOKEN_ESTIMATE
         return int(part["inlineData"].get("size") or 0) / CHARS_PER_TOKEN
     return js_len(js_json(part)) / CHARS_PER_TOKEN
+
+
+@lru_cache(maxsize=16384)
+def _output_tokens(name: str, output: str) -> float:
+    """A ``{"output": ...}`` function response (cached: every compression re-estimates the
+    whole history, and a long history's tool outputs exceed ``text_tokens``' cache)."""
+    return (js_len(name) + js_len(js_json({"output": output}))) / CHARS_PER_TOKEN
 
 
 def parts_of(message: Message) -> list[dict[str, Any]]:
