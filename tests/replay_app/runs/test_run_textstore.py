@@ -265,3 +265,16 @@ def test_encode_out_of_order_and_cut_in_the_middle(user: Any, transcript: Any) -
     reader = textstore._Reader(transcript.pk)
     reader.blocks = {k: m.blocks for k, m in enumerate(messages)}
     assert reader.text(parts) == text
+
+
+@pytest.mark.usefixtures("short_inline")
+def test_deleting_the_transcript_takes_its_runs_texts(
+    user: Any, transcript: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    make_run(user, transcript, "qwenpaw")
+    make_run(user, transcript, "cowagent")
+    assert StoredText.objects.exists()
+    with django_capture_on_commit_callbacks(execute=True):
+        transcript.upload.delete()  # cascades to the transcript and its runs
+    assert not Run.objects.exists()
+    assert StoredText.objects.count() == 0 and RunText.objects.count() == 0
