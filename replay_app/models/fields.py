@@ -42,7 +42,7 @@ def unpack(value: Any) -> Any:
     return value
 
 
-class PackedJSONField(models.JSONField):  # type: ignore[type-arg]
+class PackedJSONField(models.JSONField):
     def get_db_prep_value(self, value: Any, connection: Any, prepared: bool = False) -> Any:
         if not prepared:
             value = self.get_prep_value(value)
@@ -73,7 +73,7 @@ ZONE_KEYS = (
 )
 
 
-class ZonesField(models.JSONField):  # type: ignore[type-arg]
+class ZonesField(models.JSONField):
     """A step's zones (``Zones.as_dict()``), one row per step: stored as the list of values
     in ``ZONE_KEYS`` order (about a quarter of the dict's JSON), read back as the dict.
     A dict with other keys, and every row written before, stays a dict."""
