@@ -101,7 +101,7 @@ class _Child:
         try:
             kind, payload = self.conn.recv()
         except (EOFError, OSError):
-            self.process.join(5)
+            self.close()
             raise ChildExited(self.process.exitcode) from None
         if kind != "ready":
             self.close()
@@ -139,7 +139,10 @@ class _Child:
                 raise ChildExited(self.process.exitcode)
             kind, payload = message
             if kind == "message":
-                on_message(payload)
+                try:
+                    on_message(payload)
+                except Exception:  # the call goes on: its answer must still be read here
+                    log.exception("worker process %s: message not handled", self.pid)
             elif kind == "retiring":
                 self.retiring = True
             elif kind == "result":
