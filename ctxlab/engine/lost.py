@@ -172,6 +172,8 @@ class FactIndex:
             self._original = list(known) if known is not None else [None] * len(originals)
             self._holders_of = self
         self._by_fact: dict[Fact, list[int]] | None = None
+        # other analyses' values derived from the originals alone, shared like their facts
+        self.per_transcript: dict[str, Any] = shared.per_transcript if shared is not None else {}
         # id(Message) -> (the message, its facts): holding the message keeps its id from
         # being reused by another object while the entry exists.
         self._versions: dict[int, tuple[Message, frozenset[Fact]]] = {}
@@ -194,6 +196,12 @@ class FactIndex:
         if by_fact is None:
             by_fact = self._by_fact = self._holders_of._built()
         return by_fact.get(fact, _NONE)
+
+    def holders_map(self) -> Mapping[Fact, list[int]]:
+        """fact -> ``holders(fact)`` for every fact of the originals (read only)."""
+        if self._by_fact is None:
+            self._by_fact = self._holders_of._built()
+        return self._by_fact
 
     def _built(self) -> dict[Fact, list[int]]:
         if self._by_fact is None:
@@ -282,6 +290,7 @@ def analyse_parts(
             sfacts = summary_facts[sid]
 
         answers: dict[Fact, bool] = {}  # the same facts are asked by each observer
+        by_fact = index.holders_map()
 
         def stayed(fact: Fact) -> bool:
             found = answers.get(fact)
@@ -299,13 +308,15 @@ def analyse_parts(
                     if pos < len(modified) and modified[pos] < end:
                         return True
             # holders are sorted: bisect each (few) context range instead of scanning them
-            holders = index.holders(fact)
-            for start, end in ranges:
-                pos = bisect_left(holders, start)
-                while pos < len(holders) and holders[pos] < end:
-                    if holders[pos] not in current:
-                        return True
-                    pos += 1
+            holders = by_fact.get(fact)
+            if holders:
+                count = len(holders)
+                for start, end in ranges:
+                    pos = bisect_left(holders, start)
+                    while pos < count and holders[pos] < end:
+                        if holders[pos] not in current:
+                            return True
+                        pos += 1
             return False
 
         def in_context(i: int) -> bool:

@@ -270,12 +270,19 @@ class _ReplayObserver:
         self.summaries = summaries
         self.run = RunSurvival()
         self.drift = _Drift(self.run)
-        self.sources = instructions.sources(originals, fact_index.original)
+        # derived from the originals alone: shared by the runs over the same transcript
+        self.shared = fact_index.per_transcript
+        found = self.shared.get("instruction_sources")
+        if found is None:
+            found = self.shared["instruction_sources"] = instructions.sources(
+                originals, fact_index.original
+            )
+        self.sources = found
         self.source_holders = instructions.by_key(self.sources)
         self.sources_at: dict[int, list[instructions.Source]] = {}
         for s in self.sources:
             self.sources_at.setdefault(s.message, []).append(s)
-        self._extra_holders: dict[Fact, list[int]] | None = None
+        self._extra_holders: dict[Fact, list[int]] | None = self.shared.get("extra_holders")
         self._summary_in_force: int | None = None
 
     def extra_holders(self, fact: Fact) -> list[int]:
@@ -285,7 +292,7 @@ class _ReplayObserver:
                 if m.role is Role.ASSISTANT:
                     for f in extra_facts(m):
                         holders.setdefault(f, []).append(i)
-            self._extra_holders = holders
+            self._extra_holders = self.shared["extra_holders"] = holders
         return self._extra_holders.get(fact, [])
 
     def observe(self, settled: lost.Settled) -> None:

@@ -112,3 +112,20 @@ def test_a_message_edited_alone_drops_the_stored_facts(transcript: Any) -> None:
     message.preview = "edited"
     message.save()
     assert not MessageFacts.objects.filter(transcript=transcript).exists()
+
+
+def test_runs_of_a_sweep_share_the_transcripts_facts_and_match(transcript: Any) -> None:
+    run_survival.clear_fact_indexes()
+    for window in (10_000, 14_000, 18_000):  # one process, one shared index
+        run = services.run_create(
+            owner=transcript.owner,
+            transcript=transcript,
+            spec=services.RunSpec(strategy="claude_code", window=window),
+            enqueue=False,
+        )
+        run = executor.run_execute(run=run)
+        assert run.status == "done", run.error
+        assert _analysis(run) == _extracting_again(transcript, "claude_code", window)
+    assert len(run_survival._INDEXES) == 1
+    (shared,) = run_survival._INDEXES.values()
+    assert {"instruction_sources", "extra_holders"} <= set(shared.per_transcript)
