@@ -94,7 +94,10 @@ def filled(staff_user: Any) -> dict[str, Any]:
            if not f.primary_key},
         "run_id": run_id, "seq": "i", "step": "i",
     })  # fmt: skip
-    _fill(RunOffload, {"run_id": run_id, "path": "'/f/' || i", "text": "'small'"})
+    _fill(
+        RunOffload,
+        {"run_id": run_id, "path": "'/f/' || i", "text": "'small'", "text_parts": "'[]'"},
+    )
     # The newest rows (the first page: newest first) carry a big value in their big column.
     for model, column in BIG_COLUMNS.items():
         ids = list(model.objects.order_by("-pk").values_list("pk", flat=True)[:100])
