@@ -100,9 +100,6 @@ class PagePool:
                     )
                     self._spawn(index)
 
-    def pids(self) -> list[int]:
-        return [p.pid for p in self._processes if p is not None]
-
     def stop(self) -> None:
         self._stopping.set()
         for process in self._processes:
