@@ -50,7 +50,11 @@ def stored_facts(transcript_id: int, message_count: int) -> list[frozenset[Fact]
     for start, count, data in rows:
         if start != len(facts):
             return None
-        chunk = factstore.unpack_facts(bytes(data))
+        try:
+            chunk = factstore.unpack_facts(bytes(data))
+        except ValueError:  # unreadable (written by another format): extracted again
+            log.warning("transcript %s: unreadable stored facts at %s", transcript_id, start)
+            return None
         if len(chunk) != count:
             return None
         facts.extend(chunk)

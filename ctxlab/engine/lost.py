@@ -21,6 +21,7 @@ at risk, never events x context. ``clear_caches`` forgets the memo (benchmarks s
 from __future__ import annotations
 
 from bisect import bisect_left, insort
+from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -205,10 +206,10 @@ class FactIndex:
 
     def _built(self) -> dict[Fact, list[int]]:
         if self._by_fact is None:
-            by_fact: dict[Fact, list[int]] = {}
+            by_fact: defaultdict[Fact, list[int]] = defaultdict(list)  # read with .get only
             for i in range(len(self.originals)):
                 for f in self.original(i):
-                    by_fact.setdefault(f, []).append(i)
+                    by_fact[f].append(i)
             self._by_fact = by_fact
         return self._by_fact
 

@@ -102,6 +102,12 @@ def test_missing_or_stale_facts_are_extracted_once_and_stored(transcript: Any) -
         MessageFacts.objects.filter(transcript=transcript).values_list("extractor", flat=True)
     ) == {extract.VERSION}
     assert stored_facts.stored_facts(transcript.pk, transcript.message_count) == expected
+    # unreadable bytes are not used either
+    MessageFacts.objects.filter(transcript=transcript).update(data=b"not packed facts")
+    assert stored_facts.stored_facts(transcript.pk, transcript.message_count) is None
+    run_survival.clear_fact_indexes()
+    index = run_survival.fact_index(transcript, conversation.messages)
+    assert stored_facts.stored_facts(transcript.pk, transcript.message_count) == expected
     # a partial set (a chunk lost) is not used either
     MessageFacts.objects.filter(transcript=transcript, start=0).delete()
     assert stored_facts.stored_facts(transcript.pk, transcript.message_count) is None
