@@ -95,9 +95,9 @@ def run_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         request.user,
         pk=pk,
     )
-    load_ledger(run)
     page = RunPage(run, request.GET)
     if _wants_json(request):
+        load_ledger(run)
         return json_response(page.as_json())
     target = request.htmx.target if request.htmx else None
     seq = request.GET.get("summary", "")

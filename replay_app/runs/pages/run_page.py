@@ -128,6 +128,7 @@ class RunPage:
 
     @cached_property
     def costs(self) -> dict[str, Any]:
+        load_ledger(self.run)  # read only when the section is built (not from the memo)
         context = run_costs.page_context(self.run)
         if context.get("ledger_rows"):  # the first rows; every row is in the JSON twin
             context["ledger_rows"] = context["ledger_rows"][:LEDGER_ROWS_SHOWN]
