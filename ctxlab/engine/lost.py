@@ -215,6 +215,7 @@ class FactIndex:
 
 
 _NONE: list[int] = []  # never mutated
+_KIND_ORDER = {kind: i for i, kind in enumerate(KINDS)}
 
 
 def analyse(
@@ -295,8 +296,9 @@ def analyse_parts(
 
         def stayed(fact: Fact) -> bool:
             found = answers.get(fact)
-            if found is None:
-                found = answers[fact] = _stayed(fact)
+            if found is not None:
+                return found
+            answers[fact] = found = _stayed(fact)
             return found
 
         def _stayed(fact: Fact) -> bool:
@@ -331,7 +333,7 @@ def analyse_parts(
                 in_force = record.summary_id if record is not None else None
                 observe(Settled(event, risk, stayed, in_context, in_force))
             lost = [LostFact(f[0], f[1], src) for f, src in risk.items() if not stayed(f)]
-            lost.sort(key=lambda x: (KINDS.index(x.kind), x.message, x.value))
+            lost.sort(key=lambda x: (_KIND_ORDER[x.kind], x.message, x.value))
             losses.append(
                 CompactionLoss(
                     event_id=event.id,
