@@ -255,6 +255,13 @@ def _fact_text(text: str) -> str:
     return "\n".join(out)
 
 
+@lru_cache(maxsize=8192)
+def _fact_head(head: str) -> str:
+    """``_fact_text`` of a message's head, cached: consecutive summaries of one replay
+    (Aider's, PicoClaw's) read the same newest messages again."""
+    return _fact_text(head)
+
+
 def _without_notes(summary: str) -> str:
     return "\n".join(line for line in summary.splitlines() if not _is_note(line))
 
@@ -297,6 +304,7 @@ def _matching_lines(text: str, pattern: re.Pattern[str]) -> tuple[str, ...]:
 def clear_caches() -> None:
     """Forget cached line scans and facts (benchmarks start cold)."""
     _matching_lines.cache_clear()
+    _fact_head.cache_clear()
     extract_clear_caches()
 
 
@@ -370,7 +378,7 @@ class OfflineSummarizer:
         in_progress = [_first_line(newest[0].text)] if newest else []
         # Facts from the newest messages' heads: bounded work per summary, whatever its size.
         recent = request.material[-FACT_MESSAGES:]
-        found = facts_of_parts((_fact_text(m.text[:FACT_CHARS]) for m in recent), limit=PER_SECTION)
+        found = facts_of_parts((_fact_head(m.text[:FACT_CHARS]) for m in recent), limit=PER_SECTION)
         last_user = next(_typed(m for m in reversed(material) if m.role == "user"), None)
         nxt = [_first_line(last_user)] if last_user is not None else []
         critical = (
