@@ -18,6 +18,7 @@ import socket
 import threading
 from typing import Any
 
+from celery import signals
 from celery._state import _set_task_join_will_block  # type: ignore[attr-defined]  # private
 from celery.worker import WorkController
 
@@ -34,19 +35,29 @@ class EmbeddedWorker(WorkController):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self.ready = threading.Event()
+        self.ready_consumer: Any = None
         super().__init__(*args, **kwargs)
 
     def on_consumer_ready(self, consumer: Any) -> None:
         super().on_consumer_ready(consumer)
+        self.ready_consumer = consumer
         self.ready.set()
 
 
 def start_embedded_worker(
-    *, concurrency: int | None = None, processes: int | None = None, timeout: float = 30.0
+    *,
+    concurrency: int | None = None,
+    processes: int | None = None,
+    timeout: float = 30.0,
+    announce: bool = False,
 ) -> EmbeddedWorker:
     """Start (once per process) an in-process worker and wait until it consumes tasks;
     with ``processes`` (default ``CTXLAB_EMBEDDED_WORKER_PROCESSES``) its runs execute in
-    that many child processes, started on first use."""
+    that many child processes, started on first use. ``announce`` sends Celery's
+    ``worker_ready`` as ``celery worker`` does: a WorkController started by hand never
+    sends it, and its handlers fail the runs a stopped server left behind and resume
+    unfinished suites. Only ``manage.py serve`` announces: the worker of ``manage.py suite
+    run`` must not fail the runs a running server has queued in its own memory."""
     global _worker
     with _lock:
         if _worker is not None:
@@ -84,7 +95,9 @@ def start_embedded_worker(
             f"runs in up to {pool.size} child processes" if pool else "runs in the threads",
         )
         _worker = worker
-        return worker
+    if announce:
+        signals.worker_ready.send(sender=worker.ready_consumer)
+    return worker
 
 
 def stop_embedded_worker() -> None:

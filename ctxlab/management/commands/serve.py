@@ -36,7 +36,7 @@ class Command(BaseCommand):
         self, *args: Any, addrport: str, page_processes: int | None = None, **options: Any
     ) -> None:
         if embedded_broker(settings.CELERY_BROKER_URL):
-            start_embedded_worker()
+            start_embedded_worker(announce=True)
             self.stdout.write("Embedded Celery worker started (in-process, memory:// broker).")
         else:
             self.stdout.write(

@@ -1,0 +1,50 @@
+"""``manage.py serve`` (a real process, as ``make run`` serves) announces its embedded
+worker the way ``celery worker`` does, so the runs a stopped server left queued in its
+in-memory broker are failed with the reason instead of waiting forever (and unfinished
+suites resume: the same signal)."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from pathlib import Path
+
+import pytest
+
+from ctxlab.benchmarks import web_memory
+from ctxlab.benchmarks.uploads import start_server
+
+pytestmark = pytest.mark.slow
+
+
+def _status(db: Path, run: int) -> tuple[str, str]:
+    with sqlite3.connect(db) as con:
+        row = con.execute("SELECT status, error FROM replay_app_run WHERE id = ?", (run,))
+        status, error = row.fetchone()
+    return str(status), str(error)
+
+
+def test_serve_fails_runs_left_queued_by_a_stopped_server(tmp_path: Path) -> None:
+    data, tmp = tmp_path / "data", tmp_path / "tmp"
+    data.mkdir()
+    tmp.mkdir()
+    run = web_memory.prepare(data, tmp, runs=2, messages=40)[0]["run"]  # one transcript
+    db = data / "db.sqlite3"
+    with sqlite3.connect(db) as con:  # as a server stopped before its worker took the run
+        con.execute(
+            "UPDATE replay_app_run SET status = 'queued', finished_at = NULL, error = '' "
+            "WHERE id = ?",
+            (run,),
+        )
+    assert _status(db, run)[0] == "queued"
+    server, _port = start_server(data, tmp)
+    try:
+        deadline = time.monotonic() + 60
+        while _status(db, run)[0] == "queued" and time.monotonic() < deadline:
+            time.sleep(0.2)
+        status, error = _status(db, run)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    assert status == "failed"
+    assert "in-memory queue was lost" in error
