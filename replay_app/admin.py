@@ -17,6 +17,8 @@ from replay_app.models import (
     RunOffload,
     RunStep,
     RunSummary,
+    RunText,
+    StoredText,
     StrategyConfig,
     SummaryCache,
     TokenCountCache,
@@ -119,3 +121,18 @@ class SummaryCacheAdmin(admin.ModelAdmin):  # type: ignore[type-arg]  # not gene
 class TokenCountCacheAdmin(admin.ModelAdmin):  # type: ignore[type-arg]  # not generic at run time
     list_display = ("key", "tokens")
     search_fields = ("key",)
+
+
+@admin.register(StoredText)
+class StoredTextAdmin(LargeTableAdmin):
+    """Texts stored once by content hash; a row goes with the last run linking it."""
+
+    list_display = ("key", "size")
+    list_deferred = ("text",)
+    search_fields = ("key",)
+
+
+@admin.register(RunText)
+class RunTextAdmin(LargeTableAdmin):
+    list_display = ("run_id", "text_id")
+    raw_id_fields = ("run", "text")
