@@ -6,7 +6,7 @@ from django.contrib import admin
 
 from ctxlab.admin_scaling import LargeTableAdmin
 
-from .models import Message, Transcript, Upload
+from .models import Message, MessageFacts, Transcript, Upload
 
 
 @admin.register(Upload)
@@ -49,3 +49,12 @@ class MessageAdmin(LargeTableAdmin):
     list_filter = ["role"]
     raw_id_fields = ["transcript"]
     list_deferred = ("blocks", "flags", "secrets")
+
+
+@admin.register(MessageFacts)
+class MessageFactsAdmin(LargeTableAdmin):
+    """Facts extracted at import, a batch of messages per row (compressed bytes)."""
+
+    list_display = ["transcript_id", "start", "count", "extractor"]
+    raw_id_fields = ["transcript"]
+    list_deferred = ("data",)
