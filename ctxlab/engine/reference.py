@@ -12,6 +12,7 @@ import json
 import re
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 
 from .model import BlockKind, Conversation, Message
 from .tokens import MEDIA_TOKENS, PER_MESSAGE_OVERHEAD, _encoding, block_text, reference_counter
@@ -20,9 +21,31 @@ from .tokens import MEDIA_TOKENS, PER_MESSAGE_OVERHEAD, _encoding, block_text, r
 class ReferenceTokens:
     """Per-message cl100k counts (same rule as ``tokens.message_reference_tokens``)."""
 
-    def __init__(self, conversation: Conversation) -> None:
+    def __init__(self, conversation: Conversation, stored: list[int] | None = None) -> None:
+        """``stored``: the per-message counts kept with the transcript when it was imported
+        (same rule); given, nothing is tokenized now, and a long original's running counts
+        are built only when a modified copy of it is counted."""
         counter = reference_counter()
         self._count = counter.count
+        self._tables: dict[str, tuple[list[int], list[int]]] = {}
+        self._by_head: dict[str, list[str]] = {}
+        self.tools = _tools_tokens(conversation, counter.count)
+        # Every message costs at least PER_MESSAGE_OVERHEAD: a 0 was never counted.
+        if (
+            stored is not None
+            and len(stored) == len(conversation.messages)
+            and min(stored, default=1)
+        ):
+            self._memo: dict[str, int] = {}
+            self.per_message = list(stored)
+            for msg in conversation.messages:
+                for block in msg.blocks:
+                    text = block_text(block)
+                    if len(text) >= TABLE_MIN:
+                        heads = self._by_head.setdefault(text[:HEAD_KEY], [])
+                        if len(heads) < HEAD_CANDIDATES and text not in heads:
+                            heads.append(text)
+            return
         texts: list[str] = []
         owners: list[int] = []
         base = [PER_MESSAGE_OVERHEAD] * len(conversation.messages)
@@ -41,29 +64,13 @@ class ReferenceTokens:
         # ``safe_split``); their running counts let a truncated copy be counted from them.
         distinct = list(dict.fromkeys(texts))
         short = [t for t in distinct if len(t) < TABLE_MIN]
-        self._memo: dict[str, int] = dict(zip(short, counter.count_distinct(short), strict=True))
-        self._tables: dict[str, tuple[list[int], list[int]]] = {}
-        self._by_head: dict[str, list[str]] = {}
+        self._memo = dict(zip(short, counter.count_distinct(short), strict=True))
         if len(short) < len(distinct):
             self._count_long([t for t in distinct if len(t) >= TABLE_MIN])
         memo = self._memo
         for owner, text in zip(owners, texts, strict=True):
             base[owner] += memo[text]
         self.per_message = base
-        tools = conversation.tools
-        self.tools = (
-            counter.count(
-                json.dumps(
-                    [
-                        {"name": t.name, "description": t.description, "parameters": t.parameters}
-                        for t in tools
-                    ],
-                    ensure_ascii=False,
-                )
-            )
-            if tools
-            else 0
-        )
 
     def message(self, index: int) -> int:
         return self.per_message[index]
@@ -79,22 +86,30 @@ class ReferenceTokens:
         return total
 
     def _count_long(self, texts: list[str]) -> None:
-        encode = _encoding().encode_ordinary
         for text in texts:
-            bounds = safe_bounds(text, CHUNK)
-            cums: list[int] = []
-            total = 0
-            start = 0
-            for end in bounds:
-                total += len(encode(text[start:end]))
-                cums.append(total)
-                start = end
-            self._memo[text] = total + len(encode(text[start:]))
-            if bounds:
-                self._tables[text] = (bounds, cums)
+            if self._table(text) is not None:
                 heads = self._by_head.setdefault(text[:HEAD_KEY], [])
                 if len(heads) < HEAD_CANDIDATES:
                     heads.append(text)
+
+    def _table(self, text: str) -> tuple[list[int], list[int]] | None:
+        """``text``'s safe points and running counts (None without any), its count memoised."""
+        table = self._tables.get(text)
+        if table is not None or text in self._memo:
+            return table
+        encode = _encoding().encode_ordinary
+        bounds = safe_bounds(text, CHUNK)
+        cums: list[int] = []
+        total = 0
+        start = 0
+        for end in bounds:
+            total += len(encode(text[start:end]))
+            cums.append(total)
+            start = end
+        self._memo[text] = total + len(encode(text[start:]))
+        if bounds:
+            self._tables[text] = table = (bounds, cums)
+        return table
 
     def text(self, text: str) -> int:
         if not text:
@@ -102,7 +117,7 @@ class ReferenceTokens:
         value = self._memo.get(text)
         if value is not None:
             return value
-        if len(text) > SPLIT_MIN and self._tables:
+        if len(text) > SPLIT_MIN and self._by_head:
             value = self._from_original(text)
             if value is not None:
                 self._memo[text] = value
@@ -126,15 +141,16 @@ class ReferenceTokens:
         tail around a notice), from the original's running counts: only the part between
         the last safe point of the shared head and the first of the shared tail is
         tokenized. None when no original shares enough of it."""
-        best: tuple[int, str] | None = None
+        best: tuple[int, str, tuple[list[int], list[int]]] | None = None
         for original in self._by_head.get(text[:HEAD_KEY], ()):
             shared = common_prefix(text, original)
             if best is None or shared > best[0]:
-                best = (shared, original)
+                table = self._table(original)
+                if table is not None:
+                    best = (shared, original, table)
         if best is None:
             return None
-        shared, original = best
-        bounds, cums = self._tables[original]
+        shared, original, (bounds, cums) = best
         # head: the original's count up to its last safe point inside the shared prefix
         # that is also safe in ``text`` (the whitespace after it may differ there)
         k = bisect.bisect_left(bounds, shared) - 1
@@ -154,6 +170,16 @@ class ReferenceTokens:
             return None  # too little shared to be worth it
         middle = text[head_end:tail_start]
         return head + (self._count(middle) if middle else 0) + tail
+
+
+def _tools_tokens(conversation: Conversation, count: Callable[[str], int]) -> int:
+    tools = conversation.tools
+    if not tools:
+        return 0
+    listed = [
+        {"name": t.name, "description": t.description, "parameters": t.parameters} for t in tools
+    ]
+    return count(json.dumps(listed, ensure_ascii=False))
 
 
 SPLIT_MIN = 512  # characters; shorter texts are counted whole
@@ -243,6 +269,18 @@ def reference_tokens(conversation: Conversation) -> ReferenceTokens:
     value = ReferenceTokens(conversation)
     with _LOCK:
         _CACHE[key] = (conversation, value)
+        while len(_CACHE) > _KEEP:
+            _CACHE.popitem(last=False)
+    return value
+
+
+def seed_reference_tokens(conversation: Conversation, stored: list[int]) -> ReferenceTokens:
+    """Reference counts of ``conversation`` from the per-message counts stored at import
+    (what ``reference_tokens`` then returns for it): a worker tokenizes no message again."""
+    value = ReferenceTokens(conversation, stored)
+    with _LOCK:
+        _CACHE[id(conversation)] = (conversation, value)
+        _CACHE.move_to_end(id(conversation))
         while len(_CACHE) > _KEEP:
             _CACHE.popitem(last=False)
     return value

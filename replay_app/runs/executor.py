@@ -23,6 +23,7 @@ from django.utils import timezone
 from ctxlab.engine.heap import existing_heap_frozen
 from ctxlab.engine.metrics import compute_metrics
 from ctxlab.engine.recorded import RecordedSummarizer, agreement_rows
+from ctxlab.engine.reference import seed_reference_tokens
 from ctxlab.engine.replay import Replay, call_starts
 from ctxlab.engine.summarizers import OfflineSummarizer, Summarizer
 from replay_app.costs import llm, run_costs
@@ -130,8 +131,13 @@ def _execute(
     batch_seconds: float,
 ) -> None:
     conversation = run.transcript.to_conversation()
+    # The per-message counts stored at import: the replay tokenizes no message again.
+    stored = run.transcript.messages.order_by("index").values_list("reference_tokens", flat=True)
+    reference = seed_reference_tokens(conversation, list(stored))
     summarizer = make_summarizer(run)
-    job = Replay(conversation, run.strategy, params=run.params, summarizer=summarizer)
+    job = Replay(
+        conversation, run.strategy, params=run.params, summarizer=summarizer, reference=reference
+    )
     total = len(call_starts(conversation.messages))
     Run.objects.filter(pk=run.pk).update(steps_total=total)
     run.steps_total = total

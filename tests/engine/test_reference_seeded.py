@@ -1,0 +1,63 @@
+"""Reference counts seeded from the per-message counts stored at import (what the worker
+does, ``replay_app.runs.executor``): no message is tokenized again, a long original's
+running counts are built only when a copy of it is counted, and every replay equals one
+over counts computed from scratch."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from builders import plain
+
+from ctxlab.engine import synth, synth_realistic
+from ctxlab.engine.model import Conversation
+from ctxlab.engine.reference import ReferenceTokens
+from ctxlab.engine.replay import run as replay_run
+from ctxlab.engine.strategies import PRESETS
+
+pytestmark = pytest.mark.slow  # replays of real and realistic transcripts
+
+CORPUS = Path(__file__).resolve().parents[1] / "data" / "corpus"
+
+
+def _conversations() -> list[Conversation]:
+    real = sorted(synth.corpus_conversations(CORPUS), key=lambda c: -len(c.messages))[:2]
+    return [*real, synth_realistic.realistic_bench_conversation(CORPUS, messages=1_500, seed=3)]
+
+
+@pytest.mark.parametrize("strategy", [*PRESETS, "codex", "claude_code", "observation_masking"])
+def test_seeded_counts_replay_as_counted_ones(strategy: str) -> None:
+    for conversation in _conversations():
+        counted = ReferenceTokens(conversation)
+        seeded = ReferenceTokens(conversation, list(counted.per_message))
+        assert seeded.per_message == counted.per_message
+        assert seeded.tools == counted.tools
+        fresh = replay_run(conversation, strategy, reference=ReferenceTokens(conversation))
+        from_stored = replay_run(conversation, strategy, reference=seeded)
+        assert plain(from_stored) == plain(fresh), (strategy, conversation.title)
+
+
+def test_seeded_counts_count_copies_of_long_texts_exactly() -> None:
+    conversation = synth_realistic.realistic_bench_conversation(CORPUS, messages=600, seed=1)
+    counted = ReferenceTokens(conversation)
+    seeded = ReferenceTokens(conversation, list(counted.per_message))
+    long = [b.text for m in conversation.messages for b in m.blocks if len(b.text) >= 4096]
+    assert long, "the realistic transcript has long tool outputs"
+    for text in long[:40]:
+        for copy in (text, text[: len(text) // 2], text[:1500] + "\n[cut]\n" + text[-1500:]):
+            assert seeded.text(copy) == counted.text(copy)
+
+
+def test_stored_counts_of_another_length_are_ignored() -> None:
+    conversation = synth_realistic.realistic_bench_conversation(CORPUS, messages=200, seed=2)
+    counted = ReferenceTokens(conversation)
+    short = ReferenceTokens(conversation, list(counted.per_message)[:-1])
+    assert short.per_message == counted.per_message
+
+
+def test_stored_zeros_were_never_counted() -> None:
+    conversation = synth_realistic.realistic_bench_conversation(CORPUS, messages=200, seed=2)
+    counted = ReferenceTokens(conversation)
+    zeros = ReferenceTokens(conversation, [0] * len(conversation.messages))
+    assert zeros.per_message == counted.per_message
