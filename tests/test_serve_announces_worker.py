@@ -5,6 +5,7 @@ suites resume: the same signal)."""
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import time
 from pathlib import Path
@@ -14,7 +15,16 @@ import pytest
 from ctxlab.benchmarks import web_memory
 from ctxlab.benchmarks.uploads import start_server
 
-pytestmark = pytest.mark.slow
+# The embedded default only: with DATABASE_URL / CELERY_BROKER_URL set (the distributed
+# leg) the server writes to PostgreSQL and starts no embedded worker.
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        not os.environ.get("DATABASE_URL", "sqlite").startswith("sqlite")
+        or not os.environ.get("CELERY_BROKER_URL", "memory://").startswith("memory://"),
+        reason="reads the embedded default's SQLite file; needs the embedded worker",
+    ),
+]
 
 
 def _status(db: Path, run: int) -> tuple[str, str]:
