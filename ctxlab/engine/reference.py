@@ -42,9 +42,7 @@ class ReferenceTokens:
                 for block in msg.blocks:
                     text = block_text(block)
                     if len(text) >= TABLE_MIN:
-                        heads = self._by_head.setdefault(text[:HEAD_KEY], [])
-                        if len(heads) < HEAD_CANDIDATES and text not in heads:
-                            heads.append(text)
+                        self._index_head(text)
             return
         texts: list[str] = []
         owners: list[int] = []
@@ -88,9 +86,13 @@ class ReferenceTokens:
     def _count_long(self, texts: list[str]) -> None:
         for text in texts:
             if self._table(text) is not None:
-                heads = self._by_head.setdefault(text[:HEAD_KEY], [])
-                if len(heads) < HEAD_CANDIDATES:
-                    heads.append(text)
+                self._index_head(text)
+
+    def _index_head(self, text: str) -> None:
+        """Make ``text`` a candidate original for the copies that start as it does."""
+        heads = self._by_head.setdefault(text[:HEAD_KEY], [])
+        if len(heads) < HEAD_CANDIDATES and text not in heads:
+            heads.append(text)
 
     def _table(self, text: str) -> tuple[list[int], list[int]] | None:
         """``text``'s safe points and running counts (None without any), its count memoised."""
