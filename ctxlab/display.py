@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime
 from typing import Any
 
@@ -28,13 +29,26 @@ def number(value: Any) -> str:
     if isinstance(value, int):
         return f"{value:,}"
     if isinstance(value, float):
-        return f"{value:,.3g}" if abs(value) < 1000 else f"{value:,.0f}"
+        return _float(value)
     if isinstance(value, str):
         try:
             return f"{int(value):,}"
         except ValueError:
             return value
     return str(value)
+
+
+def _float(value: float) -> str:
+    """Three significant digits, never an exponent: ``0.000076`` (not ``7.6e-05``) and
+    ``1,000`` (not ``1e+03`` for 999.7); the smallest shown step is 10⁻⁸."""
+    if not math.isfinite(value):
+        return str(value)
+    size = abs(value)
+    if size >= 999.5 or size < 5e-9:
+        return f"{value:,.0f}" if size >= 999.5 else "0"
+    decimals = min(max(2 - math.floor(math.log10(size)), 0), 8)
+    text = f"{value:,.{decimals}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
 
 
 def utc_text(moment: datetime) -> str:

@@ -55,6 +55,14 @@ def _runs(group: RunGroup) -> tuple[Any, Any]:
     return cc, qp
 
 
+def test_small_and_rounding_floats_never_show_an_exponent() -> None:
+    """Costs such as $0.000076 were shown as ``7.6e-05``, and 999.7 as ``1e+03``."""
+    values = (7.6e-05, -7.7e-05, 0.0122, 999.7, 999.4, 0.99951, 123.456, 1e-12, 0.1 + 0.2)
+    assert [display.number(v) for v in values] == [
+        "0.000076", "-0.000077", "0.0122", "1,000", "999", "1", "123", "0", "0.3",
+    ]  # fmt: skip
+
+
 def test_number_and_time_formats_are_one_helper() -> None:
     assert [display.number(v) for v in (1234567, 0, None, 0.5, 12345.6, True, "98765")] == [
         "1,234,567",
