@@ -2,6 +2,7 @@
 
 - Counts: thousands separators, always ``12,345`` (never ``12345`` on one page and
   ``12,345`` on the next); ``—`` when there is no value.
+- Money: ``usd``: ``$0.0174``, ``-$0.0003`` (never ``$-0.0003``).
 - Times: ``<time datetime="ISO 8601">2026-11-25 16:08 UTC</time>``; ``static/js/localtime.js``
   rewrites the text to the reader's local time and keeps the UTC value as the hover title
   (no JavaScript: the UTC text stays).
@@ -49,6 +50,15 @@ def _float(value: float) -> str:
     decimals = min(max(2 - math.floor(math.log10(size)), 0), 8)
     text = f"{value:,.{decimals}f}"
     return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def usd(value: Any, places: int = 4) -> str:
+    """``-0.0003`` -> ``-$0.0003`` (the sign before the dollar sign); None -> ``—``."""
+    if value is None or value == "":
+        return MISSING
+    amount = round(float(value), places)
+    sign = "-" if amount < 0 else ""
+    return f"{sign}${abs(amount):,.{places}f}"
 
 
 def utc_text(moment: datetime) -> str:

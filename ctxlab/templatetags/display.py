@@ -1,4 +1,4 @@
-"""``num`` and ``when``: the one number and time format of every page (``ctxlab.display``).
+"""``num``, ``usd`` and ``when``: the one number and time format of every page (``ctxlab.display``).
 Registered as template builtins (settings), so no template needs ``{% load %}``."""
 
 from __future__ import annotations
@@ -17,6 +17,11 @@ register = template.Library()
 @register.filter
 def num(value: Any) -> str:
     return display.number(value)
+
+
+@register.filter
+def usd(value: Any, places: int = 4) -> str:
+    return display.usd(value, places)
 
 
 @register.filter

@@ -63,6 +63,16 @@ def test_small_and_rounding_floats_never_show_an_exponent() -> None:
     ]  # fmt: skip
 
 
+def test_money_puts_the_sign_before_the_dollar() -> None:
+    """The ledger showed a compaction that saved money as ``$-0.0003``."""
+    assert [display.usd(v) for v in (-0.00030001, 0.0174, 0, None)] == [
+        "-$0.0003", "$0.0174", "$0.0000", "—",
+    ]  # fmt: skip
+    assert display.usd(-0.000001) == "$0.0000"  # rounds to zero: no lone minus sign
+    html = Template("{{ v|usd:5 }}").render(Context({"v": -0.0003}))
+    assert html == "-$0.00030"
+
+
 def test_number_and_time_formats_are_one_helper() -> None:
     assert [display.number(v) for v in (1234567, 0, None, 0.5, 12345.6, True, "98765")] == [
         "1,234,567",
