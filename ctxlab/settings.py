@@ -9,6 +9,7 @@ Variables: ``DJANGO_*`` for Django's own knobs, ``CTXLAB_*`` for ours.
 from __future__ import annotations
 
 import os
+import warnings
 from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
@@ -198,6 +199,9 @@ STATICFILES_FINDERS = [
     "ctxlab.staticfinders.PlotlyFinder",  # only plotly/plotly.min.js from the plotly package
 ]
 WHITENOISE_USE_FINDERS = True
+# STATIC_ROOT exists only after an optional collectstatic; without it WhiteNoise warned
+# "No directory at ..." once per serving process at every start.
+warnings.filterwarnings("ignore", message=r"No directory at: .*staticfiles", category=UserWarning)
 WHITENOISE_AUTOREFRESH = DEBUG
 MEDIA_ROOT = DATA_DIR / "media"
 
