@@ -81,7 +81,7 @@ _EVENTS: tuple[EventKind, ...] = (
     EventKind("force_compression", "compaction", "Forced compression",
               "oldest half of the turns dropped because the request exceeds the budget "
               "(PicoClaw)",
-              measured_keys=("estimate",), limit_keys=("window",)),
+              measured_keys=("estimate", "reference"), limit_keys=("window",)),
     EventKind("compress_text_only", "compaction", "Compressed to text",
               "turns kept as their text only, tool calls and results removed (CowAgent)",
               measured_keys=("estimate",), limit_keys=("budget",)),
@@ -103,8 +103,10 @@ _EVENTS: tuple[EventKind, ...] = (
               "failure path (see the event's outcome)",
               measured_keys=("estimate",), limit_keys=("threshold",)),
     EventKind("compact_failed", "failure", "Compaction failed",
-              "a compaction could not complete; the history is left unchanged",
-              measured_keys=("tokens", "total_tokens"), limit_keys=("threshold", "limit")),
+              "a compaction could not complete, or could not make the request fit the "
+              "window; this event changes no message (its outcome says what follows)",
+              measured_keys=("tokens", "total_tokens", "reference"),
+              limit_keys=("threshold", "limit", "window")),
     # --- skip ------------------------------------------------------------------------------
     EventKind("compact_skipped", "skip", "Compaction skipped",
               "the trigger fired but nothing could be compacted (reason in the event)",
