@@ -12,8 +12,9 @@ in a private directory, least busy first. The front only copies bytes.
 A page process exits when the front does; one that dies is started again. While none
 answers (starting, crashed), the front serves the request itself. A client that goes away
 closes the forwarded connection, so the page process sees the disconnect too
-(``ctxlab.abandon``). Page processes trust ``X-Forwarded-*`` headers only because the
-front overwrites them and nothing else can reach their sockets (directory mode 0700).
+(``ctxlab.abandon``). Page processes (``ctxlab.page_server``: Django's WSGI handler, no
+ASGI layer) trust ``X-Forwarded-*`` headers only because the front overwrites them and
+nothing else can reach their sockets (directory mode 0700).
 """
 
 from __future__ import annotations
@@ -262,25 +263,21 @@ def _exit_with_parent(parent: int) -> None:
 def serve_pages(socket_path: str, parent: int) -> None:
     """Serve the Django application on ``socket_path`` (what ``python -m`` runs)."""
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ctxlab.settings")
-    import django
+    from django.core.wsgi import get_wsgi_application
 
-    django.setup()
-    from channels.routing import get_default_application
-    from daphne.server import Server
+    from ctxlab import page_server
 
+    application = get_wsgi_application()  # django.setup(); GETs need no ASGI (websockets
+    # and request bodies stay in the front)
     from replay_app import memo
 
     threading.Thread(target=_exit_with_parent, args=(parent,), daemon=True).start()
     memo.enable_disk()  # derived page data shared with the other processes and restarts
+    memo.freeze_large_values()
+    page_server.keep_database_connections()
     warm_up()  # before listening: the front serves requests itself until then
-    Server(
-        application=get_default_application(),
-        endpoints=[f"unix:{socket_path}"],
-        proxy_forwarded_address_header="X-Forwarded-For",
-        proxy_forwarded_port_header="X-Forwarded-Port",
-        proxy_forwarded_proto_header="X-Forwarded-Proto",
-        verbosity=0,
-    ).run()
+    page_server.freeze_heap()
+    page_server.serve(socket_path, application)
 
 
 if __name__ == "__main__":

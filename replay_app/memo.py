@@ -58,10 +58,28 @@ def _cache_key(run: Run, name: str) -> str | None:
 MEMO: BoundedLRU[Any] = BoundedLRU(CACHE_ENTRIES, memo_bytes())
 
 
+FREEZE_BYTES = 1024 * 1024  # a value this large is frozen out of the collector's sight
+_FREEZE = False
+
+
+def freeze_large_values() -> None:
+    """Served processes: a large value kept here (a ledger, fate log, retention) is moved
+    out of the garbage collector's sight once kept (``page_server.freeze_heap``); every
+    later full collection walked its containers again (~50 ms for five runs' sections,
+    with the interpreter lock held). Evicted values are freed by their reference counts."""
+    global _FREEZE
+    _FREEZE = True
+
+
 def _remember(key: str, value: Any) -> None:
     """Keep ``value`` weighed by its approximate size (in bytes) against the budget."""
     MEMO.max_chars = memo_bytes()  # settings may change (tests, a reload)
-    MEMO.set(key, value, weight=approx_size(value))
+    weight = approx_size(value)
+    MEMO.set(key, value, weight=weight)
+    if _FREEZE and weight >= FREEZE_BYTES:
+        from ctxlab.page_server import freeze_heap
+
+        freeze_heap()
 
 
 def _lookup(key: str, build: Callable[[], T]) -> T:

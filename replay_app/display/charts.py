@@ -21,6 +21,7 @@ from typing import Any
 import plotly.graph_objects as go
 
 from ctxlab.plots import figure_html
+from replay_app.display import thinning
 from replay_app.display.vocabulary import event_label
 
 # Colours per fate/zone live in CSS too (ctxlab/inspect.css); these are the chart's.
@@ -96,6 +97,33 @@ def _event_trace(events: Sequence[EventPoint], *, name: str, colour: str) -> dic
         "marker": {"color": colour, "size": 9, "symbol": "diamond", "line": {"width": 1}},
         "meta": {"role": "events"},
     }
+
+
+# event_hover's text, filled in by plotly from each marker's values: a run's 1,500 events
+# carried ~115 bytes of hover HTML each, more than its three thinned lines together.
+COMPACT_EVENT_HOVER = (
+    "<b>%{customdata[0]}</b> · step %{x}<br>%{y:,} → %{customdata[1]:,} tokens "
+    "(%{customdata[2]:+,} saved)<br>%{customdata[3]} touched<extra></extra>"
+)
+
+
+def _compact_hover(trace: dict[str, Any], events: Sequence[EventPoint]) -> dict[str, Any]:
+    """The events trace with ``customdata`` and one ``hovertemplate`` instead of a hover
+    text per marker (same words; an event's fates, when it has some, keep the text)."""
+    if any(e.fates for e in events):
+        return trace
+    del trace["hovertext"], trace["hoverinfo"]
+    trace["customdata"] = [
+        [
+            html.escape(event_label(e.kind)),
+            e.tokens_after,
+            e.tokens_before - e.tokens_after,
+            f"{e.messages} message{'s' if e.messages != 1 else ''}",
+        ]
+        for e in events
+    ]
+    trace["hovertemplate"] = COMPACT_EVENT_HOVER
+    return trace
 
 
 def _drops(events: Sequence[EventPoint], colour: str) -> dict[str, Any]:
@@ -179,30 +207,43 @@ def token_curve(
     window: int | None,
     threshold: int | None,
     estimator: str = "strategy estimate",
+    thin: bool = False,
 ) -> dict[str, Any]:
     """Context tokens per step: the strategy's own count (what its trigger compares with
     the threshold line: one quantity), the reference tokenizer over the transcript's
     messages and the reported usage (where present) for comparison only, the window, one
-    marker per event at the count it acted on."""
+    marker per event at the count it acted on. ``thin``: each line carries only what a
+    chart can draw (``thinning.keep_indexes``: every bucket's extremes, every threshold
+    and window crossing, the strategy's count at each event's step, exact values), every
+    event marker stays and their hover texts are filled in by plotly (``_compact_hover``)."""
+    levels = (threshold, window)
+    position = {step: i for i, step in enumerate(series.steps)} if thin else {}
+    at_events = [i for i in (position.get(e.step) for e in events) if i is not None]
+
+    def line(
+        name: str, values: Sequence[Any], colour: str, forced: Sequence[int] = (), **extra: Any
+    ) -> dict[str, Any]:
+        if not thin:
+            return _line(name, series.steps, values, colour, **extra)
+        keep = thinning.keep_indexes(values, forced=forced, levels=levels)
+        x, y = thinning.pick(series.steps, keep), thinning.pick(values, keep)
+        return _line(name, x, y, colour, **extra)  # type: ignore[arg-type]
+
     data: list[dict[str, Any]] = [
-        _line(
+        line(
             f"{estimator} count (compared with the threshold)",
-            series.steps,
             series.strategy,
             STRATEGY_COLOUR,
+            forced=at_events,  # each drop stroke ends on the line, at its step
         ),
-        _line(
-            "reference cl100k (transcript only, not compared)",
-            series.steps,
-            series.reference,
-            REFERENCE_COLOUR,
+        line(
+            "reference cl100k (transcript only, not compared)", series.reference, REFERENCE_COLOUR
         ),
     ]
     if any(v is not None for v in series.reported):
         data.append(
-            _line(
+            line(
                 "reported by the provider",
-                series.steps,
                 series.reported,
                 REPORTED_COLOUR,
                 line={"dash": "dot"},
@@ -211,8 +252,9 @@ def token_curve(
         )
     if events:
         data.append(_drops(events, EVENT_COLOUR))
-        data.append(_event_trace(events, name="events (at the count they acted on)",
-                                 colour=EVENT_COLOUR))  # fmt: skip
+        trace = _event_trace(events, name="events (at the count they acted on)",
+                             colour=EVENT_COLOUR)  # fmt: skip
+        data.append(_compact_hover(trace, events) if thin else trace)
     layout = _layout(yaxis_title="context tokens")
     for value, label, colour, dash in (
         (threshold, f"{estimator} threshold", "#b91c1c", "dash"),

@@ -91,15 +91,21 @@ def test_zone_bar_overhead_and_one_before_after_per_compaction(
     assert summaries == expected
     for text in page.locator("#run-summaries .summary-event + .num").all_inner_texts():
         assert "," in text  # thousands separators, as in the events table
+    # The hover reads each marker's label and counts (customdata, one hovertemplate).
     hovers = page.evaluate(
         "() => document.getElementById('token-curve-plot').data"
-        ".filter(t => t.meta && t.meta.role === 'events').flatMap(t => t.hovertext)"
+        ".filter(t => t.meta && t.meta.role === 'events')"
+        ".flatMap(t => t.y.map((y, i) => [t.customdata[i][0], y, t.customdata[i][1]]))"
     )
     from replay_app.display.vocabulary import event_label
 
     label = html.escape(event_label("compact"))  # hovers name a kind by its label
-    compact_hovers = [h for h in hovers if h.startswith(f"<b>{label}</b>")]
-    assert [_shown(h.split("<br>")[1].split(" tokens")[0]) for h in compact_hovers] == expected
+    assert [(b, a) for name, b, a in hovers if name == label] == expected
+    template = page.evaluate(
+        "() => document.getElementById('token-curve-plot').data"
+        ".find(t => t.meta && t.meta.role === 'events').hovertemplate"
+    )
+    assert "%{customdata[0]}" in template and "%{y:,} → %{customdata[1]:,} tokens" in template
     # every compaction fired at or above the threshold line it is drawn against
     threshold = run.metrics["threshold"]
     assert all(before >= threshold for before, _ in expected)

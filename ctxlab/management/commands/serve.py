@@ -12,6 +12,7 @@ from django.core.management.base import BaseCommand, CommandParser
 from ctxlab.bounded_server import BoundedServer
 from ctxlab.embedded import embedded_broker, start_embedded_worker
 from ctxlab.page_pool import PagePool, PageProxy, default_count, warm_up
+from ctxlab.page_server import freeze_heap
 from replay_app import memo
 
 
@@ -45,6 +46,8 @@ class Command(BaseCommand):
             )
         memo.enable_disk()  # derived page data shared with the page processes and restarts
         warm_up()  # views imported, templates compiled: not in the first request
+        memo.freeze_large_values()
+        freeze_heap()  # what the warm-up loaded: out of every later full collection
         count = default_count() if page_processes is None else max(page_processes, 0)
         server = _BoundedRunserver()
         if count:

@@ -119,7 +119,8 @@ class RunPage:
 
     @cached_property
     def state(self) -> progress.RunProgressData:
-        return progress.run_state(self.run)
+        # A finished run's progress never changes (its latest events read whole rows).
+        return memo.cached(self.run, "progress", lambda: progress.run_state(self.run))
 
     @cached_property
     def metrics(self) -> list[tuple[str, str, str, Any]]:
@@ -198,6 +199,8 @@ class RunPage:
         ]
         (row,) = survival_table.table([run], original=False).rows
         data["survival"] = row.as_dict() if row.data is not None else None
+        # Every step's counts: the page's chart draws a thinned view of this same curve.
+        data["curve"] = run_curve.curve(run).as_dict() if self.steps else None
         return data
 
 
@@ -210,5 +213,6 @@ def curve_html(run: Run) -> str:
         window=curve.window,
         threshold=curve.threshold,
         estimator=run.strategy,
+        thin=True,  # what a chart can draw; the JSON twin's "curve" has every step
     )
     return charts.chart_html(spec, div_id="token-curve-plot", filename=f"run-{run.pk}-curve")

@@ -1,0 +1,27 @@
+"""``{% message_list run view %}`` and ``{% zone_bar segments zones %}``: a step's message
+list and zone bar, written in Python (``replay_app.steps.message_rows``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import template
+from django.utils.safestring import SafeString
+
+from replay_app.models import Run
+from replay_app.steps.at_step import StepView
+from replay_app.steps.message_rows import message_list as render_message_list
+from replay_app.steps.message_rows import zone_bar as render_zone_bar
+from replay_app.steps.zone_bar import ZoneSegment
+
+register = template.Library()
+
+
+@register.simple_tag
+def message_list(run: Run, view: StepView) -> SafeString:
+    return render_message_list(run.pk, view.messages)
+
+
+@register.simple_tag
+def zone_bar(segments: list[ZoneSegment], zones: dict[str, Any]) -> SafeString:
+    return render_zone_bar(segments, zones)
