@@ -111,9 +111,11 @@ def probe_set(run: Run) -> ProbeSet | None:
     return generate(run)
 
 
-def generate(run: Run) -> ProbeSet:
-    """(Re)generate the run's probes and offline scores (replaces an outdated set)."""
-    replay = stored_replay(run)
+def generate(run: Run, replay: StoredReplay | None = None) -> ProbeSet:
+    """(Re)generate the run's probes and offline scores (replaces an outdated set).
+    ``replay``: the run's replay when the caller has it in memory (the worker at run end),
+    else read back from its stored rows."""
+    replay = replay if replay is not None else stored_replay(run)
     found = probes.replay_probes(replay.events, replay.messages, replay.steps)
     texts = contexts(replay, {p.step for p in found})
     scores = {p.key: probe_scoring.score_text(p, texts.get(p.step, "")) for p in found}

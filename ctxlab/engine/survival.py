@@ -398,6 +398,8 @@ def analyse_original(conversation: Conversation) -> RunSurvival:
 
     messages = conversation.messages
     run = RunSurvival()
+    if not conversation.compactions:  # nothing replaced: no fact to extract
+        return run
     drift = _Drift(run)
     found_sources = instructions.sources(messages)
     holders = instructions.by_key(found_sources)

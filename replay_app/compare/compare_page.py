@@ -8,6 +8,8 @@ the final one).
 
 from __future__ import annotations
 
+import dataclasses
+import html
 from functools import cached_property
 from typing import Any
 
@@ -15,12 +17,18 @@ from django.http import QueryDict
 from django.urls import reverse
 from django.utils.safestring import SafeString, mark_safe
 
+from ctxlab.abandon import raise_if_abandoned
 from ctxlab.http import int_param
 from replay_app import memo
-from replay_app.compare import compare_steps, overview, survival_table
+from replay_app.compare import compare_steps, inputs, overview, survival_table
 from replay_app.display import charts
+from replay_app.display.vocabulary import event_label
 from replay_app.models import Run
 from replay_app.steps import fatelog, run_curve
+
+# Compactions, findings and drifts listed per run in the survival section (the run page
+# lists 50; five or six runs side by side made that section ~400 KB of HTML).
+SHOWN = 10
 
 
 class ComparePage:
@@ -30,21 +38,34 @@ class ComparePage:
         self.ids = ",".join(str(r.pk) for r in runs)
 
     @cached_property
+    def stored(self) -> list[dict[str, Any]]:
+        """Each run's compare inputs, stored when it finished (``inputs``)."""
+        return inputs.for_runs(self.runs)
+
+    @cached_property
     def retentions(self) -> list[dict[str, Any]]:
+        """The whole analyses (the JSON twin); the page shows ``lost``."""
+        raise_if_abandoned()
         return overview.retentions(self.runs)
 
     @cached_property
+    def lost(self) -> list[dict[str, Any]]:
+        return overview.lost_heads(self.runs, self.stored)
+
+    @cached_property
     def metric_rows(self) -> list[overview.MetricRow]:
-        return overview.metric_rows(self.runs, self.retentions)
+        return overview.metric_rows(self.runs, self.lost)  # the head keeps the figures
 
     @cached_property
     def summaries(self) -> tuple[list[overview.SummaryRow], int, int]:
+        raise_if_abandoned()
         return overview.summary_rows(self.runs, page=int_param(self.query.get("spage"), 1) or 1)
 
     @cached_property
     def by_ordinal(self) -> tuple[list[compare_steps.OrdinalRow], int, int]:
         page = int_param(self.query.get("spage"), 1) or 1
-        return compare_steps.summaries_by_compaction(self.runs, page=page)
+        raise_if_abandoned()
+        return compare_steps.summaries_by_compaction(self.runs, page=page, stored=self.stored)
 
     @cached_property
     def matrix_step(self) -> int | None:
@@ -53,15 +74,22 @@ class ComparePage:
     @cached_property
     def matrix(self) -> tuple[int, list[list[overview.MatrixCell]]]:
         messages = self.runs[0].transcript.message_count
-        return overview.matrix(self.runs, messages, step=self.matrix_step)
+        raise_if_abandoned()
+        stored = self.stored if self.matrix_step is None else None
+        return overview.matrix(self.runs, messages, step=self.matrix_step, stored=stored)
 
     @cached_property
     def chart(self) -> str:
-        return memo.cached_many(self.runs, "compare-html", lambda: compare_html(self.runs))
+        def build() -> str:
+            return compare_html(overview.stored_curves(self.runs, self.stored))
+
+        return memo.cached_many(self.runs, "compare-html", build)
 
     @cached_property
     def survival(self) -> survival_table.Table:
-        return survival_table.table(self.runs)  # the original's row first, if it has one
+        raise_if_abandoned()
+        # the original's row first, if it has one; SHOWN rows of details per run
+        return survival_table.table(self.runs, shown=SHOWN)
 
     def csv(self) -> str:
         return overview.metrics_csv(self.runs, self.metric_rows)
@@ -89,7 +117,7 @@ class ComparePage:
             "ids": self.ids,
             "chart": lambda: self.chart,
             "rows": lambda: self.metric_rows,
-            "retentions": lambda: list(zip(runs, self.retentions, strict=True)),
+            "retentions": lambda: list(zip(runs, self.lost, strict=True)),
             "lost_events": overview.LOST_EVENTS,
             "summary_rows": lambda: self.summaries[0],
             "ordinal_rows": lambda: self.by_ordinal[0],
@@ -186,8 +214,59 @@ class ComparePage:
         }
 
 
-def compare_html(runs: list[Run]) -> str:
+def compare_html(curves: list[charts.RunCurve]) -> str:
     """The runs' overlaid token curves as an embeddable plotly chart."""
-    ids = "-".join(str(r.pk) for r in runs)
-    spec = charts.compare_curves(overview.curves(runs))
+    ids = "-".join(c.label.split(" ", 1)[0] for c in curves)
+    bare = [dataclasses.replace(c, events=()) for c in curves]
+    spec = charts.compare_curves(bare)
+    # each run's event markers after its two lines (as compare_curves places them)
+    data: list[dict[str, Any]] = []
+    for trace in spec["data"]:
+        data.append(trace)
+        group = trace.get("legendgroup")
+        if trace.get("showlegend") is False and group and group.startswith("run"):
+            i = int(group[3:])
+            if curves[i].events:
+                data.append(_event_trace(curves[i], i))
+    spec["data"] = data
     return charts.chart_html(spec, div_id="compare-plot", filename=f"compare-{ids}")
+
+
+# An event marker's hover (``charts.event_hover``'s lines) drawn by plotly from its numbers:
+# thousands of markers on five runs, ~60 bytes each instead of ~170.
+EVENT_HOVER = (
+    "<b>%{customdata[0]}</b> · step %{x}<br>%{y:,} → %{customdata[1]:,} tokens "
+    "(%{customdata[2]:+,} saved)<br>%{customdata[3]} touched<extra></extra>"
+)
+
+
+def _event_trace(curve: charts.RunCurve, i: int) -> dict[str, Any]:
+    """``charts._event_trace`` of one run, its hover text drawn from ``customdata``."""
+    events = curve.events
+    labels = {e.kind: html.escape(event_label(e.kind)) for e in events}
+    return {
+        "type": "scatter",
+        "mode": "markers",
+        "name": f"{curve.label} events",
+        "x": [e.step for e in events],
+        "y": [e.tokens_before for e in events],
+        "customdata": [
+            [
+                labels[e.kind],
+                e.tokens_after,
+                e.tokens_before - e.tokens_after,
+                f"{e.messages} message{'s' if e.messages != 1 else ''}",
+            ]
+            for e in events
+        ],
+        "hovertemplate": EVENT_HOVER,
+        "marker": {
+            "color": charts.RUN_COLOURS[i % len(charts.RUN_COLOURS)],
+            "size": 9,
+            "symbol": "diamond",
+            "line": {"width": 1},
+        },
+        "meta": {"role": "events"},
+        "legendgroup": f"run{i}",
+        "showlegend": False,
+    }

@@ -9,7 +9,7 @@ so "the K-th compaction" picks each run's own step.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,6 +48,17 @@ class Compaction:
     def trigger(self) -> str:
         return trigger_words(self.measured, self.limit, self.limit_name)
 
+    def as_row(self) -> list[Any]:
+        """Its fields as a JSON list (stored with the run's compare inputs)."""
+        return [self.ordinal, self.step, list(self.kinds), self.seq, self.messages,
+                self.measured, self.limit, self.limit_name, self.summary_seq]  # fmt: skip
+
+    @classmethod
+    def from_row(cls, row: Sequence[Any]) -> Compaction:
+        ordinal, step, kinds, seq, messages, measured, limit, limit_name, summary = row
+        return cls(ordinal, step, tuple(kinds), seq, messages, measured, limit, limit_name,
+                   summary)  # fmt: skip
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "ordinal": self.ordinal,
@@ -73,21 +84,21 @@ def trigger_words(measured: int | None, limit: int | None, limit_name: str = "th
 
 
 def compactions(run: Run) -> list[Compaction]:
-    """The run's compaction steps in order (cached for finished runs)."""
+    """The run's compaction steps in order (stored with the run's compare inputs; cached)."""
     return memo.cached(run, "compactions", lambda: _compactions(run))
 
 
 def _compactions(run: Run) -> list[Compaction]:
-    rows = (
-        RunEvent.objects.filter(run=run)
-        .order_by("seq")
-        .values_list(
-            "seq", "step", "kind", "messages", "tokens_before", "detail", "changes", "summary_seq"
-        )  # fmt: skip
-    )
-    by_step: dict[int, list[tuple[Any, ...]]] = {}
-    for row in rows.iterator(chunk_size=500):
-        seq, step, kind, messages, before, detail, changes, summary = row
+    from replay_app.compare import inputs
+
+    return [Compaction.from_row(row) for row in inputs.for_runs([run])[0]["compactions"]]
+
+
+def compactions_from_rows(rows: Iterable[Sequence[Any]]) -> list[Compaction]:
+    """From the run's event rows in seq order (``inputs._EVENT_COLUMNS``)."""
+    by_step: dict[int, list[Sequence[Any]]] = {}
+    for row in rows:
+        _, step, kind, _, _, _, _, changes, summary = row
         removes = any(c.get("fate") in REMOVED for c in changes)
         if summary is not None or (removes and is_compaction(kind)):
             by_step.setdefault(step, []).append(row)
@@ -95,7 +106,7 @@ def _compactions(run: Run) -> list[Compaction]:
     for step, events in by_step.items():
         measured = limit = None
         limit_name = "threshold"
-        for _, _, kind, _, _, detail, _, _ in events:
+        for _, _, kind, _, _, _, detail, _, _ in events:
             detail = detail or {}
             if measured is None:
                 measured, _ = detail_number(kind, detail)
@@ -104,7 +115,7 @@ def _compactions(run: Run) -> list[Compaction]:
         if measured is None:
             measured = int(events[0][4]) or None
         touched = {int(i) for e in events for i in e[3]}
-        summary = next((e[7] for e in events if e[7] is not None), None)
+        summary = next((e[8] for e in events if e[8] is not None), None)
         out.append(
             Compaction(
                 ordinal=len(out) + 1,
@@ -163,12 +174,19 @@ class OrdinalRow:
 
 
 def summaries_by_compaction(
-    runs: Sequence[Run], *, page: int = 1, per_page: int = COMPACTION_ROWS
+    runs: Sequence[Run],
+    *,
+    page: int = 1,
+    per_page: int = COMPACTION_ROWS,
+    stored: Sequence[dict[str, Any]] | None = None,
 ) -> tuple[list[OrdinalRow], int, int]:
     """Row K = the K-th compaction of each run (None where a run has fewer), with the
     summary it wrote. Returns (rows of the page, page, pages); summary texts are read for
-    the visible rows only."""
-    lists = [compactions(run) for run in runs]
+    the visible rows only. ``stored``: the runs' compare inputs, if the caller has them."""
+    if stored is not None:
+        lists = [[Compaction.from_row(r) for r in piece["compactions"]] for piece in stored]
+    else:
+        lists = [compactions(run) for run in runs]
     total = max((len(x) for x in lists), default=0)
     pages = max(1, -(-total // per_page))
     page = min(max(page, 1), pages)

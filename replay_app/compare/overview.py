@@ -24,14 +24,14 @@ from ctxlab.engine.records import Fate
 from ctxlab.ownership import owned
 from replay_app import memo
 from replay_app.display import vocabulary
-from replay_app.display.charts import RunCurve
+from replay_app.display.charts import EventPoint, RunCurve, Series
 from replay_app.models import Run, RunSummary
 from replay_app.steps import fatelog, lost_analysis, message_diffs, run_curve
 from replay_app.steps.lost_links import with_links
 
 MIN_RUNS = 2
 MAX_RUNS = 6
-MATRIX_COLUMNS = 400  # buckets at most; a bucket holds ceil(messages / 400) messages
+MATRIX_COLUMNS = 200  # buckets at most; a bucket holds ceil(messages / MATRIX_COLUMNS) messages
 SUMMARY_ROWS = 10
 LOST_EVENTS = 20  # events listed per run on the page (all in the JSON)
 # key, label, which value is better, help: every row from the engine's metric catalogue.
@@ -217,6 +217,14 @@ class MatrixCell:
     fate: str  # the dominant fate (or the only one)
     counts: dict[str, int]
 
+    def as_row(self) -> list[Any]:
+        return [self.start, self.end, self.fate, self.counts]
+
+    @classmethod
+    def from_row(cls, row: Sequence[Any]) -> MatrixCell:
+        start, end, fate, counts = row
+        return cls(start, end, fate, dict(counts))
+
     @property
     def title(self) -> str:
         span = f"#{self.start}" if self.end - self.start == 1 else f"#{self.start}–{self.end - 1}"
@@ -232,11 +240,22 @@ def final_fates(run: Run) -> dict[int, Fate]:
 
 
 def matrix(
-    runs: Sequence[Run], messages: int, *, size: int | None = None, step: int | None = None
+    runs: Sequence[Run],
+    messages: int,
+    *,
+    size: int | None = None,
+    step: int | None = None,
+    stored: Sequence[dict[str, Any]] | None = None,
 ) -> tuple[int, list[list[MatrixCell]]]:
     """Per run, one cell per bucket of ``size`` messages: the fate of each message at
-    ``step`` (None: the final fate, the last change over the run; never changed = kept)."""
+    ``step`` (None: the final fate, the last change over the run; never changed = kept).
+    ``stored``: the runs' compare inputs (``inputs.for_runs``), whose final fates at the
+    default size are used as they are."""
     size = size or bucket_size(messages)
+    if step is None and stored is not None:
+        found = [piece["matrix"] for piece in stored]
+        if all(m["messages"] == messages and m["size"] == size for m in found):
+            return size, [[MatrixCell.from_row(c) for c in m["cells"]] for m in found]
     grid = [
         memo.cached(
             run,
@@ -251,9 +270,14 @@ def matrix(
 def _matrix_row(run: Run, messages: int, size: int, step: int | None = None) -> list[MatrixCell]:
     from replay_app.compare.compare_steps import fates_at
 
+    return matrix_cells(fates_at(run, step), messages, size)
+
+
+def matrix_cells(fates: dict[int, Fate], messages: int, size: int) -> list[MatrixCell]:
+    """Buckets of ``size`` messages with their fate counts (absent = kept)."""
     buckets = -(-messages // size)
     counts: list[Counter[str]] = [Counter() for _ in range(buckets)]
-    for i, fate in fates_at(run, step).items():
+    for i, fate in fates.items():
         if 0 <= i < messages:
             counts[i // size][fate.value] += 1
     cells = []
@@ -285,6 +309,29 @@ def matrix_detail(runs: Sequence[Run], start: int, end: int) -> list[tuple[int, 
 
 
 # --- what was lost -----------------------------------------------------------------------
+
+
+def lost_heads(runs: Sequence[Run], stored: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The page's "What was lost" per run: the stored head of its analysis (figures, first
+    compactions, first lost facts of each) with its links."""
+    return [
+        with_links(run, lost_analysis.in_display_order(piece["lost"]))
+        for run, piece in zip(runs, stored, strict=True)
+    ]
+
+
+def stored_curves(runs: Sequence[Run], stored: Sequence[dict[str, Any]]) -> list[RunCurve]:
+    """The chart's curves from the runs' stored (thinned) curves."""
+    out = []
+    for run, piece in zip(runs, stored, strict=True):
+        c = piece["curve"]
+        series = Series(steps=c["steps"], strategy=c["strategy"], reference=c["reference"])
+        events = [
+            EventPoint(step, kind, before, after, messages, seq=seq)
+            for seq, step, kind, before, after, messages in c["events"]
+        ]
+        out.append(RunCurve(f"{run.pk} {run.label}", series, events, c["window"], c["threshold"]))
+    return out
 
 
 def retentions(runs: Sequence[Run]) -> list[dict[str, Any]]:

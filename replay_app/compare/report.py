@@ -22,6 +22,7 @@ from django.template.loader import render_to_string
 from django.utils.safestring import mark_safe
 
 from ctxlab import report_shell
+from ctxlab.abandon import raise_if_abandoned
 from ctxlab.engine.secrets import mask
 from replay_app.compare import compare_steps, overview
 from replay_app.display import charts
@@ -61,13 +62,16 @@ def _lost(ret: dict[str, Any]) -> dict[str, Any]:
 def report_context(runs: Sequence[Run]) -> dict[str, Any]:
     runs = list(runs)
     retentions = overview.retentions(runs)
+    raise_if_abandoned()  # the downloader went away: stop between the costly steps
     rows = overview.metric_rows(runs, retentions)
     spec = charts.compare_curves(overview.curves(runs))
+    raise_if_abandoned()
     config = {**charts.CONFIG, "toImageButtonOptions": {**charts.CONFIG["toImageButtonOptions"]}}
     config["toImageButtonOptions"]["filename"] = "ctxlab-compare-" + "-".join(
         str(r.pk) for r in runs
     )
     ordinal_rows, _, _ = compare_steps.summaries_by_compaction(runs, per_page=REPORT_COMPACTIONS)
+    raise_if_abandoned()
     summaries = [
         {
             "ordinal": row.ordinal,

@@ -54,6 +54,7 @@ class Row:
     drift: tuple[dict[str, Any], ...] = field(default=())
     # the first COMPACTIONS_SHOWN compactions: (where, cells); the JSON twin has them all
     per_compaction: tuple[tuple[str, tuple[Cell, ...]], ...] = field(default=())
+    shown: int = 0  # findings and drifting compactions listed (0: DETAILS_SHOWN)
 
     @property
     def is_original(self) -> bool:
@@ -64,11 +65,11 @@ class Row:
 
     @property
     def findings_shown(self) -> tuple[dict[str, Any], ...]:
-        return self.findings[:DETAILS_SHOWN]
+        return self.findings[: self.shown or DETAILS_SHOWN]
 
     @property
     def drift_shown(self) -> tuple[dict[str, Any], ...]:
-        return self.drift[:DETAILS_SHOWN]
+        return self.drift[: self.shown or DETAILS_SHOWN]
 
     @property
     def overall(self) -> str:
@@ -95,13 +96,15 @@ class Row:
         }
 
 
-def _row(key: str, label: str, run: Run | None, data: dict[str, Any] | None) -> Row:
+def _row(key: str, label: str, run: Run | None, data: dict[str, Any] | None, shown: int = 0) -> Row:
     if data is None:
         return Row(key, label, run, None)
     cells = _cells(data.get("categories", {}))
     findings = tuple(
         {**f, "label": secrets.mask(str(f.get("label", "")))} for f in data.get("findings", ())
     )
+    drifting = [comp for comp in data.get("compactions", ()) if comp.get("drift_count")]
+    listed = shown or DETAILS_SHOWN  # only the listed ones' facts are masked and shown
     drift = tuple(
         {
             "step": comp.get("step"),
@@ -109,17 +112,16 @@ def _row(key: str, label: str, run: Run | None, data: dict[str, Any] | None) -> 
             "count": comp.get("drift_count", 0),
             "facts": [
                 {"kind": d["kind"], "value": secrets.mask(d["value"])}
-                for d in comp.get("drift", ())[:DRIFT_FACTS_SHOWN]
+                for d in (comp.get("drift", ()) if n < listed else ())[:DRIFT_FACTS_SHOWN]
             ],
         }
-        for comp in data.get("compactions", ())
-        if comp.get("drift_count")
+        for n, comp in enumerate(drifting)
     )
     per_compaction = tuple(
         (_where(comp), _cells(comp.get("categories", {})))
-        for comp in data.get("compactions", ())[:COMPACTIONS_SHOWN]
+        for comp in data.get("compactions", ())[: shown or COMPACTIONS_SHOWN]
     )
-    return Row(key, label, run, data, cells, findings, drift, per_compaction)
+    return Row(key, label, run, data, cells, findings, drift, per_compaction, shown)
 
 
 COMPACTIONS_SHOWN = 50
@@ -150,16 +152,16 @@ def _where(comp: dict[str, Any]) -> str:
     return f"before message {comp.get('source_index')} · {label}"
 
 
-def original_row(run: Run) -> Row | None:
+def original_row(run: Run, shown: int = 0) -> Row | None:
     """The transcript's own compactions as a pseudo-run (None when it recorded none)."""
     data = stored.original_survival(run.transcript)
     if data is None:
         return None
-    return _row("original", "original (the agent's own compactions)", None, data)
+    return _row("original", "original (the agent's own compactions)", None, data, shown)
 
 
-def run_row(run: Run) -> Row:
-    return _row(str(run.pk), f"run {run.pk} · {run.label}", run, stored.run_survival(run))
+def run_row(run: Run, shown: int = 0) -> Row:
+    return _row(str(run.pk), f"run {run.pk} · {run.label}", run, stored.run_survival(run), shown)
 
 
 # the run-level columns after the categories, labelled by the catalogue
@@ -186,8 +188,10 @@ class Table:
         }
 
 
-def table(runs: Sequence[Run], *, original: bool = True) -> Table:
-    """The original row (if any and ``original``) then one row per run, in order."""
-    rows = [run_row(r) for r in runs]
-    first = original_row(runs[0]) if runs and original else None
+def table(runs: Sequence[Run], *, original: bool = True, shown: int = 0) -> Table:
+    """The original row (if any and ``original``) then one row per run, in order.
+    ``shown``: compactions, findings and drifts listed per row (0: the run page's
+    ``COMPACTIONS_SHOWN`` and ``DETAILS_SHOWN``; the JSON twin has them all)."""
+    rows = [run_row(r, shown) for r in runs]
+    first = original_row(runs[0], shown) if runs and original else None
     return Table(tuple([first, *rows] if first is not None else rows))

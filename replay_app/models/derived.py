@@ -20,6 +20,8 @@ class RunAnalysis(models.Model):
     retention = PackedJSONField(default=dict)
     # ctxlab.engine.survival: facts by category through each compaction ({} = not yet)
     survival = PackedJSONField(default=dict)
+    # replay_app.compare.inputs: what the compare page derives from this run alone ({} = not yet)
+    compare = PackedJSONField(default=dict)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -26,6 +26,7 @@ from ctxlab.engine.recorded import RecordedSummarizer, agreement_rows
 from ctxlab.engine.reference import seed_reference_tokens
 from ctxlab.engine.replay import Replay, call_starts
 from ctxlab.engine.summarizers import OfflineSummarizer, Summarizer
+from replay_app.compare import inputs as compare_inputs
 from replay_app.costs import llm, run_costs
 from replay_app.models import (
     Run,
@@ -166,6 +167,9 @@ def _execute(
     # What each compaction lost, off the page request (None when it failed: logged).
     # and which facts survived, by category: one pass (``runs.survival``)
     retention, survival = run_survival.finished(run, result, conversation.messages)
+    # and what the compare page derives from this run alone (built once, not per view)
+    run.metrics = _jsonable(metrics)
+    pieces = compare_inputs.finished(run, retention, job)
     with transaction.atomic():  # done and its analysis become visible together
         done = Run.objects.filter(pk=run.pk, attempts=attempt, status=RunStatus.RUNNING).update(
             status=RunStatus.DONE,
@@ -180,6 +184,8 @@ def _execute(
             lost_analysis.store_retention(run, attempt, retention)
         if done and survival is not None:
             run_survival.store(run, attempt, survival)
+        if done and pieces is not None:
+            compare_inputs.store(run, attempt, pieces)
     if not done:
         raise _Stop(cancelled=False)
 

@@ -114,8 +114,9 @@ def test_compare_summaries_diff_against_row_baseline(
 
 
 def test_compare_matrix_buckets_for_large_transcripts() -> None:
-    assert overview.bucket_size(20_000) == 50
+    assert overview.bucket_size(20_000) == 100
     assert overview.bucket_size(129) == 1
+    assert overview.bucket_size(201) == 2
 
 
 def test_compare_matrix_detail(client: Any, user: Any, three: list[Run]) -> None:

@@ -13,6 +13,7 @@ from replay_testdata import import_transcript
 
 from ctxlab.engine import survival as engine_survival
 from replay_app.compare import survival_table
+from replay_app.compare.compare_page import SHOWN
 from replay_app.models import OriginalSurvival, RunAnalysis
 from replay_app.runs import executor, services
 from replay_app.runs import survival as stored
@@ -101,9 +102,12 @@ def test_compare_page_and_json_twins_show_survival(user: Any, auth_client: Any) 
     assert section.index('data-survival-row="original"') < section.index(
         f'data-survival-row="{runs[0].pk}"'
     )
-    # per-compaction rows for the run that compacted more than once (11 trims)
+    # per-compaction rows for the run that compacted more than once (11 trims): the
+    # compare page lists the first SHOWN of them (the JSON twin has all)
     trim_rows = section.split(f'data-survival-compactions="{runs[1].pk}"', 1)[1]
-    assert trim_rows.split("</details>", 1)[0].count("<tr>") == 1 + 11
+    details = trim_rows.split("</details>", 1)[0]
+    assert details.count("<tr>") == 1 + SHOWN == 11
+    assert f"first {SHOWN} of 11; all in the JSON twin" in details
     data = auth_client.get(f"/compare/?runs={ids}&format=json").json()["survival"]
     assert set(data["runs"]) == {str(r.pk) for r in runs}
     assert data["original"]["categories"]["paths"]["at_risk"] >= 10

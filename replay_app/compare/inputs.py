@@ -1,0 +1,228 @@
+"""What the compare page derives from one run alone, built once when the run finishes.
+
+A finished run never changes, so its compare inputs are built by the worker right after its
+rows are written (``finished``) and stored with its analysis (``RunAnalysis.compare``):
+
+- ``curve``: the chart's curves thinned to what a chart can show (per bucket of steps the
+  lowest and highest point of each line: the envelope is the full curve's) and its event
+  markers;
+- ``compactions``: the run's compaction steps (``compare_steps.Compaction``);
+- ``matrix``: the final fate of every message in ``overview.bucket_size`` buckets;
+- ``lost``: the retention figures and the first ``overview.LOST_EVENTS`` compactions with
+  their first ``LOST_FACTS`` lost facts (the page's "What was lost"; the JSON twin and the
+  run's lost page read the whole analysis).
+
+The compare page then only joins stored pieces (``for_runs``: one query for every run). An
+older run without them (or with an older ``VERSION``) has them built from its stored rows
+on first view, and stored: never rebuilt per view. A run that is not finished has them
+built per view, never stored.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+from django.db import DatabaseError, transaction
+
+from ctxlab.abandon import raise_if_abandoned
+from ctxlab.engine.fatelog import FATE_CODE, FateLog
+from replay_app.models import Run, RunAnalysis, RunEvent, RunStatus, RunStep
+
+log = logging.getLogger(__name__)
+
+VERSION = 1
+CHART_BUCKETS = 500  # steps are thinned to the extremes of this many buckets per line
+LOST_FACTS = 10  # lost facts listed per compaction on the compare page (all on the run's)
+
+# What the page reads of each event row, in this order (``_event_rows``).
+_EVENT_COLUMNS = (
+    "seq", "step", "kind", "messages", "tokens_before", "tokens_after", "detail", "changes",
+    "summary_seq",
+)  # fmt: skip
+
+BUILT = Counter[str]()  # runs whose inputs were built, by where ("worker", "view"): tests
+
+
+def thin(count: int, *lines: Sequence[int | None], buckets: int = CHART_BUCKETS) -> list[int]:
+    """Positions to keep of ``count`` points so that each line's lowest and highest point in
+    every bucket of positions stays (and the first and last point): the drawn envelope is
+    the full curve's at any width up to ``buckets`` pixels."""
+    if count <= 2 * buckets:
+        return list(range(count))
+    width = -(-count // buckets)
+    keep = {0, count - 1}
+    for start in range(0, count, width):
+        span = range(start, min(start + width, count))
+        for line in lines:
+            values = [(line[k], k) for k in span if line[k] is not None]
+            if values:
+                keep.add(min(values)[1])
+                keep.add(max(values)[1])
+    return sorted(keep)
+
+
+def _event_rows(run: Run) -> list[tuple[Any, ...]]:
+    rows = RunEvent.objects.filter(run=run).order_by("seq").values_list(*_EVENT_COLUMNS)
+    return list(rows.iterator(chunk_size=500))
+
+
+def _curve(run: Run, events: Sequence[tuple[Any, ...]]) -> dict[str, Any]:
+    """``run_curve.curve``'s lines (thinned) and markers, from the rows read here."""
+    rows = list(
+        RunStep.objects.filter(run=run)
+        .order_by("index")
+        .values_list("index", "tokens_strategy", "tokens_reference")
+    )
+    steps = [r[0] for r in rows]
+    strategy = [r[1] for r in rows]
+    reference = [r[2] for r in rows]
+    zones: dict[str, Any] = {}
+    if rows:
+        last = RunStep.objects.filter(run=run, index=steps[-1]).values_list("zones", flat=True)
+        zones = last[0] or {}
+    threshold = run.metrics.get("threshold") if run.metrics else None
+    keep = thin(len(steps), reference, strategy)
+    return {
+        "steps": [steps[k] for k in keep],
+        "reference": [reference[k] for k in keep],
+        "strategy": [strategy[k] for k in keep],
+        "points": len(steps),
+        "window": zones.get("window") or None,
+        "threshold": threshold if threshold is not None else zones.get("threshold"),
+        # seq, step, kind, tokens before, after, messages touched (``EventPoint``)
+        "events": [[e[0], e[1], e[2], e[4], e[5], len(e[3])] for e in events],
+    }
+
+
+def _fate_log(events: Sequence[tuple[Any, ...]]) -> FateLog:
+    steps: list[int] = []
+    seqs: list[int] = []
+    indexes: list[int] = []
+    fates: list[int] = []
+    for seq, step, _, _, _, _, _, changes, _ in events:
+        for change in changes:
+            steps.append(step)
+            seqs.append(seq)
+            indexes.append(int(change["index"]))
+            fates.append(FATE_CODE[change["fate"]])
+    return FateLog.build(steps, seqs, indexes, fates)
+
+
+def _lost_head(retention: dict[str, Any]) -> dict[str, Any]:
+    from replay_app.compare.overview import LOST_EVENTS
+
+    events = retention.get("events") or []
+    head = [
+        {**e, "lost": list(e.get("lost") or ())[:LOST_FACTS]} for e in events[:LOST_EVENTS]
+    ]  # fmt: skip
+    return {**{k: v for k, v in retention.items() if k != "events"}, "events": head,
+            "events_total": len(events)}  # fmt: skip
+
+
+def build(run: Run, retention: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The run's compare inputs from its stored rows (``retention``: its analysis, when the
+    caller has it; else the stored one, computed if missing)."""
+    from replay_app.compare import compare_steps, overview
+    from replay_app.steps import lost_analysis
+
+    events = _event_rows(run)
+    messages = run.transcript.message_count
+    size = overview.bucket_size(messages)
+    final = {i: fate for i, (fate, _) in _fate_log(events).fates_at(10**12).items()}
+    if retention is None:
+        retention = lost_analysis.retention(run)
+    else:
+        retention = lost_analysis.in_display_order(retention)
+    return {
+        "version": VERSION,
+        "curve": _curve(run, events),
+        "compactions": [c.as_row() for c in compare_steps.compactions_from_rows(events)],
+        "matrix": {
+            "messages": messages,
+            "size": size,
+            "cells": [c.as_row() for c in overview.matrix_cells(final, messages, size)],
+        },
+        "lost": _lost_head(retention),
+    }
+
+
+def current(data: Any) -> bool:
+    return isinstance(data, dict) and data.get("version") == VERSION
+
+
+def store(run: Run, attempt: int, data: dict[str, Any]) -> bool:
+    """Store ``data`` for ``attempt`` while that attempt is the run's finished one. A
+    database error is logged: the pieces are derived data, a page builds them again."""
+    try:
+        with transaction.atomic():
+            if not Run.objects.filter(pk=run.pk, attempts=attempt, status=RunStatus.DONE).exists():
+                return False
+            updated = RunAnalysis.objects.filter(run_id=run.pk, attempts=attempt).update(
+                compare=data
+            )
+            if not updated:
+                RunAnalysis.objects.update_or_create(
+                    run_id=run.pk, defaults={"attempts": attempt, "compare": data}
+                )
+        return True
+    except DatabaseError:
+        log.exception("run %s: could not store its compare inputs", run.pk)
+        return False
+
+
+def finished(run: Run, retention: dict[str, Any] | None, job: Any) -> dict[str, Any] | None:
+    """The worker's call once the run's rows are written, before it is marked done: its
+    compare inputs (returned for the caller to store with the done status), its offline
+    probe set (the compare page's probe section) from ``job`` (the finished ``Replay``, in
+    memory) and the transcript's own survival row (once per transcript). A failure is
+    logged, never the run's: a page builds them on first view (as it does when the run's
+    analysis failed: ``retention`` None)."""
+    if retention is None:
+        return None
+    try:
+        data = build(run, retention)
+        BUILT["worker"] += 1
+    except Exception:
+        log.exception("run %s: compare inputs failed (the compare page builds them)", run.pk)
+        return None
+    try:
+        from judge_app import services as probes
+        from replay_app.runs import survival as run_survival
+
+        result = job.result
+        replay = probes.StoredReplay(
+            job.conversation.messages,
+            result.steps,
+            result.events,
+            {s.id: s.output for s in result.summaries},
+        )
+        if probes.current_set(run) is None:
+            probes.generate(run, replay)
+        run_survival.original_survival(run.transcript)
+    except Exception:
+        log.exception("run %s: probes failed (the compare page generates them)", run.pk)
+    return data
+
+
+def for_runs(runs: Sequence[Run]) -> list[dict[str, Any]]:
+    """Each run's stored compare inputs (one query), built and stored for a finished run
+    that lacks them; built per call for an unfinished one."""
+    rows = RunAnalysis.objects.filter(run_id__in=[r.pk for r in runs]).values_list(
+        "run_id", "attempts", "compare"
+    )
+    stored = {run_id: (attempts, data) for run_id, attempts, data in rows}
+    out: list[dict[str, Any]] = []
+    for run in runs:
+        attempts, data = stored.get(run.pk, (None, {}))
+        done = run.status == RunStatus.DONE
+        if not (done and attempts == run.attempts and current(data)):
+            raise_if_abandoned()  # the viewer went away: build nothing more for nobody
+            data = build(run)
+            BUILT["view"] += 1
+            if done:
+                store(run, run.attempts, data)
+        out.append(data)
+    return out
