@@ -66,14 +66,14 @@ GOLDEN: dict[str, tuple[int, int, int, int, str]] = {
     'mid-copaw-bytes4': (589, 19, 19, 175, '71308b66e96d151fb3f19ac8057d79845494c6876c67f229c6caf1074eb38ed3'),
     'mid-cowagent': (589, 45, 13, 0, '368182bc122e341fee18202d25e07d85944a93112573d4e3f83f5fc87dc65c6e'),
     'mid-cowagent-small': (589, 93, 34, 2, 'f0e6a778d163200c743c2a2b419bcb5bf2060d7069c9f490746316872c286a24'),
-    'mid-picoclaw': (589, 63, 94, 0, '6beb3928cbc8356829eaeb2b8d0d8c1bb4d48670e6e1ad34f2d47dcca1952ecc'),
+    'mid-picoclaw': (589, 63, 94, 0, '97a3ecf499d0d336627505240a910edac014893a8317773c2b5609cb3dcad717'),
     'mid-baseagent': (589, 19, 2, 6, 'e6764bb16c3d9c9055f06e8a8697dada42de5b4b40a438ee3cc28dbcaf3862bf'),
     'mid-baseagent-small': (589, 25, 16, 107, '2c52fa6aa327c8773f886b8eeaca4781aadf55f59298e66f94c480fd35914ed2'),
     'mid-custom': (589, 143, 10, 53, '5dde3d758d518fb1250a8ad5179a7dba63fee16d69118cdabdde6a007045e058'),
     'cc-qwenpaw-small': (10, 2, 2, 5, '65c25d508b4b997151b581c2f3b56b32bc67fc23cc5ff695146ad507187fc800'),
     'cc-copaw-small': (10, 2, 2, 5, 'e589ac6c764fd07f958fc26a41b35b29d0985d775803439aae1856a2cf462ea2'),
     'cc-cowagent-small': (10, 0, 0, 0, 'ef8a54a2442b892601ce30d9a202ddff55d11f2e84f31e0cc4b515eab39234bd'),
-    'cc-picoclaw-small': (10, 0, 0, 5, '87612a8b6847da0bd04c33caab989a84ce5b953fb616c47168a9320f9c7b7cc5'),
+    'cc-picoclaw-small': (10, 5, 0, 1, 'f6be30bb4198a47b7383c2a51868549244489867567c85de7fa38a32edf3457e'),
     'cc-baseagent-small': (10, 1, 1, 4, '91691bb93b4d67fac4b2fd8ef5e0a4203d7537f16eb0d1300c1dd24ce3676757'),
 }  # fmt: skip
 

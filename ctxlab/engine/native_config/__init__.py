@@ -75,7 +75,7 @@ WRITES: dict[str, frozenset[str]] = {
     "cowagent": frozenset({"agent_max_context_tokens", "agent_max_context_turns"}),
     "picoclaw": frozenset(
         {"max_tokens", "context_window", "summarize_message_threshold",
-         "summarize_token_percent"}
+         "summarize_token_percent", "max_llm_retries"}
     ),
     "baseagent": frozenset(
         {"model_context_limit", "output_token_max", "auto_compact_threshold", "prune_protect",

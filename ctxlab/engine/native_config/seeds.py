@@ -92,6 +92,8 @@ def _picoclaw(p: Mapping[str, Any]) -> NativeConfig:
         defaults["context_window"] = p["context_window"]
     defaults["summarize_message_threshold"] = p["summarize_message_threshold"]
     defaults["summarize_token_percent"] = p["summarize_token_percent"]
+    if p["max_llm_retries"] != 2:  # 0 or unset: CallLLM falls back to 2
+        defaults["max_llm_retries"] = p["max_llm_retries"]
     content = {"agents": {"defaults": defaults}}
     notes = (
         "context_window omitted = max_tokens x 4 (instance.go)."
@@ -99,6 +101,8 @@ def _picoclaw(p: Mapping[str, Any]) -> NativeConfig:
         else "context_window set explicitly.",
         f"enable_summary={p['enable_summary']}, token_estimator={p['token_estimator']!r}: "
         "code paths in pkg/agent and pkg/tokenizer, not configuration.",
+        f"simulate_overflow={p['simulate_overflow']}: a replay switch (the provider's "
+        "context-length error), not a PicoClaw setting.",
     )
     return NativeConfig("picoclaw", "config.json", content, json_text(content), notes)
 

@@ -6,7 +6,12 @@ message) + tool definitions + ``MaxTokens`` is compared ``> ContextWindow``; ove
 ``forceCompression`` drops the oldest floor(T/2) turns from the session (persisted, with a
 note appended to the summary, no LLM), then ``trimHistoryToFitContextWindow`` drops whole
 turns from the front of *this request only* (they come back when the next turn's request
-is rebuilt from the session: ``restore_request``). After each turn, ``maybeSummarize`` runs in a
+is rebuilt from the session: ``restore_request``). Every LLM call can also meet the
+provider's context-length error (``pipeline_llm.go``, simulated: the request's reference
+count over the window, ``simulate_overflow``): up to ``max_llm_retries`` times the session
+is force-compressed (reason ``llm_retry``), the request re-assembled from it and its older
+part trimmed, the current turn's persisted messages protected; when that cannot fit, or
+the retries run out, the call fails (``compact_failed``). After each turn, ``maybeSummarize`` runs in a
 goroutine when the session has more than 20 messages or more than 75% of the window; it
 lands before the next request (recorded as pending). Its split path (> 10 messages) loses
 the previous summary; its batch answers are trimmed, the merged answer is kept as given,
@@ -34,6 +39,10 @@ from pkg/agent/*_test.go @ cf67dd3):
   ``TestResolveContextManager_*``), agent-loop wiring (``TestAgentLoop_*``,
   ``TestIngestCalledDuringTurn``) and the runtime-event payloads: ctxlab has no plug-in
   registry or event bus.
+* ``turn_state_test.go`` (``TestMatchingTurnMessageTail_*``, ``TestSplitHistoryForActiveTurn_*``,
+  ``TestTrimHistoryToFitContextWindow_WithProtectedTurnTailKeepsActiveTurn``) and the
+  context-error retries of ``agent_test.go`` / ``eventbus_test.go``: in
+  tests/engine/strategies/test_picoclaw_retry.py.
 """
 
 from __future__ import annotations
@@ -50,6 +59,7 @@ from ..params import Param
 from ..records import Fate
 from ..summarizers import MaterialItem, PromptMessage, SummaryRequest
 from . import _picoclaw_budget as pb
+from . import _picoclaw_retry as pr
 from ._picoclaw_budget import Estimator, PicoMsg
 from .base import Strategy
 
@@ -64,6 +74,7 @@ class _State:
     hist: list[PicoMsg] = field(default_factory=list)  # the session history (persisted)
     summary: str = ""
     current: list[PicoMsg] = field(default_factory=list)  # this turn's user message, unsaved
+    turn: list[PicoMsg] = field(default_factory=list)  # persisted by this turn (protected)
     new_turn: bool = False
     replied: bool = False  # an assistant message since the last user message
     system_text: str = ""
@@ -143,6 +154,23 @@ class PicoClawStrategy(Strategy):
             "str",
             choices=("chars*2/5", "ceil(chars/4)"),
             origin="pkg/tokenizer/estimator.go",
+        ),
+        Param(
+            "simulate_overflow",
+            True,
+            "Treat a request above context_window (reference tokens) as the provider's "
+            "context-length error: force compression (llm_retry), rebuild with the current "
+            "turn protected, trim the older part, retry; the call fails when that cannot fit.",
+            "bool",
+            origin="pipeline_llm.go CallLLM context-error retry",
+        ),
+        Param(
+            "max_llm_retries",
+            pr.MAX_LLM_RETRIES,
+            "Context-length retries per LLM call (each one compresses first); 0 = the code's "
+            "fallback, 2.",
+            min=0,
+            origin="config.go MaxLLMRetries",
         ),
     )
 
@@ -235,6 +263,7 @@ class PicoClawStrategy(Strategy):
             if st.replied and self.params["enable_summary"]:
                 self._maybe_summarize(ctx)
             st.current = parts
+            st.turn = []
             st.new_turn = True
             st.replied = False
             return
@@ -242,6 +271,7 @@ class PicoClawStrategy(Strategy):
             st.current.extend(parts)
             return
         st.hist.extend(parts)
+        st.turn.extend(parts)
         if any(p.role == "assistant" for p in parts):
             st.replied = True
 
@@ -251,7 +281,10 @@ class PicoClawStrategy(Strategy):
             st.new_turn = False
             self._proactive(ctx)
             st.hist.extend(st.current)  # the user message is persisted after the check
+            st.turn = st.current
             st.current = []
+        if self.params["simulate_overflow"]:
+            self._call_with_retries(ctx)
 
     # --- proactive budget check (pipeline_setup.go) --------------------------------------
     def _proactive(self, ctx: ContextView) -> None:
@@ -283,6 +316,86 @@ class PicoClawStrategy(Strategy):
             ) as act:  # fmt: skip
                 self._remove_gone(act, st.hist, hist, Fate.DROPPED)
                 st.trimmed.extend(act.touched)
+
+    # --- reactive context-error retry (pipeline_llm.go) -----------------------------------
+    def _call_with_retries(self, ctx: ContextView) -> None:
+        """CallLLM's retry loop: the simulated provider rejects a request whose reference
+        count exceeds the window; ``retry < maxRetries`` compresses and rebuilds, and the
+        call fails when the rebuild cannot fit or the last retry is rejected too."""
+        window = self.window(ctx)
+        retries = pr.effective_max_retries(int(self.params["max_llm_retries"]))
+        for retry in range(retries + 1):
+            reference = ctx.request_ref()
+            if reference <= window:
+                return
+            if retry == retries:
+                ctx.emit(
+                    "compact_failed", error=pr.RETRIES_EXHAUSTED_ERROR, retries=retries,
+                    reference=reference, window=window, outcome=_CALL_FAILED,
+                )  # fmt: skip
+                return
+            if retry == 0:
+                ctx.emit("warning", message=pr.RETRY_NOTICE)
+            if not self._retry_compaction(ctx, retry + 1, reference, window):
+                ctx.emit(
+                    "compact_failed", error=pr.NOT_FIT_ERROR, retry=retry + 1,
+                    reference=ctx.request_ref(), window=window, outcome=_CALL_FAILED,
+                )  # fmt: skip
+                return
+
+    def _retry_compaction(
+        self, ctx: ContextView, attempt: int, reference: int, window: int
+    ) -> bool:
+        """``Compact(llm_retry)`` then the rebuild: the session (with everything a trim hid)
+        is assembled again, the current turn's persisted tail protected and only the older
+        part trimmed. Returns ``fit``."""
+        st: _State = ctx.state
+        comp = pb.force_compression(st.hist, st.summary)
+        if comp is not None:
+            before = st.hist
+            with ctx.action(
+                "force_compression", reason="llm_retry: the provider rejected the request "
+                "(context-length error): oldest half of the turns dropped",
+                reference=reference, window=window, retry=attempt,
+                dropped_messages=len(comp.dropped), remaining_messages=len(comp.kept),
+            ) as act:  # fmt: skip
+                st.hist = list(comp.kept)
+                self._remove_gone(act, before, st.hist, Fate.DROPPED)
+                self._set_summary(ctx, comp.summary, ctx.summary_id)
+        stable, protected = pr.split_history_for_active_turn(st.hist, st.turn)
+
+        def build(hist: Sequence[PicoMsg]) -> list[PicoMsg]:
+            return pb.build_messages(
+                st.system_text, st.summary, [*hist, *protected], (), st.runtime
+            )
+
+        kept, messages, fit = pb.trim_history_to_fit(stable, build, lambda m: self._over(ctx, m))
+        shown = {m.src for m in messages}
+        back = [i for i in st.trimmed if i in shown]
+        if back:
+            st.trimmed = [i for i in st.trimmed if i not in shown]
+            with ctx.action(
+                "restore_request", reason="the llm_retry rebuild assembles the request from "
+                "the session again, which kept these",
+            ) as act:  # fmt: skip
+                act.restore(back)
+        cut = {m.src for m in stable[: len(stable) - len(kept)]}
+        hidden = [i for i in ctx.live if i not in shown]
+        if any(i not in cut for i in hidden):
+            with ctx.action(
+                "sanitize", reason="sanitizeHistoryForProvider dropped orphaned or unanswered "
+                "tool messages (and system messages in history)",
+            ) as act:  # fmt: skip
+                act.remove([i for i in hidden if i not in cut], Fate.DROPPED)
+        if any(i in cut for i in hidden):
+            with ctx.action(
+                "trim", reason="trimHistoryToFitContextWindow after the llm_retry compaction: "
+                "request-local, the current turn's messages protected", fit=fit,
+                window=window, retry=attempt, protected_messages=len(protected),
+            ) as act:  # fmt: skip
+                act.remove([i for i in hidden if i in cut], Fate.DROPPED)
+                st.trimmed.extend(act.touched)
+        return fit
 
     def _end_request_trim(self, ctx: ContextView) -> None:
         """The trimmed request served its turn; the next one is assembled from the session,
@@ -428,6 +541,12 @@ class PicoClawStrategy(Strategy):
             ctx, summary_rendered=pb.SUMMARY_PREFIX + final, replaced=list(dict.fromkeys(replaced)),
             summary_id=record_id, previous_ref=previous_ref,
         )  # fmt: skip
+
+
+_CALL_FAILED = (
+    "the LLM call fails and PicoClaw ends the turn with an error (the session keeps the "
+    "compressed history); the replay goes on with the transcript's next message"
+)
 
 
 def _first_time(messages: Sequence[Message]) -> datetime | None:

@@ -459,6 +459,24 @@ def _golden(
 
 def test_golden_sniffly_small_window() -> None:
     res, kinds, findings, firsts = _golden({"context_window": 20_000, "max_tokens": 2000})
+    # The provider's context-length error (simulate_overflow) compresses inside turns: at
+    # step 14 the current turn alone does not fit (the call fails: its one overflow step),
+    # and the post-turn summaries come later and fewer.
+    assert kinds == {
+        "warning": 3, "force_compression": 4, "compact_failed": 1, "summarise": 1,
+        "compact_skipped": 1,
+    }  # fmt: skip
+    assert findings == {"overflow": 1}
+    assert firsts == {
+        "warning": 14, "force_compression": 14, "compact_failed": 14, "summarise": 29,
+        "compact_skipped": 51,
+    }  # fmt: skip
+    assert len(res.summaries) == 1  # type: ignore[attr-defined]
+
+
+def test_golden_sniffly_small_window_proactive_only() -> None:
+    params = {"context_window": 20_000, "max_tokens": 2000, "simulate_overflow": False}
+    res, kinds, findings, firsts = _golden(params)
     assert kinds == {"force_compression": 2, "summarise": 3}
     # the offline summary of these messages is no longer larger than what it replaced
     assert findings == {"overflow": 18}
