@@ -68,7 +68,12 @@ CASES: dict[str, tuple[dict[str, Any], Callable[[ReplayResult], None]]] = {
     "qwenpaw": ({"max_input_length": 12000}, _qwenpaw),
     "copaw": ({"max_input_length": 12000}, _copaw),
     "cowagent": ({"agent_max_context_tokens": 6000}, _cowagent),
-    "picoclaw": ({"context_window": 12000, "max_tokens": 1000}, _picoclaw),
+    # the post-turn summary path: with the provider's overflow simulated, its llm_retry
+    # compressions keep this session under the summary trigger
+    "picoclaw": (
+        {"context_window": 12000, "max_tokens": 1000, "simulate_overflow": False},
+        _picoclaw,
+    ),
     "baseagent": (
         {
             "model_context_limit": 12000,
