@@ -155,6 +155,28 @@ def keep_database_connections(seconds: int = CONNECTION_SECONDS) -> None:
         connections.settings[alias]["CONN_MAX_AGE"] = seconds
 
 
+def warm_request(app: WSGIApp, path: str) -> int:
+    """Answer one anonymous GET of ``path`` in-process, before listening: what a first
+    request pays once (middleware, sessions, CSRF, static file names, the base template)
+    is paid here. Returns the status."""
+    status: list[str] = []
+
+    def start_response(line: str, _headers: Any, _exc_info: Any = None) -> Callable[[bytes], None]:  # fmt: skip
+        status.append(line)
+        return lambda _data: None
+
+    environ = environ_for("GET", path, [("Host", "localhost"), ("X-Forwarded-For", "127.0.0.1")])
+    result = app(environ, start_response)
+    try:
+        for _chunk in result:
+            pass
+    finally:
+        close = getattr(result, "close", None)
+        if close is not None:
+            close()
+    return int(status[0].split()[0]) if status else 0
+
+
 def freeze_heap() -> None:
     """Move everything alive now out of the garbage collector's sight (``gc.freeze``).
 
