@@ -46,8 +46,10 @@ class Command(BaseCommand):
             )
         memo.enable_disk()  # derived page data shared with the page processes and restarts
         warm_up()  # views imported, templates compiled: not in the first request
-        memo.freeze_large_values()
-        freeze_heap()  # what the warm-up loaded: out of every later full collection
+        # What the warm-up loaded, out of every later full collection. (Memo values are
+        # frozen in page processes only: here the embedded worker's replays run, and a
+        # freeze in the middle of one would keep any cycle it had made alive.)
+        freeze_heap()
         count = default_count() if page_processes is None else max(page_processes, 0)
         server = _BoundedRunserver()
         if count:
