@@ -261,16 +261,7 @@ def facts(text: str, *, limit: int | None = None, error_width: int = 200) -> Fac
     """The distinct facts of plain ``text`` in first-seen order (at most ``limit`` per
     kind). No instructions: who wrote a text is not known here (``message_facts``)."""
     text = _normalise(text)
-    # a URL cut off by an ellipsis is not an address anyone can use
-    found_urls, rest = _scan(URL_RE, text) if "http" in text else ([], text)
-    urls = [
-        _clean_url(u)
-        for u in found_urls
-        if not u.endswith(("...", "…")) and not BOILERPLATE_URL_RE.match(u)
-    ]
-    errors = [
-        line.strip()[:error_width] for line in _error_lines(rest) if not CODE_LINE_RE.search(line)
-    ]
+    urls, errors, rest = _urls_and_errors(text, error_width)
     commands = [c.strip()[:error_width] for c in PROMPT_RE.findall(rest)]
     # an inline command with only flags ("running `cat -n` on a snippet") names a tool,
     # it is no command anyone ran
@@ -292,6 +283,22 @@ def facts(text: str, *, limit: int | None = None, error_width: int = 200) -> Fac
         numbers=_unique(NUMBER_RE.findall(words), limit),
         urls=_unique(urls, limit),
     )
+
+
+def _urls_and_errors(text: str, error_width: int) -> tuple[list[str], list[str], str]:
+    """A normalised text's URLs and error lines, and the text without the URLs (what the
+    other patterns scan)."""
+    # a URL cut off by an ellipsis is not an address anyone can use
+    found_urls, rest = _scan(URL_RE, text) if "http" in text else ([], text)
+    urls = [
+        _clean_url(u)
+        for u in found_urls
+        if not u.endswith(("...", "…")) and not BOILERPLATE_URL_RE.match(u)
+    ]
+    errors = [
+        line.strip()[:error_width] for line in _error_lines(rest) if not CODE_LINE_RE.search(line)
+    ]
+    return urls, errors, rest
 
 
 def _scan(pattern: re.Pattern[str], text: str) -> tuple[list[str], str]:
@@ -352,6 +359,42 @@ def facts_of_parts(
         for kind in KINDS:
             merged[kind].extend(getattr(found, kind))
     return Facts(**{kind: _unique(values, limit) for kind, values in merged.items()})
+
+
+@lru_cache(maxsize=8192)
+def _part_urls_errors(text: str, error_width: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    urls, errors, _rest = _urls_and_errors(_normalise(text), error_width)
+    return tuple(urls), tuple(errors)
+
+
+_CRITICAL = ("paths", "identifiers", "urls", "errors")
+
+
+def critical_facts_of_parts(parts: Iterable[str], *, limit: int, error_width: int = 200) -> Facts:
+    """``facts_of_parts(parts, limit=limit)``'s paths, identifiers, URLs and errors (the
+    offline summariser reads no other kind; commands and numbers stay empty).
+
+    Exact and cheaper: the first ``limit`` distinct values of a kind cannot change once
+    found, so when paths and identifiers are full a part is scanned for URLs and errors only
+    (the path and name patterns cost most), and no part is read once all four are full.
+    """
+    keep = max(limit, 1)  # ``_unique`` keeps one value even at limit 0
+    found: dict[str, dict[str, None]] = {kind: {} for kind in _CRITICAL}
+    paths, names, urls, errors = found.values()
+    for part in parts:
+        if len(paths) < keep or len(names) < keep:
+            facts_found = _part_facts(part, error_width)
+            values = [getattr(facts_found, kind) for kind in _CRITICAL]
+        elif len(urls) < keep or len(errors) < keep:
+            values = [(), (), *_part_urls_errors(part, error_width)]
+        else:
+            break
+        for seen, new in zip(found.values(), values, strict=True):
+            for value in new:
+                if len(seen) >= keep:
+                    break
+                seen[value] = None
+    return Facts(**{kind: tuple(seen) for kind, seen in found.items()})
 
 
 # --- messages ----------------------------------------------------------------------------
@@ -555,6 +598,7 @@ def message_facts(message: Message, *, local: LocalMemo | None = None) -> frozen
 def clear_caches() -> None:
     """Forget cached facts (benchmarks start cold)."""
     _part_facts.cache_clear()
+    _part_urls_errors.cache_clear()
     _FACT_SETS.clear()
     _INPUT_SETS.clear()
     _INSTRUCTION_SETS.clear()

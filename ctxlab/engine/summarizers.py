@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from .extract import LINE_NUMBER_RE, facts_of_parts, input_strings
+from .extract import LINE_NUMBER_RE, critical_facts_of_parts, input_strings
 from .extract import clear_caches as extract_clear_caches
 
 if TYPE_CHECKING:
@@ -378,7 +378,9 @@ class OfflineSummarizer:
         in_progress = [_first_line(newest[0].text)] if newest else []
         # Facts from the newest messages' heads: bounded work per summary, whatever its size.
         recent = request.material[-FACT_MESSAGES:]
-        found = facts_of_parts((_fact_head(m.text[:FACT_CHARS]) for m in recent), limit=PER_SECTION)
+        found = critical_facts_of_parts(
+            (_fact_head(m.text[:FACT_CHARS]) for m in recent), limit=PER_SECTION
+        )
         last_user = next(_typed(m for m in reversed(material) if m.role == "user"), None)
         nxt = [_first_line(last_user)] if last_user is not None else []
         critical = (
