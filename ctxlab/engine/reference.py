@@ -143,16 +143,24 @@ class ReferenceTokens:
         tail around a notice), from the original's running counts: only the part between
         the last safe point of the shared head and the first of the shared tail is
         tokenized. None when no original shares enough of it."""
-        best: tuple[int, str, tuple[list[int], list[int]]] | None = None
-        for original in self._by_head.get(text[:HEAD_KEY], ()):
-            shared = common_prefix(text, original)
-            if best is None or shared > best[0]:
-                table = self._table(original)
-                if table is not None:
-                    best = (shared, original, table)
-        if best is None:
+        shared, original = -1, ""
+        for candidate in self._by_head.get(text[:HEAD_KEY], ()):
+            length = common_prefix(text, candidate)
+            if length > shared:
+                shared, original = length, candidate
+        if not original:
             return None
-        shared, original, (bounds, cums) = best
+        # An original never counted yet (the counts were stored at import) costs a pass over
+        # all of it: worth it only when that is not much more than counting the copy whole
+        # (a copy truncated to a third of its original is counted directly).
+        if original not in self._tables and (
+            original in self._memo or len(original) > BUILD_MAX * len(text)
+        ):
+            return None
+        table = self._table(original)
+        if table is None:
+            return None
+        bounds, cums = table
         # head: the original's count up to its last safe point inside the shared prefix
         # that is also safe in ``text`` (the whitespace after it may differ there)
         k = bisect.bisect_left(bounds, shared) - 1
@@ -190,6 +198,7 @@ CHUNK = 512  # characters between those points (at least)
 HEAD_KEY = 64  # a modified copy is matched to its original by this many first characters
 HEAD_CANDIDATES = 4
 MIN_SAVED = 512
+BUILD_MAX = 2  # an original's running counts are built for a copy at least half its length
 # After a newline whose following whitespace run (if any) holds no other line break: the
 # chunk holding that newline ends there (``\s*[\r\n]`` backtracks to it, ``[\r\n]*`` stops
 # at it) and nothing looks behind, so cl100k counts both sides as in the whole, as
