@@ -73,7 +73,7 @@ GOLDEN: dict[str, tuple[int, int, int, int, str]] = {
     'cc-qwenpaw-small': (10, 2, 2, 5, '65c25d508b4b997151b581c2f3b56b32bc67fc23cc5ff695146ad507187fc800'),
     'cc-copaw-small': (10, 2, 2, 5, 'e589ac6c764fd07f958fc26a41b35b29d0985d775803439aae1856a2cf462ea2'),
     'cc-cowagent-small': (10, 0, 0, 0, 'ef8a54a2442b892601ce30d9a202ddff55d11f2e84f31e0cc4b515eab39234bd'),
-    'cc-picoclaw-small': (10, 5, 0, 1, 'f6be30bb4198a47b7383c2a51868549244489867567c85de7fa38a32edf3457e'),
+    'cc-picoclaw-small': (10, 5, 0, 1, '144ad9b1c6d06663be8ddbab6507a7e01dbed0b33418b373ffe068c758894d92'),
     'cc-baseagent-small': (10, 1, 1, 4, '91691bb93b4d67fac4b2fd8ef5e0a4203d7537f16eb0d1300c1dd24ce3676757'),
 }  # fmt: skip
 

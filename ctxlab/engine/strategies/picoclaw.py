@@ -356,8 +356,9 @@ class PicoClawStrategy(Strategy):
             with ctx.action(
                 "force_compression", reason="llm_retry: the provider rejected the request "
                 "(context-length error): oldest half of the turns dropped",
-                reference=reference, window=window, retry=attempt,
-                dropped_messages=len(comp.dropped), remaining_messages=len(comp.kept),
+                compress_reason="llm_retry", reference=reference, window=window,
+                retry=attempt, dropped_messages=len(comp.dropped),
+                remaining_messages=len(comp.kept),
             ) as act:  # fmt: skip
                 st.hist = list(comp.kept)
                 self._remove_gone(act, before, st.hist, Fate.DROPPED)

@@ -139,6 +139,7 @@ def test_context_exhaustion_retry_compresses_and_the_retry_succeeds() -> None:
     warning, comp = [e for e in res.events if e.step == last]
     assert warning.detail["message"] == pr.RETRY_NOTICE
     assert comp.detail["retry"] == 1 and comp.detail["window"] == 1200
+    assert comp.detail["compress_reason"] == "llm_retry"
     assert comp.detail["reference"] > 1200 >= res.steps[last].tokens.reference
     # three turns in the session (two old + the current): the oldest floor(3/2) = 1 dropped
     assert comp.detail["dropped_messages"] == 2 and comp.messages == (1, 2)
@@ -214,6 +215,7 @@ def test_codex_rollout_never_sends_a_request_over_the_window() -> None:
     assert len(comps) >= 2
     for comp in comps:
         assert comp.detail["retry"] == 1 and comp.detail["reference"] > 15_000
+        assert comp.detail["compress_reason"] == "llm_retry"
         assert _kinds(res, comp.step)[:2] == ["warning", "force_compression"]
         assert {c.reason.split(":")[0] for c in comp.changes} == {"llm_retry"}
         # one long turn: only its user message is left
