@@ -82,25 +82,11 @@ def _compactions(conversation: object, strategy: str, window: int) -> int:
     return int(compute_metrics(result, threshold=None)["compaction_count"])
 
 
-def _turn_starts_past(conversation: object, tokens: int) -> bool:
-    """A user turn begins with more than ``tokens`` of history (cl100k) before it."""
-    from ctxlab.engine.tokens import message_reference_tokens, reference_counter
-
-    counter, total = reference_counter(), 0
-    for m in conversation.messages:  # type: ignore[attr-defined]
-        turn = m.role.value == "user" and any(b.kind.value == "text" for b in m.blocks)
-        if turn and total > tokens:
-            return True
-        total += message_reference_tokens(m, counter)
-    return False
-
-
 def test_every_seed_compacts_at_half_the_peak_on_claude_code_sessions() -> None:
-    """The issue's check: at a window of half the cl100k peak each seed fires. PicoClaw
-    checks its budget only when a user turn starts (pipeline_setup.go), so on a session
-    that grows inside one turn it cannot fire; there it is checked where a turn starts
-    past the window."""
-    checked = picoclaw_checked = 0
+    """The issue's check: at a window of half the cl100k peak each seed fires. PicoClaw's
+    own budget check runs only when a user turn starts (pipeline_setup.go); inside one long
+    turn it fires when the provider rejects the request (pipeline_llm.go, simulated)."""
+    checked = 0
     for path in CLAUDE_CODE:
         conversation = cli.load_file(path)
         window = budget.peak_reference_tokens(conversation) // 2
@@ -108,11 +94,8 @@ def test_every_seed_compacts_at_half_the_peak_on_claude_code_sessions() -> None:
             continue
         checked += 1
         for strategy in PRESETS:
-            if strategy == "picoclaw" and not _turn_starts_past(conversation, window):
-                continue
-            picoclaw_checked += strategy == "picoclaw"
             assert _compactions(conversation, strategy, window) >= 1, (path.name, strategy)
-    assert checked >= 6 and picoclaw_checked >= 3
+    assert checked >= 6
 
 
 def test_cli_window_for_every_strategy(tmp_path: Path) -> None:
