@@ -133,8 +133,10 @@ def serialize_message(message: Msg) -> str:
     return "\n".join(lines)
 
 
-def serialize_conversation(messages: Sequence[Msg]) -> str:
-    return "\n\n".join(serialize_message(m) for m in messages).strip()
+def serialize_conversation(serialized: Sequence[str]) -> str:
+    """``serializeConversation`` over the messages' ``serialize_message`` texts (made once:
+    the summary's material reuses them)."""
+    return "\n\n".join(serialized).strip()
 
 
 # --- files read / edited from tool calls ----------------------------------------------------

@@ -265,7 +265,8 @@ class ClineStrategy(Strategy):
             ctx.emit("compact_skipped", reason="nothing newer than the summary to fold", **detail)
             return None
         read, edited = r.extract_file_ops(fold, self.aliases)
-        text = r.build_summary_request(previous, r.serialize_conversation(fold), read, edited)
+        serialized = [r.serialize_message(m) for m in fold]  # the prompt's and the material's
+        text = r.build_summary_request(previous, r.serialize_conversation(serialized), read, edited)
         gone = [i for i in lab[:cut] if i >= 0]
         request = SummaryRequest(
             strategy=self.name,
@@ -274,8 +275,8 @@ class ClineStrategy(Strategy):
             max_output_tokens=int(self.params["summary_max_output_tokens"]),
             sections=SECTIONS,
             material=tuple(
-                MaterialItem(str(m["role"]), r.serialize_message(m), i)
-                for m, i in zip(fold, lab[cut - len(fold) : cut], strict=True)
+                MaterialItem(str(m["role"]), body, i)
+                for m, body, i in zip(fold, serialized, lab[cut - len(fold) : cut], strict=True)
             ),
             previous_summary=previous,
         )

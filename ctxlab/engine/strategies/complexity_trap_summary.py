@@ -193,6 +193,8 @@ class _State:
     shows_all: bool = True  # whether the summary slot holds every checkpoint
     masked_ids: set[int] = field(default_factory=set)
     loose: list[int] = field(default_factory=list)  # appended, neither task nor turn
+    # reference counts of checkpoints[i] + "\n\n", counted once each (see _joined_reference)
+    separated_refs: list[int] = field(default_factory=list)
 
 
 class ComplexityTrapSummaryStrategy(ObservationMaskingStrategy):
@@ -403,7 +405,9 @@ class ComplexityTrapSummaryStrategy(ObservationMaskingStrategy):
             tokens=tokens,
             rendered=rendered,
             summary_id=summary_id if summary_id is not None else ctx.summary_id,
-            rendered_ref=_joined_reference(ctx, checkpoints),
+            rendered_ref=_joined_reference(
+                ctx, checkpoints, st.separated_refs if checkpoints == st.checkpoints else []
+            ),
         )
         st.shows_all = len(checkpoints) == len(st.checkpoints)
 
@@ -473,16 +477,19 @@ class ComplexityTrapSummaryStrategy(ObservationMaskingStrategy):
                 st.masked_ids.add(i)
 
 
-def _joined_reference(ctx: ContextView, checkpoints: list[str]) -> int | None:
+def _joined_reference(ctx: ContextView, checkpoints: list[str], separated: list[int]) -> int | None:
     """cl100k tokens of ``"\n\n".join(checkpoints)`` as the sum of each checkpoint with its
     separator: a cut after a newline followed by a non-space character splits the count
     exactly (``reference.safe_split``), so the summary of every checkpoint so far is not
-    tokenised again at each new one (that made long replays quadratic). None (count the
-    whole) if a checkpoint starts with whitespace."""
+    tokenised again at each new one (that made long replays quadratic). ``separated``
+    holds the counts of ``checkpoints[i] + "\n\n"`` found so far and is extended: even a
+    memoised count hashes its new joined string, so recounting them at every render stayed
+    quadratic. None (count the whole) if a checkpoint starts with whitespace."""
     if not checkpoints or any(not c or c[0].isspace() for c in checkpoints[1:]):
         return None
     text = ctx.reference.text
-    return sum(text(c + "\n\n") for c in checkpoints[:-1]) + text(checkpoints[-1])
+    separated.extend(text(c + "\n\n") for c in checkpoints[len(separated) : -1])
+    return sum(separated[: len(checkpoints) - 1]) + text(checkpoints[-1])
 
 
 STRATEGY = ComplexityTrapSummaryStrategy

@@ -296,7 +296,7 @@ def test_summary_reference_count_summed_per_checkpoint_equals_the_whole_count(
     params = {"n": 3, "keep_last_m_turns": 2}
     summed = run(conversation, NAME, params=params)
     assert sum(1 for s in summed.steps if s.summary_id is not None) > 20
-    monkeypatch.setattr(module, "_joined_reference", lambda ctx, checkpoints: None)
+    monkeypatch.setattr(module, "_joined_reference", lambda ctx, checkpoints, separated: None)
     whole = run(conversation, NAME, params=params)
     assert summed.steps == whole.steps
     assert summed.events == whole.events
