@@ -26,9 +26,7 @@ from replay_app.display.vocabulary import event_label
 from replay_app.models import Run
 from replay_app.steps import fatelog, run_curve
 
-# Compactions, findings and drifts listed per run in the survival section (the run page
-# lists 50; five or six runs side by side made that section ~400 KB of HTML).
-SHOWN = 10
+SHOWN = survival_table.COMPARE_SHOWN  # compactions, findings, drifts listed per run
 
 
 class ComparePage:
@@ -87,9 +85,15 @@ class ComparePage:
 
     @cached_property
     def survival(self) -> survival_table.Table:
+        """Every run's whole table (the JSON twin), the original's row first if any."""
         raise_if_abandoned()
-        # the original's row first, if it has one; SHOWN rows of details per run
         return survival_table.table(self.runs, shown=SHOWN)
+
+    @cached_property
+    def survival_shown(self) -> survival_table.Table:
+        """The page's: from the heads stored with the runs' compare inputs."""
+        heads = [piece["survival"] for piece in self.stored]
+        return survival_table.table_of_heads(self.runs, heads, SHOWN)
 
     def csv(self) -> str:
         return overview.metrics_csv(self.runs, self.metric_rows)
@@ -129,7 +133,7 @@ class ComparePage:
             "bucket": lambda: self.matrix[0],
             "message_count": runs[0].transcript.message_count,
             "fate_names": fatelog.FATES,
-            "survival": lambda: self.survival,
+            "survival": lambda: self.survival_shown,
         }
 
     def as_json(self) -> dict[str, Any]:
@@ -226,47 +230,46 @@ def compare_html(curves: list[charts.RunCurve]) -> str:
         group = trace.get("legendgroup")
         if trace.get("showlegend") is False and group and group.startswith("run"):
             i = int(group[3:])
-            if curves[i].events:
-                data.append(_event_trace(curves[i], i))
+            data.extend(_event_traces(curves[i], i))
     spec["data"] = data
     return charts.chart_html(spec, div_id="compare-plot", filename=f"compare-{ids}")
 
 
-# An event marker's hover (``charts.event_hover``'s lines) drawn by plotly from its numbers:
-# thousands of markers on five runs, ~60 bytes each instead of ~170.
+# An event marker's hover (``charts.event_hover``'s lines) drawn by plotly from its numbers,
+# one trace per kind (its label in the template): thousands of markers on five runs,
+# ~30 bytes each instead of ~170.
 EVENT_HOVER = (
-    "<b>%{customdata[0]}</b> · step %{x}<br>%{y:,} → %{customdata[1]:,} tokens "
-    "(%{customdata[2]:+,} saved)<br>%{customdata[3]} touched<extra></extra>"
+    "<b>{label}</b> · step %{{x}}<br>%{{y:,}} → %{{customdata[0]:,}} tokens "
+    "(%{{customdata[1]:+,}} saved)<br>%{{customdata[2]}} message(s) touched<extra></extra>"
 )
 
 
-def _event_trace(curve: charts.RunCurve, i: int) -> dict[str, Any]:
-    """``charts._event_trace`` of one run, its hover text drawn from ``customdata``."""
-    events = curve.events
-    labels = {e.kind: html.escape(event_label(e.kind)) for e in events}
-    return {
-        "type": "scatter",
-        "mode": "markers",
-        "name": f"{curve.label} events",
-        "x": [e.step for e in events],
-        "y": [e.tokens_before for e in events],
-        "customdata": [
-            [
-                labels[e.kind],
-                e.tokens_after,
-                e.tokens_before - e.tokens_after,
-                f"{e.messages} message{'s' if e.messages != 1 else ''}",
-            ]
-            for e in events
-        ],
-        "hovertemplate": EVENT_HOVER,
-        "marker": {
-            "color": charts.RUN_COLOURS[i % len(charts.RUN_COLOURS)],
-            "size": 9,
-            "symbol": "diamond",
-            "line": {"width": 1},
-        },
-        "meta": {"role": "events"},
-        "legendgroup": f"run{i}",
-        "showlegend": False,
-    }
+def _event_traces(curve: charts.RunCurve, i: int) -> list[dict[str, Any]]:
+    """``charts._event_trace`` of one run, one trace per event kind, its hover drawn from
+    ``customdata`` (tokens after, saved, messages touched)."""
+    by_kind: dict[str, list[charts.EventPoint]] = {}
+    for e in curve.events:
+        by_kind.setdefault(e.kind, []).append(e)
+    return [
+        {
+            "type": "scatter",
+            "mode": "markers",
+            "name": f"{curve.label} events",
+            "x": [e.step for e in events],
+            "y": [e.tokens_before for e in events],
+            "customdata": [
+                [e.tokens_after, e.tokens_before - e.tokens_after, e.messages] for e in events
+            ],
+            "hovertemplate": EVENT_HOVER.format(label=html.escape(event_label(kind))),
+            "marker": {
+                "color": charts.RUN_COLOURS[i % len(charts.RUN_COLOURS)],
+                "size": 9,
+                "symbol": "diamond",
+                "line": {"width": 1},
+            },
+            "meta": {"role": "events"},
+            "legendgroup": f"run{i}",
+            "showlegend": False,
+        }
+        for kind, events in by_kind.items()
+    ]

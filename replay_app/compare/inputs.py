@@ -8,6 +8,8 @@ rows are written (``finished``) and stored with its analysis (``RunAnalysis.comp
   markers;
 - ``compactions``: the run's compaction steps (``compare_steps.Compaction``);
 - ``matrix``: the final fate of every message in ``overview.bucket_size`` buckets;
+- ``survival``: the head of its survival table (``survival_table.head``: figures, the
+  first ``COMPARE_SHOWN`` compactions, findings and drifts);
 - ``lost``: the retention figures and the first ``overview.LOST_EVENTS`` compactions with
   their first ``LOST_FACTS`` lost facts (the page's "What was lost"; the JSON twin and the
   run's lost page read the whole analysis).
@@ -33,8 +35,8 @@ from replay_app.models import Run, RunAnalysis, RunEvent, RunStatus, RunStep
 
 log = logging.getLogger(__name__)
 
-VERSION = 1
-CHART_BUCKETS = 500  # steps are thinned to the extremes of this many buckets per line
+VERSION = 3
+CHART_BUCKETS = 300  # steps are thinned to the extremes of this many buckets per line
 LOST_FACTS = 10  # lost facts listed per compaction on the compare page (all on the run's)
 
 # What the page reads of each event row, in this order (``_event_rows``).
@@ -122,10 +124,13 @@ def _lost_head(retention: dict[str, Any]) -> dict[str, Any]:
             "events_total": len(events)}  # fmt: skip
 
 
-def build(run: Run, retention: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The run's compare inputs from its stored rows (``retention``: its analysis, when the
-    caller has it; else the stored one, computed if missing)."""
-    from replay_app.compare import compare_steps, overview
+def build(
+    run: Run, retention: dict[str, Any] | None = None, survival: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The run's compare inputs from its stored rows (``retention`` and ``survival``: its
+    analyses, when the caller has them; else the stored ones, computed if missing)."""
+    from replay_app.compare import compare_steps, overview, survival_table
+    from replay_app.runs import survival as run_survival
     from replay_app.steps import lost_analysis
 
     events = _event_rows(run)
@@ -146,6 +151,10 @@ def build(run: Run, retention: dict[str, Any] | None = None) -> dict[str, Any]:
             "cells": [c.as_row() for c in overview.matrix_cells(final, messages, size)],
         },
         "lost": _lost_head(retention),
+        "survival": survival_table.head(
+            survival if survival is not None else run_survival.run_survival(run),
+            survival_table.COMPARE_SHOWN,
+        ),
     }
 
 
@@ -173,7 +182,9 @@ def store(run: Run, attempt: int, data: dict[str, Any]) -> bool:
         return False
 
 
-def finished(run: Run, retention: dict[str, Any] | None, job: Any) -> dict[str, Any] | None:
+def finished(
+    run: Run, retention: dict[str, Any] | None, survival: dict[str, Any] | None, job: Any
+) -> dict[str, Any] | None:
     """The worker's call once the run's rows are written, before it is marked done: its
     compare inputs (returned for the caller to store with the done status), its offline
     probe set (the compare page's probe section) from ``job`` (the finished ``Replay``, in
@@ -183,7 +194,7 @@ def finished(run: Run, retention: dict[str, Any] | None, job: Any) -> dict[str, 
     if retention is None:
         return None
     try:
-        data = build(run, retention)
+        data = build(run, retention, survival)
         BUILT["worker"] += 1
     except Exception:
         log.exception("run %s: compare inputs failed (the compare page builds them)", run.pk)

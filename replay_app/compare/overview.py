@@ -33,7 +33,7 @@ MIN_RUNS = 2
 MAX_RUNS = 6
 MATRIX_COLUMNS = 200  # buckets at most; a bucket holds ceil(messages / MATRIX_COLUMNS) messages
 SUMMARY_ROWS = 10
-LOST_EVENTS = 20  # events listed per run on the page (all in the JSON)
+LOST_EVENTS = 10  # compactions listed per run on the page (all in the JSON)
 # key, label, which value is better, help: every row from the engine's metric catalogue.
 METRICS: tuple[tuple[str, str, Better, str], ...] = tuple(
     (key, METRIC_ROWS[key].label, METRIC_ROWS[key].better, METRIC_ROWS[key].meaning)

@@ -55,6 +55,16 @@ class Row:
     # the first COMPACTIONS_SHOWN compactions: (where, cells); the JSON twin has them all
     per_compaction: tuple[tuple[str, tuple[Cell, ...]], ...] = field(default=())
     shown: int = 0  # findings and drifting compactions listed (0: DETAILS_SHOWN)
+    n_findings: int | None = None  # all of them (None: len(findings)); see ``head``
+    n_drift: int | None = None
+
+    @property
+    def findings_count(self) -> int:
+        return len(self.findings) if self.n_findings is None else self.n_findings
+
+    @property
+    def drift_count(self) -> int:
+        return len(self.drift) if self.n_drift is None else self.n_drift
 
     @property
     def is_original(self) -> bool:
@@ -103,7 +113,9 @@ def _row(key: str, label: str, run: Run | None, data: dict[str, Any] | None, sho
     findings = tuple(
         {**f, "label": secrets.mask(str(f.get("label", "")))} for f in data.get("findings", ())
     )
-    drifting = [comp for comp in data.get("compactions", ()) if comp.get("drift_count")]
+    drifting = data.get("drifting")  # a head's (``head``), else from every compaction
+    if drifting is None:
+        drifting = [comp for comp in data.get("compactions", ()) if comp.get("drift_count")]
     listed = shown or DETAILS_SHOWN  # only the listed ones' facts are masked and shown
     drift = tuple(
         {
@@ -121,10 +133,37 @@ def _row(key: str, label: str, run: Run | None, data: dict[str, Any] | None, sho
         (_where(comp), _cells(comp.get("categories", {})))
         for comp in data.get("compactions", ())[: shown or COMPACTIONS_SHOWN]
     )
-    return Row(key, label, run, data, cells, findings, drift, per_compaction, shown)
+    return Row(
+        key, label, run, data, cells, findings, drift, per_compaction, shown,
+        data.get("findings_total"), data.get("drifting_total"),
+    )  # fmt: skip
+
+
+def head(data: dict[str, Any] | None, shown: int) -> dict[str, Any] | None:
+    """What a page listing ``shown`` compactions, findings and drifts reads of a run's
+    survival table (``RunSurvival.as_dict``): its figures, the first ``shown`` compactions,
+    findings and drifting compactions, and how many of each there are."""
+    if data is None:
+        return None
+    compactions = data.get("compactions", ())
+    drifting = [c for c in compactions if c.get("drift_count")]
+    findings = data.get("findings", ())
+    return {
+        **{k: v for k, v in data.items() if k not in ("compactions", "findings")},
+        "compactions": list(compactions[:shown]),
+        "findings": list(findings[:shown]),
+        "findings_total": len(findings),
+        "drifting": [
+            {**c, "drift": list(c.get("drift", ())[:DRIFT_FACTS_SHOWN])} for c in drifting[:shown]
+        ],
+        "drifting_total": len(drifting),
+    }
 
 
 COMPACTIONS_SHOWN = 50
+# Compactions, findings and drifts listed per run on the compare page (five or six runs
+# side by side made that section ~400 KB of HTML at 50).
+COMPARE_SHOWN = 10
 # Findings and drifting compactions listed per run on the pages (the JSON twin has them
 # all): a long run has thousands, ~700 KB of HTML on the five-run compare page.
 DETAILS_SHOWN = 50
@@ -186,6 +225,18 @@ class Table:
             "original": next((r.as_dict() for r in self.rows if r.is_original), None),
             "runs": {r.key: r.as_dict() for r in self.rows if not r.is_original},
         }
+
+
+def table_of_heads(
+    runs: Sequence[Run], heads: Sequence[dict[str, Any] | None], shown: int
+) -> Table:
+    """``table(runs, shown=shown)`` for the page, from the runs' stored ``head``s."""
+    rows = [
+        _row(str(r.pk), f"run {r.pk} · {r.label}", r, data, shown)
+        for r, data in zip(runs, heads, strict=True)
+    ]
+    first = original_row(runs[0], shown) if runs else None
+    return Table(tuple([first, *rows] if first is not None else rows))
 
 
 def table(runs: Sequence[Run], *, original: bool = True, shown: int = 0) -> Table:

@@ -169,7 +169,7 @@ def _execute(
     retention, survival = run_survival.finished(run, result, conversation.messages)
     # and what the compare page derives from this run alone (built once, not per view)
     run.metrics = _jsonable(metrics)
-    pieces = compare_inputs.finished(run, retention, job)
+    pieces = compare_inputs.finished(run, retention, survival, job)
     with transaction.atomic():  # done and its analysis become visible together
         done = Run.objects.filter(pk=run.pk, attempts=attempt, status=RunStatus.RUNNING).update(
             status=RunStatus.DONE,

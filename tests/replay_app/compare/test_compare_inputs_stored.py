@@ -21,7 +21,8 @@ from ctxlab import abandon
 from judge_app import services as probe_services
 from judge_app.models import ProbeSet
 from replay_app import memo
-from replay_app.compare import compare_steps, inputs, overview
+from replay_app.compare import compare_steps, inputs, overview, survival_table
+from replay_app.compare.compare_page import SHOWN
 from replay_app.models import RunAnalysis
 from replay_app.runs import executor, services
 from replay_app.steps import lost_analysis, run_curve
@@ -180,3 +181,25 @@ def test_compare_page_and_report_stop_for_a_client_that_went_away(
         abandon._FLAG.reset(token)
     assert not inputs.current(RunAnalysis.objects.get(run=runs[0]).compare)  # built nothing
     assert auth_client.get(f"/compare/?runs={ids}").status_code == 200
+
+
+def test_survival_section_from_the_stored_heads_equals_the_whole_tables(user: Any) -> None:
+    runs = _runs(user)
+    heads = [piece["survival"] for piece in inputs.for_runs(runs)]
+    whole = survival_table.table(runs, shown=SHOWN).rows
+    shown = survival_table.table_of_heads(runs, heads, SHOWN).rows
+    assert [r.key for r in shown] == [r.key for r in whole]
+    for a, b in zip(shown, whole, strict=True):
+        assert (a.cells, a.per_compaction, a.findings_shown, a.drift_shown) == (
+            b.cells,
+            b.per_compaction,
+            b.findings_shown,
+            b.drift_shown,
+        )
+        assert (a.findings_count, a.drift_count, a.overall, a.persistence) == (
+            b.findings_count,
+            b.drift_count,
+            b.overall,
+            b.persistence,
+        )
+    assert any(r.per_compaction for r in whole)
