@@ -1,5 +1,6 @@
-"""``{% message_list run view %}`` and ``{% zone_bar segments zones %}``: a step's message
-list and zone bar, written in Python (``replay_app.steps.message_rows``)."""
+"""``{% step_context run view %}``, ``{% message_list run view %}`` and ``{% zone_bar segments
+zones %}``: a step's context, message list and zone bar, written in Python
+(``replay_app.steps.step_html``, ``replay_app.steps.message_rows``)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from replay_app.models import Run
 from replay_app.steps.at_step import StepView
 from replay_app.steps.message_rows import message_list as render_message_list
 from replay_app.steps.message_rows import zone_bar as render_zone_bar
+from replay_app.steps.step_html import step_context as render_step_context
 from replay_app.steps.zone_bar import ZoneSegment
 
 register = template.Library()
@@ -25,3 +27,8 @@ def message_list(run: Run, view: StepView) -> SafeString:
 @register.simple_tag
 def zone_bar(segments: list[ZoneSegment], zones: dict[str, Any]) -> SafeString:
     return render_zone_bar(segments, zones)
+
+
+@register.simple_tag
+def step_context(run: Run, view: StepView) -> SafeString:
+    return render_step_context(run, view)
