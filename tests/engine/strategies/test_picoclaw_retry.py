@@ -228,3 +228,25 @@ def test_codex_rollout_never_sends_a_request_over_the_window() -> None:
     )
     assert len([f for f in off.findings if f.kind == "overflow"]) == 33
     assert max(s.tokens.reference for s in off.steps) > 2 * 15_000
+
+
+def test_corpus_requests_over_the_window_are_only_failed_calls() -> None:
+    """What the original allows: a request the provider accepts is never over its window;
+    only a call that fails (its rebuild cannot fit, or the retries run out) leaves one
+    over. Every corpus session at a half and a third of its peak."""
+    from ctxlab.engine import budget
+
+    runs = failures = 0
+    for path in sorted(CORPUS.glob("*/*.jsonl")):
+        conv = cli.load_file(path)
+        peak = budget.peak_reference_tokens(conv)
+        for window in {peak // 2, peak // 3}:
+            if window < 1024:
+                continue
+            res = cli.replay_conversation(conv, strategy="picoclaw", window=window)
+            runs += 1
+            failed = {e.step for e in res.events if e.kind == "compact_failed"}
+            failures += len(failed)
+            over = {s.index for s in res.steps if s.tokens.reference > window}
+            assert over <= failed, (path.name, window, sorted(over - failed)[:5])
+    assert runs >= 10 and failures >= 1
