@@ -15,7 +15,8 @@ from ._picoclaw_budget import PicoMsg
 
 # config.go MaxLLMRetries: 0 (the default, unset) falls back to 2 in CallLLM.
 MAX_LLM_RETRIES = 2
-# Sent to the user on the first context-length retry (non-internal channels).
+# Sent to the user on the first context-length retry (not on the internal channels cli,
+# system, subagent; the replay has no channel and always records it).
 RETRY_NOTICE = "Context window exceeded. Compressing history and retrying..."
 NOT_FIT_ERROR = (
     "context window still exceeded after retry compaction; refusing to drop active turn messages"
