@@ -241,6 +241,7 @@ def warm_up() -> int:
     get_resolver().url_patterns  # noqa: B018 (the property imports the views)
     reverse("healthz")  # the first reverse() builds every pattern's reverse entry (~0.1 s)
     _populate_namespaces(get_resolver())  # {% url 'admin:index' %}: ~80 ms more, once
+    _compile_patterns(get_resolver())  # each route's regex: compiled on its first match
     for model in apps.get_models():  # field and relation caches the first query builds
         model._meta.get_fields()
         model._meta.related_objects  # noqa: B018
@@ -268,6 +269,13 @@ def _populate_namespaces(resolver: Any, prefix: str = "") -> None:
         except NoReverseMatch:
             pass
         _populate_namespaces(child, f"{prefix}{namespace}:")
+
+
+def _compile_patterns(resolver: Any) -> None:
+    for pattern in resolver.url_patterns:
+        pattern.pattern.regex  # noqa: B018 (the descriptor compiles and keeps it)
+        if hasattr(pattern, "url_patterns"):
+            _compile_patterns(pattern)
 
 
 def _exit_with_parent(parent: int) -> None:

@@ -71,10 +71,9 @@ def freeze_large_values() -> None:
     _FREEZE = True
 
 
-def _remember(key: str, value: Any) -> None:
+def _remember(key: str, value: Any, weight: int) -> None:
     """Keep ``value`` weighed by its approximate size (in bytes) against the budget."""
     MEMO.max_chars = memo_bytes()  # settings may change (tests, a reload)
-    weight = approx_size(value)
     MEMO.set(key, value, weight=weight)
     if _FREEZE and weight >= FREEZE_BYTES:
         from ctxlab.page_server import freeze_heap
@@ -85,12 +84,14 @@ def _remember(key: str, value: Any) -> None:
 def _lookup(key: str, build: Callable[[], T]) -> T:
     value: T | None = MEMO.get(key)
     if value is None:
-        value = DISK.get(key) if DISK is not None else None
+        # the weight travels with the file: weighing a fate log again cost ~10 ms
+        value, weight = DISK.get(key) if DISK is not None else (None, 0)
         if value is None:
             value = build()
+            weight = approx_size(value)
             if DISK is not None:
-                DISK.set(key, value)
-        _remember(key, value)
+                DISK.set(key, value, weight)
+        _remember(key, value, weight)
     return value
 
 
@@ -127,17 +128,18 @@ class DiskMemo:
     def _path(self, key: str) -> Path:
         return self.directory / (hashlib.sha256(key.encode()).hexdigest() + ".pickle")
 
-    def get(self, key: str) -> Any:
+    def get(self, key: str) -> tuple[Any, int]:
+        """(value, its in-memory weight), or (None, 0)."""
         try:
             with self._path(key).open("rb") as handle:
-                stored_key, value = pickle.load(handle)  # noqa: S301 (our own 0700 directory)
+                stored_key, value, weight = pickle.load(handle)  # noqa: S301 (our 0700 directory)
         except (OSError, EOFError, pickle.UnpicklingError, ValueError, TypeError):
-            return None
-        return value if stored_key == key else None
+            return None, 0
+        return (value, int(weight)) if stored_key == key else (None, 0)
 
-    def set(self, key: str, value: Any) -> None:
+    def set(self, key: str, value: Any, weight: int) -> None:
         try:
-            data = pickle.dumps((key, value), protocol=pickle.HIGHEST_PROTOCOL)
+            data = pickle.dumps((key, value, weight), protocol=pickle.HIGHEST_PROTOCOL)
         except (pickle.PicklingError, TypeError, AttributeError):
             log.debug("memo %s: not picklable, kept in memory only", key.split(":")[0])
             return

@@ -60,13 +60,14 @@ def test_a_value_built_once_is_read_back_by_a_fresh_process() -> None:
 def test_files_past_the_budget_go_oldest_first(tmp_path: Path) -> None:
     store = memo.DiskMemo(tmp_path / "memo", 64 * 1024)
     for k in range(40):
-        store.set(f"k{k}", "x" * 4000)
+        store.set(f"k{k}", "x" * 4000, 4049)
     store.trim()
-    kept = [k for k in range(40) if store.get(f"k{k}") is not None]
+    kept = [k for k in range(40) if store.get(f"k{k}")[0] is not None]
     total = sum(p.stat().st_size for p in (tmp_path / "memo").iterdir())
     assert total <= 64 * 1024 and kept and kept[-1] == 39 and 0 not in kept
-    store.set("lock", threading.Lock())  # not picklable: skipped, nothing raised
-    assert store.get("lock") is None
+    assert store.get("k39") == ("x" * 4000, 4049)  # the value with its in-memory weight
+    store.set("lock", threading.Lock(), 1)  # not picklable: skipped, nothing raised
+    assert store.get("lock") == (None, 0)
 
 
 def test_enable_disk_keeps_only_this_code_versions_directory(tmp_path: Path, settings: Any) -> None:
