@@ -291,13 +291,43 @@ def _cannot_match(head: str, words: tuple[str, ...]) -> bool:
     return not any(word in low for word in words)
 
 
+# Each pattern's literal (CJK) alternatives, and the only non-ASCII letters that
+# ``re.IGNORECASE`` matches to an ASCII letter (İ ı -> i, ſ -> s, Kelvin sign -> k).
+_LITERALS = {CONSTRAINT_RE: ("必须", "不要", "请", "务必", "避免", "只"),
+             DECISION_RE: ("决定", "选择", "改用", "因为")}  # fmt: skip
+_FOLDS_TO_ASCII = ("\u0130", "\u0131", "\u017f", "\u212a")
+_CALL_MARKS = ("[tool_", "<tool_use>")
+
+
+def _only_calls_can_match(head: str, pattern: re.Pattern[str], words: tuple[str, ...]) -> bool:
+    """True when no line of ``head`` but a rendered tool call can hold a match: any other
+    line's readable text is cut from it (``_cannot_match``'s argument, which holds for any
+    text here: a letter folding to ASCII is excluded, and lowercasing maps characters one
+    by one), so a match would leave one of the pattern's words in the lowercased text.
+    A tool call's decoded arguments (escapes, joined argv lists) may hold any word."""
+    if any(c in head for c in _FOLDS_TO_ASCII):
+        return False
+    low = head.lower()
+    return not any(w in low for w in words) and not any(w in head for w in _LITERALS[pattern])
+
+
 @lru_cache(maxsize=8192)
 def _matching_lines(text: str, pattern: re.Pattern[str]) -> tuple[str, ...]:
     """The scanned lines of ``text`` that ``pattern`` finds something in (cached by
     content: several strategies and compactions summarise the same messages)."""
     words = _WORDS.get(pattern)
-    if words is not None and _cannot_match(text[:SCAN_CHARS], words):
-        return ()  # the usual case: most messages state no constraint nor decision
+    if words is not None:
+        head = text[:SCAN_CHARS]
+        if _cannot_match(head, words):
+            return ()  # the usual case: most messages state no constraint nor decision
+        if _only_calls_can_match(head, pattern, words):
+            # non-ASCII text or escaped arguments: only the tool-call lines are decoded
+            calls = (
+                r
+                for line in head.splitlines()
+                if any(m in line for m in _CALL_MARKS) and (r := _readable(line))
+            )
+            return tuple(r for r in calls if pattern.search(r))
     return tuple(s for s in _lines(text) if pattern.search(s))
 
 

@@ -1,0 +1,81 @@
+"""The offline summariser's constraint/decision scan on non-ASCII text and escaped tool
+arguments decodes only the tool-call lines when no other line can match
+(summarizers._only_calls_can_match); what it finds must equal a full scan (every line made
+readable, then searched): on real corpus messages with non-ASCII or escaped text, and on
+lines built to break the shortcut."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ctxlab.engine import summarizers, synth
+from ctxlab.engine.summarizers import CONSTRAINT_RE, DECISION_RE, _lines, _matching_lines
+
+CORPUS = Path(__file__).resolve().parents[1] / "data" / "corpus"
+
+TRICKY = [
+    "  12→ we plan é",  # a Read output line: non-ASCII
+    "你必须先运行测试",  # a CJK alternative
+    "我们决定改用 uv",
+    '[tool_call bash] {"command": ["make", "sure"]}\né',  # argv joined: "make sure"
+    '[tool_call bash] {"command": "we decided\\u0020so"}\n— ok',
+    '[tool_use Edit] {"why": "\\u56e0\\u4e3a"}',  # 因为, escaped
+    "İnstead we go",  # folds to "instead" under IGNORECASE
+    "we ınstead go",
+    "muſt do it é",
+    "\u212aeep it; we mu\u017ft",
+    "résumé only",  # a word next to accents
+    "plan→ned " + "é" * 3,
+    "x" * 150 + " décidé plan" + "ning",  # the width cut makes a word boundary
+    "toolu_01AbCdEfGhé must",
+    "do\u00a0not touch é",  # a no-break space is no space
+]
+
+
+def _full_scan(text: str, pattern):  # type: ignore[no-untyped-def]
+    return tuple(s for s in _lines(text) if pattern.search(s))
+
+
+def _texts() -> list[str]:
+    out: list[str] = []
+    for conversation in synth.corpus_conversations(CORPUS):
+        for message in conversation.messages:
+            rendered = []
+            for b in message.blocks:
+                if b.kind.value == "tool_use":
+                    rendered.append(f"[tool_call {b.tool_name}] {b.input_json}")
+                    rendered.append(f"[tool_use {b.tool_name}] {b.tool_input!r}")
+                elif b.text:
+                    rendered.append(b.text)
+            text = "\n".join(rendered)
+            if text and (not text.isascii() or "\\" in text):
+                out.append(text)
+    return out
+
+
+@pytest.mark.parametrize("pattern", [CONSTRAINT_RE, DECISION_RE], ids=["constraint", "decision"])
+def test_shortcut_finds_exactly_what_a_full_scan_finds(pattern) -> None:  # type: ignore[no-untyped-def]
+    texts = _texts() + TRICKY + ["\n".join(TRICKY)]
+    assert len(texts) > 500
+    found = shortcut = 0
+    for text in texts:
+        summarizers.clear_caches()
+        expected = _full_scan(text, pattern)
+        assert _matching_lines(text, pattern) == expected, text[:200]
+        found += len(expected)
+        head = text[: summarizers.SCAN_CHARS]
+        words = summarizers._WORDS[pattern]
+        shortcut += not summarizers._cannot_match(head, words) and (
+            summarizers._only_calls_can_match(head, pattern, words)
+        )
+    assert found > 20
+    assert shortcut > 100  # the shortcut was taken on real text
+
+
+def test_tricky_lines_that_match_are_found() -> None:
+    for line in TRICKY[:7] + TRICKY[8:10]:
+        summarizers.clear_caches()
+        matched = _matching_lines(line, DECISION_RE) + _matching_lines(line, CONSTRAINT_RE)
+        assert matched, line
