@@ -50,7 +50,7 @@ HOP_BY_HOP = frozenset(
         b"x-forwarded-port",
     }
 )
-CHUNK = 64 * 1024
+CHUNK = 256 * 1024  # what one read of a unix socket gives at most: a page in 1-2 sends
 HEADER_LIMIT = 1024 * 1024  # a page's response headers: cookies, CSP; far below this
 RESTART_DELAY_SECONDS = 1.0
 

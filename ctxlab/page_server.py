@@ -103,14 +103,13 @@ class _Handler(socketserver.BaseRequestHandler):
 
         result = self.server.app(environ, start_response)
         try:
-            sent_head = False
+            head_sent = False
             for data in result:
-                if not sent_head:
-                    connection.sendall(answer[0])
-                    sent_head = True
-                if data and method != "HEAD":
-                    connection.sendall(data)
-            if not sent_head:
+                body = data if method != "HEAD" else b""
+                # the head with the first chunk: one write, one read for the front
+                connection.sendall(body if head_sent else answer[0] + body)
+                head_sent = True
+            if not head_sent:
                 connection.sendall(answer[0])
         except OSError:
             pass  # the front (its client) went away mid-answer: the rest goes nowhere
