@@ -90,7 +90,7 @@ def _cold_but_reference() -> None:
     none profits from the one replayed before it."""
     summarizers.clear_caches()
     agentscope.as_timestamp.cache_clear()
-    qwen_tokens.qwen_counter()._memo.clear()
+    qwen_tokens.qwen_counter().clear()
     gemini_rules.text_tokens.cache_clear()
     gemini_rules._output_tokens.cache_clear()
     gc.collect()

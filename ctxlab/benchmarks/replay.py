@@ -47,7 +47,7 @@ def _cold() -> None:
     try:
         from ctxlab.engine import qwen_tokens
 
-        qwen_tokens.qwen_counter()._memo.clear()
+        qwen_tokens.qwen_counter().clear()
     except ImportError:
         pass
     gc.collect()

@@ -15,11 +15,15 @@ order (then the shortcut would not be exact), and for texts with lone surrogates
 UTF-8: ``tokenizers`` refuses them, tiktoken would replace them); ``len(utf8) // 4`` when no
 tokenizer loads or it raises, exactly as CoPaw does on any tokenizer exception.
 Counts are memoised per distinct text; ``prime`` counts texts one at a time, so memory
-stays flat (no batch of every encoding at once).
+stays flat (no batch of every encoding at once). A primed text of some length is counted in
+a few pieces cut where counts add up (``CUT_RE``) and keeps the count up to each cut, so
+the same text inside other text (CoPaw's ``<tool_result>…</tool_result>`` summariser input)
+costs only its two ends: ``count_wrapped``.
 """
 
 from __future__ import annotations
 
+import bisect
 import functools
 import json
 import re
@@ -40,6 +44,34 @@ SLOW_BATCH_CHARS = 4_000_000  # bounds one ``encode_batch`` of the tokenizers fa
 DIGIT_SHAPE = str.maketrans("123456789", "000000000")
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+
+# Cut points where the Qwen2.5 count is additive: count(t) == count(t[:q]) + count(t[q:]).
+# (1) After a newline followed by a non-space: no pre-tokenizer chunk runs past it
+# (``[\r\n]*`` and ``\s*[\r\n]+`` end there, a letter run's optional prefix excludes
+# ``\n``, ``\s+(?!\S)`` is tried after ``\s*[\r\n]+``). (2) Before a space that follows
+# a non-space: the chunk holding that non-space (a letter run, one digit, a contraction, a
+# punctuation run whose ``[\r\n]*`` takes no space) ends there, a chunk takes a space
+# only as its first character, and nothing looks behind; the matcher restarts at the
+# space as on the right-hand text alone. Both: NFC composes nothing with a newline or a
+# space, and no added token contains either. Python's ``\s`` is wider than the
+# tokenizer's (``\x1c``-``\x1f``), so ``\S`` here is never whitespace there.
+# tests/engine/test_qwen_cuts.py checks both against ``tokenizers``.
+CUT_RE = re.compile(r"\n(?=\S)|(?<=\S)(?= )")
+TABLE_MIN = 256  # characters; longer texts keep counts at a few cut points when primed
+
+
+def _last_cut(text: str, lo: int, end: int) -> int:
+    """The last point of ``CUT_RE`` in ``[lo, end)`` (0 when none): before a space whose
+    previous character is no space, or after a newline whose next character is none."""
+    space = text.rfind(" ", lo, end)
+    while space > lo and text[space - 1].isspace():
+        space = text.rfind(" ", lo, space)
+    if space <= lo:  # (a cut at lo itself is no use: it is where the search starts)
+        space = 0
+    newline = text.rfind("\n", lo, end - 1) if end - 1 > lo else -1
+    while newline >= lo and text[newline + 1].isspace():
+        newline = text.rfind("\n", lo, newline)
+    return max(space, newline + 1 if newline >= lo else 0)
 
 
 def bytes_floor4(text: str) -> int:
@@ -166,6 +198,12 @@ class QwenCounter:
         self.exact = self._fast is not None or self._tok is not None
         self.name = "qwen2.5" if self.exact else "bytes//4 (Qwen2.5 tokenizer unavailable)"
         self._memo: dict[str, int] = {}
+        # text -> (cut points, count of the text up to each): see ``count_wrapped``
+        self._tables: dict[str, tuple[list[int], list[int]]] = {}
+
+    def clear(self) -> None:
+        self._memo.clear()
+        self._tables.clear()
 
     def count(self, text: str) -> int:
         if not text:
@@ -190,19 +228,89 @@ class QwenCounter:
         except Exception:
             return bytes_floor4(text)
 
-    def prime(self, texts: Iterable[str]) -> None:
-        """Count the texts not yet memoised, each distinct text once."""
+    def prime(self, texts: Iterable[str], ends: tuple[int, ...] = ()) -> None:
+        """Count the texts not yet memoised, each distinct text once. The longer ones keep
+        the counts ``count_wrapped`` needs to count them cut at a length in ``ends`` or
+        whole, inside other text."""
         memo = self._memo
         todo = list(dict.fromkeys(t for t in texts if t and t not in memo))
         if not todo:
             return
         if len(memo) + len(todo) > MEMO_LIMIT:
-            memo.clear()
-        if self._fast is not None or self._tok is None:
+            self.clear()
+        if self._fast is not None:
+            for t in todo:
+                if len(t) < TABLE_MIN or not (t.isascii() or not _SURROGATE.search(t)):
+                    memo[t] = self._encode_one(t)
+                else:
+                    memo[t] = self._counted_in_pieces(t, ends)
+            return
+        if self._tok is None:
             for t in todo:
                 memo[t] = self._encode_one(t)
             return
         self._prime_slow(todo)
+
+    def prime_joined(self, pairs: Iterable[tuple[str, str]], ends: tuple[int, ...] = ()) -> None:
+        """``prime`` for texts ``head + body`` (memoised as one text) whose ``body`` is
+        later counted alone inside other text (``count_wrapped``): CoPaw counts a tool
+        call as its name and input, and formats the input after ``params=``."""
+        memo = self._memo
+        todo = list(dict.fromkeys((h, b) for h, b in pairs if (h or b) and h + b not in memo))
+        if len(memo) + len(todo) > MEMO_LIMIT:
+            self.clear()
+        for head, body in todo:
+            text = head + body
+            if (
+                self._fast is None
+                or len(body) < TABLE_MIN
+                or not (text.isascii() or not _SURROGATE.search(text))
+            ):
+                memo[text] = self._encode_one(text)
+            else:
+                memo[text] = self._counted_in_pieces(body, ends, head)
+        # (without the fast counter ``_encode_one`` is ``tokenizers`` one text at a time)
+
+    def _counted_in_pieces(self, text: str, ends: tuple[int, ...], head: str = "") -> int:
+        """The count of ``head + text`` as the sum of its pieces between a few cut points of
+        ``text``: the first one, the last one before each length in ``ends`` and before the
+        end. Those points and the count up to each are kept for ``text``
+        (``count_wrapped`` uses differences of the counts only: ``head`` cancels out)."""
+        fast = self._fast
+        assert fast is not None
+        first = CUT_RE.search(text, 1)
+        if first is None or first.end() >= len(text):
+            return fast(head + text)
+        start = first.end()
+        points = {start}
+        for end in (*ends, len(text)):
+            if end <= len(text):
+                points.add(max(start, _last_cut(text, start, end)))
+        total = fast(head + text[:start])
+        bounds = [start]
+        cums = [total]
+        for end in sorted(points)[1:]:
+            total += fast(text[start:end])
+            bounds.append(end)
+            cums.append(total)
+            start = end
+        self._tables[text] = (bounds, cums)
+        return total + fast(text[start:])
+
+    def count_wrapped(self, prefix: str, source: str, length: int, suffix: str) -> int:
+        """``count(prefix + source[:length] + suffix)``. When ``source`` was counted in
+        pieces (``prime``), only the two ends are tokenized: up to its first cut point and
+        from its last cut point before ``length``; a cut point of ``source`` is one of the
+        whole as well (each rule looks only at the two characters around it, both kept)."""
+        table = self._tables.get(source)
+        if table is not None and not _SURROGATE.search(prefix + suffix):
+            bounds, cums = table
+            j = bisect.bisect_left(bounds, length) - 1  # the last cut point before length
+            if j >= 0:
+                head = self.count(prefix + source[: bounds[0]])
+                tail = self.count(source[bounds[j] : length] + suffix)
+                return head + cums[j] - cums[0] + tail
+        return self.count(prefix + source[:length] + suffix)
 
     def _prime_slow(self, todo: list[str]) -> None:
         """``tokenizers`` in batches of bounded size (its batch is parallel, but holds every

@@ -1,6 +1,7 @@
-"""Exact counting shortcuts of the performance work: CoPaw counts a formatted message's header
-and body apart, headers by digit shape, reference counts split at a safe newline: the exact
-counts of the whole must equal the sums, on real and adversarial text."""
+"""Exact counting shortcuts of the performance work: CoPaw counts a formatted message from its
+block texts' counts (header by digit shape, each block line from the text's running counts),
+reference counts split at a safe newline: the exact counts of the whole must equal the sums,
+on real and adversarial text."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 from ctxlab.engine import qwen_tokens, synth
 from ctxlab.engine.model import Block, BlockKind, Message, Role
 from ctxlab.engine.stages import agentscope
-from ctxlab.engine.strategies.copaw import _header_split
+from ctxlab.engine.strategies._copaw_format import reme_count
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "corpus"
 
@@ -26,19 +27,22 @@ def _formatted(message: Message) -> str:
     return agentscope.format_message(message, style="reme", include_thinking=False, tool_names={})
 
 
-def _check(text: str) -> bool:
-    k = _header_split(text)
-    if not k:
-        return False
-    assert _exact(text) == _exact(text[:k]) + _exact(text[k:]), text[:200]
-    return True
+def _check(message: Message) -> bool:
+    """reme_count equals the exact count of the formatted text (True when it had blocks)."""
+    qwen = qwen_tokens.QwenCounter()
+    qwen.prime(
+        t for b in message.blocks for t in (b.text, b.input_json, *(p.text for p in b.parts))
+    )
+    text = _formatted(message)
+    assert reme_count(qwen, message, {}) == _exact(text), text[:200]
+    return "\n<" in text
 
 
-def test_header_split_corpus_messages_count_the_same() -> None:
+def test_reme_count_corpus_messages_count_the_same() -> None:
     split = 0
     for conversation in synth.corpus_conversations(CORPUS):
         for message in conversation.messages:
-            split += _check(_formatted(message))
+            split += _check(message)
     assert split > 500, "most formatted corpus messages have a header and a body"
 
 
@@ -54,20 +58,11 @@ ODD = [
 
 
 @pytest.mark.parametrize(("name", "body"), [o[1:] for o in ODD], ids=[o[0] for o in ODD])
-def test_header_split_adversarial_names_and_bodies(name: str, body: str) -> None:
+def test_reme_count_adversarial_names_and_bodies(name: str, body: str) -> None:
     message = Message(
         Role.USER, (Block(BlockKind.TEXT, text=body),), name=name, timestamp="2025-01-01T00:00:07Z"
     )
-    assert _check(_formatted(message))
-
-
-@pytest.mark.parametrize(
-    ("text", "expected"),
-    [("a:\n<b>", 3), ("a:\n\n<b>", 0), ("a\n<b>", 0), ("a:", 0), ("a:\nb", 0)],
-    ids=["split", "two-newlines", "no-colon", "header-only", "no-tag"],
-)
-def test_header_split_only_where_safe(text: str, expected: int) -> None:
-    assert _header_split(text) == expected
+    assert _check(message)
 
 
 DIGITS = [

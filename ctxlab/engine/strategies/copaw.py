@@ -23,18 +23,18 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..findings import check_summary_size
 from ..model import BlockKind, Message
 from ..params import Param
-from ..qwen_tokens import DIGIT_SHAPE, bytes_floor4, qwen_counter
+from ..qwen_tokens import bytes_floor4, qwen_counter
 from ..records import Fate
 from ..stages import agentscope, prompts
 from ..stages.markers import QWENPAW_MARKER, REME_END_MARKER, reme_truncate_text
 from ..stages.split import aligned
+from ._copaw_format import CLIP, reme_count
 from .base import Strategy
 
 if TYPE_CHECKING:
@@ -120,7 +120,8 @@ class CoPaw(Strategy):
     def prepare(self, ctx: ContextView) -> None:
         st: _State = ctx.state
         if self._qwen is not None:
-            self._qwen.prime(_texts(ctx.originals))
+            self._qwen.prime(_texts(ctx.originals), ends=(CLIP,))
+            self._qwen.prime_joined(_tool_inputs(ctx.originals), ends=(CLIP,))
             self._qwen.prime([ctx.system_text])
         st.str_tokens = self._system_and_summary(ctx, ctx.summary)
 
@@ -283,24 +284,14 @@ class CoPaw(Strategy):
         count = qwen.count
         return sum(count(p) for p in pieces)
 
-    def _formatted_counter(self, texts: list[str]) -> Callable[[str], int]:
-        """``count_text`` for formatted messages. With the exact tokenizer, header and body
-        are counted apart (same total, see ``_header_split``) after one batched pass."""
+    def _formatted_count(self, message: Message, text: str, tool_names: dict[str, str]) -> int:
+        """``count_text(text)`` of a formatted message; with the exact tokenizer, from its
+        block texts' counts (``_copaw_format.reme_count``): no second pass over the texts."""
         qwen = self._qwen
         if qwen is None or not qwen.exact:
-            return self.count_text
-        pieces: list[str] = []
-        for text in texts:
-            k = _header_split(text)
-            pieces.extend((text[:k].translate(DIGIT_SHAPE), text[k:]) if k else (text,))
-        qwen.prime(pieces)
-        count = qwen.count
-
-        def count_formatted(text: str) -> int:
-            k = _header_split(text)
-            return count(text[:k].translate(DIGIT_SHAPE)) + count(text[k:]) if k else count(text)
-
-        return count_formatted
+            return self.count_text(text)
+        n = reme_count(qwen, message, tool_names)
+        return qwen.count(text) if n is None else n
 
     def _compact(self, ctx: ContextView, to_compact: list[int], detail: dict[str, Any]) -> None:
         st: _State = ctx.state
@@ -315,11 +306,10 @@ class CoPaw(Strategy):
             )
             for i in to_compact
         ]
-        count = self._formatted_counter(texts)
         for pos in range(len(to_compact) - 1, -1, -1):
             i = to_compact[pos]
             text = texts[pos]
-            n = count(text)
+            n = self._formatted_count(ctx.message(i), text, st.tool_names)
             if pos != len(to_compact) - 1 and used + n > cap:
                 break
             parts.append(text)
@@ -382,22 +372,6 @@ class CoPaw(Strategy):
 COMPACTOR_FAILED = "[Compactor] failed: "
 
 
-def _header_split(text: str) -> int:
-    r"""Where a formatted message (``[ts] name:`` + ``\n<tag>...`` lines) may be cut so that
-    the Qwen2.5 count of the whole equals the sum of the counts of both sides; 0 if not.
-
-    The pre-tokenizer chunk holding the header's ``:`` (`` ?[^\s\p{L}\p{N}]+[\r\n]*``)
-    ends right after the one newline (a ``<`` follows), no alternative looks behind, the
-    only lookahead (``\s+(?!\S)``) never reaches past that chunk, NFC cannot compose across
-    ``\n<`` and no added token contains ``:\n<``: both sides tokenize exactly as in the
-    whole. The body repeats and is memoised; the header is counted by its digit shape
-    (``qwen_tokens.DIGIT_SHAPE``), so its unique timestamp costs nothing."""
-    k = text.find("\n")
-    if k > 0 and text[k - 1] == ":" and text[k + 1 : k + 2] == "<":
-        return k + 1
-    return 0
-
-
 _LINE_START = re.compile(r"\n(?=\S)")
 
 
@@ -413,15 +387,23 @@ def _line_pieces(text: str) -> list[str]:
     return [text[a:b] for a, b in zip(bounds, bounds[1:], strict=False) if b > a]
 
 
+def _tool_inputs(messages: tuple[Message, ...]) -> list[tuple[str, str]]:
+    """(name, input) of every tool call: the estimator counts ``name + input``."""
+    return [
+        (b.tool_name, b.input_json)
+        for m in messages
+        for b in m.blocks
+        if b.kind is BlockKind.TOOL_USE
+    ]
+
+
 def _texts(messages: tuple[Message, ...]) -> list[str]:
-    """Every string the per-block estimator will count (for one batched tokenizer pass)."""
+    """Every other string the per-block estimator will count (one tokenizer pass)."""
     out: list[str] = []
     for m in messages:
         for b in m.blocks:
             if b.kind in (BlockKind.TEXT, BlockKind.THINKING):
                 out.append(b.text)
-            elif b.kind is BlockKind.TOOL_USE:
-                out.append(b.tool_name + b.input_json)
             elif b.kind is BlockKind.TOOL_RESULT:
                 if b.parts:
                     out.extend(p.text for p in b.parts if p.text)
