@@ -26,7 +26,7 @@ from sessions_app.models import Message
 # summary to row 40 and the rows would no longer line up what users compare.
 REMOVED = frozenset({Fate.SUMMARISED.value, Fate.DROPPED.value})
 STEP_MESSAGES = 60  # message rows per page of the step view
-COMPACTION_ROWS = 10  # summaries table rows per page
+COMPACTION_ROWS = 5  # summaries table rows per page (five or six runs of summaries each)
 
 
 @dataclass(frozen=True, slots=True)
