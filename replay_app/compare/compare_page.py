@@ -111,7 +111,7 @@ class ComparePage:
             for run, cells in zip(self.runs, grid, strict=True)
         ]
 
-    def context(self) -> dict[str, Any]:
+    def context(self, *, lazy_matrix: bool = False) -> dict[str, Any]:
         """The template's context. Sections are callables the template calls when it
         renders them: finished runs' sections come rendered from the memo (``memo_runs`` in
         ``compare.html``) without building them."""
@@ -127,6 +127,8 @@ class ComparePage:
             "ordinal_rows": lambda: self.by_ordinal[0],
             "spage": lambda: self.by_ordinal[1],
             "spages": lambda: self.by_ordinal[2],
+            # the main page's matrix comes in its own request (``views.run_compare``)
+            "lazy_matrix": lazy_matrix and self.matrix_step is None,
             "matrix_step": self.matrix_step,
             "final_step": max(compare_steps._steps_of(runs) - 1, 0),
             "matrix": self._strips,

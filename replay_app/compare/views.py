@@ -159,9 +159,12 @@ def run_compare(request: HtmxHttpRequest) -> HttpResponse:
     template = "replay_app/compare/compare.html"
     if request.htmx and request.htmx.target == "compare-matrix":
         template += "#compare-matrix"
-    elif request.htmx and request.htmx.target == "compare-summaries":
+        return render(request, template, page.context())
+    if request.htmx and request.htmx.target == "compare-summaries":
         template += "#compare-summaries"
-    return render(request, template, page.context())
+        return render(request, template, page.context())
+    # the full page: its fate matrix (the largest section) is fetched by the page itself
+    return render(request, template, page.context(lazy_matrix=True))
 
 
 @require_GET

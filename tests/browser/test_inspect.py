@@ -121,6 +121,7 @@ def test_compare_shows_every_run_and_the_fate_matrix(
     page.goto(f"{live_server.url}/compare/?runs={ids}")
     page.wait_for_selector("#compare-plot .main-svg")
     legend = page.locator("#compare-plot .legend").text_content() or ""
+    page.wait_for_selector(".fate-matrix .fate-cell")  # the matrix section loads itself
     for run in runs:
         assert f"{run.pk} {run.label}" in legend
         assert page.locator(f'.fate-matrix tr[data-run="{run.pk}"] .fate-cell').count() > 0

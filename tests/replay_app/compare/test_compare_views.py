@@ -35,7 +35,17 @@ def test_compare_page_shows_every_run(client: Any, user: Any, three: list[Run]) 
     assert 'id="compare-plot"' in html and "plotly/plotly.min.js" in html
     for run in three:
         assert f'data-run="{run.pk}"' in html
-    assert html.count('<tr data-run="') == 3  # one fate-matrix row per run
+    # the fate matrix comes in its own request (htmx, as the page's section asks for it)
+    assert 'id="compare-matrix" hx-get=' in html and '<tr data-run="' not in html
+    matrix = client.get(
+        f"/compare/?runs={ids(three)}", HTTP_HX_REQUEST="true", HTTP_HX_TARGET="compare-matrix"
+    ).content.decode()
+    assert matrix.count('<tr data-run="') == 3  # one fate-matrix row per run
+    assert matrix.startswith('<section class="panel" id="compare-matrix">')
+    # without scripts: the same matrix inline at the final step
+    final = three[0].steps_total - 1
+    inline = client.get(f"/compare/?runs={ids(three)}&at={final}").content.decode()
+    assert inline.count('<tr data-run="') == 3
 
 
 def test_compare_metrics_best_highlighted(client: Any, user: Any, three: list[Run]) -> None:
