@@ -365,6 +365,11 @@ class OfflineSummarizer:
 
     name = "offline"
 
+    def __init__(self) -> None:
+        # The last material read and what was found in it: a second call on the same
+        # material (Gemini CLI's verification turn) reads nothing again.
+        self._last: tuple[tuple[MaterialItem, ...], dict[str, list[str]]] | None = None
+
     def summarize(self, request: SummaryRequest) -> SummaryResponse:
         lang = "zh" if request.language.startswith("zh") else "en"
         if request.style == "sections" and request.sections:
@@ -381,6 +386,12 @@ class OfflineSummarizer:
         return SummaryResponse(text=text, usage=usage, model="ctxlab-offline-extractive")
 
     def _slots(self, request: SummaryRequest, lang: str) -> dict[str, list[str]]:
+        last = self._last
+        if last is None or last[0] is not request.material:
+            last = self._last = (request.material, self._read(request))
+        return {slot: list(lines) for slot, lines in last[1].items()}
+
+    def _read(self, request: SummaryRequest) -> dict[str, list[str]]:
         # what people typed: user items that are not tool outputs nor harness lines only.
         # Only the first few and the last of them are read (goal, constraints, next; the
         # decisions, done and in-progress lines): both ends are scanned lazily, so a long

@@ -364,12 +364,16 @@ class GeminiCliStrategy(Strategy):
             rules.SNAPSHOT_TAG in str(p.get("text", "")) for c in sent for p in c.parts
         )
         anchor = rules.ANCHOR_PREVIOUS if has_previous else rules.ANCHOR_NEW
-        history = tuple(PromptMessage(rules.prompt_role(c), rules.render(c)) for c in sent)
+        rendered = [rules.render(c) for c in sent]
+        history = tuple(
+            PromptMessage(rules.prompt_role(c), text)
+            for c, text in zip(sent, rendered, strict=True)
+        )
         # The previous snapshot reaches an offline summariser as previous_summary, not as
         # material to extract from (the request's messages still carry it, as sent).
         material = tuple(
-            MaterialItem(rules.prompt_role(c), rules.render(c), c.index)
-            for c in sent
+            MaterialItem(rules.prompt_role(c), text, c.index)
+            for c, text in zip(sent, rendered, strict=True)
             if c.index >= 0
         )
         request = SummaryRequest(
