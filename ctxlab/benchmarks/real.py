@@ -24,7 +24,8 @@ Definitions (result lines at the end of ``manage.py bench``):
   own estimator over every message): what the replay costs beyond counting each message
   once with both yardsticks.
 - ``real_scaling_2x_max <strategy>``: the worst over the library of a strategy's time at
-  40,000 messages / its time at 20,000 (built the same way).
+  40,000 messages / its time at 20,000 (built the same way); a strategy replaying in under
+  5 s is timed as the fastest of 3 replays at each size (``best_times``).
 - ``qwen_fast_identical`` / ``speedup``: the tiktoken-built Qwen2.5 counter against
   ``tokenizers`` (one text at a time) over every distinct text of the transcript.
 - ``engine_cli_start_s``: CPU seconds (user + system) of ``python -m ctxlab.engine replay
@@ -109,6 +110,32 @@ def replay_times(conversation: Conversation, names: list[str]) -> dict[str, floa
         replay_run(conversation, name)
         out[name] = _cpu() - start
     return out
+
+
+SCALING_RUNS = 3  # the scaling ratio compares the fastest of up to this many replays ...
+SCALING_REPEAT_BELOW = 5.0  # ... of each strategy replaying in under this many CPU s
+
+
+def best_times(
+    conversation: Conversation, names: list[str], first: dict[str, float]
+) -> dict[str, float]:
+    """``first`` (a ``replay_times`` run) with each strategy that replayed in under
+    ``SCALING_REPEAT_BELOW`` s replayed again from the same state, the fastest of
+    ``SCALING_RUNS`` runs kept (as timeit does): the short replays vary ~10% from run to
+    run on a shared machine, which a ratio of two single runs would double."""
+    best = dict(first)
+    again = [name for name in names if first[name] < SCALING_REPEAT_BELOW]
+    if not again:
+        return best
+    _cold()
+    reference_mod.reference_tokens(conversation)  # counted, as before each first run
+    for _ in range(SCALING_RUNS - 1):
+        for name in again:
+            _cold_but_reference()
+            start = _cpu()
+            replay_run(conversation, name)
+            best[name] = min(best[name], _cpu() - start)
+    return best
 
 
 def worker_times(conversation: Conversation, names: list[str]) -> dict[str, float]:
@@ -208,12 +235,13 @@ def run(out: TextIO) -> list[dict[str, Any]]:
                      "seconds": round(worker[name], 3)})  # fmt: skip
     out.write(f"real five presets from the stored reference counts {presets_s:.2f} s = "
               f"{presets_ratio:.2f}x the tiktoken pass (distinct share {share:.3f})\n")  # fmt: skip
+    best_1 = best_times(one, names, times_1)
     del one, texts
     gc.collect()
 
     two = synth_realistic.realistic_bench_conversation(CORPUS, messages=40_000, seed=0)
-    times_2 = replay_times(two, names)
-    scaling = {n: times_2[n] / times_1[n] for n in names if times_1[n] > 0}
+    times_2 = best_times(two, names, replay_times(two, names))
+    scaling = {n: times_2[n] / best_1[n] for n in names if best_1[n] > 0}
     for name in names:
         out.write(f"real {name:<24} 40k {times_2[name]:7.2f} s  x{scaling.get(name, 0):.2f}\n")
         rows.append({"section": "real", "name": f"{name}@40k", "seconds": round(times_2[name], 3),
