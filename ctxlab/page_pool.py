@@ -6,15 +6,16 @@ concurrent page views queue: 50 concurrent GETs of a 20,000-message run page too
 *front*) keeps what must stay in one process in the embedded mode (websockets on the
 in-memory channel layer, the embedded Celery worker on the ``memory://`` broker, request
 bodies through the bounded server, every POST) and forwards GET and HEAD requests to
-``count`` *page processes*: the same Django application served by Daphne on unix sockets
-in a private directory, least busy first. The front only copies bytes.
+``count`` *page processes*: the same Django application behind its WSGI handler
+(``ctxlab.page_server``) on unix sockets in a private directory, least busy first. The
+front only copies bytes.
 
 A page process exits when the front does; one that dies is started again. While none
 answers (starting, crashed), the front serves the request itself. A client that goes away
-closes the forwarded connection, so the page process sees the disconnect too
-(``ctxlab.abandon``). Page processes (``ctxlab.page_server``: Django's WSGI handler, no
-ASGI layer) trust ``X-Forwarded-*`` headers only because the front overwrites them and
-nothing else can reach their sockets (directory mode 0700).
+closes the forwarded connection; GET views never check ``ctxlab.abandon`` (uploads do, in
+the front), so the page process finishes and its writes fail quietly. Page processes
+trust ``X-Forwarded-*`` headers only because the front overwrites them and nothing else
+can reach their sockets (directory mode 0700).
 """
 
 from __future__ import annotations
