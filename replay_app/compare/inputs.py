@@ -165,6 +165,7 @@ def current(data: Any) -> bool:
 def store(run: Run, attempt: int, data: dict[str, Any]) -> bool:
     """Store ``data`` for ``attempt`` while that attempt is the run's finished one. A
     database error is logged: the pieces are derived data, a page builds them again."""
+    data = {**data, "attempts": attempt}  # a retried run's row may keep an older attempt's
     try:
         with transaction.atomic():
             if not Run.objects.filter(pk=run.pk, attempts=attempt, status=RunStatus.DONE).exists():
@@ -224,12 +225,16 @@ def for_runs(runs: Sequence[Run]) -> list[dict[str, Any]]:
     rows = RunAnalysis.objects.filter(run_id__in=[r.pk for r in runs]).values_list(
         "run_id", "attempts", "compare"
     )
-    stored = {run_id: (attempts, data) for run_id, attempts, data in rows}
+    stored: dict[int, tuple[int | None, dict[str, Any]]] = {
+        run_id: (attempts, data if isinstance(data, dict) else {})
+        for run_id, attempts, data in rows
+    }
     out: list[dict[str, Any]] = []
     for run in runs:
         attempts, data = stored.get(run.pk, (None, {}))
         done = run.status == RunStatus.DONE
-        if not (done and attempts == run.attempts and current(data)):
+        ours = attempts == run.attempts and data.get("attempts") == run.attempts
+        if not (done and ours and current(data)):
             raise_if_abandoned()  # the viewer went away: build nothing more for nobody
             data = build(run)
             BUILT["view"] += 1

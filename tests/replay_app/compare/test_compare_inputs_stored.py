@@ -23,7 +23,7 @@ from judge_app.models import ProbeSet
 from replay_app import memo
 from replay_app.compare import compare_steps, inputs, overview, survival_table
 from replay_app.compare.compare_page import SHOWN
-from replay_app.models import RunAnalysis
+from replay_app.models import Run, RunAnalysis
 from replay_app.runs import executor, services
 from replay_app.steps import lost_analysis, run_curve
 
@@ -64,7 +64,7 @@ def test_worker_stores_what_a_fresh_build_from_the_rows_gives(user: Any) -> None
     assert inputs.BUILT["worker"] >= len(runs)
     for run in runs:
         stored = RunAnalysis.objects.get(run=run).compare
-        assert inputs.current(stored)
+        assert inputs.current(stored) and stored.pop("attempts") == run.attempts
         assert stored == _plain(inputs.build(run))
         # each piece equals what the page computed before from the rows
         rows = inputs._event_rows(run)
@@ -145,6 +145,18 @@ def test_first_view_after_the_runs_finish_builds_nothing_per_run(
     body = page.content.decode()
     for run in runs:
         assert f'data-run="{run.pk}"' in body
+
+
+def test_a_retried_run_never_reads_an_older_attempts_inputs(user: Any) -> None:
+    run = _runs(user)[0]
+    older = RunAnalysis.objects.get(run=run).compare
+    Run.objects.filter(pk=run.pk).update(attempts=run.attempts + 1)
+    RunAnalysis.objects.filter(run=run).update(attempts=run.attempts + 1)  # as a retention store
+    run.refresh_from_db()
+    before = inputs.BUILT["view"]
+    (data,) = inputs.for_runs([run])
+    assert inputs.BUILT["view"] == before + 1 and older["attempts"] == run.attempts - 1
+    assert RunAnalysis.objects.get(run=run).compare["attempts"] == run.attempts
 
 
 def test_thin_keeps_every_buckets_extremes() -> None:
