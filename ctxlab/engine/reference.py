@@ -29,6 +29,7 @@ class ReferenceTokens:
         self._count = counter.count
         self._tables: dict[str, tuple[list[int], list[int]]] = {}
         self._by_head: dict[str, list[str]] = {}
+        self._asked: set[str] = set()  # originals a copy was counted without (stored counts)
         self.tools = _tools_tokens(conversation, counter.count)
         # Every message costs at least PER_MESSAGE_OVERHEAD: a 0 was never counted.
         if (
@@ -151,11 +152,15 @@ class ReferenceTokens:
         if not original:
             return None
         # An original never counted yet (the counts were stored at import) costs a pass over
-        # all of it: worth it only when that is not much more than counting the copy whole
-        # (a copy truncated to a third of its original is counted directly).
+        # all of it, more than counting one copy whole: its running counts are built for a
+        # second copy at least half its length (a strategy that cuts an output again), and
+        # never for a copy truncated to a third of it.
         if original not in self._tables and (
-            original in self._memo or len(original) > BUILD_MAX * len(text)
+            original in self._memo
+            or len(original) > BUILD_MAX * len(text)
+            or original not in self._asked
         ):
+            self._asked.add(original)
             return None
         table = self._table(original)
         if table is None:
@@ -198,7 +203,7 @@ CHUNK = 512  # characters between those points (at least)
 HEAD_KEY = 64  # a modified copy is matched to its original by this many first characters
 HEAD_CANDIDATES = 4
 MIN_SAVED = 512
-BUILD_MAX = 2  # an original's running counts are built for a copy at least half its length
+BUILD_MAX = 2  # ... for a second copy at least half an original's length (stored counts)
 # After a newline whose following whitespace run (if any) holds no other line break: the
 # chunk holding that newline ends there (``\s*[\r\n]`` backtracks to it, ``[\r\n]*`` stops
 # at it) and nothing looks behind, so cl100k counts both sides as in the whole, as

@@ -61,3 +61,18 @@ def test_stored_zeros_were_never_counted() -> None:
     counted = ReferenceTokens(conversation)
     zeros = ReferenceTokens(conversation, [0] * len(conversation.messages))
     assert zeros.per_message == counted.per_message
+
+
+def test_an_original_is_tokenized_for_its_second_copy_only() -> None:
+    """A first copy is counted whole (its original's running counts would cost a pass over
+    the original, more than the copy); a second one builds them and is counted from them."""
+    conversation = synth_realistic.realistic_bench_conversation(CORPUS, messages=600, seed=1)
+    counted = ReferenceTokens(conversation)
+    seeded = ReferenceTokens(conversation, list(counted.per_message))
+    text = next(b.text for m in conversation.messages for b in m.blocks if len(b.text) >= 8192)
+    first = text[: len(text) * 3 // 4] + "\n[truncated]\n"
+    assert seeded.text(first) == counted.text(first)
+    assert text not in seeded._tables
+    second = text[: len(text) * 2 // 3] + "\n[cut again]\n"
+    assert seeded.text(second) == counted.text(second)
+    assert text in seeded._tables
