@@ -51,8 +51,9 @@ Readings (Aider's history is plain ``{"role", "content"}`` strings):
 
 from __future__ import annotations
 
+import itertools
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -66,6 +67,7 @@ from .base import Strategy
 
 if TYPE_CHECKING:
     from ..context_view import ContextView
+    from ..reference import ReferenceTokens
 
 # aider/prompts.py @ 5dc9490b, byte for byte.
 SUMMARIZE = """*Briefly* summarize this partial conversation about programming.
@@ -115,6 +117,9 @@ class SummaryFailed(Exception):
 class _State:
     done: list[Item] = field(default_factory=list)
     turn_from: int | None = None  # first source index of the running exchange
+    # the running exchange's messages and contents, kept from when each was counted
+    contents: dict[int, tuple[Message, str]] = field(default_factory=dict)
+    counted: tuple[Message | None, str] = (None, "")  # the last message counted
 
 
 class AiderStrategy(Strategy):
@@ -186,6 +191,18 @@ class AiderStrategy(Strategy):
     def count_message(self, message: Message) -> int:
         return self.count_dict(aider_role(message), content_of(message))
 
+    def message_counter(self, reference: ReferenceTokens, state: Any) -> Callable[[Message], int]:
+        """``count_message`` that leaves the message and its content in the replay's state:
+        ``after_append`` reads the content of the message just counted there."""
+        st: _State = state
+
+        def count(message: Message) -> int:
+            content = content_of(message)
+            st.counted = (message, content)
+            return self.count_dict(aider_role(message), content)
+
+        return count
+
     # --- geometry -----------------------------------------------------------------------
     def window(self, ctx: ContextView) -> int:
         return int(self.params["max_input_tokens"])
@@ -196,6 +213,10 @@ class AiderStrategy(Strategy):
     # --- hooks --------------------------------------------------------------------------
     def after_append(self, ctx: ContextView, index: int) -> None:
         st: _State = ctx.state
+        appended = ctx.message(index)
+        counted = st.counted  # usually this message, counted as it was appended
+        content = counted[1] if counted[0] is appended else content_of(appended)
+        st.contents[index] = (appended, content)
         if st.turn_from is None:
             st.turn_from = index
             return
@@ -204,7 +225,9 @@ class AiderStrategy(Strategy):
         # move_back_cur_messages: the finished exchange joins done_messages.
         for i in range(st.turn_from, index):
             msg = ctx.message(i)
-            st.done.append(Item(aider_role(msg), content_of(msg), ctx.tokens(i), index=i))
+            kept = st.contents.pop(i, None)
+            content = kept[1] if kept is not None and kept[0] is msg else content_of(msg)
+            st.done.append(Item(aider_role(msg), content, ctx.tokens(i), index=i))
         st.turn_from = index
         if self.too_big(st.done):
             snapshot = list(st.done)
@@ -273,7 +296,7 @@ class AiderStrategy(Strategy):
             content += item.content
             if not content.endswith("\n"):
                 content += "\n"
-        sources = [s for item in items for s in covered(item)]
+        sources = list(itertools.chain.from_iterable(map(covered, items)))
         request = SummaryRequest(
             strategy=self.name,
             system=SUMMARIZE,
