@@ -316,6 +316,10 @@ class ComplexityTrapSummaryStrategy(ObservationMaskingStrategy):
                 st.turns.append(st.open)
             st.open.results.append(index)
             return
+        if st.open is not None and not st.open.results:
+            # A plain answer (no tool results) followed by a person's words is no turn
+            # either; left out here it was never dropped with its summarised span.
+            st.loose.extend(st.open.assistants)
         st.open = None
         if st.task is None and msg.role is Role.USER:
             st.task = index

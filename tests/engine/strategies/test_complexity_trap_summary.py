@@ -300,3 +300,21 @@ def test_summary_reference_count_summed_per_checkpoint_equals_the_whole_count(
     whole = run(conversation, NAME, params=params)
     assert summed.steps == whole.steps
     assert summed.events == whole.events
+
+
+def test_a_plain_answer_before_a_persons_words_goes_with_its_summarised_span() -> None:
+    """Not a turn, so not in the original's view once a checkpoint covers it: a plain
+    answer followed directly by a user message was never dropped (it stayed in every
+    later request, and the live context's turn ranges grew with the session)."""
+    msgs: list[Message] = [system(), user("fix the bug")]
+    msgs += [call("t0", "bash", text="thought 0", cmd="c0"), tool_result("t0", "out 0")]
+    msgs += [assistant("plain answer"), user("go on")]  # indices 4 and 5
+    for i in range(1, 5):
+        msgs += [call(f"t{i}", "bash", text=f"thought {i}", cmd=f"c{i}"),
+                 tool_result(f"t{i}", f"out {i}")]  # fmt: skip
+    res = run(conv(*msgs), NAME, params={"n": 2, "keep_last_m_turns": 1},
+              summarizer=EchoSummarizer())  # fmt: skip
+    first = next(e for e in res.events if e.kind == "summarise")
+    dropped = sorted(c.index for c in first.changes if c.fate is Fate.DROPPED)
+    assert dropped == [4, 5]
+    assert summarised(res)[0] == [2, 3, 6, 7]
