@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from .records import Event, Fate, apply_change
 
@@ -76,6 +77,22 @@ class FateLog:
                 seqs.append(event.id)
                 indexes.append(change.index)
                 fates.append(FATE_CODE[change.fate.value])
+        return cls.build(steps, seqs, indexes, fates)
+
+    @classmethod
+    def from_stored(cls, rows: Iterable[tuple[int, int, Iterable[Mapping[str, Any]]]]) -> FateLog:
+        """From stored events as ``(seq, step, changes)`` rows, each change a mapping with
+        ``index`` and ``fate`` (the JSON the web app keeps), in event order."""
+        steps: list[int] = []
+        seqs: list[int] = []
+        indexes: list[int] = []
+        fates: list[int] = []
+        for seq, step, changes in rows:
+            for change in changes:
+                steps.append(step)
+                seqs.append(seq)
+                indexes.append(int(change["index"]))
+                fates.append(FATE_CODE[change["fate"]])
         return cls.build(steps, seqs, indexes, fates)
 
     def upto(self, step: int) -> int:

@@ -27,10 +27,8 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from django.db import DatabaseError, transaction
-
 from ctxlab.abandon import raise_if_abandoned
-from ctxlab.engine.fatelog import FATE_CODE, FateLog
+from ctxlab.engine.fatelog import FateLog
 from replay_app.models import Run, RunAnalysis, RunEvent, RunStatus, RunStep
 
 log = logging.getLogger(__name__)
@@ -100,17 +98,7 @@ def _curve(run: Run, events: Sequence[tuple[Any, ...]]) -> dict[str, Any]:
 
 
 def _fate_log(events: Sequence[tuple[Any, ...]]) -> FateLog:
-    steps: list[int] = []
-    seqs: list[int] = []
-    indexes: list[int] = []
-    fates: list[int] = []
-    for seq, step, _, _, _, _, _, changes, _ in events:
-        for change in changes:
-            steps.append(step)
-            seqs.append(seq)
-            indexes.append(int(change["index"]))
-            fates.append(FATE_CODE[change["fate"]])
-    return FateLog.build(steps, seqs, indexes, fates)
+    return FateLog.from_stored((seq, step, changes) for seq, step, *_, changes, _ in events)
 
 
 def _lost_head(retention: dict[str, Any]) -> dict[str, Any]:
@@ -166,21 +154,7 @@ def store(run: Run, attempt: int, data: dict[str, Any]) -> bool:
     """Store ``data`` for ``attempt`` while that attempt is the run's finished one. A
     database error is logged: the pieces are derived data, a page builds them again."""
     data = {**data, "attempts": attempt}  # a retried run's row may keep an older attempt's
-    try:
-        with transaction.atomic():
-            if not Run.objects.filter(pk=run.pk, attempts=attempt, status=RunStatus.DONE).exists():
-                return False
-            updated = RunAnalysis.objects.filter(run_id=run.pk, attempts=attempt).update(
-                compare=data
-            )
-            if not updated:
-                RunAnalysis.objects.update_or_create(
-                    run_id=run.pk, defaults={"attempts": attempt, "compare": data}
-                )
-        return True
-    except DatabaseError:
-        log.exception("run %s: could not store its compare inputs", run.pk)
-        return False
+    return RunAnalysis.store(run, attempt, "compare", data)
 
 
 def finished(

@@ -3,10 +3,15 @@ caches (summaries, token counts): recomputable, stored so pages never wait for t
 
 from __future__ import annotations
 
-from django.db import models
+import logging
+from typing import Any
+
+from django.db import DatabaseError, models, transaction
 
 from replay_app.models.fields import PackedJSONField
-from replay_app.models.runs import Run
+from replay_app.models.runs import Run, RunStatus
+
+log = logging.getLogger(__name__)
 
 
 class RunAnalysis(models.Model):
@@ -29,6 +34,25 @@ class RunAnalysis(models.Model):
 
     def __str__(self) -> str:
         return f"analysis of run {self.run_id} (attempt {self.attempts})"
+
+    @classmethod
+    def store(cls, run: Run, attempt: int, field: str, value: dict[str, Any]) -> bool:
+        """Store ``value`` as ``field`` of ``attempt``'s analysis while that attempt is the
+        run's finished one (a later attempt's is never overwritten by an earlier one's).
+        Never raises for a database error: the value is derived, a page computes it again."""
+        try:
+            with transaction.atomic():  # a savepoint inside the caller's transaction
+                done = Run.objects.filter(pk=run.pk, attempts=attempt, status=RunStatus.DONE)
+                if not done.exists():
+                    return False
+                if not cls.objects.filter(run_id=run.pk, attempts=attempt).update(**{field: value}):
+                    cls.objects.update_or_create(
+                        run_id=run.pk, defaults={"attempts": attempt, field: value}
+                    )
+            return True
+        except DatabaseError:
+            log.exception("run %s: could not store its %s analysis", run.pk, field)
+            return False
 
 
 class OriginalSurvival(models.Model):

@@ -20,7 +20,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
-from django.db import DatabaseError, transaction
+from django.db import DatabaseError
 
 from ctxlab.engine import extract, lost, survival
 from ctxlab.engine.heap import existing_heap_frozen
@@ -103,22 +103,7 @@ def finished(
 
 def store(run: Run, attempt: int, table: dict[str, Any]) -> bool:
     """Store ``table`` for ``attempt`` while that attempt is the run's finished one."""
-    try:
-        with transaction.atomic():
-            done = Run.objects.filter(pk=run.pk, attempts=attempt, status=RunStatus.DONE)
-            if not done.exists():
-                return False
-            updated = RunAnalysis.objects.filter(run_id=run.pk, attempts=attempt).update(
-                survival=table
-            )
-            if not updated:
-                RunAnalysis.objects.update_or_create(
-                    run_id=run.pk, defaults={"attempts": attempt, "survival": table}
-                )
-        return True
-    except DatabaseError:
-        log.exception("run %s: could not store its survival table", run.pk)
-        return False
+    return RunAnalysis.store(run, attempt, "survival", table)
 
 
 def run_survival(run: Run) -> dict[str, Any] | None:

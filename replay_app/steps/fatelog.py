@@ -3,7 +3,7 @@ message bodies, built once per finished run and cached."""
 
 from __future__ import annotations
 
-from ctxlab.engine.fatelog import FATE_CODE, NOT_KEPT, FateLog
+from ctxlab.engine.fatelog import NOT_KEPT, FateLog
 from replay_app.memo import cached
 from replay_app.models import Run, RunEvent
 
@@ -15,15 +15,5 @@ def fate_log(run: Run) -> FateLog:
 
 
 def _fate_log(run: Run) -> FateLog:
-    steps: list[int] = []
-    seqs: list[int] = []
-    indexes: list[int] = []
-    fates: list[int] = []
     rows = RunEvent.objects.filter(run=run).order_by("seq").values_list("seq", "step", "changes")
-    for seq, step, changes in rows.iterator(chunk_size=500):
-        for change in changes:
-            steps.append(step)
-            seqs.append(seq)
-            indexes.append(int(change["index"]))
-            fates.append(FATE_CODE[change["fate"]])
-    return FateLog.build(steps, seqs, indexes, fates)
+    return FateLog.from_stored(rows.iterator(chunk_size=500))

@@ -7,8 +7,6 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from django.db import DatabaseError, transaction
-
 from ctxlab.engine.extract import KINDS
 from ctxlab.engine.extract import VERSION as EXTRACTOR_VERSION
 from ctxlab.engine.lost import (
@@ -97,18 +95,7 @@ def store_retention(run: Run, attempt: int, data: dict[str, Any]) -> bool:
     """Store ``data`` as the analysis of ``attempt`` while that attempt is the run's finished
     one (a later attempt's analysis is never overwritten by an earlier one). Never raises
     for a database error: the analysis is derived data, the pages can compute it again."""
-    try:
-        with transaction.atomic():  # a savepoint inside the caller's transaction
-            finished = Run.objects.filter(pk=run.pk, attempts=attempt, status=RunStatus.DONE)
-            if not finished.exists():
-                return False
-            RunAnalysis.objects.update_or_create(
-                run_id=run.pk, defaults={"attempts": attempt, "retention": data}
-            )
-        return True
-    except DatabaseError:
-        log.exception("run %s: could not store its retention analysis", run.pk)
-        return False
+    return RunAnalysis.store(run, attempt, "retention", data)
 
 
 # as_dict's key order: PostgreSQL's jsonb reorders object keys, and the pages list

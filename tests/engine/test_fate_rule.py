@@ -48,6 +48,11 @@ def test_every_reader_agrees_on_a_real_replay(strategy: str) -> None:
     result = run(conversation, strategy, params=SMALL_WINDOWS[strategy])
     assert any(e.changes for e in result.events), "the session must make the strategy act"
     log = FateLog.from_events(result.events)
+    stored = [
+        (e.id, e.step, [{"index": c.index, "fate": c.fate.value} for c in e.changes])
+        for e in result.events
+    ]  # the rows the web app keeps
+    assert FateLog.from_stored(stored) == log
     cli_steps = result_to_json(result, detail=True)["steps"]
     for step, row in zip(result.steps, cli_steps, strict=True):
         engine = {i: c.fate for i, (c, _) in fates_at(result.events, step.index).items()}
