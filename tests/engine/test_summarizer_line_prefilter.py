@@ -23,7 +23,9 @@ def _full_scan(text: str, pattern):  # type: ignore[no-untyped-def]
     return tuple(s for s in _lines(text) if pattern.search(s))
 
 
-def _material_texts() -> list[str]:
+def _material_texts(repr_tag: str = "tool_call") -> list[str]:
+    """Every corpus message rendered as strategies render material: a tool call once as
+    ``[tool_call name] json`` and once as ``[<repr_tag> name] python-repr``."""
     out: list[str] = []
     for conversation in synth.corpus_conversations(CORPUS):
         for message in conversation.messages:
@@ -31,7 +33,7 @@ def _material_texts() -> list[str]:
             for b in message.blocks:
                 if b.kind.value == "tool_use":
                     rendered.append(f"[tool_call {b.tool_name}] {b.input_json}")
-                    rendered.append(f"[tool_call {b.tool_name}] {b.tool_input!r}")
+                    rendered.append(f"[{repr_tag} {b.tool_name}] {b.tool_input!r}")
                 elif b.text:
                     rendered.append(b.text)
             if rendered:

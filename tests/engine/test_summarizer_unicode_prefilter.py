@@ -6,14 +6,11 @@ lines built to break the shortcut."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from ctxlab.engine import summarizers, synth
-from ctxlab.engine.summarizers import CONSTRAINT_RE, DECISION_RE, _lines, _matching_lines
-
-CORPUS = Path(__file__).resolve().parents[1] / "data" / "corpus"
+from ctxlab.engine import summarizers
+from ctxlab.engine.summarizers import CONSTRAINT_RE, DECISION_RE, _matching_lines
+from tests.engine.test_summarizer_line_prefilter import _full_scan, _material_texts
 
 TRICKY = [
     "  12→ we plan é",  # a Read output line: non-ASCII
@@ -34,25 +31,9 @@ TRICKY = [
 ]
 
 
-def _full_scan(text: str, pattern):  # type: ignore[no-untyped-def]
-    return tuple(s for s in _lines(text) if pattern.search(s))
-
-
 def _texts() -> list[str]:
-    out: list[str] = []
-    for conversation in synth.corpus_conversations(CORPUS):
-        for message in conversation.messages:
-            rendered = []
-            for b in message.blocks:
-                if b.kind.value == "tool_use":
-                    rendered.append(f"[tool_call {b.tool_name}] {b.input_json}")
-                    rendered.append(f"[tool_use {b.tool_name}] {b.tool_input!r}")
-                elif b.text:
-                    rendered.append(b.text)
-            text = "\n".join(rendered)
-            if text and (not text.isascii() or "\\" in text):
-                out.append(text)
-    return out
+    """Corpus material with non-ASCII or escaped text (Claude Code's ``[tool_use ...]``)."""
+    return [t for t in _material_texts("tool_use") if not t.isascii() or "\\" in t]
 
 
 @pytest.mark.parametrize("pattern", [CONSTRAINT_RE, DECISION_RE], ids=["constraint", "decision"])
