@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
+from django.utils.cache import patch_vary_headers
 
 
 class SecurityHeadersMiddleware:
@@ -26,4 +27,18 @@ class SecurityHeadersMiddleware:
         # Pages get it from XFrameOptionsMiddleware; static files (answered by WhiteNoise,
         # which sits after this middleware) only from here.
         response.headers.setdefault("X-Frame-Options", settings.X_FRAME_OPTIONS)
+        return response
+
+
+class VaryOnHtmxMiddleware:
+    """``Vary: HX-Request, HX-Target`` on every response: many views answer an htmx request
+    at the page's own URL with a fragment. Without it the browser cached the fragment under
+    the page's URL, and *back* to the compare page showed its fate matrix alone."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        patch_vary_headers(response, ("HX-Request", "HX-Target"))
         return response

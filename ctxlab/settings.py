@@ -130,6 +130,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "ctxlab.middleware.VaryOnHtmxMiddleware",  # fragments and pages share URLs
 ]
 
 ROOT_URLCONF = "ctxlab.urls"

@@ -111,6 +111,18 @@ def test_static_files_carry_the_page_security_headers(auth_client: Client) -> No
         assert static.headers.get(header), header
 
 
+def test_pages_and_their_htmx_fragments_are_cached_apart(auth_client: Client) -> None:
+    """A view answers htmx with a fragment at the page's own URL: without ``Vary`` the
+    browser's back button showed a cached fragment as the whole page."""
+    page = auth_client.get("/transcripts/")
+    fragment = auth_client.get("/transcripts/", headers={"HX-Request": "true",
+                                                         "HX-Target": "upload-table"})  # fmt: skip
+    assert b"<html" in page.content and b"<html" not in fragment.content
+    for response in (page, fragment):
+        vary = {v.strip().lower() for v in response.headers.get("Vary", "").split(",")}
+        assert {"hx-request", "hx-target"} <= vary, response.headers.get("Vary")
+
+
 # --- DEBUG off --------------------------------------------------------------------------
 
 
