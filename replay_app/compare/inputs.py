@@ -29,6 +29,7 @@ from typing import Any
 
 from ctxlab.abandon import raise_if_abandoned
 from ctxlab.engine.fatelog import FateLog
+from replay_app.display import thinning
 from replay_app.models import Run, RunAnalysis, RunEvent, RunStatus, RunStep
 
 log = logging.getLogger(__name__)
@@ -47,20 +48,14 @@ BUILT = Counter[str]()  # runs whose inputs were built, by where ("worker", "vie
 
 
 def thin(count: int, *lines: Sequence[int | None], buckets: int = CHART_BUCKETS) -> list[int]:
-    """Positions to keep of ``count`` points so that each line's lowest and highest point in
-    every bucket of positions stays (and the first and last point): the drawn envelope is
-    the full curve's at any width up to ``buckets`` pixels."""
+    """Positions to keep of ``count`` points shared by ``lines``: each line's
+    ``thinning.keep_indexes`` (its lowest and highest point in every bucket, the first and
+    last point, its gaps' edges), joined so that every line is drawn at every kept step."""
     if count <= 2 * buckets:
         return list(range(count))
-    width = -(-count // buckets)
-    keep = {0, count - 1}
-    for start in range(0, count, width):
-        span = range(start, min(start + width, count))
-        for line in lines:
-            values = [(line[k], k) for k in span if line[k] is not None]
-            if values:
-                keep.add(min(values)[1])
-                keep.add(max(values)[1])
+    keep: set[int] = set()
+    for line in lines:
+        keep.update(thinning.keep_indexes(line, buckets=buckets))
     return sorted(keep)
 
 
