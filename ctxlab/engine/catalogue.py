@@ -280,6 +280,10 @@ class Metric:
     guarded: bool = False
 
     @property
+    def unit_note(self) -> str:
+        return unit_note(self.label, self.unit)
+
+    @property
     def best_rule(self) -> str:
         if self.better is None:
             return "no best: neither direction is better"
@@ -434,6 +438,15 @@ _METRICS: tuple[Metric, ...] = (
 )  # fmt: skip
 
 METRICS: dict[str, Metric] = {m.key: m for m in _METRICS}
+
+
+def unit_note(label: str, unit: str) -> str:
+    """The unit worth printing beside ``label``: none when the label already says it
+    ("Steps in overflow" in steps, "Total $" in USD, "Firing / 100 steps" per 100 steps)."""
+    if unit == "USD":
+        return "" if "$" in label else unit
+    said = unit.removeprefix("per ").rstrip("s")
+    return "" if said and said in label.lower() else unit
 
 
 def metric(key: str) -> Metric:
