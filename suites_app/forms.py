@@ -97,7 +97,7 @@ class SuiteForm(forms.Form):
         self.fields["transcripts"].label_from_instance = (  # type: ignore[attr-defined]
             lambda t: (
                 f"{t.title or t.source_file or t.upload.name} · {t.format} · "
-                f"{t.message_count} messages"
+                f"{t.message_count} message{'' if t.message_count == 1 else 's'}"
             )
         )
         formats = sorted(set(mine.values_list("format", flat=True)))

@@ -16,7 +16,6 @@ masked ones too. Used by the results page's "Download report" (``?format=report`
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -72,8 +71,8 @@ def report_context(suite: Suite) -> dict[str, Any]:
         "cost_label": f"{cost.label} ({cost.unit})" if cost else "",
         "leaderboard": [_leader(c, page.cost_key) for c in page.leaderboard],
         "configs": [_config(c, columns) for c in page.configs],
-        "quality": _stat_rows(page.configs, [c for c in columns if c.key in QUALITY_KEYS]),
-        "metrics": _stat_rows(page.configs, columns),
+        "quality": results.stat_rows(page.configs, [c for c in columns if c.key in QUALITY_KEYS]),
+        "metrics": results.stat_rows(page.configs, columns),
         "heatmap": _heatmap_table(page),
         "transcripts": _transcripts(
             results.all_transcript_rows(suite, columns), labels, [c.key for c in columns]
@@ -117,19 +116,6 @@ def _config(c: results.ConfigResult, columns: list[results.MetricColumn]) -> dic
         ],  # fmt: skip
         "more_outliers": max(0, len(c.outliers) - OUTLIERS_LISTED),
     }
-
-
-def _stat_rows(
-    configs: Sequence[results.ConfigResult], columns: Sequence[results.MetricColumn]
-) -> list[dict[str, Any]]:
-    """One row per metric: each configuration's Stat (or None) and whether it is best."""
-    return [
-        {
-            "column": col,
-            "cells": [(c.stats.get(col.key), col.key in c.best) for c in configs],
-        }
-        for col in columns
-    ]
 
 
 def _heatmap_table(page: results.SuiteResults) -> dict[str, Any] | None:

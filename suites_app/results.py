@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ctxlab.engine.catalogue import METRICS, best_flags, pathological
+from ctxlab.engine.catalogue import METRICS, best_flags, pathological, unit_note
 
 from .configs import fmt
 from .models import Suite, SuiteItem
@@ -101,6 +101,10 @@ class MetricColumn:
     better: str | None
     meaning: str
     best_rule: str
+
+    @property
+    def unit_note(self) -> str:
+        return unit_note(self.label, self.unit)
 
 
 @dataclass(slots=True)
@@ -420,3 +424,14 @@ def runs_of_transcript(suite: Suite, transcript_id: int) -> list[int]:
         .order_by("config_index")
         .values_list("run_id", flat=True)
     )
+
+
+def stat_rows(
+    configs: Sequence[ConfigResult], columns: Sequence[MetricColumn]
+) -> list[dict[str, Any]]:
+    """One row per metric: each configuration's Stat (or None: no run of it has the
+    metric) and whether it is best. The suite page and its report both show these."""
+    return [
+        {"column": col, "cells": [(c.stats.get(col.key), col.key in c.best) for c in configs]}
+        for col in columns
+    ]

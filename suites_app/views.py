@@ -92,6 +92,7 @@ def suite_detail(request: HttpRequest, suite_id: int) -> HttpResponse:
     context = {
         "suite": suite,
         "page": page,
+        "stat_rows": results.stat_rows(page.configs, page.columns),
         "p": page.progress,
         "chart": charts.heatmap_html(page) if page.heatmap else "",
         "pareto_chart": charts.pareto_html(page),

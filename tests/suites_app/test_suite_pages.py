@@ -273,3 +273,28 @@ def test_results_read_a_fixed_number_of_queries(
     with django_assert_max_num_queries(8):
         page = results.build(grid_suite)
         results.transcript_rows(grid_suite, 0, page.columns)
+
+
+def test_every_metric_row_has_a_cell_per_configuration_and_no_repeated_unit(
+    grid_suite: Suite, client_for: Any
+) -> None:
+    """A configuration without a metric shows "—" (the cell was empty), and a unit the
+    label already says is not printed again beside it ("Steps steps", "Total $ USD")."""
+    import re
+
+    html = client_for(grid_suite.owner).get(f"/suites/{grid_suite.pk}/").content.decode()
+    table = html[html.index('id="aggregates"') :]
+    table = table[: table.index("</table>")]
+    rows = re.findall(r"<tr><th scope=\"row\"[^>]*>(.*?)</th>(.*?)</tr>", table, re.S)
+    assert len(rows) == len(results.build(grid_suite).columns)
+    for head, cells in rows:
+        tds = re.findall(r"<td[^>]*>(.*?)</td>", cells, re.S)
+        assert len(tds) == 4 and all(td.strip() for td in tds), head
+    heads = {re.sub(r"<[^>]+>", "", h).split()[0]: h for h, _ in rows}
+    assert 'class="muted small unit"' not in heads["Steps"]
+    assert "events</span>" in heads["Compactions"]
+    unit = re.compile(r'<span class="muted small unit">(.*?)</span>')
+    for head, _ in rows:
+        label = unit.sub("", head).strip().lower()
+        for shown in unit.findall(head):
+            assert shown.rstrip("s").lower() not in label and not (shown == "USD" and "$" in label)
