@@ -52,6 +52,11 @@ def _cache_key(run: Run, name: str) -> str | None:
     return f"{name}:{run.pk}:{born}:{run.finished_at.timestamp()}"
 
 
+def keeps(run: Run) -> bool:
+    """Whether values derived from ``run`` are memoised (it is finished)."""
+    return _cache_key(run, "") is not None
+
+
 # A small in-process LRU of immutable derived values. Not Django's cache: its backends
 # pickle every value on get, which costs more than some of the pages' budgets (a fate log of
 # 100K changes unpickles in ~90 ms).

@@ -24,6 +24,7 @@ from replay_app.costs import run_budget
 from replay_app.models import Run, RunGroup
 from replay_app.runs import services
 from replay_app.runs.forms import RunCreateForm
+from replay_app.runs.pages import whole_page
 from replay_app.runs.pages.group_page import GroupPage
 from replay_app.runs.pages.run_list import RunListPage
 from replay_app.runs.pages.run_page import FRAGMENTS, RunPage, load_ledger
@@ -90,6 +91,15 @@ def start_group(
 
 @require_GET
 def run_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
+    if not request.htmx and not _wants_json(request):
+        # A finished run's page comes whole from the memo: only the row's key fields are
+        # read (its joins cost more than the rest of the view, see whole_page).
+        keyed = get_owned_or_404(Run.objects.only(*whole_page.KEY_FIELDS), request.user, pk=pk)
+        return whole_page.page(request, keyed, "run", lambda extra: _run_page(request, pk, extra))
+    return _run_page(request, pk, {})
+
+
+def _run_page(request: HtmxHttpRequest, pk: int, extra: dict[str, Any]) -> HttpResponse:
     run = get_owned_or_404(
         Run.objects.select_related("transcript", "config", "group").defer("ledger"),
         request.user,
@@ -112,7 +122,7 @@ def run_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
         )
     if target in FRAGMENTS:
         return render(request, FRAGMENTS[target], page.context(target))
-    return render(request, "replay_app/runs/run_detail.html", page.context())
+    return render(request, "replay_app/runs/run_detail.html", {**page.context(), **extra})
 
 
 @require_POST

@@ -11,9 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from django.db.models import QuerySet
+
 from ctxlab.engine import codec
 from ctxlab.engine.lost import message_text as engine_message_text
 from ctxlab.engine.records import Fate, event_brief, in_ranges
+from replay_app import memo
 from replay_app.models import Run, RunEvent, RunStatus, RunStep
 from replay_app.runs import textstore
 from replay_app.steps.fatelog import FATES, fate_log
@@ -200,12 +203,7 @@ def step_view(
         )
     fate_counts = log.counts_at(step)
     fate_counts["kept"] = max(count - sum(fate_counts.values()), 0)
-    events_here = [
-        event_brief(seq, step, kind, b, a, len(m))
-        for seq, kind, b, a, m in RunEvent.objects.filter(run=run, step=step)
-        .order_by("seq")
-        .values_list("seq", "kind", "tokens_before", "tokens_after", "messages")
-    ]
+    events_here = events_at(run, step)
     return StepView(
         step=step,
         steps=total_steps,
@@ -223,6 +221,26 @@ def step_view(
         fate_counts={f: fate_counts.get(f, 0) for f in FATES if fate_counts.get(f, 0)},
         events_here=events_here,
     )
+
+
+def events_at(run: Run, step: int) -> list[dict[str, Any]]:
+    """Briefs of the events that first apply at ``step``. A finished run's are grouped by
+    step once (memo): their query was ~0.8 ms of a step view's ~8 ms of CPU."""
+    if not memo.keeps(run):
+        return _event_briefs(RunEvent.objects.filter(run=run, step=step)).get(step, [])
+    return memo.cached(run, "events-by-step", lambda: _event_briefs(run.events.all())).get(step, [])
+
+
+def _event_briefs(events: QuerySet[RunEvent]) -> dict[int, list[dict[str, Any]]]:
+    rows = events.order_by("seq").values_list(
+        "seq", "step", "kind", "tokens_before", "tokens_after", "messages"
+    )
+    by_step: dict[int, list[dict[str, Any]]] = {}
+    for seq, step, kind, before, after, messages in rows.iterator(chunk_size=500):
+        by_step.setdefault(step, []).append(
+            event_brief(seq, step, kind, before, after, len(messages))
+        )
+    return by_step
 
 
 def _preview(message: Any, limit: int = 200) -> str:
