@@ -267,6 +267,12 @@ FACT_CATEGORIES: dict[str, FactCategory] = {c.key: c for c in _FACT_CATEGORIES}
 # step whatever the window (QwenPaw fires at ~95 of 100 steps at any size).
 PATHOLOGICAL_THRASH_SHARE = 0.25
 
+# A run whose requests went over the window at some step did not keep its context in the
+# window: the provider would have refused those calls, so its other figures (fewest
+# compactions, most facts kept, lowest cost) describe a session that could not happen and
+# win nothing, unless every run overflows.
+OVERFLOW_KEY = "overflow_steps"
+
 
 @dataclass(frozen=True, slots=True)
 class Metric:
@@ -295,6 +301,8 @@ class Metric:
                 "; runs that thrash (re-compact near the threshold) at ≥ "
                 f"{PATHOLOGICAL_THRASH_SHARE:.0%} of their steps are not eligible"
             )
+        if self.key != OVERFLOW_KEY:
+            rule += "; runs with steps in overflow are not eligible unless every run has some"
         return rule
 
 
@@ -478,21 +486,32 @@ def pathological(metrics: Mapping[str, Any] | None) -> bool:
     return steps > 0 and thrash / steps >= PATHOLOGICAL_THRASH_SHARE
 
 
+def overflowed(metrics: Mapping[str, Any] | None) -> bool:
+    """Whether a run sent a request over its window at some step (``OVERFLOW_KEY``)."""
+    if not metrics:
+        return False
+    return (_number(metrics.get(OVERFLOW_KEY)) or 0.0) > 0
+
+
 def best_flags(
     values: Sequence[Any],
     better: Better,
     *,
     guarded: bool = False,
     runs: Sequence[Mapping[str, Any] | None] | None = None,
+    overflow_guard: bool = False,
 ) -> list[bool]:
     """Which values are the best: the lowest or highest number, none when there is no
-    direction or all numbers are equal. With ``guarded`` and each value's run metrics in
-    ``runs``, pathological runs are not eligible (the best is among the others)."""
+    direction or all numbers are equal. With each value's run metrics in ``runs``:
+    ``guarded`` makes pathological runs not eligible (the best is among the others), and
+    ``overflow_guard`` runs that overflowed, unless every run did."""
     numbers = [_number(v) for v in values]
     if not better or len({n for n in numbers if n is not None}) < 2:
         return [False] * len(values)
     if guarded and runs is not None:
         numbers = [None if pathological(m) else n for n, m in zip(numbers, runs, strict=True)]
+    if overflow_guard and runs is not None and not all(overflowed(m) for m in runs):
+        numbers = [None if overflowed(m) else n for n, m in zip(numbers, runs, strict=True)]
     eligible = [n for n in numbers if n is not None]
     if not eligible:
         return [False] * len(values)
@@ -505,7 +524,9 @@ def metric_best_flags(
 ) -> list[bool]:
     """``best_flags`` with ``key``'s direction and guard from the catalogue."""
     row = metric(key)
-    return best_flags(values, row.better, guarded=row.guarded, runs=runs)
+    return best_flags(
+        values, row.better, guarded=row.guarded, runs=runs, overflow_guard=key != OVERFLOW_KEY
+    )
 
 
 # --- docs ---------------------------------------------------------------------------------

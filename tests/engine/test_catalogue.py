@@ -142,3 +142,22 @@ def test_vocabulary_doc_is_generated_from_the_catalogue() -> None:
     )
     for kind in [*EVENTS, *EVENT_ALIASES, *FINDINGS, *METRICS]:
         assert f"`{kind}`" in text
+
+
+def test_a_run_over_its_window_wins_nothing_unless_every_run_overflows() -> None:
+    fits = {"steps": 58, "thrash": 0, "overflow_steps": 0}
+    over = {"steps": 58, "thrash": 0, "overflow_steps": 33}
+    # A PicoClaw run that sat 33 steps over the window compacted once: fewest compactions,
+    # but not the best; the runs that kept their requests in the window are judged instead.
+    assert catalogue.metric_best_flags("compaction_count", [1, 3, 2], [over, fits, fits]) == [
+        False,
+        False,
+        True,
+    ]
+    assert catalogue.metric_best_flags("retention", [0.9, 0.3], [over, fits]) == [False, True]
+    # Steps in overflow itself is judged as usual.
+    assert catalogue.metric_best_flags("overflow_steps", [33, 0], [over, fits]) == [False, True]
+    # When every run overflows, they are compared among themselves.
+    assert catalogue.metric_best_flags("compaction_count", [1, 3], [over, over]) == [True, False]
+    assert "overflow" in catalogue.metric("compaction_count").best_rule
+    assert "overflow" not in catalogue.metric("overflow_steps").best_rule
