@@ -17,7 +17,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ctxlab.engine.catalogue import METRICS, best_flags, pathological, unit_note
+from ctxlab.engine.catalogue import (
+    METRICS,
+    OVERFLOW_KEY,
+    best_flags,
+    pathological,
+    unit_note,
+)
 
 from .configs import fmt
 from .models import Suite, SuiteItem
@@ -306,11 +312,20 @@ def build(suite: Suite) -> SuiteResults:
 def _mark_best(results: list[ConfigResult], columns: list[MetricColumn]) -> None:
     for column in columns:
         medians = [c.median(column.key) for c in results]
-        # A configuration whose median run thrashes cannot win a guarded metric.
+        # A configuration whose median run thrashes cannot win a guarded metric, nor one
+        # whose median run overflows its window any metric (catalogue.best_flags).
         guard = [
-            {"steps": c.median("steps") or 0, "thrash": c.median("thrash") or 0} for c in results
+            {
+                "steps": c.median("steps") or 0,
+                "thrash": c.median("thrash") or 0,
+                OVERFLOW_KEY: c.median(OVERFLOW_KEY) or 0,
+            }
+            for c in results
         ]
-        flags = best_flags(medians, column.better, guarded=METRICS[column.key].guarded, runs=guard)  # type: ignore[arg-type]
+        flags = best_flags(
+            medians, column.better, guarded=METRICS[column.key].guarded, runs=guard,  # type: ignore[arg-type]
+            overflow_guard=column.key != OVERFLOW_KEY,
+        )  # fmt: skip
         for c, flag in zip(results, flags, strict=True):
             if flag:
                 c.best.add(column.key)
