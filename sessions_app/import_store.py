@@ -24,6 +24,7 @@ from ctxlab.engine import codec
 from ctxlab.engine.importers._stream import ConversationStream, StreamedFile
 from ctxlab.engine.model import BlockKind, Conversation
 from ctxlab.engine.model import Message as EngineMessage
+from ctxlab.engine.strategies import _copaw_stored as copaw_stored
 from ctxlab.engine.tokens import MEDIA_TOKENS, PER_MESSAGE_OVERHEAD, block_text, reference_counter
 
 from . import facts, secrets_glue
@@ -184,6 +185,7 @@ class _MessageWriter:
             where.setdefault(found["message"], []).append([found["block"], found["kind"]])
             written.findings.append({**found, "message": found["message"] + offset})
         tokens = message_reference_tokens_many(masked.messages)
+        qwen = copaw_stored.message_entries(masked.messages)  # read by CoPaw's replays
         if written.first_file is None and batch:
             written.first_file = batch[0].source.file
         rows = []
@@ -194,11 +196,12 @@ class _MessageWriter:
                 "preview": preview_of(message),
                 "reference_tokens": tokens[i],
                 "secrets": where.get(i, []),
+                "qwen_counts": qwen[i] if qwen is not None else None,
                 **message_fields(message, default_file=written.first_file or ""),
             }
             row = [values[f.attname] for f in self.columns]
             for c, is_json in enumerate(self.json_column):
-                if is_json:
+                if is_json and row[c] is not None:  # None: SQL NULL
                     row[c] = self.empty if row[c] == [] else self.to_json(row[c])
             rows.append(row)
             written.tool_calls += len(message.tool_uses)

@@ -246,6 +246,9 @@ class Message(models.Model):
     usage_convention = models.TextField(blank=True)
     flags = models.JSONField(default=list)  # sorted engine flags
     secrets = models.JSONField(default=list)  # [[block index, kind], ...] masked here
+    # CoPaw's Qwen2.5 counts of the message's texts, computed at import (None: imported
+    # before, or no exact tokenizer): ctxlab/engine/strategies/_copaw_stored.py
+    qwen_counts = models.JSONField(null=True, blank=True, default=None)
 
     class Meta:
         ordering = ["transcript", "index"]

@@ -28,6 +28,7 @@ import functools
 import json
 import re
 import unicodedata
+import zlib
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -72,6 +73,11 @@ def _last_cut(text: str, lo: int, end: int) -> int:
     while newline >= lo and text[newline + 1].isspace():
         newline = text.rfind("\n", lo, newline)
     return max(space, newline + 1 if newline >= lo else 0)
+
+
+def _checksum(text: str) -> int:
+    """CRC-32 of the text's UTF-8 (lone surrogates passed through)."""
+    return zlib.crc32(text.encode("utf-8", "surrogatepass"))
 
 
 def bytes_floor4(text: str) -> int:
@@ -205,6 +211,10 @@ class QwenCounter:
         self._memo.clear()
         self._tables.clear()
 
+    def memoised(self) -> int:
+        """How many texts are memoised."""
+        return len(self._memo)
+
     def count(self, text: str) -> int:
         if not text:
             return 0
@@ -270,6 +280,46 @@ class QwenCounter:
             else:
                 memo[text] = self._counted_in_pieces(body, ends, head)
         # (without the fast counter ``_encode_one`` is ``tokenizers`` one text at a time)
+
+    def stored_entry(self, text: str, ends: tuple[int, ...] = (), head: str = "") -> list[Any]:
+        """What ``prime`` (``prime_joined`` with ``head``) keeps for ``head + text``, to be
+        stored with the transcript and given back to ``seed``: ``[length, crc32, count]``
+        of ``head + text`` (the first two let ``seed`` refuse an entry of another text),
+        plus the cut points of ``text`` and the counts up to each when it is counted in
+        pieces."""
+        whole = head + text
+        key = [len(whole), _checksum(whole)]
+        if (
+            self._fast is None
+            or len(text) < TABLE_MIN
+            or not (whole.isascii() or not _SURROGATE.search(whole))
+        ):
+            return [*key, self._encode_one(whole) if whole else 0]
+        count = self._counted_in_pieces(text, ends, head)
+        table = self._tables.pop(text, None)
+        if table is None:
+            return [*key, count]
+        return [*key, count, table[0], table[1]]
+
+    def seed(self, text: str, entry: list[Any], head: str = "") -> bool:
+        """Memoise ``head + text`` from a ``stored_entry`` (and keep the cut points of
+        ``text``), as ``prime`` would have counted it; False when the entry is malformed or
+        not one of this text (another length or checksum)."""
+        whole = head + text
+        if (
+            len(entry) not in (3, 5)
+            or not whole
+            or entry[0] != len(whole)
+            or entry[1] != _checksum(whole)
+        ):
+            return False
+        if len(entry) == 5:
+            bounds, cums = entry[3], entry[4]
+            if not bounds or len(bounds) != len(cums) or bounds[-1] > len(text):
+                return False
+            self._tables[text] = (list(bounds), list(cums))
+        self._memo[whole] = int(entry[2])
+        return True
 
     def _counted_in_pieces(self, text: str, ends: tuple[int, ...], head: str = "") -> int:
         """The count of ``head + text`` as the sum of its pieces between a few cut points of

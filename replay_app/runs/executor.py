@@ -25,6 +25,7 @@ from ctxlab.engine.metrics import compute_metrics
 from ctxlab.engine.recorded import RecordedSummarizer, agreement_rows
 from ctxlab.engine.reference import seed_reference_tokens
 from ctxlab.engine.replay import Replay, call_starts
+from ctxlab.engine.strategies import _copaw_stored as copaw_stored
 from ctxlab.engine.summarizers import OfflineSummarizer, Summarizer
 from replay_app.compare import inputs as compare_inputs
 from replay_app.costs import llm, run_costs
@@ -139,6 +140,9 @@ def _execute(
     job = Replay(
         conversation, run.strategy, params=run.params, summarizer=summarizer, reference=reference
     )
+    if copaw_stored.wants_stored_counts(job.strategy):  # its Qwen2.5 pass, done at import
+        entries = run.transcript.messages.order_by("index").values_list("qwen_counts", flat=True)
+        copaw_stored.seed_stored_counts(conversation.messages, list(entries))
     total = len(call_starts(conversation.messages))
     Run.objects.filter(pk=run.pk).update(steps_total=total)
     run.steps_total = total

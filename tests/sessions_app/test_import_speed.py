@@ -14,6 +14,7 @@ import pytest
 from ctxlab.engine import importers
 from ctxlab.engine.importers._stream import from_parsed
 from ctxlab.engine.model import Block, BlockKind, Conversation, Message, Role, SourcePos, Usage
+from ctxlab.engine.strategies import _copaw_stored as copaw_stored
 from sessions_app import secrets_glue, services
 from sessions_app.models import (
     Message as MessageRow,
@@ -49,6 +50,7 @@ def _expected_rows(transcript: Transcript, conversation: Conversation) -> list[d
     for found in transcript.secrets:
         where.setdefault(found["message"], []).append([found["block"], found["kind"]])
     tokens = services.message_reference_tokens_many(conversation.messages)
+    qwen = copaw_stored.message_entries(conversation.messages)
     return [
         {
             "transcript_id": transcript.pk,
@@ -56,6 +58,7 @@ def _expected_rows(transcript: Transcript, conversation: Conversation) -> list[d
             "preview": services.preview_of(message),
             "reference_tokens": tokens[index],
             "secrets": where.get(index, []),
+            "qwen_counts": qwen[index] if qwen is not None else None,
             **message_fields(message, default_file=transcript.source_file),
         }
         for index, message in enumerate(conversation.messages)

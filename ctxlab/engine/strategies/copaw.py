@@ -99,6 +99,11 @@ class CoPaw(Strategy):
         self.count_text = self._qwen.count if self._qwen is not None else bytes_floor4  # type: ignore[method-assign]
 
     @property
+    def counts_qwen(self) -> bool:
+        """Counts with the exact Qwen2.5 tokenizer (``prepare`` primes it)."""
+        return self._qwen is not None and self._qwen.exact
+
+    @property
     def estimator(self) -> str:  # type: ignore[override]
         if self._qwen is not None and self._qwen.exact:
             return "Qwen2.5 tokenizer, per block"

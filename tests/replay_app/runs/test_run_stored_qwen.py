@@ -1,0 +1,93 @@
+"""The worker replays CoPaw with the Qwen2.5 counts stored at import
+(``executor._execute`` seeds ``strategies._copaw_stored``): the import stores them for
+every message, a run from them equals a replay that counts everything, the worker really
+reads them, and a transcript imported without them still replays."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from replay_testdata import import_transcript
+
+from ctxlab.engine import qwen_tokens
+from ctxlab.engine.replay import run as replay_run
+from ctxlab.engine.strategies import _copaw_stored
+from replay_app.models import RunStep
+from replay_app.runs import executor, services
+
+pytestmark = [
+    pytest.mark.django_db,
+    pytest.mark.skipif(qwen_tokens._fast_count() is None, reason="needs the Qwen2.5 counter"),
+]
+
+SESSION = (
+    Path(__file__).resolve().parents[2]
+    / "data"
+    / "corpus"
+    / "claude-code"
+    / ("agentcmd-full-session-four.jsonl")
+)
+PARAMS = {"max_input_length": 12_000}
+
+
+@pytest.fixture(autouse=True)
+def _cold_counter() -> Iterator[None]:
+    """The worker's counter is shared by the process: a changed stored count must not
+    reach another test."""
+    qwen_tokens.qwen_counter().clear()
+    yield
+    qwen_tokens.qwen_counter().clear()
+
+
+def _strategy_tokens(user: Any, transcript: Any) -> list[int]:
+    run = services.run_create(
+        owner=user, transcript=transcript,
+        spec=services.RunSpec(strategy="copaw", params=PARAMS), enqueue=False,
+    )  # fmt: skip
+    run = executor.run_execute(run=run)
+    assert run.status == "done", run.error
+    return list(RunStep.objects.filter(run=run).order_by("index").values_list(
+        "tokens_strategy", flat=True))  # fmt: skip
+
+
+def _counted(transcript: Any) -> list[int]:
+    qwen_tokens.qwen_counter().clear()
+    result = replay_run(transcript.to_conversation(), "copaw", params=PARAMS)
+    return [s.tokens.strategy for s in result.steps]
+
+
+def test_the_import_stores_the_entries_of_every_message(user: Any) -> None:
+    transcript = import_transcript(user, SESSION.read_bytes(), name=SESSION.name)
+    stored = list(transcript.messages.order_by("index").values_list("qwen_counts", flat=True))
+    messages = transcript.to_conversation().messages
+    assert len(stored) == len(messages) > 20
+    assert stored == _copaw_stored.message_entries(messages)
+    assert any(len(e) == 5 for entries in stored for e in entries), "cut tables stored"
+
+
+def test_a_run_from_stored_counts_matches_a_counted_replay(user: Any) -> None:
+    transcript = import_transcript(user, SESSION.read_bytes(), name=SESSION.name)
+    steps = _strategy_tokens(user, transcript)
+    assert len(steps) > 10
+    assert steps == _counted(transcript)
+
+
+def test_the_worker_reads_the_stored_counts(user: Any) -> None:
+    # A stored count changed by hand shows in the first step: prepare counted nothing again.
+    transcript = import_transcript(user, SESSION.read_bytes(), name=SESSION.name)
+    row = transcript.messages.exclude(role="assistant").filter(index__gt=0).order_by("index")[0]
+    entries = row.qwen_counts
+    entries[0][2] += 1_000
+    row.qwen_counts = entries
+    row.save(update_fields=["qwen_counts"])
+    steps = _strategy_tokens(user, transcript)
+    assert steps[0] == _counted(transcript)[0] + 1_000
+
+
+def test_a_transcript_imported_before_replays_as_counted(user: Any) -> None:
+    transcript = import_transcript(user, SESSION.read_bytes(), name=SESSION.name)
+    transcript.messages.update(qwen_counts=None)
+    assert _strategy_tokens(user, transcript) == _counted(transcript)
