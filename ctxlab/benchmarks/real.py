@@ -16,7 +16,9 @@ Definitions (result lines at the end of ``manage.py bench``):
   message again. So the per-message counts are computed here before any timer (the import
   rule: ``ReferenceTokens(conversation).per_message``), and each preset's time is seeding
   them plus its replay, every other cache cold (the counter's memo, the summariser's scans,
-  the Qwen2.5 memo ...).
+  the Qwen2.5 memo ...). Likewise CoPaw's Qwen2.5 counts of every text, which the import
+  stores per message and the worker seeds before a CoPaw replay
+  (``strategies._copaw_stored``): computed here before any timer, seeded inside it.
 - ``real_presets_with_reference_ratio``: the older figure, the shared reference count
   (tokenizing every message once) plus the five presets replayed over it, / ``floor_s``.
 - ``real_strategy_floor_ratio_max <strategy>``: the worst over the library of
@@ -49,6 +51,7 @@ from ctxlab.engine.model import Conversation
 from ctxlab.engine.replay import run as replay_run
 from ctxlab.engine.stages import agentscope
 from ctxlab.engine.strategies import LIBRARY, PRESETS, STRATEGIES, make_strategy
+from ctxlab.engine.strategies import _copaw_stored as copaw_stored
 from ctxlab.engine.strategies import _gemini_cli_rules as gemini_rules
 from ctxlab.engine.tokens import _encoding, block_text
 
@@ -140,15 +143,19 @@ def best_times(
 
 def worker_times(conversation: Conversation, names: list[str]) -> dict[str, float]:
     """Cold-cache CPU seconds of each strategy replayed as the worker replays it: from the
-    per-message reference counts stored at import (counted here before the timer)."""
+    per-message reference counts (and CoPaw's Qwen2.5 counts) stored at import, counted
+    here before the timer."""
     _cold()
     stored = reference_mod.ReferenceTokens(conversation).per_message
+    qwen = copaw_stored.message_entries(conversation.messages)  # also stored at import
     out: dict[str, float] = {}
     for name in names:
         _cold()  # nothing counted survives from the stored counts' pass or another preset
         _cold_but_reference()
         start = _cpu()
         reference = reference_mod.seed_reference_tokens(conversation, stored)
+        if qwen is not None and copaw_stored.wants_stored_counts(make_strategy(name)):
+            copaw_stored.seed_stored_counts(conversation.messages, qwen)
         replay_run(conversation, name, reference=reference)
         out[name] = _cpu() - start
     return out
