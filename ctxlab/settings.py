@@ -56,6 +56,9 @@ SECURE_REFERRER_POLICY = "same-origin"
 SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
 SESSION_COOKIE_HTTPONLY = True
+# Django's database sessions and model backend, their per-view lookups compiled once.
+SESSION_ENGINE = "ctxlab.session_rows"
+AUTHENTICATION_BACKENDS = ["ctxlab.session_rows.RowBackend"]
 SESSION_COOKIE_SAMESITE = "Lax"
 # htmx reads the token from the page (body hx-headers), never from the cookie.
 CSRF_COOKIE_HTTPONLY = True
