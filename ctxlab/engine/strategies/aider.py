@@ -60,7 +60,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from ..findings import check_summary_size
 from ..model import BlockKind, Message, Role
 from ..params import Param
-from ..records import Fate
+from ..records import Fate, SummaryRecord
 from ..summarizers import MaterialItem, PromptMessage, SummaryRequest
 from ..tokens import block_text, reference_counter
 from .base import Strategy
@@ -296,7 +296,9 @@ class AiderStrategy(Strategy):
             content += item.content
             if not content.endswith("\n"):
                 content += "\n"
-        sources = list(itertools.chain.from_iterable(map(covered, items)))
+        # Each source once: a message leaves done_messages when a summary covers it, so the
+        # items' sources are disjoint (no dedup pass over ~10k indexes per summary).
+        sources = tuple(itertools.chain.from_iterable(map(covered, items)))
         request = SummaryRequest(
             strategy=self.name,
             system=SUMMARIZE,
@@ -310,10 +312,10 @@ class AiderStrategy(Strategy):
             previous_summary=ctx.summary,
         )
         for model in MODELS:
-            record = ctx.summarize(request, messages=list(dict.fromkeys(sources)))
+            record = ctx.summarize(request, messages=sources)
             if not record.error:
                 text = SUMMARY_PREFIX + record.output
-                return [Item("user", text, self.count_dict("user", text), covers=tuple(sources))]
+                return [Item("user", text, self.count_dict("user", text), covers=sources)]
             ctx.emit("summary_failed", model=model, error=record.error, summary_id=record.id)
         raise SummaryFailed("summarizer unexpectedly failed for all models")
 
@@ -347,8 +349,7 @@ class AiderStrategy(Strategy):
         with ctx.action(
             "summarise", reason="done messages over max_chat_history_tokens summarised",
             done_tokens=before, max_chat_history_tokens=self.max_tokens,
-            kept_messages=len(kept), summary_calls=sum(
-                1 for s in ctx.result.summaries if s.step == ctx.step),
+            kept_messages=len(kept), summary_calls=_calls_at(ctx.result.summaries, ctx.step),
         ) as act:  # fmt: skip
             act.remove([i for i in gone if i not in dropped], Fate.SUMMARISED)
             act.remove([i for i in gone if i in dropped], Fate.DROPPED,
@@ -364,6 +365,17 @@ class AiderStrategy(Strategy):
         st.done = result
         check_summary_size(ctx, summary_rendered=rendered, replaced=gone,
                            summary_id=summary_id, previous_ref=previous_ref)  # fmt: skip
+
+
+def _calls_at(summaries: list[SummaryRecord], step: int) -> int:
+    """The summary calls made at ``step``: the newest records (they are kept in step
+    order), not a pass over every summary of the replay at each landing."""
+    n = 0
+    for record in reversed(summaries):
+        if record.step != step:
+            break
+        n += 1
+    return n
 
 
 def aider_role(message: Message) -> str:
