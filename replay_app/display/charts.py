@@ -301,10 +301,15 @@ def compare_curves(runs: Sequence[RunCurve]) -> dict[str, Any]:
             data.append(trace)
         if run.threshold:
             # compared with the run's own count (its dotted line), not the reference
-            label = f"{run.label[:28]} threshold (own count)"
-            shape, note = _hline(run.threshold, label, colour, "dash")
-            # Labels side by side along the line, so equal thresholds do not overlap.
-            note["x"] = (i + 1) / max(len(runs), 1)
+            # The label names the run by its number only and sits in its own slot along
+            # the line (the last slot is the window's): full labels of close thresholds
+            # overlapped. Hovering it gives the whole label; the colour is the run's.
+            shape, note = _hline(run.threshold, f"{run.label.split(' ', 1)[0]} threshold",
+                                 colour, "dash")  # fmt: skip
+            note["x"] = (i + 1) / (len(runs) + 1)
+            note["hovertext"] = html.escape(
+                f"{run.label} threshold (on its own count): {run.threshold:,}"
+            )
             layout["shapes"].append(shape)
             layout["annotations"].append(note)
     windows = {run.window for run in runs if run.window}

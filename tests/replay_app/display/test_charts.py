@@ -93,3 +93,15 @@ def test_chart_html_has_png_button_config_and_no_plotlyjs() -> None:
     assert '"toImageButtonOptions":{"format":"png"' in html
     assert "plotly.min.js" not in html and "cdn.plot.ly" not in html
     assert "Plotly.newPlot" not in html  # data only: static/js/plots.js draws it
+
+
+def test_compare_threshold_labels_are_short_in_own_slots_with_the_run_on_hover() -> None:
+    runs = [RunCurve(f"{pk} run <{pk}>", SERIES, (), 15000, 12000 - pk) for pk in (7, 8, 9)]
+    notes = figure(compare_curves(runs)).layout.annotations
+    thresholds = [n for n in notes if "threshold" in n.text]
+    assert [n.text for n in thresholds] == ["7 threshold 11,993", "8 threshold 11,992",
+                                            "9 threshold 11,991"]  # fmt: skip
+    # One slot each along the line, left of the window's label at the right edge.
+    assert [n.x for n in thresholds] == [0.25, 0.5, 0.75]
+    assert [n.x for n in notes if n.text.startswith("window")] == [1]
+    assert thresholds[0].hovertext == "7 run &lt;7&gt; threshold (on its own count): 11,993"
