@@ -52,8 +52,9 @@ _URL_TAIL = ".,;:!?*'\""
 # letter (checked after matching: inside the pattern it made matching slow).
 _PCH = r"[\w.@+()\[\]-]"
 PATH_RE = re.compile(
-    # the first characters the alternatives can start with (a cheap test at each position)
-    r"(?=[~./\w@+()\[\]-])(?:"
+    # what every alternative's own lookbehind requires, then the first characters they can
+    # start with: cheap tests that fail inside words and paths, where most positions are
+    r"(?<![\w/.@-])(?=[~./\w@+()\[\]-])(?:"
     # absolute or home/dot-relative with at least two segments
     r"(?=[~./])(?<![\w/.:@-])(?:~|\.{1,2})?(?:/" + _PCH + r"+){2,}/?"
     # one segment of at least four characters after a space or quote: /workspace, /tmp2
@@ -87,8 +88,9 @@ def _path(found: str) -> str:
 # Multi-part names only: a single lowercase word (``title``, ``trim()``) is prose or a
 # built-in far more often than a name a person would miss.
 IDENT_RE = re.compile(
-    # every alternative starts with one of these: most positions fail at the first test
-    r"(?=[A-Za-z0-9_])(?:"
+    # every alternative starts a word with one of these: most positions fail at the first
+    # test (each alternative's own boundary or lookbehind excludes a position inside a word)
+    r"\b(?=[A-Za-z0-9_])(?:"
     r"\b(?:[a-z][a-z0-9]*(?:_[a-z0-9]+)+|__[a-z]\w*__|_[a-z0-9]+_[a-z0-9_]+"
     r"|[A-Z][a-z][a-z0-9]*(?:[A-Z][a-z0-9]*)+|[a-z]+[0-9]*(?:[A-Z][a-z0-9]*)+|[A-Z]{2,}(?:_[A-Z0-9]+)+)\b"
     r"|\b(?=[A-Z0-9]*[A-Z])(?=[A-Z0-9]*[0-9])[A-Z0-9]{5,12}\b"  # record codes: HAT170
@@ -318,8 +320,17 @@ def _scan(pattern: re.Pattern[str], text: str) -> tuple[list[str], str]:
     return found, " ".join(pieces)
 
 
+# Lowercased, every error mark holds one of these: a text with none has no error line.
+_ERROR_WORDS = ("error", "exception", "fail", "fatal", "panic", "err!", "exit code", "traceback",
+                "no such file", "command not found", "permission denied", "segmentation fault",
+                "错误", "失败")  # fmt: skip
+
+
 def _error_lines(text: str) -> list[str]:
     """The lines holding an error mark, each once, in order."""
+    low = text.lower()  # lowercasing maps characters one by one: a mark's words stay whole
+    if not any(word in low for word in _ERROR_WORDS):
+        return []
     lines: list[str] = []
     end = -1
     for hit in ERROR_RE.finditer(text):
@@ -367,6 +378,22 @@ def _part_urls_errors(text: str, error_width: int) -> tuple[tuple[str, ...], tup
     return tuple(urls), tuple(errors)
 
 
+@lru_cache(maxsize=8192)
+def _part_critical(text: str, error_width: int) -> tuple[tuple[str, ...], ...]:
+    """``facts(text)``'s paths, identifiers, URLs and errors, in ``_CRITICAL`` order:
+    the same scans without the command and number patterns, which nobody reads here."""
+    urls, errors, rest = _urls_and_errors(_normalise(text), error_width)
+    found, cut = _scan(PATH_RE, rest)
+    paths = [p for p in map(_path, found) if p and not _is_product_name(p)]
+    words = cut if paths else rest
+    return (
+        _unique(paths, None),
+        _unique((w for w in IDENT_RE.findall(words) if _is_identifier(w)), None),
+        _unique(urls, None),
+        _unique([e for e in errors if e], None),
+    )
+
+
 _CRITICAL = ("paths", "identifiers", "urls", "errors")
 
 
@@ -383,8 +410,7 @@ def critical_facts_of_parts(parts: Iterable[str], *, limit: int, error_width: in
     paths, names, urls, errors = found.values()
     for part in parts:
         if len(paths) < keep or len(names) < keep:
-            facts_found = _part_facts(part, error_width)
-            values = [getattr(facts_found, kind) for kind in _CRITICAL]
+            values = list(_part_critical(part, error_width))
         elif len(urls) < keep or len(errors) < keep:
             values = [(), (), *_part_urls_errors(part, error_width)]
         else:
@@ -599,6 +625,7 @@ def clear_caches() -> None:
     """Forget cached facts (benchmarks start cold)."""
     _part_facts.cache_clear()
     _part_urls_errors.cache_clear()
+    _part_critical.cache_clear()
     _FACT_SETS.clear()
     _INPUT_SETS.clear()
     _INSTRUCTION_SETS.clear()
