@@ -20,6 +20,7 @@ from ctxlab.http import HtmxHttpRequest, json_response
 from ctxlab.http import wants_json as _wants_json
 from ctxlab.ownership import get_owned_or_404
 from ctxlab.redirects import safe_next
+from replay_app import run_rows
 from replay_app.costs import run_budget
 from replay_app.models import Run, RunGroup
 from replay_app.runs import services
@@ -94,7 +95,7 @@ def run_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     if not request.htmx and not _wants_json(request):
         # A finished run's page comes whole from the memo: only the row's key fields are
         # read (its joins cost more than the rest of the view, see whole_page).
-        keyed = get_owned_or_404(Run.objects.only(*whole_page.KEY_FIELDS), request.user, pk=pk)
+        keyed = run_rows.owned_run(request.user, pk, only=whole_page.KEY_FIELDS)
         return whole_page.page(request, keyed, "run", lambda extra: _run_page(request, pk, extra))
     return _run_page(request, pk, {})
 

@@ -16,12 +16,11 @@ from django.db.models import QuerySet
 from ctxlab.engine import codec
 from ctxlab.engine.lost import message_text as engine_message_text
 from ctxlab.engine.records import Fate, event_brief, in_ranges
-from replay_app import memo
+from replay_app import memo, run_rows
 from replay_app.models import Run, RunEvent, RunStatus, RunStep
 from replay_app.runs import textstore
 from replay_app.steps.fatelog import FATES, fate_log
 from replay_app.steps.zone_bar import ZoneSegment, transcript_parts, zone_segments
-from sessions_app.models import Message
 
 PER_PAGE = 50
 
@@ -124,20 +123,8 @@ def step_view(
 ) -> StepView:
     """The request at ``step``: zones, and one page of the messages appended so far (each
     with its fate then). ``page=None`` shows the last page (the most recent messages)."""
-    row = RunStep.objects.filter(run=run, index=step).values_list(
-        "index",
-        "source_index",
-        "tokens_strategy",
-        "tokens_reference",
-        "tokens_reported",
-        "zones",
-        "context",
-        "context_len",
-        "summary_seq",
-        "pending",
-    )
-    found = list(row)
-    if not found:
+    found = run_rows.step_row(run, step)
+    if found is None:
         raise LookupError(f"run {run.pk} has no step {step}")
     (
         _,
@@ -150,7 +137,7 @@ def step_view(
         context_len,
         summary_seq,
         pending,
-    ) = found[0]
+    ) = found
     total_steps = step_count(run)
     count = source_index  # messages 0..source_index-1 were appended before this call
     pages = max(1, -(-count // per_page))
@@ -159,11 +146,7 @@ def step_view(
     end = min(start + per_page, count)
     log = fate_log(run)
     fates = log.fates_at(step, range(start, end))
-    rows = list(
-        Message.objects.filter(transcript_id=run.transcript_id, index__gte=start, index__lt=end)
-        .order_by("index")
-        .values_list("index", "role", "preview", "reference_tokens", "name")
-    )
+    rows = run_rows.message_rows(run.transcript_id, start, end)
     # Modified versions shown on this page: only their events are read.
     modified_seqs = {
         seq for fate, seq in fates.values() if fate.value in ("truncated", "offloaded", "pruned")

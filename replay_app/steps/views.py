@@ -18,6 +18,7 @@ from ctxlab.http import int_param as _int
 from ctxlab.http import json_response as _json
 from ctxlab.http import wants as _wants
 from ctxlab.ownership import get_owned_or_404
+from replay_app import run_rows
 from replay_app.models import Run
 from replay_app.runs import textstore
 from replay_app.steps import at_step, lost_analysis, message_diffs, summary_page
@@ -25,11 +26,9 @@ from replay_app.steps.lost_links import with_links
 from sessions_app import huge
 
 
-def _run(request: HttpRequest, pk: int, *, transcript: bool = True) -> Run:
+def _run(request: HttpRequest, pk: int) -> Run:
     # The ledger and ground truth (up to ~1 MB of JSON) load only if a page reads them.
-    rows = Run.objects.defer("ledger", "ground_truth")
-    if transcript:
-        rows = rows.select_related("transcript")
+    rows = Run.objects.defer("ledger", "ground_truth").select_related("transcript")
     return get_owned_or_404(rows, request.user, pk=pk)
 
 
@@ -39,7 +38,7 @@ def _run(request: HttpRequest, pk: int, *, transcript: bool = True) -> Run:
 @require_GET
 def run_step(request: HtmxHttpRequest, pk: int, step: int) -> HttpResponse:
     # No transcript row: a step view reads it only through memoised parts (~0.4 ms a view).
-    run = _run(request, pk, transcript=False)
+    run = run_rows.owned_run(request.user, pk, without=("ledger", "ground_truth"))
     try:
         view = at_step.step_view(run, step, page=_int(request.GET.get("mpage")))
     except LookupError as exc:

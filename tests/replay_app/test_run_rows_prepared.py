@@ -1,0 +1,63 @@
+"""The run pages' per-view rows by prepared queries (``replay_app.run_rows``): what the
+querysets they replace give, and the ownership check of ``get_owned_or_404``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import AnonymousUser
+from django.http import Http404
+from inspect_helpers import make_run
+
+from replay_app import run_rows
+from replay_app.models import Run, RunStep
+from sessions_app.models import Message
+
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_memo")]
+
+
+@pytest.fixture
+def run(user: Any, transcript: Any) -> Run:
+    return make_run(user, transcript, "cowagent")
+
+
+def test_owned_run_is_the_owners_run_only(run: Run, user: Any, other_user: Any) -> None:
+    full = Run.objects.get(pk=run.pk)
+    fields = [f.attname for f in Run._meta.concrete_fields]
+    loaded = run_rows.owned_run(user, run.pk, without=("ledger", "ground_truth"))
+    assert loaded.get_deferred_fields() == {"ledger", "ground_truth"}
+    assert [getattr(loaded, f) for f in fields] == [getattr(full, f) for f in fields]  # lazily
+    keyed = run_rows.owned_run(user, run.pk, only=("status", "finished_at", "created_at"))
+    assert keyed.status == full.status and keyed.finished_at == full.finished_at
+    assert "params" in keyed.get_deferred_fields() and keyed.owner_id == user.pk
+    for viewer, pk in ((other_user, run.pk), (AnonymousUser(), run.pk), (user, run.pk + 999)):
+        with pytest.raises(Http404):
+            run_rows.owned_run(viewer, pk)
+
+
+def test_step_and_message_rows_are_the_querysets_rows(run: Run) -> None:
+    assert run.steps_total > 3
+    for step in (0, run.steps_total // 2, run.steps_total - 1):
+        expected = RunStep.objects.filter(run=run, index=step).values_list(*run_rows.STEP_COLUMNS)
+        assert run_rows.step_row(run, step) == expected.get()
+    assert run_rows.step_row(run, run.steps_total + 5) is None
+    count = run.transcript.message_count
+    for start, end in ((0, 50), (3, 7), (count - 2, count + 50), (count + 1, count + 9)):
+        expected_rows = Message.objects.filter(
+            transcript_id=run.transcript_id, index__gte=start, index__lt=end
+        ).order_by("index")
+        assert run_rows.message_rows(run.transcript_id, start, end) == list(
+            expected_rows.values_list(*run_rows.MESSAGE_COLUMNS)
+        )
+
+
+def test_step_pages_of_other_users_runs_are_404(
+    client: Any, run: Run, user: Any, other_user: Any
+) -> None:
+    client.force_login(user)
+    assert client.get(f"/runs/{run.pk}/steps/1/").status_code == 200
+    assert client.get(f"/runs/{run.pk}/").status_code == 200
+    client.force_login(other_user)
+    assert client.get(f"/runs/{run.pk}/steps/1/").status_code == 404
+    assert client.get(f"/runs/{run.pk}/").status_code == 404
