@@ -19,7 +19,7 @@ from sessions_app.models import Transcript
 
 from . import configs
 from .configs import Base, SuiteInputError
-from .replay_glue import SUMMARIZERS, StrategyConfig
+from .replay_glue import SUMMARIZERS, StrategyConfig, TranscriptPicker
 
 GRID_SLOTS = 3
 
@@ -67,7 +67,7 @@ def filter_transcripts(
 class SuiteForm(forms.Form):
     name = forms.CharField(max_length=200)
     transcripts = forms.ModelMultipleChoiceField(
-        queryset=Transcript.objects.none(), required=False, widget=forms.CheckboxSelectMultiple,
+        queryset=Transcript.objects.none(), required=False, widget=TranscriptPicker,
         help_text="chosen by hand",
     )  # fmt: skip
     filter_format = forms.ChoiceField(required=False, label="Format")
@@ -93,13 +93,10 @@ class SuiteForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.owner = owner
         mine = Transcript.objects.filter(owner=owner).select_related("upload").order_by("-pk")
+        # Checkboxes for the newest few and the checked ones, and a search box: a user
+        # with thousands of conversations got every one of them as a checkbox (6 s).
         self.fields["transcripts"].queryset = mine  # type: ignore[attr-defined]
-        self.fields["transcripts"].label_from_instance = (  # type: ignore[attr-defined]
-            lambda t: (
-                f"{t.title or t.source_file or t.upload.name} · {t.format} · "
-                f"{t.message_count} message{'' if t.message_count == 1 else 's'}"
-            )
-        )
+        self.fields["transcripts"].widget.owner = owner
         formats = sorted(set(mine.values_list("format", flat=True)))
         self.fields["filter_format"].choices = [("", "any"), *((f, f) for f in formats)]  # type: ignore[attr-defined]
         saved = StrategyConfig.objects.filter(owner=owner).order_by("name")

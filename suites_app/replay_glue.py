@@ -16,12 +16,14 @@ from replay_app.models import Run, RunAnalysis, RunStatus, StrategyConfig
 from replay_app.runs import pooled
 from replay_app.runs import services as replay_services
 from replay_app.runs.progress import ChannelProgress
+from replay_app.runs.transcript_picker import TranscriptPicker
 from sessions_app.models import Transcript
 
 __all__ = [
     "Run",
     "RunStatus",
     "StrategyConfig",
+    "TranscriptPicker",
     "create_run",
     "execute_run",
     "requeue_run",

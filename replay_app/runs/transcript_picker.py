@@ -1,5 +1,6 @@
 """The run and sweep forms' transcript choice: a handful of radio buttons (the chosen
-transcript and the newest ones) and a search box whose results htmx swaps in.
+transcript and the newest ones) and a search box whose results htmx swaps in; the suite
+form's is the same with checkboxes (several transcripts).
 
 A user may own 100,000 conversations: a ``<select>`` of all of them makes the form slow
 to build and to use, so no page ever lists more than ``RESULTS`` of them. Each option
@@ -37,11 +38,17 @@ def _base(owner: Any) -> QuerySet[Transcript]:
     )
 
 
+def _ids(selected: Any) -> list[int]:
+    values = selected if isinstance(selected, list | tuple) else [selected]
+    return [int(v) for v in values if str(v or "").isdigit()]
+
+
 def options(owner: Any, *, query: str = "", selected: Any = None) -> list[Transcript]:
-    """The chosen transcript first, then the newest (or the best matches of ``query``)."""
-    chosen = None
-    if str(selected or "").isdigit():
-        chosen = _base(owner).filter(pk=int(selected)).first()
+    """The chosen transcripts first (one id, or a list of them), then the newest (or the
+    best matches of ``query``): ``RESULTS`` in all, or every chosen one and ``RESULTS``
+    others when several are chosen."""
+    ids = _ids(selected)
+    chosen = list(_base(owner).filter(pk__in=ids)) if ids else []
     found = _base(owner)
     text = query.strip()
     if text:
@@ -50,15 +57,31 @@ def options(owner: Any, *, query: str = "", selected: Any = None) -> list[Transc
         if text.isdigit():
             match |= Q(pk=int(text))
         found = found.filter(match)
-    if chosen is not None:
-        found = found.exclude(pk=chosen.pk)
-    rows = list(found[: RESULTS - (chosen is not None)])
-    return ([chosen] if chosen is not None else []) + rows
+    if chosen:
+        found = found.exclude(pk__in=[t.pk for t in chosen])
+    rows = list(found[: RESULTS if len(chosen) > 1 else RESULTS - len(chosen)])
+    return chosen + rows
+
+
+def _context(name: str, shown: list[Transcript], selected: Any, query: str) -> dict[str, Any]:
+    multiple = name == MULTIPLE_NAME
+    return {
+        "name": name,
+        "options": shown,
+        "multiple": multiple,
+        "selected": {str(i) for i in _ids(selected)},
+        "query": query,
+    }
+
+
+# The suite form picks several transcripts (checkboxes); the run forms pick one (radios).
+MULTIPLE_NAME = "transcripts"
 
 
 class TranscriptPicker(forms.Widget):
-    """Radio buttons for the few options + the search box (the field's queryset is only
-    used to validate the posted id)."""
+    """Radio buttons (or checkboxes, for the field named ``MULTIPLE_NAME``) for the few
+    options + the search box (the field's queryset is only used to validate the posted
+    ids). Searching keeps what is checked: the search sends the checked ids along."""
 
     template_name = "replay_app/runs/_transcript_picker.html"
     owner: Any = None
@@ -67,25 +90,28 @@ class TranscriptPicker(forms.Widget):
         self, name: str, value: Any, attrs: dict[str, Any] | None = None, renderer: Any = None
     ) -> SafeString:
         shown = options(self.owner, selected=value)
-        return render_to_string(
-            self.template_name,
-            {"name": name, "options": shown, "selected": str(value or ""), "query": ""},
-        )
+        return render_to_string(self.template_name, _context(name, shown, value, ""))
 
     def value_from_datadict(self, data: Any, files: Any, name: str) -> Any:
+        if name == MULTIPLE_NAME and hasattr(data, "getlist"):
+            return data.getlist(name)
         return data.get(name)
 
 
 @require_GET
 def transcript_options(request: HttpRequest) -> HttpResponse:
-    """``?transcript_q=&transcript=`` → the options fragment (the search box's target)."""
-    selected = request.GET.get("transcript", "")
+    """``?transcript_q=&transcript=`` (or ``&transcripts=…`` for the suite form) → the
+    options fragment (the search box's target)."""
+    name = MULTIPLE_NAME if request.GET.get("picker") == MULTIPLE_NAME else "transcript"
+    selected: Any = (
+        request.GET.getlist(name) if name == MULTIPLE_NAME else request.GET.get(name, "")
+    )
     query = request.GET.get("transcript_q", "")[:200]
     shown = options(request.user, query=query, selected=selected)
     return render(
         request,
         "replay_app/runs/_transcript_picker.html#transcript-options",
-        {"name": "transcript", "options": shown, "selected": selected, "query": query},
+        _context(name, shown, selected, query),
     )
 
 

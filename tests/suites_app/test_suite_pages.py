@@ -298,3 +298,40 @@ def test_every_metric_row_has_a_cell_per_configuration_and_no_repeated_unit(
         label = unit.sub("", head).strip().lower()
         for shown in unit.findall(head):
             assert shown.rstrip("s").lower() not in label and not (shown == "USD" and "$" in label)
+
+
+def test_suite_form_lists_a_few_transcripts_searches_and_keeps_the_checked(
+    user: Any, other_user: Any, client_for: Any
+) -> None:
+    """A user with many conversations gets the newest few as checkboxes and a search box
+    (every conversation was a checkbox: 6 s for 1,134 real aider sessions); a search keeps
+    what is checked, and another user's transcripts are never listed nor accepted."""
+    import re
+
+    from replay_app.runs.transcript_picker import RESULTS
+
+    mine = [import_chat(user, seed=s, turns=1, size=200) for s in range(RESULTS + 3)]
+    theirs = import_chat(other_user, seed=99, turns=1, size=200)
+    client = client_for(user)
+    html = client.get("/suites/new/").content.decode()
+    boxes = re.findall(r'<input type="checkbox" name="transcripts" value="(\d+)"', html)
+    assert len(boxes) == RESULTS and str(theirs.pk) not in boxes
+    assert 'hx-get="/runs/new/transcripts/?picker=transcripts"' in html
+    oldest, newest = mine[0], mine[-1]
+    found = client.get(
+        "/runs/new/transcripts/",
+        {"picker": "transcripts", "transcript_q": "chat-0.json", "transcripts": [newest.pk]},
+    ).content.decode()
+    checked = re.findall(r'name="transcripts" value="(\d+)" id="[^"]+" checked', found)
+    listed = re.findall(r'name="transcripts" value="(\d+)"', found)
+    assert checked == [str(newest.pk)] and listed == [str(newest.pk), str(oldest.pk)]
+    # Another user's id is refused by the field, with nothing created.
+    response = client.post(
+        "/suites/new/",
+        {"name": "x", "summarizer": "offline", "max_attempts": "1", "presets": ["qwenpaw"],
+         "transcripts": [str(theirs.pk)]},
+    )  # fmt: skip
+    assert response.status_code == 200 and not Suite.objects.filter(name="x").exists()
+    assert str(theirs.pk) not in re.findall(
+        r'name="transcripts" value="(\d+)"', response.content.decode()
+    )
