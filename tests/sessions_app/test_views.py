@@ -351,3 +351,17 @@ def test_secrets_are_masked_in_pages_and_json(alice: Any, alice_client: Client) 
     )
     # The original bytes are kept untouched for the owner's download.
     assert key.encode() in bytes(Upload.objects.get().data)
+
+
+def test_a_session_without_messages_says_so(alice: Any, alice_client: Client) -> None:
+    # aider's chat history holds sessions that started and left (a header, no chat): the
+    # real history in the corpus has dozens of them.
+    data = (
+        b"# aider chat started at 2024-08-06 08:28:28\n\n\n"
+        b"# aider chat started at 2024-08-06 08:40:35\n\n#### fix the test\n\nDone.\n"
+    )
+    outcome = services.upload_import(owner=alice, name="history.md", data=data, format="aider")
+    empty, chat = Transcript.objects.filter(upload=outcome.upload).order_by("position")
+    assert (empty.message_count, chat.message_count > 0) == (0, True)
+    assert 'id="no-messages"' in alice_client.get(f"/transcripts/{empty.pk}/").content.decode()
+    assert 'id="no-messages"' not in alice_client.get(f"/transcripts/{chat.pk}/").content.decode()
