@@ -77,3 +77,11 @@ class RowBackend(ModelBackend):
             return None
         user = instance(model, fields, rows[0], using)
         return user if self.user_can_authenticate(user) else None
+
+
+def warm() -> None:
+    """Compile both lookups now (a served process's warm-up), not in its first view."""
+    from django.contrib.sessions.models import Session
+
+    _session_query().compiled(router.db_for_read(Session))
+    _user_query()[0].compiled(router.db_for_read(get_user_model()))

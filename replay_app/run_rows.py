@@ -38,20 +38,28 @@ def _run_query(fields: tuple[str, ...]) -> Prepared:
     return Prepared(make, {"pk": 1, "owner": 1}, {"pk": 2, "owner": 2})
 
 
-def owned_run(
-    user: Any, pk: int, *, without: tuple[str, ...] = (), only: tuple[str, ...] = ()
-) -> Run:
-    """Run ``pk`` if ``user`` owns it (else ``Http404``, as ``get_owned_or_404``), with
-    ``only`` its fields (``id`` and ``owner_id`` are added) or every field but ``without``;
-    the others load on first use."""
-    if not getattr(user, "is_authenticated", False):
-        raise Http404("No such object.")
-    names = set(only) | {"id", "owner_id"} if only else None
+_SHAPES: set[tuple[str, ...]] = set()  # every field set a view reads runs with (warm)
+
+
+def run_fields(*, only: tuple[str, ...] = (), without: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """The run columns a view reads: ``only`` these (with ``id`` and ``owner_id``), or every
+    one but ``without``; the others load on first use, as with ``only()``/``defer()``.
+    Views make theirs at import, so a served process compiles them before it listens."""
+    names = {*only, "id", "owner_id"}
     fields = tuple(
         f.attname
         for f in Run._meta.concrete_fields
-        if (f.attname in names if names else f.name not in without)
+        if (f.attname in names if only else f.name not in without)
     )
+    _SHAPES.add(fields)
+    return fields
+
+
+def owned_run(user: Any, pk: int, fields: tuple[str, ...]) -> Run:
+    """Run ``pk`` with its ``fields`` (``run_fields``) if ``user`` owns it, else
+    ``Http404`` (as ``get_owned_or_404``: another user's run is not revealed)."""
+    if not getattr(user, "is_authenticated", False):
+        raise Http404("No such object.")
     using = router.db_for_read(Run)
     rows = _run_query(fields).rows(using, pk=int(pk), owner=int(user.pk))
     if not rows:
@@ -89,3 +97,11 @@ def message_rows(transcript_id: int, start: int, end: int) -> list[tuple[Any, ..
     """``MESSAGE_COLUMNS`` of messages ``start``..``end - 1`` of a transcript, in order."""
     using = router.db_for_read(Message)
     return _messages_query().rows(using, transcript=transcript_id, start=start, end=end)
+
+
+def warm() -> None:
+    """Compile every lookup now (a served process's warm-up), not in its first view."""
+    for fields in list(_SHAPES):
+        _run_query(fields).compiled(router.db_for_read(Run))
+    _step_query().compiled(router.db_for_read(RunStep))
+    _messages_query().compiled(router.db_for_read(Message))

@@ -90,12 +90,15 @@ def start_group(
     return render(request, template, {"form": form}, status=status)
 
 
+_KEYED = run_rows.run_fields(only=whole_page.KEY_FIELDS)  # what whole_page's key reads
+
+
 @require_GET
 def run_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     if not request.htmx and not _wants_json(request):
         # A finished run's page comes whole from the memo: only the row's key fields are
         # read (its joins cost more than the rest of the view, see whole_page).
-        keyed = run_rows.owned_run(request.user, pk, only=whole_page.KEY_FIELDS)
+        keyed = run_rows.owned_run(request.user, pk, _KEYED)
         return whole_page.page(request, keyed, "run", lambda extra: _run_page(request, pk, extra))
     return _run_page(request, pk, {})
 

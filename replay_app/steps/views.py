@@ -35,10 +35,14 @@ def _run(request: HttpRequest, pk: int) -> Run:
 # --- the context at one step -------------------------------------------------------------
 
 
+# The ledger and ground truth (up to ~1 MB of JSON) load only if a page reads them.
+_STEP_RUN = run_rows.run_fields(without=("ledger", "ground_truth"))
+
+
 @require_GET
 def run_step(request: HtmxHttpRequest, pk: int, step: int) -> HttpResponse:
     # No transcript row: a step view reads it only through memoised parts (~0.4 ms a view).
-    run = run_rows.owned_run(request.user, pk, without=("ledger", "ground_truth"))
+    run = run_rows.owned_run(request.user, pk, _STEP_RUN)
     try:
         view = at_step.step_view(run, step, page=_int(request.GET.get("mpage")))
     except LookupError as exc:

@@ -25,15 +25,19 @@ def run(user: Any, transcript: Any) -> Run:
 def test_owned_run_is_the_owners_run_only(run: Run, user: Any, other_user: Any) -> None:
     full = Run.objects.get(pk=run.pk)
     fields = [f.attname for f in Run._meta.concrete_fields]
-    loaded = run_rows.owned_run(user, run.pk, without=("ledger", "ground_truth"))
+    loaded = run_rows.owned_run(
+        user, run.pk, run_rows.run_fields(without=("ledger", "ground_truth"))
+    )
     assert loaded.get_deferred_fields() == {"ledger", "ground_truth"}
     assert [getattr(loaded, f) for f in fields] == [getattr(full, f) for f in fields]  # lazily
-    keyed = run_rows.owned_run(user, run.pk, only=("status", "finished_at", "created_at"))
+    keyed = run_rows.owned_run(
+        user, run.pk, run_rows.run_fields(only=("status", "finished_at", "created_at"))
+    )
     assert keyed.status == full.status and keyed.finished_at == full.finished_at
     assert "params" in keyed.get_deferred_fields() and keyed.owner_id == user.pk
     for viewer, pk in ((other_user, run.pk), (AnonymousUser(), run.pk), (user, run.pk + 999)):
         with pytest.raises(Http404):
-            run_rows.owned_run(viewer, pk)
+            run_rows.owned_run(viewer, pk, run_rows.run_fields(only=("status",)))
 
 
 def test_step_and_message_rows_are_the_querysets_rows(run: Run) -> None:
@@ -61,3 +65,29 @@ def test_step_pages_of_other_users_runs_are_404(
     client.force_login(other_user)
     assert client.get(f"/runs/{run.pk}/steps/1/").status_code == 404
     assert client.get(f"/runs/{run.pk}/").status_code == 404
+
+
+def test_a_warmed_process_compiles_nothing_in_its_views(
+    client: Any, run: Run, user: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ctxlab import page_pool
+    from ctxlab.prepared import Prepared
+
+    page_pool.warm_queries()  # what a page process does before it listens
+    compiled: list[Any] = []
+    original = Prepared._compile
+
+    def spy(self: Prepared, using: str) -> Any:
+        compiled.append(self)
+        return original(self, using)
+
+    monkeypatch.setattr(Prepared, "_compile", spy)
+    for prepared in [*run_rows._SHAPES]:
+        run_rows._run_query(prepared)._compiled.clear()  # as in a fresh process...
+    run_rows._step_query()._compiled.clear()
+    page_pool.warm_queries()  # ... warmed again
+    warmed = len(compiled)
+    client.force_login(user)
+    for url in (f"/runs/{run.pk}/", f"/runs/{run.pk}/steps/2/", f"/runs/{run.pk}/steps/3/"):
+        assert client.get(url).status_code == 200
+    assert warmed >= 3 and len(compiled) == warmed  # every view's lookup was ready
