@@ -21,6 +21,7 @@ from __future__ import annotations
 import ast
 import itertools
 import json
+import math
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -29,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from .extract import LINE_NUMBER_RE, critical_facts_of_parts, input_strings
 from .extract import clear_caches as extract_clear_caches
+from .lru import BoundedLRU
 
 if TYPE_CHECKING:
     from .model import Conversation
@@ -169,6 +171,37 @@ META_RE = re.compile(
 )
 
 
+LITERAL_MAX = 20_000  # longer Python-literal arguments are read as raw text
+# Python-literal arguments a strategy rendered (BaseAgent's ``str(dict)``) -> the value they
+# were rendered from: decoding them is a lookup instead of a parse (bounded; a miss parses).
+# Registered where the rendering is memoised per block (that memo outlives cold caches),
+# so ``clear_caches`` keeps these too.
+_RENDERED: BoundedLRU[Any] = BoundedLRU(16_384, max_chars=8_000_000)
+
+
+def remember_literal(text: str, value: Any) -> None:
+    """Note that ``text`` is ``repr(value)`` (``_call_args`` then needs no parse). Kept only
+    when ``ast.literal_eval(text)`` is sure to read ``value`` back: dicts with string keys,
+    lists, strings, ints, bools, None and finite floats, nested at most 50 deep."""
+    if text.startswith("{") and len(text) <= LITERAL_MAX and _reads_back(value, 0):
+        _RENDERED.set(text, value)
+
+
+def _reads_back(value: Any, depth: int) -> bool:
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:
+        return True
+    if kind is float:
+        return math.isfinite(value)  # repr "inf"/"nan" is no literal
+    if depth >= 50:  # the parser refuses deep nesting
+        return False
+    if kind is dict:
+        return all(type(k) is str and _reads_back(v, depth + 1) for k, v in value.items())
+    if kind is list:
+        return all(_reads_back(v, depth + 1) for v in value)
+    return False
+
+
 def _call_args(args: str) -> Any:
     """A rendered tool call's arguments decoded: JSON, or the Python dict repr BaseAgent
     renders (a literal only, size-bounded); the raw string when neither."""
@@ -176,7 +209,10 @@ def _call_args(args: str) -> Any:
         return json.loads(args)
     except ValueError:
         pass
-    if args.startswith("{") and len(args) <= 20_000:
+    if args.startswith("{") and len(args) <= LITERAL_MAX:
+        known = _RENDERED.get(args)
+        if known is not None:
+            return known
         try:
             return ast.literal_eval(args)
         except (ValueError, SyntaxError, MemoryError, RecursionError):

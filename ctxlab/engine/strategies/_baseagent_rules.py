@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from ..model import Block, BlockKind, BlockMemo, Message, Role
+from ..summarizers import remember_literal
 
 APPROX_CHARS_PER_TOKEN = 4
 MODEL_CONTEXT_LIMIT = 200_000
@@ -121,7 +122,10 @@ def _arguments(block: Block) -> str:
 
 
 def _repr_input(block: Block) -> str:
-    return _py_str(block.tool_input)
+    value = block.tool_input if block.tool_input is not None else {}
+    text = _py_str(value)
+    remember_literal(text, value)  # the offline summariser reads it back without a parse
+    return text
 
 
 _ARGUMENTS = BlockMemo()

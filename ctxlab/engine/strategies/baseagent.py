@@ -355,21 +355,16 @@ class BaseAgentStrategy(Strategy):
         self, ctx: ContextView, *, total: int, pruned_total: int, threshold: float
     ) -> None:
         st: _State = ctx.state
-        view_rows = self._view_rows(ctx)
-        request_rows = rules.compaction_request(view_rows)
+        prompts, material = self._request_parts(ctx)
         compacted = list(ctx.live)
         request = SummaryRequest(
             strategy=self.name,
             system=ctx.system_text,
-            messages=tuple(_prompt(m) for m in request_rows if m.role != "system"),
+            messages=(*prompts, _prompt(rules.compaction_request(())[-1])),
             max_output_tokens=int(self.params["compaction_max_tokens"]),
             style="sections",
             sections=SECTIONS,
-            material=tuple(
-                MaterialItem(m.role, _prompt(m).text, m.src if m.src is not None else -1)
-                for m in view_rows
-                if m.role != "system"
-            ),
+            material=material,
             previous_summary=ctx.summary,
         )
         record = ctx.summarize(request, messages=compacted)
@@ -409,15 +404,26 @@ class BaseAgentStrategy(Strategy):
             previous_ref=previous_ref,
         )
 
-    def _view_rows(self, ctx: ContextView) -> list[BaseMsg]:
+    def _request_parts(
+        self, ctx: ContextView
+    ) -> tuple[list[PromptMessage], tuple[MaterialItem, ...]]:
+        """The compaction call's messages before its prompt, and the summariser's material,
+        from the list BaseAgent sends ([system, summary?, *live rows]; system rows are the
+        call's system prompt): each row rendered once, rows read from the estimator's."""
         st: _State = ctx.state
-        rows: list[BaseMsg] = []
-        rows.append(BaseMsg("system", ctx.system_text, src=ctx.system_index))
+        prompts: list[PromptMessage] = []
+        material: list[MaterialItem] = []
         if st.summary_msg is not None:
-            rows.append(st.summary_msg)
+            prompt = _prompt(st.summary_msg)
+            prompts.append(prompt)
+            material.append(MaterialItem(prompt.role, prompt.text, -1))
         for i in ctx.live:
-            rows.extend(rules.to_base(i, ctx.message(i)))
-        return rows
+            for m in _base_rows(st, ctx.message(i)):
+                if m.role != "system":
+                    prompt = _prompt(m)
+                    prompts.append(prompt)
+                    material.append(MaterialItem(m.role, prompt.text, i))
+        return prompts, tuple(material)
 
 
 class _RowIndex:
