@@ -103,3 +103,23 @@ def test_many_conversation_file_expands_in_place(
     assert page.url.endswith("/transcripts/")  # swapped in place, no navigation
     assert page.errors == []
     screenshot("expanded")
+
+
+def test_a_long_file_name_keeps_every_column_in_view(
+    page: Any, live_server: Any, login: Any, tmp_path: Path
+) -> None:
+    # Real corpus names such as pydanticai-test_openai_responses_thinking_with_tool_calls.yaml
+    # have no break point: the table grew wider than the page and hid "Imported".
+    login()
+    long = tmp_path / ("pydanticai-test_openai_responses_thinking_with_tool_calls" * 2 + ".json")
+    long.write_bytes(TAU_TASK.read_bytes())
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.goto(f"{live_server.url}/transcripts/")
+    page.set_input_files("#upload-form input[type=file]", [str(long)])
+    page.click("#upload-form button[type=submit]")
+    page.wait_for_selector("#upload-results .upload-ok")
+    page.goto(f"{live_server.url}/transcripts/")
+    wrap = page.locator("#upload-table")
+    assert wrap.evaluate("e => e.scrollWidth <= e.clientWidth"), wrap.evaluate(
+        "e => [e.scrollWidth, e.clientWidth]"
+    )
