@@ -214,7 +214,7 @@ class ReplayContext:
         if self.system_index is not None:
             self.alive[0] = 1
             self._ranges.append((0, 1))
-        self.summary = ""
+        self._summary: str | Callable[[], str] = ""
         self.summary_tokens = 0
         self.summary_ref = 0
         self.summary_id: int | None = None
@@ -277,25 +277,38 @@ class ReplayContext:
         return self.system_ref + self.tools_ref + self.summary_ref + self.history_ref
 
     # --- summary ------------------------------------------------------------------------
+    @property
+    def summary(self) -> str:
+        """The summary's text; made when first read if the strategy gave a function."""
+        if not isinstance(self._summary, str):
+            self._summary = self._summary()
+        return self._summary
+
     def set_summary(
         self,
-        text: str,
+        text: str | Callable[[], str],
         *,
         tokens: int,
-        rendered: str,
+        rendered: str | Callable[[], str],
         summary_id: int | None,
         rendered_ref: int | None = None,
     ) -> None:
         """Replace the summary. ``tokens`` is what the strategy counts for it; ``rendered``
         is the text it adds to the request, counted with the reference tokenizer unless the
-        strategy gives that count (``rendered_ref``, e.g. summed from parts it knows)."""
-        self.summary = text
+        strategy gives that count (``rendered_ref``, e.g. summed from parts it knows).
+        ``text`` and ``rendered`` may be functions making a non-empty text, called only if
+        it is read: a summary of many parts re-made at every render (every checkpoint so
+        far) made long replays quadratic, and its text is seldom read."""
+        self._summary = text
         self.summary_tokens = tokens
         if not rendered:
             self.summary_ref = 0
         else:
-            ref = self.reference.text(rendered) if rendered_ref is None else rendered_ref
-            self.summary_ref = ref + 4
+            if rendered_ref is None:
+                rendered_ref = self.reference.text(
+                    rendered if isinstance(rendered, str) else rendered()
+                )
+            self.summary_ref = rendered_ref + 4
         self.summary_id = summary_id if text else None
 
     def set_system_tokens(self, tokens: int) -> None:

@@ -56,8 +56,9 @@ Readings (a transcript is not a SWE-agent history):
 
 from __future__ import annotations
 
+import functools
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -195,6 +196,7 @@ class _State:
     loose: list[int] = field(default_factory=list)  # appended, neither task nor turn
     # reference counts of checkpoints[i] + "\n\n", counted once each (see _joined_reference)
     separated_refs: list[int] = field(default_factory=list)
+    scaled: list[int] = field(default_factory=list)  # the estimator's count of each checkpoint
 
 
 class ComplexityTrapSummaryStrategy(ObservationMaskingStrategy):
@@ -338,7 +340,7 @@ class ComplexityTrapSummaryStrategy(ObservationMaskingStrategy):
             self._checkpoint(ctx, unprocessed[:n])
         elif not st.shows_all and st.checkpoints:
             # The cache holds every checkpoint: from this query on all are in the request.
-            self._render(ctx, st.checkpoints)
+            self._render(ctx, every=True)
         if self.params["mode"] == "hybrid":
             self._mask(ctx)
 
@@ -385,7 +387,7 @@ class ComplexityTrapSummaryStrategy(ObservationMaskingStrategy):
             act.remove(gone, Fate.SUMMARISED)
             act.remove(loose, Fate.DROPPED, reason="not part of a turn: absent from the view")
             static = bool(self.params["enable_static_checkpointing"])
-            self._render(ctx, st.checkpoints[-1:] if static else st.checkpoints, record_id)
+            self._render(ctx, every=not static, summary_id=record_id)
             act.summary_id = record_id
             act.always = True
         st.done += k
@@ -398,22 +400,30 @@ class ComplexityTrapSummaryStrategy(ObservationMaskingStrategy):
             previous_ref=previous_ref,
         )
 
-    def _render(
-        self, ctx: ContextView, checkpoints: list[str], summary_id: int | None = None
-    ) -> None:
+    def _render(self, ctx: ContextView, *, every: bool, summary_id: int | None = None) -> None:
+        """The summary slot: every checkpoint so far, or only the newest. Each checkpoint is
+        counted once; the slot's text (all of them joined) is made only if read: remade at
+        each checkpoint it made long replays quadratic."""
         st: _State = ctx.state
-        rendered = "\n\n".join(checkpoints)
-        tokens = sum(self.scale(ctx.reference.text(c)) for c in checkpoints)
+        shown = tuple(st.checkpoints) if every else (st.checkpoints[-1],)
+        st.scaled.extend(
+            self.scale(ctx.reference.text(c)) for c in st.checkpoints[len(st.scaled) :]
+        )
+        tokens = sum(st.scaled) if every else st.scaled[-1]
+        rendered_ref = _joined_reference(ctx, list(shown), st.separated_refs if every else [])
+        rendered: str | Callable[[], str] = shown[0]
+        if len(shown) > 1:
+            rendered = functools.partial("\n\n".join, shown)
+            if rendered_ref is None:
+                rendered = rendered()
         ctx.set_summary(
             rendered,
             tokens=tokens,
             rendered=rendered,
             summary_id=summary_id if summary_id is not None else ctx.summary_id,
-            rendered_ref=_joined_reference(
-                ctx, checkpoints, st.separated_refs if checkpoints == st.checkpoints else []
-            ),
+            rendered_ref=rendered_ref,
         )
-        st.shows_all = len(checkpoints) == len(st.checkpoints)
+        st.shows_all = len(shown) == len(st.checkpoints)
 
     def summary_request(self, ctx: ContextView, turns: list[Turn]) -> SummaryRequest:
         """The call ``query_for_summary`` makes for ``turns``."""
@@ -489,7 +499,9 @@ def _joined_reference(ctx: ContextView, checkpoints: list[str], separated: list[
     holds the counts of ``checkpoints[i] + "\n\n"`` found so far and is extended: even a
     memoised count hashes its new joined string, so recounting them at every render stayed
     quadratic. None (count the whole) if a checkpoint starts with whitespace."""
-    if not checkpoints or any(not c or c[0].isspace() for c in checkpoints[1:]):
+    # checkpoints[1 : len(separated)] passed this test when their counts were kept
+    unchecked = checkpoints[max(1, len(separated)) :]
+    if not checkpoints or any(not c or c[0].isspace() for c in unchecked):
         return None
     text = ctx.reference.text
     separated.extend(text(c + "\n\n") for c in checkpoints[len(separated) : -1])

@@ -302,6 +302,24 @@ def test_summary_reference_count_summed_per_checkpoint_equals_the_whole_count(
     assert summed.events == whole.events
 
 
+def test_every_checkpoints_summary_text_is_joined_only_when_read() -> None:
+    """Each render of every checkpoint so far (once per checkpoint) leaves the joined text
+    to be made when read (joining them at each render made long replays quadratic); read,
+    it is the checkpoints joined by blank lines, as before."""
+    from ctxlab.engine import synth
+
+    conversation = synth.bench_conversation(CORPUS, messages=600, seed=4)
+    job = Replay(conversation, NAME, params={"n": 3, "keep_last_m_turns": 2})
+    deferred = 0
+    for _ in job:
+        st = job.ctx.state
+        if st.shows_all and len(st.checkpoints) > 1:
+            deferred += not isinstance(job.ctx._summary, str)
+            assert job.ctx.summary == "\n\n".join(st.checkpoints)
+            assert isinstance(job.ctx._summary, str)  # made once
+    assert deferred > 20
+
+
 def test_a_plain_answer_before_a_persons_words_goes_with_its_summarised_span() -> None:
     """Not a turn, so not in the original's view once a checkpoint covers it: a plain
     answer followed directly by a user message was never dropped (it stayed in every
