@@ -9,7 +9,7 @@ plotly's ``to_html`` emits an inline ``<script>Plotly.newPlot(...)</script>``, w
 from __future__ import annotations
 
 import html
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import plotly.graph_objects as go
@@ -19,6 +19,18 @@ from plotly.io.json import to_json_plotly
 # a transcript string cannot end the data block. plotly already escapes < > /; these hold even
 # if it stopped (Django's json_script escapes the same three characters).
 _SCRIPT_SAFE = (("<", "\\u003C"), (">", "\\u003E"), ("&", "\\u0026"))
+
+# Counts (steps, message indexes) are whole numbers, but plotly ticks a short axis at
+# halves (2, 2.5, 3 ...): up to this span every whole number gets a tick; beyond it
+# plotly's own spacing is whole already.
+WHOLE_TICKS_SPAN = 10
+
+
+def whole_number_axis(values: Sequence[float]) -> dict[str, Any]:
+    """Axis settings that tick a count axis on whole numbers only."""
+    if values and max(values) - min(values) <= WHOLE_TICKS_SPAN:
+        return {"tick0": 0, "dtick": 1}
+    return {}
 
 
 def figure_json(figure: go.Figure | Mapping[str, Any], config: Mapping[str, Any]) -> str:

@@ -7,7 +7,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from ctxlab.plots import figure_html
+from ctxlab.plots import figure_html, whole_number_axis
 
 # (message index, uncached input, cache read, cache write 5m, cache write 1h, output)
 UsageRow = tuple[int, int, int, int, int, int]
@@ -47,7 +47,7 @@ def usage_figure(
         template="none",
         height=320,
         margin={"l": 60, "r": 20, "t": 30, "b": 40},
-        xaxis_title="message index",
+        xaxis={"title": {"text": "message index"}, **whole_number_axis(x)},
         yaxis_title="reported tokens",
         legend={"orientation": "h", "y": 1.12},
         hovermode="x unified",

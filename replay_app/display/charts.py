@@ -20,7 +20,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from ctxlab.plots import figure_html
+from ctxlab.plots import figure_html, whole_number_axis
 from replay_app.display import thinning
 from replay_app.display.vocabulary import event_label
 
@@ -256,6 +256,7 @@ def token_curve(
                              colour=EVENT_COLOUR)  # fmt: skip
         data.append(_compact_hover(trace, events) if thin else trace)
     layout = _layout(yaxis_title="context tokens")
+    layout["xaxis"].update(whole_number_axis(series.steps))
     for value, label, colour, dash in (
         (threshold, f"{estimator} threshold", "#b91c1c", "dash"),
         (window, "window", "#111827", "solid"),
@@ -272,6 +273,8 @@ def compare_curves(runs: Sequence[RunCurve]) -> dict[str, Any]:
     each with its own count dotted (what its threshold line and event markers refer to)."""
     data: list[dict[str, Any]] = []
     layout = _layout(yaxis_title="context (tokens, reference cl100k)", height=460)
+    ends = [step for run in runs for step in (*run.series.steps[:1], *run.series.steps[-1:])]
+    layout["xaxis"].update(whole_number_axis(ends))
     # One legend entry per run: its curve, own-estimate curve and event markers share a
     # legend group, so the entry toggles all three (legible with 6 runs).
     layout["legend"] = {"orientation": "h", "y": -0.18, "groupclick": "togglegroup"}

@@ -105,3 +105,16 @@ def test_compare_threshold_labels_are_short_in_own_slots_with_the_run_on_hover()
     assert [n.x for n in thresholds] == [0.25, 0.5, 0.75]
     assert [n.x for n in notes if n.text.startswith("window")] == [1]
     assert thresholds[0].hovertext == "7 run &lt;7&gt; threshold (on its own count): 11,993"
+
+
+def test_short_count_axes_tick_whole_numbers_only() -> None:
+    from ctxlab.plots import whole_number_axis
+    from sessions_app.charts import usage_figure
+
+    # plotly ticked a 3-message usage chart at 2, 2.5, 3, 3.5, 4 (a real Anthropic cassette)
+    fig = usage_figure([(2, 220, 0, 0, 0, 9), (4, 240, 0, 0, 0, 11)])
+    assert (fig.layout.xaxis.dtick, fig.layout.xaxis.tick0) == (1, 0)
+    assert figure(token_curve(SERIES, (), window=None, threshold=None)).layout.xaxis.dtick == 1
+    long = Series(list(range(40)), [1] * 40, [1] * 40)
+    assert figure(token_curve(long, (), window=None, threshold=None)).layout.xaxis.dtick is None
+    assert whole_number_axis([]) == {}
