@@ -91,8 +91,12 @@ IDENT_RE = re.compile(
     # every alternative starts a word with one of these: most positions fail at the first
     # test (each alternative's own boundary or lookbehind excludes a position inside a word)
     r"\b(?=[A-Za-z0-9_])(?:"
-    r"\b(?:[a-z][a-z0-9]*(?:_[a-z0-9]+)+|__[a-z]\w*__|_[a-z0-9]+_[a-z0-9_]+"
-    r"|[A-Z][a-z][a-z0-9]*(?:[A-Z][a-z0-9]*)+|[a-z]+[0-9]*(?:[A-Z][a-z0-9]*)+|[A-Z]{2,}(?:_[A-Z0-9]+)+)\b"
+    # possessive (*+ ++): what follows a run never matches a character of the run, so giving
+    # characters back cannot make the next part or the closing \b match; only backtracking
+    # time is saved
+    r"\b(?:[a-z][a-z0-9]*+(?:_[a-z0-9]++)++|__[a-z]\w*__|_[a-z0-9]++_[a-z0-9_]++"
+    r"|[A-Z][a-z][a-z0-9]*+(?:[A-Z][a-z0-9]*+)++|[a-z]++[0-9]*+(?:[A-Z][a-z0-9]*+)++"
+    r"|[A-Z]{2,}+(?:_[A-Z0-9]++)++)\b"
     r"|\b(?=[A-Z0-9]*[A-Z])(?=[A-Z0-9]*[0-9])[A-Z0-9]{5,12}\b"  # record codes: HAT170
     r"|(?<![#\w-])(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}(?![\w-])"  # commits
     r")"
