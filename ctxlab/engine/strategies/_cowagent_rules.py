@@ -104,7 +104,8 @@ def estimate_block(block: Block) -> int:
     if block.kind is BlockKind.TOOL_USE:
         # Only a dict input is counted (the original checks isinstance(input, dict)).
         if isinstance(block.tool_input, dict):
-            return 50 + estimate_text(json.dumps(block.tool_input, ensure_ascii=False))
+            # input_json is json.dumps(input, ensure_ascii=False), memoised per block
+            return 50 + estimate_text(block.input_json)
         return 0
     if block.kind is BlockKind.TOOL_RESULT:
         # CowAgent's own tool results are always strings; list outputs arrive flattened.
