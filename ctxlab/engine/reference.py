@@ -30,6 +30,9 @@ class ReferenceTokens:
         self._tables: dict[str, tuple[list[int], list[int]]] = {}
         self._by_head: dict[str, list[str]] = {}
         self._asked: set[str] = set()  # originals a copy was counted without (stored counts)
+        self._messages = conversation.messages
+        self._owner: dict[str, int] = {}  # a long text -> a message holding it (stored counts)
+        self._wholes: dict[str, int | None] = {}  # its count, from that message's stored one
         self.tools = _tools_tokens(conversation, counter.count)
         # Every message costs at least PER_MESSAGE_OVERHEAD: a 0 was never counted.
         if (
@@ -39,11 +42,13 @@ class ReferenceTokens:
         ):
             self._memo: dict[str, int] = {}
             self.per_message = list(stored)
-            for msg in conversation.messages:
+            holder = self._owner
+            for i, msg in enumerate(conversation.messages):
                 for block in msg.blocks:
                     text = block_text(block)
                     if len(text) >= TABLE_MIN:
                         self._index_head(text)
+                        holder.setdefault(text, i)
             return
         texts: list[str] = []
         owners: list[int] = []
@@ -151,6 +156,12 @@ class ReferenceTokens:
                 shared, original = length, candidate
         if not original:
             return None
+        if original not in self._tables:
+            whole = self._whole(original)
+            if whole is not None:
+                value = self._by_difference(text, original, shared, whole)
+                if value is not None:
+                    return value
         # An original never counted yet (the counts were stored at import) costs a pass over
         # all of it, more than counting one copy whole: its running counts are built for a
         # second copy at least half its length (a strategy that cuts an output again), and
@@ -185,6 +196,66 @@ class ReferenceTokens:
             return None  # too little shared to be worth it
         middle = text[head_end:tail_start]
         return head + (self._count(middle) if middle else 0) + tail
+
+    def _whole(self, original: str) -> int | None:
+        """The count of a long original without tokenizing it: memoised, or its message's
+        stored count less the message's overhead and other (short) blocks. None when the
+        message holds another long text (counting it would cost as much)."""
+        value = self._memo.get(original)
+        if value is not None or original in self._wholes:
+            return value if value is not None else self._wholes[original]
+        index = self._owner.get(original)
+        found: int | None = None
+        if index is not None:
+            total = self.per_message[index] - PER_MESSAGE_OVERHEAD
+            same = 0
+            for block in self._messages[index].blocks:
+                if block.kind is BlockKind.MEDIA:
+                    total -= MEDIA_TOKENS
+                    continue
+                other = block_text(block)
+                if other == original:
+                    same += 1
+                elif len(other) > SPLIT_MIN:
+                    total = -1
+                    break
+                elif other:
+                    total -= self._count(other)
+            if same and total >= 0 and total % same == 0:
+                found = total // same
+        self._wholes[original] = found
+        return found
+
+    def _by_difference(self, text: str, original: str, shared: int, whole: int) -> int | None:
+        """The count of a modified copy of ``original`` (whose count is ``whole``) sharing
+        its first ``shared`` characters: ``whole`` less the original's part between the
+        last safe point of the shared head and the first of the shared tail, plus the
+        copy's part there (both sides add up at safe points, see ``_SAFE_POINT``). Only
+        the two differing middles are tokenized; None when they are not much shorter
+        than the copy (counted whole then)."""
+        match = _SAFE_POINT.match
+        budget = len(text) - MIN_SAVED
+        k = original.rfind("\n", 0, shared)
+        while k >= 0 and not (match(original, k) and match(text, k)):
+            k = original.rfind("\n", 0, k)
+        q = k + 1  # 0 without any
+        if len(original) - q + len(text) - q <= budget:
+            r, r_text = len(original), len(text)  # no tail needed
+        else:
+            tail = common_suffix(text, original, min(len(text), len(original)) - q)
+            m = original.find("\n", len(original) - tail)
+            while m >= 0 and not match(original, m):
+                m = original.find("\n", m + 1)
+            if m < 0 or m + 1 >= len(original):
+                return None
+            r = m + 1
+            r_text = len(text) - (len(original) - r)
+            if r <= q or r_text <= q:
+                return None
+        if (r - q) + (r_text - q) > budget:
+            return None
+        count = self._count
+        return whole - count(original[q:r]) + count(text[q:r_text])
 
 
 def _tools_tokens(conversation: Conversation, count: Callable[[str], int]) -> int:

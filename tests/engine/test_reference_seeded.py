@@ -70,9 +70,28 @@ def test_an_original_is_tokenized_for_its_second_copy_only() -> None:
     counted = ReferenceTokens(conversation)
     seeded = ReferenceTokens(conversation, list(counted.per_message))
     text = next(b.text for m in conversation.messages for b in m.blocks if len(b.text) >= 8192)
+    # (an original whose count its message's stored count gives is counted by difference,
+    # test_copies_count_by_difference_without_a_table; this rule is for the others)
+    seeded._wholes[text] = None
     first = text[: len(text) * 3 // 4] + "\n[truncated]\n"
     assert seeded.text(first) == counted.text(first)
     assert text not in seeded._tables
     second = text[: len(text) * 2 // 3] + "\n[cut again]\n"
     assert seeded.text(second) == counted.text(second)
     assert text in seeded._tables
+
+
+def test_copies_count_by_difference_without_a_table() -> None:
+    """An original alone in its message has its count from the stored one: a copy sharing
+    most of it is that count less the original's differing middle plus the copy's."""
+    conversation = synth_realistic.realistic_bench_conversation(CORPUS, messages=600, seed=1)
+    counted = ReferenceTokens(conversation)
+    seeded = ReferenceTokens(conversation, list(counted.per_message))
+    text = next(
+        b.text for m in conversation.messages if len(m.blocks) == 1
+        for b in m.blocks if len(b.text) >= 8192
+    )  # fmt: skip
+    for copy in (text[: len(text) * 3 // 4] + "\n[truncated]\n", text[:-900] + "\n[cut]\n"):
+        assert seeded.text(copy) == counted.text(copy)
+    assert seeded._wholes[text] == counted.text(text)
+    assert text not in seeded._tables
