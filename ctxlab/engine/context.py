@@ -62,19 +62,23 @@ def is_user_query(message: Message) -> bool:
 
 
 class _ToolLedger:
-    """Multiset of tool_use / tool_result ids with the set of unmatched ids kept current."""
+    """Multiset of tool_use / tool_result ids with the set of unmatched ids kept current;
+    every id an ``add`` touches also goes into ``changed`` (shared by the live and original
+    ledgers: ``findings.check_step`` rechecks only those)."""
 
-    __slots__ = ("results", "unmatched", "uses")
+    __slots__ = ("changed", "results", "unmatched", "uses")
 
-    def __init__(self) -> None:
+    def __init__(self, changed: set[str] | None = None) -> None:
         self.uses: dict[str, int] = {}
         self.results: dict[str, int] = {}
         self.unmatched: set[str] = set()
+        self.changed: set[str] = set() if changed is None else changed
 
     def add(self, ids: tuple[tuple[str, ...], tuple[str, ...]], sign: int = 1) -> None:
         # Runs for every appended, replaced and removed message: kept flat.
         uses, results = ids
         use_counts, result_counts, unmatched = self.uses, self.results, self.unmatched
+        self.changed.update(uses, results)
         for tid in uses:
             n = use_counts[tid] = use_counts.get(tid, 0) + sign
             if (n > 0) == (result_counts.get(tid, 0) > 0):
@@ -224,7 +228,8 @@ class ReplayContext:
         self.turn_start: int | None = None  # source index of the current turn's user query
         self.turn_tokens = 0  # strategy tokens appended since the current turn started
         self.live_tools = _ToolLedger()
-        self.orig_tools = _ToolLedger()
+        self.orig_tools = _ToolLedger(self.live_tools.changed)
+        self.broken_tools: set[str] = set()  # live unmatched, matched in the original
         self.pending: list[Pending] = []
         self._next_pending = 0
         self._new_events: list[Event] = []

@@ -20,13 +20,20 @@ FINDING_KINDS: dict[str, str] = {kind: row.meaning for kind, row in FINDINGS.ite
 
 def check_step(ctx: ReplayContext) -> None:
     """Record the findings of the request about to be sent at ``ctx.step``."""
-    live_bad = ctx.live_tools.unmatched
-    if live_bad:
-        # A set difference (C speed): sources may leave many calls unanswered, and this
-        # runs at every step.
-        broken = sorted(live_bad - ctx.orig_tools.unmatched)
-        if broken:
-            ctx.finding("tool_pair_broken", tool_ids=broken[:20], count=len(broken))
+    broken = ctx.broken_tools
+    changed = ctx.live_tools.changed
+    if changed:
+        # Only the ids touched since the last step: sources may leave many calls unanswered,
+        # and a set difference of every one at every step grew with the transcript.
+        live_bad, orig_bad = ctx.live_tools.unmatched, ctx.orig_tools.unmatched
+        for tid in changed:
+            if tid in live_bad and tid not in orig_bad:
+                broken.add(tid)
+            else:
+                broken.discard(tid)
+        changed.clear()
+    if broken:
+        ctx.finding("tool_pair_broken", tool_ids=sorted(broken)[:20], count=len(broken))
     latest = ctx.last_user_query
     if latest is not None and not ctx.alive[latest]:
         ctx.finding("latest_user_dropped", messages=(latest,))
