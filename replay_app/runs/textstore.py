@@ -320,9 +320,13 @@ class _Reader:
             self.texts.update(StoredText.objects.filter(key__in=chunk).values_list("key", "text"))
         indexes = sorted(self.indexes - self.blocks.keys())
         for start in range(0, len(indexes), QUERY_CHUNK):
-            rows = MessageRow.objects.filter(
-                transcript_id=self.transcript_id, index__in=indexes[start : start + QUERY_CHUNK]
-            ).values_list("index", "blocks")
+            rows = (
+                MessageRow.objects.filter(
+                    transcript_id=self.transcript_id, index__in=indexes[start : start + QUERY_CHUNK]
+                )
+                .order_by()  # the model's ordering joins transcript and upload: ~30 ms a query
+                .values_list("index", "blocks")
+            )
             for index, blocks in rows:
                 self.blocks[index] = codec.blocks_from_list(blocks)
 
