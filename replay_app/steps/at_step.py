@@ -23,6 +23,7 @@ from replay_app.steps.fatelog import FATES, fate_log
 from replay_app.steps.zone_bar import ZoneSegment, transcript_parts, zone_segments
 
 PER_PAGE = 50
+MODIFIED = ("truncated", "offloaded", "pruned")  # fates whose message has a modified version
 
 
 @dataclass(slots=True)
@@ -41,7 +42,7 @@ class MessageRow:
 
     @property
     def diffable(self) -> bool:
-        return self.fate in ("truncated", "offloaded", "pruned")
+        return self.fate in MODIFIED
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -148,20 +149,21 @@ def step_view(
     fates = log.fates_at(step, range(start, end))
     rows = run_rows.message_rows(run.transcript_id, start, end)
     # Modified versions shown on this page: only their events are read.
-    modified_seqs = {
-        seq for fate, seq in fates.values() if fate.value in ("truncated", "offloaded", "pruned")
-    }
+    modified_seqs = {seq for fate, seq in fates.values() if fate.value in MODIFIED}
     versions: dict[int, dict[str, Any]] = {}
     if modified_seqs:
-        stored = list(
-            RunEvent.objects.filter(run=run, seq__in=modified_seqs).values_list("seq", "changes")
+        stored = RunEvent.objects.filter(run=run, seq__in=modified_seqs).values_list(
+            "seq", "changes"
         )
-        resolved = textstore.resolve_changes(run.transcript_id, [c for _, c in stored])
-        for (seq, _), changes in zip(stored, resolved, strict=True):
+        # Only this page's changes are resolved: an event may change thousands of messages,
+        # and resolving each one's text read its stored blocks (~10 ms for a large event).
+        shown = [
+            [c for c in changes if fates.get(int(c["index"]), (None, None))[1] == seq]
+            for seq, changes in stored
+        ]
+        for changes in textstore.resolve_changes(run.transcript_id, shown):
             for change in changes:
-                i = int(change["index"])
-                if i in fates and fates[i][1] == seq:
-                    versions[i] = change
+                versions[int(change["index"])] = change
     messages: list[MessageRow] = []
     for index, role, preview, tokens, name in rows:
         fate, event_seq = fates.get(index, (Fate.KEPT, None))

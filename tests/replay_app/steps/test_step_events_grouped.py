@@ -46,3 +46,40 @@ def test_grouped_events_are_the_stored_events_of_each_step(
     step = next(iter(expected))
     assert at_step.events_at(running, step) == expected[step]
     assert not memo.MEMO.items
+
+
+def _versions_resolving_every_change(run: Run, step: int, start: int, end: int) -> dict[int, Any]:
+    """A page's modified versions as the step view used to find them: every change of
+    each event resolved, then the page's picked (the reference for the narrowed read)."""
+    from replay_app.runs import textstore
+    from replay_app.steps.fatelog import fate_log
+
+    fates = fate_log(run).fates_at(step, range(start, end))
+    seqs = {seq for fate, seq in fates.values() if fate.value in at_step.MODIFIED}
+    stored = list(RunEvent.objects.filter(run=run, seq__in=seqs).values_list("seq", "changes"))
+    resolved = textstore.resolve_changes(run.transcript_id, [c for _, c in stored])
+    versions = {}
+    for (seq, _), changes in zip(stored, resolved, strict=True):
+        for change in changes:
+            i = int(change["index"])
+            if i in fates and fates[i][1] == seq:
+                versions[i] = change
+    return versions
+
+
+def test_a_pages_modified_versions_are_those_of_its_own_messages(
+    user: Any, transcript: Any
+) -> None:
+    run = make_run(user, transcript, "qwenpaw")
+    checked = 0
+    for step in range(0, run.steps_total, 3):
+        view = at_step.step_view(run, step, page=1, per_page=10**6)
+        start, end = 0, view.count
+        expected = _versions_resolving_every_change(run, step, start, end)
+        for row in view.messages:
+            change = expected.get(row.index, {})
+            assert row.reason == change.get("reason", "")
+            assert row.offload_path == change.get("offload_path", "")
+            assert bool(row.modified_preview) == bool(change.get("message"))
+            checked += bool(change)
+    assert checked, "qwenpaw modified no message on the test transcript"
