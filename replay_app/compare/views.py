@@ -27,6 +27,7 @@ from replay_app.compare.matrix_page import matrix_page
 from replay_app.compare.picker_page import PickerPage, picker_page
 from replay_app.display.markdown_safe import word_diff
 from replay_app.models import Run, RunSummary
+from replay_app.runs.pages import whole_page
 from replay_app.steps import fatelog
 
 
@@ -163,8 +164,14 @@ def run_compare(request: HtmxHttpRequest) -> HttpResponse:
     if request.htmx and request.htmx.target == "compare-summaries":
         template += "#compare-summaries"
         return render(request, template, page.context())
-    # the full page: its fate matrix (the largest section) is fetched by the page itself
-    return render(request, template, page.context(lazy_matrix=True))
+    # the full page: its fate matrix (the largest section) is fetched by the page itself;
+    # finished runs' page comes whole from the memo (whole_page)
+    return whole_page.page(
+        request,
+        runs,
+        "compare",
+        lambda extra: render(request, template, {**page.context(lazy_matrix=True), **extra}),
+    )
 
 
 @require_GET

@@ -47,13 +47,15 @@ def _kept(request: HttpRequest) -> bool:
 
 def page(
     request: HttpRequest,
-    run: Any,
+    runs: Any,
     name: str,
     render: Callable[[dict[str, Any]], HttpResponse],
 ) -> HttpResponse:
-    """``render(extra_context)`` as the response, its body memoised while ``run`` stays
-    finished. ``extra_context`` must reach the template (it holds the CSRF marker)."""
-    if not memo.keeps(run) or not _kept(request):
+    """``render(extra_context)`` as the response, its body memoised while ``runs`` (a run
+    or a list of them) stay finished. ``extra_context`` must reach the template (it holds
+    the CSRF marker)."""
+    runs = list(runs) if isinstance(runs, list | tuple) else [runs]
+    if not all(memo.keeps(run) for run in runs) or not _kept(request):
         return render({})
     user: Any = request.user
     viewer = f"{user.pk}:{user.get_username()}:{int(user.is_staff)}"
@@ -67,7 +69,7 @@ def page(
         return response["Content-Type"], tuple(response.content.split(marker.encode()))
 
     try:
-        content_type, parts = memo.cached(run, key, build)
+        content_type, parts = memo.cached_many(runs, key, build)
     except _NotKept as not_kept:
         return not_kept.response
     token = get_token(request).encode()  # a fresh mask per view, as the template's tag

@@ -108,3 +108,20 @@ def test_an_unfinished_run_is_rendered_every_view(client: Any, user: Any, done_r
         html, rendered = _views(client, f"/runs/{done_run.pk}/")
         assert "replay_app/runs/run_detail.html" in rendered
         assert len(_tokens(html)) == 1  # the cancel form's token is the view's own too
+
+
+def test_the_compare_page_of_finished_runs_is_rendered_once(
+    client: Any, user: Any, other_user: Any, done_run: Run, transcript: Any
+) -> None:
+    second = make_run(user, transcript, "qwenpaw")
+    client.force_login(user)
+    url = f"/compare/?runs={done_run.pk},{second.pk}"
+    first, rendered = _views(client, url)
+    assert "replay_app/compare/compare.html" in rendered
+    again, rendered_again = _views(client, url)
+    assert rendered_again == []
+    (token,) = _tokens(first)
+    assert again.replace(_tokens(again).pop(), token) == first
+    assert _unmask_cipher_token(_tokens(again).pop()) == client.cookies["csrftoken"].value
+    client.force_login(other_user)
+    assert client.get(url).status_code == 404
