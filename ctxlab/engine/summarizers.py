@@ -23,6 +23,7 @@ import itertools
 import json
 import math
 import re
+import weakref
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -30,7 +31,6 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from .extract import LINE_NUMBER_RE, critical_facts_of_parts, input_strings
 from .extract import clear_caches as extract_clear_caches
-from .lru import BoundedLRU
 
 if TYPE_CHECKING:
     from .model import Conversation
@@ -173,18 +173,25 @@ META_RE = re.compile(
 
 LITERAL_MAX = 20_000  # longer Python-literal arguments are read as raw text
 # Python-literal arguments a strategy rendered (BaseAgent's ``str(dict)``) -> the value they
-# were rendered from: decoding them is a lookup instead of a parse (bounded; a miss parses).
-# Registered where the rendering is memoised per block (that memo outlives cold caches),
-# so ``clear_caches`` keeps these too.
-_RENDERED: BoundedLRU[Any] = BoundedLRU(16_384, max_chars=8_000_000)
+# were rendered from: decoding them is a lookup instead of a parse. An entry lives as long
+# as the block it was rendered from (the text and value are the block's own, so the table
+# holds no memory of its own); a miss parses.
+_RENDERED: dict[str, Any] = {}
 
 
-def remember_literal(text: str, value: Any) -> None:
-    """Note that ``text`` is ``repr(value)`` (``_call_args`` then needs no parse). Kept only
-    when ``ast.literal_eval(text)`` is sure to read ``value`` back: dicts with string keys,
-    lists, strings, ints, bools, None and finite floats, nested at most 50 deep."""
+def remember_literal(text: str, value: Any, owner: object) -> None:
+    """Note that ``text`` is ``repr(value)``, rendered from ``owner`` (kept until it is
+    gone). Kept only when ``ast.literal_eval(text)`` is sure to read ``value`` back: dicts
+    with string keys, lists, strings, ints, bools, None and finite floats, nested at most
+    50 deep."""
     if text.startswith("{") and len(text) <= LITERAL_MAX and _reads_back(value, 0):
-        _RENDERED.set(text, value)
+        _RENDERED[text] = value
+        weakref.finalize(owner, _forget_literal, text, value)
+
+
+def _forget_literal(text: str, value: Any) -> None:
+    if _RENDERED.get(text) is value:  # not another block's entry for the same text
+        _RENDERED.pop(text, None)
 
 
 def _reads_back(value: Any, depth: int) -> bool:

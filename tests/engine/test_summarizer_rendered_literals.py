@@ -7,6 +7,7 @@ BaseAgent replay's summaries must not change."""
 from __future__ import annotations
 
 import ast
+import gc
 import json
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,10 @@ def _deep(depth: int) -> dict[str, Any]:
     for _ in range(depth):
         value = {"k": value}
     return value
+
+
+class _Owner:
+    """Stands for the block a text was rendered from (weakly referenced)."""
 
 
 class _Str(str):
@@ -91,9 +96,10 @@ def test_lookup_answers_what_a_parse_answers() -> None:
     values = _corpus_inputs()
     assert len(values) > 200
     looked_up = 0
+    owner = _Owner()
     for value in values + BUILT:
         text = str(value)
-        summarizers.remember_literal(text, value)
+        summarizers.remember_literal(text, value, owner)
         looked_up += summarizers._RENDERED.get(text) is not None
         got = summarizers._call_args(text)
         expected = _parsed(text)
@@ -118,8 +124,9 @@ def test_values_that_do_not_read_back_are_not_kept() -> None:
         {"long": "x" * (summarizers.LITERAL_MAX + 10)},
         _deep(80),
     ]
+    owner = _Owner()
     for value in refused:
-        summarizers.remember_literal(str(value), value)
+        summarizers.remember_literal(str(value), value, owner)
         assert summarizers._RENDERED.get(str(value)) is None, str(value)[:80]
     # what is refused is still decoded as before: inf/nan are no literal (raw text)
     assert summarizers._call_args(str({"a": float("inf")})) == "{'a': inf}"
@@ -131,13 +138,28 @@ def test_baseagent_summaries_unchanged_without_the_lookup(monkeypatch) -> None: 
     params = {"model_context_limit": 8000, "output_token_max": 1000}
     summarizers._RENDERED.clear()
     with_lookup = run(conversation, "baseagent", params=params)
-    assert len(summarizers._RENDERED.items) > 0
+    assert len(summarizers._RENDERED) > 0
     summarizers._RENDERED.clear()
-    monkeypatch.setattr(_baseagent_rules, "remember_literal", lambda text, value: None)
+    monkeypatch.setattr(_baseagent_rules, "remember_literal", lambda text, value, owner: None)
     monkeypatch.setattr(_baseagent_rules, "_ARGUMENTS", _baseagent_rules.BlockMemo())
     without = run(conversation, "baseagent", params=params)
-    assert len(summarizers._RENDERED.items) == 0
+    assert len(summarizers._RENDERED) == 0
     assert with_lookup.summaries  # the replay did summarise
     assert [(s.input, s.output) for s in with_lookup.summaries] == [
         (s.input, s.output) for s in without.summaries
     ]
+
+
+@pytest.mark.usefixtures("fresh_literals")
+def test_an_entry_goes_with_the_block_it_was_rendered_from() -> None:
+    first, second = _Owner(), _Owner()
+    value, again = {"path": "/a/b.py"}, {"path": "/a/b.py"}
+    summarizers.remember_literal(str(value), value, first)
+    summarizers.remember_literal(str(again), again, second)  # another block, same text
+    del first
+    gc.collect()
+    assert summarizers._RENDERED.get(str(value)) is again  # the other block's entry stays
+    del second
+    gc.collect()
+    assert str(value) not in summarizers._RENDERED
+    assert summarizers._call_args(str(value)) == value  # parsed again

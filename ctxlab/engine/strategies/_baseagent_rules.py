@@ -124,7 +124,7 @@ def _arguments(block: Block) -> str:
 def _repr_input(block: Block) -> str:
     value = block.tool_input if block.tool_input is not None else {}
     text = _py_str(value)
-    remember_literal(text, value)  # the offline summariser reads it back without a parse
+    remember_literal(text, value, block)  # the offline summariser reads it back unparsed
     return text
 
 
