@@ -153,12 +153,16 @@ class Item:
         return js_len(js_json({"role": self.role, "parts": list(self.parts)}))
 
 
-def find_compress_split_point(contents: Sequence[Item], fraction: float) -> int:
+def find_compress_split_point(
+    contents: Sequence[Item], fraction: float, counts: Sequence[int] | None = None
+) -> int:
     """``findCompressSplitPoint``: index of the oldest item to keep (``len`` = compress
-    everything). Splits only before a user item that is not a function response."""
+    everything). Splits only before a user item that is not a function response.
+    ``counts``: each item's ``json_length()``, when the caller kept them."""
     if fraction <= 0 or fraction >= 1:
         raise ValueError("Fraction must be between 0 and 1")
-    counts = [c.json_length() for c in contents]
+    if counts is None:
+        counts = [c.json_length() for c in contents]
     target = sum(counts) * fraction
     last_split = 0
     cumulative = 0

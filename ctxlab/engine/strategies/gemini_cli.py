@@ -63,7 +63,7 @@ Readings:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..findings import check_summary_size
@@ -93,6 +93,9 @@ SECTIONS = (
 class _State:
     failed: bool = False  # GeminiClient.hasFailedCompressionAttempt
     truncation_id: int = 0  # Config.compressionTruncationCounter
+    # each live message's history item and its JSON length, made once per version of it:
+    # every compression reads the whole history again
+    items: dict[int, tuple[Message, rules.Item, int]] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -215,8 +218,13 @@ class GeminiCliStrategy(Strategy):
         if st.failed:
             self._truncate_only(ctx, truncated, offloads, original)
             return
+        cut = {o.index for o in offloads}  # items _truncate made anew
+        counts = [
+            c.json_length() if c.index < 0 or c.index in cut else st.items[c.index][2]
+            for c in truncated
+        ]
         split = rules.find_compress_split_point(
-            truncated, 1 - float(self.params["preserve_threshold"])
+            truncated, 1 - float(self.params["preserve_threshold"]), counts
         )
         if split == 0:
             return
@@ -270,6 +278,8 @@ class GeminiCliStrategy(Strategy):
             )
             act.summary_id = summary_id
             act.always = True
+        for i in compressed:
+            st.items.pop(i, None)
         check_summary_size(
             ctx,
             summary_rendered=f"{final}\n\n{rules.ACK}",
@@ -284,9 +294,14 @@ class GeminiCliStrategy(Strategy):
         if ctx.summary:
             items.append(rules.Item("user", ({"text": ctx.summary},)))
             items.append(rules.Item("model", ({"text": rules.ACK},)))
+        known = ctx.state.items
         for i in history:
             msg = ctx.message(i)
-            items.append(rules.Item(rules.gemini_role(msg), tuple(rules.parts_of(msg)), i))
+            hit = known.get(i)
+            if hit is None or hit[0] is not msg:
+                item = rules.Item(rules.gemini_role(msg), tuple(rules.parts_of(msg)), i)
+                hit = known[i] = (msg, item, item.json_length())
+            items.append(hit[1])
         return items
 
     def _truncate(

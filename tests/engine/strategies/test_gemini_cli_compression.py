@@ -340,3 +340,35 @@ def test_after_a_remembered_failure_only_tool_outputs_are_truncated() -> None:
     assert all(c.fate is Fate.OFFLOADED for c in offload.changes)
     assert offload.detail["new_tokens"] < offload.detail["estimate"]
     assert len(res.offloads) == 2
+
+
+def test_each_message_version_is_measured_once_across_compressions(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``findCompressSplitPoint`` reads every history item's JSON length at each
+    compression; the replay measures each version of a message once and gives the same
+    replay as measuring every item every time."""
+    from ctxlab.engine import synth
+
+    conversation = synth.bench_conversation(CORPUS, messages=800, seed=2)
+    params = {"token_limit": 60_000, "function_response_token_budget": 5_000}
+    calls = 0
+    measure = rules.Item.json_length
+
+    def counted(self: rules.Item) -> int:
+        nonlocal calls
+        calls += 1
+        return measure(self)
+
+    monkeypatch.setattr(rules.Item, "json_length", counted)
+    kept = run(conversation, "gemini_cli", params=params)
+    compressions = sum(1 for e in kept.events if e.kind == "summarise")
+    offloaded = sum(1 for e in kept.events for c in e.changes if c.fate is Fate.OFFLOADED)
+    assert compressions >= 5
+    assert calls <= len(conversation.messages) + 2 * offloaded + 2 * compressions
+    once = calls
+    split = rules.find_compress_split_point
+    monkeypatch.setattr(rules, "find_compress_split_point", lambda c, f, counts=None: split(c, f))
+    every = run(conversation, "gemini_cli", params=params)
+    assert calls - once > 2 * once  # measuring every item at each compression: 2,086 vs 809
+    assert kept.steps == every.steps and kept.events == every.events
