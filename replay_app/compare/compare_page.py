@@ -121,6 +121,7 @@ class ComparePage:
             "ids": self.ids,
             "chart": lambda: self.chart,
             "rows": lambda: self.metric_rows,
+            "valueless_rows": lambda: [row for row in self.metric_rows if row.empty],
             "retentions": lambda: list(zip(runs, self.lost, strict=True)),
             "lost_events": overview.LOST_EVENTS,
             "summary_rows": lambda: self.summaries[0],

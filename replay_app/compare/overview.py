@@ -96,6 +96,11 @@ class MetricRow:
         return list(zip(self.values, self.best, strict=True))
 
     @property
+    def empty(self) -> bool:
+        """No run has a value (e.g. summary-call costs without Claude summaries)."""
+        return all(v is None for v in self.values)
+
+    @property
     def unit(self) -> str:
         return METRIC_ROWS[self.key].unit
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import re
+from html import escape as html_escape
 from typing import Any
 
 import pytest
@@ -213,3 +214,25 @@ def test_compare_other_users_runs_404(client: Any, other_user: Any, three: list[
     assert client.get(f"/compare/matrix/?runs={ids(three)}").status_code == 404
     html = client.get("/compare/").content.decode()
     assert f'value="{three[0].pk}"' not in html
+
+
+def test_metrics_no_run_has_are_named_below_the_table_not_shown_as_dashes(
+    client: Any, user: Any, three: list[Run]
+) -> None:
+    client.force_login(user)
+    data = client.get(f"/compare/?runs={ids(three)}&format=json").json()
+    empty = [m for m in data["metrics"] if all(v is None for v in m["values"])]
+    assert empty  # offline summaries: no summary call has a cost
+    html = client.get(f"/compare/?runs={ids(three)}").content.decode()
+    table = html[
+        html.index('class="metrics-table"') : html.index(
+            "</table>", html.index('class="metrics-table"')
+        )
+    ]
+    note = re.search(r'<p class="small muted" id="metrics-without-values">(.*?)</p>', html, re.S)
+    assert note is not None
+    for m in data["metrics"]:
+        shown = f'data-metric="{m["key"]}"' in table
+        assert shown is (m not in empty), m["key"]
+    listed = note.group(1).removeprefix("No run has a value for ").split(" (rows left out")[0]
+    assert listed.split(", ") == [html_escape(m["label"]) for m in empty]
