@@ -53,6 +53,10 @@ def test_probe_page_and_compare_chart_render(
     assert 0 <= float(offline) <= 1
     assert _axe(page) == []  # no serious or critical WCAG 2.1 AA violation
     screenshot("run-probes")
+    # Every probe column in view at a desktop width (expected answers hold paths and error
+    # lines with no break point: the Claude columns were cut off on a real Codex rollout).
+    table = page.locator("section[aria-labelledby=probe-list] .table-wrap")
+    assert table.evaluate("e => e.scrollWidth <= e.clientWidth")
     page.set_viewport_size({"width": 390, "height": 844})
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
     page.set_viewport_size({"width": 1280, "height": 800})
