@@ -127,6 +127,12 @@ class PageServer(socketserver.UnixStreamServer):
     """Accepts on the socket; ``threads`` long-lived threads answer (each keeps its own
     database connection across requests: opening one cost ~1.3 ms per page view)."""
 
+    # socketserver listens with a backlog of 5: with 20 clients, ~10 requests per page
+    # process arrive at once while its answering threads hold the GIL, and a connect
+    # past the backlog failed (EAGAIN), so the front answered ~5% of the GETs itself
+    # through Daphne and its own Django (the slowest 5%: the p95).
+    request_queue_size = 1024
+
     def __init__(self, path: str, app: WSGIApp, threads: int = THREADS) -> None:
         self.app = app
         self._pending: queue.SimpleQueue[socket.socket] = queue.SimpleQueue()

@@ -108,3 +108,23 @@ def test_parse_head_reads_name_value_pairs() -> None:
     )
     assert (method, target) == ("GET", "/a?b=1")
     assert headers == [("Host", "h"), ("X-Odd", "spaced value")]
+
+
+def test_a_burst_of_connections_waits_in_the_backlog(tmp_path: Path) -> None:
+    """20 clients put ~10 requests on each page process at once, and its accept loop waits
+    for the GIL: connects past socketserver's backlog of 5 failed, and the front then
+    answered those GETs itself. Nothing accepts here, so every connect is the backlog's."""
+    path = str(tmp_path / "page.sock")
+    server = page_server.PageServer(path, _environ_app, threads=1)  # listening, not accepting
+    clients = []
+    try:
+        for _ in range(40):
+            client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            client.setblocking(False)
+            client.connect(path)  # BlockingIOError (EAGAIN) past a full backlog
+            clients.append(client)
+        assert len(clients) == 40
+    finally:
+        for client in clients:
+            client.close()
+        server.server_close()
