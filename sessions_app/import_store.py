@@ -20,7 +20,7 @@ from django.db import connection, models
 from django.db.models import Field
 
 from ctxlab.abandon import raise_if_abandoned
-from ctxlab.engine import codec
+from ctxlab.engine import codec, reference_stored
 from ctxlab.engine.importers._stream import ConversationStream, StreamedFile
 from ctxlab.engine.model import BlockKind, Conversation
 from ctxlab.engine.model import Message as EngineMessage
@@ -184,7 +184,7 @@ class _MessageWriter:
         for found in findings:
             where.setdefault(found["message"], []).append([found["block"], found["kind"]])
             written.findings.append({**found, "message": found["message"] + offset})
-        tokens = message_reference_tokens_many(masked.messages)
+        tokens, tables = reference_stored.stored_counts(masked.messages)
         qwen = copaw_stored.message_entries(masked.messages)  # read by CoPaw's replays
         if written.first_file is None and batch:
             written.first_file = batch[0].source.file
@@ -197,6 +197,7 @@ class _MessageWriter:
                 "reference_tokens": tokens[i],
                 "secrets": where.get(i, []),
                 "qwen_counts": qwen[i] if qwen is not None else None,
+                "reference_tables": tables[i],
                 **message_fields(message, default_file=written.first_file or ""),
             }
             row = [values[f.attname] for f in self.columns]

@@ -249,6 +249,9 @@ class Message(models.Model):
     # CoPaw's Qwen2.5 counts of the message's texts, computed at import (None: imported
     # before, or no exact tokenizer): ctxlab/engine/strategies/_copaw_stored.py
     qwen_counts = models.JSONField(null=True, blank=True, default=None)
+    # running cl100k counts of its long texts (None: none, or imported before): a copy of
+    # one is counted from them (ctxlab/engine/reference_stored.py)
+    reference_tables = models.JSONField(null=True, blank=True, default=None)
 
     class Meta:
         ordering = ["transcript", "index"]

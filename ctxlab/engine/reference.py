@@ -11,8 +11,10 @@ import bisect
 import json
 import re
 import threading
+import zlib
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from .model import BlockKind, Conversation, Message
 from .tokens import MEDIA_TOKENS, PER_MESSAGE_OVERHEAD, _encoding, block_text, reference_counter
@@ -21,10 +23,16 @@ from .tokens import MEDIA_TOKENS, PER_MESSAGE_OVERHEAD, _encoding, block_text, r
 class ReferenceTokens:
     """Per-message cl100k counts (same rule as ``tokens.message_reference_tokens``)."""
 
-    def __init__(self, conversation: Conversation, stored: list[int] | None = None) -> None:
+    def __init__(
+        self,
+        conversation: Conversation,
+        stored: list[int] | None = None,
+        tables: Sequence[list[list[Any]] | None] | None = None,
+    ) -> None:
         """``stored``: the per-message counts kept with the transcript when it was imported
         (same rule); given, nothing is tokenized now, and a long original's running counts
-        are built only when a modified copy of it is counted."""
+        are built only when a modified copy of it is counted, unless ``tables`` (also
+        kept at import, ``stored_counts``) hold them."""
         counter = reference_counter()
         self._count = counter.count
         self._tables: dict[str, tuple[list[int], list[int]]] = {}
@@ -49,6 +57,8 @@ class ReferenceTokens:
                     if len(text) >= TABLE_MIN:
                         self._index_head(text)
                         holder.setdefault(text, i)
+            if tables is not None and len(tables) == len(conversation.messages):
+                self._seed_tables(conversation, tables)
             return
         texts: list[str] = []
         owners: list[int] = []
@@ -75,6 +85,28 @@ class ReferenceTokens:
         for owner, text in zip(owners, texts, strict=True):
             base[owner] += memo[text]
         self.per_message = base
+
+    def _seed_tables(
+        self, conversation: Conversation, tables: Sequence[list[list[Any]] | None]
+    ) -> None:
+        """Running counts of the long texts from ``stored_counts`` entries; an entry that
+        is not one of its block's text (another length or checksum) is ignored."""
+        for msg, entries in zip(conversation.messages, tables, strict=True):
+            for entry in entries or ():
+                if len(entry) != 5 or not 0 <= entry[0] < len(msg.blocks):
+                    continue
+                text = block_text(msg.blocks[entry[0]])
+                bounds, cums = entry[3], entry[4]
+                if (
+                    len(text) < TABLE_MIN
+                    or entry[1] != _checksum(text)
+                    or not bounds
+                    or len(bounds) != len(cums)
+                    or bounds[-1] >= len(text)
+                ):
+                    continue
+                self._tables[text] = (list(bounds), list(cums))
+                self._memo[text] = int(entry[2])
 
     def message(self, index: int) -> int:
         return self.per_message[index]
@@ -105,16 +137,7 @@ class ReferenceTokens:
         table = self._tables.get(text)
         if table is not None or text in self._memo:
             return table
-        encode = _encoding().encode_ordinary
-        bounds = safe_bounds(text, CHUNK)
-        cums: list[int] = []
-        total = 0
-        start = 0
-        for end in bounds:
-            total += len(encode(text[start:end]))
-            cums.append(total)
-            start = end
-        self._memo[text] = total + len(encode(text[start:]))
+        self._memo[text], bounds, cums = counted_in_pieces(text)
         if bounds:
             self._tables[text] = table = (bounds, cums)
         return table
@@ -258,6 +281,25 @@ class ReferenceTokens:
         return whole - count(original[q:r]) + count(text[q:r_text])
 
 
+def counted_in_pieces(text: str) -> tuple[int, list[int], list[int]]:
+    """(count, safe points, count up to each) of ``text``, tokenized between the points."""
+    encode = _encoding().encode_ordinary
+    bounds = safe_bounds(text, CHUNK)
+    cums: list[int] = []
+    total = 0
+    start = 0
+    for end in bounds:
+        total += len(encode(text[start:end]))
+        cums.append(total)
+        start = end
+    return total + len(encode(text[start:])), bounds, cums
+
+
+def _checksum(text: str) -> int:
+    """CRC-32 of the text's UTF-8 (lone surrogates passed through)."""
+    return zlib.crc32(text.encode("utf-8", "surrogatepass"))
+
+
 def _tools_tokens(conversation: Conversation, count: Callable[[str], int]) -> int:
     tools = conversation.tools
     if not tools:
@@ -361,10 +403,15 @@ def reference_tokens(conversation: Conversation) -> ReferenceTokens:
     return value
 
 
-def seed_reference_tokens(conversation: Conversation, stored: list[int]) -> ReferenceTokens:
-    """Reference counts of ``conversation`` from the per-message counts stored at import
-    (what ``reference_tokens`` then returns for it): a worker tokenizes no message again."""
-    value = ReferenceTokens(conversation, stored)
+def seed_reference_tokens(
+    conversation: Conversation,
+    stored: list[int],
+    tables: Sequence[list[list[Any]] | None] | None = None,
+) -> ReferenceTokens:
+    """Reference counts of ``conversation`` from the per-message counts (and the long
+    texts' running counts) stored at import (``stored_counts``; what ``reference_tokens``
+    then returns for it): a worker tokenizes no message again."""
+    value = ReferenceTokens(conversation, stored, tables)
     with _LOCK:
         _CACHE[id(conversation)] = (conversation, value)
         _CACHE.move_to_end(id(conversation))

@@ -133,9 +133,13 @@ def _execute(
     batch_seconds: float,
 ) -> None:
     conversation = run.transcript.to_conversation()
-    # The per-message counts stored at import: the replay tokenizes no message again.
-    stored = run.transcript.messages.order_by("index").values_list("reference_tokens", flat=True)
-    reference = seed_reference_tokens(conversation, list(stored))
+    # The per-message counts stored at import: the replay tokenizes no message again (and
+    # counts copies of long texts from their stored running counts).
+    rows = run.transcript.messages.order_by("index").values_list(
+        "reference_tokens", "reference_tables"
+    )
+    stored, tables = zip(*rows, strict=True) if rows else ((), ())
+    reference = seed_reference_tokens(conversation, list(stored), tables)
     summarizer = make_summarizer(run)
     job = Replay(
         conversation, run.strategy, params=run.params, summarizer=summarizer, reference=reference

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from ctxlab.engine import importers
+from ctxlab.engine import importers, reference_stored
 from ctxlab.engine.importers._stream import from_parsed
 from ctxlab.engine.model import Block, BlockKind, Conversation, Message, Role, SourcePos, Usage
 from ctxlab.engine.strategies import _copaw_stored as copaw_stored
@@ -51,6 +51,7 @@ def _expected_rows(transcript: Transcript, conversation: Conversation) -> list[d
         where.setdefault(found["message"], []).append([found["block"], found["kind"]])
     tokens = services.message_reference_tokens_many(conversation.messages)
     qwen = copaw_stored.message_entries(conversation.messages)
+    tables = reference_stored.stored_counts(conversation.messages)[1]
     return [
         {
             "transcript_id": transcript.pk,
@@ -59,6 +60,7 @@ def _expected_rows(transcript: Transcript, conversation: Conversation) -> list[d
             "reference_tokens": tokens[index],
             "secrets": where.get(index, []),
             "qwen_counts": qwen[index] if qwen is not None else None,
+            "reference_tables": tables[index],
             **message_fields(message, default_file=transcript.source_file),
         }
         for index, message in enumerate(conversation.messages)
