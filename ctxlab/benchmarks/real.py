@@ -14,7 +14,8 @@ Definitions (result lines at the end of ``manage.py bench``):
   / ``floor_s``. The product counts the reference tokens once at import and stores them
   per message; the worker reads them (``reference.seed_reference_tokens``) and tokenizes no
   message again. So the per-message counts are computed here before any timer (the import
-  rule: ``ReferenceTokens(conversation).per_message``), and each preset's time is seeding
+  rule: ``reference_stored.stored_counts``, with the running counts of long texts that
+  copies of them are counted from), and each preset's time is seeding
   them plus its replay, every other cache cold (the counter's memo, the summariser's scans,
   the Qwen2.5 memo ...). Likewise CoPaw's Qwen2.5 counts of every text, which the import
   stores per message and the worker seeds before a CoPaw replay
@@ -45,7 +46,7 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
-from ctxlab.engine import qwen_tokens, summarizers, synth_realistic
+from ctxlab.engine import qwen_tokens, reference_stored, summarizers, synth_realistic
 from ctxlab.engine import reference as reference_mod
 from ctxlab.engine.model import Conversation
 from ctxlab.engine.replay import run as replay_run
@@ -146,14 +147,14 @@ def worker_times(conversation: Conversation, names: list[str]) -> dict[str, floa
     per-message reference counts (and CoPaw's Qwen2.5 counts) stored at import, counted
     here before the timer."""
     _cold()
-    stored = reference_mod.ReferenceTokens(conversation).per_message
+    stored, tables = reference_stored.stored_counts(conversation.messages)
     qwen = copaw_stored.message_entries(conversation.messages)  # also stored at import
     out: dict[str, float] = {}
     for name in names:
         _cold()  # nothing counted survives from the stored counts' pass or another preset
         _cold_but_reference()
         start = _cpu()
-        reference = reference_mod.seed_reference_tokens(conversation, stored)
+        reference = reference_mod.seed_reference_tokens(conversation, stored, tables)
         if qwen is not None and copaw_stored.wants_stored_counts(make_strategy(name)):
             copaw_stored.seed_stored_counts(conversation.messages, qwen)
         replay_run(conversation, name, reference=reference)
