@@ -38,9 +38,14 @@ class PickerPage:
         return context
 
 
+# The picker lists the user's newest runs, this many (a suite alone makes hundreds).
+PICKER_RUNS = 500
+
+
 def picker_page(user: Any, group: str = "") -> PickerPage:
-    """The user's latest 500 runs by transcript; ``group`` (the group page's link) ticks that
-    group's first runs and puts its transcript first."""
+    """The user's newest ``PICKER_RUNS`` runs by transcript, the transcript with the newest
+    run first; ``group`` (the group page's link) ticks that group's first runs and puts its
+    transcript first."""
     ticked: list[int] = []
     if group.isdigit():
         ticked = list(
@@ -52,7 +57,7 @@ def picker_page(user: Any, group: str = "") -> PickerPage:
     runs = (
         owned(Run.objects, user)
         .select_related("transcript", "group")
-        .order_by("transcript_id", "group_id", "-id")
+        .order_by("-id")
         .only(
             "id",
             "label",
@@ -64,7 +69,7 @@ def picker_page(user: Any, group: str = "") -> PickerPage:
             "group_id",
             "group__name",
             "created_at",
-        )[:500]
+        )[:PICKER_RUNS]
     )
     groups: dict[int, dict[str, Any]] = {}
     for run in runs:

@@ -74,3 +74,19 @@ def test_compare_matrix_and_json_twin_read_one_object(
     first = transcript.messages.get(index=0).preview
     assert plain["messages"][0]["preview"] == first and MARK not in str(plain)
     assert len(plain["messages"][0]["fates"]) == len(runs)
+
+
+def test_compare_picker_lists_the_newest_runs_newest_transcript_first(
+    client: Any, user: Any, transcript: Any, small_transcript: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The picker took the first runs by transcript id, so once a user had more runs than
+    it lists, the newest ones (a suite's hundreds) were the ones left out."""
+    from replay_app.compare import picker_page
+
+    old = [make_run(user, transcript, s) for s in ("cowagent", "copaw", "qwenpaw")]
+    new = [make_run(user, small_transcript, s) for s in ("picoclaw", "baseagent")]
+    monkeypatch.setattr(picker_page, "PICKER_RUNS", 3)
+    client.force_login(user)
+    data = client.get("/compare/", {"format": "json"}).json()
+    listed = [[r["id"] for r in t["runs"]] for t in data["transcripts"]]
+    assert listed == [[new[1].pk, new[0].pk], [old[2].pk]]
