@@ -30,6 +30,7 @@ from .records import (
     ReplayResult,
     StepRecord,
     SummaryRecord,
+    new_change,
     new_step_record,
     new_step_tokens,
 )
@@ -132,7 +133,7 @@ class Action:
         self.ctx._replace(index, message)
         if offload_path and offload_text is not None:
             self.ctx.result.offloads[offload_path] = offload_text
-        self.changes.append(Change(index, fate, reason or self.reason, message, offload_path))
+        self.changes.append(new_change(index, fate, reason or self.reason, message, offload_path))
         self.touched.append(index)
 
     def offload(self, path: str, text: str) -> None:
@@ -143,7 +144,7 @@ class Action:
         """Take messages out of the live history (``summarised`` or ``dropped``)."""
         gone = self.ctx._remove(indexes)
         why = reason or self.reason
-        self.changes.extend(Change(i, fate, why) for i in gone)
+        self.changes.extend(new_change(i, fate, why, None, "") for i in gone)
         self.touched.extend(gone)
         return gone
 
@@ -152,7 +153,7 @@ class Action:
         removal has ended and the next request is built from the session again."""
         back = self.ctx._restore(indexes)
         why = reason or self.reason
-        self.changes.extend(Change(i, Fate.RESTORED, why) for i in back)
+        self.changes.extend(new_change(i, Fate.RESTORED, why, None, "") for i in back)
         self.touched.extend(back)
         return back
 
@@ -161,7 +162,7 @@ class Action:
     ) -> None:
         """Record a fate without changing the working history (request-view prunes,
         ``restored``)."""
-        self.changes.append(Change(index, fate, reason or self.reason, message))
+        self.changes.append(new_change(index, fate, reason or self.reason, message, ""))
         self.touched.append(index)
 
 

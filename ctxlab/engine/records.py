@@ -181,6 +181,7 @@ def _positional_builder(cls: type[_T]) -> Callable[..., _T]:
 new_step_record = _positional_builder(StepRecord)
 new_zones = _positional_builder(Zones)
 new_step_tokens = _positional_builder(StepTokens)
+new_change = _positional_builder(Change)  # one per message an event changes
 
 
 @dataclass(slots=True)

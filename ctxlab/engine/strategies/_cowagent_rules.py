@@ -226,6 +226,16 @@ def is_user_query(msg: Message) -> bool:
     )
 
 
+def is_source_query(msg: Message) -> bool:
+    """``is_user_query(to_cow(i, msg).msg)`` without building the row (a tool-role message
+    reads as a user message)."""
+    return (
+        (msg.role is Role.USER or msg.role is Role.TOOL)
+        and has_kind(msg, BlockKind.TEXT)
+        and not has_kind(msg, BlockKind.TOOL_RESULT)
+    )
+
+
 def split_turns(rows: Sequence[CowMsg]) -> list[list[CowMsg]]:
     """Turns start at each real query; everything else joins the current turn, and the
     messages before the first query form a turn of their own."""
@@ -308,7 +318,8 @@ def truncate_historical_tool_results(
                 new_text = truncate_historical(block.text, limit)
                 msg = _replace_block(msg, j, replace(block, text=new_text, parts=()))
                 done.append(Truncation(row.src, j, len(block.text), len(new_text)))
-        out[i] = CowMsg(row.src, msg)
+        if msg is not row.msg or row.members:  # (an unchanged plain row is that value)
+            out[i] = CowMsg(row.src, msg)
     return out, done
 
 

@@ -260,7 +260,7 @@ class CowAgentStrategy(Strategy):
             )
             with ctx.action("truncate", reason="tool result capped at creation", limit=cap) as act:
                 act.replace(index, replace(msg, blocks=blocks), Fate.TRUNCATED)
-        if cow.is_user_query(cow.to_cow(index, msg).msg):
+        if cow.is_source_query(msg):
             # run_stream: each user request appends its query, then trims and sanitises
             # (two queries in a row are two requests: trimmed twice).
             self._trim(ctx)
