@@ -26,6 +26,8 @@ from typing import Any
 from django.db import connections
 from django.db.models import Model, QuerySet
 
+INT64 = (-(2**63), 2**63 - 1)
+
 
 def _adapt(value: Any, connection: Any) -> Any:
     """A lookup value as the compiler passes it to the database driver."""
@@ -95,6 +97,8 @@ class Prepared:
     def rows(self, using: str = "default", **arguments: Any) -> list[tuple[Any, ...]]:
         """The queryset's rows for ``arguments`` (as ``list(make(**arguments))``)."""
         compiled = self.compiled(using)
+        if any(type(v) is int and not INT64[0] <= v <= INT64[1] for v in arguments.values()):
+            return []  # no column holds it (a URL's 30-digit id): no row, as Django answers
         connection = connections[using]
         params = list(compiled.params)
         for name, slot in zip(self.names, compiled.slots, strict=True):

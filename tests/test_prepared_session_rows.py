@@ -90,3 +90,14 @@ def test_logins_still_end_as_they_did(client: Any, user: Any) -> None:
     user.set_password("a-new-password-9")  # another session's password change
     user.save()
     assert client.get("/runs/").status_code == 302  # the auth hash no longer matches
+
+
+def test_an_integer_no_column_holds_matches_no_row(client: Any, user: Any) -> None:
+    query = Prepared(
+        lambda pk: Session.objects.filter(pk=pk).values_list("pk"), {"pk": "a" * 32}, {"pk": "b"}
+    )
+    assert query.rows(pk="c" * 32) == []
+    client.force_login(user)
+    huge = "9" * 30  # the URL's <int:pk> takes any digits; SQLite holds 64 bits
+    for url in (f"/runs/{huge}/", f"/runs/{huge}/steps/0/", f"/compare/?runs=1,{huge}"):
+        assert client.get(url).status_code == 404
