@@ -396,6 +396,7 @@ class BaseAgentStrategy(Strategy):
             )
             act.summary_id = record.id
         st.req = _RequestView()  # the history is one summary now: nothing is pruned
+        st.base.clear()  # no compacted message is counted or sent again
         check_summary_size(
             ctx,
             summary_rendered=rendered,
