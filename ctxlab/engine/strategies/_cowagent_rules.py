@@ -219,21 +219,25 @@ def has_kind(msg: Message, kind: BlockKind) -> bool:
 
 def is_user_query(msg: Message) -> bool:
     """A real query: a user message with a text block and no tool_result block."""
-    return (
-        msg.role is Role.USER
-        and has_kind(msg, BlockKind.TEXT)
-        and not has_kind(msg, BlockKind.TOOL_RESULT)
-    )
+    return msg.role is Role.USER and _text_without_results(msg)
 
 
 def is_source_query(msg: Message) -> bool:
     """``is_user_query(to_cow(i, msg).msg)`` without building the row (a tool-role message
     reads as a user message)."""
-    return (
-        (msg.role is Role.USER or msg.role is Role.TOOL)
-        and has_kind(msg, BlockKind.TEXT)
-        and not has_kind(msg, BlockKind.TOOL_RESULT)
-    )
+    return (msg.role is Role.USER or msg.role is Role.TOOL) and _text_without_results(msg)
+
+
+def _text_without_results(msg: Message) -> bool:
+    # one plain pass (every trim asks this of every row)
+    text = False
+    for block in msg.blocks:
+        kind = block.kind
+        if kind is BlockKind.TOOL_RESULT:
+            return False
+        if kind is BlockKind.TEXT:
+            text = True
+    return text
 
 
 def split_turns(rows: Sequence[CowMsg]) -> list[list[CowMsg]]:
