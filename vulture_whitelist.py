@@ -61,3 +61,4 @@ _.eta_seconds  # suites_app/progress.py: _suite_live.html
 _.default_rows  # suites_app/results.py: suite_detail.html
 _.process_request  # ctxlab/page_server.py: socketserver calls it for each accepted connection
 _._session_key  # ctxlab/session_rows.py: Django's session store reads it (a new key when saved)
+_.request_queue_size  # ctxlab/page_server.py: socketserver's listen backlog
