@@ -59,6 +59,25 @@ def test_cycles_older_than_the_pause_wait_for_its_end():
         gc.enable()
 
 
+def test_survivors_of_a_full_collection_inside_join_the_frozen_heap():
+    """So the next full collection traverses only newer objects (a replay's records grow
+    with it: every full collection over all of them made long replays quadratic)."""
+    with heap.existing_heap_frozen():
+        a, b = _Node(), _Node()
+        a.other, b.other = b, a
+        ref = weakref.ref(a)
+        before = gc.get_freeze_count()
+        gc.collect()
+        assert gc.get_freeze_count() > before
+        del a, b
+        gc.collect()
+        assert ref() is not None  # frozen after the first collection: waits for the end
+    assert heap._refreeze not in gc.callbacks
+    assert gc.get_freeze_count() == 0
+    gc.collect()
+    assert ref() is None
+
+
 def test_nested_pauses_share_one_freeze_and_an_error_still_ends_it():
     with heap.existing_heap_frozen():
         with pytest.raises(RuntimeError), heap.existing_heap_frozen():
