@@ -32,7 +32,7 @@ def test_probe_page_and_json_twin_read_one_object(
     html = auth_client.get(url).content.decode()
     data = auth_client.get(url, {"format": "json"}).json()
     assert [p["question"] for p in data["probes"]] == [MARK]
-    assert f"<td>{MARK}</td>" in html and html.count("<tr data-kind=") == 1
+    assert f'<td class="probe-question">{MARK}</td>' in html and html.count("<tr data-kind=") == 1
     monkeypatch.undo()
     plain = auth_client.get(url, {"format": "json"}).json()
     assert len(plain["probes"]) > 1 and MARK not in str(plain)
