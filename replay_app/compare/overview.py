@@ -354,8 +354,8 @@ def retentions(runs: Sequence[Run]) -> list[dict[str, Any]]:
     messages are loaded (at most once) only when a run's analysis has to be computed."""
     if not runs:
         return []
-    transcript = runs[0].transcript  # load_runs: every run is on this transcript
-    shared_index = functools.cache(lambda: FactIndex(transcript.to_conversation().messages))
+    # load_runs: every run is on one transcript, read (row and messages) only if needed
+    shared_index = functools.cache(lambda: FactIndex(runs[0].transcript.to_conversation().messages))
 
     def linked(run: Run) -> dict[str, Any]:
         return with_links(run, lost_analysis.retention(run, fact_index=shared_index))
