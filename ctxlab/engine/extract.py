@@ -335,9 +335,14 @@ def _error_lines(text: str) -> list[str]:
     low = text.lower()  # lowercasing maps characters one by one: a mark's words stay whole
     if not any(word in low for word in _ERROR_WORDS):
         return []
+    return lines_hit(ERROR_RE, text)
+
+
+def lines_hit(pattern: re.Pattern[str], text: str) -> list[str]:
+    """The lines holding a match of ``pattern``, each once, in order."""
     lines: list[str] = []
     end = -1
-    for hit in ERROR_RE.finditer(text):
+    for hit in pattern.finditer(text):
         if hit.start() < end:
             continue  # another mark on a line already taken
         start = text.rfind("\n", 0, hit.start()) + 1

@@ -49,17 +49,7 @@ PLAIN_ERROR_RE = re.compile(
 
 
 def _plain_error_lines(text: str) -> list[str]:
-    lines: list[str] = []
-    end = -1
-    for hit in PLAIN_ERROR_RE.finditer(text):
-        if hit.start() < end:
-            continue
-        start = text.rfind("\n", 0, hit.start()) + 1
-        end = text.find("\n", hit.end())
-        if end < 0:
-            end = len(text)
-        lines.append(text[start:end])
-    return lines
+    return extract.lines_hit(PLAIN_ERROR_RE, text)  # without the error-word prefilter
 
 
 def _plain_facts(text: str) -> list[tuple[str, str]]:

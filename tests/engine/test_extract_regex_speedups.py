@@ -37,17 +37,7 @@ PLAIN_IDENT_RE = re.compile(
 
 
 def _plain_error_lines(text: str) -> list[str]:
-    lines: list[str] = []
-    end = -1
-    for hit in extract.ERROR_RE.finditer(text):
-        if hit.start() < end:
-            continue
-        start = text.rfind("\n", 0, hit.start()) + 1
-        end = text.find("\n", hit.end())
-        if end < 0:
-            end = len(text)
-        lines.append(text[start:end])
-    return lines
+    return extract.lines_hit(extract.ERROR_RE, text)  # without the error-word prefilter
 
 
 def _same(text: str) -> None:

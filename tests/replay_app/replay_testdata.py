@@ -4,10 +4,17 @@ from __future__ import annotations
 
 import json
 import random
+from pathlib import Path
 from typing import Any
 
 from sessions_app import services as session_services
 from sessions_app.models import Transcript
+
+# A real Claude Code session (82 messages, long tool outputs) the stored-counts tests replay.
+FULL_SESSION_FOUR = (
+    Path(__file__).resolve().parents[1]
+    / "data" / "corpus" / "claude-code" / "agentcmd-full-session-four.jsonl"
+)  # fmt: skip
 
 
 def agent_chat(*, turns: int = 60, size: int = 8000, seed: int = 1) -> bytes:
@@ -40,3 +47,19 @@ def import_transcript(owner: Any, data: bytes, name: str = "agent.json") -> Tran
     assert outcome.error is None, outcome.error
     assert outcome.upload is not None
     return outcome.upload.transcripts.get()
+
+
+def worker_step_column(
+    user: Any, transcript: Any, strategy: str, params: dict[str, Any], column: str
+) -> list[int]:
+    """``column`` of every stored step of ``strategy`` run through the worker's own call."""
+    from replay_app.models import RunStep
+    from replay_app.runs import executor, services
+
+    run = services.run_create(
+        owner=user, transcript=transcript,
+        spec=services.RunSpec(strategy=strategy, params=params), enqueue=False,
+    )  # fmt: skip
+    run = executor.run_execute(run=run)
+    assert run.status == "done", run.error
+    return list(RunStep.objects.filter(run=run).order_by("index").values_list(column, flat=True))

@@ -6,30 +6,21 @@ reads them, and a transcript imported without them still replays."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-from replay_testdata import import_transcript
+from replay_testdata import FULL_SESSION_FOUR, import_transcript, worker_step_column
 
 from ctxlab.engine import qwen_tokens
 from ctxlab.engine.replay import run as replay_run
 from ctxlab.engine.strategies import _copaw_stored
-from replay_app.models import RunStep
-from replay_app.runs import executor, services
 
 pytestmark = [
     pytest.mark.django_db,
     pytest.mark.skipif(qwen_tokens._fast_count() is None, reason="needs the Qwen2.5 counter"),
 ]
 
-SESSION = (
-    Path(__file__).resolve().parents[2]
-    / "data"
-    / "corpus"
-    / "claude-code"
-    / ("agentcmd-full-session-four.jsonl")
-)
+SESSION = FULL_SESSION_FOUR
 PARAMS = {"max_input_length": 12_000}
 
 
@@ -43,14 +34,7 @@ def _cold_counter() -> Iterator[None]:
 
 
 def _strategy_tokens(user: Any, transcript: Any) -> list[int]:
-    run = services.run_create(
-        owner=user, transcript=transcript,
-        spec=services.RunSpec(strategy="copaw", params=PARAMS), enqueue=False,
-    )  # fmt: skip
-    run = executor.run_execute(run=run)
-    assert run.status == "done", run.error
-    return list(RunStep.objects.filter(run=run).order_by("index").values_list(
-        "tokens_strategy", flat=True))  # fmt: skip
+    return worker_step_column(user, transcript, "copaw", PARAMS, "tokens_strategy")
 
 
 def _counted(transcript: Any) -> list[int]:

@@ -5,39 +5,23 @@ counts everything, and a changed entry shows in the run (the worker reads them).
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
-from replay_testdata import import_transcript
+from replay_testdata import FULL_SESSION_FOUR, import_transcript, worker_step_column
 
 from ctxlab.engine.reference import ReferenceTokens
 from ctxlab.engine.reference_stored import stored_counts
 from ctxlab.engine.replay import run as replay_run
-from replay_app.models import RunStep
-from replay_app.runs import executor, services
 
 pytestmark = pytest.mark.django_db
 
-SESSION = (
-    Path(__file__).resolve().parents[2]
-    / "data"
-    / "corpus"
-    / "claude-code"
-    / ("agentcmd-full-session-four.jsonl")
-)
+SESSION = FULL_SESSION_FOUR
 PARAMS = {"max_input_length": 12_000, "pruning_old_msg_max_bytes": 1500}
 
 
 def _reference_tokens(user: Any, transcript: Any) -> list[int]:
-    run = services.run_create(
-        owner=user, transcript=transcript,
-        spec=services.RunSpec(strategy="qwenpaw", params=PARAMS), enqueue=False,
-    )  # fmt: skip
-    run = executor.run_execute(run=run)
-    assert run.status == "done", run.error
-    return list(RunStep.objects.filter(run=run).order_by("index").values_list(
-        "tokens_reference", flat=True))  # fmt: skip
+    return worker_step_column(user, transcript, "qwenpaw", PARAMS, "tokens_reference")
 
 
 def _counted(transcript: Any) -> list[int]:
