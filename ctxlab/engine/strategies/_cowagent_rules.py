@@ -171,15 +171,20 @@ def is_results_only(msg: Message) -> bool:
 
 
 def merge_tool_results(
-    rows: Sequence[CowMsg], results_only: Sequence[bool] | None = None
+    rows: Sequence[CowMsg],
+    results_only: Sequence[bool] | None = None,
+    *,
+    into: list[CowMsg] | None = None,
+    prev_flag: bool = False,
 ) -> list[CowMsg]:
     """CowAgent stores the results of one reply's tool calls as ONE user message
     (``agent_stream.py``: ``tool_result_blocks`` appended once): a run of consecutive
     results-only rows becomes one row whose blocks are theirs in order. ``results_only``:
-    ``is_results_only`` of each row, when the caller has it already."""
+    ``is_results_only`` of each row, when the caller has it already. ``into`` (extended in
+    place) and ``prev_flag`` continue an earlier merge: its output and the flag of the last
+    row it read, so merging a list in two calls equals merging it in one."""
     flags = results_only if results_only is not None else [is_results_only(r.msg) for r in rows]
-    out: list[CowMsg] = []
-    prev_flag = False
+    out: list[CowMsg] = into if into is not None else []
     for row, flag in zip(rows, flags, strict=True):
         prev = out[-1] if out else None
         merge = flag and prev_flag and prev is not None and prev.src is not None
@@ -245,8 +250,10 @@ def split_turns(rows: Sequence[CowMsg]) -> list[list[CowMsg]]:
     messages before the first query form a turn of their own."""
     turns: list[list[CowMsg]] = []
     current: list[CowMsg] = []
+    user = Role.USER
     for row in rows:
-        if is_user_query(row.msg) and current:
+        msg = row.msg  # is_user_query(msg), inlined: every trim walks every row
+        if current and msg.role is user and _text_without_results(msg):
             turns.append(current)
             current = []
         current.append(row)

@@ -51,6 +51,13 @@ class _State:
     inj_text: str = ""  # the target's first text block as injected
     inj_prefix: str = ""  # what the injection put in front of the stored text
     row_cache: dict[int, tuple[Message, CowMsg, bool]] = field(default_factory=dict)
+    # _rows' merged list (injection not applied) for the first ``rows_seen`` entries of the
+    # live list object ``rows_live``: a removal makes a new live list, a replacement (only
+    # this strategy's, in _write_back / after_append) drops it, appends only extend it.
+    rows_live: list[int] | None = None
+    rows_seen: int = 0
+    rows_merged: list[CowMsg] = field(default_factory=list)
+    rows_last_flag: bool = False
     clean: tuple[int, int] | None = None  # (live length, last index) found clean
 
 
@@ -169,22 +176,31 @@ class CowAgentStrategy(Strategy):
         message (``merge_tool_results``), and the injected summary is part of its target's
         text (written in place by the summary callback, so a later flush summarises it)."""
         st: _State = ctx.state
-        # Each message's row is kept until the message is replaced (rows are immutable).
-        cache = st.row_cache
-        out: list[CowMsg] = []
-        flags: list[bool] = []
-        for i in ctx.live:
-            msg = ctx.message(i)
-            hit = cache.get(i)
-            if hit is None or hit[0] is not msg:
-                row = cow.to_cow(i, msg)
-                hit = cache[i] = (msg, row, cow.is_results_only(row.msg))
-            out.append(hit[1])
-            flags.append(hit[2])
+        live = ctx.live
+        if st.rows_live is not live or len(live) < st.rows_seen:
+            st.rows_live, st.rows_seen, st.rows_merged, st.rows_last_flag = live, 0, [], False
+        if len(live) > st.rows_seen:
+            # Each message's row is kept until the message is replaced (rows are immutable).
+            cache = st.row_cache
+            new: list[CowMsg] = []
+            flags: list[bool] = []
+            for i in live[st.rows_seen :]:
+                msg = ctx.message(i)
+                hit = cache.get(i)
+                if hit is None or hit[0] is not msg:
+                    row = cow.to_cow(i, msg)
+                    hit = cache[i] = (msg, row, cow.is_results_only(row.msg))
+                new.append(hit[1])
+                flags.append(hit[2])
+            cow.merge_tool_results(new, flags, into=st.rows_merged, prev_flag=st.rows_last_flag)
+            st.rows_seen, st.rows_last_flag = len(live), flags[-1]
+        out = list(st.rows_merged)
         target = st.inj_target
         if target is not None and ctx.alive[target]:
+            # The target holds text, so it is never results-only: never merged, and
+            # injecting after the merge equals injecting before it.
             out = [self._with_injection(st, r) if r.src == target else r for r in out]
-        return cow.merge_tool_results(out, flags)
+        return out
 
     def _with_injection(self, st: _State, row: CowMsg) -> CowMsg:
         blocks = list(row.msg.blocks)
@@ -221,6 +237,7 @@ class CowAgentStrategy(Strategy):
         context: a row that is gone takes all its sources with it; a changed row writes
         each source's new blocks (a merged row split back by tool id)."""
         st: _State = ctx.state
+        st.rows_live = None  # messages may be replaced below
         now = {r.src: r for r in after if r.src is not None}
         for row in before:
             if row.src is None:
@@ -260,6 +277,7 @@ class CowAgentStrategy(Strategy):
             )
             with ctx.action("truncate", reason="tool result capped at creation", limit=cap) as act:
                 act.replace(index, replace(msg, blocks=blocks), Fate.TRUNCATED)
+            ctx.state.rows_live = None
         if cow.is_source_query(msg):
             # run_stream: each user request appends its query, then trims and sanitises
             # (two queries in a row are two requests: trimmed twice).

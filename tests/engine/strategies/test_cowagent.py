@@ -511,6 +511,24 @@ def test_merge_tool_results_and_split_back() -> None:
     assert parts[3][0].text == "cut"
 
 
+def test_merge_tool_results_continued_equals_one_merge() -> None:
+    """_rows extends its merged list as messages are appended: merging a list in two calls
+    (the first call's output and last flag carried over) equals merging it at once, at
+    every split point, a results-only run across the split included."""
+    all_rows = rows(
+        user("q"), assistant("", "a", "b"), result("a", "A"), result("b", "B"),
+        result("c", "C"), assistant("x"), user("n"), result("d", "D"),
+    )  # fmt: skip
+    whole = cow.merge_tool_results(all_rows)
+    assert [r.sources for r in whole] == [(0,), (1,), (2, 3, 4), (5,), (6,), (7,)]
+    for cut in range(len(all_rows) + 1):
+        head, tail = all_rows[:cut], all_rows[cut:]
+        merged = cow.merge_tool_results(head)
+        last = cow.is_results_only(head[-1].msg) if head else False
+        cow.merge_tool_results(tail, into=merged, prev_flag=last)
+        assert merged == whole, cut
+
+
 def test_injected_summary_is_in_the_text_a_later_flush_summarises() -> None:
     """Divergence 4: the summary callback writes the summary into the first kept user
     message's text; when that turn is dropped later, the next flush summarises that text,
