@@ -248,8 +248,12 @@ def _readable(line: str, width: int = LINE) -> str:
         first = next(input_strings(_call_args(args)), "")
         line = f"{name}: {first}" if name else first
         line = line.splitlines()[0].strip() if line.strip() else ""
-    line = LINE_NUMBER_RE.sub("", TOOL_ID_RE.sub("", line)).strip()
-    return line[:width]
+    if "_" in line:  # every tool id holds one
+        line = TOOL_ID_RE.sub("", line)
+    lead = line[:1]  # within a line a line-number prefix can only start it (\d: isdecimal)
+    if lead == " " or lead.isdecimal() or "\n" in line:
+        line = LINE_NUMBER_RE.sub("", line)
+    return line.strip()[:width]
 
 
 def _person_text(item: MaterialItem) -> str:

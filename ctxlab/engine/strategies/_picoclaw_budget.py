@@ -71,6 +71,9 @@ class PicoMsg:
     media: int = 0
     system_parts: tuple[str, ...] = ()
     src: int | None = field(default=None, compare=False)
+    # (estimator, tokens) once estimated: a history message is estimated again at every
+    # budget check. Not an init field, so ``dataclasses.replace`` never carries it over.
+    estimated: tuple[str, int] | None = field(default=None, init=False, compare=False, repr=False)
 
 
 # -- Go json.Marshal ------------------------------------------------------------------------
@@ -95,10 +98,24 @@ def _normalise(value: Any) -> Any:
     return str(value)
 
 
+def _plain(value: Any) -> bool:
+    """Strings, ints, bools and None in dicts with string keys and lists (most tool
+    inputs): what ``_normalise`` returns equal to the value, so it is dumped as it is."""
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:
+        return True
+    if kind is dict:
+        return all(type(k) is str and _plain(v) for k, v in value.items())
+    if kind is list:
+        return all(_plain(v) for v in value)
+    return False
+
+
 def go_json_marshal(value: Any) -> str:
     """``json.Marshal``: sorted map keys, no spaces, non-ASCII kept, and HTML-safe escapes
     for ``<``, ``>``, ``&`` and U+2028/U+2029."""
-    text = json.dumps(_normalise(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    plain = value if _plain(value) else _normalise(value)
+    text = json.dumps(plain, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     # These characters only ever occur inside JSON strings, so a plain replace is exact.
     return (
         text.replace("<", "\\u003c")
@@ -122,6 +139,15 @@ def estimate_message_tokens(msg: PicoMsg, estimator: Estimator = "chars*2/5") ->
     """Runes of content (or of the system parts + 20 each, whichever is larger) + runes of
     reasoning + *bytes* of tool-call ids, types, names, arguments and the tool-call id + 12,
     then ``chars*2/5`` (Go integer division) + 256 per media item."""
+    known = msg.estimated
+    if known is not None and known[0] == estimator:
+        return known[1]
+    tokens = _estimate(msg, estimator)
+    object.__setattr__(msg, "estimated", (estimator, tokens))  # the fields are frozen
+    return tokens
+
+
+def _estimate(msg: PicoMsg, estimator: Estimator) -> int:
     chars = len(msg.content)
     if msg.system_parts:
         parts = sum(len(p) for p in msg.system_parts) + SYSTEM_PART_OVERHEAD * len(msg.system_parts)
