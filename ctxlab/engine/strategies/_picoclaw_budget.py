@@ -111,11 +111,15 @@ def _plain(value: Any) -> bool:
     return False
 
 
+# ``json.dumps`` with these options builds this encoder at every call
+_GO_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
 def go_json_marshal(value: Any) -> str:
     """``json.Marshal``: sorted map keys, no spaces, non-ASCII kept, and HTML-safe escapes
     for ``<``, ``>``, ``&`` and U+2028/U+2029."""
     plain = value if _plain(value) else _normalise(value)
-    text = json.dumps(plain, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    text = _GO_ENCODER.encode(plain)
     # These characters only ever occur inside JSON strings, so a plain replace is exact.
     return (
         text.replace("<", "\\u003c")
