@@ -26,6 +26,7 @@ the replay differs from the original).
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -51,13 +52,14 @@ class _State:
     inj_text: str = ""  # the target's first text block as injected
     inj_prefix: str = ""  # what the injection put in front of the stored text
     row_cache: dict[int, tuple[Message, CowMsg, bool]] = field(default_factory=dict)
-    # _rows' merged list (injection not applied) for the first ``rows_seen`` entries of the
-    # live list object ``rows_live``: a removal makes a new live list, a replacement (only
-    # this strategy's, in _write_back / after_append) drops it, appends only extend it.
-    rows_live: list[int] | None = None
-    rows_seen: int = 0
+    # _rows' merged list (injection not applied), made from the live entries ``rows_flat``;
+    # ``rows_ends``: how many of them each row's end is past. Rows holding a message replaced
+    # since (only this strategy replaces: _write_back / after_append lower ``rows_dirty``)
+    # are made again, and so is everything after a row the live list no longer starts with.
     rows_merged: list[CowMsg] = field(default_factory=list)
-    rows_last_flag: bool = False
+    rows_flat: list[int] = field(default_factory=list)
+    rows_ends: list[int] = field(default_factory=list)
+    rows_dirty: int = 1 << 62
     clean: tuple[int, int] | None = None  # (live length, last index) found clean
 
 
@@ -177,14 +179,13 @@ class CowAgentStrategy(Strategy):
         text (written in place by the summary callback, so a later flush summarises it)."""
         st: _State = ctx.state
         live = ctx.live
-        if st.rows_live is not live or len(live) < st.rows_seen:
-            st.rows_live, st.rows_seen, st.rows_merged, st.rows_last_flag = live, 0, [], False
-        if len(live) > st.rows_seen:
+        seen = self._kept_rows(st, live)
+        if len(live) > seen:
             # Each message's row is kept until the message is replaced (rows are immutable).
             cache = st.row_cache
             new: list[CowMsg] = []
             flags: list[bool] = []
-            for i in live[st.rows_seen :]:
+            for i in live[seen:]:
                 msg = ctx.message(i)
                 hit = cache.get(i)
                 if hit is None or hit[0] is not msg:
@@ -192,15 +193,57 @@ class CowAgentStrategy(Strategy):
                     hit = cache[i] = (msg, row, cow.is_results_only(row.msg))
                 new.append(hit[1])
                 flags.append(hit[2])
-            cow.merge_tool_results(new, flags, into=st.rows_merged, prev_flag=st.rows_last_flag)
-            st.rows_seen, st.rows_last_flag = len(live), flags[-1]
+            last = cache[live[seen - 1]][2] if seen else False
+            merged = st.rows_merged
+            first = len(merged)
+            cow.merge_tool_results(new, flags, into=merged, prev_flag=last)
+            ends = st.rows_ends
+            del ends[max(first - 1, 0) :]  # the last kept row may have grown
+            for row in merged[max(first - 1, 0) :]:
+                ends.append((ends[-1] if ends else 0) + len(row.sources))
+            st.rows_flat = list(live)
         out = list(st.rows_merged)
         target = st.inj_target
         if target is not None and ctx.alive[target]:
             # The target holds text, so it is never results-only: never merged, and
-            # injecting after the merge equals injecting before it.
-            out = [self._with_injection(st, r) if r.src == target else r for r in out]
+            # injecting after the merge equals injecting before it. Its row is the one
+            # whose sources reach past its live position (sources are unique).
+            pos = bisect.bisect_left(live, target)
+            if pos < len(live) and live[pos] == target:
+                j = bisect.bisect_right(st.rows_ends, pos)
+                if out[j].src == target:
+                    out[j] = self._with_injection(st, out[j])
         return out
+
+    @staticmethod
+    def _kept_rows(st: _State, live: list[int]) -> int:
+        """Cut the memo of merged rows down to the rows still valid for ``live`` and return
+        how many live entries they cover. Valid: whole rows past the removed prefix, none
+        holding a message replaced since, whose sources are exactly the start of ``live``
+        (checked); a fresh merge starts a row there too (nothing before it to merge into)."""
+        flat, ends, merged = st.rows_flat, st.rows_ends, st.rows_merged
+        dirty, st.rows_dirty = st.rows_dirty, 1 << 62
+        if not live or not flat:
+            st.rows_merged, st.rows_flat, st.rows_ends = [], [], []
+            return 0
+        gone = bisect.bisect_left(flat, live[0])  # entries before live's first are gone
+        r0 = bisect.bisect_left(ends, gone)
+        if r0 < len(ends) and ends[r0] == gone:
+            r0 += 1
+        start = ends[r0 - 1] if r0 else 0
+        if start != gone:  # the first live entry is inside a row: nothing is kept
+            r0, start = len(merged), len(flat)
+        r1 = len(merged)
+        if dirty <= flat[-1]:  # rows from the one holding the first replaced entry on
+            r1 = min(r1, bisect.bisect_left(ends, bisect.bisect_left(flat, dirty) + 1))
+        r1 = max(r1, r0)
+        stop = ends[r1 - 1] if r1 > r0 else start
+        if live[: stop - start] != flat[start:stop]:
+            r1, stop = r0, start
+        st.rows_merged = merged[r0:r1]
+        st.rows_ends = [e - start for e in ends[r0:r1]]
+        st.rows_flat = flat[start:stop]
+        return stop - start
 
     def _with_injection(self, st: _State, row: CowMsg) -> CowMsg:
         blocks = list(row.msg.blocks)
@@ -237,7 +280,6 @@ class CowAgentStrategy(Strategy):
         context: a row that is gone takes all its sources with it; a changed row writes
         each source's new blocks (a merged row split back by tool id)."""
         st: _State = ctx.state
-        st.rows_live = None  # messages may be replaced below
         now = {r.src: r for r in after if r.src is not None}
         for row in before:
             if row.src is None:
@@ -263,6 +305,7 @@ class CowAgentStrategy(Strategy):
                 stored = self._stored(ctx, src, blocks)
                 if stored != ctx.message(src):
                     act.replace(src, stored, changed)
+                    st.rows_dirty = min(st.rows_dirty, src)
 
     # --- hooks --------------------------------------------------------------------------
     def after_append(self, ctx: ContextView, index: int) -> None:
@@ -277,7 +320,7 @@ class CowAgentStrategy(Strategy):
             )
             with ctx.action("truncate", reason="tool result capped at creation", limit=cap) as act:
                 act.replace(index, replace(msg, blocks=blocks), Fate.TRUNCATED)
-            ctx.state.rows_live = None
+            ctx.state.rows_dirty = min(ctx.state.rows_dirty, index)
         if cow.is_source_query(msg):
             # run_stream: each user request appends its query, then trims and sanitises
             # (two queries in a row are two requests: trimmed twice).

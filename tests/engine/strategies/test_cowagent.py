@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -577,3 +578,34 @@ def test_two_queries_in_a_row_are_trimmed_twice() -> None:
     assert [(e.detail["turns"], e.detail["dropped_turns"]) for e in drops] == [(7, 3), (5, 2)]
     assert res.steps[-1].context_indexes == [0, 11, 12, 13, 14]
     assert res.steps[-1].tokens.strategy == 1 + 30 + 150 + 1
+
+
+@pytest.mark.parametrize(
+    "params",
+    [{}, {"summary_injection": "sync", "agent_max_context_turns": 3}],
+)
+def test_rows_kept_across_trims_equal_rows_made_afresh(params: dict[str, object]) -> None:
+    """_rows keeps its merged rows between calls (appends extend them, a dropped prefix
+    leaves, a replaced message's rows are made again): at every call, on a realistic
+    transcript with drops, cuts and injected summaries, they equal rows made from nothing."""
+    from ctxlab.engine.strategies.cowagent import CowAgentStrategy
+    from ctxlab.engine.synth_realistic import realistic_bench_conversation
+
+    corpus = Path(__file__).resolve().parents[2] / "data" / "corpus"
+    conv = realistic_bench_conversation(corpus, messages=1500, seed=0)
+    seen: list[int] = []
+
+    class Checked(CowAgentStrategy):
+        def _rows(self, ctx: Any) -> list[CowMsg]:
+            got = super()._rows(ctx)
+            st = ctx.state
+            kept = (st.rows_merged, st.rows_flat, st.rows_ends, st.rows_dirty)
+            st.rows_merged, st.rows_flat, st.rows_ends = [], [], []
+            assert got == super()._rows(ctx)
+            st.rows_merged, st.rows_flat, st.rows_ends, st.rows_dirty = kept
+            seen.append(len(kept[1]))
+            return got
+
+    res = run(conv, Checked(params), params=params)
+    assert len(seen) > 20
+    assert {e.kind for e in res.events} >= {"drop", "truncate"}
