@@ -397,12 +397,18 @@ class CowAgentStrategy(Strategy):
         st: _State = ctx.state
         rows = [r for turn in dropped for r in turn]
         summary, flushed, record_id = self._flush(ctx, rows, reason="trim")
+        clean, live_before = st.clean, ctx.live
         with ctx.action(kind, reason=reason, dropped_turns=len(dropped), **detail) as act:
             st.clean = None
             for row in rows:
                 fate = Fate.SUMMARISED if summary and row.src in flushed else Fate.DROPPED
                 act.remove(list(row.sources), fate)
             act.summary_id = record_id
+        gone = len(live_before) - len(ctx.live)
+        if clean is not None and gone < clean[0] and ctx.live == live_before[gone:]:
+            # Only a prefix left (compared): every kept message has the same successors,
+            # so the kept part found clean still is (first message and ledger: re-read).
+            st.clean = (clean[0] - gone, clean[1])
         self._check_injection_target(ctx)
         if summary:
             target = cow.first_user_text_target(kept)

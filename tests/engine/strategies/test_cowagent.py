@@ -584,12 +584,28 @@ def test_two_queries_in_a_row_are_trimmed_twice() -> None:
     "params",
     [{}, {"summary_injection": "sync", "agent_max_context_turns": 3}],
 )
-def test_rows_kept_across_trims_equal_rows_made_afresh(params: dict[str, object]) -> None:
+def test_rows_kept_across_trims_equal_rows_made_afresh(
+    params: dict[str, object], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """_rows keeps its merged rows between calls (appends extend them, a dropped prefix
     leaves, a replaced message's rows are made again): at every call, on a realistic
-    transcript with drops, cuts and injected summaries, they equal rows made from nothing."""
+    transcript with drops, cuts and injected summaries, they equal rows made from nothing.
+    Likewise the sanitiser's check from the part found clean (kept across prefix drops)
+    equals the check over the whole history."""
+    from ctxlab.engine.strategies import cowagent
     from ctxlab.engine.strategies.cowagent import CowAgentStrategy
     from ctxlab.engine.synth_realistic import realistic_bench_conversation
+
+    whole_check = cowagent._sanitize_is_noop
+    starts: list[int] = []
+
+    def checked_noop(ctx: Any, start: int = 0) -> bool:
+        found = whole_check(ctx, start)
+        assert found == whole_check(ctx, 0)
+        starts.append(start)
+        return found
+
+    monkeypatch.setattr(cowagent, "_sanitize_is_noop", checked_noop)
 
     corpus = Path(__file__).resolve().parents[2] / "data" / "corpus"
     conv = realistic_bench_conversation(corpus, messages=1500, seed=0)
@@ -608,4 +624,5 @@ def test_rows_kept_across_trims_equal_rows_made_afresh(params: dict[str, object]
 
     res = run(conv, Checked(params), params=params)
     assert len(seen) > 20
+    assert sum(1 for s in starts if s > 0) > 20
     assert {e.kind for e in res.events} >= {"drop", "truncate"}
