@@ -18,9 +18,10 @@ import pickle
 import shutil
 import tempfile
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import urlencode
 
 from django.conf import settings
 
@@ -98,6 +99,21 @@ def _lookup(key: str, build: Callable[[], T]) -> T:
                 DISK.set(key, value, weight)
         _remember(key, value, weight)
     return value
+
+
+def query_key(
+    query: Mapping[str, Any], *, reads: frozenset[str], scrubs: frozenset[str]
+) -> str | None:
+    """The part of a page's query string its memo key names: the parameters the page
+    reads, sorted. None (render it, keep nothing) when the query scrubs to a step
+    (``scrubs``: one page per step of a 20,000-step run would fill this memo and its disk
+    files) or carries a parameter the page does not read (its links copy every parameter
+    along, so each new value would be one more entry)."""
+    if not reads.issuperset(query) or not scrubs.isdisjoint(query):
+        return None
+    getlist = getattr(query, "getlist", None)
+    pairs = [(k, v) for k in sorted(query) for v in (getlist(k) if getlist else [query[k]])]
+    return urlencode(pairs)
 
 
 def cached(run: Run, name: str, build: Callable[[], T]) -> T:

@@ -1,7 +1,8 @@
 """``{% memo_runs runs "name" vary... %}…{% endmemo_runs %}``: a page section of finished
 runs rendered once and kept in ``replay_app.memo`` (in memory, and in the served
 processes' shared files), keyed by the runs, the name and the ``vary`` values (e.g.
-``request.GET.urlencode``). While any of the runs is unfinished the section renders every
+``request.GET|memo_query:"run"``). While any of the runs is unfinished, or a ``vary``
+value is None (a query not kept, ``whole_page.memo_query``), the section renders every
 time. Only for sections whose HTML depends on nothing else: no CSRF token, no user, no
 messages.
 """
@@ -14,6 +15,7 @@ from django import template
 from django.template.base import FilterExpression, NodeList, Parser, Token
 
 from replay_app import memo
+from replay_app.runs.pages import whole_page
 
 register = template.Library()
 
@@ -34,10 +36,21 @@ class MemoRunsNode(template.Node):
     def render(self, context: template.Context) -> Any:
         runs = self.runs.resolve(context)
         runs = list(runs) if isinstance(runs, list | tuple) else [runs]
-        vary = "&".join(str(v.resolve(context)) for v in self.vary)
+        values = [v.resolve(context) for v in self.vary]
+        if any(value is None for value in values):
+            return self.nodelist.render(context)
+        vary = "&".join(str(value) for value in values)
         return memo.cached_many(
             runs, f"html-{self.name}?{vary}", lambda: self.nodelist.render(context)
         )
+
+
+@register.filter
+def memo_query(query: Any, page: str) -> str | None:
+    """``request.GET|memo_query:"run"``: the part of the query a memoised section of that
+    page is keyed by, or None (not kept: a step scrubbed to, a parameter the page does
+    not read)."""
+    return whole_page.memo_query(query, page)
 
 
 @register.tag("memo_runs")

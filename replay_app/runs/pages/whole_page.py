@@ -1,5 +1,9 @@
 """A finished run's whole page, rendered once per query and user, then served from the memo.
 
+"Per query" is per the parameters the page reads (``QUERIES``, sorted): a query that
+scrubs to a step or names anything else is rendered every view and kept nowhere (nor are
+its sections, ``memo_query`` in ``{% memo_runs %}``).
+
 Its sections were already memoised (``{% memo_runs %}``); what each view still paid was
 the run row with its transcript, configuration and group joined (~1.5 ms of CPU) and the
 template engine walking ``base.html``, the header and the memo tags (~1.8 ms) of ~5.3 ms
@@ -20,6 +24,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from django.contrib.messages import get_messages
@@ -31,6 +36,28 @@ from replay_app import memo
 # Fields the memo key reads (``memo._cache_key``): all a finished run's view needs before
 # it knows whether its page is kept.
 KEY_FIELDS = ("id", "owner_id", "status", "created_at", "finished_at")
+
+
+@dataclass(frozen=True)
+class Query:
+    reads: frozenset[str]  # every parameter the page (or a section of it) reads
+    scrubs: frozenset[str]  # ... of which these pick a step: never memoised
+
+
+QUERIES = {
+    "run": Query(
+        reads=frozenset({"page", "kind", "summary", "spage", "fkind", "fpage", "step", "mpage"}),
+        scrubs=frozenset({"step", "mpage"}),  # the step scrubber's step and its message page
+    ),
+    "compare": Query(reads=frozenset({"runs", "spage", "at"}), scrubs=frozenset({"at"})),
+}
+
+
+def memo_query(query: Any, name: str) -> str | None:
+    """The memo key's query part for page ``name`` (a ``QUERIES`` key), or None: render
+    this query fresh and keep nothing (``memo.query_key``)."""
+    shape = QUERIES[name]
+    return memo.query_key(query, reads=shape.reads, scrubs=shape.scrubs)
 
 
 class _NotKept(Exception):  # noqa: N818 (a signal, not an error)
@@ -55,11 +82,12 @@ def page(
     or a list of them) stay finished. ``extra_context`` must reach the template (it holds
     the CSRF marker)."""
     runs = list(runs) if isinstance(runs, list | tuple) else [runs]
-    if not all(memo.keeps(run) for run in runs) or not _kept(request):
+    query = memo_query(request.GET, name)
+    if query is None or not all(memo.keeps(run) for run in runs) or not _kept(request):
         return render({})
     user: Any = request.user
     viewer = f"{user.pk}:{user.get_username()}:{int(user.is_staff)}"
-    key = f"page-{name}?{request.GET.urlencode()}#{viewer}"
+    key = f"page-{name}?{query}#{viewer}"
 
     def build() -> tuple[str, tuple[bytes, ...]]:
         marker = secrets.token_hex(16)
