@@ -382,8 +382,9 @@ _METRICS: tuple[Metric, ...] = (
            "(instruction_summarised + instruction_dropped)"),
     # --- probes (engine.probes, engine.probe_scoring; judge_app) -----------------------------
     Metric("probe_score", "Probe score (offline)", "ratio", "higher",
-           "mean over the run's probes (questions about what its compactions removed) of how "
-           "much of each rule-known answer is still in the compacted context"),
+           "mean over the run's own probes (questions about what its compactions removed: "
+           "they differ per run) of how much of each rule-known answer is still in the "
+           "compacted context"),
     Metric("probe_score_recall", "Recall probes", "ratio", "higher",
            "offline score of 'what was the error message when …?' probes (error line found "
            "verbatim after normalising)"),
@@ -396,6 +397,18 @@ _METRICS: tuple[Metric, ...] = (
     Metric("probe_score_decision", "Decision probes", "ratio", "higher",
            "offline score of 'which approach was rejected and why?' probes (share of the "
            "sentence's key terms found)"),
+    Metric("shared_probe_questions", "Shared questions", "questions", None,
+           "questions of a comparison's shared probe set: the union of its runs' own probes "
+           "(one per kind, question and answer), each asked of every run at the same request"),
+    Metric("shared_probe_asked", "Asked", "questions", None,
+           "shared questions asked of this run: those where it made a request at or after "
+           "the question's position"),
+    Metric("shared_probe_answered", "Answered", "questions", "higher",
+           "shared questions whose answer is recoverable (offline score >= 0.8) from the "
+           "run's context in force at that request"),
+    Metric("shared_probe_score", "Shared probe score", "ratio", "higher",
+           "mean offline score over the shared questions asked of this run: every run of "
+           "the comparison is asked the same questions at the same requests"),
     Metric("probe_score_claude", "Probe score (Claude)", "ratio", "higher",
            "mean over the probes Claude answered from the compacted context: containment for "
            "recall/artifact, a 0–5 rubric judge (/5) for continuation/decision"),
