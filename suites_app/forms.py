@@ -67,7 +67,7 @@ def filter_transcripts(
 class SuiteForm(forms.Form):
     name = forms.CharField(max_length=200)
     transcripts = forms.ModelMultipleChoiceField(
-        queryset=Transcript.objects.none(), required=False, widget=TranscriptPicker,
+        queryset=Transcript.objects.none(), required=False, widget=TranscriptPicker(multiple=True),
         help_text="chosen by hand",
     )  # fmt: skip
     filter_format = forms.ChoiceField(required=False, label="Format")

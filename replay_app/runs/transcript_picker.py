@@ -10,6 +10,7 @@ name and the conversation id.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from django import forms
@@ -63,8 +64,9 @@ def options(owner: Any, *, query: str = "", selected: Any = None) -> list[Transc
     return chosen + rows
 
 
-def _context(name: str, shown: list[Transcript], selected: Any, query: str) -> dict[str, Any]:
-    multiple = name == MULTIPLE_NAME
+def _context(
+    name: str, shown: list[Transcript], selected: Any, query: str, *, multiple: bool
+) -> dict[str, Any]:
     return {
         "name": name,
         "options": shown,
@@ -74,44 +76,50 @@ def _context(name: str, shown: list[Transcript], selected: Any, query: str) -> d
     }
 
 
-# The suite form picks several transcripts (checkboxes); the run forms pick one (radios).
-MULTIPLE_NAME = "transcripts"
-
-
 class TranscriptPicker(forms.Widget):
-    """Radio buttons (or checkboxes, for the field named ``MULTIPLE_NAME``) for the few
-    options + the search box (the field's queryset is only used to validate the posted
-    ids). Searching keeps what is checked: the search sends the checked ids along."""
+    """Radio buttons (one transcript: the run forms) or, with ``multiple=True``,
+    checkboxes (several: the suite form) for the few options + the search box (the
+    field's queryset is only used to validate the posted ids). Searching keeps what is
+    checked: the search sends the checked ids along. Single or multiple is this flag,
+    never read from the field's name."""
 
     template_name = "replay_app/runs/_transcript_picker.html"
     owner: Any = None
+
+    def __init__(self, attrs: dict[str, Any] | None = None, *, multiple: bool = False) -> None:
+        super().__init__(attrs)
+        self.multiple = multiple
 
     def render(
         self, name: str, value: Any, attrs: dict[str, Any] | None = None, renderer: Any = None
     ) -> SafeString:
         shown = options(self.owner, selected=value)
-        return render_to_string(self.template_name, _context(name, shown, value, ""))
+        context = _context(name, shown, value, "", multiple=self.multiple)
+        return render_to_string(self.template_name, context)
 
     def value_from_datadict(self, data: Any, files: Any, name: str) -> Any:
-        if name == MULTIPLE_NAME and hasattr(data, "getlist"):
-            return data.getlist(name)
+        if self.multiple:
+            return data.getlist(name) if hasattr(data, "getlist") else data.get(name)
         return data.get(name)
+
+
+_FIELD_NAME = re.compile(r"[a-z_]{1,40}")
 
 
 @require_GET
 def transcript_options(request: HttpRequest) -> HttpResponse:
-    """``?transcript_q=&transcript=`` (or ``&transcripts=…`` for the suite form) → the
-    options fragment (the search box's target)."""
-    name = MULTIPLE_NAME if request.GET.get("picker") == MULTIPLE_NAME else "transcript"
-    selected: Any = (
-        request.GET.getlist(name) if name == MULTIPLE_NAME else request.GET.get(name, "")
-    )
+    """``?picker=<field name>[&multiple=1]&transcript_q=&<field name>=…`` → the options
+    fragment (the search box's target; the picker's own URL carries its name and flag)."""
+    asked = request.GET.get("picker", "")
+    name = asked if _FIELD_NAME.fullmatch(asked) else "transcript"
+    multiple = request.GET.get("multiple") == "1"
+    selected: Any = request.GET.getlist(name) if multiple else request.GET.get(name, "")
     query = request.GET.get("transcript_q", "")[:200]
     shown = options(request.user, query=query, selected=selected)
     return render(
         request,
         "replay_app/runs/_transcript_picker.html#transcript-options",
-        _context(name, shown, selected, query),
+        _context(name, shown, selected, query, multiple=multiple),
     )
 
 

@@ -316,11 +316,16 @@ def test_suite_form_lists_a_few_transcripts_searches_and_keeps_the_checked(
     html = client.get("/suites/new/").content.decode()
     boxes = re.findall(r'<input type="checkbox" name="transcripts" value="(\d+)"', html)
     assert len(boxes) == RESULTS and str(theirs.pk) not in boxes
-    assert 'hx-get="/runs/new/transcripts/?picker=transcripts"' in html
+    assert 'hx-get="/runs/new/transcripts/?picker=transcripts&amp;multiple=1"' in html
     oldest, newest = mine[0], mine[-1]
     found = client.get(
         "/runs/new/transcripts/",
-        {"picker": "transcripts", "transcript_q": "chat-0.json", "transcripts": [newest.pk]},
+        {
+            "picker": "transcripts",
+            "multiple": "1",
+            "transcript_q": "chat-0.json",
+            "transcripts": [newest.pk],
+        },  # fmt: skip
     ).content.decode()
     checked = re.findall(r'name="transcripts" value="(\d+)" id="[^"]+" checked', found)
     listed = re.findall(r'name="transcripts" value="(\d+)"', found)
