@@ -35,5 +35,10 @@ def test_no_url_map_is_built_after_the_warm_up(monkeypatch: pytest.MonkeyPatch) 
     assert built == []  # the admin's namespace took ~80 ms in the first request
 
 
+@pytest.mark.django_db
 def test_warm_request_answers_the_login_page_in_process() -> None:
+    # Database access allowed, as in a page process: Django's request_started handler
+    # checks a connection already opened (by an earlier database test in this pytest
+    # process), which pytest-django refused in a test without the mark, so the test
+    # passed alone and failed after a database test.
     assert page_server.warm_request(get_wsgi_application(), "/accounts/login/") == 200
