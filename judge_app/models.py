@@ -29,6 +29,9 @@ class ProbeSet(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     offline = models.JSONField(default=dict)  # probe_scoring.summarise of the offline scores
     tokens = models.JSONField(default=dict)  # services.tokens_saved: stored, pages stay cheap
+    # Shared-probe scores of this run (judge_app.shared), kept across comparisons:
+    # {"version": n, "scores": {"<key>@<position>": [step, score, verdict, found, missing]}}
+    shared = models.JSONField(default=dict)
     claude_status = models.CharField(
         max_length=10, choices=ClaudeStatus.choices, default=ClaudeStatus.NONE
     )

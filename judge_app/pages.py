@@ -155,6 +155,16 @@ def columns() -> list[dict[str, str]]:
     ]
 
 
+SHARED_KEYS = ("shared_probe_answered", "shared_probe_asked", "shared_probe_score")
+
+
+def shared_columns() -> dict[str, dict[str, str]]:
+    """The shared table's figures: label and meaning from the catalogue, by key."""
+    keys = ("shared_probe_questions", *SHARED_KEYS)
+    return {k.removeprefix("shared_probe_"): {"label": metric(k).label,
+                                              "meaning": metric(k).meaning} for k in keys}  # fmt: skip
+
+
 @lru_cache(maxsize=64)
 def _original_offline_cached(pk: int, revision: str) -> dict[str, Any]:
     transcript = Transcript.objects.get(pk=pk)

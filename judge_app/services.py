@@ -54,7 +54,8 @@ class StoredReplay:
     summaries: dict[int, str]
 
 
-def stored_replay(run: Run) -> StoredReplay:
+def stored_replay(run: Run, messages: Sequence[Message] | None = None) -> StoredReplay:
+    """The run's stored rows (``messages``: its transcript's, when the caller has them)."""
     steps = [
         StepRecord(index, source, StepTokens(0, 0), _NO_ZONES,
                    tuple((int(a), int(b)) for a, b in ctx), summary)
@@ -64,7 +65,8 @@ def stored_replay(run: Run) -> StoredReplay:
     ]  # fmt: skip
     events = run.engine_events()  # modified messages read back in one go
     summaries = dict(run.summaries.values_list("seq", "output"))
-    messages = run.transcript.to_conversation().messages
+    if messages is None:
+        messages = run.transcript.to_conversation().messages
     return StoredReplay(messages, steps, events, summaries)
 
 

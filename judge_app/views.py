@@ -20,7 +20,7 @@ from replay_app.costs import llm
 from replay_app.models import Run
 from sessions_app.models import Transcript
 
-from . import pages, services
+from . import pages, services, shared
 
 MAX_COMPARED = 6
 
@@ -100,6 +100,7 @@ def compare_probes(request: HttpRequest) -> HttpResponse:
         return render(request, "judge_app/compare_probes.html", {"error": message}, status=404)
     runs = [found[i] for i in ids]
     data = pages.compare_data(runs)
+    data["shared"] = shared.shared_data(runs)  # the primary table: same questions for all
     if _wants_json(request):
         return _json(data)
     context = {
@@ -107,6 +108,8 @@ def compare_probes(request: HttpRequest) -> HttpResponse:
         "runs": runs,
         "chart": pages.tradeoff_chart(data),
         "columns": pages.columns(),
+        "shared_columns": pages.shared_columns(),
+        "kinds": [(k, PROBE_LABELS[k]) for k in PROBE_KINDS],
     }
     return render(request, "judge_app/compare_probes.html", context)
 

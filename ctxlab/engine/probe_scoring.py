@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -151,29 +151,39 @@ def replay_contexts(
     """The request right after each ``wanted`` step's compaction, as text: the summary in
     force, then every message in context in the version in force (modified versions
     replayed from the events up to that step)."""
+    return dict(iter_contexts(steps, events, summaries, originals, wanted))
+
+
+def iter_contexts(
+    steps: Sequence[StepRecord],
+    events: Sequence[Event],
+    summaries: Mapping[int, str],
+    originals: Sequence[Message],
+    wanted: Iterable[int],
+) -> Iterator[tuple[int, str]]:
+    """``replay_contexts`` one step at a time, in step order: a caller that scores each
+    context and lets it go holds one context text at a time, not all of them."""
     want = sorted(set(wanted))
     if not want:
-        return {}
+        return
     step_at = {s.index: s for s in steps}
     current: dict[int, Message] = {}
-    out: dict[int, str] = {}
     pending = iter(want)
     target = next(pending, None)
     for event in sorted(events, key=lambda e: (e.step, e.id)):
         while target is not None and event.step > target:
-            out[target] = _context_text(step_at.get(target), current, summaries, originals)
+            yield target, _context_text(step_at.get(target), current, summaries, originals)
             target = next(pending, None)
         if target is None:
-            break
+            return
         for change in event.changes:
             if change.fate in (Fate.TRUNCATED, Fate.OFFLOADED, Fate.PRUNED) and change.message:
                 current[change.index] = change.message
             elif change.fate is Fate.RESTORED:
                 current.pop(change.index, None)
     while target is not None:
-        out[target] = _context_text(step_at.get(target), current, summaries, originals)
+        yield target, _context_text(step_at.get(target), current, summaries, originals)
         target = next(pending, None)
-    return out
 
 
 def _context_text(

@@ -1,0 +1,199 @@
+"""The shared question set of a probe comparison (``ctxlab.engine.shared_probes``), from
+stored rows.
+
+Each run's own probes are its stored ``Probe`` rows (generated on first use, as for its
+probe page); where each was raised comes from the runs' ``RunStep`` source indexes. A run
+is scored against its stored records (steps' context ranges, events with the modified
+messages, summaries), never replayed, and its scores are kept in ``ProbeSet.shared``
+under ``<key>@<position>``: the same question at the same point costs nothing in a later
+comparison, and a page whose runs are all scored already reads no transcript or event.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ctxlab.engine import shared_probes
+from ctxlab.engine.model import Message
+from ctxlab.engine.probe_scoring import Score
+from ctxlab.engine.probes import PROBE_KINDS, PROBE_LABELS
+from ctxlab.engine.secrets import mask
+from replay_app.models import Run, RunStatus, RunStep
+
+from . import services
+from .models import Probe, ProbeSet
+
+# Bumped when the shared set's scoring changes: stored shared scores are recomputed.
+SHARED_VERSION = 1
+
+
+def _cache_key(probe: shared_probes.SharedProbe) -> str:
+    return f"{probe.key}@{probe.position}"
+
+
+def _stored_scores(row: ProbeSet) -> dict[str, list[Any]]:
+    found = row.shared if isinstance(row.shared, dict) else {}
+    if found.get("version") != SHARED_VERSION or found.get("generator") != services.GENERATOR:
+        return {}
+    scores = found.get("scores")
+    return dict(scores) if isinstance(scores, dict) else {}
+
+
+def _unavailable(reason: str) -> dict[str, Any]:
+    return {"available": False, "reason": reason, "transcript": None, "questions": 0,
+            "by_kind": dict.fromkeys(PROBE_KINDS, 0), "kinds": list(PROBE_KINDS), "runs": [],
+            "probes": []}  # fmt: skip
+
+
+def shared_data(runs: Sequence[Run]) -> dict[str, Any]:
+    """The shared set of these runs and every finished run's scores on it:
+    ``{"available", "reason", "transcript", "questions", "by_kind", "runs": [...],
+    "probes": [...]}`` (the page and its JSON twin read this one dict)."""
+    if len({r.transcript_id for r in runs}) != 1:
+        return _unavailable(
+            "The runs replay different transcripts: a shared question set needs one."
+        )
+    done = [r for r in runs if r.status == RunStatus.DONE]
+    sets: dict[int, ProbeSet] = {}
+    for run in done:
+        row = services.probe_set(run)
+        if row is not None:
+            sets[run.pk] = row
+    own = _own_probes(sets)
+    steps = _step_positions([r.pk for r in done])
+    shared = shared_probes.union(
+        shared_probes.RunProbes(pk, own.get(pk, []), {i: s for s, i in steps.get(pk, [])})
+        for pk in sets
+    )
+    messages: list[Sequence[Message]] = []  # the transcript's, read once when needed
+    scores: dict[int, dict[str, list[Any]]] = {}
+    for run in done:
+        if run.pk in sets:
+            scores[run.pk] = _run_scores(run, sets[run.pk], shared, messages)
+    return _page_data(runs, shared, scores)
+
+
+def _own_probes(sets: dict[int, ProbeSet]) -> dict[int, list[Any]]:
+    """Each run's stored probes as the engine's, in their stored order."""
+    run_of = {row.pk: pk for pk, row in sets.items()}
+    out: dict[int, list[Any]] = {pk: [] for pk in sets}
+    for row in Probe.objects.filter(probe_set_id__in=list(run_of)).order_by("probe_set", "seq"):
+        out[run_of[row.probe_set_id]].append(services.engine_probe(row))
+    return out
+
+
+def _step_positions(run_ids: list[int]) -> dict[int, list[tuple[int, int]]]:
+    """(source_index, step index) of every step of these runs, in step order."""
+    out: dict[int, list[tuple[int, int]]] = {pk: [] for pk in run_ids}
+    rows = (
+        RunStep.objects.filter(run_id__in=run_ids)
+        .order_by("run_id", "index")
+        .values_list("run_id", "index", "source_index")
+    )
+    for run_id, index, source in rows:
+        out[run_id].append((source, index))
+    return out
+
+
+def _run_scores(
+    run: Run,
+    row: ProbeSet,
+    shared: Sequence[shared_probes.SharedProbe],
+    messages: list[Sequence[Message]],
+) -> dict[str, list[Any]]:
+    """``<key>@<position>`` -> [step, score, verdict, found, missing] of every shared
+    question for this run: stored ones read back, the others scored from the run's stored
+    records and stored with them."""
+    stored = _stored_scores(row)
+    missing = [p for p in shared if _cache_key(p) not in stored]
+    if not missing:
+        return stored
+    if not messages:
+        messages.append(run.transcript.to_conversation().messages)
+    replay = services.stored_replay(run, messages[0])
+    asked = shared_probes.score_run(
+        missing, replay.steps, replay.events, replay.summaries, replay.messages
+    )
+    for p in missing:
+        found = asked[p.key]
+        score = found.score
+        stored[_cache_key(p)] = (
+            [found.step, score.score, score.verdict, list(score.found), list(score.missing)]
+            if score is not None
+            else [None, None, "", [], []]
+        )
+    blob = {"version": SHARED_VERSION, "generator": services.GENERATOR, "scores": stored}
+    ProbeSet.objects.filter(pk=row.pk).update(shared=blob)  # derived data: last write wins
+    return stored
+
+
+def _asked(entry: list[Any] | None, key: str) -> shared_probes.Asked:
+    if not entry or entry[1] is None:
+        return shared_probes.Asked(key, None, None)
+    step, score, verdict, found, missing = entry
+    return shared_probes.Asked(key, step, Score(key, score, verdict, tuple(found), tuple(missing)))
+
+
+def _page_data(
+    runs: Sequence[Run],
+    shared: Sequence[shared_probes.SharedProbe],
+    scores: dict[int, dict[str, list[Any]]],
+) -> dict[str, Any]:
+    labels: dict[int | str, str] = {r.pk: r.label for r in runs}
+    asked = {
+        pk: {p.key: _asked(entries.get(_cache_key(p)), p.key) for p in shared}
+        for pk, entries in scores.items()
+    }
+    run_rows = []
+    for run in runs:
+        row: dict[str, Any] = {"run": run.pk, "label": run.label, "strategy": run.strategy,
+                               "status": run.status}  # fmt: skip
+        if run.pk in asked:
+            row.update(shared_probes.tally(shared, asked[run.pk]))
+        else:
+            row.update(questions=len(shared), asked=None, answered=None, score=None,
+                       by_kind=None)  # fmt: skip
+        run_rows.append(row)
+    probes = []
+    for p in shared:
+        cells = []
+        for run in runs:
+            found = asked.get(run.pk, {}).get(p.key)
+            score = found.score if found is not None else None
+            cells.append(
+                {
+                    "run": run.pk,
+                    "step": found.step if found is not None else None,
+                    "score": score.score if score is not None else None,
+                    "verdict": score.verdict if score is not None else None,
+                    "found": [mask(x) for x in score.found] if score is not None else [],
+                    "missing": [mask(x) for x in score.missing] if score is not None else [],
+                }
+            )
+        probes.append(
+            {
+                "key": p.key,
+                "kind": p.kind,
+                "label": PROBE_LABELS.get(p.kind, p.kind),
+                "question": mask(p.question),
+                "answers": [mask(a) for a in p.answers],
+                "source": p.source,
+                "position": p.position,
+                "raised_by": [
+                    {"run": run, "label": labels.get(run, ""), "compaction": ordinal}
+                    for run, ordinal in p.raised_by
+                ],
+                "runs": cells,
+            }
+        )
+    return {
+        "available": True,
+        "reason": "" if shared else "No run's compactions removed anything probed.",
+        "transcript": runs[0].transcript_id if runs else None,
+        "questions": len(shared),
+        "by_kind": {k: sum(1 for p in shared if p.kind == k) for k in PROBE_KINDS},
+        "kinds": list(PROBE_KINDS),
+        "runs": run_rows,
+        "probes": probes,
+    }
