@@ -329,8 +329,10 @@ def truncate_historical_tool_results(
                 new_text = truncate_historical(block.text, limit)
                 msg = _replace_block(msg, j, replace(block, text=new_text, parts=()))
                 done.append(Truncation(row.src, j, len(block.text), len(new_text)))
-        if msg is not row.msg or row.members:  # (an unchanged plain row is that value)
-            out[i] = CowMsg(row.src, msg)
+        if msg is not row.msg:
+            # The blocks are cut in place in the original (L1148-L1198 of agent_stream.py),
+            # so a merged results message stays one message: a turn drop takes it whole.
+            out[i] = CowMsg(row.src, msg, row.members)
     return out, done
 
 
