@@ -5,7 +5,8 @@ form's is the same with checkboxes (several transcripts).
 A user may own 100,000 conversations: a ``<select>`` of all of them makes the form slow
 to build and to use, so no page ever lists more than ``RESULTS`` of them. Each option
 shows the file name, format, message count and date; search matches the title, the file
-name and the conversation id.
+name, the format (as the transcript list's search does: "gemini" finds Gemini CLI sessions
+whose file names do not say so) and the conversation id.
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ def options(owner: Any, *, query: str = "", selected: Any = None) -> list[Transc
     text = query.strip()
     if text:
         match = Q(title__icontains=text) | Q(upload__name__icontains=text)
-        match |= Q(conversation_id__icontains=text)
+        match |= Q(conversation_id__icontains=text) | Q(format__icontains=text)
         if text.isdigit():
             match |= Q(pk=int(text))
         found = found.filter(match)

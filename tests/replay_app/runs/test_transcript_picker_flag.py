@@ -67,3 +67,14 @@ def test_the_options_fragment_follows_the_flag(user: Any, client: Any) -> None:
     # a name that is not a plain field name falls back to the run form's
     odd = client.get("/runs/new/transcripts/", {"picker": '"><b>x'}).content.decode()
     assert set(_inputs(odd, "transcript")) == {"radio"} and "<b>x" not in odd
+
+
+def test_search_matches_the_format(user: Any, client: Any) -> None:
+    """A new user looking for their Gemini CLI session types "gemini": its file name
+    (``session-2025-….json``) does not say so, its format does."""
+    chat = import_chat(user, seed=1)
+    client.force_login(user)
+    html = client.get("/runs/new/transcripts/", {"transcript_q": chat.format[:6]}).content.decode()
+    assert re.findall(r'name="transcript" value="(\d+)"', html) == [str(chat.pk)]
+    none = client.get("/runs/new/transcripts/", {"transcript_q": "gemini-cli"}).content.decode()
+    assert 'name="transcript"' not in none and "No transcript matches" in none
