@@ -16,6 +16,7 @@ from typing import Any
 
 from ctxlab.engine import shared_probes
 from ctxlab.engine.model import Message
+from ctxlab.engine.probe_haystack import ContextScorer
 from ctxlab.engine.probe_scoring import Score
 from ctxlab.engine.probes import PROBE_KINDS, PROBE_LABELS
 from ctxlab.engine.secrets import mask
@@ -67,10 +68,11 @@ def shared_data(runs: Sequence[Run]) -> dict[str, Any]:
         for pk in sets
     )
     messages: list[Sequence[Message]] = []  # the transcript's, read once when needed
+    scorer = ContextScorer()  # each message normalised once for every run
     scores: dict[int, dict[str, list[Any]]] = {}
     for run in done:
         if run.pk in sets:
-            scores[run.pk] = _run_scores(run, sets[run.pk], shared, messages)
+            scores[run.pk] = _run_scores(run, sets[run.pk], shared, messages, scorer)
     return _page_data(runs, shared, scores)
 
 
@@ -101,6 +103,7 @@ def _run_scores(
     row: ProbeSet,
     shared: Sequence[shared_probes.SharedProbe],
     messages: list[Sequence[Message]],
+    scorer: ContextScorer,
 ) -> dict[str, list[Any]]:
     """``<key>@<position>`` -> [step, score, verdict, found, missing] of every shared
     question for this run: stored ones read back, the others scored from the run's stored
@@ -113,7 +116,7 @@ def _run_scores(
         messages.append(run.transcript.to_conversation().messages)
     replay = services.stored_replay(run, messages[0])
     asked = shared_probes.score_run(
-        missing, replay.steps, replay.events, replay.summaries, replay.messages
+        missing, replay.steps, replay.events, replay.summaries, replay.messages, scorer
     )
     for p in missing:
         found = asked[p.key]

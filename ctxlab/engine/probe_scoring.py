@@ -163,6 +163,20 @@ def iter_contexts(
 ) -> Iterator[tuple[int, str]]:
     """``replay_contexts`` one step at a time, in step order: a caller that scores each
     context and lets it go holds one context text at a time, not all of them."""
+    for step, parts in iter_context_parts(steps, events, summaries, originals, wanted):
+        yield step, "\n".join(p if isinstance(p, str) else message_text(p) for p in parts)
+
+
+def iter_context_parts(
+    steps: Sequence[StepRecord],
+    events: Sequence[Event],
+    summaries: Mapping[int, str],
+    originals: Sequence[Message],
+    wanted: Iterable[int],
+) -> Iterator[tuple[int, list[Message | str]]]:
+    """What ``iter_contexts`` joins, unjoined: the summary text in force, then each message
+    in context in the version in force (the same objects from one step to the next, so a
+    caller can work on each distinct message once)."""
     want = sorted(set(wanted))
     if not want:
         return
@@ -172,7 +186,7 @@ def iter_contexts(
     target = next(pending, None)
     for event in sorted(events, key=lambda e: (e.step, e.id)):
         while target is not None and event.step > target:
-            yield target, _context_text(step_at.get(target), current, summaries, originals)
+            yield target, _context_parts(step_at.get(target), current, summaries, originals)
             target = next(pending, None)
         if target is None:
             return
@@ -182,25 +196,25 @@ def iter_contexts(
             elif change.fate is Fate.RESTORED:
                 current.pop(change.index, None)
     while target is not None:
-        yield target, _context_text(step_at.get(target), current, summaries, originals)
+        yield target, _context_parts(step_at.get(target), current, summaries, originals)
         target = next(pending, None)
 
 
-def _context_text(
+def _context_parts(
     step: StepRecord | None,
     current: Mapping[int, Message],
     summaries: Mapping[int, str],
     originals: Sequence[Message],
-) -> str:
+) -> list[Message | str]:
     if step is None:
-        return ""
-    parts: list[str] = []
+        return []
+    parts: list[Message | str] = []
     if step.summary_id is not None:
         parts.append(summaries.get(step.summary_id, ""))
     for start, end in step.context:
         for i in range(start, min(end, len(originals))):
-            parts.append(message_text(current.get(i, originals[i])))
-    return "\n".join(parts)
+            parts.append(current.get(i, originals[i]))
+    return parts
 
 
 def original_context(messages: Sequence[Message], before: int, summary: int | None) -> str:

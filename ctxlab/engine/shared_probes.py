@@ -13,7 +13,7 @@ comparison the questions of all runs are pooled:
   after the position (``request_at``); a run that made no request there (its replay ended
   earlier) is *not asked* that question, and it counts in no score.
 - **Scored** offline with the same recoverability rule as a run's own probes
-  (``probe_scoring.score_text``) against the run's context in force at that request: the
+  (``probe_scoring.score_text``, computed by ``probe_haystack``) against the run's context in force at that request: the
   summary in force and every message in context, in the version in force. *Answered*:
   verdict ``recoverable`` (score >= ``probe_scoring.RECOVERABLE``).
 
@@ -31,7 +31,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from .model import Message
-from .probe_scoring import RECOVERABLE, Score, iter_contexts, score_text
+from .probe_haystack import ContextScorer
+from .probe_scoring import RECOVERABLE, Score, iter_context_parts
 from .probes import PROBE_KINDS, Probe
 from .records import Event, StepRecord
 
@@ -119,9 +120,11 @@ def score_run(
     events: Sequence[Event],
     summaries: Mapping[int, str],
     originals: Sequence[Message],
+    scorer: ContextScorer | None = None,
 ) -> dict[str, Asked]:
-    """Every shared question asked of one run (its stored records), scored offline. One
-    context text is built per distinct request and let go once its questions are scored."""
+    """Every shared question asked of one run (its stored records), scored offline as
+    ``score_text`` scores a context. ``scorer``: one shared by the runs of a comparison
+    normalises each message of their transcript once for all of them."""
     positions = [(s.source_index, s.index) for s in sorted(steps, key=lambda s: s.index)]
     at = {p.key: request_at(positions, p.position) for p in shared}
     by_step: dict[int, list[SharedProbe]] = {}
@@ -130,9 +133,11 @@ def score_run(
         if step is not None:
             by_step.setdefault(step, []).append(p)
     out = {p.key: Asked(p.key, None, None) for p in shared if at[p.key] is None}
-    for step, text in iter_contexts(steps, events, summaries, originals, by_step):
-        for p in by_step[step]:
-            out[p.key] = Asked(p.key, step, score_text(p.as_probe(), text))
+    scorer = scorer if scorer is not None else ContextScorer()
+    for step, parts in iter_context_parts(steps, events, summaries, originals, by_step):
+        asked = by_step[step]
+        for p, score in zip(asked, scorer.score([p.as_probe() for p in asked], parts), strict=True):
+            out[p.key] = Asked(p.key, step, score)
     return out
 
 

@@ -3,12 +3,16 @@ of every run at the same request and scored against that run's context in force 
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from builders import assistant, call, system, tool_result, user
 
-from ctxlab.engine import probes, shared_probes
+from ctxlab.engine import importers, probe_scoring, probes, replay, shared_probes
 from ctxlab.engine.model import Message
+from ctxlab.engine.probe_haystack import ContextScorer
 from ctxlab.engine.records import Change, Event, Fate, StepRecord, StepTokens, Zones
 
+CORPUS = Path(__file__).resolve().parents[1] / "data" / "corpus"
 ZONES = Zones(0, 0, 0, 0, 0, 0, 0, 1000, None)
 
 MESSAGES: tuple[Message, ...] = (
@@ -113,3 +117,64 @@ def test_union_is_deterministic_and_ordered_by_position() -> None:
     assert first == shared_probes.union([a, b])
     assert [p.position for p in first] == sorted(p.position for p in first)
     assert all(len(p.raised_by) == 2 for p in first)
+
+
+def test_context_scorer_gives_score_texts_scores_on_real_corpus_contexts() -> None:
+    """Each message normalised once (``probe_haystack``) scores exactly as ``score_text``
+    over the joined context, at every request a shared set asks at, for every run."""
+    data = (
+        CORPUS / "claude-code" / "sniffly-d3ad4cdc-5657-435d-98fa-0035d53e383d.jsonl"
+    ).read_bytes()
+    conversation = importers.parse(data, name="sniffly.jsonl").conversations[0]
+    messages = conversation.messages
+    results = {
+        name: replay.run(conversation, name, params=params)
+        for name, params in (
+            ("qwenpaw", {"max_input_length": 20000}),
+            ("observation_masking", {}),
+            ("langchain_trim", {"max_tokens": 20000}),
+        )
+    }
+    shared = shared_probes.union(
+        shared_probes.RunProbes(
+            name,
+            probes.replay_probes(r.events, messages, r.steps),
+            {s.index: s.source_index for s in r.steps},
+        )
+        for name, r in results.items()
+    )
+    assert len({p.kind for p in shared}) == 4
+    scorer = ContextScorer()
+    compared = 0
+    for result in results.values():
+        summaries = {s.id: s.output for s in result.summaries}
+        positions = [(s.source_index, s.index) for s in result.steps]
+        wanted = {shared_probes.request_at(positions, p.position) for p in shared} - {None}
+        parts = dict(
+            probe_scoring.iter_context_parts(
+                result.steps, result.events, summaries, messages, wanted
+            )
+        )
+        texts = probe_scoring.replay_contexts(
+            result.steps, result.events, summaries, messages, wanted
+        )
+        for step in wanted:
+            asked = [p.as_probe() for p in shared]
+            expected = [probe_scoring.score_text(p, texts[step]) for p in asked]
+            assert scorer.score(asked, parts[step]) == expected
+            compared += len(asked)
+    assert compared > 100
+
+
+def test_context_scorer_strips_line_numbers_from_every_part_as_the_joined_text_does() -> None:
+    numbered = user("     1→import os\n     2→x = 'KeyError: boom'")
+    plain = user("12: 'Which' path\n  see src/a/b.py")
+    asked = [
+        probes.Probe("k1", "recall", 0, 0, None, "q", ("12: which path",), 0),
+        probes.Probe("k2", "recall", 0, 0, None, "q", ("which path", "x = keyerror: boom"), 0),
+        probes.Probe("k3", "decision", 0, 0, None, "q", ("import the path which",), 0),
+    ]
+    for parts in ([numbered, plain], [plain], ["", plain, "Summary: see c/d.py"]):
+        text = "\n".join(p if isinstance(p, str) else p.text for p in parts)
+        expected = [probe_scoring.score_text(p, text) for p in asked]
+        assert ContextScorer().score(asked, parts) == expected
