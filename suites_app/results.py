@@ -222,6 +222,27 @@ def _items(suite: Suite) -> list[SuiteItem]:
     return items
 
 
+# Metrics whose 0 means "the transcript reports none" (no provider usage in the log):
+# missing, as the transcript pages show "—", never a 0 pulling the median down.
+ABSENT_AT_ZERO = frozenset({"peak_reported"})
+
+
+def metric_value(summary: dict[str, Any], key: str) -> float | None:
+    """One run's value of ``key`` as the results aggregate it, or None (missing)."""
+    value = summary.get(key)
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return None
+    if value == 0 and key in ABSENT_AT_ZERO:
+        return None
+    return float(value)
+
+
+def _shown(summary: dict[str, Any], key: str) -> Any:
+    """A per-transcript cell: the run's value, None where it is missing (``metric_value``)."""
+    value = summary.get(key)
+    return None if key in ABSENT_AT_ZERO and value == 0 else value
+
+
 def _run_done(item: SuiteItem) -> bool:
     return item.run is not None and item.run.status == RunStatus.DONE
 
@@ -279,11 +300,8 @@ def build(suite: Suite) -> SuiteResults:
             counts[status] = counts.get(status, 0) + 1
         stats = {}
         for key in keys:
-            values = [
-                float(it.summary[key])
-                for it in members
-                if isinstance(it.summary.get(key), int | float)
-            ]
+            found = (metric_value(it.summary or {}, key) for it in members)
+            values = [v for v in found if v is not None]
             if values:
                 stats[key] = Stat.of(values)
         outliers = []
@@ -425,7 +443,7 @@ def all_transcript_rows(
         summary = it.summary or {}
         rows.setdefault(it.config_index, []).append(
             TranscriptRow(
-                it, transcript_name(it), status, [summary.get(c.key) for c in columns],
+                it, transcript_name(it), status, [_shown(summary, c.key) for c in columns],
                 outlier_reasons(summary, status),
             )
         )  # fmt: skip
