@@ -30,3 +30,10 @@ def test_probe_pages_escape_and_mask(auth_client: Any, user: Any) -> None:
     assert TOKEN not in twin
     compare = auth_client.get(f"/compare/probes/?runs={run.pk}").content.decode()
     assert HOSTILE not in compare and TOKEN not in compare
+    # the shared question set shows the same answers, escaped and masked, page and JSON
+    shared = compare[compare.index('id="probe-shared"') : compare.index('id="probe-compare"')]
+    assert "ValueError: bad token &lt;img src=x onerror=alert(1)&gt;" in shared
+    twin = auth_client.get(f"/compare/probes/?runs={run.pk}&format=json").json()["shared"]
+    answers = [a for p in twin["probes"] for a in p["answers"]]
+    assert any(HOSTILE in a for a in answers)  # JSON keeps the text (escaped by consumers)
+    assert TOKEN not in json.dumps(twin) and not any(TOKEN in a for a in answers)
