@@ -129,3 +129,21 @@ def test_runs_of_different_transcripts_say_why(auth_client: Any, user: Any, qwen
     assert "different transcripts" in body["shared"]["reason"]
     page = auth_client.get(f"/compare/probes/?runs={qwen_run.pk},{run.pk}").content.decode()
     assert "different transcripts" in page
+
+
+def test_an_unfinished_run_is_listed_but_not_asked(
+    auth_client: Any, qwen_run: Any, cow_run: Any
+) -> None:
+    from replay_app.models import Run
+
+    Run.objects.filter(pk=cow_run.pk).update(status="running")
+    ids = f"{qwen_run.pk},{cow_run.pk}"
+    shared = auth_client.get(f"/compare/probes/?runs={ids}&format=json").json()["shared"]
+    rows = {r["run"]: r for r in shared["runs"]}
+    assert rows[cow_run.pk]["asked"] is None and rows[cow_run.pk]["status"] == "running"
+    assert rows[qwen_run.pk]["asked"] == shared["questions"] > 0
+    # only the finished run's own probes make the set
+    assert all({o["run"] for o in p["raised_by"]} == {qwen_run.pk} for p in shared["probes"])
+    assert all(c["verdict"] is None for p in shared["probes"] for c in p["runs"][1:])
+    page = auth_client.get(f"/compare/probes/?runs={ids}").content.decode()
+    assert "not finished (running)" in page
