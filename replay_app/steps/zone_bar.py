@@ -20,6 +20,15 @@ ZONE_ORDER = (
     ("free", "Free"),
 )
 
+# The zones that make up the request itself (the rest of the window is reserve and free).
+REQUEST_ZONES = ("system", "tools", "unseen", "summary", "compactable", "reserved_recent")
+
+
+def request_total(zones: dict[str, Any]) -> int:
+    """What the bar's request zones add up to (the strategy's estimator, per message)."""
+    return sum(max(int(zones.get(key) or 0), 0) for key in REQUEST_ZONES)
+
+
 # --- the context at a step --------------------------------------------------------------
 
 
