@@ -128,6 +128,12 @@ def loads(text: str, *, name: str, where: str, line: int | None, start: int, raw
     return value
 
 
+def _json_reason(exc: json.JSONDecodeError) -> str:
+    """The decoder's words without their dangling "at" ("Unterminated string starting
+    at"): the position it named is given as the line and byte offset."""
+    return exc.msg.removesuffix(" starting at").removesuffix(" at")
+
+
 def load_json(data: bytes, name: str = "") -> Any:
     """Parse a whole-file JSON document."""
     text = decode_text(data, name)
@@ -135,7 +141,7 @@ def load_json(data: bytes, name: str = "") -> Any:
         return loads(text, name=name, where="document", line=None, start=0, raw=data)
     except json.JSONDecodeError as exc:
         raise TranscriptError(
-            f"invalid JSON: {exc.msg}",
+            f"invalid JSON: {_json_reason(exc)}",
             file=name,
             line=exc.lineno,
             offset=len(text[: exc.pos].encode("utf-8", "surrogatepass")),
@@ -186,7 +192,7 @@ def iter_jsonl(data: bytes, name: str = "") -> Iterator[tuple[int, Any]]:
             )
         except json.JSONDecodeError as exc:
             raise TranscriptError(
-                f"invalid JSON: {exc.msg}",
+                f"invalid JSON: {_json_reason(exc)}",
                 file=name,
                 line=number,
                 offset=start + len(text[: exc.pos].encode("utf-8", "surrogatepass")),
