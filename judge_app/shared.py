@@ -167,6 +167,7 @@ def _page_data(
             cells.append(
                 {
                     "run": run.pk,
+                    "label": run.label,
                     "step": found.step if found is not None else None,
                     "score": score.score if score is not None else None,
                     "verdict": score.verdict if score is not None else None,
