@@ -51,12 +51,21 @@ class ReferenceTokens:
             self._memo: dict[str, int] = {}
             self.per_message = list(stored)
             holder = self._owner
+            tool_use, skip = BlockKind.TOOL_USE, (BlockKind.MEDIA, BlockKind.OPAQUE)
             for i, msg in enumerate(conversation.messages):
                 for block in msg.blocks:
-                    text = block_text(block)
-                    if len(text) >= TABLE_MIN:
-                        self._index_head(text)
-                        holder.setdefault(text, i)
+                    # ``block_text`` only for the long ones (a tool call's text is made)
+                    if block.kind is tool_use:
+                        raw = block.input_json
+                        if len(block.tool_name) + 1 + len(raw) < TABLE_MIN:
+                            continue
+                        text = f"{block.tool_name} {raw}"
+                    else:
+                        text = block.text
+                        if len(text) < TABLE_MIN or block.kind in skip:
+                            continue
+                    self._index_head(text)
+                    holder.setdefault(text, i)
             if tables is not None and len(tables) == len(conversation.messages):
                 self._seed_tables(conversation, tables)
             return

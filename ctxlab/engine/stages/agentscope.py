@@ -7,8 +7,9 @@ summariser as ``[ts] name:`` plus one rendering per block.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
-from datetime import datetime
+from datetime import date, datetime
 from functools import lru_cache
 
 from ..model import Block, BlockKind, Message, Role
@@ -39,11 +40,39 @@ def as_timestamp(value: str | None) -> str:
     replay stays deterministic)."""
     if not value:
         return ""
+    # The common shapes by slicing (same text; every timestamp of a session is distinct, so
+    # the cache above seldom helps); anything else through datetime.
+    plain = _PLAIN_ISO.fullmatch(value)
+    if (
+        plain is not None
+        and _valid_date(plain[1])
+        and plain[2] < "24"
+        and plain[3] < "60"
+        and plain[4] < "60"
+    ):
+        return f"{plain[1]} {plain[2]}:{plain[3]}:{plain[4]}.{(plain[5] or '000')[:3]}"
     try:
         moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
         return value
     return moment.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+
+
+# ``YYYY-mm-ddTHH:MM:SS`` with 3 or 6 fraction digits or none, in UTC or without a zone:
+# fromisoformat keeps these fields as written (no zone conversion) and strftime prints them
+# (from the year 1000 on: strftime does not pad a shorter %Y).
+_PLAIN_ISO = re.compile(
+    r"([1-9]\d{3}-\d\d-\d\d)T(\d\d):(\d\d):(\d\d)(?:\.(\d{3}|\d{6}))?(?:Z|\+00:00)?", re.ASCII
+)
+
+
+@lru_cache(maxsize=1 << 12)
+def _valid_date(text: str) -> bool:
+    try:
+        date.fromisoformat(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _media_tokens(block: Block, count: CountStr) -> int:
