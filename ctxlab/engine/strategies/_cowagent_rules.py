@@ -3,7 +3,7 @@
 Spec: docs/strategies/cowagent.md. CowAgent keeps Claude-style messages: tool results are
 *user* messages holding ``tool_result`` blocks, the system prompt lives outside the list.
 These functions work on ``CowMsg`` rows (a source index plus the engine ``Message`` as
-CowAgent would hold it); none of them mutates its input.
+CowAgent would hold it); none of them mutates its input, except where a docstring says so.
 """
 
 from __future__ import annotations
@@ -115,7 +115,15 @@ def estimate_block(block: Block) -> int:
 
 def estimate_message(msg: Message) -> int:
     """Per message: ``max(1, sum of blocks)`` (a str content is one text block)."""
-    return max(1, sum(estimate_block(b) for b in msg.blocks))
+    total = 0
+    for block in msg.blocks:  # text blocks inline: this runs for every message
+        if block.kind is BlockKind.TEXT:
+            text = block.text
+            if text:
+                total += estimate_text(text)
+        else:
+            total += estimate_block(block)
+    return max(1, total)
 
 
 def estimate_system(prompt: str) -> int:
@@ -157,17 +165,23 @@ def budget_tokens(max_context_tokens: int, model: str) -> int:
 def to_cow(src: int, msg: Message) -> CowMsg:
     """CowAgent's view of a source message: tool-role messages become user messages."""
     if msg.role is Role.TOOL:
-        msg = replace(msg, role=Role.USER)
+        # ``replace(msg, role=Role.USER)``, positionally (every field, in order: a test
+        # checks the list): replace() reads the fields each call, for every tool message.
+        msg = Message(
+            Role.USER, msg.blocks, msg.source, msg.timestamp, msg.model, msg.usage, msg.id,
+            msg.name, msg.flags,
+        )  # fmt: skip
     return CowMsg(src, msg)
 
 
 def is_results_only(msg: Message) -> bool:
     """A user (or tool-role) message holding nothing but tool_result blocks."""
-    return (
-        msg.role in (Role.USER, Role.TOOL)
-        and bool(msg.blocks)
-        and all(b.kind is BlockKind.TOOL_RESULT for b in msg.blocks)
-    )
+    if (msg.role is not Role.USER and msg.role is not Role.TOOL) or not msg.blocks:
+        return False
+    for block in msg.blocks:  # noqa: SIM110 (a plain loop: faster than all(), asked often)
+        if block.kind is not BlockKind.TOOL_RESULT:
+            return False
+    return True
 
 
 def merge_tool_results(
@@ -435,6 +449,10 @@ def _synthetic(tool_id: str) -> Block:
     )
 
 
+def _synthetic_message(tool_ids: list[str]) -> Message:
+    return Message(Role.USER, tuple(_synthetic(t) for t in tool_ids))
+
+
 def _use_ids(msg: Message) -> list[str]:
     return [b.tool_id for b in msg.blocks if b.kind is BlockKind.TOOL_USE and b.tool_id]
 
@@ -454,13 +472,12 @@ def repair_adjacency(rows: list[CowMsg]) -> int:
         if not required:
             i += 1
             continue
-        synthetic_msg = Message(Role.USER, tuple(_synthetic(t) for t in required))
         if i + 1 >= len(rows):
-            rows.append(CowMsg(None, synthetic_msg))
+            rows.append(CowMsg(None, _synthetic_message(required)))
             return repairs + 1
         nxt = rows[i + 1]
         if nxt.msg.role is not Role.USER:
-            rows.insert(i + 1, CowMsg(None, synthetic_msg))
+            rows.insert(i + 1, CowMsg(None, _synthetic_message(required)))
             repairs += 1
             i += 2
             continue
@@ -543,19 +560,18 @@ def text_hash(msg: Message) -> str | None:
     return hashlib.md5(text.encode("utf-8")).hexdigest()
 
 
-def dedupe_for_flush(
-    messages: Sequence[CowMsg], seen: frozenset[str]
-) -> tuple[list[CowMsg], frozenset[str]]:
-    """Skip text-less messages and those whose text was flushed before."""
+def dedupe_for_flush(messages: Sequence[CowMsg], seen: set[str]) -> list[CowMsg]:
+    """Skip text-less messages and those whose text was flushed before. ``seen`` (the
+    hashes of every text flushed so far) gets the new ones, in place: copying it at every
+    flush would cost the whole replay's flushed texts each time."""
     out: list[CowMsg] = []
-    hashes = set(seen)
     for row in messages:
         digest = text_hash(row.msg)
-        if digest is None or digest in hashes:
+        if digest is None or digest in seen:
             continue
-        hashes.add(digest)
+        seen.add(digest)
         out.append(row)
-    return out, frozenset(hashes)
+    return out
 
 
 def format_for_summary(messages: Sequence[CowMsg]) -> str:

@@ -47,10 +47,11 @@ if TYPE_CHECKING:
 
 @dataclass(slots=True)
 class _State:
-    flushed: frozenset[str] = frozenset()
+    flushed: set[str] = field(default_factory=set)  # hashes of the texts flushed so far
     inj_target: int | None = None
     inj_text: str = ""  # the target's first text block as injected
     inj_prefix: str = ""  # what the injection put in front of the stored text
+    inj_row: tuple[CowMsg, str, CowMsg] | None = None  # (row, prefix, row with it), last made
     row_cache: dict[int, tuple[Message, CowMsg, bool]] = field(default_factory=dict)
     # _rows' merged list (injection not applied), made from the live entries ``rows_flat``;
     # ``rows_ends``: how many of them each row's end is past. Rows holding a message replaced
@@ -61,6 +62,7 @@ class _State:
     rows_ends: list[int] = field(default_factory=list)
     rows_dirty: int = 1 << 62
     clean: tuple[int, int] | None = None  # (live length, last index) found clean
+    window: int = 0  # the provider's window, once known
 
 
 class CowAgentStrategy(Strategy):
@@ -166,8 +168,11 @@ class CowAgentStrategy(Strategy):
         )
 
     def window(self, ctx: ContextView) -> int:
-        given = int(self.params["model_context_window"])
-        return given or cow.context_window_for_model(ctx.conversation.model)
+        st: _State = ctx.state
+        if not st.window:  # fixed for the replay; every LLM call compares with it
+            given = int(self.params["model_context_window"])
+            st.window = given or cow.context_window_for_model(ctx.conversation.model)
+        return st.window
 
     def threshold(self, ctx: ContextView) -> int | None:
         return self._budget(ctx)
@@ -246,12 +251,18 @@ class CowAgentStrategy(Strategy):
         return stop - start
 
     def _with_injection(self, st: _State, row: CowMsg) -> CowMsg:
+        # Made again only when its row or the injection changed (rows are immutable).
+        kept = st.inj_row
+        if kept is not None and kept[0] is row and kept[1] == st.inj_prefix:
+            return kept[2]
         blocks = list(row.msg.blocks)
         for j, b in enumerate(blocks):
             if b.kind is BlockKind.TEXT:
                 blocks[j] = replace(b, text=st.inj_prefix + b.text)
                 break
-        return CowMsg(row.src, replace(row.msg, blocks=tuple(blocks)))
+        out = CowMsg(row.src, replace(row.msg, blocks=tuple(blocks)))
+        st.inj_row = (row, st.inj_prefix, out)
+        return out
 
     def _stored(self, ctx: ContextView, src: int, blocks: tuple[Block, ...]) -> Message:
         """The source message holding ``blocks`` as CowAgent changed them, with the
@@ -400,9 +411,19 @@ class CowAgentStrategy(Strategy):
         clean, live_before = st.clean, ctx.live
         with ctx.action(kind, reason=reason, dropped_turns=len(dropped), **detail) as act:
             st.clean = None
+            # One removal per run of rows with the same fate (same changes, in the same
+            # order, as one per row): each removal re-slices the live list.
+            run: list[int] = []
+            run_fate = Fate.DROPPED
             for row in rows:
                 fate = Fate.SUMMARISED if summary and row.src in flushed else Fate.DROPPED
-                act.remove(list(row.sources), fate)
+                if fate is not run_fate and run:
+                    act.remove(run, run_fate)
+                    run = []
+                run_fate = fate
+                run.extend(row.sources)
+            if run:
+                act.remove(run, run_fate)
             act.summary_id = record_id
         gone = len(live_before) - len(ctx.live)
         if clean is not None and gone < clean[0] and ctx.live == live_before[gone:]:
@@ -423,7 +444,7 @@ class CowAgentStrategy(Strategy):
         st: _State = ctx.state
         if not self.params["memory_enabled"]:
             return "", set(), None
-        deduped, st.flushed = cow.dedupe_for_flush(rows, st.flushed)
+        deduped = cow.dedupe_for_flush(rows, st.flushed)
         conversation = cow.format_for_summary(deduped)
         if not conversation.strip():
             return "", set(), None

@@ -236,9 +236,11 @@ def test_format_for_summary_caps_each_line_and_skips_tool_results() -> None:
 
 def test_dedupe_for_flush_skips_seen_texts_and_textless_messages() -> None:
     msgs = rows(user("same"), assistant("", "t1"), result("t1"), user("same"), user("new"))
-    out, seen = cow.dedupe_for_flush(msgs, frozenset())
+    seen: set[str] = set()
+    out = cow.dedupe_for_flush(msgs, seen)
     assert srcs(out) == [0, 4]
-    again, _ = cow.dedupe_for_flush(rows(user("new")), seen)
+    assert len(seen) == 2  # the new hashes are added in place
+    again = cow.dedupe_for_flush(rows(user("new")), seen)
     assert again == []
 
 

@@ -26,6 +26,7 @@ from ctxlab.engine.model import Block, BlockKind, Conversation, Message, Role
 from ctxlab.engine.records import Fate
 from ctxlab.engine.replay import run
 from ctxlab.engine.strategies import _cowagent_rules as cow
+from ctxlab.engine.strategies._cowagent_rules import CowMsg
 
 
 def _user(text: str) -> Message:
@@ -145,3 +146,29 @@ def test_corpus_results_logged_one_per_message_replay_as_one_message(name: str, 
     ]
     for a, b in zip(whole.events, parts.events, strict=True):
         assert sorted({where[c.index] for c in b.changes}) == sorted({c.index for c in a.changes})
+
+
+def test_tool_role_row_equals_the_message_with_role_user() -> None:
+    """``to_cow`` builds the user-role copy of a tool message positionally: it must equal
+    ``replace(msg, role=USER)`` for a message with every field set, and the field list it
+    copies is the model's."""
+    import dataclasses
+
+    from ctxlab.engine.model import SourcePos, Usage
+
+    names = [f.name for f in dataclasses.fields(Message)]
+    assert names == [
+        "role", "blocks", "source", "timestamp", "model", "usage", "id", "name", "flags",
+    ]  # fmt: skip
+    msg = Message(
+        Role.TOOL,
+        (Block(BlockKind.TOOL_RESULT, tool_id="a", text="out"),),
+        SourcePos(line=3),
+        "2026-01-01T00:00:00Z",
+        "m",
+        Usage(input_uncached=5),
+        "id-1",
+        "bash",
+        frozenset({"meta"}),
+    )
+    assert cow.to_cow(7, msg) == CowMsg(7, dataclasses.replace(msg, role=Role.USER))
