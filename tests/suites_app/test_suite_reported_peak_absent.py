@@ -45,3 +45,25 @@ def test_a_transcript_without_usage_leaves_the_reported_peak_missing(user: Any) 
     column = [c.key for c in built.columns].index("peak_reported")
     cells = {r.item.transcript_id: r.values[column] for r in results.transcript_rows(suite, 0, built.columns)}  # fmt: skip
     assert cells == {gemini.pk: peaks[gemini.pk], chat.pk: None}
+
+
+def test_the_transcript_page_says_its_reported_peak_holds_the_answer_too(
+    user: Any, client: Any
+) -> None:
+    """The transcript's reported peak is a request plus its answer (12,120 on this session:
+    8,653 in, 3,467 out); a run's "Peak reported usage" is the largest request alone
+    (9,198). The transcript page says which, so the two never read as a disagreement."""
+    from replay_app.runs import executor
+    from replay_app.runs import services as run_services
+
+    outcome = session_services.upload_import(owner=user, name=GEMINI.name, data=GEMINI.read_bytes())
+    assert outcome.upload is not None
+    gemini = outcome.upload.transcripts.get()
+    spec = run_services.RunSpec(strategy="qwenpaw", params={})
+    run = run_services.run_create(owner=user, transcript=gemini, spec=spec, enqueue=False)
+    run = executor.run_execute(run=run)
+    assert gemini.reported_peak_context == 12_120 and run.metrics["peak_reported"] == 9_198
+    client.force_login(user)
+    html = client.get(f"/transcripts/{gemini.pk}/").content.decode()
+    assert "12,120" in html and 'id="reported-peak-note"' in html
+    assert "a request and its answer" in html
