@@ -62,11 +62,8 @@ def shared_data(runs: Sequence[Run]) -> dict[str, Any]:
         if row is not None:
             sets[run.pk] = row
     own = _own_probes(sets)
-    steps = _step_positions([r.pk for r in done])
-    shared = shared_probes.union(
-        shared_probes.RunProbes(pk, own.get(pk, []), {i: s for s, i in steps.get(pk, [])})
-        for pk in sets
-    )
+    steps = _step_positions(own)
+    shared = shared_probes.union(shared_probes.RunProbes(pk, own[pk], steps[pk]) for pk in sets)
     messages: list[Sequence[Message]] = []  # the transcript's, read once when needed
     scorer = ContextScorer()  # each message normalised once for every run
     scores: dict[int, dict[str, list[Any]]] = {}
@@ -85,16 +82,17 @@ def _own_probes(sets: dict[int, ProbeSet]) -> dict[int, list[Any]]:
     return out
 
 
-def _step_positions(run_ids: list[int]) -> dict[int, list[tuple[int, int]]]:
-    """(source_index, step index) of every step of these runs, in step order."""
-    out: dict[int, list[tuple[int, int]]] = {pk: [] for pk in run_ids}
-    rows = (
-        RunStep.objects.filter(run_id__in=run_ids)
-        .order_by("run_id", "index")
-        .values_list("run_id", "index", "source_index")
-    )
+def _step_positions(own: dict[int, list[Any]]) -> dict[int, dict[int, int]]:
+    """step index -> source_index of the steps where each run raised its probes (only
+    those: a page whose scores are stored reads no other step)."""
+    wanted = {(pk, p.step) for pk, found in own.items() for p in found}
+    out: dict[int, dict[int, int]] = {pk: {} for pk in own}
+    rows = RunStep.objects.filter(
+        run_id__in=list(own), index__in=sorted({step for _, step in wanted})
+    ).values_list("run_id", "index", "source_index")
     for run_id, index, source in rows:
-        out[run_id].append((source, index))
+        if (run_id, index) in wanted:
+            out[run_id][index] = source
     return out
 
 
