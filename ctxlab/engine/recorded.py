@@ -137,7 +137,9 @@ class Agreement:
 
     def relation(self) -> str:
         """The replay's trigger against the original's, in words."""
-        if self.replay_step is None or self.original_step is None:
+        if self.original_step is None:  # the replay may well have compacted before it
+            return "after the last replayed request: no step to compare"
+        if self.replay_step is None:
             return "the replay did not compact"
         diff = self.replay_step - self.original_step
         if diff == 0:

@@ -114,7 +114,11 @@ def test_trigger_agreement_pairs_each_original_with_the_nearest_replay_compactio
         (2, 2, True),
         (None, None, False),  # boundary after the last step: no step, no pairing
     ]
-    assert rows[1].relation() == "the replay did not compact"
+    # the replay did compact (twice): the row says why there is nothing to compare instead
+    assert rows[1].relation() == "after the last replayed request: no step to compare"
+    (alone,) = trigger_agreement(originals[:1], [1, 3, 6, 8, 10], [])
+    assert (alone.original_step, alone.replay_step) == (2, None)
+    assert alone.relation() == "the replay did not compact"
 
 
 def test_recorded_is_offered_by_the_engine_cli() -> None:
