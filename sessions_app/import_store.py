@@ -27,7 +27,8 @@ from ctxlab.engine.model import Message as EngineMessage
 from ctxlab.engine.strategies import _copaw_stored as copaw_stored
 from ctxlab.engine.tokens import MEDIA_TOKENS, PER_MESSAGE_OVERHEAD, block_text, reference_counter
 
-from . import facts, secrets_glue
+from . import facts, json_text, secrets_glue
+from .json_text import JSONTextField
 from .models import Message, Transcript, Upload, message_fields
 
 MESSAGE_BATCH = 2000
@@ -162,9 +163,15 @@ class _MessageWriter:
             ", ".join(connection.ops.quote_name(_column(f)) for f in self.columns),
             ", ".join(["%s"] * len(self.columns)),
         )
-        self.json_column = [isinstance(f, models.JSONField) for f in self.columns]
-        self.to_json = _json_adapter()
-        self.empty = self.to_json([])
+        # JSON columns get their database form here (executemany skips the fields' own
+        # preparation): jsonb values through the adapter, text-backed ones as their text.
+        to_json = _json_adapter()
+        self.adapters: list[tuple[int, Callable[[Any], Any], Any]] = []
+        for c, f in enumerate(self.columns):
+            if isinstance(f, JSONTextField):
+                self.adapters.append((c, json_text.dumps, json_text.dumps([])))
+            elif isinstance(f, models.JSONField):
+                self.adapters.append((c, to_json, to_json([])))
 
     def write(self, transcript: Transcript, messages: Iterator[EngineMessage]) -> _Written:
         written = _Written()
@@ -201,9 +208,9 @@ class _MessageWriter:
                 **message_fields(message, default_file=written.first_file or ""),
             }
             row = [values[f.attname] for f in self.columns]
-            for c, is_json in enumerate(self.json_column):
-                if is_json and row[c] is not None:  # None: SQL NULL
-                    row[c] = self.empty if row[c] == [] else self.to_json(row[c])
+            for c, adapt, empty in self.adapters:
+                if row[c] is not None:  # None: SQL NULL
+                    row[c] = empty if row[c] == [] else adapt(row[c])
             rows.append(row)
             written.tool_calls += len(message.tool_uses)
             written.tool_results += len(message.tool_results)
@@ -288,5 +295,5 @@ def _json_adapter() -> Callable[[Any], Any]:
     if connection.vendor == "sqlite":
         encoder = json.JSONEncoder(separators=(",", ":"))
         return encoder.encode
-    field_ = Message._meta.get_field("blocks")
+    field_ = Message._meta.get_field("flags")
     return lambda value: field_.get_db_prep_save(value, connection)

@@ -37,6 +37,8 @@ from ctxlab.engine.model import (
     Message as EngineMessage,
 )
 
+from .json_text import JSONTextField
+
 _ROLES = {role.value: role for role in Role}
 
 
@@ -106,7 +108,8 @@ class Transcript(models.Model):
     tool_result_count = models.PositiveIntegerField(default=0)
     reference_tokens = models.PositiveBigIntegerField(default=0)
     reported_peak_context = models.PositiveBigIntegerField(null=True, blank=True)
-    tools = models.JSONField(default=list)  # codec.tool_to_dict items
+    # codec.tool_to_dict items; as text: a parameter schema keeps its key order (json_text)
+    tools = JSONTextField(default=list)
     compactions = models.JSONField(default=list)  # codec.compaction_to_dict items
     metadata = models.JSONField(default=list)  # [[key, value], ...]
     secret_count = models.PositiveIntegerField(default=0)
@@ -226,7 +229,9 @@ class Message(models.Model):
     transcript = models.ForeignKey(Transcript, on_delete=models.CASCADE, related_name="messages")
     index = models.PositiveIntegerField()
     role = models.CharField(max_length=16)
-    blocks = models.JSONField(default=list)
+    # codec JSON as text: a tool input's keys keep the agent's order on every backend
+    # (jsonb would sort them: sessions_app/json_text.py)
+    blocks = JSONTextField(default=list)
     preview = models.CharField(max_length=200, blank=True)
     reference_tokens = models.PositiveIntegerField(default=0)
     source_file = models.TextField(null=True, blank=True)  # None = transcript.source_file

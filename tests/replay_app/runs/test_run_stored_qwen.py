@@ -9,7 +9,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from django.db import connection
 from replay_testdata import FULL_SESSION_FOUR, import_transcript, worker_step_column
 
 from ctxlab.engine import importers, qwen_tokens
@@ -45,18 +44,17 @@ def _counted(transcript: Any) -> list[int]:
 
 
 def test_the_import_stores_the_entries_of_every_message(user: Any) -> None:
-    """The entries of the messages the import parsed (this session has no secret to mask).
-    Read back from PostgreSQL, a tool input's keys come in jsonb's order, so the text CoPaw
-    formats from it can differ from the parsed one: that entry's CRC then no longer
-    matches and the run counts the text (the next test: runs equal counted replays)."""
+    """The entries of the messages the import parsed (this session has no secret to mask),
+    and of the messages read back: the blocks column keeps a tool input's key order on
+    every backend (sessions_app/json_text.py), so the text CoPaw formats from a stored
+    message is the parsed one and every entry's CRC matches."""
     transcript = import_transcript(user, SESSION.read_bytes(), name=SESSION.name)
     stored = list(transcript.messages.order_by("index").values_list("qwen_counts", flat=True))
     (parsed,) = importers.parse(SESSION.read_bytes(), name=SESSION.name).conversations
     assert len(stored) == len(parsed.messages) > 20
     assert stored == _copaw_stored.message_entries(parsed.messages)
     assert any(len(e) == 5 for entries in stored for e in entries), "cut tables stored"
-    if connection.vendor == "sqlite":  # the JSON text keeps its key order: all entries match
-        assert stored == _copaw_stored.message_entries(transcript.to_conversation().messages)
+    assert stored == _copaw_stored.message_entries(transcript.to_conversation().messages)
 
 
 def test_a_run_from_stored_counts_matches_a_counted_replay(user: Any) -> None:
