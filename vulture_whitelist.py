@@ -27,6 +27,7 @@ _.file_size  # sessions_app/uploads.py: Django upload handler argument
 _.max_value  # replay_app/runs/forms.py: Django form field attribute
 _.output_field  # replay_app/runs/run_size.py: Django Func attribute
 _.as_sqlite  # replay_app/runs/run_size.py: Django's per-vendor SQL hook
+_.value_to_string  # sessions_app/json_text.py: Django serialisers (dumpdata) call it
 _.suite_progress  # suites_app/consumers.py: Channels handler of "suite.progress" messages
 _.single_thread_executor  # tests/browser/conftest.py: asgiref's sync_to_async setting
 _.my_total  # tests/engine/strategies/test_strategy_run_state.py: the write that must fail
