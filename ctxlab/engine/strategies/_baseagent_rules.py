@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from ..model import Block, BlockKind, BlockMemo, Message, Role
+from ..records import _positional_builder
 from ..summarizers import remember_literal
 
 APPROX_CHARS_PER_TOKEN = 4
@@ -135,20 +136,28 @@ def to_base(src: int, msg: Message) -> list[BaseMsg]:
     """BaseAgent's dicts for one source message: Claude-style user messages holding tool
     results become ``tool`` messages (plus a user message for any text left). Thinking and
     opaque blocks have no place in an OpenAI chat dict and are not sent."""
-    texts = [b.text for b in msg.blocks if b.kind is BlockKind.TEXT]
-    images = [b for b in msg.blocks if b.kind is BlockKind.MEDIA]
+    # One pass over the blocks and positional constructors: every message is converted.
+    texts: list[str] = []
+    uses: list[Block] = []
+    results: list[Block] = []
+    images = False
+    for b in msg.blocks:
+        kind = b.kind
+        if kind is BlockKind.TEXT:
+            texts.append(b.text)
+        elif kind is BlockKind.TOOL_RESULT:
+            results.append(b)
+        elif kind is BlockKind.TOOL_USE:
+            uses.append(b)
+        elif kind is BlockKind.MEDIA:
+            images = True
     if msg.role is Role.ASSISTANT:
-        calls = tuple(
-            BaseToolCall(b.tool_id, b.tool_name, _arguments(b))
-            for b in msg.blocks
-            if b.kind is BlockKind.TOOL_USE
-        )
-        return [BaseMsg("assistant", "\n".join(texts) or None, tool_calls=calls, src=src)]
-    results = [b for b in msg.blocks if b.kind is BlockKind.TOOL_RESULT]
-    out = [BaseMsg("tool", b.text, tool_call_id=b.tool_id, src=src) for b in results]
+        calls = tuple(_new_call(b.tool_id, b.tool_name, _arguments(b)) for b in uses)
+        return [_new_msg("assistant", "\n".join(texts) or None, (), calls, "", src)]
+    out = [_new_msg("tool", b.text, (), (), b.tool_id, src) for b in results]
     if msg.role is Role.TOOL:
         if not results:
-            out.append(BaseMsg("tool", "\n".join(texts), src=src))
+            out.append(_new_msg("tool", "\n".join(texts), (), (), "", src))
         return out
     if results and not texts and not images:
         return out
@@ -159,10 +168,16 @@ def to_base(src: int, msg: Message) -> list[BaseMsg]:
             for b in msg.blocks
             if b.kind in (BlockKind.TEXT, BlockKind.MEDIA)
         )
-        out.append(BaseMsg(role, None, parts=parts, src=src))
+        out.append(_new_msg(role, None, parts, (), "", src))
     else:
-        out.append(BaseMsg(role, "\n".join(texts), src=src))
+        out.append(_new_msg(role, "\n".join(texts), (), (), "", src))
     return out
+
+
+# Every field in order (role, content, parts, tool_calls, tool_call_id, src / id, name,
+# arguments): records' slot-setting builder.
+_new_msg = _positional_builder(BaseMsg)
+_new_call = _positional_builder(BaseToolCall)
 
 
 # -- middle_out_truncate (src/utils/truncate.py) --------------------------------------------

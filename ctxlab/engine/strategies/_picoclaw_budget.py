@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from ..model import Block, BlockKind, BlockMemo, Message, Role, ToolDef
+from ..records import _positional_builder
 
 SUMMARIZE_MESSAGE_THRESHOLD = 20
 SUMMARIZE_TOKEN_PERCENT = 75
@@ -223,35 +224,49 @@ def to_pico(src: int, msg: Message) -> list[PicoMsg]:
     """PicoClaw's messages for one source message. A Claude-style user message holding
     tool results becomes one ``tool`` message per result (then a user message for any
     text or media left), so a turn starts only at real user input."""
-    media = sum(1 for b in msg.blocks if b.kind is BlockKind.MEDIA)
+    # One pass over the blocks and positional constructors: every message is converted.
     if msg.role is Role.SYSTEM:
-        return [PicoMsg("system", _texts(msg.blocks, BlockKind.TEXT), src=src)]
-    if msg.role is Role.ASSISTANT:
-        calls = tuple(
-            PicoToolCall(b.tool_id, b.tool_name, _arguments(b))
-            for b in msg.blocks
-            if b.kind is BlockKind.TOOL_USE
-        )
         return [
-            PicoMsg(
-                "assistant",
-                _texts(msg.blocks, BlockKind.TEXT),
-                reasoning=_texts(msg.blocks, BlockKind.THINKING),
-                tool_calls=calls,
-                media=media,
-                src=src,
-            )
+            _new_msg("system", _texts(msg.blocks, BlockKind.TEXT), "", (), "", 0, (), src, None)
         ]
-    results = [b for b in msg.blocks if b.kind is BlockKind.TOOL_RESULT]
-    out = [PicoMsg("tool", b.text, tool_call_id=b.tool_id, src=src) for b in results]
-    text = _texts(msg.blocks, BlockKind.TEXT)
+    texts: list[str] = []
+    thinking: list[str] = []
+    uses: list[Block] = []
+    results: list[Block] = []
+    media = 0
+    for b in msg.blocks:
+        kind = b.kind
+        if kind is BlockKind.TEXT:
+            if b.text:
+                texts.append(b.text)
+        elif kind is BlockKind.TOOL_RESULT:
+            results.append(b)
+        elif kind is BlockKind.TOOL_USE:
+            uses.append(b)
+        elif kind is BlockKind.THINKING:
+            if b.text:
+                thinking.append(b.text)
+        elif kind is BlockKind.MEDIA:
+            media += 1
+    text = "\n".join(texts)
+    if msg.role is Role.ASSISTANT:
+        reasoning = "\n".join(thinking)
+        calls = tuple(_new_call(b.tool_id, b.tool_name, _arguments(b), "function") for b in uses)
+        return [_new_msg("assistant", text, reasoning, calls, "", media, (), src, None)]
+    out = [_new_msg("tool", b.text, "", (), b.tool_id, 0, (), src, None) for b in results]
     if msg.role is Role.TOOL:
         if not results:
-            out.append(PicoMsg("tool", text, tool_call_id="", src=src))
+            out.append(_new_msg("tool", text, "", (), "", 0, (), src, None))
         return out
     if not results or text or media:
-        out.append(PicoMsg("user", text, media=media, src=src))
+        out.append(_new_msg("user", text, "", (), "", media, (), src, None))
     return out
+
+
+# Every field in order (role, content, reasoning, tool_calls, tool_call_id, media,
+# system_parts, src, estimated / id, name, arguments, type): records' slot-setting builder.
+_new_msg = _positional_builder(PicoMsg)
+_new_call = _positional_builder(PicoToolCall)
 
 
 # -- turn boundaries (context_budget.go) ----------------------------------------------------
