@@ -126,7 +126,9 @@ def step_view(
     with its fate then). ``page=None`` shows the last page (the most recent messages)."""
     found = run_rows.step_row(run, step)
     if found is None:
-        raise LookupError(f"run {run.pk} has no step {step}")
+        last = step_count(run) - 1
+        steps = f"steps 0 to {last}" if last >= 0 else "no steps"
+        raise LookupError(f"run {run.pk} has no step {step} ({steps})")
     (
         _,
         source_index,
