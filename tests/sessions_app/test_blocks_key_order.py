@@ -7,6 +7,7 @@ text. Run against PostgreSQL with ``DATABASE_URL=postgres://...`` (the CI's seco
 from __future__ import annotations
 
 import dataclasses
+import html
 import json
 from pathlib import Path
 from typing import Any
@@ -209,3 +210,26 @@ def test_dumpdata_and_loaddata_keep_the_value(alice: Any) -> None:
     loaded = [d.object for d in serializers.deserialize("json", text)]
     assert [_texts(m.blocks) for m in loaded] == [_texts(m.blocks) for m in rows]
     assert any(isinstance(b.get("tool_input"), dict) for m in loaded for b in m.blocks)
+
+
+@pytest.mark.django_db
+def test_the_admin_edits_blocks_as_json(admin_client: Client, alice: Any) -> None:
+    """The admin's form shows a row's JSON (not a Python repr); its field cleans the posted
+    text back to the value, in order."""
+    transcript, _ = _import(alice, SESSION)
+    row = next(
+        m
+        for m in transcript.messages.order_by("index")
+        if any(isinstance(b.get("tool_input"), dict) for b in m.blocks)
+    )
+    url = f"/admin/sessions_app/message/{row.pk}/change/"
+    page = admin_client.get(url).content.decode()
+    assert html.escape(json.dumps(row.blocks, ensure_ascii=False)) in page
+    original = _texts(row.blocks)
+    field = type(row)._meta.get_field("blocks").formfield()
+    edited = field.clean(field.prepare_value(row.blocks))  # what a save posts back
+    row.blocks = edited
+    row.full_clean(validate_unique=False, exclude=["flags", "secrets"])  # [] is "blank" there
+    row.save(update_fields=["blocks"])
+    row_after = type(row).objects.get(pk=row.pk)
+    assert _texts(row_after.blocks) == original
