@@ -2,7 +2,8 @@
 
 Rows are written once by ``services.upload_import`` and read by the pages and by replays
 through ``Transcript.to_conversation()``. Message blocks are stored through the engine codec,
-already masked for secrets; the original bytes stay untouched in ``Upload.data`` so a
+already masked for secrets, as JSON text that keeps a tool input's key order on every
+backend (``json_text.py``); the original bytes stay untouched in ``Upload.data`` so a
 later importer fix can re-parse them (``services.upload_reparse``).
 
 Why the bytes live in a BinaryField and not a FileField: the upload, its transcripts and
@@ -151,7 +152,7 @@ class Transcript(models.Model):
         return conversation
 
     def _decode(self) -> Conversation:
-        # Blocks and flags come back as JSON text (no per-row JSONField converter): the
+        # Blocks and flags come back as JSON text (no per-row field converter): the
         # blocks of all messages are decoded by ONE json.loads over a joined array.
         rows = list(
             self.messages.order_by("index")
