@@ -16,7 +16,7 @@ _BOLD = re.compile(r"\*\*(?=\S)(.+?)(?<=\S)\*\*")
 _CODE = re.compile(r"`([^`\n]+)`")
 _HEADING = re.compile(r"^(#{1,6})\s+(.*)$")
 _BULLET = re.compile(r"^\s*[-*+]\s+(.*)$")
-_NUMBERED = re.compile(r"^\s*\d{1,3}[.)]\s+(.*)$")
+_NUMBERED = re.compile(r"^\s*(\d{1,3})[.)]\s+(.*)$")
 _XML_TAG = re.compile(r"^\s*&lt;/?[A-Za-z_][\w-]*&gt;\s*$")  # <summary> wrappers as labels
 
 
@@ -35,6 +35,7 @@ def render(text: str) -> str:
     para: list[str] = []
     items: list[str] = []
     list_tag = ""
+    list_start = 1  # a numbered list's first number: "2. Key concepts" after a paragraph
     code: list[str] | None = None
 
     def flush() -> None:
@@ -43,7 +44,8 @@ def render(text: str) -> str:
             out.append("<p>" + "<br>".join(_inline(x) for x in para) + "</p>")
             para.clear()
         if items:
-            out.append(f"<{list_tag}>" + "".join(f"<li>{_inline(x)}</li>" for x in items)
+            start = f' start="{list_start}"' if list_tag == "ol" and list_start != 1 else ""
+            out.append(f"<{list_tag}{start}>" + "".join(f"<li>{_inline(x)}</li>" for x in items)
                        + f"</{list_tag}>")  # fmt: skip
             items.clear()
             list_tag = ""
@@ -79,8 +81,10 @@ def render(text: str) -> str:
             tag = "ul" if bullet else "ol"
             if para or (items and tag != list_tag):
                 flush()
+            if not items and numbered:
+                list_start = int(numbered.group(1))  # digits only: safe in the attribute
             list_tag = tag
-            items.append((bullet or numbered).group(1))  # type: ignore[union-attr]
+            items.append(bullet.group(1) if bullet else numbered.group(2))  # type: ignore[union-attr]
             continue
         if items:
             flush()
