@@ -19,6 +19,7 @@ once, also when it summarises a summary (an earlier disclaimer is never carried 
 from __future__ import annotations
 
 import ast
+import bisect
 import itertools
 import json
 import math
@@ -97,6 +98,23 @@ class SummaryRequest:
         parts.extend(f"[{m.role}]\n{m.text}" for m in self.messages)
         return "\n\n".join(parts)
 
+    def approx_input_tokens(self) -> int:
+        """``approx_tokens(self.input_text())`` without building the text: its UTF-8 size
+        is the parts' sizes plus the headers and separators (an ASCII part's size is its
+        length, known without encoding)."""
+        size, parts = 0, 0
+        if self.system:
+            size, parts = len("[system]\n") + _utf8_size(self.system), 1
+        for m in self.messages:
+            size += 3 + _utf8_size(m.role) + _utf8_size(m.text)  # "[" role "]\n" text
+            parts += 1
+        size += 2 * max(parts - 1, 0)  # "\n\n" between parts
+        return -(-size // 4)
+
+
+def _utf8_size(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode("utf-8"))
+
 
 @dataclass(frozen=True, slots=True)
 class SummaryUsage:
@@ -169,6 +187,29 @@ META_RE = re.compile(
     r"|If you need specific details from before compaction|Continue the conversation from where"
     r"|\(Extractive summary|（抽取式摘要|-? ?\(no content\))"
 )
+# The characters a ``META_RE`` match can start with: a line starting otherwise is no harness
+# line (a plain test, no regex: this runs for every line the summariser reads). Likewise
+# every rendered tool call or output starts with "[" or "<".
+_META_FIRST = frozenset("C<[TI(（- ")
+_TOOL_FIRST = ("[", "<")
+# Every ``META_RE`` match holds one of these: a text without any holds no harness line.
+_META_NEEDLES = ("Caveat:", "command-", "system-reminder", "user-prompt-submit-hook",
+                 "bash-", "tool_use_error", "[Request interrupted",
+                 "This session is being continued",
+                 "If you need specific details from before compaction",
+                 "Continue the conversation from where", "(Extractive summary", "（抽取式摘要",
+                 "(no content)")  # fmt: skip
+
+
+def _may_hold_meta(text: str) -> bool:
+    for needle in _META_NEEDLES:  # noqa: SIM110 (a loop, no generator: runs for every head)
+        if needle in text:
+            return True
+    return False
+
+
+def _is_meta(stripped: str) -> bool:
+    return stripped[:1] in _META_FIRST and META_RE.match(stripped) is not None
 
 
 LITERAL_MAX = 20_000  # longer Python-literal arguments are read as raw text
@@ -240,9 +281,12 @@ def _readable(line: str, width: int = LINE) -> str:
     harness lines go, a tool call reads ``Read: /path`` instead of its JSON, tool ids and
     line-number prefixes are dropped."""
     line = line.strip()
-    if not line or META_RE.match(line) or TOOL_OUTPUT_RE.match(line) or _is_note(line):
+    if not line or _is_meta(line) or _is_note(line):
         return ""
-    call = TOOL_CALL_RE.match(line)
+    tool = line.startswith(_TOOL_FIRST)
+    if tool and TOOL_OUTPUT_RE.match(line):
+        return ""
+    call = TOOL_CALL_RE.match(line) if tool else None
     if call:
         name, args = call.group(1) or "", call.group(2)
         first = next(input_strings(_call_args(args)), "")
@@ -278,9 +322,16 @@ def _said(items: Iterable[MaterialItem]) -> Iterator[MaterialItem]:
     return (m for m in items if _first_line(m.text))
 
 
-def _first_line(text: str, width: int = LINE) -> str:
+def _first_line(text: str) -> str:
+    """The first readable line of ``text`` (cached by content: every summary of a replay
+    walks the material's items again, most of them read before)."""
+    return _first_readable(text)
+
+
+@lru_cache(maxsize=8192)
+def _first_readable(text: str) -> str:
     for line in text.splitlines():
-        readable = _readable(line, width)
+        readable = _readable(line)
         if readable:
             return readable
     return ""
@@ -293,16 +344,24 @@ def _lines(text: str) -> list[str]:
 def _fact_text(text: str) -> str:
     """The material's content for fact extraction: tool-call JSON decoded to its values,
     render headers and tool ids removed, disclaimers left out."""
+    if not ("[tool_" in text or "<tool_" in text or _is_note(text) or _may_hold_meta(text)):
+        # no line is a tool call or output, a disclaimer or a harness line: each line
+        # stripped, tool ids removed (no id spans a line break, so the joined text's
+        # matches are the lines' matches)
+        joined = "\n".join([line.strip() for line in text.splitlines()])
+        return TOOL_ID_RE.sub("", joined) if "_" in joined else joined
     out: list[str] = []
     for line in text.splitlines():
         stripped = line.strip()
-        if _is_note(stripped) or META_RE.match(stripped):
+        if _is_note(stripped) or _is_meta(stripped):
             continue
-        call = TOOL_CALL_RE.match(stripped)
-        if call:
-            out.extend(input_strings(_call_args(call.group(2))))
-            continue
-        out.append(TOOL_ID_RE.sub("", TOOL_OUTPUT_RE.sub("", stripped)))
+        if stripped.startswith(_TOOL_FIRST):
+            call = TOOL_CALL_RE.match(stripped)
+            if call:
+                out.extend(input_strings(_call_args(call.group(2))))
+                continue
+            stripped = TOOL_OUTPUT_RE.sub("", stripped)
+        out.append(TOOL_ID_RE.sub("", stripped) if "_" in stripped else stripped)
     return "\n".join(out)
 
 
@@ -331,12 +390,15 @@ def _cannot_match(head: str, words: tuple[str, ...]) -> bool:
     r"""True when no readable line of ``head`` (ASCII) can match: a readable line is cut
     from its line (strip, tool ids and line numbers removed, a width cut) or is a decoded
     string of a tool call, a substring of it too unless an escape (``\``) or a pair of
-    adjacent quotes (Python's implicit concatenation) made it. A removal joins a non-word
-    character to one outside ``[A-Za-z0-9_-]``, so it creates no pattern word; a cut only
-    adds a word boundary. So every match contains one of the words, lowercased."""
+    adjacent quotes (Python's implicit concatenation) made it, or a list (an argv list is
+    joined with spaces: ``["do", "not"]``). A removal joins a non-word character to one
+    outside ``[A-Za-z0-9_-]``, so it creates no pattern word; a cut only adds a word
+    boundary. So every match contains one of the words, lowercased."""
     if not head.isascii() or "\\" in head:
         return False
-    if ("[tool_" in head or "<tool_use>" in head) and _QUOTE_PAIR.search(head):
+    if ("[tool_" in head or "<tool_use>" in head) and (
+        _QUOTE_PAIR.search(head) or head.count("[") > head.count("[tool_")
+    ):
         return False
     low = head.lower()
     return not any(word in low for word in words)
@@ -348,44 +410,87 @@ _LITERALS = {CONSTRAINT_RE: ("必须", "不要", "请", "务必", "避免", "只
              DECISION_RE: ("决定", "选择", "改用", "因为")}  # fmt: skip
 _FOLDS_TO_ASCII = ("\u0130", "\u0131", "\u017f", "\u212a")
 _CALL_MARKS = ("[tool_", "<tool_use>")
+# An escape that can decode to a letter, a space or a quote (JSON ``\u``; Python ``\'``,
+# ``\x``, octal, ``\N``): the others (``\n \t \r \" \\ \/ \b \f``) give none of them.
+_LETTER_ESCAPE = re.compile(r'\\(?:[^ntr"\\/bf]|$)')
 
 
-def _only_calls_can_match(head: str, pattern: re.Pattern[str], words: tuple[str, ...]) -> bool:
-    """True when no line of ``head`` but a rendered tool call can hold a match: any other
-    line's readable text is cut from it (``_cannot_match``'s argument, which holds for any
-    text here: a letter folding to ASCII is excluded, and lowercasing maps characters one
-    by one), so a match would leave one of the pattern's words in the lowercased text.
-    A tool call's decoded arguments (escapes, joined argv lists) may hold any word."""
-    if any(c in head for c in _FOLDS_TO_ASCII):
-        return False
-    low = head.lower()
-    return not any(w in low for w in words) and not any(w in head for w in _LITERALS[pattern])
+def _call_may_match(line: str) -> bool:
+    """False when the readable text of tool-call ``line`` (its name and first decoded
+    argument) is sure to hold no pattern word that ``line`` does not: no escape that makes
+    a letter, space or quote, no adjacent quotes (Python's implicit concatenation) and no
+    list (an argv list is joined with spaces). Its decoded strings are then substrings."""
+    call = TOOL_CALL_RE.match(line.strip())
+    if call is None:
+        return False  # not decoded: ``_readable`` only cuts and removes
+    args = call.group(2)
+    return (
+        "[" in args
+        or ("\\" in args and _LETTER_ESCAPE.search(args) is not None)
+        or _QUOTE_PAIR.search(args) is not None
+    )
 
 
 @lru_cache(maxsize=8192)
 def _matching_lines(text: str, pattern: re.Pattern[str]) -> tuple[str, ...]:
     """The scanned lines of ``text`` that ``pattern`` finds something in (cached by
-    content: several strategies and compactions summarise the same messages)."""
+    content: several strategies and compactions summarise the same messages).
+
+    Only lines that may hold a match are read: a line's readable text is cut from it
+    (``_cannot_match``'s argument, which holds for any text without a letter folding to
+    ASCII: lowercasing maps characters one by one), so a match leaves one of the pattern's
+    words (any case) or literals in the line, unless it is a tool call whose arguments may
+    decode to one (``_call_may_match``)."""
     words = _WORDS.get(pattern)
-    if words is not None:
-        head = text[:SCAN_CHARS]
-        if _cannot_match(head, words):
-            return ()  # the usual case: most messages state no constraint nor decision
-        if _only_calls_can_match(head, pattern, words):
-            # non-ASCII text or escaped arguments: only the tool-call lines are decoded
-            calls = (
-                r
-                for line in head.splitlines()
-                if any(m in line for m in _CALL_MARKS) and (r := _readable(line))
-            )
-            return tuple(r for r in calls if pattern.search(r))
-    return tuple(s for s in _lines(text) if pattern.search(s))
+    if words is None:
+        return tuple(s for s in _lines(text) if pattern.search(s))
+    head = text[:SCAN_CHARS]
+    if _cannot_match(head, words):
+        return ()  # the usual case: most messages state no constraint nor decision
+    if any(c in head for c in _FOLDS_TO_ASCII):
+        lines = head.splitlines()
+        return tuple(r for r in map(_readable, lines) if r and pattern.search(r))
+    return tuple(_matches_in_marked_lines(head, pattern, words))
+
+
+def _matches_in_marked_lines(
+    head: str, pattern: re.Pattern[str], words: tuple[str, ...]
+) -> Iterator[str]:
+    """The readable lines of ``head`` (no letter folding to ASCII) that ``pattern``
+    matches, reading only the lines that hold one of its words (any case) or literals,
+    or a tool call whose arguments may decode to one."""
+    # found in the whole text at once (``str.find``), then mapped to their lines:
+    # lowercasing keeps every position (only İ, a fold letter, grows)
+    low = head.lower()
+    ends = list(itertools.accumulate(map(len, head.splitlines(keepends=True))))
+    hinted = set()
+    for needle in words + _LITERALS[pattern]:
+        at = low.find(needle)
+        while at >= 0:
+            hinted.add(bisect.bisect_right(ends, at))
+            at = low.find(needle, at + 1)
+    calls = set()
+    for mark in _CALL_MARKS:
+        at = head.find(mark)
+        while at >= 0:
+            calls.add(bisect.bisect_right(ends, at))
+            at = head.find(mark, at + 1)
+    if not hinted and not calls:
+        return
+    lines = head.splitlines()
+    for index in sorted(hinted | calls):
+        line = lines[index]
+        if index in hinted or _call_may_match(line):
+            readable = _readable(line)
+            if readable and pattern.search(readable):
+                yield readable
 
 
 def clear_caches() -> None:
     """Forget cached line scans and facts (benchmarks start cold)."""
     _matching_lines.cache_clear()
     _fact_head.cache_clear()
+    _first_readable.cache_clear()
     extract_clear_caches()
 
 
@@ -430,7 +535,7 @@ class OfflineSummarizer:
         else:
             text = self._plain(request, lang)
         usage = SummaryUsage(
-            input_tokens=approx_tokens(request.input_text()),
+            input_tokens=request.approx_input_tokens(),
             output_tokens=approx_tokens(text),
             estimated=True,
         )
