@@ -224,8 +224,9 @@ def summary(effects: Sequence[AfterEffect]) -> dict[str, Any]:
         "apologies": sum(len(e.apologies) for e in effects),
         "turns_to_same_files": median(turns) if turns else None,
         # compactions after which the agent never went back to a file it had touched
+        # (one the transcript ends at has no turns after it: nothing to tell)
         "never_returned": sum(
-            1 for e in effects if e.turns_to_same_files is None and e.files_before
+            1 for e in effects if e.turns_to_same_files is None and e.files_before and e.turns
         ),
     }
 
