@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from ..model import Block, BlockKind, Message, Role
@@ -324,16 +324,33 @@ class Truncation:
     after_chars: int
 
 
+def has_long_result(msg: Message, limit: int) -> bool:
+    """A user message with a tool result over ``limit`` chars: one the trim's cut changes."""
+    if msg.role is not Role.USER:
+        return False
+    for block in msg.blocks:  # noqa: SIM110 (a plain loop: faster than any())
+        if block.kind is BlockKind.TOOL_RESULT and len(block.text) > limit:
+            return True
+    return False
+
+
 def truncate_historical_tool_results(
-    rows: Sequence[CowMsg], *, limit: int = HISTORY_RESULT_MAX_CHARS
+    rows: Sequence[CowMsg],
+    *,
+    limit: int = HISTORY_RESULT_MAX_CHARS,
+    candidates: Iterable[int] | None = None,
 ) -> tuple[list[CowMsg], list[Truncation]]:
-    """Step 0 of the trim: cap str tool results of user messages before the current turn."""
+    """Step 0 of the trim: cap str tool results of user messages before the current turn.
+    ``candidates``: the positions, ascending, of every row ``has_long_result`` holds for
+    (the others are unchanged by the cut), when the caller knows them."""
     out = list(rows)
     done: list[Truncation] = []
     if len(rows) < 2:
         return out, done
     start = current_turn_start(rows)
-    for i in range(start):
+    for i in range(start) if candidates is None else candidates:
+        if i >= start:
+            break
         row = out[i]
         if row.msg.role is not Role.USER:
             continue

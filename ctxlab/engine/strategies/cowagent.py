@@ -27,6 +27,7 @@ the replay differs from the original).
 from __future__ import annotations
 
 import bisect
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -60,6 +61,9 @@ class _State:
     rows_merged: list[CowMsg] = field(default_factory=list)
     rows_flat: list[int] = field(default_factory=list)
     rows_ends: list[int] = field(default_factory=list)
+    # ``rows_long[i]``: row i is a user row with a tool result over history_result_max_chars
+    # (only those can be cut: the trim's cut visits them alone)
+    rows_long: list[bool] = field(default_factory=list)
     rows_dirty: int = 1 << 62
     clean: tuple[int, int] | None = None  # (live length, last index) found clean
     window: int = 0  # the provider's window, once known
@@ -206,6 +210,10 @@ class CowAgentStrategy(Strategy):
             del ends[max(first - 1, 0) :]  # the last kept row may have grown
             for row in merged[max(first - 1, 0) :]:
                 ends.append((ends[-1] if ends else 0) + len(row.sources))
+            long = st.rows_long
+            del long[max(first - 1, 0) :]
+            limit = int(self.params["history_result_max_chars"])
+            long.extend(cow.has_long_result(r.msg, limit) for r in merged[max(first - 1, 0) :])
             st.rows_flat = list(live)
         out = list(st.rows_merged)
         target = st.inj_target
@@ -229,7 +237,7 @@ class CowAgentStrategy(Strategy):
         flat, ends, merged = st.rows_flat, st.rows_ends, st.rows_merged
         dirty, st.rows_dirty = st.rows_dirty, 1 << 62
         if not live or not flat:
-            st.rows_merged, st.rows_flat, st.rows_ends = [], [], []
+            st.rows_merged, st.rows_flat, st.rows_ends, st.rows_long = [], [], [], []
             return 0
         gone = bisect.bisect_left(flat, live[0])  # entries before live's first are gone
         r0 = bisect.bisect_left(ends, gone)
@@ -246,6 +254,7 @@ class CowAgentStrategy(Strategy):
         if live[: stop - start] != flat[start:stop]:
             r1, stop = r0, start
         st.rows_merged = merged[r0:r1]
+        st.rows_long = st.rows_long[r0:r1]
         st.rows_ends = [e - start for e in ends[r0:r1]]
         st.rows_flat = flat[start:stop]
         return stop - start
@@ -292,13 +301,16 @@ class CowAgentStrategy(Strategy):
         each source's new blocks (a merged row split back by tool id)."""
         st: _State = ctx.state
         now = {r.src: r for r in after if r.src is not None}
+        # Removals wait until the next replacement or the end: one call per run of them
+        # records the same changes in the same order (each call re-slices the live list).
+        gone: list[int] = []
         for row in before:
             if row.src is None:
                 continue
             new = now.get(row.src)
             if new is None:
                 st.clean = None
-                act.remove(list(row.sources), removed)
+                gone.extend(row.sources)
                 continue
             if new.msg.blocks == row.msg.blocks:
                 continue
@@ -311,12 +323,17 @@ class CowAgentStrategy(Strategy):
                 parts = {row.src: new.msg.blocks}
             for src, blocks in parts.items():
                 if not blocks:
-                    act.remove([src], removed)
+                    gone.append(src)
                     continue
                 stored = self._stored(ctx, src, blocks)
                 if stored != ctx.message(src):
+                    if gone:
+                        act.remove(gone, removed)
+                        gone = []
                     act.replace(src, stored, changed)
                     st.rows_dirty = min(st.rows_dirty, src)
+        if gone:
+            act.remove(gone, removed)
 
     # --- hooks --------------------------------------------------------------------------
     def after_append(self, ctx: ContextView, index: int) -> None:
@@ -349,9 +366,13 @@ class CowAgentStrategy(Strategy):
         as its query is appended). A background summary scheduled by an earlier request
         has landed by now (it is due from the LLM call after the one it was started for)."""
         ctx.run_pending()
+        st: _State = ctx.state
         limit = int(self.params["history_result_max_chars"])
         before = self._rows(ctx)
-        rows, cuts = cow.truncate_historical_tool_results(before, limit=limit)
+        long = st.rows_long  # aligned with ``before`` (the injection cuts no result)
+        rows, cuts = cow.truncate_historical_tool_results(
+            before, limit=limit, candidates=itertools.compress(range(len(long)), long)
+        )
         if cuts:
             with ctx.action(
                 "truncate", reason="historical tool result cut (head only)", limit=limit,

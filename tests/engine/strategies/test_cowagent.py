@@ -584,7 +584,11 @@ def test_two_queries_in_a_row_are_trimmed_twice() -> None:
 
 @pytest.mark.parametrize(
     "params",
-    [{}, {"summary_injection": "sync", "agent_max_context_turns": 3}],
+    [
+        {},
+        {"summary_injection": "sync", "agent_max_context_turns": 3},
+        {"history_result_max_chars": 300},
+    ],
 )
 def test_rows_kept_across_trims_equal_rows_made_afresh(
     params: dict[str, object], monkeypatch: pytest.MonkeyPatch
@@ -617,10 +621,12 @@ def test_rows_kept_across_trims_equal_rows_made_afresh(
         def _rows(self, ctx: Any) -> list[CowMsg]:
             got = super()._rows(ctx)
             st = ctx.state
-            kept = (st.rows_merged, st.rows_flat, st.rows_ends, st.rows_dirty)
-            st.rows_merged, st.rows_flat, st.rows_ends = [], [], []
+            kept = (st.rows_merged, st.rows_flat, st.rows_ends, st.rows_long, st.rows_dirty)
+            st.rows_merged, st.rows_flat, st.rows_ends, st.rows_long = [], [], [], []
             assert got == super()._rows(ctx)
-            st.rows_merged, st.rows_flat, st.rows_ends, st.rows_dirty = kept
+            limit = int(self.params["history_result_max_chars"])
+            assert kept[3] == [cow.has_long_result(r.msg, limit) for r in got]
+            st.rows_merged, st.rows_flat, st.rows_ends, st.rows_long, st.rows_dirty = kept
             seen.append(len(kept[1]))
             return got
 
