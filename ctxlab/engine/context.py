@@ -41,6 +41,9 @@ if TYPE_CHECKING:
     from .strategies.base import Strategy
 
 
+_NO_IDS: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())  # shared by the many without
+
+
 def tool_ids(message: Message) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(tool_use ids, tool_result ids) of a message, empty ids ignored."""
     uses: list[str] = []
@@ -75,11 +78,15 @@ class _ToolLedger:
         self.unmatched: set[str] = set()
         self.changed: set[str] = set() if changed is None else changed
 
-    def add(self, ids: tuple[tuple[str, ...], tuple[str, ...]], sign: int = 1) -> None:
-        # Runs for every appended, replaced and removed message: kept flat.
+    def add(
+        self, ids: tuple[tuple[str, ...], tuple[str, ...]], sign: int = 1, *, mark: bool = True
+    ) -> None:
+        # Runs for every appended, replaced and removed message: kept flat. ``mark=False``:
+        # the caller has just added the same ids to the shared ``changed``.
         uses, results = ids
         use_counts, result_counts, unmatched = self.uses, self.results, self.unmatched
-        self.changed.update(uses, results)
+        if mark:
+            self.changed.update(uses, results)
         for tid in uses:
             n = use_counts[tid] = use_counts.get(tid, 0) + sign
             if (n > 0) == (result_counts.get(tid, 0) > 0):
@@ -182,6 +189,7 @@ class ReplayContext:
         self.strategy = strategy
         self.summarizer = summarizer
         self.reference = reference
+        self._ref_counts = reference.per_message  # each original's count (append reads it)
         self.state: Any = strategy.State()  # the strategy's per-replay state
         # This replay's estimator (a strategy counting with the reference table reads it
         # from here, not from its own instance, which other replays share).
@@ -517,19 +525,40 @@ class ReplayContext:
             else:
                 ranges.append((index, index + 1))
         # A newly appended message is the original unless a strategy already replaced it.
-        modified = index in self._current
+        current = self._current.get(index) if self._current else None
         tokens = self._est[index]
         if tokens < 0:
-            tokens = self.tokens(index)
+            tokens = self._est[index] = self._count_message(msg if current is None else current)
         self.history_tokens += tokens
-        self.history_ref += self.ref_tokens(index) if modified else self.reference.message(index)
+        if current is None:
+            self.history_ref += self._ref_counts[index]
+        else:
+            self.history_ref += self.ref_tokens(index)
         ids = self._ids.get(index)
         if ids is None:
-            ids = self._ids[index] = tool_ids(msg if not modified else self.message(index))
-        if ids[0] or ids[1]:
+            # One pass over the blocks: the tool ids and whether a tool result is among them
+            uses: list[str] = []
+            results: list[str] = []
+            has_result = False
+            for b in (msg if current is None else current).blocks:
+                kind = b.kind
+                if kind is BlockKind.TOOL_USE:
+                    if b.tool_id:
+                        uses.append(b.tool_id)
+                elif kind is BlockKind.TOOL_RESULT:
+                    if current is None:
+                        has_result = True
+                    if b.tool_id:
+                        results.append(b.tool_id)
+            ids = self._ids[index] = (tuple(uses), tuple(results)) if uses or results else _NO_IDS
+            if current is not None:
+                has_result = has_tool_result(msg)
+        else:
+            has_result = has_tool_result(msg)
+        if ids is not _NO_IDS and (ids[0] or ids[1]):
             self.live_tools.add(ids)
-            self.orig_tools.add(ids)
-        if msg.role is Role.USER and not has_tool_result(msg):
+            self.orig_tools.add(ids, mark=False)  # (the same ids were just marked changed)
+        if msg.role is Role.USER and not has_result:
             self.last_user_query = index
             self.turn_start = index
             self.turn_tokens = tokens

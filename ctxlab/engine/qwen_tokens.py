@@ -347,7 +347,9 @@ class QwenCounter:
         self._tables[text] = (bounds, cums)
         return total + fast(text[start:])
 
-    def count_wrapped(self, prefix: str, source: str, length: int, suffix: str) -> int:
+    def count_wrapped(
+        self, prefix: str, source: str, length: int, suffix: str, primed_head: str = ""
+    ) -> int:
         """``count(prefix + source[:length] + suffix)``. When ``source`` was counted in
         pieces (``prime``), only the two ends are tokenized: up to its first cut point and
         from its last cut point before ``length``; a cut point of ``source`` is one of the
@@ -360,6 +362,23 @@ class QwenCounter:
                 head = self.count(prefix + source[: bounds[0]])
                 tail = self.count(source[bounds[j] : length] + suffix)
                 return head + cums[j] - cums[0] + tail
+        elif length == len(source) and (whole := self._memo.get(primed_head + source)):
+            # A shorter text counted whole (``prime``; ``prime_joined`` after
+            # ``primed_head``): its middle is that count less its first and last pieces
+            # (words, mostly memoised), which are counted again with the prefix and the
+            # suffix, so only those few characters are tokenized.
+            first = CUT_RE.search(source, 1)
+            if (
+                first is not None
+                and first.end() < len(source)
+                and (source.isascii() or not _SURROGATE.search(source))
+                and not _SURROGATE.search(prefix + suffix + primed_head)
+            ):
+                a = first.end()
+                b = max(a, _last_cut(source, a, len(source)))
+                count = self.count
+                middle = whole - count(primed_head + source[:a]) - count(source[b:])
+                return count(prefix + source[:a]) + middle + count(source[b:] + suffix)
         return self.count(prefix + source[:length] + suffix)
 
     def _prime_slow(self, todo: list[str]) -> None:

@@ -20,25 +20,27 @@ from ..stages import agentscope
 CLIP = 2000  # characters of a block body the ReMe format keeps (then "...")
 
 
-def _groups(message: Message, tool_names: dict[str, str]) -> list[tuple[str, str, bool, str]]:
-    """(before, source, clipped, after) per block line: the line is ``before +
-    source[:CLIP] + "..." + after`` when clipped, else ``before + source + after``."""
-    out: list[tuple[str, str, bool, str]] = []
+def _groups(message: Message, tool_names: dict[str, str]) -> list[tuple[str, str, bool, str, str]]:
+    """(before, source, clipped, after, primed head) per block line: the line is ``before +
+    source[:CLIP] + "..." + after`` when clipped, else ``before + source + after``; the
+    counter memoised ``primed head + source`` (a tool call's name and input)."""
+    out: list[tuple[str, str, bool, str, str]] = []
     for b in message.blocks:
         kind = b.kind
         if kind is BlockKind.TEXT:
             if b.text:
-                out.append(("<text>", b.text, True, "</text>"))
+                out.append(("<text>", b.text, True, "</text>", ""))
         elif kind is BlockKind.TOOL_USE:
-            out.append((f"<tool_use>{b.tool_name} params=", b.input_json, True, "</tool_use>"))
+            before = f"<tool_use>{b.tool_name} params="
+            out.append((before, b.input_json, True, "</tool_use>", b.tool_name))
         elif kind is BlockKind.TOOL_RESULT:
             output = agentscope.tool_output_text(b, with_files=True)
             if output:
                 name = b.tool_name or tool_names.get(b.tool_id, "")
-                out.append((f"<tool_result>{name} output=", output, True, "</tool_result>"))
+                out.append((f"<tool_result>{name} output=", output, True, "</tool_result>", ""))
         elif kind is BlockKind.MEDIA and b.text:
             tag = (b.media_type.split("/")[0] or "image") if b.media_type else "image"
-            out.append((f"<{tag}>", b.text, False, f"</{tag}>"))
+            out.append((f"<{tag}>", b.text, False, f"</{tag}>", ""))
     return out
 
 
@@ -54,10 +56,10 @@ def reme_count(qwen: QwenCounter, message: Message, tool_names: dict[str, str]) 
         return qwen.count(header)
     total = qwen.count((header + "\n").translate(DIGIT_SHAPE))
     last = len(groups) - 1
-    for k, (before, source, clip, after) in enumerate(groups):
+    for k, (before, source, clip, after, head) in enumerate(groups):
         end = after if k == last else after + "\n"
         if clip and len(source) > CLIP:
             total += qwen.count_wrapped(before, source, CLIP, "..." + end)
         else:
-            total += qwen.count_wrapped(before, source, len(source), end)
+            total += qwen.count_wrapped(before, source, len(source), end, head)
     return total
