@@ -233,7 +233,10 @@ def split_merged(
 
 
 def has_kind(msg: Message, kind: BlockKind) -> bool:
-    return any(b.kind is kind for b in msg.blocks)
+    for block in msg.blocks:  # noqa: SIM110 (a plain loop: faster than any())
+        if block.kind is kind:
+            return True
+    return False
 
 
 def is_user_query(msg: Message) -> bool:
@@ -326,8 +329,11 @@ class Truncation:
 
 def has_long_result(msg: Message, limit: int) -> bool:
     """A user message with a tool result over ``limit`` chars: one the trim's cut changes."""
-    if msg.role is not Role.USER:
-        return False
+    return msg.role is Role.USER and has_result_over(msg, limit)
+
+
+def has_result_over(msg: Message, limit: int) -> bool:
+    """A tool result block over ``limit`` chars (asked of every appended message)."""
     for block in msg.blocks:  # noqa: SIM110 (a plain loop: faster than any())
         if block.kind is BlockKind.TOOL_RESULT and len(block.text) > limit:
             return True

@@ -339,7 +339,7 @@ class CowAgentStrategy(Strategy):
     def after_append(self, ctx: ContextView, index: int) -> None:
         msg = ctx.message(index)
         cap = int(self.params["current_turn_result_max_chars"])
-        if cap and any(b.kind is BlockKind.TOOL_RESULT and len(b.text) > cap for b in msg.blocks):
+        if cap and cow.has_result_over(msg, cap):
             blocks = tuple(
                 replace(b, text=cow.truncate_at_creation(b.text, cap), parts=())
                 if b.kind is BlockKind.TOOL_RESULT and len(b.text) > cap
