@@ -68,16 +68,48 @@ PATH_RE = re.compile(
     r")"
 )
 _LETTER = re.compile(r"[A-Za-z_]")
-# Every ``PATH_RE`` match holds a "/" or a dot before a letter (an extension): a text with
-# neither holds no path (a cheap test: about 40% of summary parts have no path).
+# Every ``PATH_RE`` match holds a "/" or a dot before a letter (an extension), and only
+# characters of ``_PATH_RUN``: so a match lies inside a run of those characters that holds
+# such a seed. ``_path_scan`` scans only those runs (most of a text is none: prose, code),
+# and no text without a seed (about 40% of summary parts).
 _DOT_LETTER = re.compile(r"\.[A-Za-z]")
+_PATH_SEED = re.compile(r"/|\.[A-Za-z]")
+_PATH_RUN = re.compile(r"[\w.@+()\[\]~/-]*")
+
+
+def _run_end(text: str, at: int) -> int:
+    run = _PATH_RUN.match(text, at)  # always matches (maybe nothing)
+    return run.end() if run else at
 
 
 def _path_scan(text: str) -> tuple[list[str], str]:
-    """``_scan(PATH_RE, text)``, without the scan when no path can match."""
+    """``_scan(PATH_RE, text)``, scanning only the runs of path characters around a seed.
+
+    Exact: no match crosses a run's ends (each holds a character no match holds), the
+    lookbehinds see the text before a run, and a run is scanned up to the character after
+    it (what the one-character lookaheads at a match's end read)."""
     if "/" not in text and _DOT_LETTER.search(text) is None:
         return [], text
-    return _scan(PATH_RE, text)
+    found: list[str] = []
+    pieces: list[str] = []
+    last = 0
+    size = len(text)
+    backwards = text[::-1]  # a run's start: the run of path characters before the seed
+    seed = _PATH_SEED.search(text)
+    while seed is not None:
+        at = seed.start()
+        start = size - _run_end(backwards, size - at)
+        end = _run_end(text, at)
+        for match in PATH_RE.finditer(text, start, end + 1):
+            a, b = match.span()
+            found.append(text[a:b])
+            pieces.append(text[last:a])
+            last = b
+        seed = _PATH_SEED.search(text, end)
+    if not found:
+        return found, text
+    pieces.append(text[last:])
+    return found, " ".join(pieces)
 
 
 def _path(found: str) -> str:
@@ -111,6 +143,27 @@ IDENT_RE = re.compile(
     r"|(?<![#\w-])(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}(?![\w-])"  # commits
     r")"
 )
+# Every IDENT_RE match is a whole run of word characters (each alternative opens and closes
+# on a boundary) holding "_", a capital or a digit: lowercase-only words, most of prose,
+# never match. So the runs are found from those characters (a character class the regex
+# engine skips to) and matched one by one, instead of trying IDENT_RE at every position.
+_IDENT_SEED = re.compile(r"[_A-Z0-9]\w*")
+
+
+def identifiers_found(text: str) -> list[str]:
+    """``IDENT_RE.findall(text)``, trying the pattern only at runs that hold a seed."""
+    found: list[str] = []
+    match = IDENT_RE.match
+    for seed in _IDENT_SEED.finditer(text):
+        start, end = seed.span()
+        while start and (text[start - 1].isalnum() or text[start - 1] == "_"):  # re's \w
+            start -= 1  # back to the run's start
+        hit = match(text, start, end + 1)  # + 1: the closing lookahead sees what follows
+        if hit:
+            found.append(hit.group())
+    return found
+
+
 UNITS = (
     r"ms|µs|us|ns|s|sec|secs|seconds?|mins?|minutes?|h|hrs?|hours?|days?|weeks?|months?|years?"
     r"|[KMGT]i?B|kB|bytes?|B|tokens?|k tokens|chars?|characters|words?|lines?|files?|tests?"
@@ -295,7 +348,7 @@ def facts(text: str, *, limit: int | None = None, error_width: int = 200) -> Fac
         paths=_unique(paths, limit),
         commands=_unique([c for c in commands if c], limit),
         errors=_unique([e for e in errors if e], limit),
-        identifiers=_unique((w for w in IDENT_RE.findall(words) if _is_identifier(w)), limit),
+        identifiers=_unique((w for w in identifiers_found(words) if _is_identifier(w)), limit),
         numbers=_unique(NUMBER_RE.findall(words), limit),
         urls=_unique(urls, limit),
     )
@@ -343,9 +396,10 @@ _ERROR_WORDS = ("error", "exception", "fail", "fatal", "panic", "err!", "exit co
 def _error_lines(text: str) -> list[str]:
     """The lines holding an error mark, each once, in order."""
     low = text.lower()  # lowercasing maps characters one by one: a mark's words stay whole
-    if not any(word in low for word in _ERROR_WORDS):
-        return []
-    return lines_hit(ERROR_RE, text)
+    for word in _ERROR_WORDS:  # a loop, no generator: this runs for every text scanned
+        if word in low:
+            return lines_hit(ERROR_RE, text)
+    return []
 
 
 def lines_hit(pattern: re.Pattern[str], text: str) -> list[str]:
@@ -407,7 +461,7 @@ def _part_critical(text: str, error_width: int) -> tuple[tuple[str, ...], ...]:
     words = cut if paths else rest
     return (
         _unique(paths, None),
-        _unique((w for w in IDENT_RE.findall(words) if _is_identifier(w)), None),
+        _unique((w for w in identifiers_found(words) if _is_identifier(w)), None),
         _unique(urls, None),
         _unique([e for e in errors if e], None),
     )

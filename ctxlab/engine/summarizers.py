@@ -328,13 +328,27 @@ def _first_line(text: str) -> str:
     return _first_readable(text)
 
 
+FIRST_LINE_CHUNK = 2048
+
+
 @lru_cache(maxsize=8192)
 def _first_readable(text: str) -> str:
-    for line in text.splitlines():
-        readable = _readable(line)
-        if readable:
-            return readable
-    return ""
+    # Lines of growing prefixes, not of the whole text (a tool output can be long and its
+    # first line readable): a prefix's lines are the text's, but for its last one, which
+    # may be cut (read again from the next, longer prefix).
+    start, size = 0, FIRST_LINE_CHUNK
+    while True:
+        end = start + size
+        lines = text[start:end].splitlines(keepends=True)
+        whole = end >= len(text)
+        for line in lines if whole else lines[:-1]:
+            readable = _readable(line)
+            if readable:
+                return readable
+        if whole:
+            return ""
+        start += sum(map(len, lines[:-1]))
+        size *= 2
 
 
 def _lines(text: str) -> list[str]:
@@ -384,20 +398,23 @@ _WORDS = {
                   "going to", "plan"),
 }  # fmt: skip
 _QUOTE_PAIR = re.compile(r"['\"]\s*['\"]")
+# A list under a command key (``extract.COMMAND_KEYS``): its strings are joined with spaces
+# (``["make", "sure"]`` reads "make sure"). No other list is joined.
+_ARGV_LIST = re.compile(r"(?:command|cmd|commands|shell_command|script)[\"']\s*:\s*\[")
 
 
 def _cannot_match(head: str, words: tuple[str, ...]) -> bool:
     r"""True when no readable line of ``head`` (ASCII) can match: a readable line is cut
     from its line (strip, tool ids and line numbers removed, a width cut) or is a decoded
     string of a tool call, a substring of it too unless an escape (``\``) or a pair of
-    adjacent quotes (Python's implicit concatenation) made it, or a list (an argv list is
-    joined with spaces: ``["do", "not"]``). A removal joins a non-word character to one
+    adjacent quotes (Python's implicit concatenation) made it, or an argv list joined it
+    (``{"command": ["do", "not"]}``). A removal joins a non-word character to one
     outside ``[A-Za-z0-9_-]``, so it creates no pattern word; a cut only adds a word
     boundary. So every match contains one of the words, lowercased."""
     if not head.isascii() or "\\" in head:
         return False
     if ("[tool_" in head or "<tool_use>" in head) and (
-        _QUOTE_PAIR.search(head) or head.count("[") > head.count("[tool_")
+        _QUOTE_PAIR.search(head) or _ARGV_LIST.search(head)
     ):
         return False
     low = head.lower()
@@ -419,13 +436,13 @@ def _call_may_match(line: str) -> bool:
     """False when the readable text of tool-call ``line`` (its name and first decoded
     argument) is sure to hold no pattern word that ``line`` does not: no escape that makes
     a letter, space or quote, no adjacent quotes (Python's implicit concatenation) and no
-    list (an argv list is joined with spaces). Its decoded strings are then substrings."""
+    argv list (joined with spaces). Its decoded strings are then substrings."""
     call = TOOL_CALL_RE.match(line.strip())
     if call is None:
         return False  # not decoded: ``_readable`` only cuts and removes
     args = call.group(2)
     return (
-        "[" in args
+        _ARGV_LIST.search(args) is not None
         or ("\\" in args and _LETTER_ESCAPE.search(args) is not None)
         or _QUOTE_PAIR.search(args) is not None
     )

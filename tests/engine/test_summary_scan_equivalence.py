@@ -8,6 +8,7 @@ realistic bench transcript's distinct block texts, built edge cases and generate
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ctxlab.engine import extract, summarizers, synth, synth_realistic
-from ctxlab.engine.extract import PATH_RE
+from ctxlab.engine.extract import IDENT_RE, PATH_RE
 from ctxlab.engine.model import Conversation
 from ctxlab.engine.replay import run as replay_run
 from ctxlab.engine.strategies import PRESETS
@@ -84,6 +85,7 @@ def check(text: str) -> None:
         assert summarizers._matching_lines(text, pattern) == expected, (pattern, text[:300])
     for part in (scanned, extract._normalise(plain_fact_text(head))):
         assert extract._path_scan(part) == extract._scan(PATH_RE, part), part[:300]
+        assert extract.identifiers_found(part) == IDENT_RE.findall(part), part[:300]
 
 
 # --- texts ---------------------------------------------------------------------------------
@@ -213,3 +215,60 @@ def test_input_tokens_estimate_equals_the_rendered_inputs(system: str, messages:
         strategy="x", system=system, messages=tuple(PromptMessage(r, t) for r, t in messages)
     )
     assert request.approx_input_tokens() == approx_tokens(request.input_text())
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(PIECES, max_size=40).map("".join), st.sampled_from([1, 2, 3, 5, 16]))
+def test_first_line_from_growing_prefixes(text: str, chunk: int) -> None:
+    """Whatever the prefix size, a cut line (and a cut "\\r\\n") is read again whole."""
+    kept = summarizers.FIRST_LINE_CHUNK
+    summarizers.FIRST_LINE_CHUNK = chunk
+    try:
+        for variant in (
+            text,
+            "\r\n" * 3 + text,
+            "   \n" * chunk + text,
+            text.replace("\n", "\r\n"),
+        ):
+            assert summarizers._first_readable.__wrapped__(variant) == plain_first_line(variant)
+    finally:
+        summarizers.FIRST_LINE_CHUNK = kept
+
+
+WORDISH = st.sampled_from(
+    list("aAfF09_-#.: \n\u00e9\u00c9\u0663\u00b2\u2167")
+    + ["snake_case", "CamelCase", "camelCase", "HAT170", "deadbeef1", "__init__", "_a_b"]
+)  # fmt: skip
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(WORDISH, max_size=30).map("".join))
+def test_identifiers_found_from_seeds_equal_findall(text: str) -> None:
+    assert extract.identifiers_found(text) == IDENT_RE.findall(text)
+
+
+def test_a_word_character_is_alphanumeric_or_underscore() -> None:
+    """``identifiers_found`` walks back to a run's start with ``str.isalnum``: it must be
+    exactly the regex engine's ``\\w``."""
+    word = re.compile(r"\w")
+    for code in range(0x110000):
+        c = chr(code)
+        assert bool(word.match(c)) == (c.isalnum() or c == "_"), hex(code)
+
+
+PATHISH = st.sampled_from(
+    list("/.~@+()[]-_aZ09 \n\"'`=:é")
+    + ["src/a.py", "/usr/lib", "./x", "../y/z", "~/h/i", "a.md", "Next.js", "(group)", "[id]",
+       "http://x.y/z", "v1.2", "/10/20", "x.PY", "data.tar.gz"]
+)  # fmt: skip
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(PATHISH, max_size=30).map("".join))
+def test_path_scan_of_runs_equals_a_full_scan(text: str) -> None:
+    assert extract._path_scan(text) == extract._scan(PATH_RE, text)
+
+
+def test_the_argv_list_pattern_names_every_command_key() -> None:
+    keys = summarizers._ARGV_LIST.pattern.split(")")[0].removeprefix("(?:").split("|")
+    assert sorted(keys) == sorted(extract.COMMAND_KEYS)
