@@ -444,8 +444,11 @@ class ReplayContext:
         if was_alive and index != self.system_index:
             self.history_tokens += self.tokens(index) - old_tokens
             self.history_ref += self.ref_tokens(index) - old_ref
-            self.live_tools.add(old_ids, -1)
-            self.live_tools.add(self.ids(index))
+            if old_ids[0] or old_ids[1]:
+                self.live_tools.add(old_ids, -1)
+            new_ids = self.ids(index)
+            if new_ids[0] or new_ids[1]:
+                self.live_tools.add(new_ids)
 
     def _remove(self, indexes: Iterable[int]) -> list[int]:
         gone: list[int] = []
@@ -455,7 +458,9 @@ class ReplayContext:
             self.alive[i] = 0
             self.history_tokens -= self.tokens(i)
             self.history_ref -= self.ref_tokens(i)
-            self.live_tools.add(self.ids(i), -1)
+            ids = self.ids(i)
+            if ids[0] or ids[1]:  # (most messages carry no tool id)
+                self.live_tools.add(ids, -1)
             gone.append(i)
         if gone:
             live = self.live

@@ -22,9 +22,15 @@ CountStr = Callable[[str], int]
 
 def as_role(message: Message) -> str:
     """AgentScope role: tool results travel in a ``system``-role Msg."""
-    if message.role is Role.TOOL or any(b.kind is BlockKind.TOOL_RESULT for b in message.blocks):
+    if message.role is Role.TOOL:
         return "system"
-    return message.role.value
+    for b in message.blocks:  # (a loop, not any(): asked for every formatted message)
+        if b.kind is BlockKind.TOOL_RESULT:
+            return "system"
+    return _ROLE_VALUE[message.role]
+
+
+_ROLE_VALUE = {role: role.value for role in Role}  # (Enum.value is a property: slower)
 
 
 def as_name(message: Message) -> str:

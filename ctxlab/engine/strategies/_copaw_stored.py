@@ -13,7 +13,7 @@ length) is skipped and counted in the replay as before.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from ..model import BlockKind, Message
@@ -23,26 +23,27 @@ from ._copaw_format import CLIP
 ENDS = (CLIP,)  # as ``CoPaw.prepare`` primes
 
 
-def _walk(message: Message) -> Iterator[tuple[str, str]]:
+def _walk(message: Message) -> list[tuple[str, str]]:
     """(head, text) of each string ``CoPaw.prepare`` primes for ``message``, in order: its
     block texts (``copaw._texts``: head "") then its tool calls (name, input)."""
+    out: list[tuple[str, str]] = []
+    calls: list[tuple[str, str]] = []
     for b in message.blocks:
         kind = b.kind
         if kind is BlockKind.TEXT or kind is BlockKind.THINKING:
             if b.text:
-                yield "", b.text
+                out.append(("", b.text))
         elif kind is BlockKind.TOOL_RESULT:
             if b.parts:
-                for p in b.parts:
-                    if p.text:
-                        yield "", p.text
+                out.extend(("", p.text) for p in b.parts if p.text)
             elif b.text:
-                yield "", b.text
+                out.append(("", b.text))
+        elif kind is BlockKind.TOOL_USE:
+            if b.tool_name or b.input_json:
+                calls.append((b.tool_name, b.input_json))
         elif kind is BlockKind.MEDIA and b.text:
-            yield "", b.text
-    for b in message.blocks:
-        if b.kind is BlockKind.TOOL_USE and (b.tool_name or b.input_json):
-            yield b.tool_name, b.input_json
+            out.append(("", b.text))
+    return out + calls if calls else out
 
 
 def message_entries(messages: Sequence[Message]) -> list[list[Any]] | None:
@@ -72,10 +73,13 @@ def seed_stored_counts(
     for message, entries in zip(messages, stored, strict=True):
         if not entries:
             continue
-        pairs = list(_walk(message))
+        pairs = _walk(message)
         if len(pairs) != len(entries):
             continue
-        if all(seed(text, entry, head) for (head, text), entry in zip(pairs, entries, strict=True)):
+        for (head, text), entry in zip(pairs, entries, strict=True):  # no generator per message
+            if not seed(text, entry, head):
+                break
+        else:
             seeded += 1
     return seeded
 

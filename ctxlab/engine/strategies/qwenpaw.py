@@ -39,6 +39,11 @@ if TYPE_CHECKING:
 SLACK = 100  # bytes: outputs within max_bytes + 100 are left alone
 
 
+def _utf8_len(text: str) -> int:
+    # isascii is a flag of the string (no pass): most texts are not encoded at all
+    return len(text) if text.isascii() else len(text.encode("utf-8"))
+
+
 @dataclass(slots=True)
 class _State:
     tool_names: dict[str, str] = field(default_factory=dict)
@@ -212,7 +217,7 @@ class QwenPaw(Strategy):
     def count_text(self, text: str) -> int:
         if not text:
             return 0
-        return int(len(text.encode("utf-8")) / self.divisor + 0.5)
+        return int(_utf8_len(text) / self.divisor + 0.5)
 
     def count_message(self, message: Message) -> int:
         return agentscope.message_tokens(message, self.count_text)
@@ -282,8 +287,11 @@ class QwenPaw(Strategy):
         extra_files: list[tuple[str, str]] = []  # a message's 2nd.. offloaded files
         for index, limit in todo:
             msg = ctx.message(index)
-            if not any(b.kind is BlockKind.TOOL_RESULT for b in msg.blocks):
-                continue
+            for b in msg.blocks:
+                if b.kind is BlockKind.TOOL_RESULT:
+                    break
+            else:
+                continue  # no tool result
             blocks = list(msg.blocks)
             changed = False
             paths: list[str] = []
@@ -321,6 +329,8 @@ class QwenPaw(Strategy):
                     offloaded.append((index, new_msg, paths[0], fulls[0]))
                 else:
                     truncated.append((index, new_msg))
+        if not offloaded and not truncated:
+            return  # (the common case: nothing over its limit)
         detail: dict[str, Any] = {
             "split_index": split_index,
             "old_max_bytes": int(self.params["pruning_old_msg_max_bytes"]),
@@ -346,7 +356,7 @@ class QwenPaw(Strategy):
         """(new text, offload path or '') per ``_truncate_tool_result``."""
         if QWENPAW_MARKER in text:
             return qwenpaw_retruncate(text, max_bytes=limit), ""
-        if len(text.encode("utf-8")) <= limit + SLACK:
+        if _utf8_len(text) <= limit + SLACK:
             return text, ""
         digest = hashlib.sha1(f"qwenpaw:{index}:{bi}:{pi}".encode()).hexdigest()[:32]
         path = f"{self.params['working_dir']}/{self.params['tool_results_cache']}/{digest}.txt"
