@@ -62,15 +62,38 @@ class Event:
     summary_id: int | None = None  # the SummaryRecord this event produced, if any
 
 
-@dataclass(frozen=True, slots=True)
+class _RenderedWhenRead:
+    """A text field that may be given as a function making it, called at each read and
+    never kept: a replay's summary inputs (the compacted history joined into one text,
+    4 bytes a character once one emoji is in it) were most of a long replay's memory,
+    and the worker reads each once to store it. Readers always get a ``str``."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.slot = "_" + name
+
+    def __get__(self, obj: Any, owner: type | None = None) -> str:
+        if obj is None:  # the dataclass asks for a default: there is none
+            raise AttributeError(self.slot)
+        source: str | Callable[[], str] = obj.__dict__[self.slot]
+        return source if isinstance(source, str) else source()
+
+    def __set__(self, obj: Any, value: str | Callable[[], str]) -> None:
+        obj.__dict__[self.slot] = value  # (the record stays frozen: no other setter)
+
+
+# Not slots: the ``input`` descriptor needs the class attribute a slot would replace.
+@dataclass(frozen=True)
 class SummaryRecord:
     """One summariser call: the exact input (system prompt + messages, rendered as text)
-    and the output, with usage. ``error`` is set when the call failed."""
+    and the output, with usage. ``error`` is set when the call failed. ``input`` may be
+    given as a function rendering it (``_RenderedWhenRead``); it reads as a ``str``."""
 
     id: int
     step: int
-    input: str
-    output: str
+    # Required all the same (its ``__get__`` gives the dataclass no default): mypy reads
+    # the descriptor as one.
+    input: _RenderedWhenRead = _RenderedWhenRead()
+    output: str  # type: ignore[misc]
     input_tokens: int = 0
     output_tokens: int = 0
     usage_estimated: bool = True
