@@ -343,11 +343,12 @@ class ReplayContext:
             text, usage, error = response.text, response.usage, response.error
         except SummarizerError as exc:
             error = str(exc) or type(exc).__name__
-        input_text = request.input_text()
         record = SummaryRecord(
             id=len(self.result.summaries),
             step=self.step,
-            input=input_text,
+            # Rendered when read, from the parts only (not the material nor the
+            # conversation): the parts are mostly texts the replay keeps anyway.
+            input=SummaryRequest(request.strategy, request.system, request.messages).input_text,
             output=text,
             input_tokens=usage.input_tokens if usage else 0,
             output_tokens=usage.output_tokens if usage else 0,
