@@ -136,12 +136,6 @@ def message_tokens(message: Message, count: CountStr, *, files_in_results: bool 
     return total
 
 
-def _clip(text: str, limit: int, *, flatten: bool) -> str:
-    if len(text) > limit:
-        text = text[:limit] + "..."
-    return text.replace("\n", " ") if flatten else text
-
-
 def format_message(
     message: Message,
     *,
@@ -155,37 +149,60 @@ def format_message(
     ``style="reme"``: ``<text>…</text>`` tags, 2000-char blocks, newlines kept, tool
     results whole (ReMe 0.3.0.6b3 ``AsBlockStat.format``; QwenPaw cuts at its marker).
     """
+    # (Every compacted message is formatted once: the clipping is inlined, kinds tested
+    # most frequent first.)
     reme = style == "reme"
     limit = 2000 if reme else 1000
     ts = as_timestamp(message.timestamp)
-    lines = [(f"[{ts}] " if ts else "") + f"{as_name(message)}:"]
+    name = as_name(message)
+    lines = [f"[{ts}] {name}:" if ts else f"{name}:"]
+    append = lines.append
     for b in message.blocks:
         kind = b.kind
         if kind is BlockKind.TEXT:
-            if b.text:
-                body = _clip(b.text, limit, flatten=not reme)
-                lines.append(f"<text>{body}</text>" if reme else f"[text]: {body}")
-        elif kind is BlockKind.THINKING:
-            if include_thinking and b.text:
-                body = _clip(b.text, limit, flatten=not reme)
-                lines.append(f"<thinking>{body}</thinking>" if reme else f"[think]: {body}")
-        elif kind is BlockKind.TOOL_USE:
-            body = f"{b.tool_name} params={_clip(b.input_json, limit, flatten=not reme)}"
-            lines.append(f"<tool_use>{body}</tool_use>" if reme else f"[tool_use]: {body}")
+            text = b.text
+            if text:
+                if len(text) > limit:
+                    text = text[:limit] + "..."
+                append(f"<text>{text}</text>" if reme else f"[text]: {_flat(text)}")
         elif kind is BlockKind.TOOL_RESULT:
-            output = tool_output_text(b, with_files=reme)
+            output = tool_output_text(b, with_files=reme) if b.parts else b.text
             if not reme:  # QwenPaw shows only what precedes its truncation notice; ReMe's
                 # as_msg_stat keeps the whole compacted text (head, marker, tail, path)
                 output = output.split(QWENPAW_MARKER, 1)[0]
             if not output:
                 continue
-            name = b.tool_name or tool_names.get(b.tool_id, "")
-            body = f"{name} output={_clip(output, limit, flatten=not reme)}"
-            lines.append(f"<tool_result>{body}</tool_result>" if reme else f"[tool_result]: {body}")
+            tool = b.tool_name or tool_names.get(b.tool_id, "")
+            if len(output) > limit:
+                output = output[:limit] + "..."
+            append(
+                f"<tool_result>{tool} output={output}</tool_result>"
+                if reme
+                else f"[tool_result]: {tool} output={_flat(output)}"
+            )
+        elif kind is BlockKind.TOOL_USE:
+            raw = b.input_json
+            if len(raw) > limit:
+                raw = raw[:limit] + "..."
+            append(
+                f"<tool_use>{b.tool_name} params={raw}</tool_use>"
+                if reme
+                else f"[tool_use]: {b.tool_name} params={_flat(raw)}"
+            )
+        elif kind is BlockKind.THINKING:
+            if include_thinking and b.text:
+                text = b.text
+                if len(text) > limit:
+                    text = text[:limit] + "..."
+                append(f"<thinking>{text}</thinking>" if reme else f"[think]: {_flat(text)}")
         elif kind is BlockKind.MEDIA and b.text:
             tag = (b.media_type.split("/")[0] or "image") if b.media_type else "image"
-            lines.append(f"<{tag}>{b.text}</{tag}>" if reme else f"[{tag}]: {b.text}")
+            append(f"<{tag}>{b.text}</{tag}>" if reme else f"[{tag}]: {b.text}")
     return "\n".join(lines)
+
+
+def _flat(text: str) -> str:
+    return text.replace("\n", " ")
 
 
 def material_role(message: Message) -> str:
