@@ -541,7 +541,7 @@ class OfflineSummarizer:
     def __init__(self) -> None:
         # The last material read and what was found in it: a second call on the same
         # material (Gemini CLI's verification turn) reads nothing again.
-        self._last: tuple[tuple[MaterialItem, ...], dict[str, list[str]]] | None = None
+        self._last: tuple[tuple[MaterialItem, ...], dict[str, list[str]], bool] | None = None
 
     def summarize(self, request: SummaryRequest) -> SummaryResponse:
         lang = "zh" if request.language.startswith("zh") else "en"
@@ -558,13 +558,17 @@ class OfflineSummarizer:
         )
         return SummaryResponse(text=text, usage=usage, model="ctxlab-offline-extractive")
 
-    def _slots(self, request: SummaryRequest, lang: str) -> dict[str, list[str]]:
+    def _slots(
+        self, request: SummaryRequest, lang: str, *, full: bool = True
+    ) -> dict[str, list[str]]:
+        """The slots read from the material; ``full=False``: only those a bullet summary
+        shows (goal, decisions, done, in_progress), the rest left empty."""
         last = self._last
-        if last is None or last[0] is not request.material:
-            last = self._last = (request.material, self._read(request))
+        if last is None or last[0] is not request.material or (full and not last[2]):
+            last = self._last = (request.material, self._read(request, full=full), full)
         return {slot: list(lines) for slot, lines in last[1].items()}
 
-    def _read(self, request: SummaryRequest) -> dict[str, list[str]]:
+    def _read(self, request: SummaryRequest, *, full: bool = True) -> dict[str, list[str]]:
         # what people typed: user items that are not tool outputs nor harness lines only.
         # Only the first few and the last of them are read (goal, constraints, next; the
         # decisions, done and in-progress lines): both ends are scanned lazily, so a long
@@ -576,6 +580,8 @@ class OfflineSummarizer:
         # Only the first PER_SECTION lines are kept: stop scanning once they are found.
         constraints: list[str] = []
         for text in itertools.chain([first_user] if first_user is not None else [], users):
+            if not full:
+                break
             constraints.extend(_matching_lines(text, CONSTRAINT_RE))
             if len(constraints) >= PER_SECTION:
                 break
@@ -590,6 +596,10 @@ class OfflineSummarizer:
         ))  # fmt: skip
         done = [_first_line(m.text) for m in reversed(newest[1:])]
         in_progress = [_first_line(newest[0].text)] if newest else []
+        if not full:
+            return {"goal": goal, "constraints": [], "done": done, "in_progress": in_progress,
+                    "blocked": [], "decisions": decisions[:PER_SECTION], "next": [],
+                    "critical": []}  # fmt: skip
         # Facts from the newest messages' heads: bounded work per summary, whatever its size.
         recent = request.material[-FACT_MESSAGES:]
         found = critical_facts_of_parts(
@@ -651,7 +661,7 @@ class OfflineSummarizer:
         return [f"- {s}" for s in items]
 
     def _bullets(self, request: SummaryRequest, lang: str) -> str:
-        slots = self._slots(request, lang)
+        slots = self._slots(request, lang, full=False)  # the four slots it shows
         lines = [
             f"- {s}" for key in ("goal", "decisions", "done", "in_progress") for s in slots[key]
         ]
