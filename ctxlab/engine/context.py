@@ -36,6 +36,7 @@ from .records import (
 )
 from .reference import ReferenceTokens
 from .summarizers import Summarizer, SummarizerError, SummaryRequest
+from .summary_input import PackedInput
 
 if TYPE_CHECKING:
     from .strategies.base import Strategy
@@ -347,8 +348,8 @@ class ReplayContext:
             id=len(self.result.summaries),
             step=self.step,
             # Rendered when read, from the parts only (not the material nor the
-            # conversation): the parts are mostly texts the replay keeps anyway.
-            input=SummaryRequest(request.strategy, request.system, request.messages).input_text,
+            # conversation), the long ones compressed (``summary_input``).
+            input=PackedInput(request),
             output=text,
             input_tokens=usage.input_tokens if usage else 0,
             output_tokens=usage.output_tokens if usage else 0,

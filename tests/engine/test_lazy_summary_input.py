@@ -14,7 +14,13 @@ from ctxlab.engine import synth, synth_realistic
 from ctxlab.engine.model import Conversation
 from ctxlab.engine.replay import run
 from ctxlab.engine.strategies import LIBRARY, STRATEGIES
-from ctxlab.engine.summarizers import OfflineSummarizer, SummaryRequest, SummaryResponse
+from ctxlab.engine.summarizers import (
+    OfflineSummarizer,
+    PromptMessage,
+    SummaryRequest,
+    SummaryResponse,
+)
+from ctxlab.engine.summary_input import PACK_CHARS, PackedInput
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "corpus"
 # Every strategy of the library that calls a summariser with its defaults on these.
@@ -59,3 +65,25 @@ def test_summary_input_read_equals_eager_rendering(name: str) -> None:
             assert pickle.loads(pickle.dumps(record)) == record
         calls += len(capture.inputs)
     assert calls, "the strategy summarises on these transcripts"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "short é",
+        "x" * PACK_CHARS,  # packed from this length on
+        ("tool output line 😀\n" * 4_000) + "\ud800 lone surrogate",
+        "中文" * PACK_CHARS,
+    ],
+)
+def test_packed_input_renders_the_request_exactly(text: str) -> None:
+    request = SummaryRequest(
+        "s", text, (PromptMessage("user", text), PromptMessage("assistant", "ok " + text))
+    )
+    packed = PackedInput(request)
+    assert packed() == request.input_text()
+    assert pickle.loads(pickle.dumps(packed))() == request.input_text()
+    if len(text) >= PACK_CHARS:  # kept compressed, several times smaller than the text
+        kept = packed.__getstate__()[2][0][1]
+        assert isinstance(kept, bytes) and len(kept) * 3 < len(text)
