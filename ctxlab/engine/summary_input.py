@@ -13,7 +13,7 @@ byte what ``SummaryRequest.input_text`` makes:
   kept as zlib-compressed UTF-8 (``surrogatepass``: a lone surrogate from a transcript's
   JSON round-trips), about 3x smaller than its UTF-8 (up to 4 bytes a character in a
   ``str``). Compressing costs ~0.01 s CPU a MB; the realistic 20k transcript's codex run
-  compresses ~45 MB (4,096 chars: ratio 2.17 -> 1.87; 2,048 gave 1.81 for more CPU).
+  compresses ~46 MiB of texts (4,096 chars: ratio 2.17 -> 1.87; 2,048 gave 1.81 for more CPU).
 """
 
 from __future__ import annotations
