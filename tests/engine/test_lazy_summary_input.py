@@ -1,5 +1,5 @@
 """A summary record's input is rendered when read (``SummaryRecord.input`` given as a
-function, issue 16's replay memory): every summarising strategy's records must read the
+function: see ``summary_input``): every summarising strategy's records must read the
 exact text the summariser was given, as the eager rendering made it at the call."""
 
 from __future__ import annotations
