@@ -181,8 +181,13 @@ class AiderStrategy(Strategy):
         return reference_counter().count(text)
 
     def count_dict(self, role: str, content: str) -> int:
-        """``Model.token_count(msg)`` for one message dict."""
-        return self.count_text(json.dumps({"role": role, "content": content}))
+        """``Model.token_count(msg)`` for one message dict. Counted past the shared text
+        cache (same count): each dict is counted about once (20,200 distinct in 21,051
+        calls on the realistic 20k transcript) and the cache kept every dict's JSON text
+        (33 MiB there, and for the worker process's later runs)."""
+        return reference_counter().count_distinct([json.dumps({"role": role, "content": content})])[
+            0
+        ]
 
     def count_list(self, items: list[Item]) -> int:
         """``Model.token_count(list)``: litellm's per-message rule."""
