@@ -9,6 +9,11 @@ is stored as the JSON *string* ``"packed:" + base64(zlib(json))``; shorter value
 every value written before this field existed) stay plain JSON. Reading gives back the
 value either way, so queries that read the column (``values_list`` included) see what was
 written; no code filters on the inside of these columns (a packed value cannot be).
+
+On PostgreSQL a short value holding an object of several keys is stored as the JSON
+string ``"json:" + json``: jsonb gives an object's keys back sorted (shorter first), and
+these columns carry transcript content (a modified message's tool input) whose key order
+is the agent's. SQLite keeps the JSON text as written, so its values stay plain.
 """
 
 from __future__ import annotations
@@ -23,15 +28,28 @@ from django.db.models.expressions import Expression
 
 PACK_OVER = 400  # characters of JSON; below this the base64 framing costs more than it saves
 PREFIX = "packed:"
+ORDERED = "json:"  # PostgreSQL: a short value whose object keys jsonb would reorder
 
 
-def pack(value: Any, encoder: type[json.JSONEncoder] | None = None) -> Any:
-    """The value to store: ``value`` itself, or its packed string when that is shorter."""
+def _has_keys_to_order(value: Any) -> bool:
+    """True when ``value`` holds an object of two keys or more (at any depth)."""
+    if isinstance(value, dict):
+        return len(value) > 1 or any(_has_keys_to_order(v) for v in value.values())
+    if isinstance(value, list | tuple):
+        return any(_has_keys_to_order(v) for v in value)
+    return False
+
+
+def pack(
+    value: Any, encoder: type[json.JSONEncoder] | None = None, keep_order: bool = False
+) -> Any:
+    """The value to store: ``value`` itself, or its packed string when that is shorter
+    (``keep_order``: a short value with keys to order as its ``ORDERED`` JSON text)."""
     if value is None or isinstance(value, str | Expression):
         return value
     text = json.dumps(value, cls=encoder, ensure_ascii=False, separators=(",", ":"))
     if len(text) <= PACK_OVER:
-        return value
+        return ORDERED + text if keep_order and _has_keys_to_order(value) else value
     packed = PREFIX + base64.b64encode(zlib.compress(text.encode("utf-8"), 6)).decode("ascii")
     return packed if len(packed) < len(text) else value
 
@@ -39,6 +57,8 @@ def pack(value: Any, encoder: type[json.JSONEncoder] | None = None) -> Any:
 def unpack(value: Any) -> Any:
     if isinstance(value, str) and value.startswith(PREFIX):
         return json.loads(zlib.decompress(base64.b64decode(value[len(PREFIX) :])))
+    if isinstance(value, str) and value.startswith(ORDERED):
+        return json.loads(value[len(ORDERED) :])
     return value
 
 
@@ -46,7 +66,9 @@ class PackedJSONField(models.JSONField):
     def get_db_prep_value(self, value: Any, connection: Any, prepared: bool = False) -> Any:
         if not prepared:
             value = self.get_prep_value(value)
-        return super().get_db_prep_value(pack(value, self.encoder), connection, prepared=True)
+        keep_order = connection.vendor == "postgresql"  # jsonb sorts keys; SQLite keeps text
+        value = pack(value, self.encoder, keep_order)
+        return super().get_db_prep_value(value, connection, prepared=True)
 
     def from_db_value(self, value: Any, expression: Any, connection: Any) -> Any:
         return unpack(super().from_db_value(value, expression, connection))

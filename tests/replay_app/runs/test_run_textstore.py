@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 import pytest
+from django.db import connection
 from django.db.models import TextField
 from django.db.models.functions import Cast
 from inspect_helpers import make_run
@@ -16,7 +17,7 @@ from ctxlab.engine.model import Message as EngineMessage
 from ctxlab.engine.replay import run as replay_run
 from replay_app.models import Run, RunEvent, RunOffload, RunStep, RunSummary, RunText, StoredText
 from replay_app.models import change_to_dict as stored_change
-from replay_app.models.fields import ZONE_KEYS
+from replay_app.models.fields import ORDERED, ZONE_KEYS
 from replay_app.runs import run_size, services, textstore
 from sessions_app.models import Message
 
@@ -231,9 +232,32 @@ def test_long_json_columns_are_stored_packed(user: Any, transcript: Any) -> None
     assert len(raw[0]) * 5 < len(json.dumps(big))  # compressed in the column
     assert RunEvent.objects.get(pk=event.pk).changes == big
     assert RunEvent.objects.filter(pk=event.pk).values_list("changes", flat=True)[0] == big
-    RunEvent.objects.filter(pk=event.pk).update(changes=big[:1])  # short: plain JSON
+    RunEvent.objects.filter(pk=event.pk).update(changes=big[:1])  # short: not packed
     raw = RunEvent.objects.filter(pk=event.pk).values_list(Cast("changes", TextField()), flat=True)
-    assert json.loads(raw[0]) == big[:1]
+    if connection.vendor == "postgresql":  # keys jsonb would sort: kept as the JSON text
+        assert json.loads(raw[0]) == ORDERED + json.dumps(big[:1], separators=(",", ":"))
+    else:
+        assert json.loads(raw[0]) == big[:1]
+
+
+def test_short_json_values_keep_their_key_order(user: Any, transcript: Any) -> None:
+    """A modified tool input's keys read back in the agent's order on either backend
+    (PostgreSQL's jsonb would give them sorted, shorter keys first)."""
+    run = make_run(user, transcript, "qwenpaw")
+    event = RunEvent.objects.filter(run=run).order_by("-id").first()
+    assert event is not None
+    unsorted = {"timeout": 30, "command": "ls -la", "description": "list", "id": 1}
+    changes = [{"index": 3, "fate": "truncated", "message": {"tool_input": unsorted}}]
+    RunEvent.objects.filter(pk=event.pk).update(changes=changes)
+    for back in (
+        RunEvent.objects.get(pk=event.pk).changes,
+        RunEvent.objects.filter(pk=event.pk).values_list("changes", flat=True)[0],
+    ):
+        assert json.dumps(back) == json.dumps(changes)  # == on dicts ignores key order
+    flat = [1, "two", None]  # nothing to order: stored as plain JSON everywhere
+    RunEvent.objects.filter(pk=event.pk).update(changes=flat)
+    raw = RunEvent.objects.filter(pk=event.pk).values_list(Cast("changes", TextField()), flat=True)
+    assert json.loads(raw[0]) == flat
 
 
 def test_step_zones_stored_as_a_list_read_as_the_dict(user: Any, transcript: Any) -> None:
