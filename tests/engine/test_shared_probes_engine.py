@@ -3,31 +3,12 @@ of every run at the same request and scored against that run's context in force 
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from builders import assistant, call, system, tool_result, user
+from builders import user
+from test_probes_engine import CORPUS, MESSAGES, ZONES  # the same small session
 
 from ctxlab.engine import importers, probe_scoring, probes, replay, shared_probes
-from ctxlab.engine.model import Message
 from ctxlab.engine.probe_haystack import ContextScorer
-from ctxlab.engine.records import Change, Event, Fate, StepRecord, StepTokens, Zones
-
-CORPUS = Path(__file__).resolve().parents[1] / "data" / "corpus"
-ZONES = Zones(0, 0, 0, 0, 0, 0, 0, 1000, None)
-
-MESSAGES: tuple[Message, ...] = (
-    system("You are an agent."),
-    user("Please add a retry to the fetcher in src/net/fetch.py and keep the tests green."),  # 1
-    call("t1", "Bash", command="pytest -x tests/test_fetch.py"),  # 2
-    tool_result("t1", "collected 3 items\nE   ImportError: cannot import name 'Backoff'\n1 failed"),
-    assistant("Using a decorator doesn't work here because the client is sync, so I will use a loop instead of tenacity."),  # 4
-    call("t2", "Edit", file_path="/repo/src/net/fetch.py", old_string="a", new_string="b"),  # 5
-    tool_result("t2", "ok"),  # 6
-    call("t3", "Write", file_path="/repo/src/net/backoff.py", content="x = 1"),  # 7
-    tool_result("t3", "ok"),  # 8
-    user("now also log each retry"),  # 9
-    assistant("Done."),  # 10
-)  # fmt: skip
+from ctxlab.engine.records import Change, Event, Fate, StepRecord, StepTokens
 
 
 def _step(index: int, source: int, ranges: tuple[tuple[int, int], ...]) -> StepRecord:
