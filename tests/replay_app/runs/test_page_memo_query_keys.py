@@ -9,8 +9,7 @@ from typing import Any
 
 import pytest
 from django.http import QueryDict
-from django.test.signals import template_rendered
-from inspect_helpers import make_run
+from inspect_helpers import make_run, view_with_templates
 
 from replay_app import memo
 from replay_app.runs.pages import whole_page
@@ -19,18 +18,7 @@ pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_memo")]
 
 
 def _rendered(client: Any, url: str) -> list[str]:
-    names: list[str] = []
-
-    def seen(sender: Any, template: Any, **_: Any) -> None:
-        names.append(template.name)
-
-    template_rendered.connect(seen)
-    try:
-        response = client.get(url)
-    finally:
-        template_rendered.disconnect(seen)
-    assert response.status_code == 200
-    return names
+    return view_with_templates(client, url)[1]
 
 
 def _page_keys() -> set[str]:

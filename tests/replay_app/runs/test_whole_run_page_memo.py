@@ -13,8 +13,7 @@ from django.contrib.messages.storage.base import Message
 from django.contrib.messages.storage.cookie import CookieStorage
 from django.http import HttpRequest
 from django.middleware.csrf import _unmask_cipher_token
-from django.test.signals import template_rendered
-from inspect_helpers import make_run
+from inspect_helpers import make_run, view_with_templates
 
 from replay_app.models import Run, RunStatus
 
@@ -22,22 +21,6 @@ pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_memo")]
 
 TOKEN = re.compile(r'name="csrfmiddlewaretoken" value="([A-Za-z0-9]+)"')
 HEADER_TOKEN = re.compile(r'"X-CSRFToken": "([A-Za-z0-9]+)"')
-
-
-def _views(client: Any, url: str) -> tuple[str, list[str]]:
-    """(body, names of the templates rendered for it)."""
-    rendered: list[str] = []
-
-    def seen(sender: Any, template: Any, **_: Any) -> None:
-        rendered.append(template.name)
-
-    template_rendered.connect(seen)
-    try:
-        response = client.get(url)
-    finally:
-        template_rendered.disconnect(seen)
-    assert response.status_code == 200
-    return response.content.decode(), rendered
 
 
 def _tokens(html: str) -> set[str]:
@@ -54,9 +37,9 @@ def test_a_finished_runs_page_is_rendered_once_with_each_views_own_token(
 ) -> None:
     client.force_login(user)
     url = f"/runs/{done_run.pk}/"
-    first, rendered = _views(client, url)
+    first, rendered = view_with_templates(client, url)
     assert "replay_app/runs/run_detail.html" in rendered
-    again, rendered_again = _views(client, url)
+    again, rendered_again = view_with_templates(client, url)
     assert rendered_again == []  # nothing rendered: the page came from the memo
     secret = client.cookies["csrftoken"].value
     for html in (first, again):
@@ -68,7 +51,7 @@ def test_a_finished_runs_page_is_rendered_once_with_each_views_own_token(
     assert again.replace(_tokens(again).pop(), token) == first
     assert user.get_username() in again and 'id="token-curve-plot"' in again
     # another query is another page
-    _, rendered_step = _views(client, f"{url}?step=3")
+    _, rendered_step = view_with_templates(client, f"{url}?step=3")
     assert "replay_app/runs/run_detail.html" in rendered_step
 
 
@@ -76,7 +59,7 @@ def test_the_memoised_page_is_still_only_its_owners(
     client: Any, user: Any, other_user: Any, done_run: Run
 ) -> None:
     client.force_login(user)
-    _views(client, f"/runs/{done_run.pk}/")
+    view_with_templates(client, f"/runs/{done_run.pk}/")
     client.force_login(other_user)
     assert client.get(f"/runs/{done_run.pk}/").status_code == 404
     client.logout()
@@ -88,16 +71,16 @@ def test_queued_messages_show_and_the_page_stays_per_viewer(
 ) -> None:
     client.force_login(user)
     url = f"/runs/{done_run.pk}/"
-    _views(client, url)
+    view_with_templates(client, url)
     storage = CookieStorage(HttpRequest())
     client.cookies["messages"] = storage._encode([Message(constants.INFO, "Run queued <again>")])
-    with_message, rendered = _views(client, url)
+    with_message, rendered = view_with_templates(client, url)
     assert "Run queued &lt;again&gt;" in with_message and rendered
-    after, _ = _views(client, url)
+    after, _ = view_with_templates(client, url)
     assert "Run queued" not in after  # shown once, and not kept in the memo
     user.username = "renamed-owner"
     user.save()
-    renamed, rendered = _views(client, url)
+    renamed, rendered = view_with_templates(client, url)
     assert "renamed-owner" in renamed and rendered
 
 
@@ -105,7 +88,7 @@ def test_an_unfinished_run_is_rendered_every_view(client: Any, user: Any, done_r
     Run.objects.filter(pk=done_run.pk).update(status=RunStatus.RUNNING, finished_at=None)
     client.force_login(user)
     for _ in range(2):
-        html, rendered = _views(client, f"/runs/{done_run.pk}/")
+        html, rendered = view_with_templates(client, f"/runs/{done_run.pk}/")
         assert "replay_app/runs/run_detail.html" in rendered
         assert len(_tokens(html)) == 1  # the cancel form's token is the view's own too
 
@@ -116,9 +99,9 @@ def test_the_compare_page_of_finished_runs_is_rendered_once(
     second = make_run(user, transcript, "qwenpaw")
     client.force_login(user)
     url = f"/compare/?runs={done_run.pk},{second.pk}"
-    first, rendered = _views(client, url)
+    first, rendered = view_with_templates(client, url)
     assert "replay_app/compare/compare.html" in rendered
-    again, rendered_again = _views(client, url)
+    again, rendered_again = view_with_templates(client, url)
     assert rendered_again == []
     (token,) = _tokens(first)
     assert again.replace(_tokens(again).pop(), token) == first
