@@ -86,7 +86,11 @@ def compare_probes(request: HttpRequest) -> HttpResponse:
     ids = [int(x) for x in request.GET.get("runs", "").split(",") if x.strip().isdigit()]
     ids = list(dict.fromkeys(ids))
     if not 1 <= len(ids) <= MAX_COMPARED:
-        message = f"Give 1–{MAX_COMPARED} run ids: ?runs=1,2,3"
+        message = (
+            f"{len(ids)} runs given: compare at most {MAX_COMPARED} at a time (?runs=1,2,3)."
+            if ids
+            else f"Give 1–{MAX_COMPARED} run ids: ?runs=1,2,3"
+        )
         if _wants_json(request):
             return _json({"error": message}, status=400)
         return render(request, "judge_app/compare_probes.html", {"error": message}, status=400)

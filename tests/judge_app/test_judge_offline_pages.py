@@ -106,6 +106,9 @@ def test_compare_probes_side_by_side_with_one_chart(
     assert len(figure["data"]) == 2
     assert figure["data"][0]["y"] == [data["runs"][0]["offline"]["score"]]
     assert auth_client.get("/compare/probes/?runs=").status_code == 400
+    too_many = auth_client.get("/compare/probes/?runs=1,2,3,4,5,6,7&format=json")
+    assert too_many.status_code == 400
+    assert too_many.json()["error"].startswith("7 runs given: compare at most 6")
 
 
 def test_original_agent_row_beside_the_replays(auth_client: Any, user: Any) -> None:
