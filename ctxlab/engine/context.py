@@ -45,16 +45,27 @@ if TYPE_CHECKING:
 _NO_IDS: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())  # shared by the many without
 
 
-def tool_ids(message: Message) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """(tool_use ids, tool_result ids) of a message, empty ids ignored."""
+def _ids_and_result(message: Message) -> tuple[tuple[tuple[str, ...], tuple[str, ...]], bool]:
+    """(``tool_ids``, ``has_tool_result``) of a message in one pass over its blocks (every
+    appended message asks both)."""
     uses: list[str] = []
     results: list[str] = []
+    has_result = False
     for b in message.blocks:
-        if b.kind is BlockKind.TOOL_USE and b.tool_id:
-            uses.append(b.tool_id)
-        elif b.kind is BlockKind.TOOL_RESULT and b.tool_id:
-            results.append(b.tool_id)
-    return tuple(uses), tuple(results)
+        kind = b.kind
+        if kind is BlockKind.TOOL_USE:
+            if b.tool_id:
+                uses.append(b.tool_id)
+        elif kind is BlockKind.TOOL_RESULT:
+            has_result = True
+            if b.tool_id:
+                results.append(b.tool_id)
+    return ((tuple(uses), tuple(results)) if uses or results else _NO_IDS), has_result
+
+
+def tool_ids(message: Message) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(tool_use ids, tool_result ids) of a message, empty ids ignored."""
+    return _ids_and_result(message)[0]
 
 
 def has_tool_result(message: Message) -> bool:
@@ -543,26 +554,13 @@ class ReplayContext:
             self.history_ref += self.ref_tokens(index)
         ids = self._ids.get(index)
         if ids is None:
-            # One pass over the blocks: the tool ids and whether a tool result is among them
-            uses: list[str] = []
-            results: list[str] = []
-            has_result = False
-            for b in (msg if current is None else current).blocks:
-                kind = b.kind
-                if kind is BlockKind.TOOL_USE:
-                    if b.tool_id:
-                        uses.append(b.tool_id)
-                elif kind is BlockKind.TOOL_RESULT:
-                    if current is None:
-                        has_result = True
-                    if b.tool_id:
-                        results.append(b.tool_id)
-            ids = self._ids[index] = (tuple(uses), tuple(results)) if uses or results else _NO_IDS
-            if current is not None:
+            ids, has_result = _ids_and_result(msg if current is None else current)
+            self._ids[index] = ids
+            if current is not None:  # the turn is the original's: its own result test
                 has_result = has_tool_result(msg)
         else:
             has_result = has_tool_result(msg)
-        if ids is not _NO_IDS and (ids[0] or ids[1]):
+        if ids[0] or ids[1]:
             self.live_tools.add(ids)
             self.orig_tools.add(ids, mark=False)  # (the same ids were just marked changed)
         if msg.role is Role.USER and not has_result:
