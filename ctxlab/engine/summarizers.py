@@ -322,17 +322,13 @@ def _said(items: Iterable[MaterialItem]) -> Iterator[MaterialItem]:
     return (m for m in items if _first_line(m.text))
 
 
-def _first_line(text: str) -> str:
-    """The first readable line of ``text`` (cached by content: every summary of a replay
-    walks the material's items again, most of them read before)."""
-    return _first_readable(text)
-
-
 FIRST_LINE_CHUNK = 2048
 
 
 @lru_cache(maxsize=8192)
-def _first_readable(text: str) -> str:
+def _first_line(text: str) -> str:
+    """The first readable line of ``text`` (cached by content: every summary of a replay
+    walks the material's items again, most of them read before)."""
     # Lines of growing prefixes, not of the whole text (a tool output can be long and its
     # first line readable): a prefix's lines are the text's, but for its last one, which
     # may be cut (read again from the next, longer prefix).
@@ -507,7 +503,7 @@ def clear_caches() -> None:
     """Forget cached line scans and facts (benchmarks start cold)."""
     _matching_lines.cache_clear()
     _fact_head.cache_clear()
-    _first_readable.cache_clear()
+    _first_line.cache_clear()
     extract_clear_caches()
 
 
