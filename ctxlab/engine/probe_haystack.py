@@ -23,12 +23,8 @@ from dataclasses import dataclass, field
 from .extract import LINE_NUMBER_RE
 from .lost import message_text
 from .model import Message
-from .probe_scoring import _QUOTES_RE, _TERM_RE, EXACT_KINDS, Score, _present, terms, verdict
+from .probe_scoring import _TERM_RE, Score, _present, fold, score_by
 from .probes import Probe
-
-
-def _fold(text: str) -> str:
-    return " ".join(_QUOTES_RE.sub(" ", text.lower()).split())
 
 
 @dataclass(slots=True)
@@ -43,7 +39,7 @@ class _Part:
         if not strip or self.marked:  # a marked part is stripped in ``plain`` already
             return self.plain
         if self._stripped is None:
-            self._stripped = _fold(LINE_NUMBER_RE.sub("", self.nfkc))
+            self._stripped = fold(LINE_NUMBER_RE.sub("", self.nfkc))
         return self._stripped
 
     def terms(self, strip: bool) -> frozenset[str]:
@@ -67,7 +63,7 @@ class ContextScorer:
         text = part if isinstance(part, str) else message_text(part)
         nfkc = unicodedata.normalize("NFKC", text)
         marked = "→" in nfkc or "\t" in nfkc
-        plain = _fold(LINE_NUMBER_RE.sub("", nfkc) if marked else nfkc)
+        plain = fold(LINE_NUMBER_RE.sub("", nfkc) if marked else nfkc)
         made = _Part(nfkc, marked, plain)
         self._memo[id(part)] = (part, made)  # the part kept alive: its id stays its own
         return made
@@ -77,21 +73,14 @@ class ContextScorer:
         normalising the context more than once."""
         normed = [self._part(p) for p in parts]
         strip = any(n.marked for n in normed)
-        haystack: str | None = None
-        out = []
-        for probe in probes:
-            if probe.kind in EXACT_KINDS:
-                if haystack is None:
-                    haystack = " ".join(t for n in normed if (t := n.text(strip)))
-                found = tuple(a for a in probe.answers if _present(a, haystack))
-                missing = tuple(a for a in probe.answers if a not in found)
-                value = len(found) / len(probe.answers) if probe.answers else 0.0
-            else:
-                wanted = sorted(set().union(*(terms(a) for a in probe.answers)))
-                have = {t for t in wanted if any(t in n.terms(strip) for n in normed)}
-                found = tuple(t for t in wanted if t in have)
-                missing = tuple(t for t in wanted if t not in have)
-                value = len(found) / len(wanted) if wanted else 0.0
-            value = round(value, 4)
-            out.append(Score(probe.key, value, verdict(probe.kind, value), found, missing))
-        return out
+        haystack: list[str] = []  # joined once, when an exact-kind probe first asks
+
+        def present(answer: str) -> bool:
+            if not haystack:
+                haystack.append(" ".join(t for n in normed if (t := n.text(strip))))
+            return _present(answer, haystack[0])
+
+        def has_term(term: str) -> bool:
+            return any(term in n.terms(strip) for n in normed)
+
+        return [score_by(probe, present, has_term) for probe in probes]

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,12 +53,16 @@ _STOP = (
 STOP_WORDS = frozenset(_STOP.split())
 
 
+def fold(text: str) -> str:
+    """Lower case, quotes as spaces, whitespace runs as one space (``normalise``'s end)."""
+    return " ".join(_QUOTES_RE.sub(" ", text.lower()).split())
+
+
 def normalise(text: str) -> str:
     text = unicodedata.normalize("NFKC", text)
     if "→" in text or "\t" in text:
         text = LINE_NUMBER_RE.sub("", text)
-    text = _QUOTES_RE.sub(" ", text.lower())
-    return " ".join(text.split())
+    return fold(text)
 
 
 def terms(text: str) -> set[str]:
@@ -106,13 +110,25 @@ def _present(answer: str, haystack: str) -> bool:
 def score_text(probe: Probe, text: str) -> Score:
     """``probe`` against ``text`` (a compacted context, or a model's answer)."""
     haystack = normalise(text)
+    return score_by(
+        probe,
+        lambda answer: _present(answer, haystack),
+        set(_TERM_RE.findall(haystack)).__contains__,
+    )
+
+
+def score_by(
+    probe: Probe, present: Callable[[str], bool], has_term: Callable[[str], bool]
+) -> Score:
+    """``probe`` scored by ``present(answer)`` (exact kinds: the share of answers present)
+    or ``has_term(term)`` (the share of the answers' key terms found)."""
     if probe.kind in EXACT_KINDS:
-        found = tuple(a for a in probe.answers if _present(a, haystack))
+        found = tuple(a for a in probe.answers if present(a))
         missing = tuple(a for a in probe.answers if a not in found)
         score = len(found) / len(probe.answers) if probe.answers else 0.0
     else:
         wanted = sorted(set().union(*(terms(a) for a in probe.answers)))
-        have = set(_TERM_RE.findall(haystack))
+        have = {t for t in wanted if has_term(t)}
         found = tuple(t for t in wanted if t in have)
         missing = tuple(t for t in wanted if t not in have)
         score = len(found) / len(wanted) if wanted else 0.0
