@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
-from ctxlab.engine import probe_scoring
+from ctxlab.engine import probe_haystack, probe_scoring
 from ctxlab.engine.catalogue import metric
 from ctxlab.engine.probes import PROBE_KINDS, PROBE_LABELS
 from ctxlab.engine.secrets import mask
@@ -33,7 +33,8 @@ def _score_dict(score: ProbeScore | None) -> dict[str, Any] | None:
         )
     else:
         out.update(found=[mask(x) for x in score.detail.get("found", [])],
-                   missing=[mask(x) for x in score.detail.get("missing", [])])  # fmt: skip
+                   missing=[mask(x) for x in score.detail.get("missing", [])],
+                   other_outputs=int(score.detail.get("other_outputs") or 0))  # fmt: skip
     return out
 
 
@@ -168,7 +169,7 @@ def shared_columns() -> dict[str, dict[str, str]]:
 @lru_cache(maxsize=64)
 def _original_offline_cached(pk: int, revision: str) -> dict[str, Any]:
     transcript = Transcript.objects.get(pk=pk)
-    found, scores = probe_scoring.original_scores(transcript.to_conversation())
+    found, scores = probe_haystack.original_scores(transcript.to_conversation())
     return probe_scoring.summarise(found, {k: s.score for k, s in scores.items()})
 
 

@@ -26,6 +26,7 @@ from django.utils import timezone
 from ctxlab.engine import probe_scoring, probes
 from ctxlab.engine.model import Message, Usage
 from ctxlab.engine.pricing import cost, find_model
+from ctxlab.engine.probe_haystack import ContextScorer, score_replay
 from ctxlab.engine.records import Event, StepRecord, StepTokens, Zones
 from ctxlab.engine.summarizers import SummarizerError
 from replay_app.costs import llm
@@ -37,7 +38,8 @@ from .models import ClaudeStatus, Probe, ProbeScore, ProbeSet
 log = logging.getLogger(__name__)
 
 # Bumped when generation or offline scoring changes: stored sets are regenerated.
-GENERATOR = 2
+# 3: recall answers anchored to the call they answered (``probe_haystack``).
+GENERATOR = 3
 _NO_ZONES = Zones(0, 0, 0, 0, 0, 0, 0, 0, None)
 ANSWER_TOKENS = 300  # answer_request's cap, for the estimate
 JUDGE_TOKENS = 200
@@ -119,8 +121,11 @@ def generate(run: Run, replay: StoredReplay | None = None) -> ProbeSet:
     else read back from its stored rows."""
     replay = replay if replay is not None else stored_replay(run)
     found = probes.replay_probes(replay.events, replay.messages, replay.steps)
-    texts = contexts(replay, {p.step for p in found})
-    scores = {p.key: probe_scoring.score_text(p, texts.get(p.step, "")) for p in found}
+    scorer = ContextScorer(replay.messages)
+    scores = score_replay(
+        found, replay.steps, replay.events, replay.summaries, replay.messages, scorer
+    )
+    others = {p.key: scorer.other_outputs(p) for p in found}
     summary = probe_scoring.summarise(found, {k: s.score for k, s in scores.items()})
     tokens = tokens_saved(run)
     try:
@@ -143,7 +148,8 @@ def generate(run: Run, replay: StoredReplay | None = None) -> ProbeSet:
                     probe=s, method=ProbeScore.Method.OFFLINE, score=scores[p.key].score,
                     verdict=scores[p.key].verdict,
                     detail={"found": list(scores[p.key].found),
-                            "missing": list(scores[p.key].missing)},
+                            "missing": list(scores[p.key].missing),
+                            "other_outputs": others[p.key]},
                 )
                 for s, p in zip(stored, found, strict=True)
             )  # fmt: skip

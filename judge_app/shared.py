@@ -26,7 +26,8 @@ from . import services
 from .models import Probe, ProbeSet
 
 # Bumped when the shared set's scoring changes: stored shared scores are recomputed.
-SHARED_VERSION = 1
+# 2: recall answers anchored to the call they answered; entries carry ``other_outputs``.
+SHARED_VERSION = 2
 
 
 def _cache_key(probe: shared_probes.SharedProbe) -> str:
@@ -64,13 +65,27 @@ def shared_data(runs: Sequence[Run]) -> dict[str, Any]:
     own = _own_probes(sets)
     steps = _step_positions(own)
     shared = shared_probes.union(shared_probes.RunProbes(pk, own[pk], steps[pk]) for pk in sets)
-    messages: list[Sequence[Message]] = []  # the transcript's, read once when needed
-    scorer = ContextScorer()  # each message normalised once for every run
+    transcript = _Transcript()
     scores: dict[int, dict[str, list[Any]]] = {}
     for run in done:
         if run.pk in sets:
-            scores[run.pk] = _run_scores(run, sets[run.pk], shared, messages, scorer)
+            scores[run.pk] = _run_scores(run, sets[run.pk], shared, transcript)
     return _page_data(runs, shared, scores)
+
+
+class _Transcript:
+    """The comparison's transcript, read once when a run needs scoring, and one scorer
+    over it (each message normalised once for every run)."""
+
+    def __init__(self) -> None:
+        self.messages: Sequence[Message] | None = None
+        self.scorer = ContextScorer()
+
+    def load(self, run: Run) -> Sequence[Message]:
+        if self.messages is None:
+            self.messages = run.transcript.to_conversation().messages
+            self.scorer = ContextScorer(self.messages)
+        return self.messages
 
 
 def _own_probes(sets: dict[int, ProbeSet]) -> dict[int, list[Any]]:
@@ -100,30 +115,30 @@ def _run_scores(
     run: Run,
     row: ProbeSet,
     shared: Sequence[shared_probes.SharedProbe],
-    messages: list[Sequence[Message]],
-    scorer: ContextScorer,
+    transcript: _Transcript,
 ) -> dict[str, list[Any]]:
-    """``<key>@<position>`` -> [step, score, verdict, found, missing] of every shared
-    question for this run: stored ones read back, the others scored from the run's stored
-    records and stored with them."""
+    """``<key>@<position>`` -> [step, score, verdict, found, missing, other_outputs] of
+    every shared question for this run: stored ones read back, the others scored from the
+    run's stored records and stored with them."""
     stored = _stored_scores(row)
     missing = [p for p in shared if _cache_key(p) not in stored]
     if not missing:
         return stored
-    if not messages:
-        messages.append(run.transcript.to_conversation().messages)
-    replay = services.stored_replay(run, messages[0])
+    replay = services.stored_replay(run, transcript.load(run))
+    scorer = transcript.scorer
     asked = shared_probes.score_run(
         missing, replay.steps, replay.events, replay.summaries, replay.messages, scorer
     )
     for p in missing:
         found = asked[p.key]
         score = found.score
+        others = scorer.other_outputs(p.as_probe())
         stored[_cache_key(p)] = (
-            [found.step, score.score, score.verdict, list(score.found), list(score.missing)]
+            [found.step, score.score, score.verdict, list(score.found), list(score.missing),
+             others]
             if score is not None
-            else [None, None, "", [], []]
-        )
+            else [None, None, "", [], [], others]
+        )  # fmt: skip
     blob = {"version": SHARED_VERSION, "generator": services.GENERATOR, "scores": stored}
     ProbeSet.objects.filter(pk=row.pk).update(shared=blob)  # derived data: last write wins
     return stored
@@ -132,8 +147,13 @@ def _run_scores(
 def _asked(entry: list[Any] | None, key: str) -> shared_probes.Asked:
     if not entry or entry[1] is None:
         return shared_probes.Asked(key, None, None)
-    step, score, verdict, found, missing = entry
+    step, score, verdict, found, missing = entry[:5]
     return shared_probes.Asked(key, step, Score(key, score, verdict, tuple(found), tuple(missing)))
+
+
+def _others(entry: list[Any] | None) -> int:
+    """An entry's ``other_outputs`` (0 when none stored)."""
+    return int(entry[5]) if entry and len(entry) > 5 and entry[5] else 0
 
 
 def _page_data(
@@ -142,6 +162,10 @@ def _page_data(
     scores: dict[int, dict[str, list[Any]]],
 ) -> dict[str, Any]:
     labels: dict[int | str, str] = {r.pk: r.label for r in runs}
+    others = {
+        _cache_key(p): max((_others(e.get(_cache_key(p))) for e in scores.values()), default=0)
+        for p in shared
+    }
     asked = {
         pk: {p.key: _asked(entries.get(_cache_key(p)), p.key) for p in shared}
         for pk, entries in scores.items()
@@ -182,6 +206,7 @@ def _page_data(
                 "answers": [mask(a) for a in p.answers],
                 "source": p.source,
                 "position": p.position,
+                "other_outputs": others[_cache_key(p)],
                 "raised_by": [
                     {"run": run, "label": labels.get(run, ""), "compaction": ordinal}
                     for run, ordinal in p.raised_by

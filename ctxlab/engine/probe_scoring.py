@@ -7,7 +7,10 @@ backticks dropped, ``cat -n`` line prefixes dropped, whitespace collapsed).
 
 - ``recall`` / ``artifact``: each expected answer must appear verbatim after normalising
   (a path also counts when its last two segments appear: ``src/app.py``); the score is
-  the share found.
+  the share found. A recall answer is an error line, and the same line is often the
+  output of other calls too (a sandbox refusal, "No such file"): where it is
+  (*ambiguous*), it counts only in the version of its own message, or in a part (a
+  message, a summary) that also names the call it answered (``probe_haystack``).
 - ``continuation`` / ``decision``: a summary rewords these, so the score is the share of
   the answer's key terms (words of 3+ letters, stop words left out) found in the context.
 
@@ -31,8 +34,8 @@ from typing import Any
 
 from .extract import LINE_NUMBER_RE
 from .lost import message_text
-from .model import Conversation, Message, Role
-from .probes import PROBE_KINDS, Probe, generate, original_compactions
+from .model import Message, Role
+from .probes import PROBE_KINDS, Probe
 from .records import Event, Fate, StepRecord
 from .summarizers import PromptMessage, SummaryRequest
 
@@ -193,6 +196,27 @@ def iter_context_parts(
     """What ``iter_contexts`` joins, unjoined: the summary text in force, then each message
     in context in the version in force (the same objects from one step to the next, so a
     caller can work on each distinct message once)."""
+    for step, context in iter_indexed_parts(steps, events, summaries, originals, wanted):
+        yield step, context.parts
+
+
+@dataclass(frozen=True, slots=True)
+class ContextParts:
+    """A context as parts, each with the source message it is a version of (None for a
+    summary text): what a recall probe needs to find its answer *in its own message*."""
+
+    parts: list[Message | str]
+    indexes: list[int | None]
+
+
+def iter_indexed_parts(
+    steps: Sequence[StepRecord],
+    events: Sequence[Event],
+    summaries: Mapping[int, str],
+    originals: Sequence[Message],
+    wanted: Iterable[int],
+) -> Iterator[tuple[int, ContextParts]]:
+    """``iter_context_parts`` with each part's source message index."""
     want = sorted(set(wanted))
     if not want:
         return
@@ -221,39 +245,39 @@ def _context_parts(
     current: Mapping[int, Message],
     summaries: Mapping[int, str],
     originals: Sequence[Message],
-) -> list[Message | str]:
+) -> ContextParts:
+    out = ContextParts([], [])
     if step is None:
-        return []
-    parts: list[Message | str] = []
+        return out
     if step.summary_id is not None:
-        parts.append(summaries.get(step.summary_id, ""))
+        out.parts.append(summaries.get(step.summary_id, ""))
+        out.indexes.append(None)
     for start, end in step.context:
         for i in range(start, min(end, len(originals))):
-            parts.append(current.get(i, originals[i]))
-    return parts
+            out.parts.append(current.get(i, originals[i]))
+            out.indexes.append(i)
+    return out
 
 
 def original_context(messages: Sequence[Message], before: int, summary: int | None) -> str:
     """What the original agent saw right after its own compaction: the recorded summary and
     every message up to its first reply (re-attached files, the next request)."""
-    parts = []
+    parts = original_parts(messages, before, summary).parts
+    return "\n".join(p if isinstance(p, str) else message_text(p) for p in parts)
+
+
+def original_parts(messages: Sequence[Message], before: int, summary: int | None) -> ContextParts:
+    """``original_context`` as parts, each with its message index."""
+    out = ContextParts([], [])
     if summary is not None and 0 <= summary < before:
-        parts.append(message_text(messages[summary]))
+        out.parts.append(messages[summary])
+        out.indexes.append(summary)
     for i in range(before, len(messages)):
         if messages[i].role is Role.ASSISTANT:
             break
-        parts.append(message_text(messages[i]))
-    return "\n".join(parts)
-
-
-def original_scores(conversation: Conversation) -> tuple[list[Probe], dict[str, Score]]:
-    """The probes of the transcript's own compactions, scored offline against what the
-    agent saw right after each (see ``original_context``)."""
-    messages = conversation.messages
-    boundaries = [(c.before_index, c.summary_index) for c in conversation.compactions]
-    found = generate(original_compactions(messages, boundaries), messages)
-    texts = {b: original_context(messages, b, s) for b, s in boundaries}
-    return found, {p.key: score_text(p, texts.get(p.step, "")) for p in found}
+        out.parts.append(messages[i])
+        out.indexes.append(i)
+    return out
 
 
 def capped(context: str, limit: int = MAX_CONTEXT_CHARS) -> str:

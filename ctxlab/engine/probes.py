@@ -198,6 +198,20 @@ def _call_label(call: Block | None) -> str:
     return f"called {call.tool_name}" + (f" on {target[:120]}" if target else "")
 
 
+_ASKED_RE = re.compile(
+    r"when the agent (?:ran `(?P<command>.+)`|called \S+ on (?P<target>.+))\?$", re.DOTALL
+)
+
+
+def asked_about(question: str) -> str:
+    """The call a recall question names (the command, or the file a tool was called on),
+    as ``_call_label`` wrote it; "" when it names none ("called a tool")."""
+    found = _ASKED_RE.search(question)
+    if found is None:
+        return ""
+    return found["command"] or found["target"] or ""
+
+
 _EXCEPTION_RE = re.compile(r"\w(?:Error|Exception)\b")
 _COUNT_LINE_RE = re.compile(r"^[=\s]*\d+ failed\b")
 

@@ -12,10 +12,11 @@ comparison the questions of all runs are pooled:
   every one of them has removed the answer. Each run is asked at its first request at or
   after the position (``request_at``); a run that made no request there (its replay ended
   earlier) is *not asked* that question, and it counts in no score.
-- **Scored** offline with the same recoverability rule as a run's own probes
-  (``probe_scoring.score_text``, computed by ``probe_haystack``) against the run's context in force at that request: the
-  summary in force and every message in context, in the version in force. *Answered*:
-  verdict ``recoverable`` (score >= ``probe_scoring.RECOVERABLE``).
+- **Scored** offline with the same rule as a run's own probes (``probe_haystack``: the
+  recoverability rule of ``probe_scoring``, recall answers anchored to the call they
+  answered) against the run's context in force at that request: the summary in force and
+  every message in context, in the version in force. *Answered*: verdict ``recoverable``
+  (score >= ``probe_scoring.RECOVERABLE``).
 
 Everything is read from a run's records (steps with their context ranges, fate-changing
 events, summaries): nothing is replayed.
@@ -32,7 +33,7 @@ from typing import Any
 
 from .model import Message
 from .probe_haystack import ContextScorer
-from .probe_scoring import RECOVERABLE, Score, iter_context_parts
+from .probe_scoring import RECOVERABLE, Score, iter_indexed_parts
 from .probes import PROBE_KINDS, Probe
 from .records import Event, StepRecord
 
@@ -123,7 +124,8 @@ def score_run(
     scorer: ContextScorer | None = None,
 ) -> dict[str, Asked]:
     """Every shared question asked of one run (its stored records), scored offline as
-    ``score_text`` scores a context. ``scorer``: one shared by the runs of a comparison
+    a run's own probes are scored (``probe_haystack``: recall answers anchored to their
+    call). ``scorer``: one shared by the runs of a comparison (made with ``originals``)
     normalises each message of their transcript once for all of them."""
     positions = [(s.source_index, s.index) for s in sorted(steps, key=lambda s: s.index)]
     at = {p.key: request_at(positions, p.position) for p in shared}
@@ -133,10 +135,11 @@ def score_run(
         if step is not None:
             by_step.setdefault(step, []).append(p)
     out = {p.key: Asked(p.key, None, None) for p in shared if at[p.key] is None}
-    scorer = scorer if scorer is not None else ContextScorer()
-    for step, parts in iter_context_parts(steps, events, summaries, originals, by_step):
+    scorer = scorer if scorer is not None else ContextScorer(originals)
+    for step, context in iter_indexed_parts(steps, events, summaries, originals, by_step):
         asked = by_step[step]
-        for p, score in zip(asked, scorer.score([p.as_probe() for p in asked], parts), strict=True):
+        scores = scorer.score_parts([p.as_probe() for p in asked], context)
+        for p, score in zip(asked, scores, strict=True):
             out[p.key] = Asked(p.key, step, score)
     return out
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from builders import assistant, call, system, tool_result, user
 
-from ctxlab.engine import importers, probe_scoring, probes, replay
+from ctxlab.engine import importers, probe_haystack, probe_scoring, probes, replay
 from ctxlab.engine.model import Message
 from ctxlab.engine.records import Change, Event, Fate, StepRecord, StepTokens, Zones
 
@@ -181,7 +181,7 @@ def test_original_scores_read_what_the_agent_saw_after_its_compaction() -> None:
         messages,
         compactions=(OriginalCompaction(9, "compact_boundary", "auto", None, 9),),
     )
-    found, scores = probe_scoring.original_scores(conversation)
+    found, scores = probe_haystack.original_scores(conversation)
     by_question = {p.question: scores[p.key] for p in found}
     files = by_question["Which files were modified?"]
     assert files.found == ("/repo/src/net/fetch.py",) and files.score == 0.5
