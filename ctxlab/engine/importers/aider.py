@@ -42,7 +42,10 @@ LABEL = "Aider chat history (.aider.chat.history.md)"
 _HEADER = "# aider chat started at "
 _EXPECTED = "an aider chat history: '# aider chat started at' sessions with '#### ' user lines"
 _DIV_OPEN = '<div class="chat-transcript"'
-_MODEL = re.compile(r"^(?:Main model|Models?): (\S+)")
+# aider's own announcement ("Model: gpt-4o with whole edit format"): the id is a model name,
+# so a program's output that also starts "Models: ['a', 'b']" does not set it, and markers
+# aider appends to the name (⚡ prompt caching, ∞ infinite output) are not part of it.
+_MODEL = re.compile(r"^(?:Main model|Models?): ([A-Za-z0-9][\w.:/@+-]*)(?=[\s⚡∞♾]|$)")
 _TOKENS = re.compile(r"^Tokens: (.*)")
 _COUNT = re.compile(r"([\d.,]+)(k?)\s+(sent|received|cache write|cache hit|cached)")
 

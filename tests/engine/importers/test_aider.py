@@ -153,3 +153,21 @@ def test_aider_text_without_sessions_is_an_error() -> None:
     with pytest.raises(TranscriptError, match="no aider session header") as info:
         aider.parse(b"# Title\n\nsome markdown\n> a quote\n", name="notes.md")
     assert "notes.md" in str(info.value)
+
+
+def test_aider_model_only_from_aider_announcements(repo: ParsedFile) -> None:
+    # Session 644 runs a script whose output prints "Models: ['claude-3-opus-20240229', ...]":
+    # that list is the program's, not the model aider announced (and it was taken as the
+    # model "['claude-3-opus-20240229',"). Later sessions append ⚡ (prompt caching) to the
+    # announced name: a marker, not part of the model id.
+    assert repo.conversations[644].model == "claude-3-5-sonnet-20240620"
+    assert repo.conversations[809].model == "anthropic/claude-3-haiku-20240307"
+    assert not any(c.model.startswith(("[", "{", "(", "'", '"')) for c in repo.conversations)
+    assert not any("⚡" in c.model or "∞" in c.model for c in repo.conversations)
+    text = (
+        "# aider chat started at 2024-08-01 10:00:00\n\n"
+        "> Main model: openrouter/deepseek/deepseek-coder ∞ with diff edit format  \n\n"
+        "#### run it  \n\nok\n\n> Models: ['gpt-4', 'gpt-4o']  \n"
+    )
+    (conv,) = aider.parse(text.encode(), name="h.md").conversations
+    assert conv.model == "openrouter/deepseek/deepseek-coder"
