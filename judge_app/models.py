@@ -94,3 +94,27 @@ class ProbeScore(models.Model):
 
     def __str__(self) -> str:
         return f"{self.method} {self.score}"
+
+
+class SharedScoring(models.Model):
+    """The background scoring of one comparison's shared question set (``shared_jobs``):
+    its state for the page that polls it. The scores themselves are kept per run
+    (``ProbeSet.shared``); this row only says whether a task is at work on them."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "queued"
+        RUNNING = "running", "running"
+        DONE = "done", "done"
+        FAILED = "failed", "failed"
+
+    runs = models.CharField(max_length=200, unique=True)  # sorted run ids: "3,5,8"
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    message = models.TextField(blank=True)  # why it failed
+    done_runs = models.PositiveIntegerField(default=0)  # runs scored so far
+    total_runs = models.PositiveIntegerField(default=0)
+    task_id = models.CharField(max_length=64, blank=True)
+    requested_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"shared probes of runs {self.runs}: {self.status}"

@@ -1,17 +1,19 @@
 """The shared question set of a probe comparison (``ctxlab.engine.shared_probes``), from
 stored rows.
 
-Each run's own probes are its stored ``Probe`` rows (generated on first use, as for its
-probe page); where each was raised comes from the runs' ``RunStep`` source indexes. A run
+Each run's own probes are its stored ``Probe`` rows (made by the worker when the run
+finished, or by the scoring task for an older run); where each was raised comes from the runs' ``RunStep`` source indexes. A run
 is scored against its stored records (steps' context ranges, events with the modified
 messages, summaries), never replayed, and its scores are kept in ``ProbeSet.shared``
 under ``<key>@<position>``: the same question at the same point costs nothing in a later
 comparison, and a page whose runs are all scored already reads no transcript or event.
+Scoring what is missing takes seconds on a long transcript, so a web request only reads
+(``compute=False``) and a Celery task scores (``shared_jobs``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ctxlab.engine import shared_probes
@@ -43,15 +45,27 @@ def _stored_scores(row: ProbeSet) -> dict[str, list[Any]]:
 
 
 def _unavailable(reason: str) -> dict[str, Any]:
-    return {"available": False, "reason": reason, "transcript": None, "questions": 0,
-            "by_kind": dict.fromkeys(PROBE_KINDS, 0), "kinds": list(PROBE_KINDS), "runs": [],
-            "probes": []}  # fmt: skip
+    return {"available": False, "pending": False, "reason": reason, "transcript": None,
+            "questions": 0, "by_kind": dict.fromkeys(PROBE_KINDS, 0), "kinds": list(PROBE_KINDS),
+            "runs": [], "probes": []}  # fmt: skip
 
 
-def shared_data(runs: Sequence[Run]) -> dict[str, Any]:
+def _pending(runs: Sequence[Run], waiting: Sequence[int]) -> dict[str, Any]:
+    """Not scored yet: ``waiting`` are the finished runs whose probes or scores on this set
+    are not stored (a task computes them: ``shared_jobs``)."""
+    return {**_unavailable("Scoring the shared questions…"), "available": True, "pending": True,
+            "waiting": list(waiting), "transcript": runs[0].transcript_id if runs else None}  # fmt: skip
+
+
+def shared_data(
+    runs: Sequence[Run], *, compute: bool = True, progress: Callable[[int], None] | None = None
+) -> dict[str, Any]:
     """The shared set of these runs and every finished run's scores on it:
-    ``{"available", "reason", "transcript", "questions", "by_kind", "runs": [...],
-    "probes": [...]}`` (the page and its JSON twin read this one dict)."""
+    ``{"available", "pending", "reason", "transcript", "questions", "by_kind", "runs": [...],
+    "probes": [...]}`` (the page and its JSON twin read this one dict). ``compute`` False
+    (a web request): only what is stored is read, and while a finished run's probe set or
+    its scores on this set are missing the answer is ``pending`` (``_pending``); True (the
+    task): those are generated, scored and stored, ``progress(n)`` told after each run."""
     if len({r.transcript_id for r in runs}) != 1:
         return _unavailable(
             "The runs replay different transcripts: a shared question set needs one."
@@ -59,17 +73,28 @@ def shared_data(runs: Sequence[Run]) -> dict[str, Any]:
     done = [r for r in runs if r.status == RunStatus.DONE]
     sets: dict[int, ProbeSet] = {}
     for run in done:
-        row = services.probe_set(run)
+        row = services.probe_set(run) if compute else services.current_set(run)
         if row is not None:
             sets[run.pk] = row
+    if not compute and len(sets) < len(done):
+        return _pending(runs, [r.pk for r in done if r.pk not in sets])
     own = _own_probes(sets)
     steps = _step_positions(own)
     shared = shared_probes.union(shared_probes.RunProbes(pk, own[pk], steps[pk]) for pk in sets)
+    if not compute:
+        keys = [_cache_key(p) for p in shared]
+        stored = {pk: _stored_scores(row) for pk, row in sets.items()}
+        waiting = [pk for pk in sets if any(k not in stored[pk] for k in keys)]
+        if waiting:
+            return _pending(runs, waiting)
+        return _page_data(runs, shared, stored)
     transcript = _Transcript()
     scores: dict[int, dict[str, list[Any]]] = {}
     for run in done:
         if run.pk in sets:
             scores[run.pk] = _run_scores(run, sets[run.pk], shared, transcript)
+            if progress is not None:
+                progress(len(scores))
     return _page_data(runs, shared, scores)
 
 
@@ -216,6 +241,7 @@ def _page_data(
         )
     return {
         "available": True,
+        "pending": False,
         "reason": "" if shared else "No run's compactions removed anything probed.",
         "transcript": runs[0].transcript_id if runs else None,
         "questions": len(shared),

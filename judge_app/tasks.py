@@ -1,4 +1,5 @@
-"""Celery task: Claude scoring of a run's probes (the run itself is never touched)."""
+"""Celery tasks: Claude scoring of a run's probes, a comparison's shared question set (the
+runs themselves are never touched)."""
 
 from __future__ import annotations
 
@@ -21,3 +22,11 @@ def score_probes_with_claude(set_id: int, model: str, budget_usd: str) -> str:
         services.mark_failed(set_id, f"Claude scoring failed: {type(exc).__name__}: {exc}")
         return "failed"
     return str(row.claude_status)
+
+
+@shared_task(name="judge_app.score_shared_probes")
+def score_shared_probes(run_ids: list[int]) -> str:
+    """A comparison's shared question set, scored and stored (``shared_jobs.score``)."""
+    from . import shared_jobs
+
+    return shared_jobs.score(run_ids)

@@ -20,7 +20,7 @@ from replay_app.costs import llm
 from replay_app.models import Run
 from sessions_app.models import Transcript
 
-from . import pages, services, shared
+from . import pages, services, shared_jobs
 
 MAX_COMPARED = 6
 
@@ -103,8 +103,14 @@ def compare_probes(request: HttpRequest) -> HttpResponse:
             return _json({"error": message}, status=404)
         return render(request, "judge_app/compare_probes.html", {"error": message}, status=404)
     runs = [found[i] for i in ids]
+    kinds = [(k, PROBE_LABELS[k]) for k in PROBE_KINDS]
+    if request.GET.get("fragment") == "shared":  # the pending section's poll: shared set only
+        context = {"data": {"shared": shared_jobs.shared_view(runs)}, "runs": runs,
+                   "shared_columns": pages.shared_columns(), "kinds": kinds}  # fmt: skip
+        return render(request, "judge_app/_shared_probes.html", context)
     data = pages.compare_data(runs)
-    data["shared"] = shared.shared_data(runs)  # the primary table: same questions for all
+    # the primary table, same questions for all: scored by a task when not stored yet
+    data["shared"] = shared_jobs.shared_view(runs, retry_failed=not _wants_json(request))
     if _wants_json(request):
         return _json(data)
     context = {
@@ -113,7 +119,7 @@ def compare_probes(request: HttpRequest) -> HttpResponse:
         "chart": pages.tradeoff_chart(data),
         "columns": pages.columns(),
         "shared_columns": pages.shared_columns(),
-        "kinds": [(k, PROBE_LABELS[k]) for k in PROBE_KINDS],
+        "kinds": kinds,
     }
     return render(request, "judge_app/compare_probes.html", context)
 
