@@ -13,6 +13,7 @@ from typing import Any
 from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils.http import content_disposition_header
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from ctxlab.engine.strategies import PRESETS
@@ -158,6 +159,18 @@ def group_detail(request: HttpRequest, pk: int) -> HttpResponse:
     page = GroupPage(group)
     if _wants_json(request):
         return json_response(page.as_json())
+    if request.GET.get("format") == "csv":
+        if not page.finished:  # half a table would read as final figures
+            return HttpResponse(
+                "the results table exists once every run has finished\n",
+                status=409,
+                content_type="text/plain; charset=utf-8",
+            )
+        response = HttpResponse(page.csv(), content_type="text/csv; charset=utf-8")
+        response.headers["Content-Disposition"] = content_disposition_header(
+            True, page.csv_filename()
+        )
+        return response
     # The live page asks for its results section alone once every run has finished.
     fragment = "#group-results" if request.GET.get("fragment") == "results" else ""
     return render(request, "replay_app/runs/run_group.html" + fragment, page.context())

@@ -3,6 +3,8 @@ progress, results table, the sweep section) and its JSON twin both read."""
 
 from __future__ import annotations
 
+import csv
+import io
 from functools import cached_property
 from typing import Any
 
@@ -53,6 +55,21 @@ class GroupPage:
             "windows": sorted({r.window for r in runs if r.window}),
             "sweep_section": self.sweep,
         }
+
+    def csv(self) -> str:
+        """The results table as CSV: the page's metric rows by their keys, one column per
+        run (any number of runs, where the compare page's CSV takes at most 6), the raw
+        values as the JSON twin has them."""
+        out = io.StringIO()
+        writer = csv.writer(out)
+        writer.writerow(["metric", *[f"run {r.pk} {r.label}" for r in self.runs]])
+        for key, _label, _hint in METRICS:
+            values = [r.metrics.get(key) for r in self.runs]
+            writer.writerow([key, *["" if v is None else v for v in values]])
+        return out.getvalue()
+
+    def csv_filename(self) -> str:
+        return f"comparison-{self.group.pk}.csv"
 
     def as_json(self) -> dict[str, Any]:
         group = self.group
