@@ -1,0 +1,228 @@
+"""How ``bench real`` times its ratios: every strategy the same way, in interleaved rounds.
+
+A single CPU-time reading moves ~10% with the neighbours' load on a shared machine (cache
+and memory-bandwidth contention count as this process's CPU time), and the first replay
+in a process runs 20-25% slower than later ones (lazy imports, regexes compiled, the heap
+grown). A ratio of two single readings doubles that noise. So:
+
+- warm-up: every strategy is replayed once, untimed, before any timer;
+- rounds: ``ROUNDS`` times, every quantity of every ratio is measured once: the tiktoken
+  floor pass, the shared reference count, the five presets as the worker replays them,
+  then for each strategy its replay at 20,000 and at 40,000 messages back to back (which
+  goes first alternates from round to round and strategy to strategy) and one pass of its
+  own estimator. Numerator and denominator of each ratio are thus measured the same way,
+  close together in time, so a change of load hits both;
+- each round gives each ratio one paired value; the median over the rounds is reported,
+  with the lowest and highest beside it so a reader sees the noise (``Spread``).
+
+Every replay starts from the same state: each per-text cache emptied (``cold_caches``:
+the summariser's scans, the fact memos, the Qwen2.5 memo, Gemini CLI's estimates, the
+shared counter's memo) and its own copy of the reference counts just taken
+(``fork_reference``), so no strategy profits from texts counted by one replayed before
+it, nor from its own earlier rounds. The result is freed after the timer stops (the
+worker keeps it to store it).
+"""
+
+from __future__ import annotations
+
+import copy
+import gc
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+from ctxlab.engine import extract, qwen_tokens, summarizers, survival
+from ctxlab.engine import reference as reference_mod
+from ctxlab.engine.model import Conversation
+from ctxlab.engine.reference import ReferenceTokens
+from ctxlab.engine.replay import run as replay_run
+from ctxlab.engine.stages import agentscope
+from ctxlab.engine.strategies import _gemini_cli_rules as gemini_rules
+from ctxlab.engine.strategies import make_strategy
+from ctxlab.engine.tokens import _encoding, block_text, reference_counter
+
+ROUNDS = 3  # ~3 minutes of CPU each on this machine: the section stays near 12 minutes
+
+
+def cpu() -> float:
+    return time.process_time()
+
+
+@dataclass
+class Spread:
+    """One ratio's paired values, one per round; the median is the figure reported."""
+
+    samples: list[float] = field(default_factory=list)
+
+    @property
+    def value(self) -> float:
+        return statistics.median(self.samples)
+
+    def bounds(self) -> str:
+        return f"min={min(self.samples):.3f} max={max(self.samples):.3f}"
+
+    def text(self) -> str:
+        return f"{self.value:.3f} {self.bounds()}"
+
+
+def block_texts(conversation: Conversation) -> list[str]:
+    return [t for m in conversation.messages for b in m.blocks if (t := block_text(b))]
+
+
+def floor_pass(conversation: Conversation) -> tuple[float, int]:
+    """(CPU s, tokens) of one single-threaded tiktoken pass over every block text."""
+    encode = _encoding().encode_ordinary
+    texts = block_texts(conversation)
+    start = cpu()
+    total = sum(len(encode(t)) for t in texts)
+    return cpu() - start, total
+
+
+def cold_caches() -> None:
+    """Empty every per-text cache a replay or an estimator fills (the reference counts a
+    caller holds are its own: see ``fork_reference``)."""
+    reference_mod._CACHE.clear()
+    reference_counter().count.cache_clear()  # type: ignore[attr-defined]
+    summarizers.clear_caches()  # also the fact memos (extract) and word sets
+    extract.clear_caches()
+    survival.clear_caches()
+    agentscope.as_timestamp.cache_clear()
+    agentscope._valid_date.cache_clear()
+    qwen_tokens.qwen_counter().clear()
+    gemini_rules.text_tokens.cache_clear()
+    gemini_rules._output_tokens.cache_clear()
+    gc.collect()
+
+
+def fork_reference(reference: ReferenceTokens, conversation: Conversation) -> ReferenceTokens:
+    """A deep copy of ``reference`` (counted over ``conversation``, whose messages are
+    shared, not copied): a replay over it adds what it counts (modified texts, tool
+    calls) to the copy only. Deep, so a memo added to ``ReferenceTokens`` later is copied
+    too (or the copy fails loudly), never silently shared."""
+    keep: dict[int, Any] = {
+        id(conversation): conversation,
+        id(conversation.messages): conversation.messages,
+    }
+    keep.update((id(m), m) for m in conversation.messages)
+    return copy.deepcopy(reference, keep)
+
+
+def timed_replay(conversation: Conversation, name: str, reference: ReferenceTokens) -> float:
+    """CPU s of one replay from the state right after ``reference`` was counted."""
+    fork = fork_reference(reference, conversation)
+    cold_caches()
+    start = cpu()
+    result = replay_run(conversation, name, reference=fork)
+    elapsed = cpu() - start
+    del result, fork
+    return elapsed
+
+
+def estimator_pass(conversation: Conversation, name: str) -> float:
+    """CPU s of one pass of the strategy's own estimator over every message, cold."""
+    strategy = make_strategy(name)
+    cold_caches()
+    start = cpu()
+    for message in conversation.messages:
+        strategy.count_message(message)
+    return cpu() - start
+
+
+def counted_reference(conversation: Conversation) -> tuple[float, ReferenceTokens]:
+    """(CPU s, counts) of the shared reference count from cold caches."""
+    cold_caches()
+    start = cpu()
+    reference = ReferenceTokens(conversation)
+    return cpu() - start, reference
+
+
+@dataclass
+class Rounds:
+    """Every reading of every round (CPU s), in round order."""
+
+    floor: list[float] = field(default_factory=list)
+    reference: list[float] = field(default_factory=list)
+    worker: dict[str, list[float]] = field(default_factory=dict)  # presets, stored counts
+    at_20k: dict[str, list[float]] = field(default_factory=dict)
+    at_40k: dict[str, list[float]] = field(default_factory=dict)
+    own: dict[str, list[float]] = field(default_factory=dict)
+
+    def floor_ratio(self, name: str) -> Spread:
+        """(reference count + replay) / (tiktoken pass + own estimator pass), per round."""
+        return Spread(
+            [
+                (ref + replay) / (floor + own)
+                for ref, replay, floor, own in zip(
+                    self.reference, self.at_20k[name], self.floor, self.own[name], strict=True
+                )
+            ]
+        )
+
+    def scaling(self, name: str) -> Spread:
+        """Replay at 40,000 messages / at 20,000, per round."""
+        return Spread([b / a for a, b in zip(self.at_20k[name], self.at_40k[name], strict=True)])
+
+    def presets_ratio(self) -> Spread:
+        """The five presets from the stored counts / the tiktoken pass, per round."""
+        totals = [sum(t) for t in zip(*self.worker.values(), strict=True)]
+        return Spread([t / f for t, f in zip(totals, self.floor, strict=True)])
+
+    def with_reference_ratio(self, presets: list[str]) -> Spread:
+        """(reference count + the five presets' replays) / the tiktoken pass, per round."""
+        return Spread(
+            [
+                (self.reference[r] + sum(self.at_20k[n][r] for n in presets)) / floor
+                for r, floor in enumerate(self.floor)
+            ]
+        )
+
+
+def measure(
+    one: Conversation,
+    two: Conversation,
+    names: list[str],
+    worker: Callable[[], dict[str, float]],
+    out: TextIO,
+    rounds: int = ROUNDS,
+) -> Rounds:
+    """Warm up, then ``rounds`` interleaved rounds over ``one`` (20,000 messages) and
+    ``two`` (40,000). ``worker()`` times the presets as the worker replays them."""
+    _, reference_one = counted_reference(one)
+    for name in names:  # warm-up, untimed
+        fork = fork_reference(reference_one, one)
+        replay_run(one, name, reference=fork)
+        del fork
+    worker()
+    got = Rounds()
+    for r in range(rounds):
+        start = time.perf_counter()
+        got.floor.append(floor_pass(one)[0])
+        seconds, reference_one = counted_reference(one)
+        got.reference.append(seconds)
+        _, reference_two = counted_reference(two)
+        for name, seconds in worker().items():
+            got.worker.setdefault(name, []).append(seconds)
+        for i, name in enumerate(names):
+            sizes: list[tuple[Conversation, ReferenceTokens, dict[str, list[float]]]] = [
+                (one, reference_one, got.at_20k),
+                (two, reference_two, got.at_40k),
+            ]
+            if (r + i) % 2:
+                sizes.reverse()
+            for conversation, reference, readings in sizes:
+                readings.setdefault(name, []).append(timed_replay(conversation, name, reference))
+            got.own.setdefault(name, []).append(estimator_pass(one, name))
+        del reference_two
+        out.write(f"real: round {r + 1}/{rounds} done ({time.perf_counter() - start:.0f} s wall)\n")
+        out.flush()
+    return got
+
+
+def row_spread(readings: list[float]) -> dict[str, Any]:
+    return {
+        "median_s": round(statistics.median(readings), 3),
+        "min_s": round(min(readings), 3),
+        "max_s": round(max(readings), 3),
+    }

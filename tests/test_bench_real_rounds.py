@@ -1,0 +1,123 @@
+"""bench real's timing (``ctxlab/benchmarks/_real_timing.py``): every strategy measured the
+same way in interleaved rounds, each replay from its own copy of the reference counts and
+cold per-text caches, the median reported with its spread."""
+
+from __future__ import annotations
+
+import copy
+import functools
+import io
+import sys
+from pathlib import Path
+
+import pytest
+
+from ctxlab.benchmarks import _real_timing as timing
+from ctxlab.benchmarks import real
+from ctxlab.engine import lru, qwen_tokens, synth
+from ctxlab.engine.model import Conversation
+from ctxlab.engine.reference import ReferenceTokens
+from ctxlab.engine.replay import run as replay_run
+from ctxlab.engine.strategies import LIBRARY, STRATEGIES
+from ctxlab.engine.tokens import reference_counter
+
+CORPUS = Path(__file__).resolve().parent / "data" / "corpus"
+
+
+@functools.cache
+def _conversation(messages: int) -> Conversation:
+    return synth.bench_conversation(CORPUS, messages=messages, seed=1)
+
+
+def test_spread_reports_the_median_and_both_ends() -> None:
+    spread = timing.Spread([2.3, 1.9, 2.0])
+    assert spread.value == 2.0
+    assert spread.text() == "2.000 min=1.900 max=2.300"
+
+
+def test_a_replay_over_a_fork_leaves_the_counted_reference_as_it_was() -> None:
+    conversation = _conversation(300)
+    reference = ReferenceTokens(conversation)
+    before = {k: copy.copy(v) for k, v in vars(reference).items()}
+    fork = timing.fork_reference(reference, conversation)
+    # observation masking rewrites the tool results before the last 10 turns and counts them
+    forked = replay_run(conversation, "observation_masking", reference=fork)
+    assert len(fork._memo) > len(before["_memo"])  # the replay counted modified texts ...
+    for name, value in vars(reference).items():  # ... into its own copy only
+        if isinstance(value, (dict, list, set, tuple, int)):
+            assert value == before[name], name
+    assert fork._messages is reference._messages  # the conversation is shared, not copied
+    fresh = replay_run(conversation, "observation_masking", reference=ReferenceTokens(conversation))
+    assert [s.tokens for s in forked.steps] == [s.tokens for s in fresh.steps]
+
+
+def _engine_caches() -> dict[str, int]:
+    """Sizes of every module-level per-call cache in the loaded engine modules."""
+    found: dict[str, int] = {}
+    for module_name, module in list(sys.modules.items()):
+        if not module_name.startswith("ctxlab.engine") or module is None:
+            continue
+        for attr, value in vars(module).items():
+            if isinstance(value, functools._lru_cache_wrapper):
+                found[f"{module_name}.{attr}"] = value.cache_info().currsize
+            elif isinstance(value, lru.BoundedLRU):
+                found[f"{module_name}.{attr}"] = len(value.items)
+    return found
+
+
+# Caches of configuration, not of texts: one entry whatever was replayed.
+CONFIGURATION = {"_encoding", "reference_counter", "qwen_counter", "_fast_count", "_tokenizer",
+                 "qwenpaw_constants", "reme_yaml", "compression_prompt", "load_rules"}  # fmt: skip
+
+
+def test_cold_caches_empties_every_per_text_cache_a_replay_fills() -> None:
+    conversation = _conversation(1200)  # ~500K tokens: every strategy compacts by default
+    for name in [n for n in LIBRARY if n in STRATEGIES]:
+        replay_run(conversation, name)
+    filled = {k for k, v in _engine_caches().items() if v}
+    timing.cold_caches()
+    left = {
+        k for k, v in _engine_caches().items() if v and k.rsplit(".", 1)[1] not in CONFIGURATION
+    }
+    assert filled, "the replays filled some cache"
+    assert not left, f"bench real would time these warm: {sorted(left)}"
+    assert reference_counter().count.cache_info().currsize == 0  # type: ignore[attr-defined]
+    assert qwen_tokens.qwen_counter().memoised() == 0
+
+
+def test_rounds_measure_every_strategy_at_both_sizes_alternating_which_goes_first(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    one, two = _conversation(200), _conversation(400)
+    order: list[tuple[str, int]] = []
+    real_timed = timing.timed_replay
+
+    def spy(conversation: Conversation, name: str, reference: ReferenceTokens) -> float:
+        order.append((name, len(conversation.messages)))
+        return real_timed(conversation, name, reference)
+
+    monkeypatch.setattr(timing, "timed_replay", spy)
+    names = ["observation_masking", "langchain_trim"]
+    worker = functools.partial(real.worker_times, one, ["qwenpaw"], real.stored_for_worker(one))
+    out = io.StringIO()
+    got = timing.measure(one, two, names, worker, out, rounds=2)
+    assert order == [
+        ("observation_masking", 200), ("observation_masking", 400),
+        ("langchain_trim", 400), ("langchain_trim", 200),
+        ("observation_masking", 400), ("observation_masking", 200),
+        ("langchain_trim", 200), ("langchain_trim", 400),
+    ]  # fmt: skip
+    assert len(got.floor) == len(got.reference) == len(got.worker["qwenpaw"]) == 2
+    for name in names:
+        assert all(t > 0 for t in got.at_20k[name] + got.at_40k[name] + got.own[name])
+        spread = got.floor_ratio(name)
+        assert len(spread.samples) == 2
+        assert min(spread.samples) <= spread.value <= max(spread.samples)
+        # each round's ratio pairs that round's readings
+        r = 1
+        expected = (got.reference[r] + got.at_20k[name][r]) / (got.floor[r] + got.own[name][r])
+        assert spread.samples[r] == pytest.approx(expected)
+        assert got.scaling(name).samples[r] == pytest.approx(
+            got.at_40k[name][r] / got.at_20k[name][r]
+        )
+    assert "round 2/2 done" in out.getvalue()
