@@ -188,11 +188,17 @@ def _score(run: dict[str, Any]) -> float | None:
     return float(offline["score"]) if offline.get("score") is not None else None
 
 
+# One marker shape per run (with its colour): runs at the same point stay told apart.
+SYMBOLS = ("circle", "square", "diamond", "triangle-up", "cross", "star", "x", "pentagon")
+
+
 def tradeoff_spec(data: dict[str, Any]) -> dict[str, Any]:
     """One scatter: tokens saved (x) against probe score (y, Claude's when scored, else
-    offline), marker size by the summary calls' cost; one point per run."""
+    offline), marker size by the summary calls' cost; one point per run. Runs are named by
+    the legend (one entry per run, its own shape) and on hover, not by text beside the
+    points: runs with near figures sit on top of one another, and so did their labels."""
     traces = []
-    for run in data["runs"]:
+    for k, run in enumerate(data["runs"]):
         score, tokens = _score(run), run.get("tokens") or {}
         if score is None or tokens.get("share") is None:
             continue
@@ -202,13 +208,16 @@ def tradeoff_spec(data: dict[str, Any]) -> dict[str, Any]:
         traces.append(
             {
                 "type": "scatter",
-                "mode": "markers+text",
+                "mode": "markers",
                 "name": label,
                 "x": [round(tokens["share"] * 100, 2)],
                 "y": [score],
-                "text": [label],
-                "textposition": "top center",
-                "marker": {"size": [14 + min(cost, 5.0) * 8]},
+                "marker": {
+                    "size": [14 + min(cost, 5.0) * 8],
+                    "symbol": SYMBOLS[k % len(SYMBOLS)],
+                    "opacity": 0.8,
+                    "line": {"width": 1, "color": "#ffffff"},
+                },
                 "hovertemplate": (
                     f"{label}<br>tokens saved %{{x}}% ({tokens['saved']:,})<br>"
                     f"probe score %{{y}} ({method})<br>summary calls ${cost:.4f}<extra></extra>"
@@ -218,7 +227,7 @@ def tradeoff_spec(data: dict[str, Any]) -> dict[str, Any]:
     layout = {
         "template": {},
         "height": 380,
-        "margin": {"l": 70, "r": 20, "t": 30, "b": 50},
+        "margin": {"l": 60, "r": 16, "t": 20, "b": 50},
         "xaxis": {"title": {"text": "Σ input tokens saved vs no compaction (%)"}},
         "yaxis": {"title": {"text": "probe score (0–1)"}, "range": [-0.05, 1.1]},
         "legend": {"orientation": "h", "y": -0.25},

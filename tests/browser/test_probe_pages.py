@@ -65,7 +65,8 @@ def test_probe_page_and_compare_chart_render(
     chart.locator(".main-svg").first.wait_for()  # plotly drew it
     points = chart.locator(".scatterlayer .trace")
     assert points.count() == 2
-    labels = [t.text_content() or "" for t in chart.locator(".scatterlayer .textpoint").all()]
+    # runs are named in the legend (text beside near points overlapped)
+    labels = [t.text_content() or "" for t in chart.locator(".legend .legendtext").all()]
     assert any(f"run {qwen.pk}" in t for t in labels) and any(f"run {cow.pk}" in t for t in labels)
     table = page.locator("#probe-compare tbody tr")
     assert table.count() == 2
