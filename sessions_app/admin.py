@@ -2,15 +2,50 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from django import forms
 from django.contrib import admin
+from django.core.exceptions import ValidationError
+from django.db import models
+from django.http import HttpRequest
 
 from ctxlab.admin_scaling import LargeTableAdmin
 
+from .json_text import JSONTextField
 from .models import Message, MessageFacts, Transcript, Upload
 
 
+class JSONValueField(forms.JSONField):
+    """A JSON form field for which ``[]`` and ``{}`` are values: Django's counts them as
+    blank (the form's *required* and the model's *blank* checks alike) and refused to save
+    a Message with no flags or secrets. Only an empty box (no JSON at all) is missing.
+
+    Not ``required`` to Django, so a ModelForm leaves an empty list out of the model's
+    blank check; the required check is this field's own."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**{**kwargs, "required": False})
+
+    def validate(self, value: Any) -> None:
+        if value is None:
+            raise ValidationError(self.error_messages["required"], code="required")
+
+
+class JSONValuesAdmin(admin.ModelAdmin):  # type: ignore[type-arg]  # not generic at run time
+    """Every JSON column that may not be blank gets a ``JSONValueField`` (a nullable one
+    keeps Django's: there an empty box means null)."""
+
+    def formfield_for_dbfield(
+        self, db_field: models.Field[Any, Any], request: HttpRequest, **kwargs: Any
+    ) -> Any:
+        if isinstance(db_field, models.JSONField | JSONTextField) and not db_field.blank:
+            kwargs["form_class"] = JSONValueField
+        return super().formfield_for_dbfield(db_field, request, **kwargs)
+
+
 @admin.register(Upload)
-class UploadAdmin(admin.ModelAdmin):  # type: ignore[type-arg]  # not generic at run time
+class UploadAdmin(JSONValuesAdmin):
     list_display = [
         "name",
         "owner",
@@ -27,7 +62,7 @@ class UploadAdmin(admin.ModelAdmin):  # type: ignore[type-arg]  # not generic at
 
 
 @admin.register(Transcript)
-class TranscriptAdmin(LargeTableAdmin):
+class TranscriptAdmin(JSONValuesAdmin, LargeTableAdmin):
     list_display = [
         "__str__",
         "owner",
@@ -44,7 +79,7 @@ class TranscriptAdmin(LargeTableAdmin):
 
 
 @admin.register(Message)
-class MessageAdmin(LargeTableAdmin):
+class MessageAdmin(JSONValuesAdmin, LargeTableAdmin):
     list_display = ["transcript_id", "index", "role", "reference_tokens", "preview"]
     list_filter = ["role"]
     raw_id_fields = ["transcript"]
