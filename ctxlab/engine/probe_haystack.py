@@ -36,6 +36,7 @@ from .probe_scoring import (
     _TERM_RE,
     ContextParts,
     Score,
+    _path_tail,
     _present,
     fold,
     iter_indexed_parts,
@@ -78,6 +79,7 @@ class ContextScorer:
         self._memo: dict[int, tuple[Message | str, _Part]] = {}
         self._originals = originals
         self._others: dict[tuple[str, int], int] = {}
+        self._output_texts: list[tuple[int, str]] | None = None
 
     def _part(self, part: Message | str) -> _Part:
         found = self._memo.get(id(part))
@@ -105,12 +107,23 @@ class ContextScorer:
         key = (answer, source)
         found = self._others.get(key)
         if found is None:
+            needle = normalise(answer)  # ``_present``'s test, the needle normalised once
+            tail = _path_tail(needle)
             found = self._others[key] = sum(
                 1
-                for i, m in enumerate(originals)
-                if i != source and m.tool_results and _present(answer, self._part(m).plain)
+                for i, text in self._outputs(originals)
+                if i != source and ((needle and needle in text) or (tail and tail in text))
             )
         return found
+
+    def _outputs(self, originals: Sequence[Message]) -> list[tuple[int, str]]:
+        """(index, normalised text) of every message of the transcript holding a tool
+        output: made once, then each recall answer is one scan of plain strings."""
+        if self._output_texts is None:
+            self._output_texts = [
+                (i, self._part(m).plain) for i, m in enumerate(originals) if m.tool_results
+            ]
+        return self._output_texts
 
     def score(
         self,
