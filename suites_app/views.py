@@ -94,6 +94,8 @@ def suite_detail(request: HttpRequest, suite_id: int) -> HttpResponse:
         "page": page,
         "stat_rows": results.stat_rows(page.configs, page.columns),
         "p": page.progress,
+        # "3 configurations × 7 transcripts = 21 runs": the run count alone read as per config
+        "transcript_count": suite.items.values("transcript_id").distinct().count(),
         "chart": charts.heatmap_html(page) if page.heatmap else "",
         "pareto_chart": charts.pareto_html(page),
     }
