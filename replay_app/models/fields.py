@@ -1,6 +1,7 @@
 """JSON columns stored smaller, read back unchanged (migrations see plain JSONFields).
 
 ``PackedJSONField``: a JSONField whose long values are stored zlib-compressed.
+``IndexListField``: a list of source indexes, stored as its runs when that is shorter.
 
 A run's event changes, its analyses, its cost ledger and its summary-input pieces are
 repetitive JSON (the same keys and reasons thousands of times): compressed they take a
@@ -25,6 +26,8 @@ from typing import Any
 
 from django.db import models
 from django.db.models.expressions import Expression
+
+from ctxlab.engine.records import SourceIndexes
 
 PACK_OVER = 400  # characters of JSON; below this the base64 framing costs more than it saves
 PREFIX = "packed:"
@@ -78,6 +81,47 @@ class PackedJSONField(models.JSONField):
         # switching a field to packing needs no table rewrite.
         name, _, args, kwargs = super().deconstruct()
         return name, "django.db.models.JSONField", args, kwargs
+
+
+RUNS = "runs:"  # an index list stored as its runs: "runs:" + JSON [start, end, start, ...]
+
+
+def index_runs(value: Any) -> SourceIndexes | None:
+    """``value`` (a list of ints, or ``SourceIndexes``) as runs when they store shorter
+    than the list (half as many bounds as indexes or fewer); None otherwise."""
+    if isinstance(value, SourceIndexes):
+        return value
+    if not isinstance(value, list | tuple) or len(value) < 4:
+        return None
+    if not all(type(i) is int for i in value):
+        return None
+    runs = SourceIndexes.join(value)
+    return runs if len(runs.runs) * 4 <= len(value) else None
+
+
+class IndexListField(PackedJSONField):
+    """A list of source indexes (a summary's messages): stored as its runs of consecutive
+    indexes when that is shorter (a summary of summaries lists every message behind them:
+    7.6 million indexes for Aider's 640 summaries of a 20,000-message replay, a few runs
+    each), else as a ``PackedJSONField``; read back as the list either way. The row may be
+    given ``SourceIndexes`` (the engine's runs), stored without listing them."""
+
+    def get_db_prep_value(self, value: Any, connection: Any, prepared: bool = False) -> Any:
+        if not prepared:
+            value = self.get_prep_value(value)
+        runs = index_runs(value)
+        if runs is not None:
+            value = RUNS + json.dumps([i for run in runs.runs for i in run], separators=(",", ":"))
+        elif isinstance(value, tuple):
+            value = list(value)
+        return super().get_db_prep_value(value, connection, prepared=True)
+
+    def from_db_value(self, value: Any, expression: Any, connection: Any) -> Any:
+        value = super().from_db_value(value, expression, connection)
+        if isinstance(value, str) and value.startswith(RUNS):
+            bounds = json.loads(value[len(RUNS) :])
+            return [i for k in range(0, len(bounds), 2) for i in range(bounds[k], bounds[k + 1])]
+        return value
 
 
 # The stored order of ZonesField lists: never reorder; a new key goes at the end.

@@ -13,12 +13,13 @@ from ctxlab.engine.records import (
     Event,
     Fate,
     Finding,
+    SourceIndexes,
     StepRecord,
     StepTokens,
     SummaryRecord,
     Zones,
 )
-from replay_app.models.fields import PackedJSONField, ZonesField
+from replay_app.models.fields import IndexListField, PackedJSONField, ZonesField
 from replay_app.models.runs import Run
 
 
@@ -175,7 +176,8 @@ class RunSummary(models.Model):
     usage = models.JSONField(default=dict)  # provider usage / cost, when a real model ran
     error = models.TextField(blank=True)
     summarizer = models.CharField(max_length=100, blank=True)
-    messages = models.JSONField(default=list)  # source indexes the summariser was shown
+    # Source indexes the summariser was shown (stored as runs when shorter).
+    messages = IndexListField(default=list)
 
     class Meta:
         ordering = ["run", "seq"]
@@ -194,7 +196,12 @@ class RunSummary(models.Model):
             usage_estimated=record.usage_estimated,
             error=record.error,
             summarizer=record.summarizer,
-            messages=list(record.messages),
+            # Runs are stored as runs (``IndexListField``), never listed out here.
+            messages=(
+                record.messages
+                if isinstance(record.messages, SourceIndexes)
+                else list(record.messages)
+            ),
         )
 
     def to_record(self, input_text: str | None = None) -> SummaryRecord:

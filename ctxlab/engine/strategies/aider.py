@@ -51,16 +51,15 @@ Readings (Aider's history is plain ``{"role", "content"}`` strings):
 
 from __future__ import annotations
 
-import itertools
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..findings import check_summary_size
 from ..model import BlockKind, Message, Role
 from ..params import Param
-from ..records import Fate, SummaryRecord
+from ..records import Fate, SourceIndexes, SummaryRecord
 from ..summarizers import MaterialItem, PromptMessage, SummaryRequest
 from ..tokens import block_text, reference_counter
 from .base import Strategy
@@ -106,7 +105,7 @@ class Item:
     content: str
     tokens: int
     index: int = -1
-    covers: tuple[int, ...] = ()
+    covers: Sequence[int] = ()
 
 
 class SummaryFailed(Exception):
@@ -302,8 +301,10 @@ class AiderStrategy(Strategy):
             if not content.endswith("\n"):
                 content += "\n"
         # Each source once: a message leaves done_messages when a summary covers it, so the
-        # items' sources are disjoint (no dedup pass over ~10k indexes per summary).
-        sources = tuple(itertools.chain.from_iterable(map(covered, items)))
+        # items' sources are disjoint (no dedup pass over ~10k indexes per summary). Held as
+        # runs, chained from the earlier summary's: listed out, every summary repeats all
+        # the sources before it (quadratic in the replay's length).
+        sources = SourceIndexes.join(i.index if i.index >= 0 else i.covers for i in items)
         request = SummaryRequest(
             strategy=self.name,
             system=SUMMARIZE,
@@ -393,7 +394,7 @@ def content_of(message: Message) -> str:
     )
 
 
-def covered(item: Item) -> tuple[int, ...]:
+def covered(item: Item) -> Sequence[int]:
     return (item.index,) if item.index >= 0 else item.covers
 
 
