@@ -105,3 +105,51 @@ def test_six_runs_chart_labels_apart_and_no_sideways_scroll(
         wide = page.evaluate(WIDER_THAN_SCREEN)
         assert page.evaluate("document.documentElement.scrollWidth") <= width, wide
     assert page.errors == []  # type: ignore[attr-defined]
+
+
+def test_shared_set_pending_then_filled_by_the_worker_while_the_page_polls(
+    page: Any, asgi_worker_server: Any, login: Any, screenshot: Any
+) -> None:
+    """The shared set's scoring runs in the server's real Celery worker: a task at work
+    shows a pending section; when it is taken as lost (queued 20 minutes ago) the next poll
+    queues it again, and the section fills in by itself."""
+    from datetime import timedelta
+
+    from django.contrib.auth import get_user_model
+    from django.utils import timezone
+
+    from judge_app import shared_jobs
+    from judge_app.models import SharedScoring
+    from replay_app.runs.executor import run_execute
+    from replay_app.runs.services import RunSpec, run_create
+
+    login(base_url=asgi_worker_server.url)
+    user = get_user_model().objects.get(username="alice")
+    transcript = import_session(user, ROLLOUT.read_bytes(), name=ROLLOUT.name)
+    runs = [
+        run_execute(run=run_create(owner=user, transcript=transcript,
+                                   spec=RunSpec(strategy=s, window=20_000), enqueue=False))
+        for s in STRATEGIES[:3]
+    ]  # fmt: skip
+    key = shared_jobs.runs_key([r.pk for r in runs])
+    SharedScoring.objects.create(runs=key, status="running", done_runs=1, total_runs=3,
+                                 requested_at=timezone.now())  # fmt: skip
+    ids = ",".join(str(r.pk) for r in runs)
+    page.goto(f"{asgi_worker_server.url}/compare/probes/?runs={ids}")
+    pending = page.locator("#probe-shared[data-pending=true] [data-testid=shared-pending]")
+    assert "1 of 3 runs scored" in pending.inner_text()
+    assert page.locator("#probe-shared [data-testid=shared-questions]").count() == 0  # no "0"
+    page.wait_for_timeout(2500)  # two polls: still pending, nothing queued meanwhile
+    assert page.locator("#probe-shared[data-pending=true]").count() == 1
+    screenshot("pending")
+    SharedScoring.objects.filter(runs=key).update(
+        requested_at=timezone.now() - timedelta(minutes=20)
+    )
+    page.locator("#probe-shared [data-testid=shared-table]").wait_for(timeout=60_000)
+    assert page.locator("#probe-shared[data-pending]").count() == 0
+    answered = page.locator("#probe-shared [data-testid=shared-answered]").all_inner_texts()
+    assert len(answered) == 3
+    row = SharedScoring.objects.get(runs=key)
+    assert row.status == "done" and row.done_runs == 3
+    screenshot("filled")
+    assert page.errors == []  # type: ignore[attr-defined]
