@@ -87,6 +87,12 @@ def test_a_task_at_work_shows_a_polling_section_until_its_scores_are_stored(
     assert ready.count('data-testid="shared-ambiguous"') == len(ambiguous)
     cells = {c["run"]: c for p in ambiguous for c in p["runs"] if c["run"] == runs[0].pk}
     assert cells  # cowagent is asked them too
+    # cowagent's own probe page says the same under its own sandbox-refusal questions
+    own = auth_client.get(f"/runs/{runs[0].pk}/probes/?format=json").json()["probes"]
+    noted = [p for p in own if p["offline"]["other_outputs"]]
+    assert noted and all(p["kind"] == "recall" for p in noted)
+    html = auth_client.get(f"/runs/{runs[0].pk}/probes/").content.decode()
+    assert html.count('data-testid="probe-ambiguous"') == len(noted)
 
 
 @pytest.mark.django_db
