@@ -28,6 +28,7 @@ from .records import (
     Fate,
     Finding,
     ReplayResult,
+    SourceIndexes,
     StepRecord,
     SummaryRecord,
     new_change,
@@ -342,9 +343,17 @@ class ReplayContext:
         than ``count_system`` sees (e.g. a runtime block the original appends)."""
         self.system_tokens = tokens
 
-    def summarize(self, request: SummaryRequest, *, messages: Iterable[int] = ()) -> SummaryRecord:
+    def summarize(
+        self,
+        request: SummaryRequest,
+        *,
+        messages: Iterable[int] = (),
+        input_text: Callable[[], str] | None = None,
+    ) -> SummaryRecord:
         """Call the summariser and record the call. ``record.error`` is set on failure
-        (exception or error response); the strategy then takes its own failure path."""
+        (exception or error response); the strategy then takes its own failure path.
+        ``input_text``: a function making ``request.input_text()`` again from what the
+        replay keeps anyway (``stages.remade_input``), kept instead of the request's parts."""
         error = ""
         text = ""
         usage = None
@@ -360,14 +369,15 @@ class ReplayContext:
             step=self.step,
             # Rendered when read, from the parts only (not the material nor the
             # conversation), the long ones compressed (``summary_input``).
-            input=PackedInput(request),
+            input=PackedInput(request) if input_text is None else input_text,
             output=text,
             input_tokens=usage.input_tokens if usage else 0,
             output_tokens=usage.output_tokens if usage else 0,
             usage_estimated=usage.estimated if usage else True,
             error=error,
             summarizer=self.result.summarizer,
-            messages=tuple(messages),
+            # (chained runs stay runs: ``SourceIndexes``)
+            messages=messages if isinstance(messages, SourceIndexes) else tuple(messages),
         )
         self.result.summaries.append(record)
         self._new_summaries.append(record)

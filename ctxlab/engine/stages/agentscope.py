@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import date, datetime
 from functools import lru_cache
 
@@ -16,6 +16,7 @@ from ..model import Block, BlockKind, Message, Role
 from ..summarizers import MaterialItem, PromptMessage, SummaryRequest
 from . import prompts
 from .markers import QWENPAW_MARKER
+from .remade_input import RemadeInput
 
 CountStr = Callable[[str], int]
 
@@ -233,3 +234,51 @@ def compactor_request(
         material=tuple(MaterialItem(material_role(m), m.text, i) for i, m in messages),
         previous_summary=previous,
     )
+
+
+def compactor_input(
+    request: SummaryRequest,
+    *,
+    user: Callable[[str, str, str], str],
+    messages: Sequence[Message],
+    style: str,
+    include_thinking: bool,
+    tool_names: dict[str, str],
+    previous: str,
+    lang: str,
+) -> RemadeInput:
+    """``request.input_text()`` of a ``compactor_request`` whose user message is
+    ``user(history, previous, lang)``, ``history`` the ``messages`` formatted (``style``,
+    ``include_thinking``, ``tool_names``) and joined by blank lines: made again when read
+    (``remade_input``). Only the names its tool results look up are copied (the strategy's
+    map grows, and a reused id could change its name later)."""
+    result = BlockKind.TOOL_RESULT
+    names = {
+        b.tool_id: tool_names[b.tool_id]
+        for m in messages
+        for b in m.blocks
+        if b.kind is result and not b.tool_name and b.tool_id in tool_names
+    }
+    return RemadeInput(
+        _compactor_text, request.strategy, request.system, user, tuple(messages), style,
+        include_thinking, names, previous, lang,
+    )  # fmt: skip
+
+
+def _compactor_text(
+    strategy: str,
+    system: str,
+    user: Callable[[str, str, str], str],
+    messages: tuple[Message, ...],
+    style: str,
+    include_thinking: bool,
+    names: dict[str, str],
+    previous: str,
+    lang: str,
+) -> str:
+    history = "\n\n".join(
+        format_message(m, style=style, include_thinking=include_thinking, tool_names=names)
+        for m in messages
+    )
+    prompt = PromptMessage("user", user(history, previous, lang))
+    return SummaryRequest(strategy, system, (prompt,)).input_text()

@@ -26,6 +26,7 @@ from ..findings import check_summary_size
 from ..model import BlockKind, Message, ToolDef
 from ..params import Param
 from ..records import Fate
+from ..stages.remade_input import RemadeInput
 from ..summarizers import MaterialItem, PromptMessage, Section, SummaryRequest
 from . import _baseagent_rules as rules
 from ._baseagent_rules import BaseMsg
@@ -367,7 +368,11 @@ class BaseAgentStrategy(Strategy):
             material=material,
             previous_summary=ctx.summary,
         )
-        record = ctx.summarize(request, messages=compacted)
+        remade = RemadeInput(
+            _compaction_text, request.strategy, request.system, st.summary_msg,
+            tuple(ctx.message(i) for i in compacted),
+        )  # fmt: skip
+        record = ctx.summarize(request, messages=compacted, input_text=remade)
         summary = record.output if not record.error else ""
         if not summary:
             ctx.emit(
@@ -551,6 +556,18 @@ def _placeholder(message: Message, tool_ids: set[str]) -> Message:
         for b in message.blocks
     )
     return replace(message, blocks=blocks)
+
+
+def _compaction_text(
+    strategy: str, system: str, summary_msg: BaseMsg | None, messages: tuple[Message, ...]
+) -> str:
+    """The compaction call's ``input_text()`` made again (``_compact``'s request: the
+    summary row, every live message's non-system rows, the compaction prompt)."""
+    prompts = [_prompt(summary_msg)] if summary_msg is not None else []
+    for message in messages:
+        prompts.extend(_prompt(m) for m in rules.to_base(-1, message) if m.role != "system")
+    prompts.append(_prompt(rules.compaction_request(())[-1]))
+    return SummaryRequest(strategy, system, tuple(prompts)).input_text()
 
 
 def _prompt(m: BaseMsg) -> PromptMessage:

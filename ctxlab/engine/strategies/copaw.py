@@ -336,7 +336,12 @@ class CoPaw(Strategy):
                 messages=[(i, ctx.message(i)) for i in shown],
                 previous=previous,
             )
-            record = ctx.summarize(request, messages=shown)
+            remade = agentscope.compactor_input(
+                request, user=prompts.reme_user, messages=[ctx.message(i) for i in shown],
+                style="reme", include_thinking=False, tool_names=st.tool_names,
+                previous=previous, lang=lang,
+            )  # fmt: skip
+            record = ctx.summarize(request, messages=shown, input_text=remade)
             text = record.output
             if record.error:
                 # ReMe's op framework (base_op._handle_failure) turns the raised error into

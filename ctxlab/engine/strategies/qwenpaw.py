@@ -440,7 +440,12 @@ class QwenPaw(Strategy):
             messages=[(i, ctx.message(i)) for i in shown],
             previous=previous,
         )
-        record = ctx.summarize(request, messages=shown)
+        remade = agentscope.compactor_input(
+            request, user=prompts.qwenpaw_user, messages=[ctx.message(i) for i in shown],
+            style="qwenpaw", include_thinking=bool(self.params["compact_with_thinking_block"]),
+            tool_names=st.tool_names, previous=previous, lang=lang,
+        )  # fmt: skip
+        record = ctx.summarize(request, messages=shown, input_text=remade)
         text = record.output
         if record.error or not text.strip() or "##" not in text:
             reason = record.error or ("empty output" if not text.strip() else "output without ##")
