@@ -32,13 +32,32 @@
         var block = document.getElementById(div.dataset.plotly);
         if (!block || !div.isConnected) return;
         var fig = JSON.parse(block.textContent);
-        div._ctxlabLayout = JSON.parse(JSON.stringify(fig.layout || {}));
+        fig.layout = fitNarrow(fig.layout || {}, div.clientWidth);
+        div._ctxlabLayout = JSON.parse(JSON.stringify(fig.layout));
         fig.config = withSvgButton(Plotly, fig.config || {});
         Object.assign(fig.layout, themePatch(div._ctxlabLayout, currentTheme()));
         Plotly.newPlot(div, fig.data, fig.layout, fig.config);
         div.dataset.plotted = "true";
       });
     });
+  }
+
+  // On a phone (390 px) a one-line legend above the plot wraps to several lines over the
+  // plot's top and under the mode bar, and a dropdown above the plot sits under the mode
+  // bar: the legend goes below the plot, and a dropdown gets a strip of margin of its own.
+  var NARROW = 600;
+  function fitNarrow(layout, width) {
+    if (!width || width >= NARROW) return layout;
+    var legend = layout.legend;
+    if (legend && legend.orientation === "h" && (legend.y === undefined || legend.y > 1)) {
+      layout.legend = Object.assign({}, legend, {x: 0, xanchor: "left", y: -0.22, yanchor: "top"});
+    }
+    var above = (layout.updatemenus || []).some(function (menu) { return menu.y > 1; });
+    if (above) {
+      layout.margin = Object.assign({}, layout.margin || {});
+      layout.margin.t = (layout.margin.t === undefined ? 80 : layout.margin.t) + 30;
+    }
+    return layout;
   }
 
   // PNG comes from plotly's own toImage button (ctxlab/plots.py config); SVG beside it.
