@@ -29,21 +29,29 @@ log = logging.getLogger(__name__)
 
 POLL_SECONDS = 1
 STALE_MINUTES = 10  # a task queued or running this long is taken as lost: queued again
+CHANGED = "The runs changed while their shared questions were scored (one was retried or finished)."
 
 
 def runs_key(ids: Sequence[int]) -> str:
     return ",".join(str(pk) for pk in sorted(set(ids)))
 
 
-def shared_view(runs: Sequence[Run], *, retry_failed: bool = False) -> dict[str, Any]:
+def shared_view(
+    runs: Sequence[Run], *, poll: bool = False, retry_failed: bool = False
+) -> dict[str, Any]:
     """The shared set's page data; queues its scoring when something is missing and no
-    task is at work on it (``retry_failed``: also after a failure, for a page the reader
-    loaded, not for a poll)."""
+    task is at work on it. ``retry_failed``: also after a failure (a page the reader
+    loaded). ``poll``: the pending section asking again; a task that finished while its
+    scores are still missing (a run was retried meanwhile) is then said, not queued again
+    at every poll."""
     data = shared.shared_data(runs, compute=False)
     if not data.get("pending"):
         return data
     key = runs_key([r.pk for r in runs])
     row = SharedScoring.objects.filter(runs=key).first()
+    if poll and row is not None and row.status == SharedScoring.Status.DONE:
+        data.update(pending=False, error=CHANGED)
+        return data
     if row is None or _should_start(row, retry_failed):
         row = _start(runs, key)
         data = shared.shared_data(runs, compute=False)  # an eager task has finished already

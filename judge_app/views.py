@@ -105,7 +105,7 @@ def compare_probes(request: HttpRequest) -> HttpResponse:
     runs = [found[i] for i in ids]
     kinds = [(k, PROBE_LABELS[k]) for k in PROBE_KINDS]
     if request.GET.get("fragment") == "shared":  # the pending section's poll: shared set only
-        context = {"data": {"shared": shared_jobs.shared_view(runs)}, "runs": runs,
+        context = {"data": {"shared": shared_jobs.shared_view(runs, poll=True)}, "runs": runs,
                    "shared_columns": pages.shared_columns(), "kinds": kinds}  # fmt: skip
         return render(request, "judge_app/_shared_probes.html", context)
     data = pages.compare_data(runs)

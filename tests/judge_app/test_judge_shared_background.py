@@ -87,6 +87,17 @@ def test_a_task_at_work_shows_a_polling_section_until_its_scores_are_stored(
     assert ready.count('data-testid="shared-ambiguous"') == len(ambiguous)
     cells = {c["run"]: c for p in ambiguous for c in p["runs"] if c["run"] == runs[0].pk}
     assert cells  # cowagent is asked them too
+    # a run's scores gone after the task finished (as when it is retried): a poll says so
+    # instead of queueing a task at every poll; the page the reader reloads scores again
+    ProbeSet.objects.filter(run=runs[1]).update(shared={})
+    poll = auth_client.get(f"/compare/probes/?runs={ids}&fragment=shared").content.decode()
+    assert 'data-testid="shared-error"' in poll and "The runs changed" in poll
+    assert SharedScoring.objects.get().finished_at == row.finished_at  # nothing queued
+    assert (
+        'data-testid="shared-table"'
+        in auth_client.get(f"/compare/probes/?runs={ids}").content.decode()
+    )
+    assert ProbeSet.objects.get(run=runs[1]).shared["scores"]
     # cowagent's own probe page says the same under its own sandbox-refusal questions
     own = auth_client.get(f"/runs/{runs[0].pk}/probes/?format=json").json()["probes"]
     noted = [p for p in own if p["offline"]["other_outputs"]]
