@@ -198,10 +198,12 @@ def is_request(body: Any) -> bool:
     return isinstance(d.get("messages"), list) and ("model" in d or "max_tokens" in d)
 
 
-def sse_events(text: str) -> list[dict[str, Any]]:
-    """The JSON ``data:`` payloads of an SSE stream, in order (malformed events skipped)."""
+def sse_events(text: str, place: str = "") -> list[dict[str, Any]]:
+    """The JSON ``data:`` payloads of an SSE stream, in order (malformed events skipped).
+    ``place`` names where the stream is (the file, a record): a skipped event's warning
+    says which line of it, e.g. a stream cut off in its last event."""
     events = []
-    for line in text.splitlines():
+    for number, line in enumerate(text.splitlines(), 1):
         if not line.startswith("data:"):
             continue
         payload = line[5:].strip()
@@ -213,7 +215,7 @@ def sse_events(text: str) -> list[dict[str, Any]]:
             note(
                 "unreadable-json-text",
                 "a stream event is not valid JSON; skipped",
-                repr(payload[:60]),
+                f"{place + ', ' if place else ''}stream line {number}: {payload[:60]!r}",
             )
             continue
         if isinstance(value, dict):

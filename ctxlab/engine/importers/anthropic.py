@@ -67,7 +67,7 @@ def parse(data: bytes, *, name: str) -> ParsedFile:
     head = data.lstrip()[:16]
     if head.startswith((b"event:", b"data:")):
         text = decode_text(data, name)
-        response = ab.reassemble(ab.sse_events(text))
+        response = ab.reassemble(ab.sse_events(text, name))
         if response is None:
             raise TranscriptError(
                 "SSE stream without a message_start event", file=name, expected=_EXPECTED
@@ -207,7 +207,7 @@ def _proxy_call(rec: Any, where: SourcePos, warnings: Warnings) -> _Call | None:
     response = as_dict(_body(resp.get("body")))
     if not ab.is_response(response):
         raw = as_str(resp.get("body_raw")) or as_str(resp.get("body"))
-        response = ab.reassemble(ab.sse_events(raw)) or {}
+        response = ab.reassemble(ab.sse_events(raw, f"{where} response")) or {}
     return _Call(where, body, response if ab.is_response(response) else None)
 
 

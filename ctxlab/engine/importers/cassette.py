@@ -153,7 +153,7 @@ def parse(data: bytes, *, name: str) -> ParsedFile:
             continue
         resp = as_dict(response)
         if not resp and isinstance(response, str) and kind == "anthropic":
-            resp = ab.reassemble(ab.sse_events(response)) or {}
+            resp = ab.reassemble(ab.sse_events(response, f"{where} response")) or {}
         if isinstance(response, str) and not resp:
             warnings.add("streamed or non-JSON response body not read", str(where))
         calls.append(_Call(kind, where, req, resp or None))

@@ -102,6 +102,16 @@ def test_anthropic_sse_stream_reassembled() -> None:
     assert (message.usage.prompt_tokens, message.usage.output) == (100, 42)
 
 
+def test_anthropic_sse_stream_cut_off_names_the_line() -> None:
+    # A stream saved while it was still arriving: its last event is half a JSON object.
+    cut = STREAM[: STREAM.index('"partial_json": "s')]
+    warnings = importers.parse(cut.encode(), name="cut.sse").warnings
+    (warning,) = [w for w in warnings if w.code == "unreadable-json-text"]
+    line = cut.count("\n") + 1  # the unfinished last line
+    assert cut.splitlines()[line - 1].startswith("data: ")
+    assert warning.where.startswith(f"cut.sse, stream line {line}: ")
+
+
 def _record(messages: list[dict[str, object]], response: object, *, tools: bool) -> str:
     body = {"model": "claude-sonnet-4", "max_tokens": 100, "messages": messages}
     if tools:
