@@ -12,7 +12,9 @@ import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, Generic, TypeVar
+
+V = TypeVar("V")
 
 
 class Role(StrEnum):
@@ -70,22 +72,30 @@ class Block:
         tool_input = self.tool_input
         if isinstance(tool_input, str):
             return tool_input
-        # Estimators ask for it again at every replay step and for every strategy.
+        # A replay asks for it 1-5 times a call (an estimate, a prompt, a recount), far
+        # apart in steps. On the realistic 20k transcript the short ones are 40% of the
+        # dumping and 2 MiB: kept; the long ones (60%, 18 MiB that stayed for the whole
+        # replay) are dumped at each ask.
         return _INPUT_JSON.get(self, _dump_input)
 
 
+# ``json.dumps(value, ensure_ascii=False)`` without making an encoder per call; no cycle
+# check (a parsed value has none; one would raise RecursionError instead of ValueError).
+_ENCODE = json.JSONEncoder(ensure_ascii=False, check_circular=False).encode
+
+
 def _dump_input(block: Block) -> str:
-    return json.dumps(block.tool_input, ensure_ascii=False)
+    return _ENCODE(block.tool_input)
 
 
 class _MemoRef(weakref.ref[Block]):
-    __slots__ = ("key", "text")
+    __slots__ = ("key", "value")
     key: int
-    text: str
+    value: Any
 
 
-class BlockMemo:
-    """A string derived from a block, cached while the block lives (keyed by identity:
+class BlockValues(Generic[V]):
+    """Values derived from blocks, each kept while its block lives (keyed by identity:
     blocks are compared by value and may hold unhashable tool inputs, which are never
     mutated after import)."""
 
@@ -94,16 +104,17 @@ class BlockMemo:
     def __init__(self) -> None:
         self._refs: dict[int, _MemoRef] = {}
 
-    def get(self, block: Block, derive: Callable[[Block], str]) -> str:
-        key = id(block)
-        ref = self._refs.get(key)
+    def peek(self, block: Block) -> V | None:
+        ref = self._refs.get(id(block))
         if ref is not None and ref() is block:
-            return ref.text
-        text = derive(block)
+            value: V = ref.value
+            return value
+        return None
+
+    def put(self, block: Block, value: V) -> None:
         ref = _MemoRef(block, self._forget)
-        ref.key, ref.text = key, text
-        self._refs[key] = ref
-        return text
+        ref.key, ref.value = id(block), value
+        self._refs[ref.key] = ref
 
     def _forget(self, ref: weakref.ref[Block]) -> None:
         key = getattr(ref, "key", None)
@@ -111,7 +122,29 @@ class BlockMemo:
             del self._refs[key]
 
 
-_INPUT_JSON = BlockMemo()
+class BlockMemo(BlockValues[str]):
+    """A string derived from a block, cached while the block lives (``BlockValues``); with
+    ``max_chars``, only the strings shorter than that."""
+
+    __slots__ = ("_max",)
+
+    def __init__(self, max_chars: int | None = None) -> None:
+        super().__init__()
+        self._max = max_chars
+
+    def get(self, block: Block, derive: Callable[[Block], str]) -> str:
+        ref = self._refs.get(id(block))  # ``peek`` inlined: estimators ask at every step
+        if ref is not None and ref() is block:
+            known: str = ref.value
+            return known
+        text = derive(block)
+        if self._max is None or len(text) < self._max:
+            self.put(block, text)
+        return text
+
+
+INPUT_JSON_KEPT_MAX = 1024  # characters: a longer input's JSON is dumped at each ask
+_INPUT_JSON = BlockMemo(INPUT_JSON_KEPT_MAX)
 
 
 @dataclass(frozen=True, slots=True)

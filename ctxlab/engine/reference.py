@@ -16,7 +16,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .model import BlockKind, Conversation, Message
+from .model import INPUT_JSON_KEPT_MAX, Block, BlockKind, BlockValues, Conversation, Message
 from .tokens import MEDIA_TOKENS, PER_MESSAGE_OVERHEAD, _encoding, block_text, reference_counter
 
 
@@ -43,6 +43,8 @@ class ReferenceTokens:
         self._owner: dict[str, int] = {}  # a long text -> a message holding it (stored counts)
         self._wholes: dict[str, int | None] = {}  # its count, from that message's stored one
         self._calls: dict[tuple[str, str], int] = {}  # (tool name, input JSON) -> count
+        self._long_calls: BlockValues[int] = BlockValues()  # (a long input) block -> count
+        self._heads: dict[tuple[int, int], tuple[str, int]] = {}  # see ``text``
         self.tools = _tools_tokens(conversation, counter.count)
         # Every message costs at least PER_MESSAGE_OVERHEAD: a 0 was never counted.
         if (
@@ -56,12 +58,20 @@ class ReferenceTokens:
             tool_use, skip = BlockKind.TOOL_USE, (BlockKind.MEDIA, BlockKind.OPAQUE)
             for i, msg in enumerate(conversation.messages):
                 for block in msg.blocks:
-                    # ``block_text`` only for the long ones (a tool call's text is made)
                     if block.kind is tool_use:
-                        raw = block.input_json
-                        if len(block.tool_name) + 1 + len(raw) < TABLE_MIN:
+                        # A copy is counted from an original only at the original's
+                        # newlines (running counts, ``_by_difference``); ``json.dumps``
+                        # escapes them, so the call of a parsed input is neither dumped
+                        # nor copied here (881 texts, 16 MiB on the realistic 20k
+                        # transcript) unless its name holds one.
+                        name, raw = block.tool_name, block.tool_input
+                        if not isinstance(raw, str):
+                            if "\n" not in name:
+                                continue
+                            raw = block.input_json
+                        if len(name) + 1 + len(raw) < TABLE_MIN:
                             continue
-                        text = f"{block.tool_name} {raw}"
+                        text = f"{name} {raw}"
                     else:
                         text = block.text
                         if len(text) < TABLE_MIN or block.kind in skip:
@@ -129,29 +139,34 @@ class ReferenceTokens:
             if block.kind is BlockKind.MEDIA:
                 total += MEDIA_TOKENS
             elif block.kind is BlockKind.TOOL_USE:
-                total += self._tool_call(block.tool_name, block.input_json)
+                total += self._tool_call(block)
             else:
                 total += self.text(block_text(block))
         return total
 
-    def _tool_call(self, name: str, raw: str) -> int:
-        """``text(block_text(block))`` of a tool call, memoised by its name and input JSON
-        (the block's cached string), not by a text made for it: the memo and the shared
-        counter's cache kept a new copy of every call of a modified message (9,166 texts,
-        20 MiB on the realistic 20k transcript with anthropic_edits). A short call is
-        counted past both (same count); a long one as any long text, then forgotten there."""
-        key = (name, raw)
-        value = self._calls.get(key)
-        if value is None:
-            text = f"{name} {raw}"
-            if text in self._memo:
-                value = self._memo[text]
-            elif len(text) > SPLIT_MIN:
-                value = self.text(text)
-                del self._memo[text]  # (kept under ``key``)
-            else:
-                value = self._count_distinct([text])[0]
-            self._calls[key] = value
+    def _tool_call(self, block: Block) -> int:
+        """``text(block_text(block))`` of a tool call, memoised without a text made for it
+        (the memo and the shared counter's cache kept a copy of every call of a modified
+        message: 9,166 texts, 20 MiB on the realistic 20k transcript): a call whose input
+        JSON is kept by the block (``INPUT_JSON_KEPT_MAX``) by its name and that string,
+        a longer one by the block while it lives (its JSON is dumped at each ask). A text
+        without a newline has no safe point (``text`` gives its whole count): it is
+        counted past the memo and the shared counter's cache."""
+        value = self._long_calls.peek(block)
+        if value is not None:
+            return value
+        name, raw = block.tool_name, block.input_json
+        kept = len(raw) < INPUT_JSON_KEPT_MAX
+        if kept:
+            value = self._calls.get((name, raw))
+            if value is not None:
+                return value
+        text = f"{name} {raw}"
+        value = self.text(text) if "\n" in text else self._count_distinct([text])[0]
+        if kept:
+            self._calls[(name, raw)] = value
+        else:
+            self._long_calls.put(block, value)
         return value
 
     def _count_long(self, texts: list[str]) -> None:
@@ -189,11 +204,19 @@ class ReferenceTokens:
         cut = safe_split(text) if len(text) > SPLIT_MIN else 0
         if cut:
             # A modified text is mostly an earlier text (a truncated output, a notice with
-            # a unique path at the end): its head is counted once and memoised.
+            # a unique path at the end): its head is counted once, memoised by the text
+            # it was cut from (kept by the memo anyway) instead of a copy of it (3,900
+            # heads, 9 MiB on the realistic 20k transcript with complexity_trap_summary).
             head = text[:cut]
-            counted = self._memo.get(head)
-            if counted is None:
-                counted = self._memo[head] = self._count(head)
+            key = (hash(head), cut)
+            seen = self._heads.get(key)
+            if seen is not None and seen[0].startswith(head):
+                counted = seen[1]
+            elif head in self._memo:
+                counted = self._memo[head]
+            else:
+                counted = self._count_distinct([head])[0]
+                self._heads[key] = (text, counted)
             value = counted + self._count(text[cut:])
         else:
             value = self._count(text)
