@@ -90,6 +90,17 @@ class RunCreateForm(forms.Form):
         )
         self.key_available = llm.key_available()
 
+    def clean_transcript(self) -> Any:
+        """A conversation with no messages (an aider session that was opened and closed)
+        replays to zero steps and pages of zeros: refused, saying why (also the sweep's)."""
+        transcript = self.cleaned_data.get("transcript")
+        if transcript is not None and transcript.message_count == 0:
+            raise forms.ValidationError(
+                f"“{transcript.display_title}” has no messages: there is nothing to replay. "
+                "Choose a conversation with messages."
+            )
+        return transcript
+
     def clean_budget_usd(self) -> Any:
         value = self.cleaned_data.get("budget_usd")
         cap = llm.budget_default()

@@ -133,7 +133,7 @@ def window_hint(owner: Any, transcript_id: Any) -> dict[str, Any] | None:
     if not str(transcript_id or "").isdigit():
         return None
     transcript = owned(Transcript.objects, owner).filter(pk=int(transcript_id)).first()
-    if transcript is None:
+    if transcript is None or transcript.message_count == 0:  # nothing to suggest from
         return None
     rows = transcript.messages.order_by("index").values_list("role", "reference_tokens")
     peak = peak_request(rows.iterator(chunk_size=5000))
