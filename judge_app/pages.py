@@ -12,7 +12,7 @@ from ctxlab.engine.catalogue import metric
 from ctxlab.engine.probes import PROBE_KINDS, PROBE_LABELS
 from ctxlab.engine.secrets import mask
 from ctxlab.plots import figure_html
-from replay_app.models import Run
+from replay_app.models import Run, RunStatus
 from sessions_app.models import Transcript
 
 from . import services
@@ -86,10 +86,12 @@ def run_probes_data(run: Run, row: ProbeSet | None) -> dict[str, Any]:
 
 
 def compare_data(runs: Sequence[Run]) -> dict[str, Any]:
-    """Each run's probe scores by kind and method, tokens saved and cost, side by side."""
+    """Each run's probe scores by kind and method, tokens saved and cost, side by side.
+    Only stored sets are read: a finished run whose set is missing or outdated is
+    ``pending`` (a task makes it: ``shared_jobs``), ``own_pending`` counts them."""
     rows = []
     for run in runs:
-        row = services.probe_set(run)
+        row = services.current_set(run) if run.status == RunStatus.DONE else None
         metrics = run.metrics or {}
         claude = (row.claude or {}) if row is not None else {}
         rows.append(
@@ -98,6 +100,7 @@ def compare_data(runs: Sequence[Run]) -> dict[str, Any]:
                 "label": run.label,
                 "strategy": run.strategy,
                 "status": run.status,
+                "pending": row is None and run.status == RunStatus.DONE,
                 "probes": (row.offline or {}).get("probes") if row is not None else None,
                 "offline": row.offline if row is not None else None,
                 "claude": claude or None,
@@ -110,7 +113,9 @@ def compare_data(runs: Sequence[Run]) -> dict[str, Any]:
     # the original agent's row only beside replays of its own transcript
     same = len({r.transcript_id for r in runs}) == 1
     original = original_row(runs[0].transcript) if runs and same else None
-    return {"kinds": list(PROBE_KINDS), "original": original, "runs": rows}
+    own_pending = sum(1 for r in rows if r["pending"])
+    return {"kinds": list(PROBE_KINDS), "original": original, "runs": rows,
+            "own_pending": own_pending}  # fmt: skip
 
 
 def original_row(transcript: Transcript) -> dict[str, Any] | None:

@@ -21,6 +21,7 @@ from itertools import accumulate
 from typing import Any
 
 from django.db import IntegrityError, transaction
+from django.db.models import F
 from django.utils import timezone
 
 from ctxlab.engine import probe_scoring, probes
@@ -102,6 +103,22 @@ def tokens_saved(run: Run) -> dict[str, Any]:
 def current_set(run: Run) -> ProbeSet | None:
     """The stored set of the run's current attempt, if there is one and it is current."""
     return ProbeSet.objects.filter(run=run, attempts=run.attempts, generator=GENERATOR).first()
+
+
+def stale_runs(run_ids: Iterable[int]) -> list[int]:
+    """Those of these runs that are finished yet have no current probe set (none yet, an
+    earlier attempt's, or an older ``GENERATOR``'s): a task makes them (``shared_jobs``)."""
+    done = list(
+        Run.objects.filter(pk__in=list(run_ids), status=RunStatus.DONE)
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
+    current = set(
+        ProbeSet.objects.filter(
+            run_id__in=done, generator=GENERATOR, attempts=F("run__attempts")
+        ).values_list("run_id", flat=True)
+    )
+    return [pk for pk in done if pk not in current]
 
 
 def probe_set(run: Run) -> ProbeSet | None:

@@ -30,3 +30,11 @@ def score_shared_probes(run_ids: list[int]) -> str:
     from . import shared_jobs
 
     return shared_jobs.score(run_ids)
+
+
+@shared_task(name="judge_app.generate_probe_sets")
+def generate_probe_sets(run_ids: list[int], key: str) -> str:
+    """Runs' own probe sets made where missing or outdated (``shared_jobs.generate_sets``)."""
+    from . import shared_jobs
+
+    return shared_jobs.generate_sets(run_ids, key)

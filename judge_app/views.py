@@ -17,7 +17,7 @@ from ctxlab.engine import aftereffects
 from ctxlab.engine.probes import PROBE_KINDS, PROBE_LABELS
 from ctxlab.ownership import get_owned_or_404, owned
 from replay_app.costs import llm
-from replay_app.models import Run
+from replay_app.models import Run, RunStatus
 from sessions_app.models import Transcript
 
 from . import pages, services, shared_jobs
@@ -36,13 +36,25 @@ def _wants_json(request: HttpRequest) -> bool:
 @login_required
 def run_probes(request: HttpRequest, pk: int) -> HttpResponse:
     run = get_owned_or_404(Run.objects.select_related("transcript"), request.user, pk=pk)
-    row = services.probe_set(run)
+    row = services.current_set(run) if run.status == RunStatus.DONE else None
+    poll = request.GET.get("fragment") == "pending"
+    job = None
+    if row is None and run.status == RunStatus.DONE:  # missing or outdated: a task makes it
+        job = shared_jobs.own_sets_job([run.pk], poll=poll, retry_failed=not poll)
+        row = services.current_set(run) if job is None else None  # an eager task made it
     data = pages.run_probes_data(run, row)
+    data["pending"] = job
     if _wants_json(request):
         return _json(data)
+    if poll:  # the pending note asking again: reload once the set is there
+        response = render(request, "judge_app/_own_pending.html", {"run": run, "job": job})
+        if job is None:
+            response.headers["HX-Refresh"] = "true"
+        return response
     context = {
         "run": run,
         "data": data,
+        "job": job,
         "row": row,
         "kinds": [(k, PROBE_LABELS[k]) for k in PROBE_KINDS],
         "key_available": llm.key_available(),
@@ -58,9 +70,14 @@ def run_probes(request: HttpRequest, pk: int) -> HttpResponse:
 def run_probes_claude(request: HttpRequest, pk: int) -> HttpResponse:
     run = get_owned_or_404(Run.objects.select_related("transcript"), request.user, pk=pk)
     target = reverse("run-probes", args=[run.pk])
-    row = services.probe_set(run)
+    row = services.current_set(run) if run.status == RunStatus.DONE else None
     if row is None:
-        messages.error(request, "The run has not finished: it has no probes yet.")
+        messages.error(
+            request,
+            "The run's probes are being made: ask again once they are shown."
+            if run.status == RunStatus.DONE
+            else "The run has not finished: it has no probes yet.",
+        )
         return redirect(target)
     model = request.POST.get("model") or llm.default_model()
     if model not in llm.summary_models():
@@ -105,12 +122,20 @@ def compare_probes(request: HttpRequest) -> HttpResponse:
     runs = [found[i] for i in ids]
     kinds = [(k, PROBE_LABELS[k]) for k in PROBE_KINDS]
     if request.GET.get("fragment") == "shared":  # the pending section's poll: shared set only
-        context = {"data": {"shared": shared_jobs.shared_view(runs, poll=True)}, "runs": runs,
+        shared = shared_jobs.shared_view(runs, poll=True)
+        own_refresh = request.GET.get("own") == "1"  # the page's own rows were pending
+        context = {"data": {"shared": shared}, "runs": runs, "own_refresh": own_refresh,
                    "shared_columns": pages.shared_columns(), "kinds": kinds}  # fmt: skip
-        return render(request, "judge_app/_shared_probes.html", context)
+        response = render(request, "judge_app/_shared_probes.html", context)
+        if own_refresh and not (shared.get("pending") or shared.get("own_pending")
+                                or shared.get("error")):  # fmt: skip
+            response.headers["HX-Refresh"] = "true"  # reload: the own rows are there now
+        return response
+    # the primary table, same questions for all: scored by a task when not stored yet (it
+    # makes missing or outdated own sets too), queued before the runs' own rows are read
+    shared = shared_jobs.shared_view(runs, retry_failed=not _wants_json(request))
     data = pages.compare_data(runs)
-    # the primary table, same questions for all: scored by a task when not stored yet
-    data["shared"] = shared_jobs.shared_view(runs, retry_failed=not _wants_json(request))
+    data["shared"] = shared
     if _wants_json(request):
         return _json(data)
     context = {

@@ -26,6 +26,7 @@ __all__ = [
     "TranscriptPicker",
     "create_run",
     "execute_run",
+    "refresh_probes",
     "requeue_run",
     "stale_seconds",
     "SUMMARIZERS",
@@ -120,11 +121,17 @@ def probe_scores(run_ids: list[int]) -> dict[int, dict[str, Any]]:
 
     if not apps.is_installed("judge_app"):
         return {}
+    from django.db.models import F
+
+    from judge_app.services import GENERATOR
+
     probe_set = apps.get_model("judge_app", "ProbeSet")
     out: dict[int, dict[str, Any]] = {}
-    for run_id, offline, claude in probe_set.objects.filter(run_id__in=run_ids).values_list(
-        "run_id", "offline", "claude"
-    ):
+    # only current sets: one of an earlier attempt or generator is stale (``refresh_probes``)
+    current = probe_set.objects.filter(
+        run_id__in=run_ids, generator=GENERATOR, attempts=F("run__attempts")
+    )
+    for run_id, offline, claude in current.values_list("run_id", "offline", "claude"):
         row: dict[str, Any] = {}
         offline, claude = offline or {}, claude or {}
         if _number(offline.get("score")):
@@ -138,6 +145,19 @@ def probe_scores(run_ids: list[int]) -> dict[int, dict[str, Any]]:
         if row:
             out[run_id] = row
     return out
+
+
+def refresh_probes(suite_id: int, run_ids: list[int]) -> dict[str, Any] | None:
+    """None when every finished run's probe set is current; else the state of the Celery
+    task bringing the missing or outdated ones up to date (queued here when none is at
+    work: one per suite), for the page to say so. Never made in the request itself."""
+    from django.apps import apps
+
+    if not apps.is_installed("judge_app"):
+        return None
+    from judge_app import shared_jobs
+
+    return shared_jobs.own_sets_job(run_ids, key=f"suite:{suite_id}", retry_failed=True)
 
 
 def _number(value: Any) -> bool:

@@ -22,6 +22,7 @@ from .configs import SuiteInputError
 from .forms import GRID_SLOTS, SuiteForm, grid_param_names
 from .models import Suite
 from .progress import suite_progress_data
+from .replay_glue import refresh_probes
 
 
 def _csv(text: str, filename: str) -> HttpResponse:
@@ -84,14 +85,18 @@ def suite_detail(request: HttpRequest, suite_id: int) -> HttpResponse:
             True, report.report_filename(suite)
         )
         return response
+    # probe scores of runs that finished before the probes last changed: a task updates them
+    run_ids = [pk for pk in suite.items.values_list("run_id", flat=True) if pk is not None]
+    probes_job = refresh_probes(suite.pk, run_ids)
     page = results.build(suite)
     if wants_json(request):
-        return json_response(page.as_json())
+        return json_response({**page.as_json(), "probes_pending": probes_job})
     if wants(request, "csv"):
         return _csv(page.as_csv(), f"suite-{suite.pk}.csv")
     context = {
         "suite": suite,
         "page": page,
+        "probes_job": probes_job,
         "stat_rows": results.stat_rows(page.configs, page.columns),
         "p": page.progress,
         # "3 configurations × 7 transcripts = 21 runs": the run count alone read as per config

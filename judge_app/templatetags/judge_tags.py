@@ -28,9 +28,12 @@ def score(value: Any) -> str:
 @register.inclusion_tag("judge_app/_compare_probes.html")
 def probe_compare(runs: Any) -> dict[str, Any]:
     """The runs' probe scores side by side with the one trade-off chart (compare page)."""
-    from judge_app import pages  # the page data reads the database: loaded on use
+    from judge_app import pages, shared_jobs  # they read the database: loaded on use
 
+    # missing or outdated probe sets are made by a task, never in this request
+    job = shared_jobs.own_sets_job([r.pk for r in runs], retry_failed=True)
     data = pages.compare_data(list(runs))
+    data["job"] = job
     return {
         "data": data,
         "columns": pages.columns(),
