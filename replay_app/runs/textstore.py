@@ -38,6 +38,7 @@ from ctxlab.engine import codec
 from ctxlab.engine.model import Block, BlockKind, Message
 from ctxlab.engine.records import Event, SummaryRecord
 from replay_app.models import Run, RunEvent, RunOffload, RunSummary, RunText, StoredText
+from replay_app.runs import textstore_candidates
 
 log = logging.getLogger(__name__)
 
@@ -151,6 +152,7 @@ class TextWriter:
         # Offloaded messages since the last flush, (index, their modified texts): a message
         # with several outputs offloaded names one path in its change, the others in text.
         self.offloaded: list[tuple[int, str]] = []
+        self._prefixes: textstore_candidates.SourcePrefixes | None = None  # on first use
 
     def literal(self, pieces: list[Piece], text: str) -> None:
         if not text:
@@ -185,6 +187,13 @@ class TextWriter:
     def _spans(self, text: str, indexes: Iterable[int]) -> list[_Span]:
         """Where the messages' texts occur: near where the previous one ended (the usual
         case: texts are rendered in order), else their first unclaimed occurrence."""
+        if isinstance(indexes, Sequence) and textstore_candidates.worthwhile(text, indexes):
+            # many indexes for the text (a summary of summaries): only those that may match
+            if self._prefixes is None:
+                self._prefixes = textstore_candidates.SourcePrefixes(
+                    self.messages, source_forms, ANCHOR
+                )
+            indexes = self._prefixes.may_match(text, indexes)
         spans: list[_Span] = []
         grams: _Grams | None = None  # built on the first search away from the hint
         claimed: set[int] = set()
