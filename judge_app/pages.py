@@ -38,6 +38,33 @@ def _score_dict(score: ProbeScore | None) -> dict[str, Any] | None:
     return out
 
 
+def empty_note(run: Run, tokens: dict[str, Any] | None) -> str | None:
+    """Why probes are lost and tokens "saved" where the run sent requests with no
+    transcript message (counted when its probe set was made); None when it sent none."""
+    tokens = tokens or {}
+    if "empty_requests" not in tokens:  # a set made before they were counted: two queries
+        tokens = {**tokens, **services.empty_requests(run)}
+    empty = int(tokens.get("empty_requests") or 0)
+    if not empty:
+        return None
+    text = (
+        f"{empty} of {int(tokens.get('requests') or 0)} requests held no transcript message "
+        "(the system prompt at most): the strategy kept nothing there, so every probe asked "
+        "there is lost and almost all its tokens count as saved."
+    )
+    if run.strategy == "langchain_trim":
+        params = run.params or {}
+        text += (
+            f" trim_messages keeps the last messages within max_tokens "
+            f"({params.get('max_tokens', 384)}, whatever the window), then drops everything "
+            f"before the first message of type start_on ({params.get('start_on', 'human')!r}) "
+            "among them: where those messages are tool calls and results with no human "
+            "message, it returns no message at all, as langchain-core's own trim_messages "
+            'does. A larger max_tokens or start_on "" keeps them.'
+        )
+    return text
+
+
 def run_probes_data(run: Run, row: ProbeSet | None) -> dict[str, Any]:
     """``{"run", "label", "status", "offline", "claude", "probes": [...]}``; ``probes`` is
     null while the run is not finished."""
@@ -54,6 +81,7 @@ def run_probes_data(run: Run, row: ProbeSet | None) -> dict[str, Any]:
         return out
     rows = list(row.probes.order_by("seq").prefetch_related("scores"))
     out["offline"] = row.offline
+    out["empty_note"] = empty_note(run, row.tokens)
     out["claude"] = {
         "status": row.claude_status,
         "message": row.claude_message,
@@ -106,6 +134,7 @@ def compare_data(runs: Sequence[Run]) -> dict[str, Any]:
                 "claude": claude or None,
                 "claude_status": row.claude_status if row is not None else None,
                 "tokens": (row.tokens or None) if row is not None else None,
+                "empty_note": empty_note(run, row.tokens) if row is not None else None,
                 "cost_usd": float(metrics.get("llm_cost_usd") or 0.0),
             }
         )
