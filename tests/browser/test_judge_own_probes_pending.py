@@ -1,0 +1,58 @@
+"""A run's probe page whose probe set is outdated (the run finished before the probe
+generator last changed) in chromium, the set made by the server's real Celery worker: a
+task at work shows a pending note through two polls; taken as lost, the next poll queues
+it again and the page reloads by itself with the run's probes. No console error."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "judge_app"))  # shared test data
+from judge_testdata import QWENPAW, finished_run, import_session  # noqa: E402
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def test_outdated_probe_set_pending_then_filled_by_the_worker(
+    page: Any, asgi_worker_server: Any, login: Any, screenshot: Any
+) -> None:
+    from datetime import timedelta
+
+    from django.contrib.auth import get_user_model
+    from django.utils import timezone
+
+    from judge_app import services, shared_jobs
+    from judge_app.models import ProbeSet, SharedScoring
+
+    login(base_url=asgi_worker_server.url)
+    user = get_user_model().objects.get(username="alice")
+    run = finished_run(user, import_session(user), "qwenpaw", QWENPAW)
+    made = ProbeSet.objects.get(run=run)
+    probes = made.probes.count()
+    assert probes > 0
+    ProbeSet.objects.filter(run=run).update(generator=services.GENERATOR - 1)
+    key = shared_jobs.OWN_PREFIX + str(run.pk)
+    SharedScoring.objects.create(runs=key, status="running", total_runs=1,
+                                 requested_at=timezone.now())  # fmt: skip
+    page.goto(f"{asgi_worker_server.url}/runs/{run.pk}/probes/")
+    page.locator("#own-probes-pending[data-pending=true] [data-testid=own-pending]").wait_for()
+    assert page.locator("[data-testid=offline-score]").count() == 0
+    page.wait_for_timeout(2500)  # two polls: still pending, nothing queued meanwhile
+    assert page.locator("#own-probes-pending[data-pending=true]").count() == 1
+    assert SharedScoring.objects.get(runs=key).status == "running"
+    screenshot("pending")
+    SharedScoring.objects.filter(runs=key).update(
+        requested_at=timezone.now() - timedelta(minutes=20)
+    )
+    page.locator("[data-testid=offline-score]").wait_for(timeout=60_000)  # reloaded
+    assert page.locator("#own-probes-pending").count() == 0
+    row = SharedScoring.objects.get(runs=key)
+    assert row.status == "done" and row.done_runs == 1
+    assert ProbeSet.objects.get(run=run).generator == services.GENERATOR
+    assert ProbeSet.objects.get(run=run).probes.count() == probes
+    screenshot("filled")
+    assert page.errors == []  # type: ignore[attr-defined]
