@@ -206,10 +206,24 @@ class QwenCounter:
         self._memo: dict[str, int] = {}
         # text -> (cut points, count of the text up to each): see ``count_wrapped``
         self._tables: dict[str, tuple[list[int], list[int]]] = {}
+        # id() of the message sequence whose every text was seeded (``mark_seeded``)
+        self._seeded: int | None = None
 
     def clear(self) -> None:
         self._memo.clear()
         self._tables.clear()
+        self._seeded = None
+
+    def mark_seeded(self, messages: object) -> None:
+        """Every text of ``messages`` was seeded from stored entries (``_copaw_stored``):
+        priming them again would find each one memoised (``seeded_for``)."""
+        self._seeded = id(messages)
+
+    def seeded_for(self, messages: object) -> bool:
+        """True when ``mark_seeded(messages)`` holds since the memo was last cleared. By
+        identity: another sequence reusing the id only makes a replay prime nothing,
+        which counts on demand, slower, never differently."""
+        return self._seeded is not None and self._seeded == id(messages)
 
     def memoised(self) -> int:
         """How many texts are memoised."""

@@ -68,10 +68,13 @@ def seed_stored_counts(
         return 0
     if counter.memoised() + sum(len(e) for e in stored if e) > MEMO_LIMIT:
         counter.clear()
-    seeded = 0
+    seeded = covered = 0
     seed = counter.seed
     for message, entries in zip(messages, stored, strict=True):
+        if entries is None:
+            continue
         if not entries:
+            covered += not _walk(message)  # (a message without texts has nothing to seed)
             continue
         pairs = _walk(message)
         if len(pairs) != len(entries):
@@ -81,6 +84,8 @@ def seed_stored_counts(
                 break
         else:
             seeded += 1
+    if seeded + covered == len(messages):
+        counter.mark_seeded(messages)  # ``CoPaw.prepare`` has nothing left to prime
     return seeded
 
 

@@ -125,8 +125,9 @@ class CoPaw(Strategy):
     def prepare(self, ctx: ContextView) -> None:
         st: _State = ctx.state
         if self._qwen is not None:
-            self._qwen.prime(_texts(ctx.originals), ends=(CLIP,))
-            self._qwen.prime_joined(_tool_inputs(ctx.originals), ends=(CLIP,))
+            if not self._qwen.seeded_for(ctx.originals):  # (else each text is memoised)
+                self._qwen.prime(_texts(ctx.originals), ends=(CLIP,))
+                self._qwen.prime_joined(_tool_inputs(ctx.originals), ends=(CLIP,))
             self._qwen.prime([ctx.system_text])
         st.str_tokens = self._system_and_summary(ctx, ctx.summary)
 
