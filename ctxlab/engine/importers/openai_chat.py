@@ -325,6 +325,8 @@ class MessageConverter:
             if isinstance(raw.get("refusal"), str) and raw["refusal"]:
                 blocks.append(Block(BlockKind.TEXT, text=raw["refusal"], raw_type="refusal"))
             blocks.extend(tool_call_blocks(raw.get("tool_calls"), synth_id=self.synth_id))
+            if any(b.kind is BlockKind.TOOL_USE and not b.tool_name for b in blocks):
+                self.warn.add("a tool call without a function name: kept unnamed", where)
             legacy = raw.get("function_call")
             if isinstance(legacy, dict):
                 call_id = self.synth_id()
@@ -338,6 +340,8 @@ class MessageConverter:
                         raw_type="function_call",
                     )
                 )
+        if not blocks and "content" not in raw:  # not null (allowed): absent
+            self.warn.add("a message without a content key: kept empty", where)
         for block in blocks:
             if block.kind is BlockKind.TOOL_USE:
                 self._names[block.tool_id] = block.tool_name

@@ -126,6 +126,8 @@ def _message(turn: Any, linker: _Linker, pos: SourcePos, warn: WarningTally) -> 
         warn.add(f"skipped a turn from unknown speaker {speaker!r}", where)
         return None
     value = turn.get("value", turn.get("content"))
+    if value is None:
+        warn.add("a turn without a value: kept as an empty message", where)
     if speaker in _CALL_TURNS:
         blocks = _call_blocks(value, linker, speaker)
     elif role is Role.TOOL:

@@ -244,3 +244,20 @@ def test_openai_chat_no_messages_is_an_error(obj: object) -> None:
     with pytest.raises(TranscriptError, match="no chat messages") as info:
         parse(obj)
     assert "expected OpenAI chat messages" in str(info.value)
+
+
+def test_openai_chat_missing_content_and_unnamed_call_are_said() -> None:
+    data = (
+        b'[{"role": "user"}, {"role": "assistant", "content": null, "tool_calls": '
+        b'[{"id": "c1", "function": {"arguments": "{}"}}]}, '
+        b'{"role": "tool", "tool_call_id": "c1", "content": "ok"}]'
+    )
+    parsed = importers.parse(data, name="x.json", format="openai-chat")
+    assert len(parsed.conversations[0].messages) == 3
+    assert {w.message for w in parsed.warnings} == {
+        "a message without a content key: kept empty",
+        "a tool call without a function name: kept unnamed",
+    }
+    # content: null beside tool calls is the API's own shape: no warning for it
+    ok = b'[{"role": "assistant", "content": null, "tool_calls": [{"id": "c", "function": {"name": "f", "arguments": "{}"}}]}]'
+    assert importers.parse(ok, name="y.json", format="openai-chat").warnings == ()

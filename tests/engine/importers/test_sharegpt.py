@@ -166,3 +166,12 @@ def test_sharegpt_without_conversations_is_an_error() -> None:
     with pytest.raises(TranscriptError, match="no ShareGPT conversations") as info:
         sharegpt.parse(b'[{"role": "user", "content": "x"}]', name="w.json")
     assert "w.json" in str(info.value) and "expected ShareGPT records" in str(info.value)
+
+
+def test_sharegpt_turn_without_value_is_kept_and_said() -> None:
+    data = b'[{"conversations": [{"from": "human", "value": "hi"}, {"from": "gpt"}]}]'
+    parsed = importers.parse(data, name="x.json", format="sharegpt")
+    assert [m.role.value for m in parsed.conversations[0].messages] == ["user", "assistant"]
+    (warning,) = parsed.warnings
+    assert warning.message == "a turn without a value: kept as an empty message"
+    assert warning.where == "x.json:record 1"  # the second turn
