@@ -49,7 +49,8 @@ def empty_note(run: Run, tokens: dict[str, Any] | None) -> str | None:
         return None
     text = (
         f"{empty} of {int(tokens.get('requests') or 0)} requests held no transcript message "
-        "(the system prompt at most): the strategy kept nothing there, so every probe asked "
+        "and no summary (the system prompt at most): the strategy kept nothing there, so "
+        "every probe asked "
         "there is lost and almost all its tokens count as saved."
     )
     if run.strategy == "langchain_trim":

@@ -103,8 +103,9 @@ def tokens_saved(run: Run) -> dict[str, Any]:
 
 def empty_requests(run: Run) -> dict[str, int]:
     """``{"requests", "empty_requests"}``: the run's requests, and those holding no
-    transcript message but the system prompt (the strategy kept nothing: every probe
-    there is lost and almost every token "saved", by construction, not by compaction)."""
+    transcript message but the system prompt, and no summary (the strategy kept nothing:
+    every probe there is lost and almost every token "saved", by construction, not by
+    compaction)."""
     systems = set(
         MessageRow.objects.filter(transcript_id=run.transcript_id, role="system").values_list(
             "index", flat=True
@@ -112,7 +113,8 @@ def empty_requests(run: Run) -> dict[str, int]:
     )
     steps = RunStep.objects.filter(run=run)
     empty = 0
-    for ranges in steps.filter(context_len__lte=len(systems)).values_list("context", flat=True):
+    bare = steps.filter(context_len__lte=len(systems), summary_seq__isnull=True)
+    for ranges in bare.values_list("context", flat=True):
         if all(i in systems for a, b in ranges for i in range(int(a), int(b))):
             empty += 1
     return {"requests": steps.count(), "empty_requests": empty}

@@ -15,6 +15,7 @@ import pytest
 from judge_testdata import import_session
 
 from judge_app import services
+from replay_app.models import RunStep
 from replay_app.runs.executor import run_execute
 from replay_app.runs.services import RunSpec, run_create
 
@@ -41,6 +42,11 @@ def test_empty_requests_are_counted_and_explained(auth_client: Any, user: Any) -
     assert row is not None
     assert (row.tokens["empty_requests"], row.tokens["requests"]) == (57, 58)
     assert services.current_set(codex).tokens["empty_requests"] == 0
+    # a request holding a summary and no message is not empty (a summarising strategy's)
+    step = RunStep.objects.filter(run=trim, context=[]).order_by("index").first()
+    RunStep.objects.filter(pk=step.pk).update(summary_seq=0)
+    assert services.empty_requests(trim) == {"requests": 58, "empty_requests": 56}
+    RunStep.objects.filter(pk=step.pk).update(summary_seq=None)
     body = auth_client.get(f"/runs/{trim.pk}/probes/?format=json").json()
     assert body["empty_note"].startswith("57 of 58 requests held no transcript message")
     assert "max_tokens (384, whatever the window)" in body["empty_note"]
