@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "judge_app"))  # shared test data
-from judge_testdata import QWENPAW, finished_run, import_session  # noqa: E402
+from judge_testdata import COWAGENT, QWENPAW, finished_run, import_session  # noqa: E402
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -55,4 +55,45 @@ def test_outdated_probe_set_pending_then_filled_by_the_worker(
     assert ProbeSet.objects.get(run=run).generator == services.GENERATOR
     assert ProbeSet.objects.get(run=run).probes.count() == probes
     screenshot("filled")
+    assert page.errors == []  # type: ignore[attr-defined]
+
+
+def test_compare_page_row_making_then_reloaded_when_the_worker_made_it(
+    page: Any, asgi_worker_server: Any, login: Any, screenshot: Any
+) -> None:
+    """Two runs on the compare-probes page, one with an outdated set: its row says
+    'making…' while the shared task is at work; taken as lost, the next poll queues it to
+    the real worker, which makes the set first, and the page reloads with both rows."""
+    from datetime import timedelta
+
+    from django.contrib.auth import get_user_model
+    from django.utils import timezone
+
+    from judge_app import services, shared_jobs
+    from judge_app.models import ProbeSet, SharedScoring
+
+    login(base_url=asgi_worker_server.url)
+    user = get_user_model().objects.get(username="alice")
+    transcript = import_session(user)
+    runs = [finished_run(user, transcript, "qwenpaw", QWENPAW),
+            finished_run(user, transcript, "cowagent", COWAGENT)]  # fmt: skip
+    ProbeSet.objects.filter(run=runs[1]).update(generator=services.GENERATOR - 1)
+    key = shared_jobs.runs_key([r.pk for r in runs])
+    SharedScoring.objects.create(runs=key, status="running", total_runs=2,
+                                 requested_at=timezone.now())  # fmt: skip
+    page.goto(f"{asgi_worker_server.url}/compare/probes/?runs={runs[0].pk},{runs[1].pk}")
+    making = page.locator(f"tr[data-probe-row='{runs[1].pk}'] [data-testid=own-row-pending]")
+    assert making.count() == 1
+    assert page.locator("#probe-compare [data-testid=own-pending]").count() == 1
+    assert page.locator("#probe-shared[data-pending=true]").count() == 1
+    screenshot("making")
+    SharedScoring.objects.filter(runs=key).update(
+        requested_at=timezone.now() - timedelta(minutes=20)
+    )
+    page.locator("#probe-shared [data-testid=shared-table]").wait_for(timeout=60_000)
+    page.wait_for_load_state()
+    assert page.locator("[data-testid=own-row-pending]").count() == 0
+    assert page.locator("#probe-compare [data-testid=own-pending]").count() == 0
+    assert services.current_set(runs[1]) is not None
+    screenshot("reloaded")
     assert page.errors == []  # type: ignore[attr-defined]

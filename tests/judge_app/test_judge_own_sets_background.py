@@ -124,7 +124,7 @@ def test_compare_page_marks_outdated_runs_pending_and_reloads_when_made(
     assert body["own_pending"] == 1 and body["shared"]["own_pending"] is True
     page = auth_client.get(f"/compare/probes/?runs={ids}").content.decode()
     assert page.count('data-testid="own-row-pending"') == 1
-    assert 'data-testid="own-pending"' in page and "fill in by themselves" in page
+    assert 'data-testid="own-pending"' in page and "its row fills in by itself" in page
     assert "fragment=shared&amp;own=1" in page
     poll = auth_client.get(f"/compare/probes/?runs={ids}&fragment=shared&own=1")
     assert "HX-Refresh" not in poll.headers and "fragment=shared&amp;own=1" in poll.content.decode()
