@@ -66,6 +66,7 @@ from ..findings import check_summary_size
 from ..model import BlockKind, Message, Role
 from ..params import Param
 from ..records import Fate
+from ..reference import safe_split
 from ..summarizers import MaterialItem, PromptMessage, Section, SummaryRequest
 from .base import Strategy
 from .observation_masking import ObservationMaskingStrategy, mask_message, omitted_count
@@ -504,8 +505,21 @@ def _joined_reference(ctx: ContextView, checkpoints: list[str], separated: list[
     if not checkpoints or any(not c or c[0].isspace() for c in unchecked):
         return None
     text = ctx.reference.text
-    separated.extend(text(c + "\n\n") for c in checkpoints[len(separated) : -1])
+    separated.extend(_with_separator(text, c) for c in checkpoints[len(separated) : -1])
     return sum(separated[: len(checkpoints) - 1]) + text(checkpoints[-1])
+
+
+def _with_separator(text: Callable[[str], int], checkpoint: str) -> int:
+    """``text(checkpoint + "\n\n")`` from the checkpoint's own count (made at its render)
+    and its last line's: both texts split exactly at the same safe point
+    (``reference.safe_split``), so only the last line is counted again, and no copy of
+    each checkpoint with its separator is made and memoised (a copy of every summary of
+    the replay: 4.8 MiB on the realistic 20k transcript)."""
+    cut = safe_split(checkpoint)  # == safe_split(checkpoint + "\n\n"): same newlines
+    if cut == 0:
+        return text(checkpoint + "\n\n")
+    tail = checkpoint[cut:]
+    return text(checkpoint) - text(tail) + text(tail + "\n\n")
 
 
 STRATEGY = ComplexityTrapSummaryStrategy
