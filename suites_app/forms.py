@@ -164,7 +164,13 @@ class SuiteForm(forms.Form):
 
     def _transcripts(self, data: dict[str, Any]) -> list[Transcript]:
         chosen: dict[int, Transcript] = {t.pk: t for t in data.get("transcripts") or []}
+        for t in chosen.values():
+            if t.message_count == 0:  # replays to zero steps: a row of zeros in every median
+                raise SuiteInputError(
+                    f"“{t.display_title}” has no messages: there is nothing to replay"
+                )
         source: dict[str, Any] = {"hand": sorted(chosen)}
+        skipped = 0
         filters: dict[str, Any] = {
             "format": data.get("filter_format") or "",
             "min_messages": data.get("filter_min_messages"),
@@ -172,10 +178,15 @@ class SuiteForm(forms.Form):
             "text": (data.get("filter_text") or "").strip(),
         }
         if any(v not in ("", None) for v in filters.values()):
-            mine = Transcript.objects.filter(owner=self.owner)
-            found = list(filter_transcripts(mine, **filters)[: configs.MAX_RUNS])
+            mine = filter_transcripts(Transcript.objects.filter(owner=self.owner), **filters)
+            skipped += mine.filter(message_count=0).count()
+            found = list(mine.filter(message_count__gt=0)[: configs.MAX_RUNS])
             if not found:
-                raise SuiteInputError("no transcript of yours matches the filter")
+                raise SuiteInputError(
+                    "no transcript of yours with messages matches the filter"
+                    if skipped
+                    else "no transcript of yours matches the filter"
+                )
             chosen.update((t.pk, t) for t in found)
             source["filter"] = filters
         uploaded = []
@@ -186,10 +197,17 @@ class SuiteForm(forms.Form):
             if outcome.error is not None or outcome.upload is None:
                 raise SuiteInputError(f"{upload.name}: {outcome.error}")
             for t in outcome.upload.transcripts.all():
+                if t.message_count == 0:
+                    skipped += 1
+                    continue
                 chosen[t.pk] = t
                 uploaded.append(t.pk)
         if uploaded:
             source["uploaded"] = uploaded
+        if skipped:  # e.g. aider sessions opened and closed with no chat
+            source["skipped_empty"] = skipped
+        if not chosen and skipped:
+            raise SuiteInputError("none of the chosen transcripts has messages")
         self.source = source
         return list(chosen.values())
 
