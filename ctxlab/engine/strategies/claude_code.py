@@ -74,7 +74,6 @@ carries the nearest one's ``preTokens`` (``original_pre_tokens``) for comparison
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from dataclasses import dataclass
@@ -87,6 +86,7 @@ from ..records import Fate
 from ..stages.js_text import quarter_length_tokens
 from ..summarizers import MaterialItem, PromptMessage, Section, SummaryRequest
 from . import _claude_code_rules as rules
+from ._gemini_cli_rules import js_json
 from .base import Strategy
 
 if TYPE_CHECKING:
@@ -122,7 +122,8 @@ def block_tokens(block: Block) -> int:
     """``roughTokenCountEstimationForBlock``."""
     if block.kind is BlockKind.TOOL_USE:
         raw = block.tool_input
-        stringified = raw if isinstance(raw, str) else _json(raw if raw is not None else {})
+        # ``JSON.stringify``: no spaces, non-ASCII kept
+        stringified = raw if isinstance(raw, str) else js_json(raw if raw is not None else {})
         return rough_tokens(block.tool_name + stringified)
     if block.kind is BlockKind.MEDIA:
         return IMAGE_TOKENS
@@ -131,11 +132,6 @@ def block_tokens(block: Block) -> int:
     if block.kind is BlockKind.OPAQUE:
         return (block.size + 2) // 4  # redacted_thinking data / stringified payloads
     return rough_tokens(block.text)
-
-
-def _json(value: Any) -> str:
-    """``JSON.stringify``: no spaces, non-ASCII kept."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 @dataclass(slots=True)
@@ -291,7 +287,9 @@ class ClaudeCodeStrategy(Strategy):
     def after_append(self, ctx: ContextView, index: int) -> None:
         st: _State = ctx.state
         msg = ctx.original(index)
-        tokens = self.count_message(msg)
+        # The context has just counted this message with ``count_message`` (the default
+        # message counter): its count is read back, not estimated again.
+        tokens = ctx.tokens(index) if ctx.message(index) is msg else self.count_message(msg)
         st.seen += tokens
         if "compact_summary" in msg.flags:
             st.diverged = True  # the original compacted: its usage no longer matches

@@ -442,7 +442,10 @@ class OpenCodeStrategy(Strategy):
     def after_append(self, ctx: ContextView, index: int) -> None:
         st: _State = ctx.state
         msg = ctx.original(index)
-        st.original_history += self.count_message(msg)
+        # The context has just counted this message with ``count_message`` (the default
+        # message counter): its count is read back, not estimated again.
+        live = ctx.tokens(index) if ctx.message(index) is msg else self.count_message(msg)
+        st.original_history += live
         if msg.role is not Role.ASSISTANT:
             return
         st.last_finished = st.last_reply = index
