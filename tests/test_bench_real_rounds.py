@@ -121,3 +121,4 @@ def test_rounds_measure_every_strategy_at_both_sizes_alternating_which_goes_firs
             got.at_40k[name][r] / got.at_20k[name][r]
         )
     assert "round 2/2 done" in out.getvalue()
+    assert "floor ratio max" in out.getvalue() and "scaling max" in out.getvalue()

@@ -215,9 +215,18 @@ def measure(
                 readings.setdefault(name, []).append(timed_replay(conversation, name, reference))
             got.own.setdefault(name, []).append(estimator_pass(one, name))
         del reference_two
-        out.write(f"real: round {r + 1}/{rounds} done ({time.perf_counter() - start:.0f} s wall)\n")
+        out.write(f"real: round {r + 1}/{rounds} done ({time.perf_counter() - start:.0f} s wall): "
+                  f"{_round_worst(got, names, r)}\n")  # fmt: skip
         out.flush()
     return got
+
+
+def _round_worst(got: Rounds, names: list[str], r: int) -> str:
+    """This round's worst floor ratio and scaling (a run cut short still says something)."""
+    floor = {n: got.floor_ratio(n).samples[r] for n in names}
+    scaling = {n: got.scaling(n).samples[r] for n in names}
+    a, b = max(floor, key=floor.__getitem__), max(scaling, key=scaling.__getitem__)
+    return f"floor ratio max {floor[a]:.3f} {a}, scaling max {scaling[b]:.3f} {b}"
 
 
 def row_spread(readings: list[float]) -> dict[str, Any]:
