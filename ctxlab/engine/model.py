@@ -72,10 +72,7 @@ class Block:
         tool_input = self.tool_input
         if isinstance(tool_input, str):
             return tool_input
-        # A replay asks for it 1-5 times a call (an estimate, a prompt, a recount), far
-        # apart in steps. On the realistic 20k transcript the short ones are 40% of the
-        # dumping and 2 MiB: kept; the long ones (60%, 18 MiB that stayed for the whole
-        # replay) are dumped at each ask.
+        # Estimators ask for it again (1-5 times a call in a replay, far apart in steps).
         return _INPUT_JSON.get(self, _dump_input)
 
 
@@ -123,14 +120,9 @@ class BlockValues(Generic[V]):
 
 
 class BlockMemo(BlockValues[str]):
-    """A string derived from a block, cached while the block lives (``BlockValues``); with
-    ``max_chars``, only the strings shorter than that."""
+    """A string derived from a block, cached while the block lives (``BlockValues``)."""
 
-    __slots__ = ("_max",)
-
-    def __init__(self, max_chars: int | None = None) -> None:
-        super().__init__()
-        self._max = max_chars
+    __slots__ = ()
 
     def get(self, block: Block, derive: Callable[[Block], str]) -> str:
         ref = self._refs.get(id(block))  # ``peek`` inlined: estimators ask at every step
@@ -138,13 +130,29 @@ class BlockMemo(BlockValues[str]):
             known: str = ref.value
             return known
         text = derive(block)
-        if self._max is None or len(text) < self._max:
-            self.put(block, text)
+        self.put(block, text)
         return text
 
 
-INPUT_JSON_KEPT_MAX = 1024  # characters: a longer input's JSON is dumped at each ask
-_INPUT_JSON = BlockMemo(INPUT_JSON_KEPT_MAX)
+_INPUT_JSON = BlockMemo()
+INPUT_JSON_KEPT_MAX = 1024  # characters (``input_json_unkept``)
+
+
+def input_json_unkept(block: Block) -> str:
+    """``block.input_json`` for a caller that memoises what it derives from it (the
+    reference counts of a modified message): the kept string when there is one, and a
+    long one (at least ``INPUT_JSON_KEPT_MAX`` characters) is not kept for it. Asked only
+    there (observation_masking, complexity_trap_summary, openhands_condenser ...), every
+    call's JSON stayed for the whole replay: 17 MiB on the realistic 20k transcript."""
+    tool_input = block.tool_input
+    if isinstance(tool_input, str):
+        return tool_input
+    known = _INPUT_JSON.peek(block)
+    if known is None:
+        known = _dump_input(block)
+        if len(known) < INPUT_JSON_KEPT_MAX:
+            _INPUT_JSON.put(block, known)
+    return known
 
 
 @dataclass(frozen=True, slots=True)

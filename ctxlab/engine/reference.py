@@ -16,7 +16,15 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .model import INPUT_JSON_KEPT_MAX, Block, BlockKind, BlockValues, Conversation, Message
+from .model import (
+    INPUT_JSON_KEPT_MAX,
+    Block,
+    BlockKind,
+    BlockValues,
+    Conversation,
+    Message,
+    input_json_unkept,
+)
 from .tokens import MEDIA_TOKENS, PER_MESSAGE_OVERHEAD, _encoding, block_text, reference_counter
 
 
@@ -147,15 +155,15 @@ class ReferenceTokens:
     def _tool_call(self, block: Block) -> int:
         """``text(block_text(block))`` of a tool call, memoised without a text made for it
         (the memo and the shared counter's cache kept a copy of every call of a modified
-        message: 9,166 texts, 20 MiB on the realistic 20k transcript): a call whose input
-        JSON is kept by the block (``INPUT_JSON_KEPT_MAX``) by its name and that string,
-        a longer one by the block while it lives (its JSON is dumped at each ask). A text
+        message: 9,166 texts, 20 MiB on the realistic 20k transcript): a call with a short
+        input JSON (kept for its block, ``input_json_unkept``) by its name and that string,
+        a longer one by the block while it lives (its JSON is not kept for it). A text
         without a newline has no safe point (``text`` gives its whole count): it is
         counted past the memo and the shared counter's cache."""
         value = self._long_calls.peek(block)
         if value is not None:
             return value
-        name, raw = block.tool_name, block.input_json
+        name, raw = block.tool_name, input_json_unkept(block)
         kept = len(raw) < INPUT_JSON_KEPT_MAX
         if kept:
             value = self._calls.get((name, raw))

@@ -6,7 +6,15 @@ from __future__ import annotations
 
 import json
 
-from ctxlab.engine.model import INPUT_JSON_KEPT_MAX, Block, BlockKind, Conversation, Message, Role
+from ctxlab.engine.model import (
+    INPUT_JSON_KEPT_MAX,
+    Block,
+    BlockKind,
+    Conversation,
+    Message,
+    Role,
+    input_json_unkept,
+)
 from ctxlab.engine.reference import SPLIT_MIN, ReferenceTokens
 from ctxlab.engine.tokens import _encoding, message_reference_tokens, reference_counter
 
@@ -45,16 +53,20 @@ def _seeded(conversation: Conversation) -> ReferenceTokens:
     return ReferenceTokens(conversation, list(ReferenceTokens(conversation).per_message))
 
 
-def test_input_json_is_json_dumps_and_only_short_ones_are_kept() -> None:
+def test_input_json_is_json_dumps_and_the_reference_keeps_only_short_ones() -> None:
     conversation = _conversation()
     long_call, short_call = conversation.messages[1].blocks
     for block in (long_call, short_call):
-        assert block.input_json == json.dumps(block.tool_input, ensure_ascii=False)
-    assert len(long_call.input_json) >= INPUT_JSON_KEPT_MAX > len(short_call.input_json)
-    assert short_call.input_json is short_call.input_json  # the kept string
-    assert long_call.input_json is not long_call.input_json  # dumped at each ask
+        assert input_json_unkept(block) == json.dumps(block.tool_input, ensure_ascii=False)
+    assert len(input_json_unkept(long_call)) >= INPUT_JSON_KEPT_MAX
+    assert len(input_json_unkept(short_call)) < INPUT_JSON_KEPT_MAX
+    assert input_json_unkept(short_call) is short_call.input_json  # kept on the first ask
+    assert input_json_unkept(long_call) is not input_json_unkept(long_call)  # not kept
+    assert long_call.input_json is long_call.input_json  # kept for the estimators' asks
+    assert input_json_unkept(long_call) is long_call.input_json  # ... and then shared
+    assert long_call.input_json == json.dumps(long_call.tool_input, ensure_ascii=False)
     raw = conversation.messages[2].blocks[0]
-    assert raw.input_json is raw.tool_input  # a raw string is its own JSON
+    assert raw.input_json is raw.tool_input is input_json_unkept(raw)  # its own JSON
 
 
 def test_seeding_indexes_no_parsed_call_but_a_raw_one_with_newlines() -> None:
