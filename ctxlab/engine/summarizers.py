@@ -27,11 +27,11 @@ import re
 import weakref
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from .extract import LINE_NUMBER_RE, critical_facts_of_parts, input_strings
+from .extract import LINE_NUMBER_RE, SCAN_MEMO_ENTRIES, critical_facts_of_parts, input_strings
 from .extract import clear_caches as extract_clear_caches
-from .textmemo import SCAN_MEMO_CHARS, text_memo
 
 if TYPE_CHECKING:
     from .model import Conversation
@@ -325,7 +325,7 @@ def _said(items: Iterable[MaterialItem]) -> Iterator[MaterialItem]:
 FIRST_LINE_CHUNK = 2048
 
 
-@text_memo(SCAN_MEMO_CHARS)
+@lru_cache(maxsize=SCAN_MEMO_ENTRIES)
 def _first_line(text: str) -> str:
     """The first readable line of ``text`` (cached by content: every summary of a replay
     walks the material's items again, most of them read before)."""
@@ -375,7 +375,7 @@ def _fact_text(text: str) -> str:
     return "\n".join(out)
 
 
-@text_memo(SCAN_MEMO_CHARS)
+@lru_cache(maxsize=SCAN_MEMO_ENTRIES)
 def _fact_head(head: str) -> str:
     """``_fact_text`` of a message's head, cached: consecutive summaries of one replay
     (Aider's, PicoClaw's) read the same newest messages again."""
@@ -444,7 +444,7 @@ def _call_may_match(line: str) -> bool:
     )
 
 
-@text_memo(SCAN_MEMO_CHARS)
+@lru_cache(maxsize=SCAN_MEMO_ENTRIES)
 def _matching_lines(text: str, pattern: re.Pattern[str]) -> tuple[str, ...]:
     """The scanned lines of ``text`` that ``pattern`` finds something in (cached by
     content: several strategies and compactions summarise the same messages).
