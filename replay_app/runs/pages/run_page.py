@@ -17,6 +17,7 @@ from django.core.paginator import Page
 from django.http import QueryDict
 
 from ctxlab.engine.budget import window_param_names
+from ctxlab.engine.strategies import get_strategy_class
 from ctxlab.http import int_param
 from replay_app import memo
 from replay_app.compare import survival_table
@@ -140,6 +141,17 @@ class RunPage:
         return tuple(window_param_names(self.run.strategy)) if self.run.window else ()
 
     @cached_property
+    def param_rows(self) -> list[tuple[str, Any, str]]:
+        """Each snapshot value beside its parameter's help: a 0 often means "the model's"
+        or "unset" (aider's max_chat_history_tokens 0 is 1/16 of the window), which the
+        bare number does not say."""
+        try:
+            helps = {p.name: p.help for p in get_strategy_class(self.run.strategy).PARAMS}
+        except ValueError:  # a strategy no longer in the library: values alone
+            helps = {}
+        return [(k, v, helps.get(k, "")) for k, v in (self.run.params or {}).items()]
+
+    @cached_property
     def survival(self) -> survival_table.Table | None:
         if self.run.status != RunStatus.DONE:
             return None
@@ -186,6 +198,7 @@ class RunPage:
         sections = ("events", "summaries", "findings", "metrics", "costs", "survival", "chart")
         context = {name: partial(getattr, self, name) for name in (*sections, "view")}
         context.update(run=self.run, state=self.state, window_keys=self.window_keys)
+        context["param_rows"] = partial(getattr, self, "param_rows")
         return context
 
     def as_json(self) -> dict[str, Any]:
