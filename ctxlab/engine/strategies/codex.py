@@ -364,8 +364,9 @@ class CodexStrategy(Strategy):
             st.diverged = True  # before the scope ends: tokens_after is the new count
         st.summary_at = ctx.source_index
         ctx.emit("warning", message=rules.WARNING)
+        summarised_set = set(summarised)  # once: per element it was quadratic in the history
         check_summary_size(ctx, summary_rendered=text, replaced=[i for i in gone if i in
-                           set(summarised)], summary_id=summary_id, previous_ref=previous_ref)  # fmt: skip
+                           summarised_set], summary_id=summary_id, previous_ref=previous_ref)  # fmt: skip
 
 
 def _initial_context(ctx: ContextView) -> list[int]:
