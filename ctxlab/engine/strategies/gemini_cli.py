@@ -257,7 +257,8 @@ class GeminiCliStrategy(Strategy):
             )
             return
         previous_ref = ctx.summary_ref
-        kept_offloads = [o for o in offloads if o.index not in set(compressed)]
+        summarised = set(compressed)  # once: per offload it was offloads x history
+        kept_offloads = [o for o in offloads if o.index not in summarised]
         with ctx.action(
             "summarise",
             reason=f"prompt over {self.params['compression_threshold']} of the token limit: "
