@@ -72,7 +72,7 @@ def test_a_partly_seeded_transcript_is_not_marked() -> None:
     counter = qwen_tokens.QwenCounter()
     stored_mod.seed_stored_counts(messages, entries, counter)
     assert counter.seeded_for(messages)
-    assert not counter.seeded_for(tuple(list(messages)))  # another sequence, equal messages
+    assert not counter.seeded_for((*messages,))  # another sequence, equal messages
 
 
 def test_prepare_skips_priming_and_the_replay_is_the_counted_one(

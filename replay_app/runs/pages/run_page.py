@@ -198,7 +198,7 @@ class RunPage:
         sections = ("events", "summaries", "findings", "metrics", "costs", "survival", "chart")
         context = {name: partial(getattr, self, name) for name in (*sections, "view")}
         context.update(run=self.run, state=self.state, window_keys=self.window_keys)
-        context["param_rows"] = partial(getattr, self, "param_rows")
+        context["param_rows"] = lambda: self.param_rows  # built only when rendered
         return context
 
     def as_json(self) -> dict[str, Any]:

@@ -37,7 +37,11 @@ def test_random_texts() -> None:
     "source", ["claude-code/agentcmd-full-session.jsonl", "swe-agent-traj/marshmallow-1867-fc.traj"]
 )
 def test_checkpoints_of_a_replay(source: str) -> None:
-    result = run(cli.load_file(CORPUS / source), "complexity_trap_summary", params={"n": 2, "keep_last_m_turns": 1})
+    result = run(
+        cli.load_file(CORPUS / source),
+        "complexity_trap_summary",
+        params={"n": 2, "keep_last_m_turns": 1},
+    )
     outputs = [s.output for s in result.summaries if not s.error]
     assert outputs
     for k, output in enumerate(outputs, 1):
