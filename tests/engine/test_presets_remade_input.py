@@ -16,22 +16,9 @@ from ctxlab.engine import synth, synth_realistic
 from ctxlab.engine.model import Conversation
 from ctxlab.engine.replay import run
 from ctxlab.engine.stages.remade_input import RemadeInput
-from ctxlab.engine.summarizers import OfflineSummarizer, SummaryRequest, SummaryResponse
+from tests.engine.test_lazy_summary_input import EagerCapture
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "corpus"
-
-
-class EagerCapture:
-    """The offline summariser, keeping each request's input rendered at the call."""
-
-    def __init__(self) -> None:
-        self.inner = OfflineSummarizer()
-        self.name = self.inner.name
-        self.inputs: list[str] = []
-
-    def summarize(self, request: SummaryRequest) -> SummaryResponse:
-        self.inputs.append(request.input_text())
-        return self.inner.summarize(request)
 
 
 @functools.cache

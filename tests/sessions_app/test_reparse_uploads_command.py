@@ -17,22 +17,13 @@ from django.core.management.base import CommandError
 
 from sessions_app import services
 from sessions_app.models import Message, Transcript, Upload
+from tests.sessions_app.test_blocks_key_order import _jsonb_order
 
 pytestmark = pytest.mark.django_db
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "corpus"
 SESSION = CORPUS / "claude-code" / "agentcmd-full-session-four.jsonl"  # Edit inputs: not sorted
 REQUEST = CORPUS / "anthropic-messages" / "claude-trace-req34-request.json"  # tool schemas
-
-
-def _jsonb_order(value: Any) -> Any:
-    """``value`` with every object's keys as jsonb returns them (shorter first, then bytes)."""
-    if isinstance(value, dict):
-        keys = sorted(value, key=lambda k: (len(k.encode()), k.encode()))
-        return {k: _jsonb_order(value[k]) for k in keys}
-    if isinstance(value, list):
-        return [_jsonb_order(v) for v in value]
-    return value
 
 
 def _upload(owner: Any, path: Path) -> Upload:
