@@ -33,7 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from ctxlab.engine import extract, qwen_tokens, summarizers, survival
+from ctxlab.engine import qwen_tokens, summarizers, survival
 from ctxlab.engine import reference as reference_mod
 from ctxlab.engine.model import Conversation
 from ctxlab.engine.reference import ReferenceTokens
@@ -86,7 +86,6 @@ def cold_caches() -> None:
     reference_mod._CACHE.clear()
     reference_counter().count.cache_clear()  # type: ignore[attr-defined]
     summarizers.clear_caches()  # also the fact memos (extract) and word sets
-    extract.clear_caches()
     survival.clear_caches()
     agentscope.as_timestamp.cache_clear()
     agentscope._valid_date.cache_clear()
