@@ -122,10 +122,7 @@ class SourceIndexes(Sequence[int]):
                 bounds.extend(more[2:])
             else:
                 bounds.extend(more)
-        out = cls.__new__(cls)
-        out._bounds = bounds
-        out._len = sum(bounds[k + 1] - bounds[k] for k in range(0, len(bounds), 2))
-        return out
+        return cls(bounds)
 
     @property
     def runs(self) -> Ranges:
