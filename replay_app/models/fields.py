@@ -120,7 +120,7 @@ class IndexListField(PackedJSONField):
         value = super().from_db_value(value, expression, connection)
         if isinstance(value, str) and value.startswith(RUNS):
             bounds = json.loads(value[len(RUNS) :])
-            return [i for k in range(0, len(bounds), 2) for i in range(bounds[k], bounds[k + 1])]
+            return list(SourceIndexes(bounds))
         return value
 
 
