@@ -176,12 +176,26 @@ def compaction_to_dict(compaction: OriginalCompaction) -> JSON:
     source = source_to_dict(compaction.source)
     if source:
         out["source"] = source
+    if compaction.instructions:
+        out["instructions"] = compaction.instructions
+    if compaction.cleared_tool_ids:
+        out["cleared_tool_ids"] = list(compaction.cleared_tool_ids)
+    if compaction.tokens_saved is not None:
+        out["tokens_saved"] = compaction.tokens_saved
+    if compaction.agent_version:
+        out["agent_version"] = compaction.agent_version
+    if compaction.detail:
+        out["detail"] = metadata_to_list(compaction.detail)
     return out
 
 
 def compaction_from_dict(data: JSON) -> OriginalCompaction:
     fields = dict(data)
     fields["source"] = source_from_dict(fields.pop("source", {}))
+    if "cleared_tool_ids" in fields:
+        fields["cleared_tool_ids"] = tuple(fields["cleared_tool_ids"])
+    if "detail" in fields:
+        fields["detail"] = metadata_from_list(fields["detail"])
     return OriginalCompaction(**fields)
 
 

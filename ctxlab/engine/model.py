@@ -245,6 +245,17 @@ class OriginalCompaction:
     pre_tokens: int | None = None
     summary_index: int | None = None  # message holding the summary, if any
     source: SourcePos = SourcePos()
+    # The user's focus text of a manual compaction (Claude Code ``/compact <text>``).
+    instructions: str = ""
+    # Microcompaction (Claude Code ``microcompact_boundary``): the tool calls whose results
+    # were cleared, and the tokens the agent says that saved.
+    cleared_tool_ids: tuple[str, ...] = ()
+    tokens_saved: int | None = None
+    # The agent's version that wrote this compaction (Claude Code ``version``, Codex
+    # ``cli_version``), when the line says.
+    agent_version: str = ""
+    # Small facts of the original's own (Codex window ids, replaced item counts, ...).
+    detail: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
