@@ -155,11 +155,24 @@ def _group_end(pattern: str, start: int) -> int:
     return len(pattern)
 
 
+# gitleaks ends most tokens with this class (backtick, quote, space, ";", an escaped line
+# end or the end of text), so a key followed by "." or "," in prose ("my key is npm_….")
+# was not found. A token ends where its alphabet ends: any character that cannot continue
+# it (not a letter or digit) closes it, punctuation and brackets included.
+GITLEAKS_END = r"""(?:[\x60'"\s;]|\\[nr]|$)"""
+TOKEN_END = r"(?![0-9A-Za-z])"
+
+
+def relaxed_end(regex: str) -> str:
+    """``regex`` with gitleaks' token-end class replaced by ``TOKEN_END``."""
+    return regex.replace(GITLEAKS_END, TOKEN_END)
+
+
 def _compile(regex: str) -> re.Pattern[str] | None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", FutureWarning)  # "possible nested set": harmless
         try:
-            return re.compile(translate(regex))
+            return re.compile(translate(relaxed_end(regex)))
         except re.error:
             return None
 

@@ -419,21 +419,59 @@ def mask(text: str) -> str:
     return "".join(out)
 
 
+# Parsed JSON loses what made a value recognisable: {"Authorization": "Basic …"} or
+# {"env": {"NPM_TOKEN": "…"}} scan as a bare "Basic …" / "…". A string value is scanned and
+# masked with its key in front, as a header or an assignment would read ("key: value");
+# {"name": "Authorization", "value": "…"} pairs (HAR, HTTP tool arguments) likewise.
+_PAIR_KEYS = (("name", "value"), ("key", "value"))
+
+
+def _label(mapping: dict[Any, Any], key: Any) -> str | None:
+    """What a string value at ``mapping[key]`` is called: its key, or its pair's name."""
+    for name_key, value_key in _PAIR_KEYS:
+        if key == value_key and isinstance(mapping.get(name_key), str):
+            return str(mapping[name_key])
+    return key if isinstance(key, str) else None
+
+
+def _keyed(label: str | None, value: str) -> str:
+    return value if label is None else f"{label}: {value}"
+
+
 def _strings(value: Any) -> list[str]:
     if isinstance(value, str):
         return [value]
     if isinstance(value, dict):
-        return [s for k, v in value.items() for s in (*_strings(k), *_strings(v))]
+        out: list[str] = []
+        for k, v in value.items():
+            if isinstance(k, str):
+                out.append(k)
+            out.extend([_keyed(_label(value, k), v)] if isinstance(v, str) else _strings(v))
+        return out
     if isinstance(value, list | tuple):
         return [s for v in value for s in _strings(v)]
     return []
+
+
+def _mask_keyed(label: str | None, value: str) -> str:
+    """``value`` masked as it reads after its label; the label itself is never changed."""
+    if label is None:
+        return mask(value)
+    head = f"{label}: "
+    masked = mask(head + value)
+    return masked[len(head) :] if masked.startswith(head) else mask(value)
 
 
 def _mask_value(value: Any) -> Any:
     if isinstance(value, str):
         return mask(value)
     if isinstance(value, dict):
-        return {mask(k) if isinstance(k, str) else k: _mask_value(v) for k, v in value.items()}
+        return {
+            (mask(k) if isinstance(k, str) else k): (
+                _mask_keyed(_label(value, k), v) if isinstance(v, str) else _mask_value(v)
+            )
+            for k, v in value.items()
+        }
     if isinstance(value, list):
         return [_mask_value(v) for v in value]
     if isinstance(value, tuple):
