@@ -5,6 +5,9 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from channels.generic.websocket import AsyncWebsocketConsumer
+from django.urls import re_path
+
 WEBSOCKET_APPS = ("replay_app", "sessions_app", "suites_app")
 
 
@@ -21,4 +24,16 @@ def collect_websocket_urlpatterns() -> list[Any]:
     return patterns
 
 
-websocket_urlpatterns = collect_websocket_urlpatterns()
+class UnknownSocket(AsyncWebsocketConsumer):
+    """Any other websocket path: the handshake is refused (HTTP 403), as for a stranger.
+    Without this route Channels' router raises ``ValueError`` ("No route found"): an HTTP
+    500 with a traceback in the log, for anyone who asks."""
+
+    async def connect(self) -> None:
+        await self.close()
+
+
+websocket_urlpatterns = [
+    *collect_websocket_urlpatterns(),
+    re_path(r"", UnknownSocket.as_asgi()),  # last: only what no app route takes
+]
