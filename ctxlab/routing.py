@@ -35,5 +35,6 @@ class UnknownSocket(AsyncWebsocketConsumer):
 
 websocket_urlpatterns = [
     *collect_websocket_urlpatterns(),
-    re_path(r"", UnknownSocket.as_asgi()),  # last: only what no app route takes
+    # Last: only what no app route takes (the stubs type re_path() for views only).
+    re_path(r"", UnknownSocket.as_asgi()),  # type: ignore[arg-type]
 ]
