@@ -34,8 +34,10 @@ Every COMMAND takes --help.
 """
 
 
-def _prepare_environment(serving: bool) -> None:
-    """Settings read the environment: choose the serving defaults before Django starts."""
+def prepare_environment(serving: bool) -> None:
+    """Settings read the environment: choose the serving defaults before Django starts
+    (``manage.py serve`` calls it too: the safe default belongs to the serving command,
+    not only to ``make run``)."""
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ctxlab.settings")
     if not serving:
         return
@@ -62,7 +64,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     command, rest = args[0], args[1:]
     serving = command == "serve" and not ({"-h", "--help"} & set(rest))
-    _prepare_environment(serving)
+    prepare_environment(serving)
     from django.core.management import execute_from_command_line
 
     if serving:
