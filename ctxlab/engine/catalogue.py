@@ -258,6 +258,94 @@ _FACT_CATEGORIES: tuple[FactCategory, ...] = (
 FACT_CATEGORIES: dict[str, FactCategory] = {c.key: c for c in _FACT_CATEGORIES}
 
 
+# --- agreement with the original agent ---------------------------------------------------
+# What the run and compare pages say about a compaction the transcript's own agent made
+# (``engine.recorded``), and how the replay's trigger relates to it. A label may hold
+# ``{steps}`` ("1 step", "3 steps").
+
+
+@dataclass(frozen=True, slots=True)
+class AgreementWord:
+    key: str
+    label: str
+    meaning: str
+
+
+_ORIGINAL_KINDS: tuple[AgreementWord, ...] = (
+    AgreementWord("auto", "auto-compaction",
+                  "the agent compacted on its own when its count reached its threshold "
+                  "(Claude Code compact_boundary, trigger auto)"),
+    AgreementWord("manual", "manual /compact",
+                  "the user typed /compact (with the focus text shown, if any): an act, not a "
+                  "threshold, so no trigger can predict it"),
+    AgreementWord("microcompact", "microcompact",
+                  "older tool results cleared in place, the conversation kept (Claude Code "
+                  "microcompact_boundary: the cleared results are named)"),
+    AgreementWord("compacted", "Codex compaction",
+                  "Codex replaced its history (compacted item) with the summary it carries"),
+    AgreementWord("compacted_encrypted", "Codex compaction (encrypted, no readable summary)",
+                  "Codex replaced its history by the earlier user messages and an encrypted "
+                  "compaction item: the item's message is empty, there is no summary to read"),
+    AgreementWord("server_compaction", "server-side compaction",
+                  "the API compacted the context itself (a compaction block in the response)"),
+    AgreementWord("condensation", "condensation",
+                  "OpenHands' condenser replaced events by a summary"),
+)  # fmt: skip
+
+_RELATIONS: tuple[AgreementWord, ...] = (
+    AgreementWord("same_step", "same step",
+                  "the replay compacted at the step the original did"),
+    AgreementWord("later", "{steps} later",
+                  "the replay's nearest compaction came after the original's"),
+    AgreementWord("earlier", "{steps} earlier",
+                  "the replay's nearest compaction came before the original's"),
+    AgreementWord("not_reproduced", "not reproduced",
+                  "the replay has no compaction of this kind left to pair with it"),
+    AgreementWord("after_last_step", "after the last replayed request",
+                  "the original compacted after the file's last request: no step to compare"),
+)  # fmt: skip
+
+ORIGINAL_KINDS: dict[str, AgreementWord] = {w.key: w for w in _ORIGINAL_KINDS}
+RELATIONS: dict[str, AgreementWord] = {w.key: w for w in _RELATIONS}
+
+
+def original_kind_label(key: str) -> str:
+    """The words for an original compaction's kind key (an unknown key is shown as is)."""
+    word = ORIGINAL_KINDS.get(key)
+    return word.label if word else key.replace("_", " ")
+
+
+def relation_label(key: str, steps: int | None = None) -> str:
+    """The words for a relation key; ``steps`` fills "{steps}" (its absolute value)."""
+    word = RELATIONS.get(key)
+    if word is None:
+        return key.replace("_", " ")
+    n = abs(steps or 0)
+    return word.label.format(steps=f"{n} step{'' if n == 1 else 's'}")
+
+
+# ``manage.py bench --only agreement`` (ctxlab/benchmarks/agreement.py): each line's words.
+_AGREEMENT_MEASURES: tuple[AgreementWord, ...] = (
+    AgreementWord("agreement_same_step_share", "same step",
+                  "in-file original compactions (step > 0) the replay reproduced at the same "
+                  "step"),
+    AgreementWord("agreement_within_1_step_share", "within ±1 step",
+                  "in-file original compactions the replay reproduced within one step"),
+    AgreementWord("agreement_count_equal_share", "same number of compactions",
+                  "files where the replay compacted as often as the original did in the file"),
+    AgreementWord("agreement_pre_tokens_median_error", "count error before compacting",
+                  "median of |replay tokens before - original preTokens| / preTokens over "
+                  "paired compactions whose original logged preTokens"),
+    AgreementWord("agreement_compactions", "compactions measured",
+                  "in-file original compactions the shares are taken over"),
+    AgreementWord("agreement_import_clean_share", "clean imports",
+                  "files imported with no refusal, exactly one main conversation, no "
+                  "alternate branch and no tool result for an unknown call"),
+)  # fmt: skip
+
+AGREEMENT_MEASURES: dict[str, AgreementWord] = {w.key: w for w in _AGREEMENT_MEASURES}
+
+
 # --- metrics -----------------------------------------------------------------------------
 
 # A run that re-compacts this often while still near its threshold (thrash events per
@@ -588,6 +676,25 @@ def vocabulary_markdown() -> str:
     lines += [f"| `{f.kind}` | {f.label} | {_cell(f.meaning)} |" for f in _FINDINGS]
     lines += ["", "## Fact categories (survival)", "", "| key | label | meaning |", "|---|---|---|"]
     lines += [f"| `{c.key}` | {c.label} | {_cell(c.meaning)} |" for c in _FACT_CATEGORIES]
+    lines += [
+        "",
+        "## Agreement with the original agent",
+        "",
+        "Where the transcript's own agent compacted, next to the replay's compactions "
+        "(`engine.recorded`; the run and compare pages, `manage.py bench --only agreement`).",
+        "",
+        "| kind of original compaction | label | meaning |",
+        "|---|---|---|",
+        *(f"| `{w.key}` | {_cell(w.label)} | {_cell(w.meaning)} |" for w in _ORIGINAL_KINDS),
+        "",
+        "| relation | label | meaning |",
+        "|---|---|---|",
+        *(f"| `{w.key}` | {_cell(w.label)} | {_cell(w.meaning)} |" for w in _RELATIONS),
+        "",
+        "| bench line | label | meaning |",
+        "|---|---|---|",
+        *(f"| `{w.key}` | {_cell(w.label)} | {_cell(w.meaning)} |" for w in _AGREEMENT_MEASURES),
+    ]
     lines += [
         "",
         "## Metrics",

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
-from .catalogue import is_compaction
+from .catalogue import canonical_event, is_compaction, original_kind_label, relation_label
 from .model import Conversation, OriginalCompaction
 from .records import ReplayResult
 from .summarizers import (
@@ -108,9 +108,55 @@ class RecordedSummarizer:
 SUMMARIZERS["recorded"] = RecordedSummarizer
 
 
+Family = Literal["whole", "micro"]
+
+# The replay events an original compaction is paired with, by family: a whole-context
+# compaction (summary, condensation, truncation of the conversation) pairs with events that
+# replace or drop history; a microcompaction (tool results cleared in place) with events that
+# clear tool results. Cuts of one result as it arrives (truncate, offload) and request-view
+# trims are neither: the originals log no boundary for them.
+WHOLE_EVENTS = frozenset({"compact", "summarise", "drop", "force_compression"})
+MICRO_EVENTS = frozenset({"clear_tool_uses", "prune", "microcompact"})
+
+
+def original_family(kind: str) -> Family:
+    return "micro" if "microcompact" in kind else "whole"
+
+
+def event_family(kind: str) -> Family | None:
+    kind = canonical_event(kind)
+    if kind in MICRO_EVENTS or "microcompact" in kind:
+        return "micro"
+    return "whole" if kind in WHOLE_EVENTS else None
+
+
+def original_kind_key(compaction: OriginalCompaction, *, readable: bool = True) -> str:
+    """The catalogue key (``catalogue.ORIGINAL_KINDS``) of an original compaction."""
+    kind = compaction.kind
+    if original_family(kind) == "micro":
+        return "microcompact"
+    if kind == "compact_boundary":
+        return "manual" if compaction.trigger == "manual" else "auto"
+    if kind == "compacted":
+        return "compacted" if readable else "compacted_encrypted"
+    return kind
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayCompaction:
+    """One compacting event of a replay: its step, the strategy's count before it, its kind
+    and detail (``rules_version``/``rules_reason`` when the strategy says which agent
+    version's rules ran)."""
+
+    step: int
+    tokens: int
+    kind: str = "compact"
+    detail: tuple[tuple[str, str], ...] = ()
+
+
 @dataclass(frozen=True, slots=True)
 class Agreement:
-    """One original compaction next to the replay's nearest compaction."""
+    """One original compaction next to the replay's nearest compaction of its family."""
 
     original_kind: str
     original_step: int | None  # the replay step whose request the boundary precedes
@@ -118,77 +164,164 @@ class Agreement:
     replay_step: int | None
     replay_tokens: int | None  # the replay's count before its compaction
     agree: bool
+    kind_key: str = ""  # catalogue.ORIGINAL_KINDS
+    trigger: str = ""  # auto / manual where the original says
+    instructions: str = ""  # the user's focus text of a manual /compact
+    cleared: int | None = None  # microcompact: how many tool results it cleared
+    tokens_saved: int | None = None
+    agent_version: str = ""  # the agent version that wrote the compaction
+    replay_kind: str = ""
+    rules_version: str = ""  # the agent version whose rules the replay's compaction ran
+    rules_reason: str = ""
+
+    @property
+    def in_file(self) -> bool:
+        """The original compacted after at least one request of this file (not before its
+        first step: a file that starts after a compaction)."""
+        return self.original_step is not None and self.original_step > 0
+
+    @property
+    def step_difference(self) -> int | None:
+        if self.original_step is None or self.replay_step is None:
+            return None
+        return self.replay_step - self.original_step
+
+    @property
+    def relation_key(self) -> str:
+        """A key of ``catalogue.RELATIONS``."""
+        diff = self.step_difference
+        if self.original_step is None:  # the replay may well have compacted before it
+            return "after_last_step"
+        if diff is None:
+            return "not_reproduced"
+        return "same_step" if diff == 0 else "earlier" if diff < 0 else "later"
+
+    def relation(self) -> str:
+        """The replay's trigger against the original's, in the catalogue's words."""
+        return relation_label(self.relation_key, self.step_difference)
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "original_kind": self.original_kind,
+            "kind_key": self.kind_key,
+            "kind_label": original_kind_label(self.kind_key),
+            "trigger": self.trigger,
+            "instructions": self.instructions,
+            "cleared": self.cleared,
+            "tokens_saved": self.tokens_saved,
+            "agent_version": self.agent_version,
             "original_step": self.original_step,
             "original_tokens": self.original_tokens,
             "replay_step": self.replay_step,
             "replay_tokens": self.replay_tokens,
-            "step_difference": (
-                None
-                if self.original_step is None or self.replay_step is None
-                else self.replay_step - self.original_step
-            ),
+            "replay_kind": self.replay_kind,
+            "rules_version": self.rules_version,
+            "rules_reason": self.rules_reason,
+            "step_difference": self.step_difference,
             "agree": self.agree,
+            "relation_key": self.relation_key,
             "relation": self.relation(),
         }
 
-    def relation(self) -> str:
-        """The replay's trigger against the original's, in words."""
-        if self.original_step is None:  # the replay may well have compacted before it
-            return "after the last replayed request: no step to compare"
-        if self.replay_step is None:
-            return "the replay did not compact"
-        diff = self.replay_step - self.original_step
-        if diff == 0:
-            return "same step"
-        steps = f"{abs(diff)} step{'s' if abs(diff) != 1 else ''}"
-        return f"replay {steps} {'earlier' if diff < 0 else 'later'}"
+
+def _replay(item: ReplayCompaction | tuple[int, int]) -> ReplayCompaction:
+    return item if isinstance(item, ReplayCompaction) else ReplayCompaction(*item)
 
 
 def trigger_agreement(
     compactions: Sequence[OriginalCompaction],
     step_sources: Sequence[int],
-    replay_compactions: Iterable[tuple[int, int]],
+    replay_compactions: Iterable[ReplayCompaction | tuple[int, int]],
+    *,
+    readable: Sequence[bool] = (),
+    version: str = "",
 ) -> list[Agreement]:
-    """Each original compaction against the replay's compactions (``(step, tokens
-    before)``, one per compacting event): the original's step is the first replay step at
-    or after its boundary; the replay compaction nearest to it is paired (each once) and
-    they agree when the steps are equal."""
-    replay = sorted(dict(replay_compactions).items())
-    free = list(range(len(replay)))
+    """Each original compaction against the replay's compactions (``ReplayCompaction``s or
+    ``(step, tokens before)`` pairs, which are whole-context): the original's step is the
+    first replay step at or after its boundary; the replay compaction of the same family
+    (``original_family``/``event_family``) nearest to it is paired (each once, the first of
+    a step) and they agree when the steps are equal. ``readable[k]``: whether original
+    ``k`` left a summary one can read; ``version``: the agent version when a compaction
+    does not say its own."""
+    by_family: dict[Family, dict[int, ReplayCompaction]] = {"whole": {}, "micro": {}}
+    for item in map(_replay, replay_compactions):
+        family = event_family(item.kind)
+        if family is not None:
+            by_family[family].setdefault(item.step, item)
+    free = {f: sorted(steps.values(), key=lambda r: r.step) for f, steps in by_family.items()}
     rows: list[Agreement] = []
-    for c in compactions:
+    for k, c in enumerate(compactions):
         original_step = next(
             (s for s, src in enumerate(step_sources) if src >= c.before_index), None
         )
+        pool = free[original_family(c.kind)]
         pick = None
-        if original_step is not None and free:
-            pick = min(free, key=lambda k: (abs(replay[k][0] - original_step), k))
-            free.remove(pick)
-        step, tokens = replay[pick] if pick is not None else (None, None)
+        if original_step is not None and pool:
+            pick = min(pool, key=lambda r: (abs(r.step - original_step), r.step))
+            pool.remove(pick)
+        detail = dict(pick.detail) if pick is not None else {}
+        micro = original_family(c.kind) == "micro"
         rows.append(
             Agreement(
                 original_kind=c.kind,
                 original_step=original_step,
                 original_tokens=c.pre_tokens,
-                replay_step=step,
-                replay_tokens=tokens,
-                agree=step is not None and step == original_step,
+                replay_step=pick.step if pick else None,
+                replay_tokens=pick.tokens if pick else None,
+                agree=pick is not None and pick.step == original_step,
+                kind_key=original_kind_key(c, readable=readable[k] if k < len(readable) else True),
+                trigger=c.trigger,
+                instructions=c.instructions,
+                cleared=len(c.cleared_tool_ids) if micro and c.cleared_tool_ids else None,
+                tokens_saved=c.tokens_saved,
+                agent_version=c.agent_version or version,
+                replay_kind=pick.kind if pick else "",
+                rules_version=detail.get("rules_version", ""),
+                rules_reason=detail.get("rules_reason", ""),
             )
         )
     return rows
 
 
+def conversation_version(conversation: Conversation) -> str:
+    """The agent version the transcript names (Claude Code ``version``, Codex
+    ``cli_version``), "" when it names none."""
+    meta = dict(conversation.metadata)
+    return meta.get("version") or meta.get("cli_version") or ""
+
+
+def replay_compactions(result: ReplayResult) -> list[ReplayCompaction]:
+    """The replay's compacting events (those that changed the context)."""
+    return [
+        ReplayCompaction(
+            e.step,
+            e.tokens_before,
+            e.kind,
+            tuple(
+                (key, str(e.detail[key]))
+                for key in ("rules_version", "rules_reason")
+                if e.detail.get(key) not in (None, "")
+            ),
+        )
+        for e in result.events
+        if is_compaction(e.kind) and e.changes
+    ]
+
+
+def agreements(conversation: Conversation, result: ReplayResult) -> list[Agreement]:
+    """``trigger_agreement`` of a finished replay of ``conversation``."""
+    return trigger_agreement(
+        conversation.compactions,
+        [s.source_index for s in result.steps],
+        replay_compactions(result),
+        readable=[bool(summary_text(conversation, c)) for c in conversation.compactions],
+        version=conversation_version(conversation),
+    )
+
+
 def agreement_rows(conversation: Conversation, result: ReplayResult) -> list[dict[str, Any]]:
-    """``trigger_agreement`` of a finished replay, as stored beside its metrics
-    (``original_compactions``); [] when the transcript holds no original compaction."""
+    """``agreements`` as stored beside a run's metrics (``original_compactions``); [] when
+    the transcript holds no original compaction."""
     if not conversation.compactions:
         return []
-    replay = [
-        (e.step, e.tokens_before) for e in result.events if is_compaction(e.kind) and e.changes
-    ]
-    steps = [s.source_index for s in result.steps]
-    return [row.as_dict() for row in trigger_agreement(conversation.compactions, steps, replay)]
+    return [row.as_dict() for row in agreements(conversation, result)]

@@ -7,9 +7,14 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-from ctxlab.engine import cli, importers
+from ctxlab.engine import catalogue, cli, importers
 from ctxlab.engine.model import Conversation, OriginalCompaction
-from ctxlab.engine.recorded import RecordedSummarizer, summary_text, trigger_agreement
+from ctxlab.engine.recorded import (
+    RecordedSummarizer,
+    ReplayCompaction,
+    summary_text,
+    trigger_agreement,
+)
 from ctxlab.engine.replay import run
 from ctxlab.engine.summarizers import SUMMARIZERS, OfflineSummarizer, get_summarizer
 
@@ -21,6 +26,11 @@ SYNTH = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(SYNTH)
 
 CLAUDE = {"context_window": 60_000}
+SHOWN = (
+    "original_kind", "kind_key", "kind_label", "trigger", "original_step", "original_tokens",
+    "replay_step", "replay_tokens", "replay_kind", "step_difference", "agree", "relation_key",
+    "relation",
+)  # fmt: skip
 CODEX = {"model_context_window": 6000, "model_auto_compact_token_limit": 3000}
 
 
@@ -56,16 +66,22 @@ def test_claude_code_replay_reuses_the_real_summary_at_the_real_boundary() -> No
     assert res.summaries[compact.summary_id].output == SYNTH.CC_SUMMARY  # type: ignore[index]
     assert res.summaries[0].summarizer == "recorded"
     (row,) = res.metrics["original_compactions"]
-    assert row == {
+    assert {k: row[k] for k in SHOWN} == {
         "original_kind": "compact_boundary",
+        "kind_key": "auto",
+        "kind_label": "auto-compaction",
+        "trigger": "auto",
         "original_step": 6,
         "original_tokens": 28_180,
         "replay_step": 6,
         "replay_tokens": compact.tokens_before,
+        "replay_kind": "compact",
         "step_difference": 0,
         "agree": True,
+        "relation_key": "same_step",
         "relation": "same step",
     }
+    assert row["agent_version"] == dict(conv.metadata).get("version", "")
     assert abs(compact.tokens_before - 28_180) < 100  # the estimate lands near preTokens
 
 
@@ -76,7 +92,9 @@ def test_codex_replay_reuses_the_compacted_summary_and_says_it_fired_earlier() -
     assert res.summaries[compact.summary_id].output == SYNTH.CODEX_SUMMARY  # type: ignore[index]
     (row,) = res.metrics["original_compactions"]
     assert (row["original_step"], row["replay_step"], row["agree"]) == (4, 3, False)
-    assert row["relation"] == "replay 1 step earlier"
+    assert (row["relation_key"], row["relation"]) == ("earlier", "1 step earlier")
+    # the rollout's compacted item carries a readable summary: not the encrypted kind
+    assert (row["kind_key"], row["kind_label"]) == ("compacted", "Codex compaction")
 
 
 def test_without_original_compactions_recorded_is_the_offline_summariser() -> None:
@@ -115,10 +133,10 @@ def test_trigger_agreement_pairs_each_original_with_the_nearest_replay_compactio
         (None, None, False),  # boundary after the last step: no step, no pairing
     ]
     # the replay did compact (twice): the row says why there is nothing to compare instead
-    assert rows[1].relation() == "after the last replayed request: no step to compare"
+    assert rows[1].relation() == "after the last replayed request"
     (alone,) = trigger_agreement(originals[:1], [1, 3, 6, 8, 10], [])
     assert (alone.original_step, alone.replay_step) == (2, None)
-    assert alone.relation() == "the replay did not compact"
+    assert alone.relation() == "not reproduced"
 
 
 def test_recorded_is_offered_by_the_engine_cli() -> None:
@@ -126,3 +144,45 @@ def test_recorded_is_offered_by_the_engine_cli() -> None:
     conv = cli.load_file(RECORDED / "codex-compacted.jsonl")
     res = cli.replay_conversation(conv, strategy="codex", params=CODEX, summarizer="recorded")
     assert SYNTH.CODEX_SUMMARY in [s.output for s in res.summaries]
+
+
+def test_trigger_agreement_pairs_within_a_family_and_reads_the_originals_facts() -> None:
+    originals = [
+        OriginalCompaction(
+            before_index=3, kind="microcompact_boundary", pre_tokens=60_000,
+            cleared_tool_ids=("t1", "t2", "t3"), tokens_saved=21_000, agent_version="2.1.14",
+        ),
+        OriginalCompaction(
+            before_index=7, kind="compact_boundary", trigger="manual", pre_tokens=90_000,
+            instructions="keep the API notes",
+        ),
+        OriginalCompaction(before_index=9, kind="compacted"),
+    ]  # fmt: skip
+    replay = [
+        ReplayCompaction(2, 61_000, "clear_tool_uses"),
+        ReplayCompaction(4, 95_000, "compact", (("rules_version", "2.1.14"),)),
+        ReplayCompaction(4, 1, "summarise"),  # a second event of that step: not paired
+        ReplayCompaction(5, 1, "truncate"),  # one result cut as it came: no family
+    ]
+    micro, manual, codex = trigger_agreement(
+        originals, [1, 3, 5, 7, 9, 11], replay, readable=[False, True, False], version="2.1.9"
+    )
+    assert (micro.kind_key, micro.cleared, micro.tokens_saved) == ("microcompact", 3, 21_000)
+    assert (micro.original_step, micro.replay_step, micro.relation()) == (1, 2, "1 step later")
+    assert micro.agent_version == "2.1.14"  # its own, not the conversation's
+    assert (manual.kind_key, manual.instructions, manual.agent_version) == (
+        "manual", "keep the API notes", "2.1.9",
+    )  # fmt: skip
+    assert (manual.replay_step, manual.rules_version, manual.relation()) == (
+        4, "2.1.14", "1 step later",
+    )  # fmt: skip
+    assert manual.in_file and manual.step_difference == 1
+    assert (codex.kind_key, codex.replay_step, codex.relation_key) == (
+        "compacted_encrypted", None, "not_reproduced",
+    )  # fmt: skip
+    assert catalogue.original_kind_label(codex.kind_key).endswith("no readable summary)")
+
+
+def test_trigger_agreement_first_step_is_not_in_file() -> None:
+    (row,) = trigger_agreement([OriginalCompaction(before_index=0, kind="compacted")], [2], [])
+    assert row.original_step == 0 and not row.in_file
