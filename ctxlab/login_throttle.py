@@ -13,6 +13,7 @@ attempts are all counted.
 from __future__ import annotations
 
 import hashlib
+import math
 import time
 from typing import Any
 
@@ -102,7 +103,9 @@ class ThrottledLoginView(auth_views.LoginView):
             )
             minutes = max(1, round(wait / 60))
             context = self.get_context_data(form=form, throttled_minutes=minutes)
-            return self.render_to_response(context, status=429)
+            response = self.render_to_response(context, status=429)
+            response["Retry-After"] = str(max(1, math.ceil(wait)))  # seconds, as RFC 9110
+            return response
         response = super().post(request, *args, **kwargs)
         if request.user.is_authenticated:
             record_success(request)

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.conf import settings
 from django.db import connection
 from django.test import Client, override_settings
 
@@ -81,6 +82,8 @@ def test_two_processes_share_one_account_count(user: Any) -> None:
             REMOTE_ADDR="10.3.3.3",
         )  # fmt: skip
     assert response.status_code == 429
+    # Every 429 says when to come back (whole seconds, within the throttle window).
+    assert 1 <= int(response["Retry-After"]) <= settings.CTXLAB_LOGIN_WINDOW_SECONDS
 
 
 def test_parallel_failures_are_all_counted(user: Any) -> None:
