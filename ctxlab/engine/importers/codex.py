@@ -3,8 +3,23 @@
 Envelope form ``{timestamp, type, payload}`` (cli >= ~0.3) and the legacy form (a bare meta
 object, then bare Responses items and ``record_type: state`` lines). ``response_item``
 payloads are the model's context; ``event_msg`` lines duplicate them for the UI and are
-only read for ``token_count`` (usage) and ``turn_aborted``. The shell tool's output is a
-JSON string holding ``{"output", "metadata"}`` (double-encoded) and is decoded.
+only read for ``token_count`` (usage), ``turn_aborted`` and the turn bounds. The shell tool's
+output is a JSON string holding ``{"output", "metadata"}`` (double-encoded) and is decoded.
+
+A ``compacted`` line is the agent's own compaction. What follows it is the model's context
+from then on: its ``replacement_history`` (when present: the earlier user messages verbatim,
+the re-injected developer / AGENTS.md messages and one encrypted ``compaction`` item) becomes
+messages flagged ``replacement_history`` (+ ``meta``; the encrypted item an opaque block), then
+the rollout goes on. Older rollouts carry a readable ``message`` (the summary): it is one
+user message flagged ``compact_summary`` and the compaction's ``summary_index``. Codex 0.140 -
+0.142.5 write ``message: ""``: no summary exists to show. ``OriginalCompaction.detail`` holds
+the replaced item count, whether an encrypted item was there, the window chain (``window_id``,
+``previous_window_id``, ``first_window_id``, ``window_number``) and ``post_tokens``: Codex's
+own estimate of the new history (the ``token_count`` right after, input 0, total only), which
+is not a response's usage and is not attached to one. ``trigger`` is ``manual`` for a turn that
+holds nothing but the compaction (``/compact``), ``auto`` otherwise (mid-turn: after the turn's
+tool outputs; pre-turn: before its user message). ``pre_tokens`` is the last reported
+``last_token_usage.total_tokens`` before it.
 """
 
 from __future__ import annotations
@@ -31,6 +46,7 @@ from ._kit import (
     as_int,
     as_list,
     as_str,
+    opaque,
     openai_usage,
     reject_empty,
     shorten,
@@ -91,6 +107,11 @@ class _Rollout:
         self._segment: MessageBuilder | None = None  # assistant group of the current request
         self._pending: Usage | None = None
         self._pending_abort = False
+        self._last_total: int | None = None  # last token_count's last_token_usage.total_tokens
+        self._turn_items = 0  # response items since the turn started
+        self._turn_user = False  # a user_message event in this turn
+        self._compactions: list[dict[str, Any]] = []  # built into OriginalCompaction at the end
+        self._open: dict[str, Any] | None = None  # the last compaction, while its turn is open
 
     def new_segment(self) -> None:
         """``turn_context`` is written once per model request: a usage boundary."""
@@ -100,6 +121,9 @@ class _Rollout:
         self._pending_abort = False
 
     def item(self, payload: Any, where: SourcePos, ts: str | None) -> None:
+        self._turn_items += 1
+        if self._open is not None and self._open["trigger"] == "":
+            self._open["trigger"] = "auto"  # the turn goes on after it: pre-turn, not /compact
         if self.thread.add(payload, where, ts):
             self.recognised += 1
         group = self.thread.messages[-1] if self.thread.messages else None
@@ -116,13 +140,37 @@ class _Rollout:
     def event(self, payload: dict[str, Any], line: int) -> None:
         etype = payload.get("type")
         if etype == "token_count":
-            usage = openai_usage(as_dict(payload.get("info")).get("last_token_usage"))
+            info = as_dict(payload.get("info"))
+            last = as_dict(info.get("last_token_usage"))
+            window = as_int(info.get("model_context_window"))
+            if window and "model_context_window" not in self.meta:
+                self.meta["model_context_window"] = window
+            total = as_int(last.get("total_tokens"))
+            if last and not as_int(last.get("input_tokens")) and not as_int(
+                last.get("output_tokens")
+            ):
+                # recompute_token_usage after a compaction: Codex's estimate, not a response
+                if self._compactions and "post_tokens" not in self._compactions[-1]:
+                    self._compactions[-1]["post_tokens"] = total
+                return
+            usage = openai_usage(last or None)
             if usage is None:
                 return
+            self._last_total = total or usage.context_tokens
             if self._segment is not None and self._segment.usage is None:
                 self._segment.usage = usage
             else:
                 self._pending = usage
+        elif etype in ("task_started", "turn_started"):
+            self._close_turn()
+            self._turn_items = 0
+            self._turn_user = False
+        elif etype in ("task_complete", "turn_complete"):
+            self._close_turn()
+        elif etype == "user_message":
+            self._turn_user = True
+            if self._open is not None and self._open["trigger"] == "":
+                self._open["trigger"] = "auto"
         elif etype == "turn_aborted":
             self.aborted += 1
             if self._segment is not None:
@@ -130,23 +178,67 @@ class _Rollout:
             else:
                 self._pending_abort = True
 
+    def _close_turn(self) -> None:
+        if self._open is not None and self._open["trigger"] == "":
+            self._open["trigger"] = "manual"  # a turn of nothing but the compaction
+        self._open = None
+
     def compacted(self, payload: dict[str, Any], where: SourcePos, ts: str | None) -> None:
         self.thread.close_group()
+        self._segment = None
+        messages = self.thread.messages
+        first = len(messages)
         text = as_str(payload.get("message"))
-        blocks = [Block(BlockKind.TEXT, text=text, raw_type="compacted")] if text else []
-        self.thread.messages.append(
-            MessageBuilder(Role.USER, blocks, where, ts, flags={"compact_summary", "meta"})
-        )
-        index = len(self.thread.messages) - 1
-        self.thread.compactions.append(
-            OriginalCompaction(
-                before_index=index, kind="compacted", summary_index=index, source=where
+        summary_index: int | None = None
+        if text:
+            block = Block(BlockKind.TEXT, text=text, raw_type="compacted")
+            messages.append(
+                MessageBuilder(Role.USER, [block], where, ts, flags={"compact_summary", "meta"})
             )
-        )
+            summary_index = first
         replaced = as_list(payload.get("replacement_history"))
+        encrypted = False
+        for raw in replaced:
+            item = as_dict(raw)
+            if as_str(item.get("type")) in {"compaction", "compaction_summary"}:
+                encrypted = True
+                content = item.get("encrypted_content", item)
+                opaque_block = opaque("compaction", content, text="encrypted compaction item")
+                messages.append(
+                    MessageBuilder(Role.USER, [opaque_block], where, ts,
+                                   flags={"replacement_history", "meta", "compact_summary"})
+                )  # fmt: skip
+                continue
+            before = len(messages)
+            self.thread.add(item, where, ts)
+            self.thread.close_group()
+            for builder in messages[before:]:
+                builder.flags.update({"replacement_history", "meta"})
+        detail: list[tuple[str, str]] = []
+        if replaced:
+            detail.append(("replacement_items", str(len(replaced))))
+        if encrypted:
+            detail.append(("encrypted", "1"))
+        for key in ("window_id", "previous_window_id", "first_window_id", "window_number"):
+            value = payload.get(key)
+            if value is not None and value != "":
+                detail.append((key, str(value)))
         if replaced:
             self.meta.setdefault("replacement_history_items", 0)
             self.meta["replacement_history_items"] += len(replaced)
+        if not text and not replaced:  # nothing to show: keep the boundary visible
+            messages.append(MessageBuilder(Role.USER, [], where, ts,
+                                           flags={"compact_summary", "meta"}))  # fmt: skip
+        record = {
+            "before_index": first,
+            "summary_index": summary_index,
+            "source": where,
+            "pre_tokens": self._last_total,
+            "detail": detail,
+            "trigger": "auto" if self._turn_items or self._turn_user else "",
+        }
+        self._compactions.append(record)
+        self._open = record
 
     def record(self, line: int, rec: Any) -> None:
         if not isinstance(rec, dict):
@@ -184,6 +276,28 @@ class _Rollout:
         else:
             self.item(rec, where, ts)
 
+    def original_compactions(self) -> list[OriginalCompaction]:
+        self._close_turn()
+        version = as_str(self.meta.get("cli_version"))
+        out = []
+        for c in self._compactions:
+            detail = list(c["detail"])
+            if c.get("post_tokens") is not None:
+                detail.append(("post_tokens", str(c["post_tokens"])))
+            out.append(
+                OriginalCompaction(
+                    before_index=c["before_index"],
+                    kind="compacted",
+                    trigger=c["trigger"] or "auto",
+                    pre_tokens=c["pre_tokens"],
+                    summary_index=c["summary_index"],
+                    source=c["source"],
+                    agent_version=version,
+                    detail=tuple(detail),
+                )
+            )
+        return out
+
     def conversation(self) -> Conversation:
         messages = self.thread.messages
         sid = as_str(self.meta.get("id") or self.meta.get("session_id")) or self.name or "codex"
@@ -201,13 +315,19 @@ class _Rollout:
             "replacement_history_items": str(
                 as_int(self.meta.get("replacement_history_items")) or ""
             ),
+            "model_context_window": str(as_int(self.meta.get("model_context_window")) or ""),
         }
         models = [m.model for m in messages if m.model]
         return Conversation(
             id=sid,
             title=_title(messages, sid),
             messages=tuple(m.build() for m in messages),
-            compactions=tuple(self.thread.compactions),
+            compactions=tuple(
+                sorted(
+                    [*self.thread.compactions, *self.original_compactions()],
+                    key=lambda c: c.before_index,
+                )
+            ),
             model=models[-1] if models else "",
             metadata=tuple((k, v) for k, v in facts.items() if v and v != "0"),
             usage_convention="openai",
