@@ -53,6 +53,23 @@ _CODES = (
         "unknown record",
         "a record of a type this importer does not know: skipped",
     ),
+    WarningCode(
+        "unreadable-line",
+        "unreadable line",
+        "a JSONL line that is not valid JSON (or not an object): skipped, as the agent's own "
+        "loader skips it; the rest of the file is imported",
+    ),
+    WarningCode(
+        "off-branch-entries",
+        "entries off the current branch",
+        "entries of a session tree that are not on the current branch (the chain from the "
+        "last entry back to the root): the agent's context never held them, not imported",
+    ),
+    WarningCode(
+        "excluded-from-context",
+        "excluded from context",
+        "a record the agent kept out of the model's context (pi's !! commands): not imported",
+    ),
     # Values bent while reading
     WarningCode(
         "duplicate-key",

@@ -25,6 +25,7 @@ SAMPLES = {
     "anthropic-messages": "anthropic-messages/claude-trace-req34-request.json",
     "openai-responses": None,  # built from a cassette twin's request + response
     "api-cassettes": "api-cassettes/pydanticai-test_multiple_agent_tool_calls.yaml",
+    "pi-session": "../pi/before-compaction.jsonl",  # tests/data/pi (pi-mono, MIT)
 }
 
 
