@@ -34,9 +34,16 @@ def _reap_on_worker_start(**kwargs: Any) -> None:
 
         from replay_app.runs import services
 
-        count = services.runs_reap_stale()
+        started = timezone.now()
         if settings.CELERY_BROKER_URL.startswith("memory://"):
-            count += services.runs_reap_lost_queued(before=timezone.now())
+            # The embedded worker is the only one: a run still "running" or "queued" from
+            # before this start belonged to a process that is gone, however recent its
+            # last heartbeat (waiting for it to go stale left its page "running" for
+            # minutes after a restart).
+            count = services.runs_reap_stale(max_age=0, now=started)
+            count += services.runs_reap_lost_queued(before=started)
+        else:  # other workers may be alive and running theirs: only silent ones are dead
+            count = services.runs_reap_stale()
         if count:
             log.warning("marked %d stale or lost run(s) as failed", count)
     except Exception:  # never keep a worker from starting
