@@ -4,11 +4,19 @@ Run in their own pytest process (``make test-browser``): Playwright's sync API k
 event loop in the main thread, which breaks async tests sharing the process (stack.md §6).
 Without Chromium the tests skip, unless CTXLAB_REQUIRE_BROWSER=1 (set by .ci/run) makes a
 missing browser a failure. Screenshots go to artifacts/ (git-ignored).
+
+Waiting: one rule for every browser test. Each page waits up to ``WAIT_MS`` for an element,
+a URL, a function or a navigation (``set_page_timeouts``): tests wait for what they need
+(``wait_for_selector``, ``wait_for_function``...) with no timeout of their own and never
+sleep for a time. The limit is tests/waiting.py's ``WAIT_SECONDS``: generous, because a
+loaded 2-core CI machine runs the server, its worker and Chromium at once; it only costs
+time when the awaited element never comes.
 """
 
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
@@ -18,6 +26,7 @@ from typing import Any
 
 import pytest
 from django.conf import settings
+from waiting import WAIT_SECONDS
 
 CHROMIUM = Path(os.environ.get("CTXLAB_CHROMIUM", "/usr/bin/chromium"))
 CHROMIUM_ARGS = [
@@ -31,6 +40,25 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 ARTIFACTS = Path(settings.BASE_DIR) / "artifacts"
+WAIT_MS = int(WAIT_SECONDS * 1000)
+
+
+def set_page_timeouts(page: Any) -> Any:
+    """The shared wait limit on a page (every page a test opens, ``page`` fixture or not)."""
+    page.set_default_timeout(WAIT_MS)
+    page.set_default_navigation_timeout(WAIT_MS)
+    return page
+
+
+def wait_for_polls(page: Any, url_part: str, count: int = 2) -> None:
+    """Wait until ``count`` more htmx polls to a URL containing ``url_part`` were answered
+    and swapped in (instead of sleeping for as long as a few polls should take)."""
+    for _ in range(count):
+        with page.expect_response(lambda response: url_part in response.url):
+            pass
+    page.wait_for_function(
+        "!document.querySelector('.htmx-request, .htmx-swapping, .htmx-settling')"
+    )
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -66,8 +94,7 @@ def browser() -> Iterator[Any]:
 def page(browser: Any) -> Iterator[Any]:
     """A fresh browser context per test; console errors are collected on page.errors."""
     context = browser.new_context(viewport={"width": 1280, "height": 800})
-    page = context.new_page()
-    page.set_default_timeout(15_000)
+    page = set_page_timeouts(context.new_page())
     page.errors = []  # type: ignore[attr-defined]
     page.on("pageerror", lambda exc: page.errors.append(str(exc)))
     page.on(
@@ -124,9 +151,13 @@ def _daphne(setup: Any) -> Iterator[SimpleNamespace]:
         setup=setup,
     )
     process.start()
+    deadline = time.monotonic() + WAIT_SECONDS
     while not process.ready.wait(timeout=1):
         if not process.is_alive():
             raise RuntimeError("Daphne test server exited before it was ready")
+        if time.monotonic() > deadline:
+            process.terminate()
+            raise RuntimeError(f"Daphne test server not ready after {WAIT_SECONDS:.0f} s")
     port = process.port.value
     try:
         yield SimpleNamespace(url=f"http://localhost:{port}", ws_url=f"ws://localhost:{port}")

@@ -38,7 +38,6 @@ def test_compare_at_one_budget_step_view_and_summaries(
 
     base = asgi_worker_server.url
     page.set_viewport_size({"width": 1440, "height": 900})
-    page.set_default_timeout(40_000)  # 2 cores shared with the worker replaying 7 runs
     login(base_url=base)
     transcript = _import("alice")
     window = budget.peak_reference_tokens(transcript.to_conversation()) // 2 // 1000 * 1000
@@ -54,7 +53,7 @@ def test_compare_at_one_budget_step_view_and_summaries(
     screenshot("run-form")
     page.click("#start-runs")
     page.wait_for_url("**/runs/groups/*/")
-    page.wait_for_selector("#group-compare-link", timeout=120_000)
+    page.wait_for_selector("#group-compare-link")
 
     page.click("#group-compare-link")  # 7 runs: the picker, the first 6 ticked
     ticked = page.locator("input[name=runs]:checked")

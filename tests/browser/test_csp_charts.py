@@ -116,7 +116,7 @@ def test_charts_draw_under_strict_csp_on_every_chart_page(
     assert page.locator("#sweep-plot .scatterlayer .point").count() == 1
     page.evaluate("document.getElementById('sweep-plot').dataset.first = 'yes'")
     executor.run_execute(run=second)
-    page.wait_for_selector("#sweep[data-finished=true]", timeout=30_000)
+    page.wait_for_selector("#sweep[data-finished=true]")
     drawn(page, "sweep-plot")
     assert page.get_attribute("#sweep-plot", "data-first") is None  # a swapped-in element
     assert page.locator("#sweep-plot .scatterlayer .point").count() == 2

@@ -132,7 +132,9 @@ def test_times_in_local_time_and_the_group_says_why_a_run_stayed_quiet(
     context = browser.new_context(
         viewport={"width": 1280, "height": 800}, timezone_id="Asia/Kolkata"
     )
-    page = context.new_page()
+    from conftest import set_page_timeouts
+
+    page = set_page_timeouts(context.new_page())
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     try:

@@ -78,7 +78,6 @@ def test_compare_five_presets_progress_live_to_results(
     page.wait_for_function(
         """() => [...document.querySelectorAll('#group-live .run-progress')]
                  .every(el => el.dataset.status === 'done' && el.dataset.percent === '100')""",
-        timeout=120_000,
     )
     assert page.locator("#group-live progress[value='100']").count() == 5
     percents = page.evaluate("window.wsPercents")

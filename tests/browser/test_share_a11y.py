@@ -77,7 +77,7 @@ def _open(page: Any, url: str) -> None:
     page.goto(url)
     page.wait_for_load_state("networkidle")
     for chart in page.locator("[data-plotly]").all():
-        chart.locator(".main-svg").first.wait_for(timeout=30_000)
+        chart.locator(".main-svg").first.wait_for()
 
 
 def test_axe_is_the_vendored_release() -> None:
@@ -133,11 +133,10 @@ def test_dark_toggle_is_remembered_and_charts_follow(
 def test_390px_pages_never_scroll_sideways(
     browser: Any, live_server: Any, site: dict[str, str], request: pytest.FixtureRequest
 ) -> None:
-    from conftest import ARTIFACTS
+    from conftest import ARTIFACTS, set_page_timeouts
 
     context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True)
-    page = context.new_page()
-    page.set_default_timeout(15_000)
+    page = set_page_timeouts(context.new_page())
     page.goto(live_server.url + "/accounts/login/")
     page.fill("input[name=username]", "alice")
     page.fill("input[name=password]", PASSWORD)

@@ -28,7 +28,7 @@ def test_report_opens_from_disk_offline_with_the_chart_drawn(
     page.context.set_offline(True)
     page.on("request", lambda r: requests.append(r.url))
     page.goto(path.as_uri())
-    page.wait_for_selector("#report-curves[data-plotted=true] .main-svg", timeout=30_000)
+    page.wait_for_selector("#report-curves[data-plotted=true] .main-svg")
     traces = page.evaluate("document.getElementById('report-curves').data.length")
     assert traces >= len(runs) * 2  # each run's reference and own-count curves
     assert (

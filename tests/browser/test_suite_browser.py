@@ -49,7 +49,7 @@ def test_suite_grid_progress_heatmap_leaderboard_and_a_cells_run(
     assert page.locator("#results-partial").is_visible()
     assert page.locator("#suite-cancel").is_visible()
     # Live: the fragment is swapped over the websocket until every run is done.
-    page.wait_for_selector(".suite-progress[data-finished=true]", timeout=180_000)
+    page.wait_for_selector(".suite-progress[data-finished=true]")
     assert page.locator(".suite-progress [data-role=done]").inner_text() == "12"
     assert page.locator("#suite-cancel, #suite-resume").count() == 0  # nothing to cancel
     # The results section is fetched in place once finished (no reload): the page's own
@@ -107,11 +107,11 @@ def test_cancel_from_the_live_progress_then_resume_is_offered(
     page.click("#suite-form button[type=submit]")
     page.wait_for_url("**/suites/*/")
     # The Cancel button of a pushed copy (no token field): it posts with the page's header.
-    page.wait_for_selector(".suite-progress:not([data-done='0'])", timeout=120_000)
+    page.wait_for_selector(".suite-progress:not([data-done='0'])")
     assert page.locator("#suite-cancel").is_visible()
     page.click("#suite-cancel")
     page.wait_for_selector(".message-info:has-text('Suite cancelled')")
-    page.wait_for_selector(".suite-progress[data-finished=true]", timeout=120_000)
+    page.wait_for_selector(".suite-progress[data-finished=true]")
     cancelled = int(page.locator(".suite-progress [data-role=cancelled]").inner_text())
     done = int(page.locator(".suite-progress [data-role=done]").inner_text())
     assert cancelled > 0 and done + cancelled == 36

@@ -40,7 +40,7 @@ def _open(page: Any, path: Path) -> list[str]:
     page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
     page.goto(path.as_uri())
     for chart in CHARTS:
-        page.wait_for_selector(f"#{chart}[data-plotted=true] .main-svg", timeout=30_000)
+        page.wait_for_selector(f"#{chart}[data-plotted=true] .main-svg")
     assert dialogs == []  # nothing from the title ran
     return [u for u in requests if not u.startswith(("file:", "data:", "blob:"))]
 
@@ -79,7 +79,7 @@ def test_suite_report_opens_from_disk_offline_with_both_charts_drawn(
     page.emulate_media(color_scheme="dark")
     page.reload()
     for chart in CHARTS:
-        page.wait_for_selector(f"#{chart}[data-plotted=true] .main-svg", timeout=30_000)
+        page.wait_for_selector(f"#{chart}[data-plotted=true] .main-svg")
     background = page.evaluate("document.getElementById('suite-heatmap')._fullLayout.paper_bgcolor")
     assert background == "#111827"
     assert _serious_axe_violations(page) == []

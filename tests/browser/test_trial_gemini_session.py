@@ -63,8 +63,10 @@ def test_scrubbing_without_javascript_shows_each_step_and_keeps_none(
 
     django_user_model.objects.create_user(username="bob", password="bob-pass-123")
     run = _gemini_run("bob")
+    from conftest import set_page_timeouts
+
     context = browser.new_context(java_script_enabled=False)
-    page = context.new_page()
+    page = set_page_timeouts(context.new_page())
     try:
         page.goto(f"{live_server.url}/accounts/login/")
         page.fill("input[name=username]", "bob")

@@ -1,0 +1,101 @@
+"""One rule for every test that waits on something (a worker, a channel layer, a websocket,
+a server, the database): poll the awaited condition, never sleep for a fixed time.
+
+``WAIT_SECONDS`` is the overall limit, the same everywhere (the browser tests use it too,
+tests/browser/conftest.py). It is generous on purpose: CI runs on a loaded 2-core machine,
+where a Celery task or a websocket message can take tens of seconds. The limit only matters
+when the condition never comes; the failure then says what was awaited and what was seen
+last. How long things take is measured by ``manage.py bench``, not by tests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from channels.testing import WebsocketCommunicator
+
+T = TypeVar("T")
+
+WAIT_SECONDS = float(os.environ.get("CTXLAB_TEST_WAIT_SECONDS", "300"))
+POLL_SECONDS = 0.1
+
+
+def wait_until(
+    check: Callable[[], T],
+    awaited: str,
+    *,
+    seen: Callable[[], object] | None = None,
+    timeout: float = WAIT_SECONDS,
+    interval: float = POLL_SECONDS,
+) -> T:
+    """``check()`` again and again until it returns something true, which is returned.
+
+    Fails after ``timeout`` seconds with ``awaited`` and the last thing seen (``seen()`` when
+    given, else the last value ``check()`` returned)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            last = seen() if seen is not None else value
+            raise AssertionError(f"waited {timeout:.0f} s for {awaited}; last seen: {last!r}")
+        time.sleep(interval)
+
+
+def join(thread: Any, awaited: str, timeout: float = WAIT_SECONDS) -> None:
+    """Join a thread (or process), failing if it is still alive after the limit."""
+    thread.join(timeout)
+    assert not thread.is_alive(), f"waited {timeout:.0f} s for {awaited}; still running"
+
+
+async def receive_until(
+    layer: Any,
+    channel: str,
+    done: Callable[[dict[str, Any]], bool],
+    awaited: str,
+    timeout: float = WAIT_SECONDS,
+) -> list[dict[str, Any]]:
+    """The messages arriving on a channel-layer ``channel`` up to and including the first
+    for which ``done(message)`` is true."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    got: list[dict[str, Any]] = []
+    while True:
+        remaining = deadline - loop.time()
+        try:
+            message = await asyncio.wait_for(layer.receive(channel), max(remaining, 0.001))
+        except TimeoutError:
+            last = got[-3:]
+            raise AssertionError(
+                f"waited {timeout:.0f} s for {awaited}; {len(got)} messages, last: {last!r}"
+            ) from None
+        got.append(message)
+        if done(message):
+            return got
+
+
+class Communicator(WebsocketCommunicator):
+    """channels' test communicator, waiting up to ``WAIT_SECONDS`` instead of 1 s.
+
+    A consumer that fails or closes ends the wait at once; only a message that never comes
+    costs the whole limit."""
+
+    async def connect(self, timeout: float = WAIT_SECONDS) -> Any:
+        return await super().connect(timeout)
+
+    async def receive_from(self, timeout: float = WAIT_SECONDS) -> Any:
+        return await super().receive_from(timeout)
+
+    async def receive_json_from(self, timeout: float = WAIT_SECONDS) -> Any:
+        return await super().receive_json_from(timeout)
+
+    async def disconnect(self, code: int = 1000, timeout: float = WAIT_SECONDS) -> None:
+        await super().disconnect(code, timeout)
+
+    async def wait(self, timeout: float = WAIT_SECONDS) -> None:
+        await super().wait(timeout)
