@@ -1,0 +1,292 @@
+"""Agreement with real agents: replays against the compactions the agents really made.
+
+Over a directory of real sessions (``CTXLAB_AGREEMENT_DIR``; default the small vendored
+set ``tests/data/agreement/``, see its README), every file is imported
+(``importers.parse``) and replayed by each strategy whose agent leaves its own compactions
+in its transcripts, on the files of that agent's format, with the ``recorded`` summariser
+(the original's own summaries at its boundaries). Each original compaction is paired with
+the replay's (``recorded.agreements``).
+
+The directory is either an Entire checkpoints tree (``<2hex>/<10hex>/<n>/full.jsonl`` with
+``metadata.json`` beside it naming the agent: the format is the agent's) or a flat
+directory of transcripts (``*.jsonl`` / ``*.json``, format sniffed), or both.
+
+Result lines, per strategy (``name[strategy]=value``; ``n/a`` when nothing was measured):
+``agreement_same_step_share``, ``agreement_within_1_step_share`` (over in-file original
+compactions: step > 0, not before the file's first request), ``agreement_count_equal_share``
+(files where the replay compacted as often as the original did in the file, each family:
+whole-context and microcompact), ``agreement_pre_tokens_median_error`` (median of
+|replay tokens before - preTokens| / preTokens over paired in-file compactions with a
+logged preTokens), ``agreement_compactions`` and ``agreement_import_clean_share`` (files
+with no refusal, one main conversation, no alternate branch, no tool result for an unknown
+call; also once over every file); ``agreement_strategies_without_files`` names the
+strategies no file was found for. A table per agent version is printed and returned as
+rows (a compaction counts under the version that wrote it, a file under its transcript's).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import time
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from ctxlab.engine import importers
+from ctxlab.engine.model import ParsedFile, TranscriptError
+from ctxlab.engine.recorded import (
+    Agreement,
+    RecordedSummarizer,
+    agreements,
+    conversation_version,
+    event_family,
+    original_family,
+    replay_compactions,
+)
+from ctxlab.engine.records import ReplayResult
+from ctxlab.engine.replay import Replay
+from ctxlab.engine.strategies import STRATEGIES
+
+DEFAULT_DIR = Path(__file__).resolve().parents[2] / "tests" / "data" / "agreement"
+
+# Strategy -> the importer formats whose transcripts carry that agent's own compactions.
+# A strategy or format not (yet) in the library is left out when the section runs.
+AGENT_FORMATS: dict[str, tuple[str, ...]] = {
+    "claude_code": ("claude-code",),
+    "codex": ("codex-rollout",),
+    "gemini_cli": ("gemini-cli",),
+    "opencode": ("opencode",),
+    "openhands_condenser": ("openhands",),
+    "anthropic_server_compaction": ("anthropic-messages", "api-cassettes"),
+    "cline": ("cline",),
+}
+PI_FORMAT_PREFIX = "pi"  # pi's importer: FORMAT "pi" or "pi-<something>"
+
+# Entire's metadata.json "agent" -> importer format (None: an agent with no strategy here);
+# an agent not listed ("Agent" in older checkpoints) is sniffed.
+METADATA_AGENTS: dict[str, str | None] = {
+    "Claude Code": "claude-code",
+    "Codex": "codex-rollout",
+    "Gemini CLI": "gemini-cli",
+    "OpenCode": "opencode",
+    "Copilot CLI": None,
+    "Cursor": None,
+}
+# Import warnings that make a file not clean (import_warnings.CODES).
+UNCLEAN_WARNINGS = frozenset({"alternate-branch", "tool-result-unknown-id"})
+SIDE_FILES = frozenset({"metadata.json"})
+SUFFIXES = (".jsonl", ".json")
+
+
+def strategy_formats() -> dict[str, tuple[str, ...]]:
+    """``AGENT_FORMATS`` of the strategies in the library, pi's when it is there."""
+    found = {name: formats for name, formats in AGENT_FORMATS.items() if name in STRATEGIES}
+    if "pi" in STRATEGIES:
+        found["pi"] = tuple(
+            f for f in importers.FORMATS if f == PI_FORMAT_PREFIX or f.startswith("pi-")
+        )
+    return found
+
+
+@dataclass(frozen=True, slots=True)
+class Session:
+    path: Path
+    format: str | None  # from metadata.json; None: sniff
+    skip: bool = False  # metadata names an agent without a strategy here
+
+
+def sessions(root: Path) -> Iterator[Session]:
+    """Every transcript under ``root``, in path order (see the module docstring)."""
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        if path.suffix not in SUFFIXES:
+            continue
+        meta = path.with_name("metadata.json")
+        if path.name in SIDE_FILES and path.with_name("full.jsonl").exists():
+            continue
+        if path.name == "full.jsonl" and meta.exists():
+            agent = str(json.loads(meta.read_text("utf-8")).get("agent", ""))
+            if agent in METADATA_AGENTS:
+                fmt = METADATA_AGENTS[agent]
+                yield Session(path, fmt, skip=fmt is None)
+                continue
+        if path.name in SIDE_FILES:  # a checkpoint's session-level metadata.json
+            continue
+        yield Session(path, None)
+
+
+@dataclass(slots=True)
+class Tally:
+    """What one strategy (or one agent version under it) measured."""
+
+    files: int = 0
+    clean: int = 0
+    count_equal: int = 0
+    replayed_files: int = 0
+    rows: list[Agreement] = field(default_factory=list)  # in-file original compactions
+
+    def add_rows(self, rows: list[Agreement]) -> None:
+        self.rows += [r for r in rows if r.in_file]
+
+    @property
+    def same_step(self) -> int:
+        return sum(r.step_difference == 0 for r in self.rows)
+
+    @property
+    def within_1(self) -> int:
+        return sum(r.step_difference is not None and abs(r.step_difference) <= 1 for r in self.rows)
+
+    @property
+    def errors(self) -> list[float]:
+        return [
+            abs(r.replay_tokens - r.original_tokens) / r.original_tokens
+            for r in self.rows
+            if r.replay_tokens is not None and r.original_tokens
+        ]
+
+    def figures(self) -> dict[str, float | int | None]:
+        errors = self.errors
+        n = len(self.rows)
+        return {
+            "agreement_same_step_share": _share(self.same_step, n),
+            "agreement_within_1_step_share": _share(self.within_1, n),
+            "agreement_count_equal_share": _share(self.count_equal, self.replayed_files),
+            "agreement_pre_tokens_median_error": (
+                round(statistics.median(errors), 4) if errors else None
+            ),
+            "agreement_compactions": n,
+            "agreement_import_clean_share": _share(self.clean, self.files),
+        }
+
+
+def _share(part: int, whole: int) -> float | None:
+    return round(part / whole, 4) if whole else None
+
+
+def _text(value: float | int | None) -> str:
+    return "n/a" if value is None else str(value)
+
+
+def import_clean(parsed: ParsedFile) -> bool:
+    mains = [c for c in parsed.conversations if c.parent_id is None]
+    return len(mains) == 1 and not any(w.code in UNCLEAN_WARNINGS for w in parsed.warnings)
+
+
+def counts_equal(rows: list[Agreement], results: list[ReplayResult]) -> bool:
+    """The replay compacted as often as the original did in the file, in each family (a
+    replay step with two compacting events of one family counts once, as pairing does)."""
+    original = Counter(original_family(r.original_kind) for r in rows if r.in_file)
+    replayed = Counter(
+        family
+        for family, _ in {
+            (event_family(c.kind), c.step) for r in results for c in replay_compactions(r)
+        }
+        if family is not None
+    )
+    return original == replayed
+
+
+def measure(
+    root: Path, out: TextIO
+) -> tuple[dict[str, Tally], dict[tuple[str, str], Tally], Tally]:
+    """Import and replay every session under ``root``: per strategy, per (strategy, agent
+    version), and the import tally over every file of an agent with a strategy."""
+    wanted = strategy_formats()
+    by_strategy = {name: Tally() for name in wanted}
+    by_version: dict[tuple[str, str], Tally] = {}
+    overall = Tally()
+    for session in sessions(root):
+        if session.skip:
+            continue
+        data = session.path.read_bytes()
+        name = str(session.path.relative_to(root))
+        try:
+            fmt = session.format or importers.detect(data, name)
+        except TranscriptError:
+            continue  # not a transcript of any format: no agent to measure
+        strategies = [s for s, formats in wanted.items() if fmt in formats]
+        if not strategies:
+            continue
+        overall.files += 1
+        try:
+            parsed = importers.parse(data, name=name, format=fmt)
+        except Exception as exc:  # noqa: BLE001 - a crash on one real file is a refusal too
+            reason = str(exc) if isinstance(exc, TranscriptError) else repr(exc)
+            out.write(f"  refused: {name}: {reason}\n")
+            for s in strategies:
+                by_strategy[s].files += 1
+            continue
+        clean = import_clean(parsed)
+        overall.clean += clean
+        mains = [c for c in parsed.conversations if c.parent_id is None]
+        version = next((conversation_version(c) for c in mains if conversation_version(c)), "")
+        for s in strategies:
+            rows: list[list[Agreement]] = []
+            results: list[ReplayResult] = []
+            for conversation in mains:
+                result = Replay(conversation, s, summarizer=RecordedSummarizer()).exhaust()
+                rows.append(agreements(conversation, result))
+                results.append(result)
+            flat = [r for conv_rows in rows for r in conv_rows]
+            equal = counts_equal(flat, results)
+            for tally in (by_strategy[s], by_version.setdefault((s, version or "?"), Tally())):
+                tally.files += 1
+                tally.clean += clean
+                tally.replayed_files += 1
+                tally.count_equal += equal
+            by_strategy[s].add_rows(flat)
+            # each compaction under the version that wrote it (else the file's)
+            for r in flat:
+                by_version.setdefault((s, r.agent_version or version or "?"), Tally()).add_rows([r])
+    return by_strategy, by_version, overall
+
+
+def run(out: TextIO) -> list[dict[str, Any]]:
+    root = Path(os.environ.get("CTXLAB_AGREEMENT_DIR") or DEFAULT_DIR)
+    if not root.is_dir():
+        raise FileNotFoundError(f"CTXLAB_AGREEMENT_DIR={str(root)!r} is not a directory")
+    out.write(f"agreement with the original agents over {root}\n")
+    start = time.perf_counter()
+    by_strategy, by_version, overall = measure(root, out)
+    seconds = time.perf_counter() - start
+    out.write(
+        f"{overall.files} files of agents with a strategy, {seconds:.1f} s\n"
+        f"{'strategy':<28} {'version':<10} {'files':>5} {'clean':>5} {'comp':>5} "
+        f"{'same':>5} {'±1':>5} {'count=':>6} {'tok err':>8}\n"
+    )
+    rows: list[dict[str, Any]] = []
+    for (strategy, version), tally in sorted(by_version.items()):
+        fig = tally.figures()
+        out.write(
+            f"{strategy:<28} {version:<10} {tally.files:>5} {tally.clean:>5} "
+            f"{len(tally.rows):>5} {tally.same_step:>5} {tally.within_1:>5} "
+            f"{tally.count_equal:>6} {_text(fig['agreement_pre_tokens_median_error']):>8}\n"
+        )
+        rows.append(
+            {
+                "strategy": strategy,
+                "version": version,
+                "files": tally.files,
+                "compactions": len(tally.rows),
+                "same_step": tally.same_step,
+                "within_1_step": tally.within_1,
+                "count_equal": tally.count_equal,
+                "pre_tokens_median_error": fig["agreement_pre_tokens_median_error"],
+            }
+        )
+    for strategy, tally in by_strategy.items():
+        if tally.files:
+            rows += [
+                {"line": f"{key}[{strategy}]={_text(value)}"}
+                for key, value in tally.figures().items()
+            ]
+    idle = [strategy for strategy, tally in by_strategy.items() if not tally.files]
+    rows.append({"line": f"agreement_strategies_without_files={','.join(idle) or '-'}"})
+    rows.append(
+        {"line": f"agreement_import_clean_share={_text(_share(overall.clean, overall.files))}"}
+    )
+    rows.append({"line": f"agreement_files={overall.files}"})
+    return rows

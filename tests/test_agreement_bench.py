@@ -1,0 +1,155 @@
+"""``bench --only agreement`` on the vendored real sessions (tests/data/agreement): its lines
+are well-formed and say what ``recorded.agreement_rows`` says of the same replays, computed
+here directly from each file (no figure is written into this test)."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import shutil
+import statistics
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ctxlab.benchmarks import agreement
+from ctxlab.engine import importers
+from ctxlab.engine.recorded import RecordedSummarizer, agreement_rows, event_family
+from ctxlab.engine.replay import Replay
+
+DATA = agreement.DEFAULT_DIR
+LINE = re.compile(r"^(agreement_[a-z0-9_]+)(?:\[([a-z_]+)\])?=(\S+)$")
+FORMAT_OF = {"claude_code": "claude-code", "codex": "codex-rollout"}
+Bench = tuple[dict[tuple[str, str], str], list[dict[str, Any]], str]
+
+
+def _bench(monkeypatch: pytest.MonkeyPatch, root: Path) -> Bench:
+    monkeypatch.setenv("CTXLAB_AGREEMENT_DIR", str(root))
+    out = io.StringIO()
+    rows = agreement.run(out)
+    lines: dict[tuple[str, str], str] = {}
+    for row in rows:
+        if "line" not in row:
+            continue
+        match = LINE.match(row["line"])
+        assert match, f"malformed line {row['line']!r}"
+        key, strategy, value = match.groups()
+        assert (key, strategy or "") not in lines, f"repeated line {row['line']!r}"
+        lines[(key, strategy or "")] = value
+    return lines, [r for r in rows if "line" not in r], out.getvalue()
+
+
+def _direct(strategy: str) -> tuple[list[dict[str, Any]], int, int]:
+    """Every main conversation of the strategy's vendored files replayed here: the rows,
+    the files, and the files whose replay compacted as often as the original in the file."""
+    rows: list[dict[str, Any]] = []
+    files = equal = 0
+    for path in sorted(DATA.rglob("full.jsonl")):
+        parsed = importers.parse(path.read_bytes(), name=path.name)
+        if parsed.format != FORMAT_OF[strategy]:
+            continue
+        files += 1
+        file_rows: list[dict[str, Any]] = []
+        replay_steps: set[tuple[str, int]] = set()
+        for conversation in parsed.conversations:
+            if conversation.parent_id is not None:
+                continue
+            result = Replay(conversation, strategy, summarizer=RecordedSummarizer()).exhaust()
+            file_rows += agreement_rows(conversation, result)
+            replay_steps |= {
+                (event_family(e.kind), e.step)
+                for e in result.events
+                if e.changes and event_family(e.kind) is not None
+            }
+        in_file = [
+            r for r in file_rows if r["original_step"] is not None and r["original_step"] > 0
+        ]
+        original = sorted("micro" if r["kind_key"] == "microcompact" else "whole" for r in in_file)
+        equal += original == sorted(str(family) for family, _ in replay_steps)
+        rows += in_file
+    return rows, files, equal
+
+
+@pytest.fixture(scope="module")
+def vendored() -> Bench:
+    """The section run once on the vendored set (the default directory)."""
+    with pytest.MonkeyPatch.context() as mp:
+        return _bench(mp, DATA)
+
+
+def _share(part: int, whole: int) -> str:
+    return str(round(part / whole, 4)) if whole else "n/a"
+
+
+@pytest.mark.parametrize("strategy", ["claude_code", "codex"])
+def test_agreement_lines_match_agreement_rows(vendored: Bench, strategy: str) -> None:
+    lines, _, _ = vendored
+    rows, files, equal = _direct(strategy)
+    assert rows, "the vendored set holds in-file compactions of this agent"
+    same = sum(r["step_difference"] == 0 for r in rows)
+    near = sum(r["step_difference"] is not None and abs(r["step_difference"]) <= 1 for r in rows)
+    errors = [
+        abs(r["replay_tokens"] - r["original_tokens"]) / r["original_tokens"]
+        for r in rows
+        if r["replay_tokens"] is not None and r["original_tokens"]
+    ]
+    assert lines[("agreement_compactions", strategy)] == str(len(rows))
+    assert lines[("agreement_same_step_share", strategy)] == _share(same, len(rows))
+    assert lines[("agreement_within_1_step_share", strategy)] == _share(near, len(rows))
+    assert lines[("agreement_count_equal_share", strategy)] == _share(equal, files)
+    median = str(round(statistics.median(errors), 4)) if errors else "n/a"
+    assert lines[("agreement_pre_tokens_median_error", strategy)] == median
+    for key in ("same_step", "within_1_step", "count_equal", "import_clean"):
+        value = lines[(f"agreement_{key}_share", strategy)]
+        assert value == "n/a" or 0.0 <= float(value) <= 1.0
+
+
+def test_agreement_import_clean_share_counts_the_files_warnings(vendored: Bench) -> None:
+    lines, _, _ = vendored
+    clean = files = 0
+    for path in sorted(DATA.rglob("full.jsonl")):
+        parsed = importers.parse(path.read_bytes(), name=path.name)
+        files += 1
+        mains = [c for c in parsed.conversations if c.parent_id is None]
+        codes = {w.code for w in parsed.warnings}
+        clean += len(mains) == 1 and not codes & {"alternate-branch", "tool-result-unknown-id"}
+    assert lines[("agreement_files", "")] == str(files)
+    assert lines[("agreement_import_clean_share", "")] == _share(clean, files)
+
+
+def test_agreement_version_table_sums_to_the_strategy_lines(vendored: Bench) -> None:
+    lines, table, printed = vendored
+    for strategy in ("claude_code", "codex"):
+        versions = [r for r in table if r["strategy"] == strategy]
+        assert all(r["version"] and r["version"] != "?" for r in versions)  # every file says
+        assert sum(r["compactions"] for r in versions) == int(
+            lines[("agreement_compactions", strategy)]
+        )
+        for r in versions:
+            assert f"{strategy:<28} {r['version']:<10}" in printed
+
+
+def test_agreement_reads_a_flat_directory_and_skips_agents_without_a_strategy(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    source = DATA / "entireio-cli" / "ca" / "fca7ea73ac" / "0" / "full.jsonl"
+    shutil.copy(source, tmp_path / "session.jsonl")  # flat: the format is sniffed
+    other = tmp_path / "aa" / "0123456789" / "0"
+    other.mkdir(parents=True)
+    shutil.copy(source, other / "full.jsonl")
+    (other / "metadata.json").write_text(json.dumps({"agent": "Copilot CLI"}))
+    (tmp_path / "notes.txt").write_text("not a transcript")
+    lines, _, _ = _bench(monkeypatch, tmp_path)
+    assert lines[("agreement_files", "")] == "1"
+    assert "codex" in lines[("agreement_strategies_without_files", "")].split(",")
+    assert ("agreement_compactions", "codex") not in lines
+
+
+def test_agreement_refuses_a_missing_directory(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("CTXLAB_AGREEMENT_DIR", str(tmp_path / "nowhere"))
+    with pytest.raises(FileNotFoundError, match="nowhere"):
+        agreement.run(io.StringIO())
