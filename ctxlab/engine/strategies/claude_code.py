@@ -76,16 +76,24 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..findings import check_summary_size
-from ..model import Block, BlockKind, Message, Role
+from ..model import Block, BlockKind, Message, OriginalCompaction, Role
 from ..params import Param
 from ..records import Fate
 from ..stages.js_text import quarter_length_tokens
+from ..stages.originals import (
+    OriginalIndex,
+    OutsideContext,
+    outside_context,
+    starts_after_compaction,
+)
 from ..summarizers import MaterialItem, PromptMessage, Section, SummaryRequest
 from . import _claude_code_rules as rules
+from . import _claude_code_versions as versions
+from ._claude_code_versions import VersionRules
 from ._gemini_cli_rules import js_json
 from .base import Strategy
 
@@ -98,6 +106,16 @@ MAX_CONSECUTIVE_AUTOCOMPACT_FAILURES = 3
 IMAGE_TOKENS = 2_000  # roughTokenCountEstimationForBlock: image / document
 NOT_ENOUGH_MESSAGES = "Not enough messages to compact."
 NO_SUMMARY = "Failed to generate conversation summary - response did not contain valid text content"
+# microCompact.ts (2.1.88) TIME_BASED_MC_CLEARED_MESSAGE: what a cleared tool result reads.
+CLEARED_MARKER = "[Old tool result content cleared]"
+# The fixed part of a request (system prompt, tools, CLAUDE.md) in a file that starts after
+# a compaction, where it cannot be measured: the median first-usage overhead of the real
+# sessions that start at their beginning (see docs/strategies/claude_code.md).
+TYPICAL_OVERHEAD = 18_000
+DEFAULT_WINDOW = 200_000
+DROPPED_ORIGINAL_SUMMARY = (
+    "the original's summary message: this replay's own summary stands in its place"
+)
 SECTIONS = (
     Section("1. Primary Request and Intent:", "goal"),
     Section("2. Key Technical Concepts:", "critical"),
@@ -140,22 +158,38 @@ class _State:
     tail: int = 0  # estimate of the messages after that response
     seen: int = 0  # estimate of every message appended so far
     overhead: int | None = None  # first usage minus the messages it covered
+    not_in_file: int = 0  # ... of which context the file does not hold (continued files)
+    outside: OutsideContext | None = None
+    continued: str = ""  # why the file starts after a compaction ("" = it does not)
     diverged: bool = False  # the replay's messages are no longer the original's
+    compacted: bool = False  # this replay has compacted (the earlier context is gone)
+    correction: int = 0  # replay summary - original summary, after following a compaction
+    hold: int = 0  # a message appended but not yet counted (the original's summary)
     failures: int = 0
     stopped: bool = False
+    rules: VersionRules = versions.RANGES[-1]
+    version: str = versions.CURRENT
+    version_reason: str = ""
+    originals: OriginalIndex | None = None
+    results: dict[str, int] = field(default_factory=dict)  # tool id -> message holding it
+    micro_done: int = 0  # microcompactions replayed (in before_index order)
 
 
 class ClaudeCodeStrategy(Strategy):
     name: ClassVar[str] = "claude_code"
     State = _State
-    label: ClassVar[str] = "Claude Code auto-compact (reverse-engineered, 2.1.88)"
+    label: ClassVar[str] = "Claude Code auto-compact (reverse-engineered, by CLI version)"
     description: ClassVar[str] = (
-        "Claude Code's auto-compact: before every model call, when the last reported usage "
-        "plus a chars/4 estimate of the newer messages reaches context window - 20 000 - "
-        "13 000 (167 000 of 200 000; CLAUDE_AUTOCOMPACT_PCT_OVERRIDE can only lower it), the "
-        "whole conversation is summarised with the 9-section compact prompt and replaced by "
-        "one 'This session is being continued from a previous conversation…' user message. "
-        "Closed source: constants from issue threads and the published 2.1.88 source map."
+        "Claude Code's auto-compact as the transcript's CLI version had it: before every "
+        "model call, when the last reported usage plus a chars/4 estimate of the newer "
+        "messages reaches context window - reserve - 13 000 (155 000 of 200 000 up to "
+        "2.1.20, 167 000 from 2.1.21; CLAUDE_AUTOCOMPACT_PCT_OVERRIDE can only lower it), "
+        "the whole conversation is summarised with the 9-section compact prompt and replaced "
+        "by one 'This session is being continued from a previous conversation…' user "
+        "message. Where the transcript holds Claude Code's own compactions the replay decides "
+        "at each one (and follows manual /compact), and replays the microcompactions it "
+        "names. Closed source: constants from real boundaries, release notes and the "
+        "published 2.1.88 source map."
     )
     estimator: ClassVar[str] = (
         "roughTokenCountEstimation: round(UTF-16 length / 4) per block (images 2 000); the "
@@ -220,13 +254,30 @@ class ClaudeCodeStrategy(Strategy):
             origin="env DISABLE_AUTO_COMPACT",
         ),
         Param(
-            "prompt_version",
-            "2.1.88",
-            "2.1.88: no-tools preamble + 9 sections + trailer, analysis stripped from the "
-            "summary; 2.0: the 2025 9-section prompt, analysis kept, 'summarized below:'.",
+            "agent_version",
+            "auto",
+            "The Claude Code version whose rules run: auto = the transcript's version (each "
+            "original compaction's own version from there on); or a version such as 2.1.7.",
             "str",
-            choices=rules.VERSIONS,
+            origin="the transcript's version field (every Claude Code line carries it)",
+        ),
+        Param(
+            "prompt_version",
+            "auto",
+            "auto: as the agent version had it (2.0 up to 2.1.6, 2.1.88 from 2.1.7); 2.1.88: "
+            "no-tools preamble + 9 sections + trailer, analysis stripped from the summary; "
+            "2.0: the 2025 9-section prompt, analysis kept, 'summarized below:'.",
+            "str",
+            choices=("auto", *rules.VERSIONS),
             origin="services/compact/prompt.ts (per version)",
+        ),
+        Param(
+            "follow_manual_compactions",
+            True,
+            "Compact where the original's user ran /compact (with its focus text as custom "
+            "instructions): a manual compaction cannot be predicted, only followed.",
+            "bool",
+            origin="/compact [instructions] in the transcript (compact_boundary trigger manual)",
         ),
         Param(
             "custom_instructions",
@@ -253,22 +304,69 @@ class ClaudeCodeStrategy(Strategy):
     def count_message(self, message: Message) -> int:
         return sum(block_tokens(b) for b in message.blocks)
 
+    def __init__(self, params: Any = None) -> None:
+        super().__init__(params)
+        pinned = str(self.params["agent_version"]).strip()
+        if pinned != "auto" and not versions.is_version(pinned):
+            raise ValueError(
+                f"claude_code: agent_version must be 'auto' or a Claude Code version such as "
+                f"2.1.7, not {pinned!r}"
+            )
+
+    # --- version -------------------------------------------------------------------------
+    def resolve_rules(self, version: str, why: str) -> tuple[VersionRules, str, str]:
+        """(rules, version, reason) for a transcript ``version`` found ``why``; a pinned
+        ``agent_version`` wins."""
+        pinned = str(self.params["agent_version"]).strip()
+        if pinned != "auto":
+            return versions.rules_for(pinned), pinned, "pinned (agent_version)"
+        if versions.is_version(version):
+            return versions.rules_for(version), version, why
+        return (
+            versions.RANGES[-1],
+            versions.CURRENT,
+            f"no version in the transcript: the newest rules ({versions.CURRENT})",
+        )
+
+    def prompt_version(self, rules_: VersionRules) -> str:
+        pinned = str(self.params["prompt_version"])
+        return rules_.prompt_version if pinned == "auto" else pinned
+
+    def _follows_window(self, name: str) -> bool:
+        """The parameter holds the value the model window gives it (not pinned by the
+        user): the version's own value applies, at the same share of the window."""
+        window = int(self.params["context_window"])
+        return int(self.params[name]) == round(window * self.WINDOW_FOLLOWS[name])
+
+    def _by_version(self, name: str, value: int) -> int:
+        if not self._follows_window(name):
+            return int(self.params[name])
+        return round(int(self.params["context_window"]) * value / DEFAULT_WINDOW)
+
     # --- geometry -----------------------------------------------------------------------
     def enabled(self) -> bool:
         return bool(self.params["auto_compact_enabled"]) and not self.params["disable_auto_compact"]
 
-    def effective_window(self) -> int:
+    def reserve(self, rules_: VersionRules | None = None) -> int:
+        """Tokens reserved for the summary's output: the version's (at the window's share)
+        unless ``output_reserve`` is pinned."""
+        rules_ = rules_ or self.resolve_rules("", "")[0]
+        return self._by_version("output_reserve", rules_.output_reserve)
+
+    def effective_window(self, rules_: VersionRules | None = None) -> int:
         """``getEffectiveContextWindowSize``."""
         window = int(self.params["context_window"])
         cap = int(self.params["auto_compact_window"])
         if cap > 0:
             window = min(window, cap)
-        return window - int(self.params["output_reserve"])
+        return window - self.reserve(rules_)
 
-    def auto_compact_threshold(self) -> int:
-        """``getAutoCompactThreshold``."""
-        effective = self.effective_window()
-        threshold = effective - int(self.params["autocompact_buffer_tokens"])
+    def auto_compact_threshold(self, rules_: VersionRules | None = None) -> int:
+        """``getAutoCompactThreshold`` under ``rules_`` (default: the pinned version's, else
+        the newest)."""
+        rules_ = rules_ or self.resolve_rules("", "")[0]
+        effective = self.effective_window(rules_)
+        threshold = effective - self._by_version("autocompact_buffer_tokens", rules_.buffer)
         pct = float(self.params["autocompact_pct_override"])
         if 0 < pct <= 100:
             return min(math.floor(effective * (pct / 100)), threshold)
@@ -278,35 +376,79 @@ class ClaudeCodeStrategy(Strategy):
         return int(self.params["context_window"])
 
     def threshold(self, ctx: ContextView) -> int | None:
-        return self.auto_compact_threshold() if self.enabled() else None
+        st: _State = ctx.state
+        return self.auto_compact_threshold(st.rules) if self.enabled() else None
 
     def output_reserve(self, ctx: ContextView) -> int:
-        return int(self.params["output_reserve"])
+        st: _State = ctx.state
+        return self.reserve(st.rules)
+
+    def rules_detail(self, st: _State) -> dict[str, Any]:
+        """What each compaction event says about the rules that ran."""
+        return {
+            "rules_version": st.version,
+            "rules_range": st.rules.label,
+            "rules_reason": st.version_reason,
+            "threshold_rule": (
+                f"{int(self.params['context_window']):,} - {self.reserve(st.rules):,} reserve "
+                f"- {self._by_version('autocompact_buffer_tokens', st.rules.buffer):,} buffer"
+            ),
+        }
 
     # --- state --------------------------------------------------------------------------
+    def prepare(self, ctx: ContextView) -> None:
+        st: _State = ctx.state
+        conversation = ctx.conversation
+        version = dict(conversation.metadata).get("version", "")
+        st.rules, st.version, st.version_reason = self.resolve_rules(
+            version, f"from the transcript's version {version}"
+        )
+        st.continued = starts_after_compaction(conversation)
+        if conversation.compactions:
+            st.originals = OriginalIndex(conversation)
+            if st.originals.microcompactions:
+                for i, m in enumerate(conversation.messages):
+                    for b in m.tool_results:
+                        st.results.setdefault(b.tool_id, i)
+
     def after_append(self, ctx: ContextView, index: int) -> None:
         st: _State = ctx.state
         msg = ctx.original(index)
         # The context has just counted this message with ``count_message`` (the default
         # message counter): its count is read back, not estimated again.
         tokens = ctx.tokens(index) if ctx.message(index) is msg else self.count_message(msg)
+        original = st.originals.at(index) if st.originals is not None else None
+        if original is not None:
+            self._at_original(ctx, index, original, tokens)
+            return
         st.seen += tokens
-        if "compact_summary" in msg.flags:
-            st.diverged = True  # the original compacted: its usage no longer matches
+        if "compact_summary" in msg.flags and index != _first(ctx):
+            st.diverged = True  # an original compaction the index could not place
         usage = msg.usage
         if msg.role is Role.ASSISTANT and usage is not None and usage.context_tokens:
+            # The whole response is one message here (the importer merges its records):
+            # ``tokenCountWithEstimation`` adds the messages after it (interleaved tool
+            # results included), never the response's own later blocks.
             st.reported, st.tail = (usage.context_tokens, index), 0
-            if st.overhead is None:
-                st.overhead = max(0, usage.context_tokens - st.seen)
+            if st.outside is None:
+                st.outside = outside_context(
+                    usage.context_tokens,
+                    st.seen,
+                    st.continued,
+                    TYPICAL_OVERHEAD if st.continued else None,
+                )
+                st.overhead, st.not_in_file = st.outside.overhead, st.outside.not_in_file
         else:
             st.tail += tokens
 
     def before_call(self, ctx: ContextView) -> None:
         st: _State = ctx.state
+        if st.originals is not None and st.originals.microcompactions:
+            self._replay_microcompactions(ctx)
         if not self.enabled() or st.stopped:
             return
         tokens, detail = self.token_count(ctx)
-        threshold = self.auto_compact_threshold()
+        threshold = self.auto_compact_threshold(st.rules)
         if tokens >= threshold:
             self._compact(ctx, {"tokens": tokens, "threshold": threshold, **detail})
 
@@ -315,34 +457,168 @@ class ClaudeCodeStrategy(Strategy):
         st: _State = ctx.state
         if st.reported is not None and not st.diverged:
             reported, at = st.reported
-            return reported + st.tail, {
+            detail: dict[str, Any] = {
                 "usage_source": "reported",
                 "reported": reported,
                 "usage_message": at,
                 "estimated_tail": st.tail,
             }
+            if st.correction:
+                detail["summary_correction"] = st.correction
+            if st.not_in_file and not st.compacted:
+                detail["not_in_file"] = st.not_in_file
+            return reported + st.tail + st.correction, detail
+        # (``hold``: the original's summary, appended but not counted while deciding; the
+        # reported path never counted it: it only joins ``tail`` after the decision)
+        messages = ctx.summary_tokens + ctx.history_tokens - st.hold
+        if not st.diverged:  # no response yet (file start, or since a followed compaction)
+            return messages, {"usage_source": "estimate", "overhead": 0}
         overhead = st.overhead or 0
-        messages = ctx.summary_tokens + ctx.history_tokens
-        return overhead + messages, {"usage_source": "estimate", "overhead": overhead}
+        outside = 0 if st.compacted else st.not_in_file
+        detail = {"usage_source": "estimate", "overhead": overhead}
+        if outside:
+            detail["not_in_file"] = outside
+        return overhead + outside + messages, detail
 
     def compared_tokens(self, ctx: ContextView) -> int | None:
         """``token_count`` without its detail: the reported usage includes the system
         prompt, tools and attachments a Claude Code log does not carry."""
+        return self.token_count(ctx)[0]
+
+    # --- the original's compactions ------------------------------------------------------
+    def _at_original(
+        self, ctx: ContextView, index: int, original: OriginalCompaction, tokens: int
+    ) -> None:
+        """At the message that opens one of the original's compactions (its summary):
+        decide there with the count before it, as Claude Code did before its next call."""
         st: _State = ctx.state
-        if st.reported is not None and not st.diverged:
-            return st.reported[0] + st.tail
-        return (st.overhead or 0) + ctx.summary_tokens + ctx.history_tokens
+        if original.agent_version and str(self.params["agent_version"]) == "auto":
+            st.rules, st.version, st.version_reason = self.resolve_rules(
+                original.agent_version,
+                f"from the version of the original's compaction at {original.source}",
+            )
+        st.hold = tokens  # appended, not yet counted: the decision is the count before it
+        count, detail = self.token_count(ctx)
+        threshold = self.auto_compact_threshold(st.rules)
+        manual = original.trigger == "manual"
+        follow = manual and bool(self.params["follow_manual_compactions"])
+        fires = self.enabled() and not st.stopped and count >= threshold
+        where = {
+            "original_line": original.source.line,
+            "original_trigger": original.trigger,
+            "original_pre_tokens": original.pre_tokens,
+            "original_before_index": original.before_index,
+        }
+        done = False
+        if fires or follow:
+            why = (
+                "manual /compact in the original: followed (follow_manual_compactions)"
+                if follow
+                else "auto-compact: conversation replaced by its summary, where the original "
+                "compacted"
+            )
+            done = self._compact(
+                ctx,
+                {"tokens": count, "threshold": threshold, **detail, **where},
+                reason=why,
+                drop=index,
+                instructions=original.instructions if manual else None,
+            )
+        st.hold = 0
+        if done:
+            # The context is the original's again (its summary or ours in its place): the
+            # reported usage holds from the next response on, corrected by the summaries'
+            # difference.
+            st.reported, st.tail, st.diverged = None, 0, False
+            st.correction = ctx.summary_tokens - tokens
+            return
+        st.seen += tokens
+        st.tail += tokens
+        st.diverged = True  # the original compacted: its usage no longer matches
+        ctx.emit(
+            "compact_skipped",
+            messages=[index],
+            reason="the original compacted here; this replay did not"
+            + (" (its count is under the threshold)" if not manual else " (manual, not followed)"),
+            tokens=count,
+            threshold=threshold,
+            **detail,
+            **where,
+            **self.rules_detail(st),
+        )
+
+    def _replay_microcompactions(self, ctx: ContextView) -> None:
+        """Clear the tool results the original's ``microcompact_boundary`` names, before
+        the first request after it (microcompact runs before the auto-compact check)."""
+        st: _State = ctx.state
+        assert st.originals is not None
+        due = sorted(b for b in st.originals.microcompactions if b <= ctx.source_index)[
+            st.micro_done :
+        ]
+        for before in due:
+            st.micro_done += 1
+            for original in st.originals.microcompactions[before]:
+                self._microcompact(ctx, original)
+
+    def _microcompact(self, ctx: ContextView, original: OriginalCompaction) -> None:
+        st: _State = ctx.state
+        ids = set(original.cleared_tool_ids)
+        alive = set(ctx.live)
+        targets = sorted({st.results[t] for t in ids if st.results.get(t) in alive})
+        reason = f"cleared by the original's microcompact_boundary at {original.source}" + (
+            f" ({original.trigger})" if original.trigger else ""
+        )
+        saved = 0
+        with ctx.action(
+            "clear_tool_uses",
+            reason=reason,
+            original_line=original.source.line,
+            original_pre_tokens=original.pre_tokens,
+            original_tokens_saved=original.tokens_saved,
+            cleared_tool_ids=sorted(ids),
+            marker=CLEARED_MARKER,
+            **self.rules_detail(st),
+        ) as act:
+            for i in targets:
+                message = ctx.message(i)
+                blocks = tuple(
+                    replace(b, text=CLEARED_MARKER, parts=())
+                    if b.kind is BlockKind.TOOL_RESULT and b.tool_id in ids
+                    else b
+                    for b in message.blocks
+                )
+                cleared = replace(message, blocks=blocks)
+                saved += ctx.tokens(i) - self.count_message(cleared)
+                if st.reported is not None and i > st.reported[1]:
+                    st.tail -= ctx.tokens(i) - self.count_message(cleared)
+                act.replace(i, cleared, Fate.TRUNCATED)
+            act.detail["tokens_saved"] = saved
 
     # --- compaction ---------------------------------------------------------------------
-    def _compact(self, ctx: ContextView, detail: dict[str, Any]) -> None:
+    def _compact(
+        self,
+        ctx: ContextView,
+        detail: dict[str, Any],
+        *,
+        reason: str = "auto-compact: conversation replaced by its summary",
+        drop: int | None = None,
+        instructions: str | None = None,
+    ) -> bool:
+        """Summarise the live history (all of it but ``drop``, the original's own summary
+        message, which goes without being summarised); False when it failed."""
         st: _State = ctx.state
-        detail.update(_original_compaction(ctx))
-        compacted = list(ctx.live)
+        if drop is None:
+            detail.update(_original_compaction(ctx))
+        detail.update(self.rules_detail(st))
+        compacted = [i for i in ctx.live if i != drop]
         if not compacted and not ctx.summary:
             self._fail(ctx, NOT_ENOUGH_MESSAGES, compacted, None, detail)
-            return
-        version = str(self.params["prompt_version"])
-        prompt = rules.compact_prompt(version, str(self.params["custom_instructions"]))
+            return False
+        version = self.prompt_version(st.rules)
+        custom = str(self.params["custom_instructions"]) if instructions is None else instructions
+        if instructions:
+            detail["custom_instructions"] = instructions
+        prompt = rules.compact_prompt(version, custom)
         history = [_prompt_message(ctx.message(i)) for i in compacted]
         previous = (PromptMessage("user", ctx.summary),) if ctx.summary else ()
         request = SummaryRequest(
@@ -359,21 +635,26 @@ class ClaudeCodeStrategy(Strategy):
         record = ctx.summarize(request, messages=compacted)
         if record.error or not record.output.strip():
             self._fail(ctx, record.error or NO_SUMMARY, compacted, record.id, detail)
-            return
+            return False
         text = rules.summary_message(version, record.output, self._transcript_path(ctx))
         previous_ref = ctx.summary_ref
         with ctx.action(
-            "compact", reason="auto-compact: conversation replaced by its summary",
-            always=True, prompt_version=version, **detail,
+            "compact", reason=reason, always=True, prompt_version=version, **detail,
         ) as act:  # fmt: skip
             act.remove(compacted, Fate.SUMMARISED)
+            if drop is not None:
+                act.remove([drop], Fate.DROPPED, reason=DROPPED_ORIGINAL_SUMMARY)
             ctx.set_summary(text, tokens=self.count_text(text), rendered=text,
                             summary_id=record.id)  # fmt: skip
             act.summary_id = record.id
-            st.diverged = True  # before the scope ends: tokens_after is the new count
+            # before the scope ends: tokens_after is the new count
+            st.diverged, st.compacted, st.correction = drop is None, True, 0
+            if drop is not None:  # the original's summary is gone: nothing held back
+                st.reported, st.tail, st.hold = None, 0, 0
         st.failures = 0
         check_summary_size(ctx, summary_rendered=text, replaced=compacted,
                            summary_id=record.id, previous_ref=previous_ref)  # fmt: skip
+        return True
 
     def _fail(
         self,
@@ -402,6 +683,12 @@ class ClaudeCodeStrategy(Strategy):
         slug = _SLUG.sub("-", meta.get("cwd", ""))
         session = meta.get("session_id") or ctx.conversation.id
         return f"~/.claude/projects/{slug}/{session}.jsonl"
+
+
+def _first(ctx: ContextView) -> int:
+    """The first message the replay appends (the system prompt is never appended)."""
+    first = 1 if ctx.system_index == 0 else 0
+    return first
 
 
 def _original_compaction(ctx: ContextView) -> dict[str, Any]:

@@ -301,9 +301,11 @@ def test_golden_claude_code_session_compacts_twice() -> None:
     assert first.detail["usage_source"] == "reported" and first.detail["tokens"] == 32_218
     assert sorted(c.index for c in first.changes) == list(range(10))
     # Then the estimate: overhead = 17 751 (first usage) - 172 (messages 0-4) = 17 579, plus
-    # the (offline) summary and messages 10..41 reach 27 720 before message 42.
+    # the (offline) summary in the 2.0 summary message (the transcript is CLI 2.0.27) and
+    # messages 10..41 reach 27 615 before message 42.
+    assert first.detail["rules_version"] == "2.0.27" and first.detail["prompt_version"] == "2.0"
     assert second.detail["usage_source"] == "estimate" and second.detail["overhead"] == 17_579
-    assert result.steps[second.step].source_index == 42 and second.detail["tokens"] == 27_720
+    assert result.steps[second.step].source_index == 42 and second.detail["tokens"] == 27_615
     assert sorted(c.index for c in second.changes) == list(range(10, 42))
     assert result.steps[second.step].context_indexes == []
     assert not events(result, "compact_failed") and not result.summaries[1].error

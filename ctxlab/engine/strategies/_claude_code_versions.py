@@ -1,0 +1,145 @@
+"""Claude Code's compaction rules by CLI version (see claude_code.py).
+
+Each row is one range of versions with the values that decide when auto-compact fires and
+what it writes, and where each value comes from:
+
+- [data] the ``compact_boundary`` lines of 123 real Claude Code sessions (the
+  ``entire/checkpoints/v1`` branch of github.com/entireio/cli, MIT; CLI 2.0.76-2.1.42,
+  all on 200K-window Opus 4.5/4.6): every automatic boundary's ``preTokens`` lies in
+  155,031-158,105 on 2.0.76-2.1.20 (threshold 155,000 = 200,000 - 32,000 - 13,000) and
+  in 167,038-176,700 on 2.1.25-2.1.42 (167,000 = 200,000 - 20,000 - 13,000). The
+  summary message reads "The conversation is summarized below:" up to 2.1.5 and "The
+  summary below covers the earlier portion of the conversation." from 2.1.7 on.
+- [notes] Claude Code's CHANGELOG, 2.1.21: "Fixed auto-compact triggering too early on
+  models with large output token limits" (the reserve became ``min(max output, 20 000)``;
+  before, the model's whole max output, 32 000 for these models, was reserved).
+- [code] the 2.1.88 source published from its npm source map
+  (``src/services/compact/autoCompact.ts``: ``MAX_OUTPUT_TOKENS_FOR_SUMMARY = 20_000``,
+  ``AUTOCOMPACT_BUFFER_TOKENS = 13_000``; ``microCompact.ts``).
+
+The count compared with the threshold (``tokenCountWithEstimation``) is the same rule in
+every range: [data] the last response's usage plus the rough estimate of the messages after
+that response's first record (interleaved tool results), not of the response's own later
+blocks, matches ``preTokens`` exactly at 55 of 131 automatic boundaries.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+CURRENT = "2.1.88"  # the newest version whose code was read
+
+
+@dataclass(frozen=True, slots=True)
+class VersionRules:
+    """One range of Claude Code versions, ``first``..``last`` inclusive ("" = open)."""
+
+    first: str
+    last: str
+    output_reserve: int  # tokens kept for the summary's output: window - this - buffer
+    buffer: int  # AUTOCOMPACT_BUFFER_TOKENS
+    prompt_version: str  # a key of _claude_code_rules.VERSIONS
+    microcompact: str  # what this strategy does about microcompaction in the range
+    sources: tuple[str, ...]
+
+    @property
+    def label(self) -> str:
+        if not self.first:
+            return f"up to {self.last}"
+        return f"{self.first} and later" if not self.last else f"{self.first}-{self.last}"
+
+    def covers(self, version: str) -> bool:
+        key = version_key(version)
+        return (not self.first or key >= version_key(self.first)) and (
+            not self.last or key <= version_key(self.last)
+        )
+
+
+_REPLAYED = (
+    "replayed where the transcript names the cleared results (microcompact_boundary); "
+    "its trigger is not modelled (no published source for these versions)"
+)
+
+RANGES: tuple[VersionRules, ...] = (
+    VersionRules(
+        "",
+        "2.1.6",
+        32_000,
+        13_000,
+        "2.0",
+        _REPLAYED,
+        (
+            "data: auto boundaries at preTokens 155,109-158,105 (2.0.76-2.1.5)",
+            "data: summary message 'The conversation is summarized below:', analysis kept",
+            "notes: CHANGELOG 2.1.21 (reserve was the model's max output, 32,000)",
+        ),
+    ),
+    VersionRules(
+        "2.1.7",
+        "2.1.20",
+        32_000,
+        13_000,
+        "2.1.88",
+        _REPLAYED,
+        (
+            "data: auto boundaries at preTokens 155,031-162,548 (2.1.7-2.1.20)",
+            "data: microcompact_boundary lines at 56,973-78,208 (2.1.14-2.1.20)",
+            "notes: CHANGELOG 2.1.21 (reserve was the model's max output, 32,000)",
+        ),
+    ),
+    VersionRules(
+        "2.1.21",
+        "",
+        20_000,
+        13_000,
+        "2.1.88",
+        _REPLAYED,
+        (
+            "notes: CHANGELOG 2.1.21 'Fixed auto-compact triggering too early on models "
+            "with large output token limits'",
+            "data: auto boundaries at preTokens 167,038-176,700 (2.1.25-2.1.42)",
+            "code: 2.1.88 autoCompact.ts MAX_OUTPUT_TOKENS_FOR_SUMMARY 20,000, "
+            "AUTOCOMPACT_BUFFER_TOKENS 13,000",
+        ),
+    ),
+)
+
+_NUMBERS = re.compile(r"\d+")
+
+
+def version_key(version: str) -> tuple[int, ...]:
+    """``"2.1.7"`` -> ``(2, 1, 7)``; text after the numbers is ignored; "" -> ``()``."""
+    head = version.strip().split("-", 1)[0].split("+", 1)[0]
+    return tuple(int(n) for n in _NUMBERS.findall(head)[:3])
+
+
+def is_version(version: str) -> bool:
+    return len(version_key(version)) >= 2
+
+
+def rules_for(version: str) -> VersionRules:
+    """The range holding ``version`` (the newest range for an unknown version)."""
+    if is_version(version):
+        for rules in RANGES:
+            if rules.covers(version):
+                return rules
+    return RANGES[-1]
+
+
+def describe_rules() -> list[dict[str, object]]:
+    """The table as plain data, for pages and docs."""
+    return [
+        {
+            "versions": r.label,
+            "first": r.first,
+            "last": r.last,
+            "output_reserve": r.output_reserve,
+            "autocompact_buffer_tokens": r.buffer,
+            "threshold_200k": 200_000 - r.output_reserve - r.buffer,
+            "prompt_version": r.prompt_version,
+            "microcompact": r.microcompact,
+            "sources": list(r.sources),
+        }
+        for r in RANGES
+    ]
