@@ -108,6 +108,7 @@ class _Rollout:
         self._pending: Usage | None = None
         self._pending_abort = False
         self._last_total: int | None = None  # last token_count's last_token_usage.total_tokens
+        self._running_total = 0  # its total_token_usage.total_tokens (a repeat adds nothing)
         self._turn_items = 0  # response items since the turn started
         self._turn_user = False  # a user_message event in this turn
         self._compactions: list[dict[str, Any]] = []  # built into OriginalCompaction at the end
@@ -146,8 +147,10 @@ class _Rollout:
             if window and "model_context_window" not in self.meta:
                 self.meta["model_context_window"] = window
             total = as_int(last.get("total_tokens"))
-            if last and not as_int(last.get("input_tokens")) and not as_int(
-                last.get("output_tokens")
+            if (
+                last
+                and not as_int(last.get("input_tokens"))
+                and not as_int(last.get("output_tokens"))
             ):
                 # recompute_token_usage after a compaction: Codex's estimate, not a response
                 if self._compactions and "post_tokens" not in self._compactions[-1]:
@@ -156,11 +159,20 @@ class _Rollout:
             usage = openai_usage(last or None)
             if usage is None:
                 return
+            running = as_int(as_dict(info.get("total_token_usage")).get("total_tokens"))
+            if running and running == self._running_total:
+                return  # the same count again (cli 0.14x repeats it): no new response
+            self._running_total = running
             self._last_total = total or usage.context_tokens
             if self._segment is not None and self._segment.usage is None:
                 self._segment.usage = usage
             else:
                 self._pending = usage
+            # the count ends its response: what follows is the next response's (an item the
+            # thread does not close a group on, e.g. tool_search_output, no longer joins two
+            # responses into one message)
+            self.thread.close_group()
+            self._segment = None
         elif etype in ("task_started", "turn_started"):
             self._close_turn()
             self._turn_items = 0

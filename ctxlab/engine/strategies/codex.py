@@ -43,23 +43,27 @@ guard ("still above the token limit") is not modelled.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..context import is_user_query
 from ..findings import check_summary_size
-from ..model import Block, BlockKind, Message, ToolDef
+from ..model import Block, BlockKind, Message, OriginalCompaction, Role, ToolDef
 from ..params import Param
 from ..records import Fate
+from ..stages.originals import OriginalIndex
 from ..summarizers import MaterialItem, PromptMessage, Section, SummaryRequest
 from . import _codex_rules as rules
+from . import _codex_versions as versions
 from .base import Strategy
 
 if TYPE_CHECKING:
     from ..context_view import ContextView
 
 LEGACY_AUTO_COMPACT_LIMIT = 256_000  # openai_model_info.rs DEFAULT_AUTO_COMPACT_TOKEN_LIMIT
+DEFAULT_WINDOW = versions.DEFAULT_CONTEXT_WINDOW
 SECTIONS = (
     Section("Goal / user objective", "goal"),
     Section("Current progress and key decisions made", "decisions"),
@@ -75,6 +79,8 @@ def user_text(message: Message) -> str:
 
 
 def is_session_prefix(message: Message) -> bool:
+    if "replacement_history" in message.flags:  # an earlier user message Codex kept
+        return rules.is_session_prefix(user_text(message))
     return "meta" in message.flags or rules.is_session_prefix(user_text(message))
 
 
@@ -93,6 +99,20 @@ class _State:
     reported: int | None = None  # last response's total, while still faithful
     diverged: bool = False  # the replayed context is no longer the original's
     summary_at: int | None = None  # source index where the summary sits
+    # -- version rules (prepare) --
+    rules: versions.VersionRules = versions.LEGACY
+    rules_why: str = ""
+    context_window: int = versions.DEFAULT_CONTEXT_WINDOW
+    window_why: str = ""
+    originals: OriginalIndex | None = None
+    # -- the 0.140 count --
+    last_total: int | None = None  # last_token_usage.total_tokens of the last response
+    original_live: int = 0  # estimate of the original's live items (its own boundaries)
+    reasoning_settled: int = 0  # reasoning estimate of replies before the last user message
+    reasoning_previous: int = 0  # the same before the last user message was recorded
+    reasoning_open: int = 0  # reasoning estimate of replies after it
+    pending: OriginalCompaction | None = None  # the original compacted at these messages
+    pending_from: int = 0  # first source index of its replacement history
 
 
 class CodexStrategy(Strategy):
@@ -114,12 +134,40 @@ class CodexStrategy(Strategy):
     WINDOW = "model_context_window"
     PARAMS: ClassVar[tuple[Param, ...]] = (
         Param(
+            "agent_version",
+            "auto",
+            "Codex version whose rules run: auto = the rollout's cli_version (legacy without "
+            "one), a version (0.142.5) or a rule set (0.140, legacy).",
+            "str",
+            origin="session_meta cli_version",
+        ),
+        Param(
             "model_context_window",
-            272_000,
-            "Context window in tokens (gpt-5 / gpt-5.1-codex family: 272 000). A compaction "
+            0,
+            "Context window in tokens; 0 = the rollout's reported model_context_window / 0.95 "
+            "(Codex reports the effective 95%), else 272 000 (gpt-5 family). A compaction "
             "request above it drops its oldest items.",
-            min=1_000,
+            min=0,
             origin="config.toml model_context_window",
+        ),
+        Param(
+            "follow_manual_compactions",
+            True,
+            "Compact where the original ran /compact (a user's act no trigger predicts), "
+            "taking its replacement history as the new context.",
+            "bool",
+            origin="the original's compacted lines (trigger manual)",
+        ),
+        Param(
+            "reasoning_estimate_factor",
+            1.15,
+            "0.140 rules: tokens of a reply's encrypted reasoning per reported reasoning "
+            "token, used when the rollout's encrypted_content is redacted or absent "
+            "(estimate_reasoning_length needs its length). Fitted on agentv rollouts.",
+            "float",
+            min=0.0,
+            max=4.0,
+            origin="history.rs estimate_reasoning_length (proxy)",
         ),
         Param(
             "model_auto_compact_token_limit",
@@ -183,19 +231,29 @@ class CodexStrategy(Strategy):
         return 0  # Codex's history estimate counts instructions and items only
 
     # --- geometry -----------------------------------------------------------------------
-    def auto_compact_limit(self) -> int:
+    def auto_compact_limit(self, context_window: int | None = None) -> int:
         p = self.params
+        window = context_window or int(p["model_context_window"]) or DEFAULT_WINDOW
         if p["model_auto_compact_token_limit"]:
             return int(p["model_auto_compact_token_limit"])
         if p["auto_compact_default"] == "fixed_256000":
             return LEGACY_AUTO_COMPACT_LIMIT
-        return int(p["model_context_window"]) * 9 // 10
+        return window * 9 // 10
+
+    def _limit(self, ctx: ContextView) -> int:
+        st: _State = ctx.state
+        if st.rules is versions.LEGACY:
+            return self.auto_compact_limit(st.context_window)
+        return versions.auto_compact_limit(
+            st.context_window, int(self.params["model_auto_compact_token_limit"])
+        )
 
     def window(self, ctx: ContextView) -> int:
-        return int(self.params["model_context_window"])
+        st: _State = ctx.state
+        return st.context_window if st is not None else DEFAULT_WINDOW
 
     def threshold(self, ctx: ContextView) -> int | None:
-        return self.auto_compact_limit()
+        return self._limit(ctx)
 
     def tool_policy(self) -> rules.TruncationPolicy | None:
         kind = self.params["truncation_policy"]
@@ -211,32 +269,203 @@ class CodexStrategy(Strategy):
         return policy.mul(rules.SERIALIZATION_BUDGET)
 
     # --- hooks --------------------------------------------------------------------------
+    def prepare(self, ctx: ContextView) -> None:
+        st: _State = ctx.state
+        meta = dict(ctx.conversation.metadata)
+        pinned = str(self.params["agent_version"])
+        version = meta.get("cli_version", "") if pinned == "auto" else pinned
+        st.rules, st.rules_why = versions.rules_for(version)
+        if pinned != "auto" and st.rules_why.startswith("cli_version"):
+            st.rules_why = f"pinned: {st.rules_why}"
+        window = int(self.params["model_context_window"])
+        reported = int(meta.get("model_context_window", "0") or 0)
+        if window:
+            st.context_window, st.window_why = window, "model_context_window parameter"
+        elif reported:
+            st.context_window = versions.context_window_from_reported(reported)
+            st.window_why = f"the rollout's model_context_window {reported} / 0.95"
+        else:
+            st.context_window, st.window_why = DEFAULT_WINDOW, "default (gpt-5 family)"
+        st.originals = OriginalIndex(ctx.conversation)
+
     def after_append(self, ctx: ContextView, index: int) -> None:
         st: _State = ctx.state
         msg = ctx.message(index)
-        if "compact_summary" in msg.flags:
+        original = st.originals.at(index) if st.originals is not None else None
+        if original is not None and st.pending is None:
+            st.pending, st.pending_from = original, index
+        if "compact_summary" in msg.flags and original is None and st.pending is None:
             st.diverged = True  # the original compacted: its usage no longer matches
         if msg.usage is not None:
             st.reported = msg.usage.context_tokens - msg.usage.reasoning
+            st.last_total = msg.usage.context_tokens
         self._truncate_tool_output(ctx, index, msg)
+        if st.pending is not None:
+            return  # the original's replacement history: counted when it is decided
+        st.original_live += self.count_message(ctx.message(index))
+        if msg.role is Role.ASSISTANT:
+            st.reasoning_open += self._reasoning_tokens(msg)
+        elif is_real_user_message(msg):
+            st.reasoning_previous = st.reasoning_settled
+            st.reasoning_settled += st.reasoning_open
+            st.reasoning_open = 0
+
+    def _reasoning_tokens(self, msg: Message) -> int:
+        """A reply's encrypted reasoning as get_non_last_reasoning_items_tokens counts it:
+        from the encrypted length when the rollout kept it, else the reported reasoning
+        tokens x reasoning_estimate_factor (Entire redacts encrypted_content)."""
+        sizes = [b.size for b in msg.blocks if b.kind is BlockKind.OPAQUE
+                 and b.raw_type == "reasoning" and b.size > 1_000]  # fmt: skip
+        if sizes:
+            return sum(versions.reasoning_estimate(size - 2) for size in sizes)
+        if msg.usage is None or not msg.usage.reasoning:
+            return 0
+        return round(msg.usage.reasoning * float(self.params["reasoning_estimate_factor"]))
 
     def before_call(self, ctx: ContextView) -> None:
-        total, source = self._usage(ctx)
-        limit = self.auto_compact_limit()
+        st: _State = ctx.state
+        limit = self._limit(ctx)
+        if st.pending is not None:
+            self._at_original(ctx, limit)
+            return
+        if st.rules is versions.LEGACY:
+            total, source = self._usage(ctx)
+            if total >= limit:
+                self._compact(ctx, total=total, usage_source=source, limit=limit)
+            return
+        check = self._check_point(ctx, len(ctx.live))
+        if check is None:
+            return
+        total, source, phase = check
         if total >= limit:
-            self._compact(ctx, total=total, usage_source=source, limit=limit)
+            self._compact(ctx, total=total, usage_source=source, limit=limit, phase=phase)
 
     def compared_tokens(self, ctx: ContextView) -> int | None:
         """The reported total while the replay is faithful (it includes what the rollout
         does not show: instructions, tools), else None (the estimate)."""
         st: _State = ctx.state
-        return st.reported if not st.diverged else None
+        if st.rules is versions.LEGACY:
+            return st.reported if not st.diverged else None
+        return st.last_total if not st.diverged else None
 
     def _usage(self, ctx: ContextView) -> tuple[int, str]:
         st: _State = ctx.state
         if not st.diverged and st.reported is not None:
             return st.reported, "reported"
         return ctx.request_tokens(), "estimate"
+
+    # --- the 0.140 count and check points ------------------------------------------------
+    def _check_point(
+        self, ctx: ContextView, end: int, left_out: int = 0
+    ) -> tuple[int, str, str] | None:
+        """(count, source, phase) when Codex checks before this request, else None.
+        ``end`` bounds the live positions read and ``left_out`` is their tokens (the
+        original's replacement history, left out while it is decided)."""
+        st: _State = ctx.state
+        live = ctx.live
+        suffix: list[int] = []
+        for pos in range(end - 1, -1, -1):
+            msg = ctx.message(live[pos])
+            if msg.role is Role.ASSISTANT:
+                break
+            suffix.append(live[pos])
+        suffix.reverse()
+        user_at = next((k for k, i in enumerate(suffix) if is_real_user_message(ctx.message(i))),
+                       None)  # fmt: skip
+        if user_at is not None:  # pre-turn: before the user message is recorded
+            phase, after, reasoning = "pre_turn", suffix[:user_at], st.reasoning_previous
+        elif any(m.role is Role.TOOL or _has_result(m) for m in map(ctx.message, suffix)):
+            phase, after, reasoning = "mid_turn", suffix, st.reasoning_settled
+        else:
+            return None  # no follow-up and no new turn: Codex does not check here
+        estimate = sum(self._item_tokens(ctx.message(i)) for i in after)
+        if st.last_total is None:
+            base = ctx.request_tokens() - sum(ctx.tokens(i) for i in suffix)
+            source = "estimate"
+        else:
+            # the original's count, moved by what this replay holds more or less than it
+            held = ctx.history_tokens + ctx.summary_tokens - left_out
+            base = st.last_total + held - st.original_live
+            source = "reported" if not st.diverged else "reported_adjusted"
+        return base + estimate + reasoning, source, phase
+
+    @staticmethod
+    def _item_tokens(msg: Message) -> int:
+        """estimate_item_token_count of items recorded after the last reply: serialized
+        JSON bytes / 4, an image 7 373 bytes."""
+        total = 0
+        for b in msg.blocks:
+            if b.kind is BlockKind.MEDIA:
+                total += versions.RESIZED_IMAGE_BYTES_ESTIMATE
+                continue
+            text = b.text if b.kind is not BlockKind.TOOL_USE else b.input_json
+            total += len(json.dumps(text, ensure_ascii=False).encode("utf-8")) + len(b.tool_id)
+            total += sum(versions.RESIZED_IMAGE_BYTES_ESTIMATE for p in b.parts
+                         if p.kind is BlockKind.MEDIA)  # fmt: skip
+        return -(-(total + _ITEM_OVERHEAD_BYTES) // 4)
+
+    # --- the original's compactions --------------------------------------------------------
+    def _at_original(self, ctx: ContextView, limit: int) -> None:
+        """The original compacted just before this request: compact exactly here when this
+        replay's own trigger fires here (or it was /compact and we follow those), taking its
+        replacement history as the new context; else leave its replacement history out."""
+        st: _State = ctx.state
+        original, start = st.pending, st.pending_from
+        assert original is not None
+        st.pending = None
+        live = ctx.live
+        cut = next((pos for pos, i in enumerate(live) if i >= start), len(live))
+        replacement = live[cut:]
+        replaced_tokens = sum(ctx.tokens(i) for i in replacement)
+        if st.rules is versions.LEGACY:
+            total, source = self._usage(ctx)
+            phase = "before_request"
+        else:
+            check = self._check_point(ctx, cut, replaced_tokens)
+            total, source, phase = check if check is not None else (0, "none", "no_check")
+        manual = original.trigger == "manual"
+        follow = total >= limit or (manual and bool(self.params["follow_manual_compactions"]))
+        detail: dict[str, Any] = {
+            "usage_source": source, "total_tokens": total, "limit": limit, "phase": phase,
+            "original_trigger": original.trigger or "auto", "original_pre_tokens":
+            original.pre_tokens, "rules": st.rules.name, **dict(original.detail),
+        }  # fmt: skip
+        if not follow:
+            with ctx.action(
+                "compact_skipped", reason="the original compacted here; this replay's "
+                "trigger does not fire: its replacement history is left out", **detail,
+            ) as act:  # fmt: skip
+                act.remove(replacement, Fate.DROPPED, reason="the original's replacement history")
+            st.original_live = replaced_tokens  # the original's context from here on
+            post = dict(original.detail).get("post_tokens")
+            # recompute_token_usage: Codex's own estimate of the new history, until the next
+            # response reports; without it, ours plus the fixed overhead
+            st.last_total = (
+                int(post) if post else (replaced_tokens + ctx.system_tokens + ctx.tools_tokens)
+            )
+            st.diverged = True
+            st.reasoning_settled = st.reasoning_previous = 0
+            if st.rules is not versions.LEGACY:
+                check = self._check_point(ctx, len(ctx.live))
+                if check is not None and check[0] >= limit:
+                    self._compact(ctx, total=check[0], usage_source=check[1], limit=limit,
+                                  phase=check[2])  # fmt: skip
+            elif total >= limit:
+                self._compact(ctx, total=total, usage_source=source, limit=limit)
+            return
+        keep = set(replacement) if replacement else set(_initial_context(ctx))
+        gone = [i for i in live if i not in keep]
+        why = "the user's /compact" if manual and total < limit else "the trigger fires"
+        with ctx.action(
+            "compact", reason=f"the original compacted here ({why}): its replacement history "
+            "is the new context", follows_original=True, **detail,
+        ) as act:  # fmt: skip
+            act.remove(gone, Fate.SUMMARISED)
+            act.always = True
+        st.diverged = False  # the replay holds what the original held: its counts are valid
+        st.original_live = ctx.history_tokens
+        st.reasoning_settled = st.reasoning_previous = st.reasoning_open = 0
+        st.summary_at = None
 
     # --- tool-output truncation ---------------------------------------------------------
     def _truncate_tool_output(self, ctx: ContextView, index: int, msg: Message) -> None:
@@ -281,7 +510,9 @@ class CodexStrategy(Strategy):
             items.append((-1, PromptMessage("user", ctx.summary)))
         return items
 
-    def _compact(self, ctx: ContextView, *, total: int, usage_source: str, limit: int) -> None:
+    def _compact(
+        self, ctx: ContextView, *, total: int, usage_source: str, limit: int, phase: str = ""
+    ) -> None:
         prompt = rules.PROMPTS[self.params["prompt_version"]]
         items = self._request_items(ctx)
         sizes = [self.count_text(m.text) for _, m in items]
@@ -298,6 +529,9 @@ class CodexStrategy(Strategy):
             "total_tokens": total,
             "limit": limit,
         }
+        st: _State = ctx.state
+        if st.rules is not versions.LEGACY:
+            detail.update(phase=phase, rules=st.rules.name)
         if request_tokens > budget:  # only the prompt left and still too big
             ctx.emit("compact_failed", error="ContextWindowExceeded", trimmed_items=trimmed,
                      outcome="history unchanged; Codex sends an Error event", **detail)  # fmt: skip
@@ -363,10 +597,18 @@ class CodexStrategy(Strategy):
             act.always = True
             st.diverged = True  # before the scope ends: tokens_after is the new count
         st.summary_at = ctx.source_index
+        st.reasoning_settled = st.reasoning_previous = st.reasoning_open = 0
         ctx.emit("warning", message=rules.WARNING)
         summarised_set = set(summarised)  # once: per element it was quadratic in the history
         check_summary_size(ctx, summary_rendered=text, replaced=[i for i in gone if i in
                            summarised_set], summary_id=summary_id, previous_ref=previous_ref)  # fmt: skip
+
+
+_ITEM_OVERHEAD_BYTES = 60  # {"type":"function_call_output","call_id":…,"output":…} framing
+
+
+def _has_result(message: Message) -> bool:
+    return any(b.kind is BlockKind.TOOL_RESULT for b in message.blocks)
 
 
 def _initial_context(ctx: ContextView) -> list[int]:

@@ -1,0 +1,125 @@
+"""Which Codex CLI version compacts how: the rules the ``codex`` strategy runs per ``cli_version``.
+
+Two rule sets, each with its source. The openai/codex repository could not be brought here
+whole (its snapshot is 757 MB, over the 500 MB fetch limit), so the newer rules are read
+from the stored versions of its files (commits below, later than 0.142.5) and checked
+against real 0.140.0 - 0.142.5 rollouts (EntityProcess/agentv ``entire/checkpoints/v1``,
+13 auto compactions on two models, see docs/strategies/codex.md):
+
+- ``0.140`` (cli 0.140.0 up to the newest version seen, 0.142.5; later versions run it too,
+  the page says so):
+  * count: ``ContextManager::get_total_token_usage(server_reasoning_included = false)``
+    (``codex-rs/core/src/context_manager/history.rs``, stored version a20bf059): the last
+    response's ``last_token_usage.total_tokens`` + the estimate of the items recorded after
+    the last model-generated item (tool outputs; JSON bytes / 4, an image 7 373 bytes:
+    ``estimate_item_token_count``) + the estimate of the encrypted reasoning items before the
+    last user message (``get_non_last_reasoning_items_tokens``: (base64 length x 3/4 - 650)
+    / 4).
+  * limit: ``ModelInfo::auto_compact_token_limit`` (``codex-rs/protocol/src/openai_models.rs``,
+    stored version 8db07003): 90% of the model's context window; a configured
+    ``model_auto_compact_token_limit`` can only lower it. Rollouts report
+    ``model_context_window`` as the *effective* window (95%: 258 400 for gpt-5.5's 272 000,
+    121 600 for gpt-5.3-codex-spark's 128 000).
+  * check points (``session/turn.rs``): before a turn's first request, before its user
+    message is recorded (``run_pre_sampling_compact``), and after a sampling that needs a
+    follow-up (tool outputs), ``token_limit_reached && needs_follow_up`` (mid-turn). A
+    request that starts no follow-up and no turn is not checked.
+  * compaction: remote (``/responses/compact``); the ``compacted`` line holds
+    ``message: ""`` and a ``replacement_history`` of the earlier user messages, the
+    re-injected developer / AGENTS.md messages and one encrypted ``compaction`` item. No
+    readable summary exists.
+- ``legacy`` (before 0.140, and rollouts without ``cli_version``): ``compact.rs`` at
+  0100b103625752f6a10c21b79a8c423761dc4c6a as the strategy docstring says (checked before
+  every request on the reported total minus reasoning; local summary with SUMMARY_PREFIX).
+  Its version range is not pinned to a tag.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+# estimate_reasoning_length / estimate_item_token_count (history.rs)
+REASONING_BASE64_OVERHEAD_BYTES = 650
+RESIZED_IMAGE_BYTES_ESTIMATE = 7_373
+# ModelInfo::effective_context_window_percent default: the window a rollout reports.
+EFFECTIVE_CONTEXT_WINDOW_PERCENT = 95
+AUTO_COMPACT_PERCENT = 90
+DEFAULT_CONTEXT_WINDOW = 272_000  # gpt-5 / gpt-5.x family
+
+
+@dataclass(frozen=True, slots=True)
+class VersionRules:
+    """How one range of Codex versions triggers and compacts (see module docstring)."""
+
+    name: str
+    first: tuple[int, ...]  # first cli_version the rules hold for
+    count: str  # "reported_minus_reasoning" | "total_plus_estimates"
+    checks: str  # "every_request" | "pre_turn_and_follow_up"
+    compaction: str  # "local_summary" | "remote_encrypted"
+    source: str
+
+
+LEGACY = VersionRules(
+    "legacy",
+    (0,),
+    "reported_minus_reasoning",
+    "every_request",
+    "local_summary",
+    "openai/codex codex-rs/core/src/compact.rs @ 0100b103625752f6a10c21b79a8c423761dc4c6a",
+)
+V0_140 = VersionRules(
+    "0.140",
+    (0, 140, 0),
+    "total_plus_estimates",
+    "pre_turn_and_follow_up",
+    "remote_encrypted",
+    "openai/codex codex-rs/core/src/context_manager/history.rs (stored a20bf059: "
+    "get_total_token_usage, get_non_last_reasoning_items_tokens), "
+    "codex-rs/protocol/src/openai_models.rs (stored 8db07003: auto_compact_token_limit), "
+    "session/turn.rs check points; checked on cli 0.140.0-0.142.5 rollouts",
+)
+TABLE: tuple[VersionRules, ...] = (V0_140, LEGACY)  # newest first
+BY_NAME = {r.name: r for r in TABLE}
+NEWEST_SEEN = (0, 142, 5)
+
+
+def parse_version(text: str) -> tuple[int, ...] | None:
+    """``"0.142.5"`` -> (0, 142, 5); suffixes (``-alpha.3``) are ignored; None if no number."""
+    match = re.match(r"\s*v?(\d+(?:\.\d+)*)", text or "")
+    if not match:
+        return None
+    return tuple(int(part) for part in match.group(1).split("."))
+
+
+def rules_for(version: str) -> tuple[VersionRules, str]:
+    """The rules for a cli_version (or a rule-set name), and why they were chosen."""
+    if version in BY_NAME:
+        return BY_NAME[version], f"pinned to the {version} rules"
+    parsed = parse_version(version)
+    if parsed is None:
+        return LEGACY, "no cli_version: the legacy rules"
+    for rules in TABLE:
+        if parsed >= rules.first:
+            why = f"cli_version {version}"
+            if rules is V0_140 and parsed > NEWEST_SEEN:
+                why += " is newer than the newest checked (0.142.5): its rules are assumed"
+            return rules, why
+    return LEGACY, f"cli_version {version}"
+
+
+def context_window_from_reported(model_context_window: int) -> int:
+    """Rollouts report the effective window (95%): the model's window it came from."""
+    return round(model_context_window * 100 / EFFECTIVE_CONTEXT_WINDOW_PERCENT)
+
+
+def auto_compact_limit(context_window: int, configured: int = 0) -> int:
+    """90% of the window; a configured limit (> 0) can only lower it."""
+    limit = context_window * AUTO_COMPACT_PERCENT // 100
+    return min(configured, limit) if configured > 0 else limit
+
+
+def reasoning_estimate(encrypted_len: int) -> int:
+    """``estimate_reasoning_length`` then bytes / 4 (ceil): a reasoning item's tokens."""
+    decoded = max(0, encrypted_len * 3 // 4 - REASONING_BASE64_OVERHEAD_BYTES)
+    return -(-decoded // 4)
