@@ -29,7 +29,8 @@ from .summarizers import (
 )
 
 # Wrappers the originals put around the model's summary in the message they keep
-# (Claude Code getCompactUserSummaryMessage 2.1.88 / 2.0; Codex SUMMARY_PREFIX + "\n").
+# (Claude Code getCompactUserSummaryMessage 2.1.88 / 2.0; Codex SUMMARY_PREFIX + "\n";
+# pi COMPACTION_SUMMARY_PREFIX / _SUFFIX, below).
 _PREAMBLES = (
     "This session is being continued from a previous conversation that ran out of context. "
     "The summary below covers the earlier portion of the conversation.\n\n",
@@ -59,9 +60,14 @@ def summary_text(conversation: Conversation, compaction: OriginalCompaction) -> 
             break
     else:
         from .strategies._codex_rules import SUMMARY_PREFIX
+        from .strategies._pi_rules import COMPACTION_SUMMARY_PREFIX, COMPACTION_SUMMARY_SUFFIX
 
         if text.startswith(SUMMARY_PREFIX + "\n"):
             text = text[len(SUMMARY_PREFIX) + 1 :]
+        elif text.startswith(COMPACTION_SUMMARY_PREFIX) and text.endswith(
+            COMPACTION_SUMMARY_SUFFIX
+        ):  # pi (messages.ts): the summary is returned byte for byte, not stripped
+            return text[len(COMPACTION_SUMMARY_PREFIX) : -len(COMPACTION_SUMMARY_SUFFIX)]
     return text.strip()
 
 

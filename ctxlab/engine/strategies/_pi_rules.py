@@ -291,3 +291,79 @@ def format_file_operations(read_files: Sequence[str], modified_files: Sequence[s
     if not sections:
         return ""
     return "\n\n" + "\n\n".join(sections)
+
+
+# --- cut point (compaction.ts findValidCutPoints / findTurnStartIndex / findCutPoint) ----
+# An entry as the cut-point search sees it: a ``message`` entry's role (user, assistant,
+# toolResult, bashExecution, custom, branchSummary, compactionSummary), or the type of a
+# non-message entry (branch_summary, custom_message, compaction, model_change, ...).
+MESSAGE_ROLES = frozenset(
+    {"user", "assistant", "toolResult", "bashExecution", "custom", "branchSummary",
+     "compactionSummary"}
+)  # fmt: skip
+USER_ROLE_ENTRIES = frozenset({"branch_summary", "custom_message"})
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    kind: str  # a message role (MESSAGE_ROLES) or a non-message entry type
+    tokens: int = 0  # estimateTokens of a message entry
+
+    @property
+    def is_message(self) -> bool:
+        return self.kind in MESSAGE_ROLES
+
+
+@dataclass(frozen=True, slots=True)
+class CutPoint:
+    first_kept: int  # index of the first entry to keep
+    turn_start: int  # the entry starting the turn being split, or -1
+    split_turn: bool
+
+
+def valid_cut_points(entries: Sequence[Entry], start: int, end: int) -> list[int]:
+    """``findValidCutPoints``: every message but a tool result, and the user-role entries
+    (branch_summary, custom_message)."""
+    return [
+        i
+        for i in range(start, end)
+        if (entries[i].is_message and entries[i].kind != "toolResult")
+        or entries[i].kind in USER_ROLE_ENTRIES
+    ]
+
+
+def find_turn_start(entries: Sequence[Entry], index: int, start: int) -> int:
+    """``findTurnStartIndex``: the user / bashExecution message (or user-role entry) that
+    starts the turn holding ``index``; -1 when none."""
+    for i in range(index, start - 1, -1):
+        kind = entries[i].kind
+        if kind in USER_ROLE_ENTRIES or kind in ("user", "bashExecution"):
+            return i
+    return -1
+
+
+def find_cut_point(entries: Sequence[Entry], start: int, end: int, keep_recent: int) -> CutPoint:
+    """``findCutPoint``: walk back from the newest message summing ``estimateTokens`` until
+    ``keep_recent`` is reached, cut at the first valid cut point at or after that message,
+    pull in the non-message entries just before it (stopping at a compaction), and say
+    whether the cut splits a turn."""
+    cut_points = valid_cut_points(entries, start, end)
+    if not cut_points:
+        return CutPoint(start, -1, False)
+    accumulated = 0
+    cut = cut_points[0]
+    for i in range(end - 1, start - 1, -1):
+        if not entries[i].is_message:
+            continue
+        accumulated += entries[i].tokens
+        if accumulated >= keep_recent:
+            cut = next((c for c in cut_points if c >= i), cut)
+            break
+    while cut > start:
+        previous = entries[cut - 1]
+        if previous.kind == "compaction" or previous.is_message:
+            break
+        cut -= 1
+    is_user = entries[cut].kind == "user"
+    turn_start = -1 if is_user else find_turn_start(entries, cut, start)
+    return CutPoint(cut, turn_start, not is_user and turn_start != -1)
