@@ -192,8 +192,27 @@ class BoundedServer(Server):
         return queue
 
 
+def _refuse_long_line(protocol: Any, line: bytes) -> None:
+    """Twisted drops the connection when a request or header line passes its
+    ``MAX_LENGTH`` (16 KiB); a client deserves a status: 414 for the request line (a long
+    query string), 431 for a header line."""
+    if getattr(protocol, "_HTTPChannel__first_line", 1):  # no request line read yet
+        head, body = b"414 URI Too Long", b"request line over 16 KiB: shorten the URL\n"
+    else:
+        head, body = b"431 Request Header Fields Too Large", b"a header line over 16 KiB\n"
+    protocol.transport.write(
+        b"HTTP/1.1 " + head + b"\r\nContent-Type: text/plain; charset=utf-8\r\n"
+        b"Connection: close\r\nContent-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body
+    )
+    protocol.transport.loseConnection()
+
+
 class _BoundedHTTPFactory(HTTPFactory):
     def buildProtocol(self, addr: Any) -> Any:  # noqa: N802 (Twisted's name)
         protocol = super().buildProtocol(addr)
         protocol.requestFactory = BoundedWebRequest
+        # The factory's protocol is Twisted's HTTP/1-or-2 wrapper; the line parser is the
+        # HTTP/1.1 channel inside it.
+        channel = getattr(protocol, "_channel", protocol)
+        channel.lineLengthExceeded = partial(_refuse_long_line, channel)
         return protocol
