@@ -21,6 +21,7 @@ from ctxlab.abandon import raise_if_abandoned
 from ctxlab.http import int_param
 from replay_app import memo
 from replay_app.compare import compare_steps, inputs, overview, survival_table
+from replay_app.compare import originals as agreement
 from replay_app.display import charts
 from replay_app.display.vocabulary import event_label
 from replay_app.models import Run
@@ -95,6 +96,11 @@ class ComparePage:
         heads = [piece["survival"] for piece in self.stored]
         return survival_table.table_of_heads(self.runs, heads, SHOWN)
 
+    @cached_property
+    def originals(self) -> agreement.Comparison:
+        """The transcript agent's own compactions as a run-like row, then each run's."""
+        return agreement.comparison(self.runs)
+
     def csv(self) -> str:
         return overview.metrics_csv(self.runs, self.metric_rows)
 
@@ -137,6 +143,7 @@ class ComparePage:
             "message_count": runs[0].transcript.message_count,
             "fate_names": fatelog.FATES,
             "survival": lambda: self.survival_shown,
+            "originals": lambda: self.originals,
         }
 
     def as_json(self) -> dict[str, Any]:
@@ -207,6 +214,7 @@ class ComparePage:
                 "step": self.matrix_step,
             },
             "survival": self.survival.as_json(),  # per run per category
+            "originals": self.originals.as_json(),  # None: the transcript recorded none
             "summaries_by_compaction": {
                 "page": opage,
                 "pages": opages,

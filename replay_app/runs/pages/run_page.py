@@ -20,6 +20,7 @@ from ctxlab.engine.budget import window_param_names
 from ctxlab.engine.strategies import get_strategy_class
 from ctxlab.http import int_param
 from replay_app import memo
+from replay_app.compare import originals as agreement
 from replay_app.compare import survival_table
 from replay_app.costs import run_costs
 from replay_app.display import charts, vocabulary
@@ -129,6 +130,11 @@ class RunPage:
         return [(key, label, hint, values.get(key)) for key, label, hint in METRICS]
 
     @cached_property
+    def originals(self) -> list[agreement.OriginalRow]:
+        """The transcript's own compactions beside this run's (its stored rows)."""
+        return agreement.run_rows(self.run)
+
+    @cached_property
     def costs(self) -> dict[str, Any]:
         load_ledger(self.run)  # read only when the section is built (not from the memo)
         context = run_costs.page_context(self.run)
@@ -195,7 +201,9 @@ class RunPage:
             if target == "run-findings":
                 context["findings"] = self.findings
             return context
-        sections = ("events", "summaries", "findings", "metrics", "costs", "survival", "chart")
+        sections = (
+            "events", "summaries", "findings", "metrics", "originals", "costs", "survival", "chart",
+        )  # fmt: skip
         context = {name: partial(getattr, self, name) for name in (*sections, "view")}
         context.update(run=self.run, state=self.state, window_keys=self.window_keys)
         context["param_rows"] = lambda: self.param_rows  # built only when rendered
@@ -212,6 +220,9 @@ class RunPage:
         ]
         (row,) = survival_table.table([run], original=False).rows
         data["survival"] = row.as_dict() if row.data is not None else None
+        # The original agent's compactions as the page's table shows them (the stored rows
+        # are in ``metrics``).
+        data["original_compactions"] = [r.as_dict() for r in self.originals]
         # Every step's counts: the page's chart draws a thinned view of this same curve.
         data["curve"] = run_curve.curve(run).as_dict() if self.steps else None
         return data

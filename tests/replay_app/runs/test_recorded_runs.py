@@ -38,12 +38,12 @@ def _run(user: Any, name: str, strategy: str, params: dict[str, Any]) -> Any:
 
 def _cells(html: str) -> list[list[str]]:
     table = html.split('data-table="original-compactions"', 1)[1].split("</table>", 1)[0]
-    rows = re.findall(r"<tr data-agree=\"(\w+)\">(.*?)</tr>", table, re.S)
+    rows = re.findall(r"<tr data-agree=\"(\w+)\"[^>]*>(.*?)</tr>", table, re.S)
     return [
         [
             agree,
             *(
-                re.sub(r"\s+", " ", c).strip()
+                re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", c)).strip()
                 for c in re.findall(r"<td[^>]*>(.*?)</td>", body, re.S)
             ),
         ]
@@ -57,11 +57,17 @@ def test_claude_code_run_uses_the_real_summary_and_agrees(user: Any, auth_client
     assert summary.output.startswith("Summary:\n1. Primary Request and Intent:")
     html = auth_client.get(run.get_absolute_url()).content.decode()
     assert "The original's own compactions" in html
+    # kind, agent version, step original / replay, tokens original / replay, relation, rules
     (row,) = _cells(html)
-    assert row[0] == "yes" and row[1] == "compact_boundary"
-    assert row[2] == row[4] == "6" and row[3] == "28,180" and row[6] == "same step"
+    assert row[0] == "yes" and row[1] == "auto-compaction"
+    assert row[3] == row[4] == "6" and row[5] == "28,180" and row[7] == "same step"
     data = json.loads(auth_client.get(run.get_absolute_url() + "?format=json").content)
     assert data["metrics"]["original_compactions"][0]["agree"] is True
+    (shown,) = data["original_compactions"]  # the page's rows, from the same object
+    assert (shown["kind_label"], shown["original_step"], shown["relation"]) == (
+        row[1], int(row[3]), row[7],
+    )  # fmt: skip
+    assert f"{shown['replay_tokens']:,}" in row[6]
 
 
 def test_codex_run_says_the_replay_fired_earlier(user: Any, auth_client: Any) -> None:
@@ -69,8 +75,8 @@ def test_codex_run_says_the_replay_fired_earlier(user: Any, auth_client: Any) ->
     run = _run(user, "codex-compacted.jsonl", "codex", params)
     assert run.summaries.filter(output__startswith="Streaming CSV importer").count() == 1
     (row,) = _cells(auth_client.get(run.get_absolute_url()).content.decode())
-    assert row[0] == "no" and row[1] == "compacted" and row[3] == "—"
-    assert (row[2], row[4], row[6]) == ("4", "3", "replay 1 step earlier")
+    assert row[0] == "no" and row[1] == "Codex compaction" and row[5] == "—"
+    assert (row[3], row[4], row[7]) == ("4", "3", "1 step earlier")
 
 
 def test_recorded_is_offered_in_the_run_form(auth_client: Any) -> None:
