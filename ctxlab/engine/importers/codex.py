@@ -108,6 +108,7 @@ class _Rollout:
         self._pending: Usage | None = None
         self._pending_abort = False
         self._last_total: int | None = None  # last token_count's last_token_usage.total_tokens
+        self.windows: dict[str, int] = {}  # model -> its reported model_context_window
         self._running_total = 0  # its total_token_usage.total_tokens (a repeat adds nothing)
         self._turn_items = 0  # response items since the turn started
         self._turn_user = False  # a user_message event in this turn
@@ -146,6 +147,8 @@ class _Rollout:
             window = as_int(info.get("model_context_window"))
             if window and "model_context_window" not in self.meta:
                 self.meta["model_context_window"] = window
+            if window and self.model:
+                self.windows.setdefault(self.model, window)
             total = as_int(last.get("total_tokens"))
             if (
                 last
@@ -328,6 +331,7 @@ class _Rollout:
                 as_int(self.meta.get("replacement_history_items")) or ""
             ),
             "model_context_window": str(as_int(self.meta.get("model_context_window")) or ""),
+            "model_context_windows": ";".join(f"{m}={w}" for m, w in self.windows.items()),
         }
         models = [m.model for m in messages if m.model]
         return Conversation(

@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..context import is_user_query
@@ -105,6 +105,7 @@ class _State:
     context_window: int = versions.DEFAULT_CONTEXT_WINDOW
     window_why: str = ""
     originals: OriginalIndex | None = None
+    windows: dict[str, int] = field(default_factory=dict)  # model -> window (rollout)
     # -- the 0.140 count --
     last_total: int | None = None  # last_token_usage.total_tokens of the last response
     original_live: int = 0  # estimate of the original's live items (its own boundaries)
@@ -160,10 +161,11 @@ class CodexStrategy(Strategy):
         ),
         Param(
             "reasoning_estimate_factor",
-            1.15,
+            1.25,
             "0.140 rules: tokens of a reply's encrypted reasoning per reported reasoning "
             "token, used when the rollout's encrypted_content is redacted or absent "
-            "(estimate_reasoning_length needs its length). Fitted on agentv rollouts.",
+            "(estimate_reasoning_length needs its length). Fitted on the agentv 0.140-0.142 "
+            "rollouts (1.22-1.28 reproduces all 16 compactions).",
             "float",
             min=0.0,
             max=4.0,
@@ -279,6 +281,11 @@ class CodexStrategy(Strategy):
             st.rules_why = f"pinned: {st.rules_why}"
         window = int(self.params["model_context_window"])
         reported = int(meta.get("model_context_window", "0") or 0)
+        if not window:
+            for pair in meta.get("model_context_windows", "").split(";"):
+                model, _, value = pair.rpartition("=")
+                if model and value.isdigit():
+                    st.windows[model] = versions.context_window_from_reported(int(value))
         if window:
             st.context_window, st.window_why = window, "model_context_window parameter"
         elif reported:
@@ -324,6 +331,9 @@ class CodexStrategy(Strategy):
 
     def before_call(self, ctx: ContextView) -> None:
         st: _State = ctx.state
+        model = ctx.originals[ctx.source_index].model
+        if model in st.windows:  # the request's model (a turn can switch it)
+            st.context_window = st.windows[model]
         limit = self._limit(ctx)
         if st.pending is not None:
             self._at_original(ctx, limit)
@@ -402,7 +412,8 @@ class CodexStrategy(Strategy):
             total += len(json.dumps(text, ensure_ascii=False).encode("utf-8")) + len(b.tool_id)
             total += sum(versions.RESIZED_IMAGE_BYTES_ESTIMATE for p in b.parts
                          if p.kind is BlockKind.MEDIA)  # fmt: skip
-        return -(-(total + _ITEM_OVERHEAD_BYTES) // 4)
+            total += _ITEM_OVERHEAD_BYTES
+        return -(-total // 4)
 
     # --- the original's compactions --------------------------------------------------------
     def _at_original(self, ctx: ContextView, limit: int) -> None:
@@ -604,7 +615,10 @@ class CodexStrategy(Strategy):
                            summarised_set], summary_id=summary_id, previous_ref=previous_ref)  # fmt: skip
 
 
-_ITEM_OVERHEAD_BYTES = 60  # {"type":"function_call_output","call_id":…,"output":…} framing
+# The framing of a serialized function_call_output beside its output and call_id: type,
+# keys and the 0.14x internal_chat_message_metadata_passthrough {turn_id} (150 bytes in
+# every agentv 0.142.5 output).
+_ITEM_OVERHEAD_BYTES = 150
 
 
 def _has_result(message: Message) -> bool:
