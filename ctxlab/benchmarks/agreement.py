@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import statistics
 import time
 from collections import Counter
@@ -79,6 +80,7 @@ METADATA_AGENTS: dict[str, str | None] = {
 # Import warnings that make a file not clean (import_warnings.CODES).
 UNCLEAN_WARNINGS = frozenset({"alternate-branch", "tool-result-unknown-id"})
 SIDE_FILES = frozenset({"metadata.json"})
+PROGRESS_EVERY = 100  # files between progress lines (the full dev sets take minutes)
 SUFFIXES = (".jsonl", ".json")
 
 
@@ -166,6 +168,13 @@ def _share(part: int, whole: int) -> float | None:
     return round(part / whole, 4) if whole else None
 
 
+def _version_order(item: tuple[tuple[str, str], Tally]) -> tuple[str, list[tuple[int, str]]]:
+    """Strategy, then version by its numbers (2.1.5 before 2.1.12)."""
+    (strategy, version), _ = item
+    parts = [(int(p), "") if p.isdigit() else (-1, p) for p in re.split(r"[.\-]", version)]
+    return strategy, parts
+
+
 def _text(value: float | int | None) -> str:
     return "n/a" if value is None else str(value)
 
@@ -211,6 +220,9 @@ def measure(
         if not strategies:
             continue
         overall.files += 1
+        if overall.files % PROGRESS_EVERY == 0:
+            out.write(f"  {overall.files} files ...\n")
+            out.flush()
         try:
             parsed = importers.parse(data, name=name, format=fmt)
         except Exception as exc:  # noqa: BLE001 - a crash on one real file is a refusal too
@@ -253,12 +265,13 @@ def run(out: TextIO) -> list[dict[str, Any]]:
     by_strategy, by_version, overall = measure(root, out)
     seconds = time.perf_counter() - start
     out.write(
-        f"{overall.files} files of agents with a strategy, {seconds:.1f} s\n"
+        f"{overall.files} file{'' if overall.files == 1 else 's'} of agents with a strategy, "
+        f"{seconds:.1f} s\n"
         f"{'strategy':<28} {'version':<10} {'files':>5} {'clean':>5} {'comp':>5} "
         f"{'same':>5} {'±1':>5} {'count=':>6} {'tok err':>8}\n"
     )
     rows: list[dict[str, Any]] = []
-    for (strategy, version), tally in sorted(by_version.items()):
+    for (strategy, version), tally in sorted(by_version.items(), key=_version_order):
         fig = tally.figures()
         out.write(
             f"{strategy:<28} {version:<10} {tally.files:>5} {tally.clean:>5} "

@@ -162,7 +162,7 @@ def comparison(runs: Sequence[Run]) -> Comparison:
     table = [
         ComparisonRow(
             key="original",
-            label="the original (its own compactions)",
+            label="the original",
             compactions=len(originals),
             steps=tuple(r.original_step for r in originals),
             same_step=None,
