@@ -40,6 +40,10 @@ class VersionRules:
     output_reserve: int  # tokens kept for the summary's output: window - this - buffer
     buffer: int  # AUTOCOMPACT_BUFFER_TOKENS
     prompt_version: str  # a key of _claude_code_rules.VERSIONS
+    # The agent's count holds the last response's final output tokens (its in-memory usage
+    # is updated when the stream ends), while the transcript may carry the usage written
+    # when the stream started (output 1-25): False where the count used that one too.
+    final_output: bool
     microcompact: str  # what this strategy does about microcompaction in the range
     sources: tuple[str, ...]
 
@@ -68,24 +72,46 @@ RANGES: tuple[VersionRules, ...] = (
         32_000,
         13_000,
         "2.0",
+        True,
         _REPLAYED,
         (
-            "data: auto boundaries at preTokens 155,109-158,105 (2.0.76-2.1.5)",
+            "data: auto boundaries at preTokens 155,109-158,105 (2.0.76-2.1.5); none older",
             "data: summary message 'The conversation is summarized below:', analysis kept",
-            "notes: CHANGELOG 2.1.21 (reserve was the model's max output, 32,000)",
+            "data: where a 2.1.5 line holds the response's final usage, it is the count "
+            "exactly; where it holds the stream's first (output 3), the count is higher",
+            "notes: CHANGELOG 2.1.21 (the reserve was the model's max output, 32,000)",
         ),
     ),
     VersionRules(
         "2.1.7",
+        "2.1.11",
+        32_000,
+        13_000,
+        "2.1.88",
+        True,
+        _REPLAYED,
+        (
+            "data: auto boundaries at preTokens 155,066-162,548 (2.1.7)",
+            "data: summary message 'The summary below covers the earlier portion', analysis "
+            "kept, 'Please continue the conversation from where we left it off'",
+            "data: usage lines with output 1-3 (the stream's first); the count is higher by "
+            "about the response's own size",
+        ),
+    ),
+    VersionRules(
+        "2.1.12",
         "2.1.20",
         32_000,
         13_000,
         "2.1.88",
+        False,
         _REPLAYED,
         (
-            "data: auto boundaries at preTokens 155,031-162,548 (2.1.7-2.1.20)",
+            "data: auto boundaries at preTokens 155,031-176,700 (2.1.12-2.1.20); each "
+            "equals the last usage line (output 1-5 as written) plus the later messages' "
+            "estimate, exactly, at all 29",
             "data: microcompact_boundary lines at 56,973-78,208 (2.1.14-2.1.20)",
-            "notes: CHANGELOG 2.1.21 (reserve was the model's max output, 32,000)",
+            "notes: CHANGELOG 2.1.21 (the reserve was the model's max output, 32,000)",
         ),
     ),
     VersionRules(
@@ -94,13 +120,16 @@ RANGES: tuple[VersionRules, ...] = (
         20_000,
         13_000,
         "2.1.88",
+        True,
         _REPLAYED,
         (
             "notes: CHANGELOG 2.1.21 'Fixed auto-compact triggering too early on models "
             "with large output token limits'",
-            "data: auto boundaries at preTokens 167,038-176,700 (2.1.25-2.1.42)",
+            "data: auto boundaries at preTokens 167,038-176,700 (2.1.25-2.1.42); where the "
+            "last usage line holds the stream's first output (1-25) the count is higher by "
+            "the response's final output, which the transcript does not record",
             "code: 2.1.88 autoCompact.ts MAX_OUTPUT_TOKENS_FOR_SUMMARY 20,000, "
-            "AUTOCOMPACT_BUFFER_TOKENS 13,000",
+            "AUTOCOMPACT_BUFFER_TOKENS 13,000; tokens.ts tokenCountWithEstimation",
         ),
     ),
 )
@@ -138,6 +167,7 @@ def describe_rules() -> list[dict[str, object]]:
             "autocompact_buffer_tokens": r.buffer,
             "threshold_200k": 200_000 - r.output_reserve - r.buffer,
             "prompt_version": r.prompt_version,
+            "count_uses_final_output": r.final_output,
             "microcompact": r.microcompact,
             "sources": list(r.sources),
         }

@@ -113,6 +113,12 @@ CLEARED_MARKER = "[Old tool result content cleared]"
 # sessions that start at their beginning (see docs/strategies/claude_code.md).
 TYPICAL_OVERHEAD = 18_000
 DEFAULT_WINDOW = 200_000
+# A usage line written when the stream started reports 1-25 output tokens: below this, or
+# below half the response's own estimate, the final output is not in the transcript.
+STREAM_START_OUTPUT = 30
+# What the unrecorded final output of one response can add at most (the default max
+# output tokens of these models in Claude Code, CLAUDE_CODE_MAX_OUTPUT_TOKENS).
+MAX_OUTPUT_TOKENS = 32_000
 DROPPED_ORIGINAL_SUMMARY = (
     "the original's summary message: this replay's own summary stands in its place"
 )
@@ -165,6 +171,12 @@ class _State:
     compacted: bool = False  # this replay has compacted (the earlier context is gone)
     correction: int = 0  # replay summary - original summary, after following a compaction
     hold: int = 0  # a message appended but not yet counted (the original's summary)
+    # The last usage line holds the stream's first output, not the final one the agent
+    # counted (``final_output``): the count adds the response's own estimate instead
+    # (``estimated_output``), and is only known to lie between the count without it and
+    # that plus the model's max output.
+    unrecorded_output: bool = False
+    estimated_output: int = 0
     failures: int = 0
     stopped: bool = False
     rules: VersionRules = versions.RANGES[-1]
@@ -429,7 +441,12 @@ class ClaudeCodeStrategy(Strategy):
             # The whole response is one message here (the importer merges its records):
             # ``tokenCountWithEstimation`` adds the messages after it (interleaved tool
             # results included), never the response's own later blocks.
-            st.reported, st.tail = (usage.context_tokens, index), 0
+            total = usage.context_tokens
+            st.unrecorded_output = st.rules.final_output and (
+                usage.output < STREAM_START_OUTPUT or 2 * usage.output < tokens
+            )
+            st.estimated_output = max(0, tokens - usage.output) if st.unrecorded_output else 0
+            st.reported, st.tail = (total + st.estimated_output, index), 0
             if st.outside is None:
                 st.outside = outside_context(
                     usage.context_tokens,
@@ -449,8 +466,16 @@ class ClaudeCodeStrategy(Strategy):
             return
         tokens, detail = self.token_count(ctx)
         threshold = self.auto_compact_threshold(st.rules)
-        if tokens >= threshold:
+        # Where the last response's final output is not recorded, fire only when the count
+        # without it reaches the threshold: where it would only with it, the transcript
+        # shows whether the agent compacted (``_at_original``).
+        if self._certain(st, tokens) >= threshold:
             self._compact(ctx, {"tokens": tokens, "threshold": threshold, **detail})
+
+    @staticmethod
+    def _certain(st: _State, tokens: int) -> int:
+        reported = st.reported is not None and not st.diverged
+        return tokens - st.estimated_output if reported and st.unrecorded_output else tokens
 
     def token_count(self, ctx: ContextView) -> tuple[int, dict[str, Any]]:
         """``tokenCountWithEstimation`` for this replay's request (see the docstring)."""
@@ -465,6 +490,13 @@ class ClaudeCodeStrategy(Strategy):
             }
             if st.correction:
                 detail["summary_correction"] = st.correction
+            if st.unrecorded_output:
+                low = reported + st.tail + st.correction - st.estimated_output
+                detail["count_range"] = [low, low + MAX_OUTPUT_TOKENS]
+                detail["output_estimated"] = (
+                    "the usage line holds the stream's first output: the response's final "
+                    "output, which the agent counted, is estimated from its text"
+                )
             if st.not_in_file and not st.compacted:
                 detail["not_in_file"] = st.not_in_file
             return reported + st.tail + st.correction, detail
@@ -502,7 +534,24 @@ class ClaudeCodeStrategy(Strategy):
         threshold = self.auto_compact_threshold(st.rules)
         manual = original.trigger == "manual"
         follow = manual and bool(self.params["follow_manual_compactions"])
-        fires = self.enabled() and not st.stopped and count >= threshold
+        low = self._certain(st, count)
+        fires = self.enabled() and not st.stopped and low >= threshold
+        unknown = (
+            self.enabled()
+            and not st.stopped
+            and not fires
+            and not manual
+            and low != count
+            and low + MAX_OUTPUT_TOKENS >= threshold
+        )
+        if unknown:
+            # The count cannot be known from the transcript: the response's final output
+            # is missing. The original's compaction here says it reached the threshold.
+            detail["decided_by"] = (
+                "the original's compaction: the count is uncertain by the last response's "
+                "unrecorded output"
+            )
+            fires = True
         where = {
             "original_line": original.source.line,
             "original_trigger": original.trigger,
