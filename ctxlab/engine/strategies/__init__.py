@@ -135,6 +135,7 @@ LIBRARY: tuple[str, ...] = PRESETS + (
     "cline",
     "openhands_condenser",
     "anthropic_server_compaction",
+    "pi",
 )
 
 

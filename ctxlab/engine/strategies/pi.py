@@ -469,7 +469,8 @@ class PiStrategy(Strategy):
             )
             record = ctx.summarize(request, messages=summarise)
             if record.error:
-                return self._failed(ctx, summarise, record.id, record.error, detail)
+                self._failed(ctx, summarise, record.id, record.error, detail)
+                return None
             history, summary_id = record.output, record.id
             if history in originals:
                 return history, summary_id, True
@@ -488,7 +489,8 @@ class PiStrategy(Strategy):
         )
         record = ctx.summarize(request, messages=prefix)
         if record.error:
-            return self._failed(ctx, prefix, record.id, record.error, detail)
+            self._failed(ctx, prefix, record.id, record.error, detail)
+            return None
         if record.output in originals:
             return record.output, record.id, True
         head = history if history is not None else rules.NO_PRIOR_HISTORY
@@ -503,7 +505,6 @@ class PiStrategy(Strategy):
         ctx.emit("compact_failed", messages=messages, summary_id=summary_id, error=error,
                  outcome="context kept; pi shows 'Auto-compaction failed' and the next run's "
                  "end checks again", **detail)  # fmt: skip
-        return None
 
 
 def _first_kept(original: OriginalCompaction) -> int | None:
