@@ -10,7 +10,10 @@ parallel tool results (one line each) are merged into one user turn; inline side
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..model import (
@@ -57,10 +60,15 @@ _METADATA_TYPES = {
     "pr-link",
 }
 _MESSAGE_TYPES = {"user", "assistant"}
+# System lines that record one of the agent's own compactions.
+_BOUNDARIES = {"compact_boundary", "microcompact_boundary"}
 # Metadata keys of an alternate branch (a rewound/edited branch kept as its own
 # conversation): the conversation it forks from, and the line of that thread it follows.
 ALTERNATE_OF = "alternate_of"
 FORKS_AFTER_LINE = "forks_after_line"
+# Metadata key ("1") of a conversation that starts after a compaction the file does not
+# hold: context before its first message is not in the file.
+CONTINUED = "continued"
 
 
 def sniff(head: bytes, name: str) -> int:
@@ -89,7 +97,8 @@ def parse(data: bytes, *, name: str) -> ParsedFile:
     last_summary = ""
     named_title = ""
     recognised = 0
-    for line, rec in iter_jsonl(data, name):
+    unreadable: list[TranscriptError] = []
+    for line, rec in _records(data, name, warnings, unreadable):
         if not isinstance(rec, dict):
             warnings.add(
                 "line is not a JSON object; skipped", f"line {line}", code="unknown-record"
@@ -115,8 +124,6 @@ def parse(data: bytes, *, name: str) -> ParsedFile:
                 )
                 continue
             parent = rec.get("parentUuid")
-            if parent is None and rec.get("subtype") == "compact_boundary":
-                parent = rec.get("logicalParentUuid")
             nodes[uuid] = _Node(line, rec, parent if isinstance(parent, str) else None)
             order.append(uuid)
         elif rtype in _METADATA_TYPES:
@@ -130,11 +137,14 @@ def parse(data: bytes, *, name: str) -> ParsedFile:
         else:
             warnings.add(f"{rtype} line without uuid skipped", f"line {line}")
     if not recognised:
+        if unreadable:
+            raise unreadable[0]
         raise TranscriptError(
             "no Claude Code session lines found",
             file=name,
             expected="JSONL lines with type user/assistant, uuid and parentUuid",
         )
+    _link(nodes, order, warnings)
 
     children: dict[str, list[str]] = {}
     roots: list[str] = []
@@ -156,6 +166,137 @@ def parse(data: bytes, *, name: str) -> ParsedFile:
     threads = _threads(roots, nodes, children, warnings)
     convs = _conversations(threads, nodes, name, warnings, summaries, last_summary, named_title)
     return ParsedFile(FORMAT, tuple(convs), warnings.freeze())
+
+
+# What ``iter_jsonl`` expects of a line it refuses for its content, not its size: such a
+# line is skipped (a session torn mid-write, two writes run together), the rest is read.
+_BAD_LINE = {"one JSON object per line", "UTF-8 text"}
+
+
+def _records(
+    data: bytes, name: str, warnings: Warnings, unreadable: list[TranscriptError]
+) -> Iterator[tuple[int, Any]]:
+    """``iter_jsonl``, except that a line that is not JSON is skipped with a warning naming
+    it (and its error kept in ``unreadable``), and two records run together on one line are
+    both read."""
+    base, base_line = 0, 0
+    while base <= len(data):
+        try:
+            for number, value in iter_jsonl(data[base:] if base else data, name):
+                yield base_line + number, value
+            return
+        except TranscriptError as exc:
+            error = _shifted(exc, base, base_line)
+            if error.line is None or error.offset is None or exc.expected not in _BAD_LINE:
+                raise error from None
+            start = data.rfind(b"\n", 0, error.offset) + 1
+            end = data.find(b"\n", error.offset)
+            end = len(data) if end < 0 else end
+            values = _run_together(data[start:end])
+            if values:
+                warnings.add(
+                    "JSON records run together on one line; each read",
+                    f"line {error.line}",
+                    code="unreadable-json-text",
+                    count=len(values),
+                )
+                for value in values:
+                    yield error.line, value
+            else:
+                warnings.add(
+                    "line that is not valid JSON skipped",
+                    f"line {error.line}: {error.reason}",
+                    code="unreadable-json-text",
+                )
+                unreadable.append(error)
+            base, base_line = end + 1, error.line
+
+
+def _shifted(exc: TranscriptError, base: int, base_line: int) -> TranscriptError:
+    """An error found in ``data[base:]`` (which starts after line ``base_line``), placed in
+    the whole file."""
+    return TranscriptError(
+        exc.reason,
+        file=exc.file,
+        line=None if exc.line is None else exc.line + base_line,
+        offset=None if exc.offset is None else exc.offset + base,
+        expected=exc.expected,
+    )
+
+
+def _run_together(raw: bytes) -> list[dict[str, Any]]:
+    """The JSON objects of a line holding several written back to back, else []."""
+    try:
+        text = raw.decode("utf-8").strip()
+    except UnicodeDecodeError:
+        return []
+    decoder = json.JSONDecoder()
+    values: list[dict[str, Any]] = []
+    pos = 0
+    while pos < len(text):
+        try:
+            value, pos = decoder.raw_decode(text, pos)
+        except ValueError:
+            return []
+        if not isinstance(value, dict):
+            return []
+        values.append(value)
+        while pos < len(text) and text[pos].isspace():
+            pos += 1
+    return values if len(values) > 1 else []
+
+
+def _link(nodes: dict[str, _Node], order: list[str], warnings: Warnings) -> None:
+    """Parents as the agent meant them. A ``compact_boundary`` line has none: it continues
+    from its ``logicalParentUuid``; when that line is not in the file (or its own chain
+    reaches no conversation line), and for any main-thread line whose parent is not in the
+    file (a line the agent never wrote: a tool result cut off by the compaction), from the
+    main-thread line before it in the file."""
+    # The last main-thread line so far that is a conversation line or hangs off one.
+    previous: str | None = None
+    for uuid in order:
+        node = nodes[uuid]
+        rec = node.rec
+        main_line = rec.get("isSidechain") is not True
+        if rec.get("parentUuid") is None and rec.get("subtype") == "compact_boundary":
+            logical = rec.get("logicalParentUuid")
+            if isinstance(logical, str) and _reaches_a_message(logical, nodes):
+                node.parent = logical
+            elif previous is not None and main_line:
+                node.parent = previous
+                warnings.add(
+                    "compact boundary's logical parent not in this file; continued from "
+                    "the line before it",
+                    f"line {node.line}",
+                    code="parent-missing",
+                )
+        elif (
+            node.parent is not None
+            and node.parent not in nodes
+            and previous is not None
+            and main_line
+        ):
+            warnings.add(
+                "parent line not in this file; continued from the line before it",
+                f"line {node.line}",
+                code="parent-missing",
+            )
+            node.parent = previous
+        if main_line and (node.parent is not None or as_str(rec.get("type")) in _MESSAGE_TYPES):
+            previous = uuid
+
+
+def _reaches_a_message(uuid: str, nodes: dict[str, _Node]) -> bool:
+    """Whether the chain up from ``uuid`` (itself included) holds a user/assistant line."""
+    seen: set[str] = set()
+    current: str | None = uuid
+    while current is not None and current in nodes and current not in seen:
+        seen.add(current)
+        node = nodes[current]
+        if as_str(node.rec.get("type")) in _MESSAGE_TYPES:
+            return True
+        current = node.parent
+    return False
 
 
 @dataclass(slots=True)
@@ -200,32 +341,45 @@ def _threads(
     The main thread follows, from the root, the child whose subtree holds the newest real
     line (see ``_is_real``), so lines that never reached the model (a ``/export`` whose
     parent is the first line) cannot cut the conversation short, and a rewind's newest
-    branch wins. Off-thread subtrees with real lines become alternate threads (the same
-    rule inside them); the others are set aside with a counted warning.
+    branch wins. A subtree off it that holds only more of the thread's own turns (see
+    ``_turn_mates``: the other calls of a parallel response and their results) is part of
+    it, in file order. Other off-thread subtrees with real lines become alternate threads
+    (the same rule inside them); the others are set aside with a counted warning, as is a
+    second main root without a real line.
     """
     newest_real, newest_any, size = _subtree_facts(roots, nodes, children)
+    has_real_main = any(
+        newest_real[r] >= 0 and nodes[r].rec.get("isSidechain") is not True for r in roots
+    )
     threads: list[_Thread] = []
     pending: list[tuple[str, _Node | None, int]] = [(root, None, -1) for root in roots]
     while pending:
         start, fork, forked_from = pending.pop(0)
+        if fork is None and newest_real[start] < 0 and has_real_main:
+            if size[start]:
+                warnings.add(
+                    "local-command/meta lines outside the main thread set aside",
+                    f"line {nodes[start].line}",
+                    code="side-lines-set-aside",
+                    count=size[start],
+                )
+            continue
         path = [start]
         while kids := children.get(path[-1]):
             path.append(max(kids, key=lambda k: (newest_real[k], newest_any[k])))
         index = len(threads)
-        threads.append(_Thread([nodes[u] for u in path], fork, forked_from))
-        if fork is not None:
-            warnings.add(
-                "lines on a rewound/edited branch kept as an alternate conversation",
-                f"line {nodes[start].line}",
-                code="alternate-branch",
-                count=sum(_is_message(nodes[u]) for u in path),
-            )
         on_path = set(path)
+        responses = {_response_id(nodes[u].rec) for u in path} - {""}
+        calls = {c for u in path for c in _call_ids(nodes[u].rec)}
+        members = list(path)
         for uuid in path:
             for kid in children.get(uuid, ()):
                 if kid in on_path:
                     continue
-                if newest_real[kid] >= 0:
+                subtree = _subtree(kid, children)
+                if _turn_mates(subtree, nodes, responses, calls):
+                    members += subtree
+                elif newest_real[kid] >= 0:
                     pending.append((kid, nodes[uuid], index))
                 elif size[kid]:  # metadata lines (progress, hooks) are skipped anyway
                     warnings.add(
@@ -234,6 +388,15 @@ def _threads(
                         code="side-lines-set-aside",
                         count=size[kid],
                     )
+        members.sort(key=lambda u: nodes[u].line)
+        threads.append(_Thread([nodes[u] for u in members], fork, forked_from))
+        if fork is not None:
+            warnings.add(
+                "lines on a rewound/edited branch kept as an alternate conversation",
+                f"line {nodes[start].line}",
+                code="alternate-branch",
+                count=sum(_is_message(nodes[u]) for u in members),
+            )
     unreached = len(nodes) - len(newest_any)
     if unreached:
         first = min(n.line for u, n in nodes.items() if u not in newest_any)
@@ -244,6 +407,68 @@ def _threads(
             count=unreached,
         )
     return threads
+
+
+def _subtree(start: str, children: dict[str, list[str]]) -> list[str]:
+    found: list[str] = []
+    stack = [start]
+    while stack:
+        uuid = stack.pop()
+        found.append(uuid)
+        stack.extend(children.get(uuid, ()))
+    return found
+
+
+def _response_id(rec: dict[str, Any]) -> str:
+    """The API response an assistant line belongs to ("" for other lines)."""
+    if rec.get("type") != "assistant":
+        return ""
+    return as_str(as_dict(rec.get("message")).get("id"))
+
+
+def _content_ids(rec: dict[str, Any], kind: str, key: str) -> list[str]:
+    content = as_dict(rec.get("message")).get("content")
+    return [
+        as_str(b.get(key))
+        for b in as_list(content)
+        if isinstance(b, dict) and b.get("type") == kind and as_str(b.get(key))
+    ]
+
+
+def _call_ids(rec: dict[str, Any]) -> list[str]:
+    return _content_ids(rec, "tool_use", "id") if rec.get("type") == "assistant" else []
+
+
+def _turn_mates(
+    subtree: list[str], nodes: dict[str, _Node], responses: set[str], calls: set[str]
+) -> bool:
+    """Whether a subtree off a thread holds only more of the thread's own turns: lines of
+    API responses on the thread (parallel tool calls, one line each), results of tool
+    calls on the thread or in the subtree (each result's parent is its own call's line),
+    and lines that are no conversation (progress, hooks, local commands). A different
+    response or a typed request makes it a real branch."""
+    known = set(calls)
+    turn_lines = 0
+    for uuid in subtree:
+        rec = nodes[uuid].rec
+        if rec.get("type") == "assistant":
+            if _response_id(rec) not in responses:
+                return False
+            known.update(_call_ids(rec))
+            turn_lines += 1
+    for uuid in subtree:
+        node = nodes[uuid]
+        if node.rec.get("type") != "user" or not _is_real(node):
+            continue
+        results = _content_ids(node.rec, "tool_result", "tool_use_id")
+        if not results or not known.issuperset(results):
+            return False
+        turn_lines += 1
+    # Only local-command/meta lines: not part of the thread, unless they record one of the
+    # agent's compactions.
+    return turn_lines > 0 or any(
+        as_str(nodes[u].rec.get("subtype")) in _BOUNDARIES for u in subtree
+    )
 
 
 def _subtree_facts(
@@ -290,7 +515,7 @@ def _conversations(
         built = _thread(thread.nodes, name, warnings)
         if built is None:
             continue
-        messages, compactions = built
+        messages, compactions = built.messages, built.compactions
         first = thread.nodes[0].rec
         sid = as_str(first.get("sessionId")) or name or "claude-code"
         sidechain = first.get("isSidechain") is True
@@ -307,11 +532,18 @@ def _conversations(
             for key, field in (
                 ("session_id", "sessionId"),
                 ("cwd", "cwd"),
-                ("version", "version"),
                 ("git_branch", "gitBranch"),
             )
             if as_str(first.get(field))
         ]
+        # The agent version that wrote the newest line (a session resumed under a newer
+        # CLI), and the first one when it differs.
+        if built.last_version:
+            meta.insert(2, ("version", built.last_version))
+        if built.first_version != built.last_version:
+            meta.append(("first_version", built.first_version))
+        if built.continued:
+            meta.append((CONTINUED, "1"))
         uuid8 = as_str(first.get("uuid"))[:8]
         if thread.fork is not None:
             conv_id = f"{sid}~alt-{uuid8}"
@@ -364,29 +596,119 @@ def _conversations(
     return out + alternates
 
 
-def _thread(
-    thread: list[_Node], name: str, warnings: Warnings
-) -> tuple[list[MessageBuilder], list[OriginalCompaction]] | None:
+# A conversation that starts from a compaction summary (no boundary line before it).
+_CONTINUED = "This session is being continued from a previous conversation"
+_COMPACT_COMMAND = "<command-name>/compact</command-name>"
+_COMMAND_ARGS = re.compile(r"<command-args>(.*?)</command-args>", re.DOTALL)
+
+
+@dataclass(slots=True)
+class _Built:
+    messages: list[MessageBuilder]
+    compactions: list[OriginalCompaction]
+    first_version: str = ""
+    last_version: str = ""
+
+    @property
+    def continued(self) -> bool:
+        """Context before the first message is not in the file (it starts after a
+        compaction)."""
+        return any(c.before_index == 0 and c.kind == "compact_boundary" for c in self.compactions)
+
+
+@dataclass(slots=True)
+class _Compactions:
+    """The thread's original compactions as its lines come: a boundary waits for its
+    summary message, a manual one for the ``/compact`` line holding its focus text."""
+
+    found: list[OriginalCompaction] = field(default_factory=list)
+    awaiting_summary: int | None = None  # index in ``found``
+    awaiting_focus: int | None = None
+    focus_before: str | None = None  # a ``/compact`` line seen before its boundary
+
+    def boundary(self, rec: dict[str, Any], before_index: int, where: SourcePos) -> None:
+        subtype = rec.get("subtype")
+        version = as_str(rec.get("version"))
+        if subtype == "microcompact_boundary":
+            mm = as_dict(rec.get("microcompactMetadata"))
+            self.found.append(
+                OriginalCompaction(
+                    before_index=before_index,
+                    kind="microcompact",
+                    trigger=as_str(mm.get("trigger")),
+                    pre_tokens=as_int(mm.get("preTokens")) if "preTokens" in mm else None,
+                    source=where,
+                    cleared_tool_ids=tuple(as_str(t) for t in as_list(mm.get("compactedToolIds"))),
+                    tokens_saved=as_int(mm.get("tokensSaved")) if "tokensSaved" in mm else None,
+                    agent_version=version,
+                )
+            )
+            return
+        cm = as_dict(rec.get("compactMetadata"))
+        trigger = as_str(cm.get("trigger"))
+        self.found.append(
+            OriginalCompaction(
+                before_index=before_index,
+                kind="compact_boundary",
+                trigger=trigger,
+                pre_tokens=as_int(cm.get("preTokens")) if "preTokens" in cm else None,
+                source=where,
+                instructions=(self.focus_before or "") if trigger == "manual" else "",
+                agent_version=version,
+            )
+        )
+        self.awaiting_summary = self.awaiting_focus = len(self.found) - 1
+        self.focus_before = None
+
+    def user_line(
+        self, rec: dict[str, Any], text: str, index: int, first: bool, where: SourcePos
+    ) -> None:
+        """A user message at ``index``; ``first``: no real message came before it."""
+        if _COMPACT_COMMAND in text:
+            args = _COMMAND_ARGS.search(text)
+            focus = args.group(1).strip() if args else ""
+            if self.awaiting_focus is None:
+                self.focus_before = focus
+            elif focus and not self.found[self.awaiting_focus].instructions:
+                self._update(self.awaiting_focus, instructions=focus)
+        if rec.get("isCompactSummary") is not True and not (
+            first and text.lstrip().startswith(_CONTINUED)
+        ):
+            return
+        if self.awaiting_summary is not None:
+            self._update(self.awaiting_summary, summary_index=index)
+        elif first:  # the file starts after a compaction it does not hold
+            self.found.append(
+                OriginalCompaction(
+                    before_index=0,
+                    kind="compact_boundary",
+                    summary_index=index,
+                    source=where,
+                    agent_version=as_str(rec.get("version")),
+                )
+            )
+        self.awaiting_summary = None
+
+    def assistant_line(self) -> None:
+        self.awaiting_summary = self.awaiting_focus = None
+        self.focus_before = None
+
+    def _update(self, index: int, **changes: Any) -> None:
+        self.found[index] = replace(self.found[index], **changes)
+
+
+def _thread(thread: list[_Node], name: str, warnings: Warnings) -> _Built | None:
     messages: list[MessageBuilder] = []
-    compactions: list[OriginalCompaction] = []
+    compactions = _Compactions()
     last_assistant: MessageBuilder | None = None
-    pending_summary: int | None = None  # index in `compactions` awaiting its summary message
+    versions = [v for n in thread if (v := as_str(n.rec.get("version")))]
+    seen_real = False
     for node in thread:
         rec, line = node.rec, node.line
         rtype = as_str(rec.get("type"))
         where = SourcePos(file=name, line=line)
-        if rtype == "system" and rec.get("subtype") == "compact_boundary":
-            cm = as_dict(rec.get("compactMetadata"))
-            compactions.append(
-                OriginalCompaction(
-                    before_index=len(messages),
-                    kind="compact_boundary",
-                    trigger=as_str(cm.get("trigger")),
-                    pre_tokens=as_int(cm.get("preTokens")) if "preTokens" in cm else None,
-                    source=where,
-                )
-            )
-            pending_summary = len(compactions) - 1
+        if rtype == "system" and as_str(rec.get("subtype")) in _BOUNDARIES:
+            compactions.boundary(rec, len(messages), where)
             continue
         if rtype not in _MESSAGE_TYPES:
             continue
@@ -406,10 +728,13 @@ def _thread(
         }
         timestamp = as_str(rec.get("timestamp")) or None
         if rtype == "assistant":
+            seen_real = True
+            compactions.assistant_line()
             msg_id = as_str(msg.get("id"))
             usage = ab.usage(msg.get("usage"))
             if last_assistant is not None and msg_id and last_assistant.id == msg_id:
-                # Another line of the same API response: one message, usage counted once
+                # Another line of the same API response (after the results of its earlier
+                # parallel calls, when they came first): one message, usage counted once
                 # (the last line carries the final numbers).
                 last_assistant.blocks.extend(blocks)
                 last_assistant.usage = usage or last_assistant.usage
@@ -426,6 +751,11 @@ def _thread(
             )
             messages.append(last_assistant)
             continue
+        text = _user_text(msg.get("content"))
+        first = not seen_real
+        seen_real = seen_real or _is_real(node)
+        if first and text.lstrip().startswith(_CONTINUED):
+            flags.add("compact_summary")
         builder = MessageBuilder(
             Role.USER, blocks, where, timestamp, id=as_str(rec.get("uuid")), flags=flags
         )
@@ -442,17 +772,23 @@ def _thread(
         if not blocks:
             warnings.add("user line with empty content", f"line {line}")
         messages.append(builder)
-        if pending_summary is not None and "compact_summary" in flags:
-            c = compactions[pending_summary]
-            compactions[pending_summary] = OriginalCompaction(
-                before_index=c.before_index,
-                kind=c.kind,
-                trigger=c.trigger,
-                pre_tokens=c.pre_tokens,
-                summary_index=len(messages) - 1,
-                source=c.source,
-            )
-            pending_summary = None
+        compactions.user_line(rec, text, len(messages) - 1, first, where)
     if not messages:
         return None
-    return messages, compactions
+    return _Built(
+        messages,
+        compactions.found,
+        first_version=versions[0] if versions else "",
+        last_version=versions[-1] if versions else "",
+    )
+
+
+def _user_text(content: Any) -> str:
+    """The text of a user line's content (a string or its text blocks)."""
+    if isinstance(content, str):
+        return content
+    return "\n".join(
+        as_str(b.get("text"))
+        for b in as_list(content)
+        if isinstance(b, dict) and b.get("type") == "text"
+    )

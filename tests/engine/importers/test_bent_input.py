@@ -41,7 +41,9 @@ def test_utf8_bom_and_crlf_jsonl_imports_like_the_plain_file() -> None:
 
 
 def test_error_offset_points_at_the_real_byte_after_a_bom_and_crlf() -> None:
-    lines = [b'{"type":"user","uuid":"u1","parentUuid":null,"sessionId":"s"}', b'{"type": oops}']
+    # Nothing readable (a Claude Code session skips a bad line among good ones): refused at
+    # the bad line.
+    lines = [b'{"note": "no session line"}', b'{"type": oops}']
     data = b"\xef\xbb\xbf" + b"\r\n".join(lines) + b"\r\n"
     with pytest.raises(TranscriptError) as info:
         importers.parse(data, name="b.jsonl", format="claude-code")
