@@ -63,3 +63,5 @@ _.default_rows  # suites_app/results.py: suite_detail.html
 _.process_request  # ctxlab/page_server.py: socketserver calls it for each accepted connection
 _._session_key  # ctxlab/session_rows.py: Django's session store reads it (a new key when saved)
 _.request_queue_size  # ctxlab/page_server.py: socketserver's listen backlog
+_.kind_label  # replay_app/compare/originals.py: runs/_originals.html, compare/_originals.html
+_.not_reproduced  # replay_app/compare/originals.py: compare/_originals.html

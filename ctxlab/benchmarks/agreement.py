@@ -21,7 +21,8 @@ logged preTokens), ``agreement_compactions`` and ``agreement_import_clean_share`
 with no refusal, one main conversation, no alternate branch, no tool result for an unknown
 call; also once over every file); ``agreement_strategies_without_files`` names the
 strategies no file was found for. A table per agent version is printed and returned as
-rows (a compaction counts under the version that wrote it, a file under its transcript's).
+rows (a compaction counts under the version that wrote it, a file under its transcript's;
+``?``: the transcript names no version, as pi's sessions do not).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ctxlab.engine import importers
+from ctxlab.engine.catalogue import AGREEMENT_MEASURES
 from ctxlab.engine.model import ParsedFile, TranscriptError
 from ctxlab.engine.recorded import (
     Agreement,
@@ -290,6 +292,8 @@ def run(out: TextIO) -> list[dict[str, Any]]:
                 "pre_tokens_median_error": fig["agreement_pre_tokens_median_error"],
             }
         )
+    for key, word in AGREEMENT_MEASURES.items():  # what each result line measures
+        out.write(f"  {key}: {word.meaning}\n")
     for strategy, tally in by_strategy.items():
         if tally.files:
             rows += [

@@ -286,6 +286,9 @@ _ORIGINAL_KINDS: tuple[AgreementWord, ...] = (
     AgreementWord("compacted_encrypted", "Codex compaction (encrypted, no readable summary)",
                   "Codex replaced its history by the earlier user messages and an encrypted "
                   "compaction item: the item's message is empty, there is no summary to read"),
+    AgreementWord("compaction", "pi compaction",
+                  "pi replaced the entries before its first kept entry by a summary (its "
+                  "compaction entry: summary, tokensBefore, read and modified files)"),
     AgreementWord("server_compaction", "server-side compaction",
                   "the API compacted the context itself (a compaction block in the response)"),
     AgreementWord("condensation", "condensation",
