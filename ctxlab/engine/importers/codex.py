@@ -164,7 +164,9 @@ class _Rollout:
                 return
             running = as_int(as_dict(info.get("total_token_usage")).get("total_tokens"))
             if running and running == self._running_total:
-                return  # the same count again (cli 0.14x repeats it): no new response
+                self.thread.close_group()  # the same count again (0.14x repeats it): no new
+                self._segment = None  # response, but still after the one it counted
+                return
             self._running_total = running
             self._last_total = total or usage.context_tokens
             if self._segment is not None and self._segment.usage is None:

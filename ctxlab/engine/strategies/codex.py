@@ -301,7 +301,12 @@ class CodexStrategy(Strategy):
         original = st.originals.at(index) if st.originals is not None else None
         if original is not None and st.pending is None:
             st.pending, st.pending_from = original, index
-        if "compact_summary" in msg.flags and original is None and st.pending is None:
+        if (
+            "compact_summary" in msg.flags
+            and "replacement_history" not in msg.flags  # a file that starts after one
+            and original is None
+            and st.pending is None
+        ):
             st.diverged = True  # the original compacted: its usage no longer matches
         if msg.usage is not None:
             st.reported = msg.usage.context_tokens - msg.usage.reasoning
@@ -316,6 +321,15 @@ class CodexStrategy(Strategy):
             st.reasoning_previous = st.reasoning_settled
             st.reasoning_settled += st.reasoning_open
             st.reasoning_open = 0
+
+    @staticmethod
+    def _rules_detail(ctx: ContextView) -> dict[str, str]:
+        """Which version's rules ran and why (the run and compare pages show it)."""
+        st: _State = ctx.state
+        return {
+            "rules_version": st.rules.name,
+            "rules_reason": f"{st.rules_why}; window {st.context_window} ({st.window_why})",
+        }
 
     def _reasoning_tokens(self, msg: Message) -> int:
         """A reply's encrypted reasoning as get_non_last_reasoning_items_tokens counts it:
@@ -439,7 +453,7 @@ class CodexStrategy(Strategy):
         detail: dict[str, Any] = {
             "usage_source": source, "total_tokens": total, "limit": limit, "phase": phase,
             "original_trigger": original.trigger or "auto", "original_pre_tokens":
-            original.pre_tokens, "rules": st.rules.name, **dict(original.detail),
+            original.pre_tokens, **self._rules_detail(ctx), **dict(original.detail),
         }  # fmt: skip
         if not follow:
             with ctx.action(
@@ -542,7 +556,7 @@ class CodexStrategy(Strategy):
         }
         st: _State = ctx.state
         if st.rules is not versions.LEGACY:
-            detail.update(phase=phase, rules=st.rules.name)
+            detail.update(phase=phase, **self._rules_detail(ctx))
         if request_tokens > budget:  # only the prompt left and still too big
             ctx.emit("compact_failed", error="ContextWindowExceeded", trimmed_items=trimmed,
                      outcome="history unchanged; Codex sends an Error event", **detail)  # fmt: skip

@@ -1,0 +1,205 @@
+"""Codex by version: the rules table, and real 0.140-0.142 compactions it must reproduce.
+
+The rollouts under tests/data/codex-rollouts are cut from EntityProcess/agentv's
+``entire/checkpoints/v1`` (MIT; README there): every reported count, reasoning count and the
+tool outputs Codex weighed at each compaction are as recorded.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from builders import EchoSummarizer, assistant, conv, system, tool_result, tool_use, user
+
+from ctxlab.engine import importers
+from ctxlab.engine.model import Conversation, Usage
+from ctxlab.engine.recorded import RecordedSummarizer
+from ctxlab.engine.records import Fate
+from ctxlab.engine.replay import run
+from ctxlab.engine.strategies import _codex_versions as versions
+from ctxlab.engine.strategies.codex import CodexStrategy
+
+DATA = Path(__file__).resolve().parents[2] / "data" / "codex-rollouts"
+SPARK = DATA / "agentv-0.142.2-spark-window2.jsonl"  # starts after window 1's compaction
+MANUAL_AUTO = DATA / "agentv-0.142.5-manual-then-auto.jsonl"  # /compact, then an auto one
+V0140 = DATA / "agentv-0.140.0-window3.jsonl"
+
+
+def load(path: Path) -> Conversation:
+    (conversation,) = importers.parse(path.read_bytes(), name=path.name).conversations
+    return conversation
+
+
+def replay(conversation: Conversation, **params: object):  # type: ignore[no-untyped-def]
+    return run(conversation, "codex", params=params, summarizer=RecordedSummarizer())
+
+
+def in_file(conversation: Conversation) -> list[int]:
+    """Source index of each original compaction inside the file (not at its start)."""
+    return [c.before_index for c in conversation.compactions if c.before_index > 0]
+
+
+def compactions(result):  # type: ignore[no-untyped-def]
+    return [e for e in result.events if e.kind == "compact"]
+
+
+def first_step_at(result, index: int) -> int:  # type: ignore[no-untyped-def]
+    return next(s for s, step in enumerate(result.steps) if step.source_index >= index)
+
+
+# -- the table -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("version", "name"),
+    [("", "legacy"), ("0.40.0", "legacy"), ("0.139.9", "legacy"), ("0.140.0", "0.140"),
+     ("0.140.0-alpha.19", "0.140"), ("0.142.5", "0.140"), ("0.149.1", "0.140"),
+     ("legacy", "legacy"), ("0.140", "0.140"), ("not a version", "legacy")],
+)  # fmt: skip
+def test_rules_for_version(version: str, name: str) -> None:
+    assert versions.rules_for(version)[0].name == name
+
+
+def test_rules_for_a_version_newer_than_checked_says_so() -> None:
+    assert "newer than the newest checked" in versions.rules_for("0.149.1")[1]
+    assert "newer" not in versions.rules_for("0.142.5")[1]
+
+
+@pytest.mark.parametrize(
+    ("reported", "window", "limit"),
+    [(258_400, 272_000, 244_800), (121_600, 128_000, 115_200)],  # gpt-5.5, gpt-5.3-codex-spark
+)
+def test_reported_window_is_95_percent_and_limit_90_percent(
+    reported: int, window: int, limit: int
+) -> None:
+    assert versions.context_window_from_reported(reported) == window
+    assert versions.auto_compact_limit(window) == limit
+    assert versions.auto_compact_limit(window, 100_000) == 100_000  # a config lowers it
+    assert versions.auto_compact_limit(window, 10**9) == limit  # but never raises it
+
+
+def test_reasoning_estimate_is_three_quarters_of_base64_minus_overhead() -> None:
+    # 4 096 base64 chars -> 3 072 bytes - 650 = 2 422 -> ceil(/4) = 606 (history.rs test)
+    assert versions.reasoning_estimate(4096) == 606
+    assert versions.reasoning_estimate(100) == 0
+
+
+# -- 0.140 check points on built conversations ---------------------------------------------------
+
+
+def meta(version: str, window: int) -> tuple[tuple[str, str], ...]:
+    return (("cli_version", version), ("model_context_window", str(window)))
+
+
+def built(reported: int, version: str = "0.142.5", *, follow_up: bool) -> Conversation:
+    """A turn whose reply reports ``reported``; then either a tool output (follow-up) or a
+    reply that ends the turn, then a new user message."""
+    messages = [
+        system("S"),
+        user("first task"),
+        assistant("a1", tool_use("c1", "shell"), usage=Usage(input_uncached=100)),
+        tool_result("c1", "ok"),
+        assistant(
+            "a2",
+            *([tool_use("c2", "shell")] if follow_up else []),
+            usage=Usage(input_uncached=reported),
+        ),  # fmt: skip
+    ]
+    messages += [tool_result("c2", "x" * 400)] if follow_up else [user("second task")]
+    messages.append(assistant("a3"))
+    c = conv(*messages)
+    return Conversation(c.id, c.title, c.messages, metadata=meta(version, 1_000))
+
+
+def test_0140_mid_turn_counts_reported_plus_tool_output_estimate() -> None:
+    # window 1 000 / 0.95 -> 1 053, limit 947; the 400-byte output is ~ (402 + 2 + 150) / 4 = 139
+    limit = versions.auto_compact_limit(versions.context_window_from_reported(1_000))
+    assert not compactions(replay(built(limit - 140, follow_up=True)))
+    (event,) = compactions(replay(built(limit - 138, follow_up=True)))
+    assert event.detail["phase"] == "mid_turn" and event.detail["rules_version"] == "0.140"
+    assert event.detail["total_tokens"] >= limit == event.detail["limit"]
+
+
+def test_0140_pre_turn_check_before_the_user_message() -> None:
+    limit = versions.auto_compact_limit(versions.context_window_from_reported(1_000))
+    assert not compactions(replay(built(limit - 1, follow_up=False)))
+    (event,) = compactions(replay(built(limit, follow_up=False)))
+    assert event.detail["phase"] == "pre_turn"
+
+
+def test_legacy_rules_when_pinned_check_every_request_on_reported_minus_reasoning() -> None:
+    c = built(2_000, follow_up=True)
+    (event,) = compactions(replay(c, agent_version="legacy", model_context_window=2_000))
+    assert "phase" not in event.detail and event.detail["usage_source"] == "reported"
+
+
+def test_pinned_window_wins_over_the_reported_one() -> None:
+    c = built(900, follow_up=True)
+    assert compactions(replay(c))  # limit 947 from the rollout's window
+    assert not compactions(replay(c, model_context_window=100_000))
+
+
+# -- real compactions: reproduced at their own step ----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("path", "version", "limit"),
+    [(SPARK, "0.142.2", 115_200), (MANUAL_AUTO, "0.142.5", 244_800), (V0140, "0.140.0", 244_800)],
+)
+def test_real_auto_compaction_reproduced_at_its_step(path: Path, version: str, limit: int) -> None:
+    conversation = load(path)
+    result = replay(conversation)
+    auto = [c for c in conversation.compactions if c.before_index > 0 and c.trigger == "auto"]
+    assert auto and all(c.agent_version == version for c in auto)
+    events = [e for e in compactions(result) if e.detail.get("original_trigger") == "auto"]
+    assert [e.step for e in events] == [first_step_at(result, c.before_index) for c in auto]
+    for event in events:
+        assert event.detail["follows_original"] and event.detail["limit"] == limit
+        assert event.detail["total_tokens"] >= limit  # the replay's own trigger fired there
+    # and nowhere earlier: every compaction of the replay is one of the original's
+    assert len(compactions(result)) == len(in_file(conversation))
+
+
+def test_following_takes_the_replacement_history_as_the_context() -> None:
+    conversation = load(MANUAL_AUTO)
+    result = replay(conversation)
+    auto = compactions(result)[-1]
+    start = in_file(conversation)[-1]
+    original = next(c for c in conversation.compactions if c.before_index == start)
+    replacement = int(dict(original.detail)["replacement_items"])
+    kept = result.steps[auto.step].context_indexes
+    assert kept == list(range(start, start + replacement))  # exactly its replacement history
+    assert all(f is Fate.SUMMARISED for f in (c.fate for c in auto.changes))
+    # the count shown at the boundary is the one the agent logged (pre_tokens)
+    assert result.steps[auto.step].tokens.strategy == original.pre_tokens
+
+
+def test_manual_compaction_followed_only_when_asked() -> None:
+    conversation = load(MANUAL_AUTO)
+    manual = next(c for c in conversation.compactions if c.trigger == "manual")
+    followed = replay(conversation)
+    first = compactions(followed)[0]
+    assert first.detail["original_trigger"] == "manual" and first.detail["total_tokens"] == 0
+    assert first.step == first_step_at(followed, manual.before_index)
+    skipped = replay(conversation, follow_manual_compactions=False)
+    assert all(e.detail.get("original_trigger") != "manual" for e in compactions(skipped))
+    (skip,) = [e for e in skipped.events if e.kind == "compact_skipped"][:1]
+    assert {c.fate for c in skip.changes} == {Fate.DROPPED}
+
+
+def test_not_following_leaves_the_replacement_history_out() -> None:
+    conversation = load(SPARK)
+    (start,) = in_file(conversation)
+    result = replay(conversation, model_context_window=1_000_000)  # the trigger never fires
+    assert not compactions(result)
+    (skip,) = [e for e in result.events if e.kind == "compact_skipped"]
+    assert min(c.index for c in skip.changes) == start
+    assert skip.detail["window_number"] == "2"
+
+
+def test_strategy_window_defaults_when_nothing_says() -> None:
+    assert CodexStrategy().auto_compact_limit() == 244_800
+    summarizer = EchoSummarizer()
+    result = run(conv(system("S"), user("u"), assistant("a")), "codex", summarizer=summarizer)
+    assert not compactions(result)
