@@ -39,6 +39,8 @@ Shapes (each strategy's page in docs/strategies/ names its original's sources):
 - Cline: ``~/.cline/data/settings/global-settings.json`` -> ``compactionEnabled`` +
   ``compactionStrategy`` (the only compaction keys the SDK's global settings read; the rest
   is the embedding app's ``CoreSessionConfig.compaction`` or model info).
+- pi: ``~/.pi/agent/settings.json`` (or ``<cwd>/.pi/settings.json``) ->
+  ``compaction.{enabled, reserveTokens, keepRecentTokens}``; the window is the model's.
 - LangChain: Python, not a config file: the ``SummarizationMiddleware(...)`` constructor call,
   and the ``trim_messages(...)`` pre-model hook (``content`` holds the keyword arguments).
 
@@ -115,6 +117,7 @@ WRITES: dict[str, frozenset[str]] = {
     ),
     "gemini_cli": frozenset({"compression_threshold", "truncate_tool_output_threshold"}),
     "cline": frozenset({"strategy"}),
+    "pi": frozenset({"enabled", "reserveTokens", "keepRecentTokens"}),
 }  # fmt: skip
 
 NATIVE_SHAPES: dict[str, Callable[[Mapping[str, Any]], NativeConfig]] = {

@@ -1,4 +1,5 @@
-"""Coding agents' and providers' shapes: Anthropic, Codex, OpenCode, Claude Code, Gemini CLI, Cline."""
+"""Coding agents' and providers' shapes: Anthropic, Codex, OpenCode, Claude Code, Gemini CLI, Cline,
+pi."""
 
 from __future__ import annotations
 
@@ -194,6 +195,26 @@ def _cline(p: Mapping[str, Any]) -> NativeConfig:
     return NativeConfig("cline", "global-settings.json", content, json_text(content), notes)
 
 
+def _pi(p: Mapping[str, Any]) -> NativeConfig:
+    """pi-mono settings-manager.ts: ``compaction.{enabled, reserveTokens, keepRecentTokens}``
+    in ``~/.pi/agent/settings.json`` (global) or ``<cwd>/.pi/settings.json`` (project)."""
+    content = {
+        "compaction": {
+            "enabled": p["enabled"],
+            "reserveTokens": p["reserveTokens"],
+            "keepRecentTokens": p["keepRecentTokens"],
+        }
+    }
+    notes = (
+        "Global ~/.pi/agent/settings.json or per project <cwd>/.pi/settings.json; "
+        "/autocompact toggles compaction.enabled.",
+        f"contextWindow={p['contextWindow']}: the model's contextWindow (pi's model registry, "
+        "or a custom model in ~/.pi/agent/models.json), not a setting.",
+        f"follow_originals={p['follow_originals']!r}: a replay option of ctxlab.",
+    )
+    return NativeConfig("pi", "settings.json", content, json_text(content), notes)
+
+
 SHAPES: dict[str, Callable[[Mapping[str, Any]], NativeConfig]] = {
     "anthropic_edits": _anthropic_edits,
     "codex": _codex,
@@ -202,4 +223,5 @@ SHAPES: dict[str, Callable[[Mapping[str, Any]], NativeConfig]] = {
     "anthropic_server_compaction": _anthropic_server_compaction,
     "gemini_cli": _gemini_cli,
     "cline": _cline,
+    "pi": _pi,
 }

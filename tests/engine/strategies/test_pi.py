@@ -378,3 +378,14 @@ def test_pi_follow_options_leave_the_manual_compaction_to_the_user(follow: str) 
 
 def test_pi_is_in_the_library() -> None:
     assert "pi" in LIBRARY
+
+
+def test_pi_native_config_is_pis_settings_json() -> None:
+    from ctxlab.engine.native_config import native_config
+
+    native = native_config("pi", {"reserveTokens": 8000, "contextWindow": 100_000})
+    assert native.filename == "settings.json"
+    assert json.loads(native.text) == {
+        "compaction": {"enabled": True, "reserveTokens": 8000, "keepRecentTokens": 20_000}
+    }
+    assert native.unexpressed == (("contextWindow", 100_000),)  # the model's, not a setting
