@@ -442,8 +442,11 @@ class ClaudeCodeStrategy(Strategy):
             # ``tokenCountWithEstimation`` adds the messages after it (interleaved tool
             # results included), never the response's own later blocks.
             total = usage.context_tokens
-            st.unrecorded_output = st.rules.final_output and (
-                usage.output < STREAM_START_OUTPUT or 2 * usage.output < tokens
+            # (output 0: the source reports no output at all, not a stream's first line)
+            st.unrecorded_output = (
+                st.rules.final_output
+                and usage.output > 0
+                and (usage.output < STREAM_START_OUTPUT or 2 * usage.output < tokens)
             )
             st.estimated_output = max(0, tokens - usage.output) if st.unrecorded_output else 0
             st.reported, st.tail = (total + st.estimated_output, index), 0
