@@ -141,8 +141,13 @@ def test_agreement_reads_a_flat_directory_and_skips_agents_without_a_strategy(
     shutil.copy(source, other / "full.jsonl")
     (other / "metadata.json").write_text(json.dumps({"agent": "Copilot CLI"}))
     (tmp_path / "notes.txt").write_text("not a transcript")
+    broken = tmp_path / "bb" / "0123456789" / "0"  # unreadable metadata: the file is sniffed
+    broken.mkdir(parents=True)
+    shutil.copy(source, broken / "full.jsonl")
+    (broken / "metadata.json").write_text("{not json")
     lines, _, _ = _bench(monkeypatch, tmp_path)
-    assert lines[("agreement_files", "")] == "1"
+    assert lines[("agreement_files", "")] == "2"
+    assert lines[("agreement_compactions", "claude_code")] == "2"  # one in each copy
     assert "codex" in lines[("agreement_strategies_without_files", "")].split(",")
     assert ("agreement_compactions", "codex") not in lines
 

@@ -112,7 +112,10 @@ def sessions(root: Path) -> Iterator[Session]:
         if path.name in SIDE_FILES and path.with_name("full.jsonl").exists():
             continue
         if path.name == "full.jsonl" and meta.exists():
-            agent = str(json.loads(meta.read_text("utf-8")).get("agent", ""))
+            try:
+                agent = str(json.loads(meta.read_text("utf-8")).get("agent", ""))
+            except (ValueError, AttributeError):  # unreadable metadata: sniff the file
+                agent = ""
             if agent in METADATA_AGENTS:
                 fmt = METADATA_AGENTS[agent]
                 yield Session(path, fmt, skip=fmt is None)
