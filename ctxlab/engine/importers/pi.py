@@ -80,13 +80,14 @@ _SETTINGS = {"model_change", "thinking_level_change"}
 
 
 def sniff(head: bytes, name: str) -> int:
-    """A ``session`` header line with ``cwd`` first; or pi's ``message`` entries."""
+    """A ``session`` header line with ``id`` first (``cwd`` too: sure); or pi's
+    ``message`` entries with a ``toolResult``."""
     if not head.lstrip().startswith(b"{"):
         return 0
     compact = head.replace(b": ", b":")
     first = compact.lstrip().split(b"\n", 1)[0]
-    if b'"type":"session"' in first and b'"cwd"' in first:
-        return 97
+    if b'"type":"session"' in first and b'"id"' in first:
+        return 97 if b'"cwd"' in first else 80
     if b'"type":"message"' in compact and (
         b'"role":"toolResult"' in compact or b'"toolCallId"' in compact
     ):
@@ -332,8 +333,9 @@ def _branch(entries: list[_Entry], warnings: Warnings) -> list[_Entry]:
     path.reverse()
     off = len(entries) - len(path)
     if off:
-        warnings.add(f"{off} entries on other branches not imported",
-                     f"line {next(e.line for e in entries if e not in path)}",
+        on = {e.position for e in path}
+        first = next(e.line for e in entries if e.position not in on)
+        warnings.add(f"{off} entries on other branches not imported", f"line {first}",
                      code="off-branch-entries", count=off)  # fmt: skip
     return path
 

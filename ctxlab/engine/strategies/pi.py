@@ -197,6 +197,7 @@ class _State:
     read_files: list[str] = field(default_factory=list)
     modified_files: list[str] = field(default_factory=list)
     failures: int = 0
+    compacted_at: int = -1  # source index of this replay's last compaction
     originals: OriginalIndex | None = None  # the transcript's own compactions (prepare)
 
 
@@ -340,25 +341,36 @@ class PiStrategy(Strategy):
                 st.ratio = st.usage / st.orig_est if st.orig_est > 0 else 1.0
             return
         at_end = st.last_assistant is not None and st.last_assistant == index - 1
-        if role == "toolResult" or not at_end:
+        opens_original = st.originals is not None and st.originals.at(index) is not None
+        if role == "toolResult" or not (at_end or opens_original):
             return
-        self._agent_end(ctx, index, msg, role)
+        self._agent_end(ctx, index, at_end=at_end)
 
-    def _agent_end(self, ctx: ContextView, index: int, msg: Message, role: str) -> None:
+    def _agent_end(self, ctx: ContextView, index: int, *, at_end: bool) -> None:
+        """pi's check at a run's end (``at_end``), and the transcript's own compaction at
+        ``index`` (which may follow a ``!`` command instead: no check there)."""
         st: _State = ctx.state
         original = st.originals.at(index) if st.originals is not None else None
+        follow = str(self.params["follow_originals"])
+        if original is not None and follow == "none":
+            original = None  # pi's rules alone: the original's summary is just a message
         if original is not None:
             st.pending = index
         try:
             tokens, source = self._context_tokens(ctx, index)
             limit = self.threshold(ctx)
-            fires = limit is not None and rules.should_compact(
-                tokens, int(self.params["contextWindow"]), int(self.params["reserveTokens"])
+            # pi's guard: a response older than the last compaction triggers nothing
+            fresh = at_end and st.last_assistant is not None and st.last_assistant > st.compacted_at
+            fires = (
+                fresh
+                and limit is not None
+                and rules.should_compact(
+                    tokens, int(self.params["contextWindow"]), int(self.params["reserveTokens"])
+                )
             )
-            follow = str(self.params["follow_originals"])
             detail: dict[str, Any] = {"contextTokens": tokens, "usage_source": source,
                                       "threshold": limit}  # fmt: skip
-            if original is not None and follow != "none" and (fires or follow == "all"):
+            if original is not None and (fires or follow == "all"):
                 detail["trigger"] = "threshold" if fires else "original"
                 detail["original_tokens_before"] = original.pre_tokens
                 self._compact(ctx, index, _first_kept(original), detail)
@@ -382,7 +394,8 @@ class PiStrategy(Strategy):
             return 0, "no usage"
         if last is not None and "error" in last.flags:
             newer = ctx.tokens(index) if st.pending is None and ctx.alive[index] else 0
-            return self.compared_tokens(ctx) - newer, "last usage + estimate (error reply)"  # type: ignore[operator]
+            count = self._corrected(st) + self._estimate(ctx) - st.est_at_usage - newer
+            return count, "last usage + estimate (error reply)"
         return self._corrected(st), "reported" if not st.delta else "reported + estimate delta"
 
     # --- compaction ---------------------------------------------------------------------
@@ -440,6 +453,7 @@ class PiStrategy(Strategy):
             act.summary_id = summary_id
         st.summary = text
         st.read_files, st.modified_files = read_files, modified_files
+        st.compacted_at = index
         check_summary_size(ctx, summary_rendered=rendered, replaced=removed,
                            summary_id=summary_id, previous_ref=previous_ref)  # fmt: skip
 

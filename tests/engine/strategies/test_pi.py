@@ -389,3 +389,51 @@ def test_pi_native_config_is_pis_settings_json() -> None:
         "compaction": {"enabled": True, "reserveTokens": 8000, "keepRecentTokens": 20_000}
     }
     assert native.unexpressed == (("contextWindow", 100_000),)  # the model's, not a setting
+
+
+def _session(*entries: dict[str, object]) -> importers.Conversation:
+    head = {"type": "session", "id": "s", "timestamp": "2025-01-01T00:00:00Z", "cwd": "/w"}
+    data = "\n".join(json.dumps(e) for e in (head, *entries)).encode()
+    (c,) = importers.parse(data, name="s.jsonl", format="pi-session").conversations
+    return c
+
+
+def _m(role: str, **fields: object) -> dict[str, object]:
+    return {"type": "message", "message": {"role": role, **fields}}
+
+
+def _reply(text: str, total: int, stop: str = "stop") -> dict[str, object]:
+    usage = {"input": 1, "output": 1, "cacheRead": total - 2, "cacheWrite": 0}
+    return _m("assistant", content=[{"type": "text", "text": text}], usage=usage, stopReason=stop)
+
+
+@pytest.mark.parametrize(("follow", "followed"), [("all", True), ("triggered", False)])
+def test_pi_original_compaction_after_a_bang_command(follow: str, followed: bool) -> None:
+    """A /compact typed after a ! command: no run ended there, so pi's trigger cannot
+    explain it; ``all`` follows it (its cut: entry 3, the second prompt), ``triggered``
+    does not."""
+    c = _session(
+        _m("user", content="one " * 400), _reply("a" * 400, 1000),
+        _m("user", content="two"), _reply("b", 1100),
+        _m("bashExecution", command="ls", output="x", exitCode=0),
+        {"type": "compaction", "summary": "S1", "firstKeptEntryIndex": 3, "tokensBefore": 1100},
+        _m("user", content="three"), _reply("c", 300),
+    )  # fmt: skip
+    result = run(c, "pi", params={"follow_originals": follow}, summarizer=RecordedSummarizer())
+    events = [e for e in result.events if e.kind == "summarise"]
+    if not followed:
+        assert events == []
+        return
+    (event,) = events
+    assert event.detail["trigger"] == "original" and event.detail["original_first_kept"] == 2
+    assert event.changes and {ch.index for ch in event.changes} == {0, 1, 5}  # 5: its summary
+    assert [s.output for s in result.summaries] == ["S1"]
+
+
+def test_pi_error_reply_counts_the_last_good_usage_plus_the_estimate() -> None:
+    messages = [user("q"), assistant("a", usage=_pi_usage(7990)), user("x" * 80),
+                assistant("", flags=frozenset({"error"})), user("again"), assistant("b")]  # fmt: skip
+    result = run(conv(*messages), "pi", params=SMALL, summarizer=EchoSummarizer())
+    (event,) = result.events  # 7 990 + 20 (the prompt) + 0 (the error reply) > 8 000
+    assert event.detail["contextTokens"] == 8010
+    assert event.detail["usage_source"] == "last usage + estimate (error reply)"
