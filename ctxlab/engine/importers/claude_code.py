@@ -17,6 +17,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..model import (
+    Block,
+    BlockKind,
     Conversation,
     OriginalCompaction,
     ParsedFile,
@@ -763,11 +765,11 @@ def _thread(thread: list[_Node], name: str, warnings: Warnings) -> _Built | None
         if (
             prev is not None
             and prev.role is Role.USER
-            and builder.only_tool_results
-            and prev.only_tool_results
             and prev.flags == builder.flags
+            and _has_results(builder)
+            and _has_results(prev)
         ):
-            prev.blocks.extend(builder.blocks)  # parallel results: one user turn
+            _merge_results(prev, builder.blocks)  # parallel results: one user turn
             continue
         if not blocks:
             warnings.add("user line with empty content", f"line {line}")
@@ -781,6 +783,20 @@ def _thread(thread: list[_Node], name: str, warnings: Warnings) -> _Built | None
         first_version=versions[0] if versions else "",
         last_version=versions[-1] if versions else "",
     )
+
+
+def _has_results(message: MessageBuilder) -> bool:
+    return any(b.kind is BlockKind.TOOL_RESULT for b in message.blocks)
+
+
+def _merge_results(turn: MessageBuilder, blocks: list[Block]) -> None:
+    """Another result line of a parallel call into its user turn: results stay together
+    ahead of any text typed while the tools ran (a line may carry both), as the API wants
+    them."""
+    at = max(i for i, b in enumerate(turn.blocks) if b.kind is BlockKind.TOOL_RESULT) + 1
+    results = [b for b in blocks if b.kind is BlockKind.TOOL_RESULT]
+    turn.blocks[at:at] = results
+    turn.blocks.extend(b for b in blocks if b.kind is not BlockKind.TOOL_RESULT)
 
 
 def _user_text(content: Any) -> str:
