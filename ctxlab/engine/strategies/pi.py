@@ -281,6 +281,11 @@ class PiStrategy(Strategy):
     def output_reserve(self, ctx: ContextView) -> int:
         return int(self.params["reserveTokens"])
 
+    def reserved_recent(self, ctx: ContextView) -> int:
+        """About ``keepRecentTokens`` of the newest messages stay (the cut then moves to the
+        next valid cut point, so a little more or less)."""
+        return min(int(self.params["keepRecentTokens"]), ctx.history_tokens)
+
     def _estimate(self, ctx: ContextView) -> int:
         """pi's estimate of the replay's context (summary + live messages), leaving out an
         original summary message being handled."""
