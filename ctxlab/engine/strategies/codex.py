@@ -112,6 +112,11 @@ class _State:
     reasoning_settled: int = 0  # reasoning estimate of replies before the last user message
     reasoning_previous: int = 0  # the same before the last user message was recorded
     reasoning_open: int = 0  # reasoning estimate of replies after it
+    # Once the replay holds another context than the original: its count = the original's
+    # + extra (in reported tokens, fixed when it diverged) + what both held since then
+    # differently (estimate) - extra_est (that difference when it diverged).
+    extra: int = 0
+    extra_est: int = 0
     pending: OriginalCompaction | None = None  # the original compacted at these messages
     pending_from: int = 0  # first source index of its replacement history
 
@@ -409,7 +414,7 @@ class CodexStrategy(Strategy):
         else:
             # the original's count, moved by what this replay holds more or less than it
             held = ctx.history_tokens + ctx.summary_tokens - left_out
-            base = st.last_total + held - st.original_live
+            base = st.last_total + st.extra + held - st.original_live - st.extra_est
             source = "reported" if not st.diverged else "reported_adjusted"
         return base + estimate + reasoning, source, phase
 
@@ -461,15 +466,12 @@ class CodexStrategy(Strategy):
                 "trigger does not fire: its replacement history is left out", **detail,
             ) as act:  # fmt: skip
                 act.remove(replacement, Fate.DROPPED, reason="the original's replacement history")
+            ours = total if check is not None else self._base(ctx, replaced_tokens)
             st.original_live = replaced_tokens  # the original's context from here on
-            post = dict(original.detail).get("post_tokens")
-            # recompute_token_usage: Codex's own estimate of the new history, until the next
-            # response reports; without it, ours plus the fixed overhead
-            st.last_total = (
-                int(post) if post else (replaced_tokens + ctx.system_tokens + ctx.tools_tokens)
-            )
+            st.last_total = self._post_tokens(ctx, original, replaced_tokens)
+            self._anchor(ctx, ours)  # our count goes on from what we held, not from theirs
             st.diverged = True
-            st.reasoning_settled = st.reasoning_previous = 0
+            st.reasoning_settled = st.reasoning_previous = st.reasoning_open = 0
             if st.rules is not versions.LEGACY:
                 check = self._check_point(ctx, len(ctx.live))
                 if check is not None and check[0] >= limit:
@@ -489,8 +491,31 @@ class CodexStrategy(Strategy):
             act.always = True
         st.diverged = False  # the replay holds what the original held: its counts are valid
         st.original_live = ctx.history_tokens
+        st.extra = st.extra_est = 0
+        if st.last_total is not None:
+            st.last_total = self._post_tokens(ctx, original, ctx.history_tokens)
         st.reasoning_settled = st.reasoning_previous = st.reasoning_open = 0
         st.summary_at = None
+
+    @staticmethod
+    def _post_tokens(ctx: ContextView, original: OriginalCompaction, replaced: int) -> int:
+        """recompute_token_usage: Codex's own estimate of the new history (the token_count
+        after the compacted line), else ours plus the fixed overhead."""
+        post = dict(original.detail).get("post_tokens")
+        return int(post) if post else replaced + ctx.system_tokens + ctx.tools_tokens
+
+    @staticmethod
+    def _base(ctx: ContextView, left_out: int = 0) -> int:
+        st: _State = ctx.state
+        held = ctx.history_tokens + ctx.summary_tokens - left_out
+        return (st.last_total or 0) + st.extra + held - st.original_live - st.extra_est
+
+    @staticmethod
+    def _anchor(ctx: ContextView, value: int) -> None:
+        """From now on the count is ``value`` + what this replay adds."""
+        st: _State = ctx.state
+        st.extra_est = ctx.history_tokens + ctx.summary_tokens - st.original_live
+        st.extra = value - (st.last_total or 0)
 
     # --- tool-output truncation ---------------------------------------------------------
     def _truncate_tool_output(self, ctx: ContextView, index: int, msg: Message) -> None:
@@ -623,6 +648,8 @@ class CodexStrategy(Strategy):
             st.diverged = True  # before the scope ends: tokens_after is the new count
         st.summary_at = ctx.source_index
         st.reasoning_settled = st.reasoning_previous = st.reasoning_open = 0
+        if st.rules is not versions.LEGACY and st.last_total is not None:
+            self._anchor(ctx, ctx.request_tokens())  # recompute_token_usage: an estimate
         ctx.emit("warning", message=rules.WARNING)
         summarised_set = set(summarised)  # once: per element it was quadratic in the history
         check_summary_size(ctx, summary_rendered=text, replaced=[i for i in gone if i in
