@@ -122,7 +122,7 @@ def test_agreement_import_clean_share_counts_the_files_warnings(vendored: Bench)
 def test_agreement_version_table_sums_to_the_strategy_lines(vendored: Bench) -> None:
     lines, table, printed = vendored
     for strategy in ("claude_code", "codex"):
-        versions = [r for r in table if r["strategy"] == strategy]
+        versions = [r for r in table if r["strategy"] == strategy and "version" in r]
         assert all(r["version"] and r["version"] != "?" for r in versions)  # every file says
         assert sum(r["compactions"] for r in versions) == int(
             lines[("agreement_compactions", strategy)]
@@ -158,3 +158,17 @@ def test_agreement_refuses_a_missing_directory(
     monkeypatch.setenv("CTXLAB_AGREEMENT_DIR", str(tmp_path / "nowhere"))
     with pytest.raises(FileNotFoundError, match="nowhere"):
         agreement.run(io.StringIO())
+
+
+def test_agreement_kind_table_splits_the_compactions_by_kind(vendored: Bench) -> None:
+    lines, table, _ = vendored
+    for strategy in ("claude_code", "codex"):
+        rows, _, _ = _direct(strategy)
+        kinds = [r for r in table if r["strategy"] == strategy and "kind" in r]
+        assert {r["kind"] for r in kinds} == {r["kind_key"] for r in rows}
+        for shown in kinds:
+            mine = [r for r in rows if r["kind_key"] == shown["kind"]]
+            assert shown["compactions"] == len(mine)
+            assert shown["same_step"] == sum(r["step_difference"] == 0 for r in mine)
+    kinds = {r["kind"] for r in table if r["strategy"] == "claude_code" and "kind" in r}
+    assert {"auto", "manual", "microcompact"} <= kinds  # what the vendored set holds

@@ -22,7 +22,8 @@ with no refusal, one main conversation, no alternate branch, no tool result for 
 call; also once over every file); ``agreement_strategies_without_files`` names the
 strategies no file was found for. A table per agent version is printed and returned as
 rows (a compaction counts under the version that wrote it, a file under its transcript's;
-``?``: the transcript names no version, as pi's sessions do not).
+``?``: the transcript names no version, as pi's sessions do not), then one per kind of
+original compaction (auto, manual, microcompact ...).
 """
 
 from __future__ import annotations
@@ -169,6 +170,14 @@ class Tally:
         }
 
 
+def _by_kind(rows: list[Agreement]) -> dict[str, list[Agreement]]:
+    """Rows by the original's kind (auto, manual, microcompact ...: catalogue keys)."""
+    kinds: dict[str, list[Agreement]] = {}
+    for r in rows:
+        kinds.setdefault(r.kind_key, []).append(r)
+    return kinds
+
+
 def _share(part: int, whole: int) -> float | None:
     return round(part / whole, 4) if whole else None
 
@@ -295,6 +304,25 @@ def run(out: TextIO) -> list[dict[str, Any]]:
                 "pre_tokens_median_error": fig["agreement_pre_tokens_median_error"],
             }
         )
+    out.write(f"{'strategy':<28} {'kind':<22} {'comp':>5} {'same':>5} {'±1':>5} {'tok err':>8}\n")
+    for strategy, tally in by_strategy.items():
+        for kind, kind_rows in sorted(_by_kind(tally.rows).items()):
+            part = Tally(rows=kind_rows)
+            error = part.figures()["agreement_pre_tokens_median_error"]
+            out.write(
+                f"{strategy:<28} {kind:<22} {len(kind_rows):>5} {part.same_step:>5} "
+                f"{part.within_1:>5} {_text(error):>8}\n"
+            )
+            rows.append(
+                {
+                    "strategy": strategy,
+                    "kind": kind,
+                    "compactions": len(kind_rows),
+                    "same_step": part.same_step,
+                    "within_1_step": part.within_1,
+                    "pre_tokens_median_error": error,
+                }
+            )
     for key, word in AGREEMENT_MEASURES.items():  # what each result line measures
         out.write(f"  {key}: {word.meaning}\n")
     for strategy, tally in by_strategy.items():
