@@ -417,7 +417,10 @@ class PiStrategy(Strategy):
         keep = int(self.params["keepRecentTokens"])
         own = rules.find_cut_point(entries, 0, len(entries), keep)
         detail["pi_first_kept"] = live[own.first_kept] if live else index
-        detail["tokensBefore"] = self.compared_tokens(ctx)
+        # pi's own tokensBefore (estimateContextTokens then): without the message that
+        # arrived after the run
+        newer = ctx.tokens(index) if st.pending is None and ctx.alive[index] else 0
+        detail["tokensBefore"] = (self.compared_tokens(ctx) or 0) - newer
         if kept_from is not None:
             pos = next((k for k, j in enumerate(live) if j >= kept_from), len(live))
             is_user = pos < len(live) and entries[pos].kind == "user"

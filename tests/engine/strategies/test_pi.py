@@ -278,6 +278,8 @@ def test_pi_checks_at_the_end_of_a_run_not_mid_run() -> None:
     result = run(conv(*messages), "pi", params=SMALL, summarizer=EchoSummarizer())
     (event,) = result.events
     assert event.kind == "summarise" and event.detail["contextTokens"] == 8001
+    # pi's own tokensBefore leaves out "more" (typed after the run); the curve counts it
+    assert (event.detail["tokensBefore"], event.tokens_before) == (8001, 8002)
     assert event.step == 4  # the request after the prompt that followed the run
     context = expand(result.steps[-1].context)
     assert 8 in context and 0 not in context  # "more" arrived after the check: kept
