@@ -13,6 +13,10 @@ Sources (reverse-engineered; Claude Code is closed source):
   ``T91``, stored in the public-code index used for this work; its repository could not
   be named): no preamble/trailer, the 2-space ``- Errors`` lines, the duplicated ``6.``
   numbering, ``<analysis>`` kept as ``Analysis:``, "The conversation is summarized below:".
+- ``2.1``: the summary message of CLI 2.1.7-2.1.42 as real transcripts hold it (entireio/cli
+  checkpoints, see _claude_code_versions): the 2.1.88 preamble, the analysis kept as
+  ``Analysis:``, the transcript hint, then the 2.0 closing sentence. Its compact prompt is
+  not published: the 2.1.88 one stands in.
 - Shared text checked against a real wire capture in this repository:
   ``tests/data/corpus/anthropic-messages/claude-trace-req34-request.json`` (a mid-2025
   7-section version: its first paragraph, the "9. Optional Next Step" continuation line,
@@ -23,7 +27,9 @@ from __future__ import annotations
 
 import re
 
-VERSIONS = ("2.1.88", "2.0")
+VERSIONS = ("2.1.88", "2.1", "2.0")
+# Versions whose compact prompt is the 2.1.88 text (for "2.1", the nearest published one).
+_NEW_PROMPT = ("2.1.88", "2.1")
 
 BASE_COMPACT_PROMPT = (
     "Your task is to create a detailed summary of the conversation so far, paying close attention to the user's explicit requests and your previous actions.\n"
@@ -187,11 +193,12 @@ _BLANKS = re.compile(r"\n\n+")
 
 def compact_prompt(version: str, custom_instructions: str = "") -> str:
     """``getCompactPrompt`` (2.1.88) / ``R91`` (2.0): the user message closing the request."""
-    body = BASE_COMPACT_PROMPT if version == "2.1.88" else BASE_COMPACT_PROMPT_V20
-    prompt = NO_TOOLS_PREAMBLE + body if version == "2.1.88" else body
+    new = version in _NEW_PROMPT
+    body = BASE_COMPACT_PROMPT if new else BASE_COMPACT_PROMPT_V20
+    prompt = NO_TOOLS_PREAMBLE + body if new else body
     if custom_instructions.strip():
         prompt += ADDITIONAL_INSTRUCTIONS + custom_instructions
-    return prompt + NO_TOOLS_TRAILER if version == "2.1.88" else prompt
+    return prompt + NO_TOOLS_TRAILER if new else prompt
 
 
 def format_compact_summary(version: str, summary: str) -> str:
@@ -214,6 +221,9 @@ def summary_message(version: str, summary: str, transcript_path: str = "") -> st
     formatted = format_compact_summary(version, summary)
     if version == "2.0":
         return PREAMBLE["2.0"] + formatted + "." + CONTINUE["2.0"]
+    if version == "2.1":
+        hint = TRANSCRIPT_HINT + transcript_path if transcript_path else ""
+        return PREAMBLE["2.1.88"] + formatted + hint + CONTINUE["2.0"]
     text = PREAMBLE["2.1.88"] + formatted
     if transcript_path:
         text += TRANSCRIPT_HINT + transcript_path

@@ -87,13 +87,14 @@ RANGES: tuple[VersionRules, ...] = (
         "2.1.11",
         32_000,
         13_000,
-        "2.1.88",
+        "2.1",
         True,
         _REPLAYED,
         (
             "data: auto boundaries at preTokens 155,066-162,548 (2.1.7)",
             "data: summary message 'The summary below covers the earlier portion', analysis "
-            "kept, 'Please continue the conversation from where we left it off'",
+            "kept, 'Please continue the conversation from where we left it off' (prompt "
+            "version 2.1)",
             "data: usage lines with output 1-3 (the stream's first); the count is higher by "
             "about the response's own size",
         ),
@@ -103,7 +104,7 @@ RANGES: tuple[VersionRules, ...] = (
         "2.1.20",
         32_000,
         13_000,
-        "2.1.88",
+        "2.1",
         False,
         _REPLAYED,
         (
@@ -116,10 +117,10 @@ RANGES: tuple[VersionRules, ...] = (
     ),
     VersionRules(
         "2.1.21",
-        "",
+        "2.1.42",
         20_000,
         13_000,
-        "2.1.88",
+        "2.1",
         True,
         _REPLAYED,
         (
@@ -128,8 +129,25 @@ RANGES: tuple[VersionRules, ...] = (
             "data: auto boundaries at preTokens 167,038-176,700 (2.1.25-2.1.42); where the "
             "last usage line holds the stream's first output (1-25) the count is higher by "
             "the response's final output, which the transcript does not record",
+            "data: summary message as 2.1.7 (analysis kept, 'Please continue…')",
+        ),
+    ),
+    VersionRules(
+        "2.1.43",
+        "",
+        20_000,
+        13_000,
+        "2.1.88",
+        True,
+        "legacy microcompact removed (2.1.88): replayed where the transcript names it; the "
+        "time-based one is set by a remote flag and cached microcompact is internal, so "
+        "neither trigger is modelled",
+        (
             "code: 2.1.88 autoCompact.ts MAX_OUTPUT_TOKENS_FOR_SUMMARY 20,000, "
-            "AUTOCOMPACT_BUFFER_TOKENS 13,000; tokens.ts tokenCountWithEstimation",
+            "AUTOCOMPACT_BUFFER_TOKENS 13,000; tokens.ts tokenCountWithEstimation; "
+            "prompt.ts (analysis stripped); microCompact.ts",
+            "no real boundaries seen after 2.1.42: where between 2.1.43 and 2.1.88 the "
+            "summary message changed is not known",
         ),
     ),
 )

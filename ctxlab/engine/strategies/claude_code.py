@@ -134,6 +134,7 @@ SECTIONS = (
     Section("9. Optional Next Step:", "next"),
 )
 _SLUG = re.compile(r"[^A-Za-z0-9]")
+_HOME = re.compile(r"^(?:/Users|/home)/[^/]+|^/root(?=/|$)")
 
 
 def rough_tokens(text: str) -> int:
@@ -276,9 +277,11 @@ class ClaudeCodeStrategy(Strategy):
         Param(
             "prompt_version",
             "auto",
-            "auto: as the agent version had it (2.0 up to 2.1.6, 2.1.88 from 2.1.7); 2.1.88: "
-            "no-tools preamble + 9 sections + trailer, analysis stripped from the summary; "
-            "2.0: the 2025 9-section prompt, analysis kept, 'summarized below:'.",
+            "auto: as the agent version had it (2.0 up to 2.1.6, 2.1 for 2.1.7-2.1.42, 2.1.88 "
+            "after); 2.1.88: no-tools preamble + 9 sections + trailer, analysis stripped from "
+            "the summary; 2.1: the 2.1.88 prompt, analysis kept, 'Please continue…' closing "
+            "(real 2.1.7-2.1.42 summaries); 2.0: the 2025 9-section prompt, analysis kept, "
+            "'summarized below:'.",
             "str",
             choices=("auto", *rules.VERSIONS),
             origin="services/compact/prompt.ts (per version)",
@@ -582,7 +585,7 @@ class ClaudeCodeStrategy(Strategy):
             # reported usage holds from the next response on, corrected by the summaries'
             # difference.
             st.reported, st.tail, st.diverged = None, 0, False
-            st.correction = ctx.summary_tokens - tokens
+            st.correction = ctx.summary_tokens - self._as_sent(ctx, ctx.original(index), tokens)
             return
         st.seen += tokens
         st.tail += tokens
@@ -675,7 +678,7 @@ class ClaudeCodeStrategy(Strategy):
         previous = (PromptMessage("user", ctx.summary),) if ctx.summary else ()
         request = SummaryRequest(
             strategy=self.name,
-            system=ctx.system_text if version == "2.1.88" else rules.SUMMARY_SYSTEM,
+            system=ctx.system_text if version != "2.0" else rules.SUMMARY_SYSTEM,
             messages=(*previous, *history, PromptMessage("user", prompt)),
             style="sections",
             sections=SECTIONS,
@@ -727,14 +730,32 @@ class ClaudeCodeStrategy(Strategy):
             **detail,
         )  # fmt: skip
 
+    def _as_sent(self, ctx: ContextView, message: Message, tokens: int) -> int:
+        """The original summary message's tokens as the agent sent it: the transcript path
+        it quotes is the replay's own (shared transcripts redact it; the reported usage
+        counted the real one)."""
+        text = message.text
+        at = text.find(rules.TRANSCRIPT_HINT)
+        if at < 0:
+            return tokens
+        start = at + len(rules.TRANSCRIPT_HINT)
+        end = text.find("\n", start)
+        end = len(text) if end < 0 else end
+        path = self._transcript_path(ctx)
+        return tokens - self.count_text(text) + self.count_text(text[:start] + path + text[end:])
+
     def _transcript_path(self, ctx: ContextView) -> str:
         path = str(self.params["transcript_path"])
         if path != "auto":
             return path
         meta = dict(ctx.conversation.metadata)
-        slug = _SLUG.sub("-", meta.get("cwd", ""))
+        cwd = meta.get("cwd", "")
+        slug = _SLUG.sub("-", cwd)
         session = meta.get("session_id") or ctx.conversation.id
-        return f"~/.claude/projects/{slug}/{session}.jsonl"
+        # The agent quotes its absolute path: the home directory is read off the cwd
+        # (/Users/<name>/…, /home/<name>/…); "~" when the cwd does not show it.
+        home = _HOME.match(cwd)
+        return f"{home.group(0) if home else '~'}/.claude/projects/{slug}/{session}.jsonl"
 
 
 def _first(ctx: ContextView) -> int:

@@ -204,7 +204,9 @@ def test_default_transcript_path_from_the_session_metadata() -> None:
     # the second compaction's request starts with the first summary message
     previous = summarizer.requests[1].messages[0].text
     assert previous.startswith("This session is being continued")
-    assert "read the full transcript at: ~/.claude/projects/-Users-a-x-y/s-1.jsonl\n" in previous
+    # the agent quotes its absolute path: the home directory comes from the cwd
+    path = "/Users/a/.claude/projects/-Users-a-x-y/s-1.jsonl\n"
+    assert "read the full transcript at: " + path in previous
 
 
 # -- failure path ---------------------------------------------------------------------------
