@@ -489,11 +489,12 @@ class CodexStrategy(Strategy):
         ) as act:  # fmt: skip
             act.remove(gone, Fate.SUMMARISED)
             act.always = True
-        st.diverged = False  # the replay holds what the original held: its counts are valid
-        st.original_live = ctx.history_tokens
-        st.extra = st.extra_est = 0
-        if st.last_total is not None:
-            st.last_total = self._post_tokens(ctx, original, ctx.history_tokens)
+            # before the scope ends: tokens_after is the count Codex has after it
+            st.diverged = False  # the replay holds what the original held: counts valid
+            st.original_live = ctx.history_tokens
+            st.extra = st.extra_est = 0
+            if st.last_total is not None:
+                st.last_total = self._post_tokens(ctx, original, ctx.history_tokens)
         st.reasoning_settled = st.reasoning_previous = st.reasoning_open = 0
         st.summary_at = None
 

@@ -171,8 +171,10 @@ def test_following_takes_the_replacement_history_as_the_context() -> None:
     kept = result.steps[auto.step].context_indexes
     assert kept == list(range(start, start + replacement))  # exactly its replacement history
     assert all(f is Fate.SUMMARISED for f in (c.fate for c in auto.changes))
-    # the count shown at the boundary is the one the agent logged (pre_tokens)
-    assert result.steps[auto.step].tokens.strategy == original.pre_tokens
+    # the count before it is the one the agent logged (pre_tokens); after it, Codex's own
+    # estimate of the new history (post_tokens), as its next token_count says
+    assert auto.tokens_before == original.pre_tokens
+    assert auto.tokens_after == int(dict(original.detail)["post_tokens"])
 
 
 def test_manual_compaction_followed_only_when_asked() -> None:
