@@ -1,7 +1,7 @@
 """The original agent's own compactions, as a strategy that follows them reads them.
 
 Shared by the strategies whose agent leaves its compactions in the transcript
-(``claude_code``; ``codex`` and ``pi`` may reuse it). Three reads, no replay state:
+(``claude_code``, ``pi``; ``codex`` may reuse it). Reads only, no replay state:
 
 - ``OriginalIndex(conversation)``: which ``OriginalCompaction`` a source message opens.
   ``at(i)`` is the compaction whose summary message (``summary_index``) is message ``i``,
@@ -16,6 +16,12 @@ Shared by the strategies whose agent leaves its compactions in the transcript
   ``("continued", "1")``, an original compaction at index 0, or a first message that is a
   compaction summary (flag ``compact_summary`` or Claude Code's "This session is being
   continued from a previous conversation" text).
+- ``first_kept(compaction)``: the first message the original kept after compacting, when
+  its importer knows it (``detail`` ``first_kept``: pi's ``firstKeptEntryId``); a
+  strategy that follows the original cuts there so later reported usage still fits.
+- ``recorded_summaries(conversation)``: the originals' summaries as the ``recorded``
+  summariser answers them, so a strategy can tell an original's whole summary (to use it
+  as it is) from a stand-in's.
 - ``outside_context(reported, covered, continued, overhead)``: splits what a reported
   usage counts beyond the estimate of the messages it covered into the fixed overhead
   (system prompt, tool definitions, attachments) and the context not in this file.
@@ -58,6 +64,19 @@ class OriginalIndex:
 
     def __len__(self) -> int:
         return len(self._at)
+
+
+def first_kept(compaction: OriginalCompaction) -> int | None:
+    """The source index of the first message the original kept (see module)."""
+    value = dict(compaction.detail).get("first_kept", "")
+    return int(value) if value.isdigit() else None
+
+
+def recorded_summaries(conversation: Conversation) -> set[str]:
+    """Every original compaction's summary as ``recorded.summary_text`` gives it."""
+    from ..recorded import summary_text
+
+    return {t for c in conversation.compactions if (t := summary_text(conversation, c))}
 
 
 def first_message_index(conversation: Conversation) -> int | None:

@@ -77,10 +77,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..findings import check_summary_size
-from ..model import BlockKind, Message, OriginalCompaction, Role
+from ..model import BlockKind, Message, Role
 from ..params import Param
 from ..records import Fate
-from ..stages.originals import OriginalIndex
+from ..stages.originals import OriginalIndex, first_kept, recorded_summaries
 from ..summarizers import MaterialItem, PromptMessage, Section, SummaryRequest
 from . import _pi_rules as rules
 from ._gemini_cli_rules import js_json, js_len
@@ -326,7 +326,7 @@ class PiStrategy(Strategy):
         tokens = self.count_message(msg)
         if role == "compactionSummary" and "compact_summary" in msg.flags:
             original = st.originals.at(index) if st.originals is not None else None
-            kept_from = _first_kept(original) if original is not None else None
+            kept_from = first_kept(original) if original is not None else None
             if kept_from is not None:
                 st.orig_est = tokens + sum(
                     self.count_message(ctx.original(j)) for j in range(kept_from, index)
@@ -378,7 +378,7 @@ class PiStrategy(Strategy):
             if original is not None and (fires or follow == "all"):
                 detail["trigger"] = "threshold" if fires else "original"
                 detail["original_tokens_before"] = original.pre_tokens
-                self._compact(ctx, index, _first_kept(original), detail)
+                self._compact(ctx, index, first_kept(original), detail)
             elif fires:
                 detail["trigger"] = "threshold"
                 self._compact(ctx, index, None, detail)
@@ -473,7 +473,7 @@ class PiStrategy(Strategy):
         compaction's own summary (the recorded summariser), used as it is."""
         st: _State = ctx.state
         reserve = int(self.params["reserveTokens"])
-        originals = _original_summaries(ctx)
+        originals = recorded_summaries(ctx.conversation)
         history: str | None = None
         summary_id: int | None = None
         if summarise or not prefix:
@@ -527,19 +527,6 @@ class PiStrategy(Strategy):
         ctx.emit("compact_failed", messages=messages, summary_id=summary_id, error=error,
                  outcome="context kept; pi shows 'Auto-compaction failed' and the next run's "
                  "end checks again", **detail)  # fmt: skip
-
-
-def _first_kept(original: OriginalCompaction) -> int | None:
-    value = dict(original.detail).get("first_kept")
-    return int(value) if value is not None and value.isdigit() else None
-
-
-def _original_summaries(ctx: ContextView) -> set[str]:
-    """The originals' summaries as the recorded summariser answers them."""
-    from ..recorded import summary_text
-
-    conv = ctx.conversation
-    return {t for c in conv.compactions if (t := summary_text(conv, c))}
 
 
 def _material(ctx: ContextView, indexes: list[int]) -> list[MaterialItem]:

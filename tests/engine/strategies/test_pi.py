@@ -439,3 +439,13 @@ def test_pi_error_reply_counts_the_last_good_usage_plus_the_estimate() -> None:
     (event,) = result.events  # 7 990 + 20 (the prompt) + 0 (the error reply) > 8 000
     assert event.detail["contextTokens"] == 8010
     assert event.detail["usage_source"] == "last usage + estimate (error reply)"
+
+
+def test_pi_originals_helpers_read_the_first_kept_message_and_the_summaries() -> None:
+    from ctxlab.engine.stages.originals import first_kept, recorded_summaries
+
+    c = _before()
+    assert [first_kept(k) for k in c.compactions] == [288, 546]
+    summaries = recorded_summaries(c)
+    assert len(summaries) == 2
+    assert all(s.startswith("# Context Checkpoint") and "<summary>" not in s for s in summaries)
