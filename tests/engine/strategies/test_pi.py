@@ -449,3 +449,19 @@ def test_pi_originals_helpers_read_the_first_kept_message_and_the_summaries() ->
     summaries = recorded_summaries(c)
     assert len(summaries) == 2
     assert all(s.startswith("# Context Checkpoint") and "<summary>" not in s for s in summaries)
+
+
+# compaction-serialization.test.ts
+@pytest.mark.parametrize(
+    ("messages", "want"),
+    [
+        ([_tool("tc1", "x" * 5000)],
+         "[Tool result]: " + "x" * 2000 + "\n\n[... 3000 more characters truncated]"),
+        ([_tool("tc1", "x" * 1500)], "[Tool result]: " + "x" * 1500),
+        ([user("y" * 5000), assistant("y" * 5000)],
+         "[User]: " + "y" * 5000 + "\n\n[Assistant]: " + "y" * 5000),
+    ],
+    ids=["long-tool-result-truncated", "short-tool-result-kept", "user-assistant-never-cut"],
+)  # fmt: skip
+def test_pi_serialization_truncates_only_tool_results(messages: list[Message], want: str) -> None:
+    assert rules.serialize_conversation(serial(m) for m in messages) == want
