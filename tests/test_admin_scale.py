@@ -4,7 +4,6 @@ query, a bounded number of queries (no query per row)."""
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pytest
@@ -159,16 +158,15 @@ URLS = {
 }
 
 
-def test_change_lists_fast_at_100k_rows(client: Client, staff_user: Any, filled: Any) -> None:
+def test_change_lists_bounded_at_100k_rows(client: Client, staff_user: Any, filled: Any) -> None:
+    """What keeps a change list cheap at 100k rows (how long it takes is for ``manage.py
+    bench``): few queries, counts capped by a LIMIT, pages without their big column."""
     client.force_login(staff_user)
     client.get("/admin/")  # warm the admin's templates and URL resolving
     for url, big_column in URLS.items():
         with CaptureQueriesContext(connection) as queries:
-            start = time.perf_counter()
             response = client.get(url)
-            seconds = time.perf_counter() - start
         assert response.status_code == 200, url
-        assert seconds < 2.0, f"{url}: {seconds:.2f} s"
         assert len(queries) < 20, [q["sql"][:120] for q in queries]
         for query in queries:
             sql = query["sql"].upper()

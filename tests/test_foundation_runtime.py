@@ -8,8 +8,8 @@ import pytest
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from channels.routing import ProtocolTypeRouter
-from channels.testing import WebsocketCommunicator
 from django_celery_results.models import TaskResult
+from waiting import WAIT_SECONDS, Communicator
 
 from ctxlab.celery import app as celery_app
 from ctxlab.celery import ping
@@ -26,7 +26,7 @@ def test_tasks_run_eagerly_by_default() -> None:
 def test_embedded_worker_executes_task(celery_worker_embedded: Any) -> None:
     assert celery_app.conf.task_always_eager is False
     result = ping.delay("from-worker")
-    assert result.get(timeout=15, interval=0.02) == "from-worker"
+    assert result.get(timeout=WAIT_SECONDS, interval=0.02) == "from-worker"
     row = TaskResult.objects.get(task_id=result.id)
     assert row.status == "SUCCESS"
     assert row.task_name == "ctxlab.ping"
@@ -34,7 +34,9 @@ def test_embedded_worker_executes_task(celery_worker_embedded: Any) -> None:
 
 def test_embedded_worker_runs_tasks_concurrently(celery_worker_embedded: Any) -> None:
     results = [ping.delay(str(i)) for i in range(20)]
-    assert [r.get(timeout=15, interval=0.02) for r in results] == [str(i) for i in range(20)]
+    assert [r.get(timeout=WAIT_SECONDS, interval=0.02) for r in results] == [
+        str(i) for i in range(20)
+    ]
 
 
 @pytest.mark.parametrize(
@@ -84,10 +86,10 @@ def test_asgi_websocket_foreign_origin_is_refused() -> None:
     from ctxlab.asgi import application
 
     async def connect() -> bool:
-        communicator = WebsocketCommunicator(
+        communicator = Communicator(
             application, "/ws/anything/", headers=[(b"origin", b"http://evil.example")]
         )
-        connected, _ = await communicator.connect(timeout=5)
+        connected, _ = await communicator.connect()
         await communicator.wait()
         return connected
 

@@ -59,21 +59,28 @@ async def receive_until(
     done: Callable[[dict[str, Any]], bool],
     awaited: str,
     timeout: float = WAIT_SECONDS,
+    poll: float = 0.5,
 ) -> list[dict[str, Any]]:
     """The messages arriving on a channel-layer ``channel`` up to and including the first
-    for which ``done(message)`` is true."""
+    for which ``done(message)`` is true.
+
+    Each receive waits at most ``poll`` seconds and the next one follows: the in-memory
+    layer's queue, filled from a worker thread, does not wake this loop by itself, and
+    channels_redis' receive is cancel-safe. Only the overall ``timeout`` fails."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     got: list[dict[str, Any]] = []
     while True:
         remaining = deadline - loop.time()
-        try:
-            message = await asyncio.wait_for(layer.receive(channel), max(remaining, 0.001))
-        except TimeoutError:
+        if remaining <= 0:
             last = got[-3:]
             raise AssertionError(
                 f"waited {timeout:.0f} s for {awaited}; {len(got)} messages, last: {last!r}"
-            ) from None
+            )
+        try:
+            message = await asyncio.wait_for(layer.receive(channel), min(poll, remaining))
+        except TimeoutError:
+            continue
         got.append(message)
         if done(message):
             return got

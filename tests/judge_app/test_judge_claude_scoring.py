@@ -143,19 +143,21 @@ def test_scoring_needs_post(auth_client: Any, qwen_run: Any) -> None:
 def test_scoring_runs_on_a_real_embedded_worker(
     celery_worker_embedded: Any, client: Any, user: Any, fake: FakeAnthropic
 ) -> None:
-    import time
-
     from judge_testdata import QWENPAW, finished_run, import_session
+    from waiting import wait_until
 
     run = finished_run(user, import_session(user), "qwenpaw", QWENPAW)
     client.force_login(user)
     client.get(f"/runs/{run.pk}/probes/")
     client.post(f"/runs/{run.pk}/probes/claude/", {"budget_usd": "5"})
-    deadline = time.monotonic() + 60
     row = ProbeSet.objects.get(run=run)
-    while row.claude_status in ("queued", "running") and time.monotonic() < deadline:
-        time.sleep(0.2)
+
+    def scored() -> bool:
         row.refresh_from_db()
+        return row.claude_status not in ("queued", "running")
+
+    wait_until(scored, "the Claude scoring task to finish on the worker",
+               seen=lambda: (row.claude_status, row.claude_message), interval=0.2)  # fmt: skip
     assert row.claude_status == "done", (row.claude_status, row.claude_message)
     assert row.claude_task_id
     assert (

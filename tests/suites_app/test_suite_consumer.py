@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 from channels.db import database_sync_to_async
-from channels.testing import WebsocketCommunicator
 from suite_testdata import import_chat
+from waiting import Communicator
 
 from ctxlab.asgi import application
 from suites_app import configs, services
@@ -29,7 +29,7 @@ def _suite(user: Any) -> Any:
     )  # fmt: skip
 
 
-def _ws(path: str, user: Any | None) -> WebsocketCommunicator:
+def _ws(path: str, user: Any | None) -> Communicator:
     from django.test import Client
 
     headers = [(b"origin", b"http://localhost"), (b"host", b"localhost")]
@@ -37,7 +37,7 @@ def _ws(path: str, user: Any | None) -> WebsocketCommunicator:
         client = Client()
         client.force_login(user)
         headers.append((b"cookie", f"sessionid={client.cookies['sessionid'].value}".encode()))
-    return WebsocketCommunicator(application, path, headers=headers)
+    return Communicator(application, path, headers=headers)
 
 
 @pytest.mark.anyio
@@ -52,7 +52,7 @@ async def test_owner_gets_catch_up_then_live_progress(user: Any) -> None:
     SuiteProgress._last.clear()  # a pk reused from an earlier test must not throttle this
     # One item executes (eager): its completion is pushed to the open page.
     await database_sync_to_async(services.item_execute)(item.pk)
-    html = await comm.receive_from(timeout=10)
+    html = await comm.receive_from()
     assert 'data-done="1"' in html and 'data-finished="false"' in html
     await comm.disconnect()
 

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from channels.db import database_sync_to_async
 from channels.layers import get_channel_layer
-from channels.testing import WebsocketCommunicator
+from waiting import Communicator
 
 from ctxlab.asgi import application
 from replay_app.models import Run, RunGroup
@@ -37,11 +37,11 @@ def _login_cookie(user: Any) -> bytes:
     return f"sessionid={client.cookies['sessionid'].value}".encode()
 
 
-def _ws(path: str, user: Any | None) -> WebsocketCommunicator:
+def _ws(path: str, user: Any | None) -> Communicator:
     headers = [(b"origin", b"http://localhost"), (b"host", b"localhost")]
     if user is not None:
         headers.append((b"cookie", _login_cookie(user)))
-    return WebsocketCommunicator(application, path, headers=headers)
+    return Communicator(application, path, headers=headers)
 
 
 @pytest.mark.anyio
@@ -105,9 +105,10 @@ async def test_run_consumer_receives_executor_progress(user: Any, transcript: An
         )
 
     await database_sync_to_async(execute)()
-    seen = []
-    while not await comm.receive_nothing(timeout=1):
+    seen = [await comm.receive_from()]
+    while 'data-status="done"' not in seen[-1]:  # every fragment up to the final one
         seen.append(await comm.receive_from())
+    assert await comm.receive_nothing(timeout=1)  # and nothing after it
     assert any('data-status="running"' in h for h in seen)
     # every step replayed, the run says it is finishing (metrics, analysis) before done
     finishing = [h for h in seen if 'data-status="running" data-percent="100"' in h]

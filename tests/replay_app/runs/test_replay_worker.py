@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -11,6 +10,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connection
 from django.test import Client
 from replay_testdata import agent_chat, import_transcript
+from waiting import join, wait_until
 
 from replay_app.models import Run, RunGroup, RunStatus, RunStep
 from replay_app.runs import services
@@ -19,15 +19,15 @@ from sessions_app.models import Upload
 TERMINAL = {RunStatus.DONE, RunStatus.FAILED, RunStatus.CANCELLED}
 
 
-def _wait_for_runs(expected: int, timeout: float = 120.0) -> list[Run]:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+def _wait_for_runs(expected: int) -> list[Run]:
+    def finished() -> list[Run]:
         runs = list(Run.objects.order_by("pk"))
-        if len(runs) == expected and all(r.status in TERMINAL for r in runs):
-            return runs
-        time.sleep(0.1)
-    states = list(Run.objects.values_list("pk", "status", "steps_done", "steps_total"))
-    raise AssertionError(f"runs not finished after {timeout:.0f} s: {states}")
+        return runs if len(runs) == expected and all(r.status in TERMINAL for r in runs) else []
+
+    return wait_until(
+        finished, f"{expected} finished runs",
+        seen=lambda: list(Run.objects.values_list("pk", "status", "steps_done", "steps_total")),
+    )  # fmt: skip
 
 
 def test_group_executes_on_real_embedded_worker(celery_worker_embedded: Any, user: Any):
@@ -101,7 +101,7 @@ def test_ten_uploads_and_five_comparisons_at_once(celery_worker_embedded: Any, u
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join(120)
+        join(thread, "the upload and compare requests")
     assert not errors, errors
     assert len(responses) == 15
     assert Upload.objects.count() == base_uploads + 10

@@ -4,7 +4,6 @@ alive through long silent phases."""
 
 from __future__ import annotations
 
-import time
 from datetime import timedelta
 from typing import Any
 
@@ -12,6 +11,7 @@ import pytest
 from django.test import Client, override_settings
 from django.utils import timezone
 from replay_testdata import agent_chat, import_transcript
+from waiting import wait_until
 
 from replay_app.models import RETRYABLE_STATUSES, Run, RunStatus
 from replay_app.runs import services
@@ -70,8 +70,13 @@ def test_heartbeat_pulses_while_the_executor_is_silent(user: Any) -> None:
     run = _queued(user)
     old = timezone.now() - timedelta(minutes=5)
     Run.objects.filter(pk=run.pk).update(status=RunStatus.RUNNING, heartbeat_at=old)
-    with pulse(run.pk, run.attempts):
-        time.sleep(0.5)  # a long summary call: no batch stored meanwhile
+    with pulse(run.pk, run.attempts):  # a long summary call: no batch stored meanwhile
+        wait_until(
+            lambda: Run.objects.get(pk=run.pk).heartbeat_at > old + timedelta(minutes=4),
+            "a heartbeat from the pulse while the executor is silent",
+            seen=lambda: Run.objects.get(pk=run.pk).heartbeat_at,
+            interval=0.05,
+        )
     run.refresh_from_db()
     assert run.heartbeat_at > old + timedelta(minutes=4)
     assert services.runs_reap_stale() == 0

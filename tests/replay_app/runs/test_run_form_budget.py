@@ -4,7 +4,6 @@ transcript's cl100k peak) and the searchable transcript choice."""
 from __future__ import annotations
 
 import re
-import time
 from typing import Any
 
 import pytest
@@ -120,16 +119,22 @@ def test_transcript_search_escapes_the_query(auth_client: Client):
     assert "<script>x" not in page.content.decode() and "&lt;script&gt;" in page.content.decode()
 
 
-def test_form_with_many_conversations_is_fast(auth_client: Client, user: Any):
+def test_form_with_many_conversations_stays_small(auth_client: Client, user: Any):
+    """20,000 conversations: the form and a search list a few, in a few queries (how long
+    they take is for ``manage.py bench``, not a test on a shared machine)."""
     _many_transcripts(user, 20_000)
     auth_client.get("/runs/new/")  # warm templates
-    started = time.perf_counter()
-    response = auth_client.get("/runs/new/")
-    elapsed = time.perf_counter() - started
-    assert response.status_code == 200 and elapsed < 1.0, elapsed
-    started = time.perf_counter()
-    auth_client.get("/runs/new/transcripts/", {"transcript_q": "number 99999"})
-    assert time.perf_counter() - started < 1.0
+    with CaptureQueriesContext(connection) as queries:
+        response = auth_client.get("/runs/new/")
+    assert response.status_code == 200
+    html = response.content.decode()
+    radios = re.findall(r'<input type="radio" name="transcript" value="(\d+)"', html)
+    assert len(radios) == transcript_picker.RESULTS
+    assert len(queries) < 30  # not one per transcript
+    with CaptureQueriesContext(connection) as queries:
+        found = auth_client.get("/runs/new/transcripts/", {"transcript_q": "number 99999"})
+    assert found.status_code == 200 and len(queries) < 30
+    assert re.findall(r'name="transcript" value="(\d+)"', found.content.decode()) == []
 
 
 def test_sweep_form_sweeps_the_window_or_keeps_one_for_another_parameter(
