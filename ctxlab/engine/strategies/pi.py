@@ -198,6 +198,7 @@ class _State:
     modified_files: list[str] = field(default_factory=list)
     failures: int = 0
     compacted_at: int = -1  # source index of this replay's last compaction
+    usage_at: int = -1  # source index of the last good usage
     originals: OriginalIndex | None = None  # the transcript's own compactions (prepare)
 
 
@@ -341,6 +342,7 @@ class PiStrategy(Strategy):
             usage = msg.usage
             if usage is not None and not ({"aborted", "error"} & msg.flags):
                 st.usage = usage.context_tokens
+                st.usage_at = index
                 st.est_at_usage = self._estimate(ctx)
                 st.delta = st.last_delta
                 st.ratio = st.usage / st.orig_est if st.orig_est > 0 else 1.0
@@ -398,6 +400,8 @@ class PiStrategy(Strategy):
         if st.usage is None:
             return 0, "no usage"
         if last is not None and "error" in last.flags:
+            if st.usage_at < st.compacted_at:  # only a kept pre-compaction usage: stale
+                return 0, "stale usage (before the last compaction)"
             newer = ctx.tokens(index) if st.pending is None and ctx.alive[index] else 0
             count = self._corrected(st) + self._estimate(ctx) - st.est_at_usage - newer
             return count, "last usage + estimate (error reply)"

@@ -432,12 +432,34 @@ def test_pi_original_compaction_after_a_bang_command(follow: str, followed: bool
     assert [s.output for s in result.summaries] == ["S1"]
 
 
-def test_pi_error_reply_counts_the_last_good_usage_plus_the_estimate() -> None:
-    messages = [user("q"), assistant("a", usage=_pi_usage(7990)), user("x" * 80),
-                assistant("", flags=frozenset({"error"})), user("again"), assistant("b")]  # fmt: skip
+# agent-session-auto-compaction-queue.test.ts: threshold checks after an error reply
+_ERROR = frozenset({"error"})
+
+
+@pytest.mark.parametrize(
+    ("messages", "want"),
+    [
+        # "...for error messages using last successful usage": 7 990 + 20 (the prompt) > 8 000
+        ([user("q"), assistant("a", usage=_pi_usage(7990)), user("x" * 80),
+          assistant("", flags=_ERROR), user("again"), assistant("b")], 8010),
+        # "...not ... when no prior usage exists"
+        ([user("q"), assistant("", flags=_ERROR), user("again"), assistant("b")], None),
+        # "...not ... when only kept pre-compaction usage exists": the replay compacted when
+        # the 5 000-token prompt came (8 100); the error reply after it finds only that
+        # older usage (counted, it would be ~9 100 > 8 000)
+        ([*_turn(0, 4100), *_turn(1, 8100), user("m" * 20_000), assistant("", flags=_ERROR),
+          user("again"), assistant("c")], None),
+    ],
+    ids=["last-good-usage", "no-usage", "stale-usage"],
+)  # fmt: skip
+def test_pi_error_reply_threshold_check(messages: list[Message], want: int | None) -> None:
     result = run(conv(*messages), "pi", params=SMALL, summarizer=EchoSummarizer())
-    (event,) = result.events  # 7 990 + 20 (the prompt) + 0 (the error reply) > 8 000
-    assert event.detail["contextTokens"] == 8010
+    after_error = [e for e in result.events if e.step == len(result.steps) - 1]
+    if want is None:
+        assert after_error == []
+        return
+    (event,) = after_error
+    assert event.detail["contextTokens"] == want
     assert event.detail["usage_source"] == "last usage + estimate (error reply)"
 
 
