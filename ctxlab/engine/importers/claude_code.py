@@ -197,10 +197,9 @@ def _records(
             values = _run_together(data[start:end])
             if values:
                 warnings.add(
-                    "JSON records run together on one line; each read",
+                    f"{len(values)} JSON records run together on one line; each read",
                     f"line {error.line}",
                     code="unreadable-json-text",
-                    count=len(values),
                 )
                 for value in values:
                     yield error.line, value
