@@ -1,10 +1,33 @@
-"""OpenAI Codex CLI auto-compaction (openai/codex ``codex-rs/core/src/compact.rs``).
+"""OpenAI Codex CLI auto-compaction (openai/codex ``codex-rs/core/src/compact.rs``), by version.
 
-Pinned: compact.rs at 0100b103625752f6a10c21b79a8c423761dc4c6a; templates
-``templates/compact/prompt.md`` (Goal bullet; the older text without it is
-``prompt_version=no_goal``) and ``summary_prefix.md``, byte-exact in ``_codex_rules``.
+``agent_version`` (default ``auto``: the rollout's ``cli_version``) picks the rules of
+``_codex_versions`` (each range with its source):
 
-What it does, as Codex does:
+- **0.140** (cli 0.140.0 - 0.142.5 checked; newer assumed): checked before a turn's first
+  request (before its user message is recorded) and after a sampling that needs a follow-up
+  (tool outputs), on ``get_total_token_usage``: the last response's total + the estimate of
+  the items after the last reply (serialized bytes / 4) + the estimate of the encrypted
+  reasoning before the last user message (from its length when the rollout has it, else the
+  reported reasoning tokens x ``reasoning_estimate_factor``); limit 90% of the window
+  (rollouts report 95% of it as ``model_context_window``; the request's model picks it).
+- **legacy** (older rollouts, none without cli_version): as below.
+
+Following the original (0.140 and legacy): where the rollout holds a ``compacted`` line (the
+importer puts its replacement history after the boundary), the replay compacts exactly there
+when its own trigger fires there, or the original ran ``/compact`` and
+``follow_manual_compactions`` is on: everything before is SUMMARISED and the replacement
+history (earlier user messages, re-injected developer messages, the encrypted item) is the
+context, so the original's later counts hold again. Otherwise that history is DROPPED
+(``compact_skipped``) and the count goes on from what the replay held. The replay's own
+compactions (where the original has none) use the local compaction below; Codex 0.14x
+compacts remotely (``/responses/compact``, an encrypted item): no text of it exists.
+
+Pinned (legacy and the local compaction): compact.rs at
+0100b103625752f6a10c21b79a8c423761dc4c6a; templates ``templates/compact/prompt.md`` (Goal
+bullet; the older text without it is ``prompt_version=no_goal``) and ``summary_prefix.md``,
+byte-exact in ``_codex_rules``.
+
+What the legacy rules do, as Codex did:
 
 - Trigger, checked before every request: total token usage ``>=`` auto_compact_token_limit
   (``model_auto_compact_token_limit``, else ``model_context_window * 9 / 10``; the older
@@ -124,14 +147,18 @@ class _State:
 class CodexStrategy(Strategy):
     name: ClassVar[str] = "codex"
     State = _State
-    label: ClassVar[str] = "OpenAI Codex CLI auto-compaction (compact.rs)"
+    label: ClassVar[str] = "OpenAI Codex CLI auto-compaction (compact.rs, by cli_version)"
     description: ClassVar[str] = (
         "openai/codex codex-rs/core/src/compact.rs: before a request, once total token usage "
         "reaches 90% of the context window (model_auto_compact_token_limit), the whole "
         "history plus the CONTEXT CHECKPOINT COMPACTION prompt is summarised and the history "
         "is replaced by the initial context, the most recent user messages (up to 20 000 "
         "approx tokens, the oldest kept one middle-truncated) and one user message holding "
-        "SUMMARY_PREFIX + the summary. Tool outputs are truncated when recorded."
+        "SUMMARY_PREFIX + the summary. Tool outputs are truncated when recorded. The rules "
+        "follow the rollout's cli_version (0.140+: checked pre-turn and after tool outputs "
+        "on the last total + estimates); where the original compacted, the replay compacts "
+        "there when its trigger fires (or the user ran /compact), taking the replacement "
+        "history as its context."
     )
     estimator: ClassVar[str] = (
         "approx_token_count = ceil(utf8 bytes / 4) per item (text, tool call, tool output); "
@@ -149,11 +176,12 @@ class CodexStrategy(Strategy):
         ),
         Param(
             "model_context_window",
-            0,
-            "Context window in tokens; 0 = the rollout's reported model_context_window / 0.95 "
-            "(Codex reports the effective 95%), else 272 000 (gpt-5 family). A compaction "
-            "request above it drops its oldest items.",
-            min=0,
+            DEFAULT_WINDOW,
+            "Context window in tokens (gpt-5 family: 272 000). At this default a rollout that "
+            "reports its window decides (model_context_window / 0.95: Codex reports the "
+            "effective 95%, per model); any other value pins it. A compaction request above "
+            "it drops its oldest items.",
+            min=1_000,
             origin="config.toml model_context_window",
         ),
         Param(
@@ -240,7 +268,7 @@ class CodexStrategy(Strategy):
     # --- geometry -----------------------------------------------------------------------
     def auto_compact_limit(self, context_window: int | None = None) -> int:
         p = self.params
-        window = context_window or int(p["model_context_window"]) or DEFAULT_WINDOW
+        window = context_window or int(p["model_context_window"])
         if p["model_auto_compact_token_limit"]:
             return int(p["model_auto_compact_token_limit"])
         if p["auto_compact_default"] == "fixed_256000":
@@ -286,7 +314,9 @@ class CodexStrategy(Strategy):
             st.rules_why = f"pinned: {st.rules_why}"
         window = int(self.params["model_context_window"])
         reported = int(meta.get("model_context_window", "0") or 0)
-        if not window:
+        if window == DEFAULT_WINDOW and st.rules is not versions.LEGACY:
+            window = 0  # the default: the rollout's own window decides where it has one
+            # (legacy rollouts, e.g. 0.40, report the raw window: 272 000)
             for pair in meta.get("model_context_windows", "").split(";"):
                 model, _, value = pair.rpartition("=")
                 if model and value.isdigit():
