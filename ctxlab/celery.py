@@ -8,13 +8,29 @@ Django settings (``CELERY_*``); tasks are discovered in each app's ``tasks.py``.
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from celery import Celery
 from celery.signals import task_postrun
 
+from ctxlab import task_relay
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ctxlab.settings")
 
-app = Celery("ctxlab")
+
+class App(Celery):
+    """ctxlab's Celery app: in a page process with an in-process broker, every task leaves
+    through the front's worker (``ctxlab.task_relay``); elsewhere as Celery sends it."""
+
+    def send_task(  # type: ignore[override]
+        self, name: str, args: Any = None, kwargs: Any = None, **options: Any
+    ) -> Any:
+        if task_relay.active():
+            return task_relay.send(self, name, args, kwargs, options)
+        return super().send_task(name, args, kwargs, **options)
+
+
+app = App("ctxlab")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 

@@ -32,6 +32,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ctxlab import task_relay
+
 log = logging.getLogger(__name__)
 
 FORWARD_METHODS = frozenset({"GET", "HEAD"})
@@ -67,16 +69,22 @@ def default_count() -> int:
 class PagePool:
     """The page processes of one front: started, watched, restarted, stopped."""
 
-    def __init__(self, count: int) -> None:
+    def __init__(self, count: int, *, relay_tasks: bool = False) -> None:
+        """``relay_tasks``: the worker consumes in this process (``memory://`` broker), so
+        the page processes send their tasks through it (``ctxlab.task_relay``)."""
         self.directory = Path(tempfile.mkdtemp(prefix="ctxlab-pages-"))
         os.chmod(self.directory, 0o700)
         self.sockets = [self.directory / f"page-{i}.sock" for i in range(count)]
+        self.relay_path = self.directory / task_relay.SOCKET_NAME if relay_tasks else None
+        self._relay: task_relay.Relay | None = None
         self.busy = [0] * count
         self._processes: list[subprocess.Popen[bytes] | None] = [None] * count
         self._stopping = threading.Event()
         self._watcher: threading.Thread | None = None
 
     def start(self) -> None:
+        if self.relay_path is not None:
+            self._relay = task_relay.Relay(self.relay_path)
         for index in range(len(self.sockets)):
             self._spawn(index)
         self._watcher = threading.Thread(target=self._watch, name="ctxlab-pages", daemon=True)
@@ -87,6 +95,9 @@ class PagePool:
         root = str(Path(__file__).resolve().parents[1])
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+        env.pop(task_relay.ENV, None)
+        if self.relay_path is not None:
+            env[task_relay.ENV] = str(self.relay_path)
         self._processes[index] = subprocess.Popen(
             [sys.executable, "-m", "ctxlab.page_pool", str(self.sockets[index]), str(os.getpid())],
             env=env,
@@ -114,6 +125,8 @@ class PagePool:
                 process.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 process.kill()
+        if self._relay is not None:
+            self._relay.stop()
         shutil.rmtree(self.directory, ignore_errors=True)
 
     def choose(self) -> int | None:
@@ -304,6 +317,7 @@ def serve_pages(socket_path: str, parent: int) -> None:
 
     from ctxlab import page_server
 
+    task_relay.install(os.environ.get(task_relay.ENV))  # tasks go to the front's worker
     application = get_wsgi_application()  # django.setup(); GETs need no ASGI (websockets
     # and request bodies stay in the front)
     from replay_app import memo

@@ -55,7 +55,9 @@ class Command(BaseCommand):
         if count:
             # Websockets, POSTs and the embedded worker stay in this process (in-memory
             # channel layer and broker); page processes answer GET/HEAD (ctxlab.page_pool).
-            server.pool = PagePool(count)
+            # A task queued by a page (a GET) reaches this process's worker through the
+            # pool's relay (ctxlab.task_relay) when the broker lives here.
+            server.pool = PagePool(count, relay_tasks=embedded_broker(settings.CELERY_BROKER_URL))
             server.pool.start()
             self.stdout.write(f"{count} page process(es) answer GET/HEAD requests.")
         # The reloader would fork a second process without the worker; memory:// cannot
