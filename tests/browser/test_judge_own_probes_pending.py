@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import wait_for_polls
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "judge_app"))  # shared test data
 from judge_testdata import COWAGENT, QWENPAW, finished_run, import_session  # noqa: E402
@@ -41,14 +42,14 @@ def test_outdated_probe_set_pending_then_filled_by_the_worker(
     page.goto(f"{asgi_worker_server.url}/runs/{run.pk}/probes/")
     page.locator("#own-probes-pending[data-pending=true] [data-testid=own-pending]").wait_for()
     assert page.locator("[data-testid=offline-score]").count() == 0
-    page.wait_for_timeout(2500)  # two polls: still pending, nothing queued meanwhile
+    wait_for_polls(page, "fragment=pending")  # two polls: still pending, nothing queued
     assert page.locator("#own-probes-pending[data-pending=true]").count() == 1
     assert SharedScoring.objects.get(runs=key).status == "running"
     screenshot("pending")
     SharedScoring.objects.filter(runs=key).update(
         requested_at=timezone.now() - timedelta(minutes=20)
     )
-    page.locator("[data-testid=offline-score]").wait_for(timeout=60_000)  # reloaded
+    page.locator("[data-testid=offline-score]").wait_for()  # reloaded
     assert page.locator("#own-probes-pending").count() == 0
     row = SharedScoring.objects.get(runs=key)
     assert row.status == "done" and row.done_runs == 1
@@ -90,7 +91,7 @@ def test_compare_page_row_making_then_reloaded_when_the_worker_made_it(
     SharedScoring.objects.filter(runs=key).update(
         requested_at=timezone.now() - timedelta(minutes=20)
     )
-    page.locator("#probe-shared [data-testid=shared-table]").wait_for(timeout=60_000)
+    page.locator("#probe-shared [data-testid=shared-table]").wait_for()
     page.wait_for_load_state()
     assert page.locator("[data-testid=own-row-pending]").count() == 0
     assert page.locator("#probe-compare [data-testid=own-pending]").count() == 0

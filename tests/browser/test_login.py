@@ -43,6 +43,7 @@ def test_login_wrong_password_stays_on_form(page: Any, live_server: Any, login: 
     page.fill("input[name=username]", "alice")
     page.fill("input[name=password]", "wrong")
     page.click("button[type=submit]")
+    page.wait_for_selector("[role=alert]")  # the answer to the post, not a moment after it
     assert page.locator("[role=alert]").is_visible()
     assert page.locator("nav.site-nav").count() == 0
 

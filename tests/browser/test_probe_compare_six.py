@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import wait_for_polls
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "judge_app"))  # shared test data
 from judge_testdata import import_session  # noqa: E402
@@ -139,13 +140,13 @@ def test_shared_set_pending_then_filled_by_the_worker_while_the_page_polls(
     pending = page.locator("#probe-shared[data-pending=true] [data-testid=shared-pending]")
     assert "1 of 3 runs scored" in pending.inner_text()
     assert page.locator("#probe-shared [data-testid=shared-questions]").count() == 0  # no "0"
-    page.wait_for_timeout(2500)  # two polls: still pending, nothing queued meanwhile
+    wait_for_polls(page, "fragment=shared")  # two polls: still pending, nothing queued meanwhile
     assert page.locator("#probe-shared[data-pending=true]").count() == 1
     screenshot("pending")
     SharedScoring.objects.filter(runs=key).update(
         requested_at=timezone.now() - timedelta(minutes=20)
     )
-    page.locator("#probe-shared [data-testid=shared-table]").wait_for(timeout=60_000)
+    page.locator("#probe-shared [data-testid=shared-table]").wait_for()
     assert page.locator("#probe-shared[data-pending]").count() == 0
     answered = page.locator("#probe-shared [data-testid=shared-answered]").all_inner_texts()
     assert len(answered) == 3

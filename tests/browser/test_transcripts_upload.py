@@ -69,10 +69,14 @@ def test_transcript_messages_load_as_you_scroll(
     page.goto(f"{live_server.url}/transcripts/{transcript_id}/?per_page=20")
     assert page.locator(".message-item").count() == 20
     for _ in range(10):
-        if page.locator(".message-item").count() == 62:
+        shown = page.locator(".message-item").count()
+        if shown == 62:
             break
         page.locator(".message-list > li").last.scroll_into_view_if_needed()
-        page.wait_for_timeout(300)
+        # the next page of messages arrives (not a fixed pause for it)
+        page.wait_for_function(
+            "n => document.querySelectorAll('.message-item').length > n", arg=shown
+        )
     assert page.locator(".message-item").count() == 62
     assert page.locator(".next-page").count() == 0
     ids = page.locator(".message-item").evaluate_all("els => els.map(e => e.id)")

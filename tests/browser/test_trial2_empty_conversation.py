@@ -56,6 +56,7 @@ def test_run_and_sweep_forms_refuse_a_conversation_without_messages(
     page.goto(f"{live_server.url}/runs/sweep/new/?transcript={transcript.pk}")
     page.fill("input[name=values]", "0.5,0.8")
     page.locator("form button[type=submit]").last.click()
+    page.wait_for_selector("main:has-text('has no messages')")  # the refused form's answer
     assert "has no messages" in page.locator("main").inner_text()
     assert Run.objects.count() == 0
     # the refused forms answer 400, which Chromium logs; nothing else may fail
