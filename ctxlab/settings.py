@@ -229,8 +229,15 @@ CTXLAB_PAGE_PROCESSES = env_int("CTXLAB_PAGE_PROCESSES", usable_cores())
 # Disk (MB) for finished runs' derived page data shared by the served processes and kept
 # across restarts (replay_app/memo.py, under DATA_DIR/memo); 0 = memory only.
 CTXLAB_MEMO_DISK_MB = env_int("CTXLAB_MEMO_DISK_MB", 1024)
-# Uploads larger than this are streamed to a temp file instead of memory.
+# Uploads larger than this are streamed to a temp file instead of memory: an unnamed file
+# in ctxlab's own temp directory (sessions_app/uploads.py), so a killed server or a client
+# that went away leaves none behind; `manage.py serve` sweeps stray ones at start.
 FILE_UPLOAD_MAX_MEMORY_SIZE = 5 * 1024 * 1024
+CTXLAB_UPLOAD_TEMP_DIR = Path(os.environ.get("CTXLAB_UPLOAD_TEMP_DIR") or DATA_DIR / "tmp")
+FILE_UPLOAD_HANDLERS = [
+    "django.core.files.uploadhandler.MemoryFileUploadHandler",
+    "sessions_app.uploads.UploadTempFileHandler",
+]
 DATA_UPLOAD_MAX_MEMORY_SIZE = CTXLAB_MAX_UPLOAD_BYTES
 DATA_UPLOAD_MAX_NUMBER_FIELDS = 10_000
 

@@ -11,7 +11,7 @@ import json
 import logging
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, BinaryIO, TypeVar
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
@@ -161,6 +161,32 @@ def upload_import(
     *, owner: Any, name: str, data: bytes, format: str | None = None
 ) -> ImportOutcome:
     """Parse ``data`` and store it for ``owner``; never raises for bad input."""
+    return _import(owner=owner, name=name, data=data, format=format)
+
+
+def upload_import_file(
+    *, owner: Any, name: str, file: BinaryIO, size: int, format: str | None = None
+) -> ImportOutcome:
+    """``upload_import`` for a file not yet read (one on disk for the CLI, a spooled upload
+    for the web page: the same path for both). Over the size limit it is refused unread;
+    from its first ``importers.HEAD_BYTES`` a file that is no transcript (binary, an
+    archive, empty, no known format) is refused without reading the rest; only a file
+    that looks like a transcript is read whole and imported."""
+    name = name[:255]
+    if size > max_upload_bytes():
+        return ImportOutcome(name=name, size=size, error=oversize_error(name=name, size=size))
+    try:
+        file.seek(0)
+        head = file.read(importers.HEAD_BYTES)
+        if format is None and not head.startswith(NATIVE_MARK):
+            importers.detect_head(head, name, whole=len(head) >= size)
+        file.seek(0)
+        data = file.read()
+    except TranscriptError as exc:
+        return ImportOutcome(name=name, size=size, error=exc)
+    except OSError as exc:
+        error = TranscriptError(f"could not read the file: {exc.strerror or exc}", file=name)
+        return ImportOutcome(name=name, size=size, error=error)
     return _import(owner=owner, name=name, data=data, format=format)
 
 

@@ -22,7 +22,7 @@ from ctxlab.ownership import get_owned_or_404
 from . import conversation, huge, services, transcript_page, upload_pages
 from .forms import UploadForm
 from .models import Message, Transcript, Upload
-from .uploads import SizeLimitUploadHandler
+from .uploads import SizeLimitUploadHandler, close_uploads
 
 MESSAGES_PER_PAGE = 100
 MAX_MESSAGES_PER_PAGE = 1000
@@ -77,21 +77,15 @@ def _upload_create(request: HtmxHttpRequest, handler: SizeLimitUploadHandler) ->
         )
         for name, size in handler.refused
     ]
-    if form.is_valid():
-        fmt = form.cleaned_data["format"] or None
-        for uploaded in form.cleaned_data["files"]:
-            raise_if_abandoned()  # the client went away: no more files for nobody
-            name = uploaded.name or "upload"
-            if uploaded.size > services.max_upload_bytes():
-                error = services.oversize_error(name=name, size=uploaded.size)
-                outcomes.append(services.ImportOutcome(name=name, size=uploaded.size, error=error))
-                continue
-            outcomes.append(
-                services.upload_import(
-                    owner=request.user, name=name, data=uploaded.read(), format=fmt
-                )
-            )
-    elif not outcomes:
+    try:
+        valid = form.is_valid()
+        if valid:
+            outcomes += _import_files(request, form)
+    finally:
+        # Now, whatever happened (an error, a client that went away): not when the request
+        # is collected, which for an abandoned request may be never.
+        close_uploads(f for files in request.FILES.lists() for f in files[1])
+    if not valid and not outcomes:
         outcomes.append(
             services.ImportOutcome(
                 name="(form)", size=0, error=TranscriptError(form.errors.as_text())
@@ -114,6 +108,25 @@ def _upload_create(request: HtmxHttpRequest, handler: SizeLimitUploadHandler) ->
     context = _list_page(request).context()
     context.update(form=UploadForm(), outcomes=outcomes)
     return render(request, "sessions_app/transcript_list.html", context, status=status)
+
+
+def _import_files(request: HtmxHttpRequest, form: UploadForm) -> list[services.ImportOutcome]:
+    """Each uploaded file through the CLI's path (``upload_import_file``): refused from
+    its first bytes when it is no transcript, read whole only when it looks like one."""
+    fmt = form.cleaned_data["format"] or None
+    outcomes = []
+    for uploaded in form.cleaned_data["files"]:
+        raise_if_abandoned()  # the client went away: no more files for nobody
+        outcomes.append(
+            services.upload_import_file(
+                owner=request.user,
+                name=uploaded.name or "upload",
+                file=uploaded,
+                size=uploaded.size,
+                format=fmt,
+            )
+        )
+    return outcomes
 
 
 # One upload: its conversations, its bytes

@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 from ..model import Conversation, ImportWarning, ParsedFile, TranscriptError
 from ._common import WarningTally, collecting_notes, notes_into
 from ._kit import is_junk_title, title_from
+from . import _source
 from ._source import Source, read_source
 from ._stream import StreamedFile, TextCleaner, finished_stream, from_parsed
 
@@ -53,8 +54,36 @@ def detect(data: bytes, name: str = "") -> str:
     return _detect(read_source(data, name).data, name)
 
 
+# What ``detect_head`` reads of a file: enough for ``SNIFF_BYTES`` once UTF-16 is decoded.
+HEAD_BYTES = 4 * SNIFF_BYTES
+
+
+def detect_head(head: bytes, name: str = "", *, whole: bool) -> str | None:
+    """``detect`` from a file's first ``HEAD_BYTES`` (``whole``: that is all of it), so a
+    file that is no transcript is refused before the rest is read. The same answer or
+    error as ``detect`` on the whole file; None when the head cannot tell (blank so far)."""
+    if not whole and not head.strip():
+        return None
+    if not whole:
+        head = _whole_units(head)
+    return _detect(read_source(head, name).data, name)
+
+
+def _whole_units(head: bytes) -> bytes:
+    """``head`` without a UTF-16 code unit or surrogate pair cut at its end."""
+    encoding, _ = _source._utf16(head)
+    if not encoding:
+        return head
+    head = head[: len(head) - len(head) % 2]
+    last = head[-2:] if encoding == "utf-16-le" else head[-2:][::-1]
+    if len(last) == 2 and 0xD8 <= last[1] <= 0xDB:  # a high surrogate without its pair
+        head = head[:-2]
+    return head
+
+
 def _detect(data: bytes, name: str) -> str:
-    if not data.strip():
+    # (``data[:SNIFF_BYTES]`` first: a big file is not copied to find it is not blank)
+    if not data[:SNIFF_BYTES].strip() and not data.strip():
         raise TranscriptError("the file is empty", file=name, expected="a transcript")
     head = data[:SNIFF_BYTES]
     if b"\x00" in head[:8192]:

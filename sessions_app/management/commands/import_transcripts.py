@@ -93,19 +93,19 @@ class Command(BaseCommand):
             return services.ImportOutcome(
                 name=name, size=0, error=TranscriptError(exc.strerror or str(exc), file=str(path))
             )
-        if size > services.max_upload_bytes():  # refuse before reading it
-            return services.ImportOutcome(
-                name=name, size=size, error=services.oversize_error(name=name, size=size)
-            )
         try:
-            data = path.read_bytes()
+            file = path.open("rb")
         except OSError as exc:
             return services.ImportOutcome(
                 name=name,
                 size=size,
                 error=TranscriptError(exc.strerror or str(exc), file=str(path)),
             )
-        return services.upload_import(owner=owner, name=name, data=data, format=format)
+        # The web upload's path: over the limit or no transcript, refused before read whole.
+        with file:
+            return services.upload_import_file(
+                owner=owner, name=name, file=file, size=size, format=format
+            )
 
     def _describe(self, path: Path, outcome: services.ImportOutcome) -> str:
         if outcome.error is not None:
