@@ -88,6 +88,20 @@ _CODES = (
         "definitions) does not parse: skipped, as the message says",
     ),
     WarningCode(
+        "tool-results-paired-by-order",
+        "tool results paired by order, unsure",
+        "a file without tool ids whose results do not match its calls one for one (a tool "
+        "turn with more or fewer results than the calls before it, a result with no call "
+        "waiting, calls left without a result): paired in order within the turn, the rest "
+        "kept unpaired",
+    ),
+    WarningCode(
+        "cut-off-last-line",
+        "last line cut off",
+        "the file's last line is incomplete JSON (a session still being written): every "
+        "complete line is imported, the cut one is left out",
+    ),
+    WarningCode(
         "tool-result-unknown-id",
         "tool result for an unknown call",
         "a tool result names a call id that no tool call in its conversation has: kept, unpaired",

@@ -2,13 +2,17 @@
 JSONL), with LLaMA-Factory's ``function_call`` / ``observation`` turns, and the
 messages-with-typed-content variant (``messages: [{role, content: str | [{type, text|value}]}]``).
 
-There are no tool ids in these files: calls and results are linked by position, so ids are
-synthesised (``<conversation>:call<n>``) and each result answers the oldest unanswered call.
+Calls and results are paired by id where the file has ids (a call's ``id``, a result's
+``tool_call_id``/``call_id``/``id``), else by order within the turn: ids are synthesised
+(``<conversation>:call<n>``) and a tool turn answers the calls of the call turn before it.
+A tool turn carrying a JSON array after a turn of several calls (LLaMA-Factory's parallel
+calls) is one result per element. Counts that do not match are warned
+(``tool-results-paired-by-order``), never guessed silently.
 """
 
 from __future__ import annotations
 
-from collections import deque
+import json
 from typing import Any
 
 from ..model import (
@@ -51,22 +55,143 @@ _EXPECTED = (
 
 
 class _Linker:
-    """Synthesised tool ids, linked by adjacency."""
+    """Tool ids: the call's own id when it has one, else synthesised; results pair with the
+    calls of the latest call turn, by id where the result names one, else in order."""
 
-    def __init__(self, conv_id: str) -> None:
+    def __init__(self, conv_id: str, warn: WarningTally) -> None:
         self.conv_id = conv_id
+        self.warn = warn
         self.count = 0
-        self.pending: deque[tuple[str, str]] = deque()
+        self.turn: list[tuple[str, str]] = []  # the latest call turn's unanswered calls
+        self.turn_where = ""
 
-    def call(self, name: str) -> str:
+    def start_turn(self, where: str) -> None:
+        """A new call turn: calls of the previous one still unanswered stay so."""
+        if self.turn:
+            self._unanswered(self.turn_where)
+        self.turn = []
+        self.turn_where = where
+
+    def call(self, name: str, source_id: str = "") -> str:
         self.count += 1
-        tool_id = f"{self.conv_id}:call{self.count}"
-        self.pending.append((tool_id, name))
+        tool_id = source_id or f"{self.conv_id}:call{self.count}"
+        self.turn.append((tool_id, name))
         return tool_id
 
-    def result(self) -> tuple[str, str]:
-        """(id, tool name) of the oldest unanswered call; empty when there is none."""
-        return self.pending.popleft() if self.pending else ("", "")
+    def calls_waiting(self) -> int:
+        return len(self.turn)
+
+    def waiting_ids(self) -> set[str]:
+        return {tool_id for tool_id, _ in self.turn}
+
+    def result(self, source_id: str = "", where: str = "") -> tuple[str, str]:
+        """(id, tool name) of the call a result answers: the one it names, else the next
+        unanswered call of the latest call turn; empty when there is none."""
+        if source_id:
+            for i, (tool_id, name) in enumerate(self.turn):
+                if tool_id == source_id:
+                    del self.turn[i]
+                    return tool_id, name
+            self.warn.add(
+                "a tool result names a call id that no call of its turn has: kept, unpaired",
+                where, code="tool-result-unknown-id",
+            )  # fmt: skip
+            return source_id, ""
+        if self.turn:
+            return self.turn.pop(0)
+        self.warn.add(
+            "a tool result with no unanswered call in the turn before it: kept, unpaired",
+            where, code="tool-results-paired-by-order",
+        )  # fmt: skip
+        return "", ""
+
+    def _unanswered(self, where: str) -> None:
+        self.warn.add(
+            "tool calls with no result in the turns after them",
+            where, code="tool-results-paired-by-order", count=len(self.turn),
+        )  # fmt: skip
+
+    def finish(self) -> None:
+        if self.turn:
+            self._unanswered(self.turn_where)
+        self.turn = []
+
+
+_ID_KEYS = ("tool_call_id", "call_id")  # a result naming its call; a call's own: "id" too
+_RESULT_KEYS = ("content", "result", "output", "value")
+
+
+def _id_of(value: Any, keys: tuple[str, ...] = (*_ID_KEYS, "id")) -> str:
+    if isinstance(value, dict):
+        for key in keys:
+            if isinstance(value.get(key), (str, int)) and value.get(key) != "":
+                return str(value[key])
+    return ""
+
+
+def _result_id(value: Any, linker: _Linker) -> str:
+    """The call a result names: ``tool_call_id``/``call_id``, or an ``id`` that is one of
+    the waiting calls' (a result's own data may have an ``id`` of its own)."""
+    named = _id_of(value, _ID_KEYS)
+    if named:
+        return named
+    own = _id_of(value, ("id",))
+    return own if own and own in linker.waiting_ids() else ""
+
+
+def _result_text(value: Any, named: bool) -> str:
+    if isinstance(value, str):
+        return value
+    if named and isinstance(value, dict):
+        for key in _RESULT_KEYS:
+            if key in value:
+                return _result_text(value[key], False)
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _json_or_none(text: str) -> Any:
+    """A result's text parsed when it is a JSON array or object, else None (plain text)."""
+    if not text.lstrip().startswith(("[", "{")):
+        return None
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+
+
+def _result_blocks(
+    value: Any, text: str, linker: _Linker, raw_type: str, where: str
+) -> list[Block]:
+    """A tool turn: one result, or (when the call turn before it made several calls and
+    the turn carries a JSON array) one result per element, paired by the id an element
+    names, else in order within the turn; a count that does not match is warned."""
+    parsed = _json_or_none(value) if isinstance(value, str) else value
+    waiting = linker.calls_waiting()
+    ids = [_result_id(p, linker) for p in parsed] if isinstance(parsed, list) else []
+    if isinstance(parsed, list) and parsed and (waiting > 1 or all(ids)):
+        if not all(ids) and len(parsed) != waiting:
+            linker.warn.add(
+                f"a tool turn carries {len(parsed)} results for {waiting} calls: paired in order",
+                where, code="tool-results-paired-by-order",
+            )  # fmt: skip
+        items = [(i, _result_text(p, bool(i))) for i, p in zip(ids, parsed, strict=True)]
+    elif _result_id(parsed, linker):
+        items = [(_result_id(parsed, linker), _result_text(parsed, True))]
+    else:  # one result (several calls may be answered by one turn each)
+        items = [("", text)]
+    blocks = []
+    for source_id, result_text in items:
+        tool_id, tool_name = linker.result(source_id, where)
+        blocks.append(
+            Block(
+                BlockKind.TOOL_RESULT,
+                tool_id=tool_id,
+                tool_name=tool_name,
+                text=result_text,
+                raw_type=raw_type,
+            )
+        )
+    return blocks
 
 
 def _call_blocks(value: Any, linker: _Linker, raw_type: str) -> list[Block]:
@@ -77,15 +202,16 @@ def _call_blocks(value: Any, linker: _Linker, raw_type: str) -> list[Block]:
     blocks = []
     for call in calls:
         if isinstance(call, dict):
-            name = as_str(call.get("name"))
-            args = call.get("arguments", call.get("parameters", call.get("args")))
+            function = as_dict(call.get("function")) if "function" in call else call
+            name = as_str(function.get("name"))
+            args = function.get("arguments", function.get("parameters", function.get("args")))
             tool_input = parse_arguments(args)
         else:
             name, tool_input = "", call
         blocks.append(
             Block(
                 BlockKind.TOOL_USE,
-                tool_id=linker.call(name),
+                tool_id=linker.call(name, _id_of(call)),
                 tool_name=name,
                 tool_input=tool_input,
                 raw_type=raw_type,
@@ -129,23 +255,16 @@ def _message(turn: Any, linker: _Linker, pos: SourcePos, warn: WarningTally) -> 
     if value is None:
         warn.add("a turn without a value: kept as an empty message", where)
     if speaker in _CALL_TURNS:
+        linker.start_turn(where)
         blocks = _call_blocks(value, linker, speaker)
     elif role is Role.TOOL:
-        text = (
-            as_str(value)
-            if not isinstance(value, list)
-            else "\n".join(b.text for b in _typed_parts(value, linker, warn, where))
-        )
-        tool_id, tool_name = linker.result()
-        blocks = [
-            Block(
-                BlockKind.TOOL_RESULT,
-                tool_id=tool_id,
-                tool_name=tool_name,
-                text=text,
-                raw_type=speaker,
-            )
-        ]
+        typed = isinstance(value, list) and all(isinstance(p, dict) and "type" in p for p in value)
+        if typed:  # typed parts: one result's text
+            text = "\n".join(b.text for b in _typed_parts(value, linker, warn, where))
+            value = text
+        else:
+            text = as_str(value)
+        blocks = _result_blocks(value, text, linker, speaker, where)
     else:
         blocks = _typed_parts(value, linker, warn, where)
     return Message(role=role, blocks=tuple(blocks), source=pos, name=as_str(turn.get("name")))
@@ -165,7 +284,7 @@ def _conversation(
     source_id = as_str(record.get("id")) if isinstance(record.get("id"), (str, int)) else ""
     conv_id = source_id if source_id and source_id not in used else f"{name}#{index}"
     used.add(conv_id)
-    linker = _Linker(conv_id)
+    linker = _Linker(conv_id, warn)
     messages: list[Message] = []
     system = record.get("system")
     if isinstance(system, str) and system:
@@ -176,6 +295,7 @@ def _conversation(
         message = _message(turn, linker, pos, warn)
         if message is not None:
             messages.append(message)
+    linker.finish()
     first_user = title_from(messages, fallback="")
     return Conversation(
         id=conv_id,

@@ -175,3 +175,96 @@ def test_sharegpt_turn_without_value_is_kept_and_said() -> None:
     (warning,) = parsed.warnings
     assert warning.message == "a turn without a value: kept as an empty message"
     assert warning.where == "x.json:record 1"  # the second turn
+
+
+# Issue 31 item 3: LLaMA-Factory parallel calls. One function_call turn with 2-3 calls,
+# then ONE observation turn carrying a JSON array of their results. Each result pairs with
+# its own call of that turn (by order: these files have no ids), never with a call of
+# another turn; counts that do not match are warned.
+
+
+def _call(*names: str) -> dict[str, str]:
+    calls = [{"name": n, "arguments": {"q": n}} for n in names]
+    return {"from": "function_call", "value": json.dumps(calls if len(calls) > 1 else calls[0])}
+
+
+def _obs(*results: object) -> dict[str, str]:
+    value = results[0] if len(results) == 1 else list(results)
+    return {"from": "observation", "value": json.dumps(value)}
+
+
+def _parse(turns: list[dict[str, str]]) -> tuple[list[tuple[str, str, str]], object]:
+    record = [{"conversations": [{"from": "human", "value": "go"}, *turns]}]
+    parsed = sharegpt.parse(json.dumps(record).encode(), name="par.json")
+    conv = parsed.conversations[0]
+    calls = {b.tool_id: b.tool_name for m in conv.messages for b in m.blocks
+             if b.kind is BlockKind.TOOL_USE}  # fmt: skip
+    pairs = [(calls.get(b.tool_id, "?"), b.tool_name, b.text) for m in conv.messages
+             for b in m.blocks if b.kind is BlockKind.TOOL_RESULT]  # fmt: skip
+    return pairs, parsed
+
+
+def test_parallel_results_in_one_turn_pair_with_their_calls() -> None:
+    pairs, parsed = _parse(
+        [
+            _call("weather", "time"),
+            _obs({"t": 21}, {"now": "09:00"}),
+            {"from": "gpt", "value": "ok"},
+            {"from": "human", "value": "more"},
+            _call("news", "stocks", "rates"),
+            _obs({"n": 1}, {"s": 2}, {"r": 3}),
+            {"from": "gpt", "value": "done"},
+        ]
+    )
+    assert pairs == [
+        ("weather", "weather", '{"t": 21}'),
+        ("time", "time", '{"now": "09:00"}'),
+        ("news", "news", '{"n": 1}'),
+        ("stocks", "stocks", '{"s": 2}'),
+        ("rates", "rates", '{"r": 3}'),
+    ]
+    conv = parsed.conversations[0]  # type: ignore[attr-defined]
+    assert (conv.tool_call_count, conv.tool_result_count) == (5, 5)
+    assert parsed.warnings == ()  # type: ignore[attr-defined]
+
+
+def test_single_call_result_that_is_a_list_stays_one_result() -> None:
+    pairs, parsed = _parse([_call("search"), {"from": "observation", "value": '["a", "b"]'}])
+    assert pairs == [("search", "search", '["a", "b"]')]
+    assert parsed.warnings == ()  # type: ignore[attr-defined]
+
+
+def test_a_result_never_pairs_with_a_call_of_an_earlier_turn() -> None:
+    pairs, parsed = _parse(
+        [
+            _call("a", "b", "c"),
+            _obs({"ra": 1}, {"rb": 2}),  # one result missing: said, not shifted onward
+            {"from": "gpt", "value": "ok"},
+            _call("d"),
+            _obs({"rd": 4}),
+        ]
+    )
+    assert pairs == [("a", "a", '{"ra": 1}'), ("b", "b", '{"rb": 2}'), ("d", "d", '{"rd": 4}')]
+    codes = {w.code for w in parsed.warnings}  # type: ignore[attr-defined]
+    assert codes == {"tool-results-paired-by-order"}
+    assert any("2 results for 3 calls" in w.message for w in parsed.warnings)  # type: ignore[attr-defined]
+
+
+def test_results_pair_by_id_where_ids_exist() -> None:
+    calls = [
+        {"id": "c1", "name": "weather", "arguments": {}},
+        {"id": "c2", "name": "time", "arguments": {}},
+    ]
+    results = [{"tool_call_id": "c2", "content": "09:00"}, {"tool_call_id": "c1", "content": "21C"}]
+    pairs, parsed = _parse(
+        [{"from": "function_call", "value": json.dumps(calls)},
+         {"from": "observation", "value": json.dumps(results)}]
+    )  # fmt: skip
+    assert pairs == [("time", "time", "09:00"), ("weather", "weather", "21C")]
+    assert parsed.warnings == ()  # type: ignore[attr-defined]
+
+
+def test_one_observation_turn_per_parallel_call_still_pairs_in_order() -> None:
+    pairs, parsed = _parse([_call("a", "b"), _obs({"ra": 1}), _obs({"id": 7, "rb": 2})])
+    assert pairs == [("a", "a", '{"ra": 1}'), ("b", "b", '{"id": 7, "rb": 2}')]
+    assert parsed.warnings == ()  # type: ignore[attr-defined]
