@@ -477,6 +477,7 @@ class CodexStrategy(Strategy):
         cut = next((pos for pos, i in enumerate(live) if i >= start), len(live))
         replacement = live[cut:]
         replaced_tokens = sum(ctx.tokens(i) for i in replacement)
+        check: tuple[int, str, str] | None = None
         if st.rules is versions.LEGACY:
             total, source = self._usage(ctx)
             phase = "before_request"
