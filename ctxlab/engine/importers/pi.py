@@ -367,6 +367,7 @@ def parse(data: bytes, *, name: str) -> ParsedFile:
         "session_id": sid,
         "cwd": as_str(head.get("cwd")),
         "session_version": str(version),
+        "session_started": as_str(head.get("timestamp")),
         "provider": reader.provider,
         "thinking_level": reader.thinking_level,
         "parent_session": as_str(head.get("parentSession") or head.get("branchedFrom")),

@@ -210,6 +210,7 @@ def _pi(p: Mapping[str, Any]) -> NativeConfig:
         "/autocompact toggles compaction.enabled.",
         f"contextWindow={p['contextWindow']}: the model's contextWindow (pi's model registry, "
         "or a custom model in ~/.pi/agent/models.json), not a setting.",
+        f"rules={p['rules']!r}: the pi version replayed (install that release); "
         f"follow_originals={p['follow_originals']!r}: a replay option of ctxlab.",
     )
     return NativeConfig("pi", "settings.json", content, json_text(content), notes)

@@ -367,3 +367,44 @@ def find_cut_point(entries: Sequence[Entry], start: int, end: int, keep_recent: 
     is_user = entries[cut].kind == "user"
     turn_start = -1 if is_user else find_turn_start(entries, cut, start)
     return CutPoint(cut, turn_start, not is_user and turn_start != -1)
+
+
+# --- pi v0.10 - v0.16 (December 2025): compaction.ts at tag v0.14.2 (33a2bcf2) ---------
+# The rules that wrote the compactions of sessions from before v0.17.0 (released
+# 2025-12-09T20:47:39Z, the first with compaction/ estimates, split turns and agent-end
+# checks): a check after every response, a cut at a user message found by differences of
+# reported usage, one summary request of the messages themselves.
+V014_RELEASED_BEFORE = "2025-12-09T20:47:39Z"  # v0.17.0: the first release with the new rules
+V014_SUMMARIZATION_PROMPT = """You are performing a CONTEXT CHECKPOINT COMPACTION. Create a handoff summary for another LLM that will resume the task.
+
+Include:
+- Current progress and key decisions made
+- Important context, constraints, or user preferences
+- Absolute file paths of any relevant files that were read or modified
+- What remains to be done (clear next steps)
+- Any critical data, examples, or references needed to continue
+
+Be concise, structured, and focused on helping the next LLM seamlessly continue the work."""
+V014_PREVIOUS_SUMMARY = "Previous session summary:\n"
+
+
+def v014_find_cut_point(
+    is_user: Sequence[bool], usages: Sequence[int | None], keep_recent: int
+) -> int:
+    """v0.14.2 ``findCutPoint`` over messages ``0..n-1`` (``is_user``: a ``user`` message;
+    ``usages``: a non-aborted response's reported usage, else None): walking back from the
+    newest usage, the first one ``keep_recent`` below it marks the older end; the cut is the
+    last user message at or before the response just newer than it. No user message:
+    keep all (0); no usage: keep the last turn."""
+    boundaries = [i for i, u in enumerate(is_user) if u]
+    if not boundaries:
+        return 0
+    seen = [(i, u) for i, u in reversed(list(enumerate(usages))) if u is not None]
+    if not seen:
+        return boundaries[-1]
+    newest = seen[0][1]
+    for k in range(1, len(seen)):
+        if newest - seen[k][1] >= keep_recent:
+            last_kept = seen[k - 1][0]
+            return next((b for b in reversed(boundaries) if b <= last_kept), 0)
+    return 0

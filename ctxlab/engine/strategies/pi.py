@@ -50,6 +50,21 @@ What it does, as pi does:
   A failed summary call: nothing changes ("Auto-compaction failed: ..."); the next run's
   end checks again.
 
+What a later compaction leaves: pi's ``prepareCompaction`` cuts and summarises only the
+entries after the previous compaction (``boundaryStart``); the messages that compaction
+kept are neither summarised again nor kept (``DROPPED``, ``dropped_kept`` in the event;
+reported as pi-mono issue #2608). Modelled as the code does it.
+
+Versions (``rules``). A pi session names no pi version. ``2026-03`` is the pinned commit;
+``0.14`` is pi v0.10-v0.16 (``compaction.ts`` at tag v0.14.2, 33a2bcf2, December 2025):
+the check after *every* response (``message_end``), with the last non-aborted response's
+usage (error replies included), the cut at the last user message at or before the newest
+response kept once usages differ by ``keepRecentTokens`` (differences of reported usage, no
+split turns), one summary request of the messages themselves (the previous summary first
+as ``Previous session summary:``), no system prompt, no file lists. ``auto`` (default)
+picks ``0.14`` for sessions started before v0.17.0's release (2025-12-09T20:47:39Z, the
+first with the rules above), by the importer's ``session_started``.
+
 Following the original (``follow_originals``). A pi transcript holds pi's own
 compactions (the summary message at each, see importers/pi.py). pi does not record
 whether one was automatic or the user's ``/compact``. At each, when this replay's trigger
@@ -74,10 +89,11 @@ entries in the sum; both are rare).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..findings import check_summary_size
-from ..model import BlockKind, Message, Role
+from ..model import BlockKind, Conversation, Message, Role
 from ..params import Param
 from ..records import Fate
 from ..stages.originals import OriginalIndex, first_kept, recorded_summaries
@@ -98,6 +114,13 @@ SECTIONS = (
     Section("## Key Decisions", "decisions"),
     Section("## Next Steps", "next"),
     Section("## Critical Context", "critical"),
+)
+V014_SECTIONS = (
+    Section("Current progress and key decisions made", "decisions"),
+    Section("Important context, constraints, or user preferences", "constraints"),
+    Section("Absolute file paths of any relevant files that were read or modified", "critical"),
+    Section("What remains to be done (clear next steps)", "next"),
+    Section("Any critical data, examples, or references needed to continue", "critical"),
 )
 TURN_SECTIONS = (
     Section("## Original Request", "goal"),
@@ -200,6 +223,7 @@ class _State:
     compacted_at: int = -1  # source index of this replay's last compaction
     usage_at: int = -1  # source index of the last good usage
     originals: OriginalIndex | None = None  # the transcript's own compactions (prepare)
+    rules: str = "2026-03"  # the rule set in force (``rules``, resolved in prepare)
 
 
 class PiStrategy(Strategy):
@@ -249,6 +273,17 @@ class PiStrategy(Strategy):
             "Estimated tokens of recent messages kept after a compaction.",
             min=0,
             origin="settings.json compaction.keepRecentTokens",
+        ),
+        Param(
+            "rules",
+            "auto",
+            "Which pi: 2026-03 = the pinned commit; 0.14 = pi v0.10-v0.16 (December 2025: a "
+            "check after every response, a cut at a user message by usage differences, one "
+            "summary of the messages themselves); auto = 0.14 for sessions started before "
+            "v0.17.0 (2025-12-09T20:47Z), else 2026-03.",
+            "str",
+            choices=("auto", "2026-03", "0.14"),
+            origin="pi version (compaction.ts at 83378aad / at tag v0.14.2)",
         ),
         Param(
             "follow_originals",
@@ -319,6 +354,16 @@ class PiStrategy(Strategy):
         st: _State = ctx.state
         if ctx.conversation.compactions:
             st.originals = OriginalIndex(ctx.conversation)
+        st.rules = self.resolved_rules(ctx.conversation)
+
+    def resolved_rules(self, conversation: Conversation) -> str:
+        """``rules``, with ``auto`` decided by the session's start (the pi importer's
+        ``session_started``): a pi session names no version, its date tells the release."""
+        chosen = str(self.params["rules"])
+        if chosen != "auto":
+            return chosen
+        started = dict(conversation.metadata).get("session_started", "")
+        return "0.14" if started and _before(started, rules.V014_RELEASED_BEFORE) else "2026-03"
 
     def after_append(self, ctx: ContextView, index: int) -> None:
         st: _State = ctx.state
@@ -340,7 +385,9 @@ class PiStrategy(Strategy):
             st.last_assistant = index
             st.last_delta = self._estimate(ctx) - st.orig_est
             usage = msg.usage
-            if usage is not None and not ({"aborted", "error"} & msg.flags):
+            # v0.14 skipped aborted responses only; later pi skips errors too
+            bad = {"aborted"} if st.rules == "0.14" else {"aborted", "error"}
+            if usage is not None and usage.context_tokens and not (bad & msg.flags):
                 st.usage = usage.context_tokens
                 st.usage_at = index
                 st.est_at_usage = self._estimate(ctx)
@@ -349,7 +396,9 @@ class PiStrategy(Strategy):
             return
         at_end = st.last_assistant is not None and st.last_assistant == index - 1
         opens_original = st.originals is not None and st.originals.at(index) is not None
-        if role == "toolResult" or not (at_end or opens_original):
+        if st.rules != "0.14" and role == "toolResult":
+            at_end = False  # a run goes on after a tool result (v0.14 checked every response)
+        if not (at_end or opens_original):
             return
         self._agent_end(ctx, index, at_end=at_end)
 
@@ -391,6 +440,10 @@ class PiStrategy(Strategy):
         """``_checkCompaction``'s contextTokens for the run's last assistant message (the
         message at ``index`` arrived after the run and is not counted)."""
         st: _State = ctx.state
+        if st.rules == "0.14":  # the last non-aborted response's usage
+            if st.usage is None:
+                return 0, "no usage"
+            return self._corrected(st), "reported" if not st.delta else "reported + estimate delta"
         last = ctx.original(st.last_assistant) if st.last_assistant is not None else None
         if last is not None and "aborted" in last.flags:
             usage = last.usage.context_tokens if last.usage is not None else 0
@@ -414,13 +467,25 @@ class PiStrategy(Strategy):
         """``prepareCompaction`` + ``compact`` over the history before message ``index``;
         ``kept_from``: the original's first kept message when following it."""
         st: _State = ctx.state
-        live = [j for j in ctx.live if j < index]
+        # pi's boundaryStart: only what came after the previous compaction is cut or
+        # summarised; what that one kept leaves the context unsummarised (pi-mono #2608)
+        start = max(st.compacted_at, 0)
+        stale = [j for j in ctx.live if j < start]
+        live = [j for j in ctx.live if start <= j < index]
         entries = [
             rules.Entry(pi_role(ctx.message(j)), self.count_message(ctx.message(j))) for j in live
         ]
         keep = int(self.params["keepRecentTokens"])
-        own = rules.find_cut_point(entries, 0, len(entries), keep)
-        detail["pi_first_kept"] = live[own.first_kept] if live else index
+        if st.rules == "0.14":
+            usages = [_v014_usage(ctx.message(j)) for j in live]
+            own_pos = rules.v014_find_cut_point([e.kind == "user" for e in entries], usages, keep)
+            own = rules.CutPoint(own_pos, -1, False)
+        else:
+            own = rules.find_cut_point(entries, 0, len(entries), keep)
+        detail["rules"] = st.rules
+        detail["pi_first_kept"] = live[own.first_kept] if own.first_kept < len(live) else index
+        if stale:
+            detail["dropped_kept"] = len(stale)
         # pi's own tokensBefore (estimateContextTokens then): without the message that
         # arrived after the run
         newer = ctx.tokens(index) if st.pending is None and ctx.alive[index] else 0
@@ -428,7 +493,11 @@ class PiStrategy(Strategy):
         if kept_from is not None:
             pos = next((k for k, j in enumerate(live) if j >= kept_from), len(live))
             is_user = pos < len(live) and entries[pos].kind == "user"
-            turn = -1 if is_user or pos >= len(live) else rules.find_turn_start(entries, pos, 0)
+            turn = (
+                -1
+                if is_user or pos >= len(live) or st.rules == "0.14"
+                else rules.find_turn_start(entries, pos, 0)
+            )
             cut = rules.CutPoint(pos, turn, not is_user and turn != -1)
             detail["original_first_kept"] = kept_from
         else:
@@ -441,12 +510,15 @@ class PiStrategy(Strategy):
         for j in (*summarise, *prefix):
             for b in ctx.message(j).tool_uses:
                 ops.add_call(b.tool_name, b.tool_input)
-        summary = self._summaries(ctx, summarise, prefix, detail)
+        if st.rules == "0.14":
+            summary = self._summary_v014(ctx, summarise, detail)
+        else:
+            summary = self._summaries(ctx, summarise, prefix, detail)
         if summary is None:
             return
         text, summary_id, whole = summary
         read_files, modified_files = rules.compute_file_lists(ops)
-        if not whole:
+        if not whole and st.rules != "0.14":  # v0.14 kept no file lists
             text += rules.format_file_operations(read_files, modified_files)
         rendered = rules.compaction_summary_text(text)
         previous_ref = ctx.summary_ref
@@ -455,6 +527,9 @@ class PiStrategy(Strategy):
             "summarise", reason="pi compaction: older messages replaced by the summary",
             always=True, keepRecentTokens=keep, **detail,
         ) as act:  # fmt: skip
+            act.remove(stale, Fate.DROPPED,
+                       reason="kept by the previous compaction, outside this one's range "
+                       "(pi's boundaryStart): not summarised again")  # fmt: skip
             act.remove(removed, Fate.SUMMARISED)
             if st.pending is not None:
                 act.remove([st.pending], Fate.DROPPED,
@@ -522,6 +597,32 @@ class PiStrategy(Strategy):
         head = history if history is not None else rules.NO_PRIOR_HISTORY
         return head + rules.TURN_CONTEXT_SEPARATOR + record.output, record.id, False
 
+    def _summary_v014(
+        self, ctx: ContextView, summarise: list[int], detail: dict[str, Any]
+    ) -> tuple[str, int | None, bool] | None:
+        """v0.14.2 ``generateSummary``: the messages themselves (the previous summary first,
+        as a user message) + the CONTEXT CHECKPOINT prompt; no system prompt."""
+        st: _State = ctx.state
+        previous = (
+            (PromptMessage("user", rules.V014_PREVIOUS_SUMMARY + st.summary),) if st.summary else ()
+        )
+        history = tuple(_prompt_message(ctx.message(j)) for j in summarise)
+        request = SummaryRequest(
+            strategy=self.name,
+            system="",
+            messages=(*previous, *history, PromptMessage("user", rules.V014_SUMMARIZATION_PROMPT)),
+            max_output_tokens=rules.summary_max_tokens(int(self.params["reserveTokens"])),
+            style="sections",
+            sections=V014_SECTIONS,
+            material=tuple(_material(ctx, summarise)),
+            previous_summary=st.summary,
+        )
+        record = ctx.summarize(request, messages=summarise)
+        if record.error:
+            self._failed(ctx, summarise, record.id, record.error, detail)
+            return None
+        return record.output, record.id, record.output in recorded_summaries(ctx.conversation)
+
     def _failed(
         self, ctx: ContextView, messages: list[int], summary_id: int, error: str,
         detail: dict[str, Any],
@@ -531,6 +632,39 @@ class PiStrategy(Strategy):
         ctx.emit("compact_failed", messages=messages, summary_id=summary_id, error=error,
                  outcome="context kept; pi shows 'Auto-compaction failed' and the next run's "
                  "end checks again", **detail)  # fmt: skip
+
+
+def _v014_usage(message: Message) -> int | None:
+    """A response's reported usage as v0.14.2's cut search reads it (aborted: none)."""
+    usage = message.usage
+    if message.role is not Role.ASSISTANT or usage is None or "aborted" in message.flags:
+        return None
+    return usage.context_tokens
+
+
+def _prompt_message(message: Message) -> PromptMessage:
+    """An LLM message of the v0.14 request, as text (tool calls and results spelled out)."""
+    parts: list[str] = []
+    for b in message.blocks:
+        if b.kind is BlockKind.TOOL_USE:
+            parts.append(f"[tool call {b.tool_name}] {b.input_json}")
+        elif b.kind is BlockKind.TOOL_RESULT:
+            parts.append(f"[tool result {b.tool_id}] {b.text}")
+        elif b.kind in (BlockKind.TEXT, BlockKind.THINKING) and b.text:
+            parts.append(b.text)
+    return PromptMessage(
+        "assistant" if message.role is Role.ASSISTANT else "user", "\n".join(parts)
+    )
+
+
+def _before(iso: str, limit: str) -> bool:
+    """``iso`` is earlier than ``limit`` (ISO-8601 times; an unreadable one is not)."""
+    try:
+        return datetime.fromisoformat(iso.replace("Z", "+00:00")) < datetime.fromisoformat(
+            limit.replace("Z", "+00:00")
+        )
+    except ValueError:
+        return False
 
 
 def _material(ctx: ContextView, indexes: list[int]) -> list[MaterialItem]:

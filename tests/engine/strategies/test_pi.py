@@ -18,7 +18,7 @@ from ctxlab.engine.replay import Replay, run
 from ctxlab.engine.strategies import LIBRARY
 from ctxlab.engine.strategies import _pi_rules as rules
 from ctxlab.engine.strategies.pi import PiStrategy, pi_role, serial
-from ctxlab.engine.summarizers import SummaryRequest, SummaryResponse
+from ctxlab.engine.summarizers import PromptMessage, SummaryRequest, SummaryResponse
 
 PI = Path(__file__).parents[2] / "data" / "pi"
 BEFORE = PI / "before-compaction.jsonl"
@@ -30,6 +30,8 @@ PROMPT_SHA256 = {
     "SUMMARIZATION_PROMPT": "9b00aa68df1a64279bc36e9093367f638701d48ec82e3d08436f65092a515f9b",
     "UPDATE_SUMMARIZATION_PROMPT": "240c52982209146eae47d73c7172f6ba1dab60f44520bcb6a6ec1a883fef2ec7",
     "TURN_PREFIX_SUMMARIZATION_PROMPT": "9aeeb36ea731a8497d38abb03c2da351d81bcade4b2ae389bb6ae74300cf6ba5",
+    # compaction.ts at tag v0.14.2 (33a2bcf2)
+    "V014_SUMMARIZATION_PROMPT": "f3f93759cce839416cb1720cc30e71c85b820ad8dac5710ddc6d2dfa429bbadb",
 }  # fmt: skip
 
 
@@ -301,10 +303,14 @@ def test_pi_summary_request_update_prompt_and_file_lists() -> None:
     assert f"<previous-summary>\n{installed}\n</previous-summary>" in second.messages[0].text
     assert second.messages[0].text.endswith(rules.UPDATE_SUMMARIZATION_PROMPT)
     assert second.purpose == "merge" and second.previous_summary == installed
+    # pi's boundaryStart: the second compaction cuts only what came after the first (turn
+    # 2, kept whole here); turn 1, kept by the first, leaves unsummarised (pi-mono #2608)
+    assert second.messages[0].text.startswith("<conversation>\n\n</conversation>")
+    result = run(conv(*messages), "pi", params=SMALL, summarizer=EchoSummarizer("SUM"))
+    _, later = (e for e in result.events if e.kind == "summarise")
+    assert {c.index: c.fate.value for c in later.changes} == dict.fromkeys(range(4, 8), "dropped")
     # the previous compaction's file lists carry over into the next one
-    assert _summary_after(messages, SMALL, EchoSummarizer("SUM")) == (
-        "SUM\n\n<read-files>\nf0.py\nf1.py\n</read-files>"
-    )
+    assert _summary_after(messages, SMALL, EchoSummarizer("SUM")) == installed
 
 
 def test_pi_split_turn_prefix_summary_is_joined() -> None:
@@ -362,6 +368,11 @@ def test_pi_reproduces_both_real_compactions_with_the_recorded_summariser() -> N
     assert first.detail["trigger"] == "original"  # below 183 616: the user's /compact
     assert second.detail["trigger"] == "threshold"  # pi's own rule fires there
     assert (first.detail["original_first_kept"], second.detail["original_first_kept"]) == (288, 546)
+    # the session predates pi v0.17.0: v0.14's rules, whose own cut is the original's
+    assert [e.detail["rules"] for e in (first, second)] == ["0.14", "0.14"]
+    assert (first.detail["pi_first_kept"], second.detail["pi_first_kept"]) == (288, 546)
+    # what the first kept (288-353) leaves at the second without a summary (#2608)
+    assert second.detail["dropped_kept"] == 66
     # the recorded summaries are used whole (pi's own file lists and all)
     assert [s.output for s in result.summaries] == [summary_text(c, k) for k in c.compactions]
     # after each, the replay holds what pi held: the summary + the original's kept messages
@@ -487,3 +498,72 @@ def test_pi_originals_helpers_read_the_first_kept_message_and_the_summaries() ->
 )  # fmt: skip
 def test_pi_serialization_truncates_only_tool_results(messages: list[Message], want: str) -> None:
     assert rules.serialize_conversation(serial(m) for m in messages) == want
+
+
+def test_pi_2026_rules_on_the_real_session_agree_on_steps_not_on_the_cut() -> None:
+    result = run(_before(), "pi", params={"rules": "2026-03"}, summarizer=RecordedSummarizer())
+    rows = [(r["original_step"], r["replay_step"]) for r in result.metrics["original_compactions"]]
+    assert rows == [(173, 173), (303, 303)]
+    first, second = (e for e in result.events if e.kind == "summarise")
+    # the estimate walk would keep less than the usage-difference walk of v0.14 did
+    assert (first.detail["pi_first_kept"], second.detail["pi_first_kept"]) == (255, 529)
+
+
+# --- v0.14 (pi v0.10 - v0.16, December 2025) ------------------------------------------------
+@pytest.mark.parametrize(
+    ("is_user", "usages", "keep", "cut"),
+    [
+        ([False, False], [None, 900], 10, 0),  # no user message: keep all
+        ([True, False, True, False], [None, None, None, None], 10, 2),  # no usage: last turn
+        ([True, False, True, False], [None, 100, None, 200], 1000, 0),  # all within budget
+        ([True, False, True, False, True, False], [None, 100, None, 5000, None, 9000], 3000, 4),
+        ([True, False, True, False, True, False], [None, 100, None, 5000, None, 9000], 8000, 2),
+        # the newer response kept sits before any user message: keep all
+        ([False, False, True, False], [100, 5000, None, 9000], 8500, 0),
+    ],
+    ids=["no-user", "no-usage", "all-fit", "last-turn", "two-turns", "no-boundary-before"],
+)
+def test_pi_v014_find_cut_point(
+    is_user: list[bool], usages: list[int | None], keep: int, cut: int
+) -> None:
+    assert rules.v014_find_cut_point(is_user, usages, keep) == cut
+
+
+@pytest.mark.parametrize(
+    ("metadata", "rules_name"),
+    [
+        ((("session_started", "2025-12-08T22:00:00.000Z"),), "0.14"),
+        ((("session_started", "2025-12-10T00:00:00Z"),), "2026-03"),
+        ((("session_started", "not a time"),), "2026-03"),
+        ((), "2026-03"),
+    ],
+    ids=["before-v0.17", "after", "unreadable", "not-a-pi-session"],
+)
+def test_pi_auto_rules_by_session_start(
+    metadata: tuple[tuple[str, str], ...], rules_name: str
+) -> None:
+    c = importers.Conversation(id="c", title="t", messages=(), metadata=metadata)
+    assert PiStrategy().resolved_rules(c) == rules_name
+    assert PiStrategy({"rules": "0.14"}).resolved_rules(c) == "0.14"
+
+
+def test_pi_v014_checks_every_response_and_sends_the_messages() -> None:
+    echo = EchoSummarizer("OLD")
+    messages = [*_turn(0, 4100),
+                user("go"),
+                assistant("", tool_use("x", "edit", path="g.py"), usage=_pi_usage(8300)),
+                _tool("x", "ok"), assistant("fine", usage=_pi_usage(8400)), user("more"),
+                assistant("end", usage=_pi_usage(8500)), user("again"), assistant("bye")]  # fmt: skip
+    result = run(conv(*messages), "pi", params={**SMALL, "rules": "0.14", "keepRecentTokens": 3000},
+                 summarizer=echo)  # fmt: skip
+    first = result.events[0]
+    # after the edit's response (8 300): its result stays, the run's next call is step 3
+    assert first.step == 3 and first.detail["rules"] == "0.14"
+    assert 6 in expand(result.steps[3].context) and 0 not in expand(result.steps[3].context)
+    request = echo.requests[0]
+    assert request.system == ""
+    assert request.messages[-1].text == rules.V014_SUMMARIZATION_PROMPT
+    assert request.messages[0] == PromptMessage("user", "task 0")
+    assert "[tool call read]" in request.messages[1].text
+    if len(echo.requests) > 1:  # a later one starts from the previous summary
+        assert echo.requests[1].messages[0].text == rules.V014_PREVIOUS_SUMMARY + "OLD"
