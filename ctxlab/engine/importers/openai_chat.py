@@ -38,6 +38,7 @@ from ._common import (
     require_content,
     short_title,
 )
+from ._json_stream import array_items
 from ._kit import as_int, data_url_base64
 from ._stream import ConversationStream, StreamedFile
 
@@ -602,12 +603,52 @@ class _MessageLines:
         return warn.freeze()
 
 
+def _array_stream(data: bytes, name: str) -> StreamedFile | None:
+    """A JSON array of chat messages, one item at a time (``_json_stream``): what
+    ``conversations_from_value`` makes of it whole, message for message."""
+    items = array_items(data)
+    if items is None:
+        return None
+    first = next(items, None)
+    if not _is_message(first):
+        return None  # records, or an empty array: parsed whole
+    warn = WarningTally()
+    conv_id = name or "conversation"
+    converter = MessageConverter(conv_id, warn, lambda i: SourcePos(name, record=i))
+    seen: dict[str, Any] = {"count": 0, "title": None, "model": "", "usage": False}
+
+    def messages() -> Iterator[Message]:
+        for i, raw in enumerate(chain([first], items)):
+            message = converter.convert(i, raw)
+            if message is None:
+                continue
+            seen["count"] += 1
+            if seen["title"] is None and message.role is Role.USER and message.text.strip():
+                seen["title"] = short_title(message.text)
+            seen["model"] = message.model or seen["model"]
+            seen["usage"] = seen["usage"] or message.usage is not None
+            yield message
+
+    def finish() -> Conversation:
+        if not seen["count"]:
+            raise TranscriptError("no chat messages found", file=name, expected=_EXPECTED)
+        return Conversation(
+            id=conv_id,
+            title=seen["title"] or conv_id,
+            messages=(),
+            model=seen["model"],
+            usage_convention="openai" if seen["usage"] else "",
+        )
+
+    return StreamedFile(FORMAT, iter([ConversationStream(messages(), finish)]), warn.freeze)
+
+
 def stream(data: bytes, *, name: str) -> StreamedFile | None:
-    """One-message-per-line JSONL read incrementally (``importers.stream``); None for every
-    other shape (parsed whole)."""
+    """One-message-per-line JSONL, or a JSON array of messages, read incrementally
+    (``importers.stream``); None for every other shape (parsed whole)."""
     require_content(data, name, _EXPECTED)
     if not _looks_like_jsonl(data):
-        return None
+        return _array_stream(data, name)
     head, lines = _jsonl_head(data, name)
     first = head[-1][1] if head and isinstance(head[-1][1], dict) else None
     if not _is_message(first):

@@ -13,12 +13,15 @@ calls) is one result per element. Counts that do not match are warned
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 from ..model import (
     Block,
     BlockKind,
     Conversation,
+    ImportWarning,
     Message,
     ParsedFile,
     Role,
@@ -26,7 +29,9 @@ from ..model import (
     TranscriptError,
 )
 from ._common import WarningTally, iter_jsonl, load_json, require_content, short_title
+from ._json_stream import array_items
 from ._kit import title_from
+from ._stream import ConversationStream, StreamedFile
 from .openai_chat import _looks_like_jsonl, as_dict, as_list, as_str, parse_arguments, tool_defs
 
 FORMAT = "sharegpt"
@@ -324,6 +329,44 @@ def parse(data: bytes, *, name: str) -> ParsedFile:
     if not conversations:
         raise TranscriptError("no ShareGPT conversations found", file=name, expected=_EXPECTED)
     return ParsedFile(FORMAT, tuple(conversations), warn.freeze())
+
+
+def stream(data: bytes, *, name: str) -> StreamedFile | None:
+    """``parse`` a record at a time (``importers.stream``): JSONL lines, or the items of
+    a JSON array (``_json_stream``); each record is one conversation, built whole. None for
+    a file that must be read whole (a single record, anything ``array_items`` refuses)."""
+    require_content(data, name, _EXPECTED)
+    records: Iterator[tuple[int | None, Any]]
+    if _looks_like_jsonl(data):
+        records = iter_jsonl(data, name)
+    else:
+        items = array_items(data)
+        if items is None:
+            return None
+        records = ((None, v) for v in items)
+    warn = WarningTally()
+    found = 0
+
+    def conversations() -> Iterator[ConversationStream]:
+        nonlocal found
+        used: set[str] = set()
+        for index, (line, record) in enumerate(records):
+            conv = _conversation(record, index, name=name, line=line, used=used, warn=warn)
+            if conv is not None and conv.messages:
+                found += 1
+                yield ConversationStream(
+                    iter(conv.messages),
+                    lambda conv=conv: replace(conv, messages=()),  # type: ignore[misc]
+                )
+
+    def finish() -> tuple[ImportWarning, ...]:
+        if not found:
+            raise TranscriptError(
+                "no ShareGPT conversations found", file=name, expected=_EXPECTED
+            )
+        return warn.freeze()
+
+    return StreamedFile(FORMAT, conversations(), finish)
 
 
 def sniff(head: bytes, name: str) -> int:
