@@ -12,6 +12,7 @@ import pytest
 from django.apps import apps
 from django.conf import settings
 from django.contrib import admin
+from waiting import WAIT_SECONDS
 
 BASE_DIR = Path(settings.BASE_DIR)
 ENGINE_DIR = BASE_DIR / "ctxlab" / "engine"
@@ -36,7 +37,7 @@ def _run_clean(code: str) -> subprocess.CompletedProcess[str]:
         cwd=BASE_DIR,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=WAIT_SECONDS,
     )
 
 

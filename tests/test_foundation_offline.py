@@ -11,6 +11,7 @@ from pathlib import Path
 
 from django.conf import settings
 from django.contrib.staticfiles import finders
+from waiting import WAIT_SECONDS
 
 from ctxlab.staticfinders import PLOTLY_STATIC_PATH, PlotlyFinder
 
@@ -57,7 +58,7 @@ def test_reference_counter_works_with_network_blocked(tmp_path: Path) -> None:
         env=env,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=WAIT_SECONDS,
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["cl100k_base", "2", "0"]

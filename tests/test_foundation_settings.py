@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from django.conf import settings
+from waiting import WAIT_SECONDS
 
 from ctxlab.envconfig import channel_layers_from_url, database_from_url, env_bool
 
@@ -29,7 +30,7 @@ def _django_python(code: str, **env: str) -> subprocess.CompletedProcess[str]:
         env={**base, **env},
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=WAIT_SECONDS,
     )
 
 
@@ -41,7 +42,7 @@ def test_secret_key_dev_default_refused_when_debug_off() -> None:
         env={**env, "DJANGO_SETTINGS_MODULE": "ctxlab.settings", "DJANGO_DEBUG": "0"},
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=WAIT_SECONDS,
     )
     assert result.returncode != 0
     assert "ImproperlyConfigured" in result.stderr

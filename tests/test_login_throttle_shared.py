@@ -15,6 +15,7 @@ import pytest
 from django.conf import settings
 from django.db import connection
 from django.test import Client, override_settings
+from waiting import WAIT_SECONDS
 
 from ctxlab.models import LoginFailure
 
@@ -61,7 +62,7 @@ def _start(failures: int, password: str = "", **limits: int) -> subprocess.Popen
 
 
 def _codes(process: subprocess.Popen[str]) -> list[int]:
-    out, err = process.communicate(timeout=120)
+    out, err = process.communicate(timeout=WAIT_SECONDS)
     assert process.returncode == 0, err[-3000:]
     codes: list[int] = json.loads(out.strip().splitlines()[-1])
     return codes

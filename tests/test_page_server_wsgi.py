@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from waiting import WAIT_SECONDS, join
 
 from ctxlab import page_server
 from ctxlab.page_pool import parse_response_head, request_head
@@ -19,7 +20,7 @@ from ctxlab.page_pool import parse_response_head, request_head
 
 def _environ_app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
     if environ["PATH_INFO"] == "/wait":  # answers once /release was answered
-        RELEASE.wait(10)
+        RELEASE.wait(WAIT_SECONDS)
     if environ["PATH_INFO"] == "/release":
         RELEASE.set()
     shown = {k: v for k, v in environ.items() if isinstance(v, str)}
@@ -42,12 +43,12 @@ def served(tmp_path: Path) -> Iterator[str]:
     finally:
         server.shutdown()
         server.server_close()
-        thread.join(5)
+        join(thread, "the page server to shut down")
 
 
 def _ask(path: str, scope: dict[str, Any]) -> tuple[int, dict[bytes, bytes], bytes]:
     with socket.socket(socket.AF_UNIX) as conn:
-        conn.settimeout(10)
+        conn.settimeout(WAIT_SECONDS)
         conn.connect(path)
         conn.sendall(request_head(scope))
         data = b""
@@ -98,7 +99,7 @@ def test_a_slow_request_does_not_hold_the_others(served: str) -> None:
     slow = threading.Thread(target=lambda: answers.append(_ask(served, _scope("GET", "/wait"))[0]))
     slow.start()
     assert _ask(served, _scope("GET", "/release"))[0] == 200  # another thread answers it
-    slow.join(10)
+    join(slow, "the slow request's answer")
     assert answers == [200]
 
 

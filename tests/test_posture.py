@@ -11,6 +11,7 @@ import pytest
 from django.core.cache import cache
 from django.db import connection
 from django.test import Client, override_settings
+from waiting import WAIT_SECONDS
 
 from replay_app.runs import services
 from replay_app.runs.services import RunSpec
@@ -211,7 +212,7 @@ def test_redis_broker_redelivers_within_minutes() -> None:
     env["DJANGO_SETTINGS_MODULE"] = "ctxlab.settings"
     out = subprocess.run(
         [sys.executable, "-c", code], cwd=settings.BASE_DIR, env=env,
-        capture_output=True, text=True, timeout=60, check=True,
+        capture_output=True, text=True, timeout=WAIT_SECONDS, check=True,
     ).stdout  # fmt: skip
     options, acks_late, reject_lost = json.loads(out.strip().splitlines()[-1])
     assert acks_late is True and reject_lost is True
