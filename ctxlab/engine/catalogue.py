@@ -289,6 +289,10 @@ _ORIGINAL_KINDS: tuple[AgreementWord, ...] = (
     AgreementWord("compaction", "pi compaction",
                   "pi replaced the entries before its first kept entry by a summary (its "
                   "compaction entry: summary, tokensBefore, read and modified files)"),
+    AgreementWord("compact_request", "compaction request (HTTP traffic)",
+                  "a Claude Code compaction seen in its HTTP traffic (claude-trace): a request "
+                  "closed by the compact prompt, answered by the summary the continued session "
+                  "opens with; manual when /compact carried focus text, else auto or manual"),
     AgreementWord("server_compaction", "server-side compaction",
                   "the API compacted the context itself (a compaction block in the response)"),
     AgreementWord("condensation", "condensation",
