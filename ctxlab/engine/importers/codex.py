@@ -126,6 +126,14 @@ class _Rollout:
         self._turn_items += 1
         if self._open is not None and self._open["trigger"] == "":
             self._open["trigger"] = "auto"  # the turn goes on after it: pre-turn, not /compact
+        if as_dict(payload).get("type") == "tool_search_output":
+            # the client's answer to a tool_search_call (found tool definitions): context
+            # the next request carries, kept whole as an opaque tool output
+            self.thread.close_group()
+            block = opaque("tool_search_output", payload, text="tool search results")
+            self.thread.messages.append(MessageBuilder(Role.TOOL, [block], where, ts))
+            self.recognised += 1
+            return
         if self.thread.add(payload, where, ts):
             self.recognised += 1
         group = self.thread.messages[-1] if self.thread.messages else None

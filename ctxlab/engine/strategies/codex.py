@@ -457,6 +457,9 @@ class CodexStrategy(Strategy):
             if b.kind is BlockKind.MEDIA:
                 total += versions.RESIZED_IMAGE_BYTES_ESTIMATE
                 continue
+            if b.kind is BlockKind.OPAQUE:  # e.g. tool_search_output: its serialized size
+                total += b.size
+                continue
             text = b.text if b.kind is not BlockKind.TOOL_USE else b.input_json
             total += len(json.dumps(text, ensure_ascii=False).encode("utf-8")) + len(b.tool_id)
             total += sum(versions.RESIZED_IMAGE_BYTES_ESTIMATE for p in b.parts

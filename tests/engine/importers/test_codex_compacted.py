@@ -144,3 +144,28 @@ def test_a_repeated_count_or_a_count_without_items_keeps_usage_on_its_response()
     replies = [m for m in conversation.messages if m.role is Role.ASSISTANT]
     assert [m.usage.context_tokens if m.usage else None for m in replies] == [100, 200]
     assert "model_context_windows" not in dict(conversation.metadata)  # no turn_context model
+
+
+def test_tool_search_output_is_a_tool_output_not_a_skipped_item() -> None:
+    found = {"type": "tool_search_output", "call_id": "c1", "status": "completed",
+             "execution": "client", "tools": [{"type": "namespace", "name": "mcp__wiki"}]}  # fmt: skip
+    search = {"type": "tool_search_call", "call_id": "c1", "arguments": {"query": "wiki"}}
+    conversation = importers.parse(
+        "\n".join(
+            (
+                line("session_meta", {"id": "s", "cli_version": "0.142.4"}),
+                line("response_item", text("user", "task")),
+                line("response_item", search),
+                line("response_item", found),
+                count(100, 90, 100),
+                line("response_item", text("assistant", "next")),
+            )
+        ).encode(),  # fmt: skip
+        name="r.jsonl",
+    )
+    assert not conversation.warnings
+    (conv,) = conversation.conversations
+    (result,) = [m for m in conv.messages if m.role is Role.TOOL]
+    (block,) = result.blocks
+    assert block.kind is BlockKind.OPAQUE and block.raw_type == "tool_search_output"
+    assert block.size == len(json.dumps(found, separators=(",", ":")))
