@@ -224,6 +224,7 @@ class _State:
     usage_at: int = -1  # source index of the last good usage
     originals: OriginalIndex | None = None  # the transcript's own compactions (prepare)
     rules: str = "2026-03"  # the rule set in force (``rules``, resolved in prepare)
+    rules_reason: str = ""
 
 
 class PiStrategy(Strategy):
@@ -355,6 +356,20 @@ class PiStrategy(Strategy):
         if ctx.conversation.compactions:
             st.originals = OriginalIndex(ctx.conversation)
         st.rules = self.resolved_rules(ctx.conversation)
+        st.rules_reason = self.rules_reason(ctx.conversation, st.rules)
+
+    def rules_reason(self, conversation: Conversation, chosen: str) -> str:
+        """Why ``chosen`` ran (the run page shows it beside each compaction)."""
+        if self.params["rules"] != "auto":
+            return f"set: rules={self.params['rules']}"
+        started = dict(conversation.metadata).get("session_started", "")
+        if not started:
+            return "auto: the transcript gives no pi session start; the pinned commit's rules"
+        when = "before" if chosen == "0.14" else "not before"
+        return (
+            f"auto: the session started {started}, {when} pi v0.17.0 "
+            f"({rules.V014_RELEASED_BEFORE}), the first release with the newer rules"
+        )
 
     def resolved_rules(self, conversation: Conversation) -> str:
         """``rules``, with ``auto`` decided by the session's start (the pi importer's
@@ -482,7 +497,8 @@ class PiStrategy(Strategy):
             own = rules.CutPoint(own_pos, -1, False)
         else:
             own = rules.find_cut_point(entries, 0, len(entries), keep)
-        detail["rules"] = st.rules
+        detail["rules_version"] = st.rules
+        detail["rules_reason"] = st.rules_reason
         detail["pi_first_kept"] = live[own.first_kept] if own.first_kept < len(live) else index
         if stale:
             detail["dropped_kept"] = len(stale)

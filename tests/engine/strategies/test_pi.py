@@ -369,7 +369,10 @@ def test_pi_reproduces_both_real_compactions_with_the_recorded_summariser() -> N
     assert second.detail["trigger"] == "threshold"  # pi's own rule fires there
     assert (first.detail["original_first_kept"], second.detail["original_first_kept"]) == (288, 546)
     # the session predates pi v0.17.0: v0.14's rules, whose own cut is the original's
-    assert [e.detail["rules"] for e in (first, second)] == ["0.14", "0.14"]
+    assert [e.detail["rules_version"] for e in (first, second)] == ["0.14", "0.14"]
+    assert first.detail["rules_reason"].startswith("auto: the session started 2025-12-09T00:53")
+    rows = result.metrics["original_compactions"]
+    assert [r["rules_version"] for r in rows] == ["0.14", "0.14"]
     assert (first.detail["pi_first_kept"], second.detail["pi_first_kept"]) == (288, 546)
     # what the first kept (288-353) leaves at the second without a summary (#2608)
     assert second.detail["dropped_kept"] == 66
@@ -558,7 +561,7 @@ def test_pi_v014_checks_every_response_and_sends_the_messages() -> None:
                  summarizer=echo)  # fmt: skip
     first = result.events[0]
     # after the edit's response (8 300): its result stays, the run's next call is step 3
-    assert first.step == 3 and first.detail["rules"] == "0.14"
+    assert first.step == 3 and first.detail["rules_version"] == "0.14"
     assert 6 in expand(result.steps[3].context) and 0 not in expand(result.steps[3].context)
     request = echo.requests[0]
     assert request.system == ""
