@@ -28,6 +28,8 @@ against real 0.140.0 - 0.142.5 rollouts (EntityProcess/agentv ``entire/checkpoin
     ``message: ""`` and a ``replacement_history`` of the earlier user messages, the
     re-injected developer / AGENTS.md messages and one encrypted ``compaction`` item. No
     readable summary exists.
+  An older rollout (before 0.140) whose compactions already carry a replacement history
+  (remote compaction) runs these rules too, and its events say so (the strategy decides).
 - ``legacy`` (before 0.140, and rollouts without ``cli_version``): ``compact.rs`` at
   0100b103625752f6a10c21b79a8c423761dc4c6a as the strategy docstring says (checked before
   every request on the reported total minus reasoning; local summary with SUMMARY_PREFIX).

@@ -312,6 +312,16 @@ class CodexStrategy(Strategy):
         st.rules, st.rules_why = versions.rules_for(version)
         if pinned != "auto" and st.rules_why.startswith("cli_version"):
             st.rules_why = f"pinned: {st.rules_why}"
+        elif pinned == "auto" and st.rules is versions.LEGACY and version:
+            remote = any(
+                dict(c.detail).get("replacement_items") for c in ctx.conversation.compactions
+            )
+            if remote:  # an older 2026 rollout that already compacts remotely
+                st.rules = versions.V0_140
+                st.rules_why = (
+                    f"cli_version {version} predates the checked range, but its compactions "
+                    "are remote (replacement history): the 0.140 rules are assumed"
+                )
         window = int(self.params["model_context_window"])
         reported = int(meta.get("model_context_window", "0") or 0)
         if window == DEFAULT_WINDOW and st.rules is not versions.LEGACY:

@@ -205,3 +205,19 @@ def test_strategy_window_defaults_when_nothing_says() -> None:
     summarizer = EchoSummarizer()
     result = run(conv(system("S"), user("u"), assistant("a")), "codex", summarizer=summarizer)
     assert not compactions(result)
+
+
+def test_an_older_rollout_with_remote_compactions_runs_the_0140_rules() -> None:
+    conversation = load(SPARK)
+    older = Conversation(
+        conversation.id, conversation.title, conversation.messages,
+        compactions=conversation.compactions,
+        metadata=tuple((k, "0.120.0" if k == "cli_version" else v)
+                       for k, v in conversation.metadata),
+    )  # fmt: skip
+    (event,) = compactions(replay(older))
+    assert event.detail["rules_version"] == "0.140"
+    assert "predates the checked range" in event.detail["rules_reason"]
+    no_remote = Conversation(older.id, older.title, older.messages, metadata=older.metadata)
+    assert all(e.detail.get("rules_version", "legacy") != "0.140" for e in
+               compactions(replay(no_remote)))  # fmt: skip
