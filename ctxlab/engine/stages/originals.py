@@ -22,7 +22,7 @@ Shared by the strategies whose agent leaves its compactions in the transcript
 - ``recorded_summaries(conversation)``: the originals' summaries as the ``recorded``
   summariser answers them, so a strategy can tell an original's whole summary (to use it
   as it is) from a stand-in's.
-- ``outside_context(reported, covered, continued, overhead)``: splits what a reported
+- ``outside_context(reported, covered, continued, overhead, max_overhead=)``: splits what a reported
   usage counts beyond the estimate of the messages it covered into the fixed overhead
   (system prompt, tool definitions, attachments) and the context not in this file.
   ``OutsideContext.as_detail()`` is what events and pages show.
@@ -54,7 +54,7 @@ class OriginalIndex:
             if c.kind == MICROCOMPACT:
                 self.microcompactions.setdefault(c.before_index, []).append(c)
                 continue
-            if c.before_index <= 0 and (c.summary_index or 0) <= 0:
+            if c.before_index <= 0:
                 continue  # the file starts after it: nothing before it was replayed
             opens = c.summary_index if c.summary_index is not None else c.before_index
             self._at.setdefault(opens, c)
@@ -118,14 +118,26 @@ class OutsideContext:
 
 
 def outside_context(
-    reported: int, covered: int, continued: str = "", overhead: int | None = None
+    reported: int,
+    covered: int,
+    continued: str = "",
+    overhead: int | None = None,
+    *,
+    max_overhead: int | None = None,
 ) -> OutsideContext:
     """Split ``reported - covered`` (never below 0). In a file that does not continue an
     earlier one it is all fixed overhead. In a continued file (``continued`` = the reason)
     ``overhead`` (the agent's fixed overhead, when the caller knows or assumes it) is
     taken out first and the rest is context not in this file; without it all of it is
-    (the system prompt is not in the file either)."""
+    (the system prompt is not in the file either). ``max_overhead``: the most a fixed
+    overhead ever is for this agent; a file whose first request counts more beyond its
+    messages than that is continued too (a checkpoint slice that starts mid-session)."""
     beyond = max(0, reported - covered)
+    if not continued and max_overhead is not None and beyond > max_overhead:
+        continued = (
+            f"the first reported usage counts {beyond:,} tokens beyond this file's messages, "
+            f"more than the agent's fixed overhead ({max_overhead:,} at most)"
+        )
     if not continued:
         return OutsideContext(reported, covered, beyond, 0)
     fixed = 0 if overhead is None else min(beyond, max(0, overhead))

@@ -108,10 +108,13 @@ NOT_ENOUGH_MESSAGES = "Not enough messages to compact."
 NO_SUMMARY = "Failed to generate conversation summary - response did not contain valid text content"
 # microCompact.ts (2.1.88) TIME_BASED_MC_CLEARED_MESSAGE: what a cleared tool result reads.
 CLEARED_MARKER = "[Old tool result content cleared]"
-# The fixed part of a request (system prompt, tools, CLAUDE.md) in a file that starts after
-# a compaction, where it cannot be measured: the median first-usage overhead of the real
-# sessions that start at their beginning (see docs/strategies/claude_code.md).
-TYPICAL_OVERHEAD = 18_000
+# The fixed part of a request (system prompt, tools, CLAUDE.md, attachments) in a file that
+# starts after a compaction or mid-session, where it cannot be measured: the median
+# first-request overhead of the 99 real sessions (entireio/cli checkpoints) whose file starts
+# at the session's first line (40,554); the largest of them was 42,713, so a first request
+# counting more than MAX_OVERHEAD beyond the file's messages holds context not in the file.
+TYPICAL_OVERHEAD = 40_500
+MAX_OVERHEAD = 45_000
 DEFAULT_WINDOW = 200_000
 # A usage line written when the stream started reports 1-25 output tokens: below this, or
 # below half the response's own estimate, the final output is not in the transcript.
@@ -414,7 +417,10 @@ class ClaudeCodeStrategy(Strategy):
     def prepare(self, ctx: ContextView) -> None:
         st: _State = ctx.state
         conversation = ctx.conversation
-        version = dict(conversation.metadata).get("version", "")
+        meta = dict(conversation.metadata)
+        # The version the session started under (the importer's first_version when the
+        # session was resumed under a newer CLI); each original compaction updates it.
+        version = meta.get("first_version") or meta.get("version", "")
         st.rules, st.version, st.version_reason = self.resolve_rules(
             version, f"from the transcript's version {version}"
         )
@@ -458,7 +464,8 @@ class ClaudeCodeStrategy(Strategy):
                     usage.context_tokens,
                     st.seen,
                     st.continued,
-                    TYPICAL_OVERHEAD if st.continued else None,
+                    TYPICAL_OVERHEAD,
+                    max_overhead=MAX_OVERHEAD,
                 )
                 st.overhead, st.not_in_file = st.outside.overhead, st.outside.not_in_file
         else:
@@ -504,7 +511,7 @@ class ClaudeCodeStrategy(Strategy):
                     "output, which the agent counted, is estimated from its text"
                 )
             if st.not_in_file and not st.compacted:
-                detail["not_in_file"] = st.not_in_file
+                detail.update(_outside_detail(st))
             return reported + st.tail + st.correction, detail
         # (``hold``: the original's summary, appended but not counted while deciding; the
         # reported path never counted it: it only joins ``tail`` after the decision)
@@ -515,7 +522,7 @@ class ClaudeCodeStrategy(Strategy):
         outside = 0 if st.compacted else st.not_in_file
         detail = {"usage_source": "estimate", "overhead": overhead}
         if outside:
-            detail["not_in_file"] = outside
+            detail.update(_outside_detail(st))
         return overhead + outside + messages, detail
 
     def compared_tokens(self, ctx: ContextView) -> int | None:
@@ -756,6 +763,16 @@ class ClaudeCodeStrategy(Strategy):
         # (/Users/<name>/…, /home/<name>/…); "~" when the cwd does not show it.
         home = _HOME.match(cwd)
         return f"{home.group(0) if home else '~'}/.claude/projects/{slug}/{session}.jsonl"
+
+
+def _outside_detail(st: _State) -> dict[str, Any]:
+    """Context the reported usage counts that is not in this file, and why."""
+    assert st.outside is not None
+    return {
+        "not_in_file": st.not_in_file,
+        "not_in_file_reason": st.outside.reason,
+        "overhead": st.overhead,
+    }
 
 
 def _first(ctx: ContextView) -> int:
