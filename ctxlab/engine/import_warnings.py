@@ -66,6 +66,12 @@ _CODES = (
         "last entry back to the root): the agent's context never held them, not imported",
     ),
     WarningCode(
+        "usage-total-differs",
+        "reported total differs",
+        "a response's reported total tokens is not the sum of its input, output and cache "
+        "parts: the parts are kept (pi compares the total; the replay reads the sum)",
+    ),
+    WarningCode(
         "excluded-from-context",
         "excluded from context",
         "a record the agent kept out of the model's context (pi's !! commands): not imported",

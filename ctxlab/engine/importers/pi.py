@@ -236,8 +236,13 @@ class _Reader:
         model = as_str(msg.get("model")) or self.model
         self.model = model or self.model
         self.provider = as_str(msg.get("provider")) or self.provider
-        self.add(Role.ASSISTANT, blocks, line, ts, flags=flags, usage=_usage(msg.get("usage")),
-                 model=model, msg_id=as_str(msg.get("responseId")))  # fmt: skip
+        usage = _usage(msg.get("usage"))
+        total = as_int(as_dict(msg.get("usage")).get("totalTokens"))
+        if usage is not None and total and total != usage.context_tokens:
+            self.warnings.add("usage totalTokens is not the sum of its parts: the parts kept",
+                              f"line {line}", code="usage-total-differs")  # fmt: skip
+        self.add(Role.ASSISTANT, blocks, line, ts, flags=flags, usage=usage, model=model,
+                 msg_id=as_str(msg.get("responseId")))  # fmt: skip
 
     def compaction(self, rec: dict[str, Any], line: int, ts: str | None) -> None:
         summary = as_str(rec.get("summary"))

@@ -239,3 +239,11 @@ def test_pi_truncated_real_file_still_imports() -> None:
     assert [w.code for w in parsed.warnings] == ["unreadable-line"]
     last_line = cut.count(b"\n") + 1
     assert parsed.warnings[0].where == f"line {last_line}"
+
+
+def test_pi_usage_total_that_is_not_the_sum_is_a_warning() -> None:
+    usage = {"input": 10, "output": 5, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 99}
+    parsed = _parse([HEADER_V1, _msg("user", "q"),
+                     _msg("assistant", [{"type": "text", "text": "a"}], usage=usage)])  # fmt: skip
+    assert parsed.conversations[0].messages[1].usage.context_tokens == 15  # type: ignore[union-attr]
+    assert [(w.code, w.where) for w in parsed.warnings] == [("usage-total-differs", "line 3")]
