@@ -1,11 +1,33 @@
 """Claude Code session JSONL (``~/.claude/projects/<slug>/<session>.jsonl``).
 
 One line per content block or event. The thread is rebuilt from ``uuid``/``parentUuid``
-(crossing ``compact_boundary`` lines through ``logicalParentUuid``); the lines of one API
-response (same ``message.id``) are merged into one message whose usage is counted once;
-parallel tool results (one line each) are merged into one user turn; inline sidechain
-(Task sub-agent) threads become their own conversations pointing at the main one.
-``toolUseResult`` duplicates the model-visible ``tool_result`` content and is ignored.
+as Claude Code's own loader does, from the newest line back, and the lines that fork off
+it only because of how the agent writes them are folded back in (file order):
+
+- parallel tool calls are one API response (one ``message.id``) written one assistant line
+  per block, and each tool result's ``parentUuid`` is its own tool_use line, so the uuid
+  tree forks at every parallel call: a side subtree holding only more lines of the
+  thread's responses and results of their calls is part of the thread;
+- progress, hook, system and attachment lines sit in the parent chain and are skipped;
+- a ``compact_boundary`` line has no parent: it continues from its ``logicalParentUuid``,
+  or from the main-thread line before it in the file when that line is not in the file
+  (as does any line whose parent the agent never wrote).
+
+Only a real rewind or edit (a different response or a different typed request as a
+sibling: a regenerated answer, a session resumed mid-answer) becomes an alternate
+conversation. The lines of one API response are merged into one message whose usage is
+counted once; parallel tool results (one line each) into one user turn; inline sidechain
+(Task sub-agent) threads become their own conversations pointing at the main one. A line
+that is not JSON is skipped with a warning naming it (two records run together on one line
+are both read); a file is refused only when nothing in it is readable. ``toolUseResult``
+duplicates the model-visible ``tool_result`` content and is ignored.
+
+The agent's own compactions become ``OriginalCompaction``s with the version that wrote
+them: ``compact_boundary`` (with a manual ``/compact``'s focus text from the
+``<command-args>`` after it), ``microcompact_boundary`` (the tool results it cleared), and
+the summary a file starts from when no boundary precedes it (the conversation is then
+``continued``: context before it is not in the file). A conversation's ``version`` is the
+newest line's (``first_version`` when the session was resumed under another CLI).
 """
 
 from __future__ import annotations
@@ -27,7 +49,8 @@ from ..model import (
     TranscriptError,
 )
 from . import _anthropic_blocks as ab
-from ._common import iter_jsonl
+from . import _common
+from ._common import decode_text, iter_jsonl, loads
 from ._kit import (
     MessageBuilder,
     Warnings,
@@ -179,50 +202,89 @@ def _records(
     data: bytes, name: str, warnings: Warnings, unreadable: list[TranscriptError]
 ) -> Iterator[tuple[int, Any]]:
     """``iter_jsonl``, except that a line that is not JSON is skipped with a warning naming
-    it (and its error kept in ``unreadable``), and two records run together on one line are
-    both read."""
-    base, base_line = 0, 0
-    while base <= len(data):
+    it (and its error kept in ``unreadable``), and records run together on one line are each
+    read. From the first such line on, the rest is read line by line."""
+    try:
+        yield from iter_jsonl(data, name)
+        return
+    except TranscriptError as exc:
+        if exc.line is None or exc.offset is None or exc.expected not in _BAD_LINE:
+            raise
+        start, number = data.rfind(b"\n", 0, exc.offset) + 1, exc.line
+    while start <= len(data):
+        end = data.find(b"\n", start)
+        end = len(data) if end < 0 else end
+        raw = data[start:end]
         try:
-            for number, value in iter_jsonl(data[base:] if base else data, name):
-                yield base_line + number, value
-            return
-        except TranscriptError as exc:
-            error = _shifted(exc, base, base_line)
-            if error.line is None or error.offset is None or exc.expected not in _BAD_LINE:
-                raise error from None
-            start = data.rfind(b"\n", 0, error.offset) + 1
-            end = data.find(b"\n", error.offset)
-            end = len(data) if end < 0 else end
-            values = _run_together(data[start:end])
+            value = _line_value(raw, number, start, name)
+        except TranscriptError as error:
+            if error.expected not in _BAD_LINE:
+                raise
+            values = _run_together(raw)
             if values:
                 warnings.add(
                     f"{len(values)} JSON records run together on one line; each read",
-                    f"line {error.line}",
+                    f"line {number}",
                     code="unreadable-json-text",
                 )
                 for value in values:
-                    yield error.line, value
+                    yield number, value
+            elif end == len(data):  # a session still being written
+                warnings.add(
+                    f"the last line ({len(raw):,} bytes, no newline) is cut off: left out",
+                    f"line {number}: {error.reason}",
+                    code="cut-off-last-line",
+                )
+                unreadable.append(error)
             else:
                 warnings.add(
                     "line that is not valid JSON skipped",
-                    f"line {error.line}: {error.reason}",
+                    f"line {number}: {error.reason}",
                     code="unreadable-json-text",
                 )
                 unreadable.append(error)
-            base, base_line = end + 1, error.line
+        else:
+            if value is not _BLANK:
+                yield number, value
+        start, number = end + 1, number + 1
 
 
-def _shifted(exc: TranscriptError, base: int, base_line: int) -> TranscriptError:
-    """An error found in ``data[base:]`` (which starts after line ``base_line``), placed in
-    the whole file."""
-    return TranscriptError(
-        exc.reason,
-        file=exc.file,
-        line=None if exc.line is None else exc.line + base_line,
-        offset=None if exc.offset is None else exc.offset + base,
-        expected=exc.expected,
-    )
+_BLANK = object()
+
+
+def _line_value(raw: bytes, number: int, start: int, name: str) -> Any:
+    """Line ``number`` (at byte ``start``) read as ``iter_jsonl`` reads it, with its errors
+    placed in the file; ``_BLANK`` for a blank line."""
+    if not raw.strip():
+        return _BLANK
+    if len(raw) > _common.MAX_LINE_BYTES:
+        raise TranscriptError(
+            f"line is {len(raw):,} bytes long",
+            file=name,
+            line=number,
+            offset=start,
+            expected=f"JSONL records under {_common.MAX_LINE_BYTES:,} bytes",
+        )
+    try:
+        text = decode_text(raw, name)
+    except TranscriptError as exc:  # placed in the line: place it in the file
+        raise TranscriptError(
+            exc.reason,
+            file=name,
+            line=number,
+            offset=start + (exc.offset or 0),
+            expected=exc.expected,
+        ) from None
+    try:
+        return loads(text, name=name, where=f"line {number}", line=number, start=start, raw=raw)
+    except json.JSONDecodeError as exc:
+        raise TranscriptError(
+            f"invalid JSON: {exc.msg.removesuffix(' starting at').removesuffix(' at')}",
+            file=name,
+            line=number,
+            offset=start + len(text[: exc.pos].encode("utf-8", "surrogatepass")),
+            expected="one JSON object per line",
+        ) from None
 
 
 def _run_together(raw: bytes) -> list[dict[str, Any]]:

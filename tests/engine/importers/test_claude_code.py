@@ -283,7 +283,7 @@ def test_claude_code_cut_last_line_is_a_warning_naming_it() -> None:
     cut = data[: data.index(b"\n", 5000) - 20]
     complete_lines = cut.count(b"\n")
     parsed = importers.parse(cut, name="cut.jsonl", format="claude-code")
-    (warning,) = [w for w in parsed.warnings if w.code == "unreadable-json-text"]
+    (warning,) = [w for w in parsed.warnings if w.code == "cut-off-last-line"]
     assert warning.where.startswith(f"line {complete_lines + 1}: invalid JSON")
     whole = importers.parse(data, name="whole.jsonl").conversations[0]
     complete = [m for m in whole.messages if (m.source.line or 0) <= complete_lines]

@@ -170,14 +170,19 @@ def test_records_run_together_on_one_line_are_each_read() -> None:
     assert joined.where == "line 5" and joined.message.startswith("2 JSON records")
 
 
-def test_torn_line_is_a_located_warning_not_a_refusal() -> None:
+def test_torn_lines_are_located_warnings_not_a_refusal() -> None:
     name = "parallel-calls-hooks.jsonl"
     lines = _data(name).split(b"\n")
     lines[9] = lines[9][: len(lines[9]) // 2]  # the first call's result, cut mid-write
+    lines[12] = lines[12][:40]  # a hook line: the stop-hook summary under it loses its parent
+    lines[13] = lines[13].replace(b'{"parentUuid"', b'{"k":1,"k":2,"parentUuid"', 1)
     parsed = _parse(name, b"\n".join(lines))
     (conv,) = parsed.conversations
-    (torn,) = parsed.warnings
-    assert torn.code == "unreadable-json-text" and torn.where.startswith("line 10: invalid JSON")
+    torn, orphan, repeated = parsed.warnings
+    assert (torn.code, torn.count) == ("unreadable-json-text", 2)
+    assert torn.where == "line 10: invalid JSON: Unterminated string"
+    assert (orphan.code, orphan.where) == ("parent-missing", "line 14")
+    assert (repeated.code, repeated.where) == ("duplicate-key", "line 14: 'k'")
     assert [b.tool_id for b in conv.messages[2].tool_results] == ["toolu_01VLh22c8DuyN3PCeqyzCe6W"]
     assert len(conv.messages) == 6
 
