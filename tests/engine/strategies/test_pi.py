@@ -570,3 +570,14 @@ def test_pi_v014_checks_every_response_and_sends_the_messages() -> None:
     assert "[tool call read]" in request.messages[1].text
     if len(echo.requests) > 1:  # a later one starts from the previous summary
         assert echo.requests[1].messages[0].text == rules.V014_PREVIOUS_SUMMARY + "OLD"
+
+
+def test_pi_real_session_with_the_offline_summariser_keeps_the_steps() -> None:
+    """Another summary (of another length) after the first compaction: the count at the
+    second is the reported usage corrected by the estimate difference, still within 1%."""
+    result = run(_before(), "pi")
+    rows = result.metrics["original_compactions"]
+    assert [(r["original_step"], r["replay_step"]) for r in rows] == [(173, 173), (303, 303)]
+    second = rows[1]
+    assert second["replay_tokens"] != second["original_tokens"]
+    assert abs(second["replay_tokens"] - second["original_tokens"]) < 0.01 * 185_014
