@@ -458,6 +458,26 @@ class CodexStrategy(Strategy):
             source = "reported" if not st.diverged else "reported_adjusted"
         return base + estimate + reasoning, source, phase
 
+    def _pre_turn_before_user(
+        self, ctx: ContextView, cut: int, left_out: int
+    ) -> tuple[int, str, str]:
+        """The pre-turn check of a compaction written before the turn's user message: the
+        items after the last reply (none when the turn ended), the reasoning before the
+        previous user message (the new one is not recorded yet: it joined while pending)."""
+        st: _State = ctx.state
+        live = ctx.live
+        after: list[int] = []
+        for pos in range(cut - 1, -1, -1):
+            if ctx.message(live[pos]).role is Role.ASSISTANT:
+                break
+            after.append(live[pos])
+        estimate = sum(self._item_tokens(ctx.message(i)) for i in after)
+        source = "reported" if not st.diverged else "reported_adjusted"
+        if st.last_total is None:
+            source = "estimate"
+            return ctx.request_tokens() - left_out + st.reasoning_settled, source, "pre_turn"
+        return self._base(ctx, left_out) + estimate + st.reasoning_settled, source, "pre_turn"
+
     @staticmethod
     def _item_tokens(msg: Message) -> int:
         """estimate_item_token_count of items recorded after the last reply: serialized
@@ -496,6 +516,11 @@ class CodexStrategy(Strategy):
             phase = "before_request"
         else:
             check = self._check_point(ctx, cut, replaced_tokens)
+            if check is None and any(
+                is_real_user_message(ctx.message(i)) and "replacement_history" not in
+                ctx.message(i).flags for i in replacement
+            ):  # fmt: skip
+                check = self._pre_turn_before_user(ctx, cut, replaced_tokens)
             total, source, phase = check if check is not None else (0, "none", "no_check")
         manual = original.trigger == "manual"
         follow = total >= limit or (manual and bool(self.params["follow_manual_compactions"]))

@@ -7,6 +7,7 @@ tool outputs Codex weighed at each compaction are as recorded.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -182,7 +183,8 @@ def test_manual_compaction_followed_only_when_asked() -> None:
     manual = next(c for c in conversation.compactions if c.trigger == "manual")
     followed = replay(conversation)
     first = compactions(followed)[0]
-    assert first.detail["original_trigger"] == "manual" and first.detail["total_tokens"] == 0
+    assert first.detail["original_trigger"] == "manual"
+    assert first.detail["total_tokens"] < first.detail["limit"]  # followed as the user's act
     assert first.step == first_step_at(followed, manual.before_index)
     skipped = replay(conversation, follow_manual_compactions=False)
     assert all(e.detail.get("original_trigger") != "manual" for e in compactions(skipped))
@@ -221,3 +223,55 @@ def test_an_older_rollout_with_remote_compactions_runs_the_0140_rules() -> None:
     no_remote = Conversation(older.id, older.title, older.messages, metadata=older.metadata)
     assert all(e.detail.get("rules_version", "legacy") != "0.140" for e in
                compactions(replay(no_remote)))  # fmt: skip
+
+
+def pre_turn_rollout(reported: int) -> Conversation:
+    """Turn 1 ends with a reply reporting ``reported``; turn 2 starts with a compaction
+    written before its user message (a pre-turn auto compaction)."""
+
+    def rec(kind: str, payload: dict[str, object]) -> str:
+        return json.dumps({"type": kind, "payload": payload})
+
+    def msg(role: str, words: str) -> dict[str, object]:
+        part = "output_text" if role == "assistant" else "input_text"
+        return {"type": "message", "role": role, "content": [{"type": part, "text": words}]}
+
+    def count(total: int, running: int) -> str:
+        last = {"input_tokens": total - 10, "output_tokens": 10, "total_tokens": total}
+        info = {"last_token_usage": last, "total_token_usage": {"total_tokens": running},
+                "model_context_window": 1_000}  # fmt: skip
+        return rec("event_msg", {"type": "token_count", "info": info})
+
+    lines = [
+        rec("session_meta", {"id": "s", "cli_version": "0.142.5"}),
+        rec("event_msg", {"type": "task_started"}),
+        rec("turn_context", {"model": "gpt-5.5"}),
+        rec("response_item", msg("user", "first task")),
+        rec("event_msg", {"type": "user_message", "message": "first task"}),
+        rec("response_item", msg("assistant", "done")),
+        count(reported, reported),
+        rec("event_msg", {"type": "task_complete"}),
+        rec("event_msg", {"type": "task_started"}),
+        rec("compacted", {"message": "", "replacement_history": [msg("user", "first task")]}),
+        rec("response_item", msg("user", "second task")),
+        rec("event_msg", {"type": "user_message", "message": "second task"}),
+        rec("response_item", msg("assistant", "ok")),
+        count(60, reported + 60),
+    ]
+    (conversation,) = importers.parse("\n".join(lines).encode(), name="p.jsonl").conversations
+    return conversation
+
+
+@pytest.mark.parametrize(("reported", "follows"), [(946, False), (947, True)])
+def test_pre_turn_compaction_written_before_the_user_message(reported: int, follows: bool) -> None:
+    conversation = pre_turn_rollout(reported)
+    (original,) = conversation.compactions
+    assert original.trigger == "auto" and original.pre_tokens == reported
+    result = replay(conversation)
+    if follows:
+        (event,) = compactions(result)
+        assert event.detail["phase"] == "pre_turn" and event.detail["follows_original"]
+    else:
+        assert not compactions(result)
+        (skip,) = [e for e in result.events if e.kind == "compact_skipped"]
+        assert skip.detail["phase"] == "pre_turn" and skip.detail["total_tokens"] == reported
