@@ -765,6 +765,49 @@ class ClaudeCodeStrategy(Strategy):
         return f"{home.group(0) if home else '~'}/.claude/projects/{slug}/{session}.jsonl"
 
 
+def describe_rules(agent_version: str = "auto") -> dict[str, Any]:
+    """What the run page shows about the rules: the version table (each range with its
+    values and sources), which range a pinned ``agent_version`` selects, and how the count,
+    the original's compactions and context outside the file are handled. Each compaction
+    event's detail names the range that ran (``rules_version``, ``rules_range``,
+    ``rules_reason``)."""
+    pinned = agent_version.strip() not in ("", "auto")
+    return {
+        "ranges": versions.describe_rules(),
+        "selected": versions.rules_for(agent_version).label if pinned else None,
+        "selection": (
+            f"pinned to {agent_version}"
+            if pinned
+            else "the transcript's version (the session's first line), then each original "
+            "compaction's own version; the newest range when the transcript has none"
+        ),
+        "count": (
+            "the last response's reported usage (input + cache + output) plus round(length "
+            "/ 4) of every message after it; where the usage line holds the stream's first "
+            "output, the response's own estimate stands in for its final output and the "
+            "count is a range (count_range)"
+        ),
+        "originals": (
+            "at each of the original's compactions the replay decides with the count before "
+            "its summary message: it compacts there when the count reaches the threshold (or "
+            "the range does, the original's act settling what the transcript cannot show), "
+            "or when the user ran /compact (follow_manual_compactions); the original's "
+            "summary message is dropped and the reported usage holds again from the next "
+            "response, corrected by the difference of the two summaries"
+        ),
+        "not_in_file": (
+            f"a first request counting more than {MAX_OVERHEAD:,} tokens beyond the file's "
+            f"messages, or a file that starts with a compaction summary, holds context not in "
+            f"the file: beyond a typical {TYPICAL_OVERHEAD:,}-token fixed overhead it is "
+            "shown as not_in_file, not as overhead"
+        ),
+        "microcompact": (
+            "replayed where the transcript names the cleared results (the tool results are "
+            f"replaced by {CLEARED_MARKER!r}); its trigger is not modelled"
+        ),
+    }
+
+
 def _outside_detail(st: _State) -> dict[str, Any]:
     """Context the reported usage counts that is not in this file, and why."""
     assert st.outside is not None
