@@ -25,8 +25,9 @@ firstKeptEntryId (v2+), tokensBefore, details {readFiles, modifiedFiles}, fromHo
   ``raw_type`` ``bashExecution`` and ``size`` the UTF-16 length of command + output (pi's
   estimate counts those, not the wrapper); ``!!`` commands (``excludeFromContext``) never
   reach the model and are left out with a warning; custom messages are user messages
-  (flags ``custom``, ``meta``); a branch summary is a user message with pi's branch
-  prefix (flags ``branch_summary``, ``meta``).
+  (flags ``custom``, ``meta``; from a ``custom_message`` entry also ``custom_entry``); a
+  ``branch_summary`` entry is a user message with pi's branch prefix (flags
+  ``branch_summary``, ``meta``).
 - **Compactions.** Each ``compaction`` entry becomes, where it sits, the user message pi
   puts into the model's context after compacting: ``COMPACTION_SUMMARY_PREFIX + summary +
   COMPACTION_SUMMARY_SUFFIX`` (flags ``compact_summary``, ``meta``), and an
@@ -139,9 +140,10 @@ class _Reader:
             if summary:  # buildSessionContext skips an empty one
                 self.add(Role.USER, [_text(rules.branch_summary_text(summary), "branch_summary")],
                          line, ts, flags={"branch_summary", "meta"})  # fmt: skip
-        elif kind == "custom_message":
+        elif kind == "custom_message":  # flag custom_entry: not a message entry for pi's cut
             self.add(Role.USER, _content_blocks(rec.get("content")), line, ts,
-                     flags={"custom", "meta"}, name=as_str(rec.get("customType")))  # fmt: skip
+                     flags={"custom", "custom_entry", "meta"},
+                     name=as_str(rec.get("customType")))  # fmt: skip
         elif kind == "model_change":
             self.model = as_str(rec.get("modelId")) or self.model
             self.provider = as_str(rec.get("provider")) or self.provider

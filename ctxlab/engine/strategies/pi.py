@@ -81,9 +81,7 @@ it uses its own cut. The cut pi would have chosen is always in the event
 
 Not modelled: the overflow path (a context-overflow error reply: compact and retry;
 the error text is not imported), extensions' ``session_before_compact`` hooks, the
-``reasoning: "high"`` option of the summary call, branch summarisation (``/tree``); the
-estimate walk counts ``custom`` messages from custom_message entries (pi skips non-message
-entries in the sum; both are rare).
+``reasoning: "high"`` option of the summary call, branch summarisation (``/tree``).
 """
 
 from __future__ import annotations
@@ -152,6 +150,17 @@ def pi_role(message: Message) -> str:
     if first in ("compactionSummary", "branchSummary", "bashExecution"):
         return first
     return "user"
+
+
+def entry_kind(message: Message) -> str:
+    """What pi's cut search sees: a message's role, or for what came from a
+    ``branch_summary`` / ``custom_message`` entry that entry type (a valid cut point and a
+    turn start, not summed in the keep-recent walk)."""
+    if "branch_summary" in message.flags:
+        return "branch_summary"
+    if "custom_entry" in message.flags:
+        return "custom_message"
+    return pi_role(message)
 
 
 def estimate_chars(message: Message) -> int:
@@ -488,7 +497,8 @@ class PiStrategy(Strategy):
         stale = [j for j in ctx.live if j < start]
         live = [j for j in ctx.live if start <= j < index]
         entries = [
-            rules.Entry(pi_role(ctx.message(j)), self.count_message(ctx.message(j))) for j in live
+            rules.Entry(entry_kind(ctx.message(j)), self.count_message(ctx.message(j)))
+            for j in live
         ]
         keep = int(self.params["keepRecentTokens"])
         if st.rules == "0.14":

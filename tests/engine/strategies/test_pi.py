@@ -17,7 +17,7 @@ from ctxlab.engine.records import expand
 from ctxlab.engine.replay import Replay, run
 from ctxlab.engine.strategies import LIBRARY
 from ctxlab.engine.strategies import _pi_rules as rules
-from ctxlab.engine.strategies.pi import PiStrategy, pi_role, serial
+from ctxlab.engine.strategies.pi import PiStrategy, entry_kind, pi_role, serial
 from ctxlab.engine.summarizers import PromptMessage, SummaryRequest, SummaryResponse
 
 PI = Path(__file__).parents[2] / "data" / "pi"
@@ -581,3 +581,23 @@ def test_pi_real_session_with_the_offline_summariser_keeps_the_steps() -> None:
     second = rows[1]
     assert second["replay_tokens"] != second["original_tokens"]
     assert abs(second["replay_tokens"] - second["original_tokens"]) < 0.01 * 185_014
+
+
+def test_pi_entry_kinds_for_the_cut_search() -> None:
+    """A branch summary or a custom_message entry is a cut point and a turn start, not a
+    message of the keep-recent sum; a custom *message* (role custom) is both."""
+    c = _session(
+        _m("user", content="q"),
+        {"type": "branch_summary", "fromId": "x", "summary": "tried"},
+        {"type": "custom_message", "customType": "note", "content": "n", "display": True},
+        _m("custom", customType="ext", content="c", display=True),
+        _reply("a", 10),
+    )
+    assert [entry_kind(m) for m in c.messages] == [
+        "user", "branch_summary", "custom_message", "custom", "assistant",
+    ]  # fmt: skip
+    kinds = [rules.Entry(entry_kind(m), 100) for m in c.messages]
+    assert [e.is_message for e in kinds] == [True, False, False, True, True]
+    # the walk sums assistant + custom (200) before it reaches the entries
+    cut = rules.find_cut_point(kinds, 0, len(kinds), 150)
+    assert (cut.first_kept, cut.turn_start, cut.split_turn) == (1, 1, True)
