@@ -225,3 +225,12 @@ def test_result_line_carrying_typed_text_keeps_its_turn_together() -> None:
         (BlockKind.TEXT, ""),
     ]
     assert len(conv.messages) == 4
+
+
+def test_file_starting_with_a_boundary_line_is_continued_with_that_compaction_only() -> None:
+    name = "auto-compact-boundary.jsonl"
+    data = _data(name).split(b"\n", 1)[1]  # from the boundary line on
+    (conv,) = _parse(name, data).conversations
+    (comp,) = conv.compactions
+    assert (comp.before_index, comp.summary_index, comp.pre_tokens) == (0, 0, 155241)
+    assert dict(conv.metadata)[CONTINUED] == "1"
