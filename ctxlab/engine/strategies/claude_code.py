@@ -8,12 +8,22 @@ Sources. [D] = documented by Anthropic or confirmed by maintainers; [R] = revers
 https://github.com/DroxKiwi/claude-code-leak-packaged and
 https://github.com/WoodsCumming/claude-code-source-code).
 
-- Threshold [R]: ``effectiveWindow = contextWindow - min(maxOutputTokens, 20_000)``
-  (``MAX_OUTPUT_TOKENS_FOR_SUMMARY``, "p99.99 of compact summary output being 17,387
-  tokens"); ``threshold = effectiveWindow - 13_000`` (``AUTOCOMPACT_BUFFER_TOKENS``,
-  https://github.com/anthropics/claude-code/issues/12004): 167 000 of 200 000 (83.5%,
-  https://github.com/anthropics/claude-code/issues/31806). Compared with ``>=``
-  (``calculateTokenWarningState``: ``tokenUsage >= autoCompactThreshold``).
+- Versions [data/notes/R]: the rules run are those of the transcript's CLI version
+  (``agent_version`` auto; each original compaction's own version from there on; a user
+  can pin one), from the table in ``_claude_code_versions`` (each range with its sources:
+  123 real sessions' boundaries, the CHANGELOG, the 2.1.88 code). ``describe_rules()``
+  is that table for the pages; every compaction event names the range and why
+  (``rules_version``, ``rules_range``, ``rules_reason``).
+- Threshold [R + data]: ``effectiveWindow = contextWindow - reserve``, ``threshold =
+  effectiveWindow - 13_000`` (``AUTOCOMPACT_BUFFER_TOKENS``,
+  https://github.com/anthropics/claude-code/issues/12004). The reserve is
+  ``min(maxOutputTokens, 20_000)`` from 2.1.21 (``MAX_OUTPUT_TOKENS_FOR_SUMMARY``; 167 000
+  of 200 000) and the model's whole max output, 32 000, before (155 000 of 200 000;
+  CHANGELOG 2.1.21 "Fixed auto-compact triggering too early on models with large output
+  token limits"; every real boundary of 2.0.76-2.1.20 lies at 155 031-176 700, of
+  2.1.25-2.1.42 at 167 038-176 700). ``output_reserve`` / ``autocompact_buffer_tokens``
+  left at the value the window gives them follow the version; set otherwise they are
+  pinned. Compared with ``>=`` (``calculateTokenWarningState``).
   ``CLAUDE_CODE_AUTO_COMPACT_WINDOW`` can only shrink the window (``Math.min``).
 - ``CLAUDE_AUTOCOMPACT_PCT_OVERRIDE`` [R]: ``parseFloat``, used when ``0 < pct <= 100``:
   ``Math.min(floor(effectiveWindow * pct / 100), threshold)`` — it can only lower the
@@ -23,26 +33,46 @@ https://github.com/WoodsCumming/claude-code-source-code).
 - Off switches [D/R]: ``DISABLE_AUTO_COMPACT`` (or ``DISABLE_COMPACT``) and the
   ``autoCompactEnabled`` setting (``isAutoCompactEnabled``; the setting and variables are
   named in the issues above).
-- Token count [R]: ``tokenCountWithEstimation``: the last response's usage (input +
-  cache creation + cache read + output; ``Usage.context_tokens`` here) plus
+- Token count [R + data]: ``tokenCountWithEstimation``: the last response's usage (input
+  + cache creation + cache read + output; ``Usage.context_tokens`` here) plus
   ``roughTokenCountEstimation`` of the messages after it: ``Math.round(length / 4)`` per
   block (UTF-16 length, half up; tool_use = name + ``JSON.stringify(input)``; image /
-  document 2 000; thinking text; tool_result content). Without any usage: the rough
-  estimate of the messages alone (no system prompt, no tools). The transcript's usage
-  describes the *original* requests, including context the transcript does not show
-  (system prompt, tools, CLAUDE.md and other attachments): it is used as is while the
-  replay's messages are the original's (``usage_source: reported``). After a compaction
-  (this strategy's, or the original's ``compact_summary``) the count is this replay's
-  messages under the estimate plus the overhead measured at the first reported response
-  (its usage minus the estimate of the messages it covered) — ``usage_source: estimate``
-  with ``overhead`` in the detail; with no reported usage at all the overhead is 0, as
-  Claude Code's own fallback counts messages only.
+  document 2 000; thinking text; tool_result content). The importer merges one response's
+  lines into one message, so the messages after it are the tool results interleaved with
+  its lines and everything later (the 2.1.88 walk back to the response's first line);
+  the response's own later blocks are not added again (its output counts them: 55 of 131
+  real boundaries match ``preTokens`` exactly this way, none when they are added). The
+  transcript's usage line may be the one written when the stream started (output 1-25):
+  where the version counted the final output (``final_output`` in the table), the
+  response's own estimate stands in for it and the count is a range (``count_range``,
+  up to 32 000 more): the trigger fires only on its certain part. Without any usage: the
+  rough estimate of the messages alone (no system prompt, no tools). The usage describes
+  the *original* requests, including context the transcript does not show (system
+  prompt, tools, CLAUDE.md, attachments; and in a file that starts after a compaction or
+  mid-session, earlier conversation: ``not_in_file``, beyond a typical 40 500-token
+  overhead, see ``stages.originals``): it is used as is while the replay's messages are
+  the original's (``usage_source: reported``), and again after the replay followed one of
+  the original's compactions (corrected by the difference of the two summaries as sent).
+  After a compaction of the replay's own, the count is its messages under the estimate
+  plus the overhead measured at the first reported response (``usage_source: estimate``).
+- The original's compactions: at the summary message of each, the replay decides with the
+  count before it: it compacts there when that count reaches the threshold (or, where the
+  count is a range, the original's act settles it: ``decided_by``), or when the user ran
+  ``/compact`` (``follow_manual_compactions``, the focus text as custom instructions); the
+  original's summary message is DROPPED (this replay's summary stands in its place).
+  Where it does not, ``compact_skipped`` says so and the count becomes the estimate.
+- Microcompact: where the transcript names the cleared results (``microcompact_boundary``
+  ``compactedToolIds``), they are replaced by ``[Old tool result content cleared]``
+  (``microCompact.ts``) before the next request (TRUNCATED, ``clear_tool_uses``). Its
+  trigger is not modelled: no published source pins the 2.1.x legacy one; in 2.1.88 it is
+  removed, cached microcompact is ant-only and the time-based one is set by a remote flag.
 - When [R]: ``autoCompactIfNeeded`` runs in the query loop before every model call
   (``before_call``).
 - Compaction [R]: ``compactConversation``: the messages since the last boundary (our
   summary message + the live history) + one user message ``getCompactPrompt(custom)``
   (9 sections after an ``<analysis>`` pass; byte-exact in ``_claude_code_rules``, versions
-  ``2.1.88`` and ``2.0`` as ``prompt_version``). Auto-compact passes no custom instructions;
+  ``2.1.88`` and ``2.0`` as ``prompt_version``; ``2.1`` for the summary message real
+  2.1.7-2.1.42 transcripts hold). Auto-compact passes no custom instructions;
   a PreCompact hook's ``newCustomInstructions`` (or ``/compact <instructions>``) are
   appended as ``\\n\\nAdditional Instructions:\\n…`` — the ``custom_instructions``
   parameter. The summary request shares the main system prompt (the cache-sharing forked
@@ -65,10 +95,8 @@ Not modelled: the re-attached context after a compaction (up to 5 recently read 
 50 000 tokens, 5 000 per file, re-read from disk; plan, skills, deferred tools, SessionStart
 hook output: ``createPostCompactFileAttachments`` and friends) — the files' current
 contents are not in the transcript; session-memory compaction (an experiment tried first);
-the prompt-too-long retry that drops the oldest API rounds; microcompact: in 2.1.88 the
-legacy path is removed, cached microcompact is ant-only (``CACHED_MICROCOMPACT``) and the
-time-based one is configured by a remote flag (``getTimeBasedMCConfig``), so it cannot be
-pinned. When the transcript holds Claude Code's own compactions, each compaction event
+the prompt-too-long retry that drops the oldest API rounds; microcompact's trigger (see
+above). When the transcript holds Claude Code's own compactions, each compaction event
 carries the nearest one's ``preTokens`` (``original_pre_tokens``) for comparison.
 """
 
