@@ -251,10 +251,6 @@ class FileOps:
     written: set[str]
     edited: set[str]
 
-    @classmethod
-    def empty(cls) -> FileOps:
-        return cls(set(), set(), set())
-
     def add_call(self, name: str, arguments: Any) -> None:
         """``extractFileOpsFromMessage`` for one tool call: read / write / edit with a
         string ``path``."""

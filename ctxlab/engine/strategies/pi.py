@@ -228,7 +228,6 @@ class _State:
     summary: str = ""  # the replay's last summary (the UPDATE prompt merges into it)
     read_files: list[str] = field(default_factory=list)
     modified_files: list[str] = field(default_factory=list)
-    failures: int = 0
     compacted_at: int = -1  # source index of this replay's last compaction
     usage_at: int = -1  # source index of the last good usage
     originals: OriginalIndex | None = None  # the transcript's own compactions (prepare)
@@ -653,8 +652,6 @@ class PiStrategy(Strategy):
         self, ctx: ContextView, messages: list[int], summary_id: int, error: str,
         detail: dict[str, Any],
     ) -> None:  # fmt: skip
-        st: _State = ctx.state
-        st.failures += 1
         ctx.emit("compact_failed", messages=messages, summary_id=summary_id, error=error,
                  outcome="context kept; pi shows 'Auto-compaction failed' and the next run's "
                  "end checks again", **detail)  # fmt: skip

@@ -234,7 +234,7 @@ def test_pi_serialize_conversation() -> None:
 
 
 def test_pi_file_lists() -> None:
-    ops = rules.FileOps.empty()
+    ops = rules.FileOps(set(), set(), set())
     for name, path in [("read", "b"), ("read", "a"), ("edit", "b"), ("write", "c"),
                        ("bash", "z"), ("read", "")]:  # fmt: skip
         ops.add_call(name, {"path": path})
