@@ -163,42 +163,66 @@ def _lines(data: bytes) -> Iterator[tuple[int, bytes]]:
 
 
 def iter_jsonl(data: bytes, name: str = "") -> Iterator[tuple[int, Any]]:
-    """Yield ``(line_number, value)`` for each non-blank line of a JSONL file."""
+    """Yield ``(line_number, value)`` for each non-blank line of a JSONL file.
+
+    A last line with no newline after it that does not read (a session still being
+    written, cut mid-record) is left out with a ``cut-off-last-line`` note naming it; every
+    complete line before it is read. Any other unreadable line (or a file of that one
+    line) is an error."""
+    read = False
     for number, (start, raw) in enumerate(_lines(data), start=1):
         if not raw.strip():
             continue
-        if len(raw) > MAX_LINE_BYTES:
-            raise TranscriptError(
-                f"line is {len(raw):,} bytes long",
-                file=name,
-                line=number,
-                offset=start,
-                expected=f"JSONL records under {MAX_LINE_BYTES:,} bytes",
-            )
-        try:
-            text = decode_text(raw, name)
-        except TranscriptError as exc:
-            # decode_text sees one line: make its line/offset file-relative.
-            raise TranscriptError(
-                exc.reason,
-                file=name,
-                line=number,
-                offset=start + (exc.offset or 0),
-                expected=exc.expected,
-            ) from None
-        try:
-            value = loads(
-                text, name=name, where=f"line {number}", line=number, start=start, raw=raw
-            )
-        except json.JSONDecodeError as exc:
-            raise TranscriptError(
-                f"invalid JSON: {_json_reason(exc)}",
-                file=name,
-                line=number,
-                offset=start + len(text[: exc.pos].encode("utf-8", "surrogatepass")),
-                expected="one JSON object per line",
-            ) from None
-        yield number, value
+        if read and start + len(raw) == len(data):  # the last line, no newline closes it
+            try:
+                value = _read_line(name, number, start, raw)
+            except TranscriptError as exc:
+                if exc.expected not in ("one JSON object per line", "UTF-8 text"):
+                    raise
+                note(
+                    "cut-off-last-line",
+                    f"the last line ({len(raw):,} bytes, no newline) is cut off: left out",
+                    f"line {number}: {exc.reason}",
+                )
+                return
+            yield number, value
+            return
+        yield number, _read_line(name, number, start, raw)
+        read = True
+
+
+def _read_line(name: str, number: int, start: int, raw: bytes) -> Any:
+    """Line ``number`` (at byte ``start``) as a JSON value; errors placed in the file."""
+    if len(raw) > MAX_LINE_BYTES:
+        raise TranscriptError(
+            f"line is {len(raw):,} bytes long",
+            file=name,
+            line=number,
+            offset=start,
+            expected=f"JSONL records under {MAX_LINE_BYTES:,} bytes",
+        )
+    try:
+        text = decode_text(raw, name)
+    except TranscriptError as exc:
+        # decode_text sees one line: make its line/offset file-relative.
+        raise TranscriptError(
+            exc.reason,
+            file=name,
+            line=number,
+            offset=start + (exc.offset or 0),
+            expected=exc.expected,
+        ) from None
+    try:
+        value = loads(text, name=name, where=f"line {number}", line=number, start=start, raw=raw)
+    except json.JSONDecodeError as exc:
+        raise TranscriptError(
+            f"invalid JSON: {_json_reason(exc)}",
+            file=name,
+            line=number,
+            offset=start + len(text[: exc.pos].encode("utf-8", "surrogatepass")),
+            expected="one JSON object per line",
+        ) from None
+    return value
 
 
 def expect(condition: bool, what: str, *, name: str = "", line: int | None = None) -> None:

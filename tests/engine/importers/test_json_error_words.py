@@ -19,11 +19,11 @@ CODEX = CORPUS / "codex-rollout/agentcmd-rollout-2025-09-25T15-12-14-019982b8-34
 @pytest.mark.parametrize(
     ("path", "cut", "expected"),
     [(GEMINI, 30000, "a JSON document"), (CODEX, 5000, "one JSON object per line")],
-)
+)  # the JSONL line cut and closed by a newline: a cut *last* line is left out instead
 def test_a_truncated_file_says_what_is_wrong_without_a_dangling_at(
     path: Path, cut: int, expected: str
 ) -> None:
-    data = path.read_bytes()[:cut]
+    data = path.read_bytes()[:cut] + (b"\n" if path.suffix == ".jsonl" else b"")
     with pytest.raises(TranscriptError) as raised:
         parse(data, name=path.name)
     error = raised.value
