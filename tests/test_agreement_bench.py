@@ -5,6 +5,7 @@ here directly from each file (no figure is written into this test)."""
 from __future__ import annotations
 
 import io
+import os
 import json
 import re
 import shutil
@@ -172,3 +173,26 @@ def test_agreement_kind_table_splits_the_compactions_by_kind(vendored: Bench) ->
             assert shown["same_step"] == sum(r["step_difference"] == 0 for r in mine)
     kinds = {r["kind"] for r in table if r["strategy"] == "claude_code" and "kind" in r}
     assert {"auto", "manual", "microcompact"} <= kinds  # what the vendored set holds
+
+
+def test_default_run_covers_the_vendored_set_and_pi(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("CTXLAB_AGREEMENT_DIR", raising=False)
+    out = io.StringIO()
+    lines = {r["line"].split("=", 1)[0]: r["line"].split("=", 1)[1] for r in agreement.run(out)
+             if "line" in r}  # fmt: skip
+    # pi's real session (two compactions) is measured by default, beside the vendored set.
+    assert int(lines["agreement_compactions[pi]"]) == 2
+    assert int(lines["agreement_compactions[claude_code]"]) > 0
+    assert lines["agreement_replay_failures"] == "0"
+    assert all(str(d) in out.getvalue() for d in agreement.DEFAULT_DIRS)
+
+
+def test_several_directories_joined_by_pathsep(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    one, two = tmp_path / "one", tmp_path / "two"
+    for target, source in ((one, DATA / "agentv"), (two, agreement.DATA_DIR / "pi")):
+        shutil.copytree(source, target)
+    lines, _, _ = _bench(monkeypatch, Path(f"{one}{os.pathsep}{two}"))
+    assert lines[("agreement_compactions", "pi")] == "2"
+    assert int(lines[("agreement_compactions", "codex")]) >= 1

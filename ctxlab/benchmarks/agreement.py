@@ -1,7 +1,8 @@
 """Agreement with real agents: replays against the compactions the agents really made.
 
-Over a directory of real sessions (``CTXLAB_AGREEMENT_DIR``; default the small vendored
-set ``tests/data/agreement/``, see its README), every file is imported
+Over directories of real sessions (``CTXLAB_AGREEMENT_DIR``, several joined by ``:``;
+default the small vendored set ``tests/data/agreement/``, see its README, and pi's real
+sessions in ``tests/data/pi/``), every file is imported
 (``importers.parse``) and replayed by each strategy whose agent leaves its own compactions
 in its transcripts, on the files of that agent's format, with the ``recorded`` summariser
 (the original's own summaries at its boundaries). Each original compaction is paired with
@@ -34,7 +35,7 @@ import re
 import statistics
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -55,7 +56,10 @@ from ctxlab.engine.records import ReplayResult
 from ctxlab.engine.replay import Replay
 from ctxlab.engine.strategies import STRATEGIES
 
-DEFAULT_DIR = Path(__file__).resolve().parents[2] / "tests" / "data" / "agreement"
+DATA_DIR = Path(__file__).resolve().parents[2] / "tests" / "data"
+DEFAULT_DIR = DATA_DIR / "agreement"
+# The default run: the vendored set and pi's real sessions (vendored for the pi tests).
+DEFAULT_DIRS = (DEFAULT_DIR, DATA_DIR / "pi")
 
 # Strategy -> the importer formats whose transcripts carry that agent's own compactions.
 # A strategy or format not (yet) in the library is left out when the section runs.
@@ -134,6 +138,7 @@ class Tally:
     clean: int = 0
     count_equal: int = 0
     replayed_files: int = 0
+    failures: int = 0  # replays that raised (a bug: printed with the file's name)
     rows: list[Agreement] = field(default_factory=list)  # in-file original compactions
 
     def add_rows(self, rows: list[Agreement]) -> None:
@@ -212,16 +217,22 @@ def counts_equal(rows: list[Agreement], results: list[ReplayResult]) -> bool:
     return original == replayed
 
 
+def _all_sessions(roots: Sequence[Path]) -> Iterator[tuple[Path, Session]]:
+    for root in roots:
+        for session in sessions(root):
+            yield root, session
+
+
 def measure(
-    root: Path, out: TextIO
+    roots: Sequence[Path], out: TextIO
 ) -> tuple[dict[str, Tally], dict[tuple[str, str], Tally], Tally]:
-    """Import and replay every session under ``root``: per strategy, per (strategy, agent
+    """Import and replay every session under ``roots``: per strategy, per (strategy, agent
     version), and the import tally over every file of an agent with a strategy."""
     wanted = strategy_formats()
     by_strategy = {name: Tally() for name in wanted}
     by_version: dict[tuple[str, str], Tally] = {}
     overall = Tally()
-    for session in sessions(root):
+    for root, session in _all_sessions(roots):
         if session.skip:
             continue
         data = session.path.read_bytes()
@@ -253,7 +264,12 @@ def measure(
             rows: list[list[Agreement]] = []
             results: list[ReplayResult] = []
             for conversation in mains:
-                result = Replay(conversation, s, summarizer=RecordedSummarizer()).exhaust()
+                try:
+                    result = Replay(conversation, s, summarizer=RecordedSummarizer()).exhaust()
+                except Exception as exc:  # noqa: BLE001 - one broken replay must not end the run
+                    out.write(f"  replay failed: {name} [{s}]: {exc!r}\n")
+                    by_strategy[s].failures += 1
+                    continue
                 rows.append(agreements(conversation, result))
                 results.append(result)
             flat = [r for conv_rows in rows for r in conv_rows]
@@ -271,12 +287,14 @@ def measure(
 
 
 def run(out: TextIO) -> list[dict[str, Any]]:
-    root = Path(os.environ.get("CTXLAB_AGREEMENT_DIR") or DEFAULT_DIR)
-    if not root.is_dir():
-        raise FileNotFoundError(f"CTXLAB_AGREEMENT_DIR={str(root)!r} is not a directory")
-    out.write(f"agreement with the original agents over {root}\n")
+    given = os.environ.get("CTXLAB_AGREEMENT_DIR")
+    roots = [Path(p) for p in given.split(os.pathsep) if p] if given else list(DEFAULT_DIRS)
+    for root in roots:
+        if not root.is_dir():
+            raise FileNotFoundError(f"CTXLAB_AGREEMENT_DIR={str(root)!r} is not a directory")
+    out.write(f"agreement with the original agents over {', '.join(map(str, roots))}\n")
     start = time.perf_counter()
-    by_strategy, by_version, overall = measure(root, out)
+    by_strategy, by_version, overall = measure(roots, out)
     seconds = time.perf_counter() - start
     out.write(
         f"{overall.files} file{'' if overall.files == 1 else 's'} of agents with a strategy, "
@@ -331,6 +349,8 @@ def run(out: TextIO) -> list[dict[str, Any]]:
                 {"line": f"{key}[{strategy}]={_text(value)}"}
                 for key, value in tally.figures().items()
             ]
+    failures = sum(tally.failures for tally in by_strategy.values())
+    rows.append({"line": f"agreement_replay_failures={failures}"})
     idle = [strategy for strategy, tally in by_strategy.items() if not tally.files]
     rows.append({"line": f"agreement_strategies_without_files={','.join(idle) or '-'}"})
     rows.append(
