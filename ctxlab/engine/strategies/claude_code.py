@@ -262,14 +262,17 @@ class ClaudeCodeStrategy(Strategy):
         Param(
             "output_reserve",
             MAX_OUTPUT_TOKENS_FOR_SUMMARY,
-            "Reserved for the summary output: min(model max output tokens, 20 000).",
+            "Reserved for the summary output: min(model max output tokens, 20 000) from CLI "
+            "2.1.21, the whole max output (32 000) before. At the value the window gives it "
+            "(20 000 of 200 000) it follows agent_version; any other value pins it.",
             min=0,
             origin="autoCompact.ts MAX_OUTPUT_TOKENS_FOR_SUMMARY",
         ),
         Param(
             "autocompact_buffer_tokens",
             AUTOCOMPACT_BUFFER_TOKENS,
-            "Threshold = effective window - this.",
+            "Threshold = effective window - this (13 000 in every version seen; at the "
+            "window's value it follows agent_version, any other value pins it).",
             min=0,
             origin="autoCompact.ts AUTOCOMPACT_BUFFER_TOKENS",
         ),
@@ -336,8 +339,9 @@ class ClaudeCodeStrategy(Strategy):
         Param(
             "transcript_path",
             "auto",
-            "Path quoted in the 2.1.88 summary message: auto = ~/.claude/projects/<cwd "
-            "slug>/<session id>.jsonl from the transcript; empty = no hint.",
+            "Path quoted in the summary message (2.1 and later): auto = <home>/.claude/"
+            "projects/<cwd slug>/<session id>.jsonl from the transcript (home read off the "
+            "cwd, else ~); empty = no hint.",
             "str",
             origin="getTranscriptPath()",
         ),
