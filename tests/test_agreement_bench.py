@@ -5,8 +5,8 @@ here directly from each file (no figure is written into this test)."""
 from __future__ import annotations
 
 import io
-import os
 import json
+import os
 import re
 import shutil
 import statistics
