@@ -125,3 +125,18 @@ def reasoning_estimate(encrypted_len: int) -> int:
     """``estimate_reasoning_length`` then bytes / 4 (ceil): a reasoning item's tokens."""
     decoded = max(0, encrypted_len * 3 // 4 - REASONING_BASE64_OVERHEAD_BYTES)
     return -(-decoded // 4)
+
+
+def describe_table() -> list[dict[str, object]]:
+    """The table as plain data, for pages and docs."""
+    return [
+        {
+            "rules": r.name,
+            "first": ".".join(map(str, r.first)) if r.first != (0,) else "",
+            "count": r.count,
+            "checks": r.checks,
+            "compaction": r.compaction,
+            "source": r.source,
+        }
+        for r in TABLE
+    ]

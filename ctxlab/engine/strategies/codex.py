@@ -776,3 +776,34 @@ def _prompt(message: Message) -> PromptMessage:
 
 
 STRATEGY = CodexStrategy
+
+
+def describe_rules(agent_version: str = "auto") -> dict[str, Any]:
+    """What the run page shows about the rules: the version table (each range with its
+    source), which rules a pinned ``agent_version`` selects, and how the count and the
+    original's compactions are handled. Each compaction event names the rules that ran
+    (``rules_version``, ``rules_reason``)."""
+    pinned = agent_version.strip() not in ("", "auto")
+    return {
+        "ranges": versions.describe_table(),
+        "selected": versions.rules_for(agent_version)[0].name if pinned else None,
+        "selection": (
+            f"pinned to {agent_version}"
+            if pinned
+            else "the rollout's cli_version; before 0.140 the 0.140 rules when its "
+            "compactions are remote (replacement history), else legacy"
+        ),
+        "count": (
+            "0.140: the last response's total_tokens + the estimate of the items after the "
+            "last reply + the encrypted reasoning before the last user message, checked "
+            "pre-turn and after a sampling that needs a follow-up; legacy: the reported "
+            "total minus reasoning before every request"
+        ),
+        "originals": (
+            "at each of the original's compactions the replay compacts there when its own "
+            "trigger fires there, or the user ran /compact (follow_manual_compactions), and "
+            "its replacement history becomes the context (the original's later counts hold "
+            "again); otherwise that history is left out and the count goes on from what the "
+            "replay holds"
+        ),
+    }

@@ -275,3 +275,12 @@ def test_pre_turn_compaction_written_before_the_user_message(reported: int, foll
         assert not compactions(result)
         (skip,) = [e for e in result.events if e.kind == "compact_skipped"]
         assert skip.detail["phase"] == "pre_turn" and skip.detail["total_tokens"] == reported
+
+
+def test_describe_rules_lists_each_range_with_its_source_and_the_pinned_one() -> None:
+    from ctxlab.engine.strategies.codex import describe_rules
+
+    table = describe_rules("0.141.0")
+    assert [r["rules"] for r in table["ranges"]] == ["0.140", "legacy"]
+    assert all(r["source"] for r in table["ranges"]) and table["selected"] == "0.140"
+    assert describe_rules()["selected"] is None
