@@ -8,12 +8,10 @@ Runs only when DATABASE_URL (postgres), CELERY_BROKER_URL (redis) and CHANNEL_LA
 
 from __future__ import annotations
 
-import asyncio
 import os
 import signal
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,6 +24,7 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 from django.db import connection
 from replay_testdata import agent_chat, import_transcript
+from waiting import receive_until, wait_until
 
 from replay_app.models import Run, RunStatus, RunStep
 from replay_app.runs import services
@@ -65,10 +64,12 @@ def celery_worker_process(transactional_db: None) -> Iterator[str]:
         cwd=settings.BASE_DIR, env=env,
     )  # fmt: skip
     try:
-        deadline = time.monotonic() + 60
-        while not app.control.ping(destination=[name], timeout=0.5):
+
+        def answers() -> bool:
             assert proc.poll() is None, f"celery worker exited with {proc.returncode}"
-            assert time.monotonic() < deadline, "celery worker did not answer a ping in 60 s"
+            return bool(app.control.ping(destination=[name], timeout=0.5))
+
+        wait_until(answers, f"celery worker {name} to answer a ping")
         yield name
     finally:
         proc.send_signal(signal.SIGTERM)
@@ -79,25 +80,20 @@ def celery_worker_process(transactional_db: None) -> Iterator[str]:
             proc.wait()
 
 
-async def _collect(channel: str, run_ids: set[int], timeout: float) -> list[dict[str, Any]]:
-    layer = get_channel_layer()
-    seen: list[dict[str, Any]] = []
+async def _collect(channel: str, run_ids: set[int]) -> list[dict[str, Any]]:
+    """Progress messages until every run sent its final status."""
     finished: set[int] = set()
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while finished != run_ids:
-        remaining = deadline - loop.time()
-        if remaining <= 0:
-            break
-        try:
-            message = await asyncio.wait_for(layer.receive(channel), remaining)
-        except TimeoutError:
-            break
-        data = message["data"]
-        seen.append(data)
-        if data["status"] in TERMINAL:
-            finished.add(data["run_id"])
-    return seen
+
+    def all_finished(message: dict[str, Any]) -> bool:
+        if message["data"]["status"] in TERMINAL:
+            finished.add(message["data"]["run_id"])
+        return finished == run_ids
+
+    got = await receive_until(
+        get_channel_layer(), channel, all_finished,
+        f"a final status from each of runs {sorted(run_ids)} over the Redis channel layer",
+    )  # fmt: skip
+    return [m["data"] for m in got]
 
 
 def test_comparison_runs_on_separate_worker_with_redis_progress(
@@ -122,13 +118,20 @@ def test_comparison_runs_on_separate_worker_with_redis_progress(
     for run in runs:
         services.run_enqueue(run)  # autocommit: queued at once
 
-    seen = async_to_sync(_collect)(channel, {r.pk for r in runs}, 180.0)
+    seen = async_to_sync(_collect)(channel, {r.pk for r in runs})
 
     for run in runs:
         run.refresh_from_db()
         assert run.status == RunStatus.DONE, (run.label, run.status, run.error)
         assert RunStep.objects.filter(run=run).count() == run.steps_total > 0
-        result = TaskResult.objects.get(task_id=run.task_id)
+        # The result row is written once the task returned, after its last progress message.
+        result = wait_until(
+            lambda run=run: TaskResult.objects.filter(
+                task_id=run.task_id, status="SUCCESS"
+            ).first(),
+            f"the task result of run {run.label}",
+            seen=lambda run=run: list(TaskResult.objects.filter(task_id=run.task_id).values()),
+        )
         assert result.worker == celery_worker_process  # executed by the separate process
         statuses = [d["status"] for d in seen if d["run_id"] == run.pk]
         assert "running" in statuses and statuses[-1] == "done", (run.label, statuses)
