@@ -10,12 +10,15 @@ In a throwaway data directory (SQLite, temp files), with a local account:
   importers take as one long message); the growth while its bytes stream in (target:
   < 150 MB) and, separately, the peak including what the import then does with them
   (``upload_200mb_import_rss_growth_mb``, target 3x the file + 100 MB);
+* ``junk_190mb``: a logged-in 190 MiB upload that is no transcript, three times: refused
+  from its first bytes; peak (target 3x the file + 100 MB) and RSS after each, against the
+  baseline (target: within 50 MB);
 * ``killed``: an upload cut off halfway; temporary files left behind in the server's
   TMPDIR (target: 0).
 
 Result lines: ``upload_rss_growth_mb=…`` (the 200 MB upload's transfer), ``upload_anonymous_
 rss_growth_mb=…``, ``upload_over_limit_rss_growth_mb=…``, ``upload_killed_temp_files=…``,
-``uploads_ok=…``.
+``upload_junk_190mb_peak_mb=…``, ``upload_junk_190mb_after_mb=…``, ``uploads_ok=…``.
 """
 
 from __future__ import annotations
@@ -219,6 +222,37 @@ def post(
     return status, seconds
 
 
+JUNK_MB = 190
+JUNK_ROUNDS = 3
+
+
+def junk_uploads(port: int, pid: int, cookie: str, out: TextIO) -> list[dict[str, Any]]:
+    """Issue 32: a logged-in 190 MiB upload that is no transcript (text lines), three times.
+    Its peak (target: 3x the file + 100 MB) and the RSS after each, against the baseline
+    before the first (target: back to it, within ``JUNK_SETTLE_MB``)."""
+    time.sleep(0.5)
+    baseline = _rss_kb(pid) / 1024
+    rows: list[dict[str, Any]] = []
+    target = 3 * JUNK_MB + 100
+    for round_ in range(1, JUNK_ROUNDS + 1):
+        with _Sampler(pid) as rss:
+            status, seconds = post(port, "/transcripts/upload/", JUNK_MB * MB, cookie=cookie)
+            time.sleep(0.5)
+            peak = rss.peak / 1024 - baseline
+        after = _rss_kb(pid) / 1024 - baseline
+        ok = status == 200 and peak <= target and after <= JUNK_SETTLE_MB
+        out.write(
+            f"  junk_{JUNK_MB}mb #{round_}: HTTP {status} in {seconds:.1f} s, peak "
+            f"+{peak:.0f} MB (target {target}), +{after:.0f} MB after{'' if ok else ': FAIL'}\n"
+        )
+        rows.append({"name": f"junk_{JUNK_MB}mb_{round_}", "peak_mb": round(peak, 1),
+                     "after_mb": round(after, 1), "ok": ok})  # fmt: skip
+    return rows
+
+
+JUNK_SETTLE_MB = 50.0
+
+
 def _record(into: list[float], rss: _Sampler) -> None:
     into.append(rss.mark())
 
@@ -268,6 +302,8 @@ def run(out: TextIO) -> list[dict[str, Any]]:
                         "ok": ok,
                     }
                 )
+            junk = junk_uploads(port, server.pid, cookie, out)
+            rows += junk
             before = _temp_files(tmp)
             post(port, "/transcripts/upload/", 100 * MB, cookie=cookie, stop_after=50 * MB)
             time.sleep(1.0)
@@ -287,6 +323,8 @@ def run(out: TextIO) -> list[dict[str, Any]]:
         {"line": f"upload_anonymous_rss_growth_mb={growth['anonymous']:.1f}"},
         {"line": f"upload_over_limit_rss_growth_mb={growth['over_limit']:.1f}"},
         {"line": f"upload_killed_temp_files={rows[-1]['temp_files_left']}"},
+        {"line": f"upload_junk_190mb_peak_mb={max(r['peak_mb'] for r in junk):.1f}"},
+        {"line": f"upload_junk_190mb_after_mb={junk[-1]['after_mb']:.1f}"},
         {"line": f"uploads_ok={all(r.get('ok') for r in rows if 'ok' in r)}"},
     ]
     return rows
