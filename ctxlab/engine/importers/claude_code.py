@@ -16,8 +16,9 @@ it only because of how the agent writes them are folded back in (file order):
 Only a real rewind or edit (a different response or a different typed request as a
 sibling: a regenerated answer, a session resumed mid-answer) becomes an alternate
 conversation. The lines of one API response are merged into one message whose usage is
-counted once; parallel tool results (one line each) into one user turn; inline sidechain
-(Task sub-agent) threads become their own conversations pointing at the main one. A line
+counted once; parallel tool results (one line each) into one user turn; Task sub-agent
+threads (inline sidechain lines, or CLI 2.1.x's ``agent_progress`` lines reporting each of
+the sub-agent's messages) become their own conversations pointing at the main one. A line
 that is not JSON is skipped with a warning naming it (two records run together on one line
 are both read); a file is refused only when nothing in it is readable. ``toolUseResult``
 duplicates the model-visible ``tool_result`` content and is ignored.
@@ -123,6 +124,7 @@ def parse(data: bytes, *, name: str) -> ParsedFile:
     named_title = ""
     recognised = 0
     unreadable: list[TranscriptError] = []
+    agents: dict[str, list[_Node]] = {}  # sub-agent id -> its messages, from progress lines
     for line, rec in _records(data, name, warnings, unreadable):
         if not isinstance(rec, dict):
             warnings.add(
@@ -138,6 +140,8 @@ def parse(data: bytes, *, name: str) -> ParsedFile:
         elif rtype in {"custom-title", "ai-title"}:
             recognised += 1
             named_title = as_str(rec.get("customTitle") or rec.get("aiTitle")) or named_title
+        elif rtype == "progress":
+            _sub_agent_line(rec, line, agents)
         uuid = rec.get("uuid")
         if isinstance(uuid, str) and uuid and "parentUuid" in rec:
             recognised += 1
@@ -189,8 +193,30 @@ def parse(data: bytes, *, name: str) -> ParsedFile:
             roots.append(uuid)
 
     threads = _threads(roots, nodes, children, warnings)
+    inline = {as_str(n.rec.get("agentId")) for n in nodes.values() if n.rec.get("isSidechain")}
+    threads += [_Thread(lines) for agent, lines in agents.items() if agent not in inline]
     convs = _conversations(threads, nodes, name, warnings, summaries, last_summary, named_title)
     return ParsedFile(FORMAT, tuple(convs), warnings.freeze())
+
+
+def _sub_agent_line(rec: dict[str, Any], line: int, agents: dict[str, list[_Node]]) -> None:
+    """A Task sub-agent's message, as CLI 2.1.x reports it while the sub-agent runs (a
+    ``progress`` line of type ``agent_progress``; its own transcript is another file): kept
+    as a line of that sub-agent's sidechain thread, in file order."""
+    data = as_dict(rec.get("data"))
+    message = as_dict(data.get("message"))
+    agent = as_str(data.get("agentId"))
+    if data.get("type") != "agent_progress" or not agent:
+        return
+    if as_str(message.get("type")) not in _MESSAGE_TYPES:
+        return
+    lines = agents.setdefault(agent, [])
+    uuid = as_str(message.get("uuid")) or f"{agent}:{line}"
+    if any(n.rec["uuid"] == uuid for n in lines[-3:]):
+        return  # reported twice
+    context = {k: rec[k] for k in ("sessionId", "version", "cwd", "gitBranch") if k in rec}
+    sub = {**context, **message, "uuid": uuid, "isSidechain": True, "agentId": agent}
+    lines.append(_Node(line, sub, None))
 
 
 # What ``iter_jsonl`` expects of a line it refuses for its content, not its size: such a

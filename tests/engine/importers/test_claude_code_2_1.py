@@ -234,3 +234,25 @@ def test_file_starting_with_a_boundary_line_is_continued_with_that_compaction_on
     (comp,) = conv.compactions
     assert (comp.before_index, comp.summary_index, comp.pre_tokens) == (0, 0, 155241)
     assert dict(conv.metadata)[CONTINUED] == "1"
+
+
+def test_task_sub_agent_progress_lines_become_its_sidechain_conversation() -> None:
+    # CLI 2.1.x keeps a sub-agent's own transcript in another file and reports each of its
+    # messages in the session as an agent_progress line (three parallel calls here).
+    name = "task-sub-agent-progress.jsonl"
+    parsed = _parse(name)
+    main, agent = parsed.conversations
+    (task,) = main.messages[1].tool_uses
+    assert task.tool_name == "Task" and isinstance(task.tool_input, dict)
+    assert agent.id == f"{main.id}/agent-a325871" and agent.parent_id == main.id
+    assert agent.messages[0].text == task.tool_input["prompt"]
+    assert agent.model == "claude-haiku-4-5-20251001"
+    assert [m.role for m in agent.messages] == [Role.USER, Role.ASSISTANT, Role.USER] + [
+        Role.ASSISTANT,
+        Role.USER,
+    ]
+    calls = [b.tool_id for b in agent.messages[1].tool_uses]
+    assert len(calls) == 3 and [b.tool_id for b in agent.messages[2].tool_results] == calls
+    assert all("sidechain" in m.flags for m in agent.messages)
+    assert (agent.tool_call_count, agent.tool_result_count) == (5, 4)  # cut mid-run
+    assert {w.code for w in parsed.warnings} == {"parent-missing"}
