@@ -5,7 +5,12 @@ file paths, commands, error lines, identifiers, numbers with units and URLs
 (``extract.message_facts``: from decoded content) of the touched messages as they were just
 before the event. A fact is *retained* when it is still present in the
 request right after it (the context of the event's step: every message in context, in the
-version in force then, plus the summary in force); otherwise it is *lost*.
+version in force then, plus the summary in force); otherwise it is *lost*. Whether the
+summary keeps a fact is one rule, ``kept_by_summary``, which ``survival`` reads too (so
+"What was lost" and "Fact survival" never disagree): a regex fact by its exact value; a
+sentence fact (an instruction, decision, open task) also when most of its content words
+are in the summary (word for word or paraphrased: a summary is plain text, from which no
+instruction is ever *extracted*).
 
 The run's retention score is sum(retained) / sum(at risk) over its events (each event
 counts its own distinct facts): 1.0 means every fact a compaction touched survived
@@ -28,10 +33,34 @@ from typing import Any
 
 from . import extract
 from .extract import KINDS
+from .instructions import PARAPHRASE_SHARE
 from .model import BlockKind, Message
 from .records import Event, Fate, Ranges, ReplayResult, StepRecord
+from .textkeys import content_words
 
 Fact = tuple[str, str]  # (kind, value), kind in extract.KINDS
+
+# Bumped whenever the rule deciding that a fact survived changes: stored analyses of an
+# older rule are computed again.
+RULE_VERSION = 2
+SENTENCE_KINDS = frozenset({"instructions", "decisions", "open_tasks"})
+
+
+def paraphrased(value: str, summary_words: frozenset[str]) -> bool:
+    """Most (``instructions.PARAPHRASE_SHARE``) of at least two content words of ``value``
+    are in ``summary_words``."""
+    words = content_words(value)
+    return len(words) >= 2 and len(words & summary_words) >= PARAPHRASE_SHARE * len(words)
+
+
+def kept_by_summary(
+    fact: Fact, summary_facts: frozenset[Fact], summary_words: frozenset[str]
+) -> bool:
+    """The one rule: does a summary (its facts, its content words) keep ``fact``?"""
+    if fact in summary_facts:
+        return True
+    return fact[0] in SENTENCE_KINDS and paraphrased(fact[1], summary_words)
+
 
 _MODIFIED = frozenset({Fate.TRUNCATED, Fate.OFFLOADED, Fate.PRUNED})
 
@@ -94,6 +123,7 @@ class Retention:
     def as_dict(self) -> dict[str, Any]:
         return {
             "extractor": extract.VERSION,
+            "rule": RULE_VERSION,
             "retention": self.score,
             "at_risk": self.at_risk,
             "retained": self.retained,
@@ -111,7 +141,7 @@ class Settled:
 
     event: Event
     risk: Mapping[Fact, int]
-    stayed: Callable[[Fact], bool]
+    stayed: Callable[[Fact], bool]  # ``kept_by_summary`` or still in a message in context
     in_context: Callable[[int], bool]
     summary_id: int | None
 
@@ -256,6 +286,7 @@ def analyse_parts(
     # is one bisect (a scan per fact cost seconds when many truncated versions share facts)
     mod_holders: dict[Fact, list[int]] = {}
     summary_facts: dict[int, frozenset[Fact]] = {}
+    summary_words: dict[int, frozenset[str]] = {}
     step_at = {s.index: s for s in steps}
     last_step = steps[-1] if steps else None
     losses: list[CompactionLoss] = []
@@ -285,11 +316,13 @@ def analyse_parts(
         # sorted: the request order may differ from source order; membership is all we need
         ranges: Ranges = tuple(sorted(record.context)) if record else ()
         sfacts: frozenset[Fact] = frozenset()
+        swords: frozenset[str] = frozenset()
         if record is not None and record.summary_id is not None:
             sid = record.summary_id
             if sid not in summary_facts:
                 summary_facts[sid] = fact_set(summaries.get(sid, ""))
-            sfacts = summary_facts[sid]
+                summary_words[sid] = content_words(summaries.get(sid, ""))
+            sfacts, swords = summary_facts[sid], summary_words[sid]
 
         answers: dict[Fact, bool] = {}  # the same facts are asked by each observer
         by_fact = index.holders_map()
@@ -302,7 +335,7 @@ def analyse_parts(
             return found
 
         def _stayed(fact: Fact) -> bool:
-            if fact in sfacts:
+            if kept_by_summary(fact, sfacts, swords):
                 return True
             modified = mod_holders.get(fact)
             if modified:

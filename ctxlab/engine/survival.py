@@ -13,10 +13,11 @@ identifiers, numbers, urls) plus
 - ``open_tasks``: the items of the latest to-do list (TodoWrite, update_plan) among the
   replaced messages that were not completed.
 
-Regex facts (paths, commands, ...) survive by exact value. Sentence facts (instructions,
-decisions, open tasks) also survive as a paraphrase: when most of their content words
-(``textkeys.content_words``) are in the summary. Both are word-level: a summary that keeps
-a path but says the wrong thing about it still "keeps" it.
+Whether the summary keeps a fact is ``lost.kept_by_summary``, the rule "What was lost"
+reads too: regex facts (paths, commands, ...) by exact value; sentence facts
+(instructions, decisions, open tasks) also as a paraphrase, when most of their content
+words (``textkeys.content_words``) are in the summary. Both are word-level: a summary that
+keeps a path but says the wrong thing about it still "keeps" it.
 
 Two drivers:
 
@@ -50,10 +51,10 @@ from .textkeys import content_words, text_key
 
 # Bumped whenever survival counts differently: stored tables of an older version (or of an
 # older extractor) are computed again.
-VERSION = 2
+VERSION = 3  # 3: one rule with lost (kept_by_summary)
 
 CATEGORIES = (*extract.KINDS, "decisions", "open_tasks")
-SENTENCE_KINDS = frozenset({"instructions", "decisions", "open_tasks"})
+SENTENCE_KINDS = lost.SENTENCE_KINDS
 LOST_EXAMPLES = 8  # lost facts listed per category per compaction (counts stay exact)
 DRIFT_EXAMPLES = 12
 
@@ -117,11 +118,7 @@ def _has_todo(message: Message) -> bool:
     return any(b.kind is BlockKind.TOOL_USE and b.tool_name in TODO_TOOLS for b in message.blocks)
 
 
-def paraphrased(value: str, summary_words: frozenset[str]) -> bool:
-    words = content_words(value)
-    return len(words) >= 2 and len(words & summary_words) >= instructions.PARAPHRASE_SHARE * len(
-        words
-    )
+paraphrased = lost.paraphrased
 
 
 # --- results ------------------------------------------------------------------------------
@@ -310,14 +307,12 @@ class _ReplayObserver:
         sfacts = extract.fact_set(summary) if summary else frozenset()
         swords = content_words(summary) if summary else frozenset()
         comp = CompactionSurvival(event.kind, event.step, None, len(touched))
-        for fact in sorted(settled.risk):
-            exact = settled.stayed(fact)
-            loose = fact[0] in SENTENCE_KINDS and not exact and paraphrased(fact[1], swords)
-            comp.count(fact, exact or loose, fact in sfacts or loose)
+        for fact in sorted(settled.risk):  # lost's own verdict: one rule for both
+            comp.count(fact, settled.stayed(fact), lost.kept_by_summary(fact, sfacts, swords))
         for fact in sorted(self._extras(touched)):
-            kept = any(settled.in_context(j) for j in self.extra_holders(fact))
-            loose = not kept and paraphrased(fact[1], swords)
-            comp.count(fact, kept or loose, loose)
+            in_context = any(settled.in_context(j) for j in self.extra_holders(fact))
+            by_summary = lost.kept_by_summary(fact, sfacts, swords)
+            comp.count(fact, in_context or by_summary, by_summary)
         at_risk = [s for i in touched for s in self.sources_at.get(i, ())]
         comp.instructions = _instruction_rows(
             instructions.fates(at_risk, self.source_holders, settled.in_context, swords)
@@ -424,9 +419,8 @@ def analyse_original(conversation: Conversation) -> RunSurvival:
             risk |= extract.message_facts(messages[i])
             risk |= {f for f in extra_facts(messages[i]) if f[0] != "open_tasks" or i == last_todo}
         for fact in sorted(risk):
-            exact = fact in available
-            loose = fact[0] in SENTENCE_KINDS and not exact and paraphrased(fact[1], swords)
-            comp.count(fact, exact or loose, fact in sfacts or loose)
+            by_summary = lost.kept_by_summary(fact, sfacts, swords)
+            comp.count(fact, by_summary or fact in available, by_summary)
         at_risk = [s for s in found_sources if start <= s.message < boundary]
         comp.instructions = _instruction_rows(
             instructions.fates(at_risk, holders, range(boundary, end).__contains__, swords)

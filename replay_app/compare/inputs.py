@@ -34,7 +34,7 @@ from replay_app.models import Run, RunAnalysis, RunEvent, RunStatus, RunStep
 
 log = logging.getLogger(__name__)
 
-VERSION = 3
+VERSION = 4  # 4: lost facts by lost.kept_by_summary (one rule with survival)
 CHART_BUCKETS = 300  # steps are thinned to the extremes of this many buckets per line
 LOST_FACTS = 10  # lost facts listed per compaction on the compare page (all on the run's)
 

@@ -7,6 +7,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from ctxlab.engine import lost
 from ctxlab.engine.extract import KINDS
 from ctxlab.engine.extract import VERSION as EXTRACTOR_VERSION
 from ctxlab.engine.lost import (
@@ -86,8 +87,12 @@ def stored_retention(run: Run) -> dict[str, Any] | None:
         .values_list("retention", flat=True)
         .first()
     )
-    if found is None or found.get("extractor") != EXTRACTOR_VERSION:
-        return None  # none yet, or extracted by an older version: computed again
+    if (
+        found is None
+        or found.get("extractor") != EXTRACTOR_VERSION
+        or found.get("rule") != lost.RULE_VERSION
+    ):
+        return None  # none yet, or by an older extractor or survival rule: computed again
     return in_display_order(found)
 
 
