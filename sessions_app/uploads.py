@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.core.files.uploadedfile import UploadedFile
+from django.core.files.uploadedfile import TemporaryUploadedFile, UploadedFile
 from django.core.files.uploadhandler import (
     FileUploadHandler,
     SkipFile,
@@ -72,7 +72,7 @@ def temp_dir() -> Path:
     return path
 
 
-class UploadTempFile(UploadedFile):
+class UploadTempFile(TemporaryUploadedFile):
     """An upload spooled to disk with no name: the file is created as
     ``ctxlab-upload-<pid>-…`` and unlinked at once, so a killed server, a client that went
     away or a view that forgot to close it leaves no file behind (the kernel frees the
@@ -92,7 +92,14 @@ class UploadTempFile(UploadedFile):
             prefix=f"{TEMP_PREFIX}{os.getpid()}-", dir=temp_dir(), delete=False
         )
         os.unlink(handle.name)
-        super().__init__(handle, name, content_type, size, charset, content_type_extra)
+        UploadedFile.__init__(self, handle, name, content_type, size, charset, content_type_extra)
+
+    def temporary_file_path(self) -> str:
+        raise NotImplementedError("an unnamed temporary file has no path")
+
+    def close(self) -> None:
+        if self.file is not None:
+            self.file.close()
 
 
 class UploadTempFileHandler(TemporaryFileUploadHandler):

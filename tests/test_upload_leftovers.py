@@ -59,9 +59,13 @@ def send_upload(
     answer's first bytes."""
     boundary = "ctxlabtest"
     body = (
-        f'--{boundary}\r\nContent-Disposition: form-data; name="files"; filename="{name}"\r\n'
-        "Content-Type: application/octet-stream\r\n\r\n"
-    ).encode() + content + f"\r\n--{boundary}--\r\n".encode()
+        (
+            f'--{boundary}\r\nContent-Disposition: form-data; name="files"; filename="{name}"\r\n'
+            "Content-Type: application/octet-stream\r\n\r\n"
+        ).encode()
+        + content
+        + f"\r\n--{boundary}--\r\n".encode()
+    )
     csrf = re.search(r"csrftoken=([^;]+)", cookie)
     assert csrf
     head = (

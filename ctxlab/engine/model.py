@@ -310,9 +310,11 @@ class TranscriptError(ValueError):
         line: int | None = None,
         offset: int | None = None,
         expected: str = "",
+        looks_like: str = "",
     ) -> None:
         self.file, self.line, self.offset, self.expected = file, line, offset, expected
         self.reason = message
+        self.looks_like = looks_like  # the format the file was read as, when one was
         super().__init__(self._render())
 
     def _render(self) -> str:
@@ -324,11 +326,19 @@ class TranscriptError(ValueError):
         if self.offset is not None:
             where.append(f"byte {self.offset}")
         text = self.reason
+        said = [f"looks like: {self.looks_like}"] if self.looks_like else []
         if self.expected:
-            text += f" (expected {self.expected})"
+            said.append(f"expected {self.expected}")
+        if said:
+            text += f" ({'; '.join(said)})"
         return f"{', '.join(where)}: {text}" if where else text
 
     def with_file(self, file: str) -> TranscriptError:
         return TranscriptError(
-            self.reason, file=file, line=self.line, offset=self.offset, expected=self.expected
+            self.reason,
+            file=file,
+            line=self.line,
+            offset=self.offset,
+            expected=self.expected,
+            looks_like=self.looks_like,
         )

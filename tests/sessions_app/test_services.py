@@ -135,6 +135,7 @@ def test_upload_import_importer_crash_becomes_an_error(
         raise KeyError("role")
 
     monkeypatch.setattr(importers, "parse", crash)
+    monkeypatch.setattr(importers, "stream", crash)  # a JSON array of messages streams
     outcome = services.upload_import(owner=alice, name="chat.json", data=small_chat)
 
     assert outcome.error is not None and "KeyError" in str(outcome.error)

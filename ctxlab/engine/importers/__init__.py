@@ -22,9 +22,9 @@ from types import ModuleType
 from typing import Any, TypeVar
 
 from ..model import Conversation, ImportWarning, ParsedFile, TranscriptError
+from . import _source
 from ._common import WarningTally, collecting_notes, notes_into
 from ._kit import is_junk_title, title_from
-from . import _source
 from ._source import Source, read_source
 from ._stream import StreamedFile, TextCleaner, finished_stream, from_parsed
 
@@ -88,16 +88,63 @@ def _detect(data: bytes, name: str) -> str:
     head = data[:SNIFF_BYTES]
     if b"\x00" in head[:8192]:
         # Checked before sniffing so a binary file is named as such, not as "unrecognised".
-        raise TranscriptError("this looks like a binary file", file=name, expected="UTF-8 text")
+        raise TranscriptError(
+            "this looks like a binary file (a NUL byte)",
+            file=name,
+            offset=head.index(b"\x00"),
+            expected="UTF-8 text",
+        )
     scores = sorted(((m.sniff(head, name), fmt) for fmt, m in IMPORTERS.items()), reverse=True)
     best, fmt = scores[0]
     if best <= 0:
-        raise TranscriptError(
-            "could not recognise the format",
-            file=name,
-            expected="one of " + ", ".join(FORMATS),
-        )
+        raise _unrecognised(head, name)
     return fmt
+
+
+_JSON_SCALARS = {b'"': "string", b"t": "true", b"f": "false", b"n": "null"}
+_KEY = re.compile(rb'"((?:[^"\\\n]|\\.){1,40})"\s*:')
+
+
+def _unrecognised(head: bytes, name: str) -> TranscriptError:
+    """Why no format fits, said of what the file's start is: JSON of the wrong kind, a
+    JSON object or array without any format's fields (its first keys named), or text."""
+    text = head.lstrip()
+    at = len(head) - len(text)
+    line = head.count(b"\n", 0, at) + 1
+    first = text[:1]
+    formats = "one of " + ", ".join(FORMATS)
+    if first in _JSON_SCALARS or first.isdigit() or first == b"-":
+        kind = _JSON_SCALARS.get(first, "number")
+        return TranscriptError(
+            f"the file starts with a JSON {kind}, not an object or array: no transcript "
+            "format is a single JSON value of that kind",
+            file=name, line=line, offset=at,
+            expected="a JSON object or array (or one JSON object per line) of " + formats,
+        )  # fmt: skip
+    if first in (b"{", b"["):
+        keys = list(dict.fromkeys(k.decode("utf-8", "replace") for k in _KEY.findall(text)))
+        shown = ", ".join(repr(k) for k in keys[:6]) or "none"
+        kind = "object" if first == b"{" else "array"
+        return TranscriptError(
+            f"a JSON {kind} with none of the fields a known transcript format has "
+            f"(its first keys: {shown})",
+            file=name, line=line, offset=at, expected=formats,
+        )  # fmt: skip
+    start = text.split(b"\n", 1)[0][:60].decode("utf-8", "replace")
+    return TranscriptError(
+        f"plain text in no known transcript format (it starts {start!r})",
+        file=name, line=line, offset=at, expected=formats,
+    )  # fmt: skip
+
+
+def _looks_like(exc: TranscriptError, fmt: str) -> TranscriptError:
+    """``exc`` saying which format the file was read as (the parser's own error)."""
+    if exc.looks_like:
+        return exc
+    return TranscriptError(
+        exc.reason, file=exc.file, line=exc.line, offset=exc.offset, expected=exc.expected,
+        looks_like=IMPORTERS[fmt].LABEL,
+    )  # fmt: skip
 
 
 def parse(data: bytes, *, name: str = "", format: str | None = None) -> ParsedFile:
@@ -114,12 +161,17 @@ def parse(data: bytes, *, name: str = "", format: str | None = None) -> ParsedFi
     source = read_source(data, name)
     try:
         fmt = format or _detect(source.data, name)
+    except TranscriptError as exc:
+        raise source.locate(exc if exc.file else exc.with_file(name)) from None
+    try:
         with collecting_notes() as notes:
             parsed: ParsedFile = IMPORTERS[fmt].parse(source.data, name=name)
     except TranscriptError as exc:
-        raise source.locate(exc if exc.file else exc.with_file(name)) from None
+        raise _looks_like(source.locate(exc if exc.file else exc.with_file(name)), fmt) from None
     except RecursionError:
-        raise TranscriptError("the data is nested too deeply", file=name) from None
+        raise TranscriptError(
+            "the data is nested too deeply", file=name, looks_like=IMPORTERS[fmt].LABEL
+        ) from None
     extra = (*source.warnings, *notes.freeze(), *unknown_tool_results(parsed))
     conversations = tuple(_titled(c, name) for c in parsed.conversations)
     parsed = ParsedFile(parsed.format, conversations, (*parsed.warnings, *extra))
@@ -149,7 +201,7 @@ def stream(data: bytes, *, name: str = "", format: str | None = None) -> Streame
         raise source.locate(exc if exc.file else exc.with_file(name)) from None
     opener = getattr(IMPORTERS[fmt], "stream", None)
     notes = WarningTally()
-    guard = _guard(source, notes, name)
+    guard = _guard(source, notes, name, fmt)
     streamed: StreamedFile | None = (
         guard(lambda: opener(source.data, name=name)) if opener is not None else None
     )
@@ -165,18 +217,24 @@ def stream(data: bytes, *, name: str = "", format: str | None = None) -> Streame
     )
 
 
-def _guard(source: Source, notes: WarningTally, name: str) -> Callable[[Callable[[], T]], T]:
+def _guard(
+    source: Source, notes: WarningTally, name: str, fmt: str
+) -> Callable[[Callable[[], T]], T]:
     """Runs one step of a format's streamed parser as ``parse`` runs the whole of it: notes
-    from the shared JSON reader go to ``notes``, errors name the file and the original byte."""
+    from the shared JSON reader go to ``notes``, errors name the file, the original byte
+    and the format."""
 
     def run(step: Callable[[], T]) -> T:
         try:
             with notes_into(notes):
                 return step()
         except TranscriptError as exc:
-            raise source.locate(exc if exc.file else exc.with_file(name)) from None
+            located = source.locate(exc if exc.file else exc.with_file(name))
+            raise _looks_like(located, fmt) from None
         except RecursionError:
-            raise TranscriptError("the data is nested too deeply", file=name) from None
+            raise TranscriptError(
+                "the data is nested too deeply", file=name, looks_like=IMPORTERS[fmt].LABEL
+            ) from None
 
     return run
 

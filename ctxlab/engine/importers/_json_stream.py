@@ -21,7 +21,7 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
-import ijson
+import ijson  # type: ignore[import-untyped]
 
 _CHECK_CHUNK = 1024 * 1024
 _LONG_DIGITS = re.compile(rb"\d{%d,}" % (sys.get_int_max_str_digits() + 1))
@@ -33,7 +33,8 @@ def array_items(data: bytes, prefix: str = "item") -> Iterator[Any] | None:
     when the document is no array or must be read whole (module docstring)."""
     if not data.lstrip().startswith(b"[") or not plain_json(data):
         return None
-    return ijson.items(io.BytesIO(data), prefix, use_float=True)
+    items: Iterator[Any] = ijson.items(io.BytesIO(data), prefix, use_float=True)
+    return items
 
 
 def plain_json(data: bytes) -> bool:

@@ -361,9 +361,7 @@ def stream(data: bytes, *, name: str) -> StreamedFile | None:
 
     def finish() -> tuple[ImportWarning, ...]:
         if not found:
-            raise TranscriptError(
-                "no ShareGPT conversations found", file=name, expected=_EXPECTED
-            )
+            raise TranscriptError("no ShareGPT conversations found", file=name, expected=_EXPECTED)
         return warn.freeze()
 
     return StreamedFile(FORMAT, conversations(), finish)

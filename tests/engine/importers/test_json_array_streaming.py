@@ -44,9 +44,7 @@ def same_either_way(data: bytes, name: str) -> None:
     assert assembled(importers.stream(data, name=name)) == whole
 
 
-@pytest.mark.parametrize(
-    "path", sorted(p for p in CORPUS.rglob("*.json")), ids=lambda p: p.name
-)
+@pytest.mark.parametrize("path", sorted(p for p in CORPUS.rglob("*.json")), ids=lambda p: p.name)
 def test_corpus_json_same_streamed_or_whole(path: Path) -> None:
     same_either_way(path.read_bytes(), path.name)
 
