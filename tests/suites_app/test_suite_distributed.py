@@ -10,7 +10,6 @@ an embedded worker started by another test in the same process would take tasks 
 
 from __future__ import annotations
 
-import asyncio
 import os
 import signal
 import subprocess
@@ -28,6 +27,7 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 from django.db import connection
 from suite_testdata import import_chat
+from waiting import WAIT_SECONDS, receive_until, wait_until
 
 from replay_app.models import Run, RunStatus, RunStep
 from suites_app import configs, services
@@ -79,11 +79,13 @@ def two_workers(transactional_db: None) -> Iterator[dict[str, subprocess.Popen[b
     procs = {f"suite-{x}-{tag}@localhost": None for x in "ab"}
     workers = {name: _start_worker(name) for name in procs}
     try:
-        deadline = time.monotonic() + 90
         for name, proc in workers.items():
-            while not app.control.ping(destination=[name], timeout=0.5):
+
+            def answers(name: str = name, proc: subprocess.Popen[bytes] = proc) -> bool:
                 assert proc.poll() is None, f"{name} exited with {proc.returncode}"
-                assert time.monotonic() < deadline, f"{name} did not answer a ping in 90 s"
+                return bool(app.control.ping(destination=[name], timeout=0.5))
+
+            wait_until(answers, f"{name} to answer a ping")
         yield workers
     finally:
         for proc in workers.values():
@@ -97,36 +99,22 @@ def two_workers(transactional_db: None) -> Iterator[dict[str, subprocess.Popen[b
                 proc.wait()
 
 
-async def _progress_until_finished(channel: str, suite: Any, timeout: float) -> list[Any]:
-    """Suite progress messages received over the channel layer until the suite finished
-    (one event loop: channels_redis binds its receive queue to the first)."""
-    from asgiref.sync import sync_to_async
-
-    layer = get_channel_layer()
-    got: list[dict[str, Any]] = []
-    loop = asyncio.get_running_loop()
-    end = loop.time() + timeout
-    while loop.time() < end:
-        try:
-            got.append((await asyncio.wait_for(layer.receive(channel), 1.0))["data"])
-        except TimeoutError:
-            pass
-        if got and got[-1]["finished"]:
-            break
-        if (await sync_to_async(services.suite_state)(suite))["finished"] and got:
-            # the final push may still be on its way: one more short wait
-            try:
-                got.append((await asyncio.wait_for(layer.receive(channel), 3.0))["data"])
-            except TimeoutError:
-                pass
-            break
-    return got
+async def _progress_until_finished(channel: str) -> list[Any]:
+    """Suite progress messages received over the channel layer up to the final one (the
+    item recorded last always pushes ``finished``, services.item_execute). One event loop:
+    channels_redis binds its receive queue to the first."""
+    got = await receive_until(
+        get_channel_layer(), channel, lambda m: m["data"]["finished"],
+        "the suite's final progress message (finished) over the Redis channel layer",
+    )  # fmt: skip
+    return [m["data"] for m in got]
 
 
 def _active_items(worker: str) -> list[int]:
     from ctxlab.celery import app
 
-    active = app.control.inspect(destination=[worker], timeout=1.0).active() or {}
+    # The reply returns as soon as the one worker answers; a loaded machine may take seconds.
+    active = app.control.inspect(destination=[worker], timeout=10.0).active() or {}
     return [
         int(task["args"][0])
         for task in active.get(worker, [])
@@ -161,9 +149,10 @@ def test_two_workers_one_killed_every_run_done_once(
 
     # Kill the victim while it executes an item, once it has finished at least one.
     killed_items: list[int] = []
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + WAIT_SECONDS
     while not killed_items:
         assert time.monotonic() < deadline, "the victim never had a finished and an active item"
+        assert not services.suite_state(suite)["finished"], "the suite finished before the kill"
         finished_by_victim = TaskResult.objects.filter(
             worker=victim, task_name="suites_app.execute_item", status="SUCCESS"
         ).count()
@@ -175,13 +164,13 @@ def test_two_workers_one_killed_every_run_done_once(
         )
         if running:  # claimed by the victim: its heartbeat stops with it
             two_workers[victim].send_signal(signal.SIGKILL)
-            two_workers[victim].wait(10)
+            two_workers[victim].wait(WAIT_SECONDS)
             killed_items, killed_runs = active, running
             killed_at = time.monotonic() - started
         else:
             time.sleep(0.2)
 
-    seen = async_to_sync(_progress_until_finished)(channel, suite, 150.0)
+    seen = async_to_sync(_progress_until_finished)(channel)
     assert services.suite_state(suite)["finished"], services.suite_state(suite)
     elapsed = time.monotonic() - started
 
@@ -190,12 +179,17 @@ def test_two_workers_one_killed_every_run_done_once(
     for run in runs:
         assert run.status == RunStatus.DONE, (run.pk, run.status, run.error)
         assert RunStep.objects.filter(run=run).count() == run.steps_total > 0
-    workers = set(
-        TaskResult.objects.filter(
-            task_name="suites_app.execute_item", status="SUCCESS"
-        ).values_list("worker", flat=True)
-    )
-    assert workers == {victim, survivor}  # both executed runs
+
+    def workers() -> set[str | None]:
+        return set(
+            TaskResult.objects.filter(
+                task_name="suites_app.execute_item", status="SUCCESS"
+            ).values_list("worker", flat=True)
+        )
+
+    # Both executed runs. A task's result row is written after the task returned, so just
+    # after its final progress message: wait for it rather than assume it is there.
+    wait_until(lambda: workers() == {victim, survivor}, "both workers' results", seen=workers)
     redone = Run.objects.filter(pk__in=killed_runs)
     assert all(r.attempts >= 2 for r in redone), killed_items  # the dead runs: new attempts
     assert suite.items.filter(status="done").count() == 24
