@@ -157,6 +157,49 @@ def detail_number(
     return None, ""
 
 
+# The comparison that fired an event, when the strategy's trigger compares other
+# quantities than its kind's usual ones (QwenPaw: the history against threshold - system -
+# summary). A strategy names them in its event's detail; pages state them as they are.
+TRIGGER_KEYS = ("trigger_measured", "trigger_limit")
+
+
+@dataclass(frozen=True, slots=True)
+class Trigger:
+    """What an event's trigger compared: ``measured`` (named ``measured_name``) against
+    ``limit`` (``limit_name``); either may be unknown (None)."""
+
+    measured: int | None
+    limit: int | None
+    measured_name: str = "context"
+    limit_name: str = "threshold"
+
+    def words(self) -> str:
+        """'context 27,410 ≥ threshold 26,214' (or what of it is known)."""
+        if self.measured is not None and self.limit is not None:
+            sign = "≥" if self.measured >= self.limit else "<"
+            return f"{self.measured_name} {self.measured:,} {sign} {self.limit_name} {self.limit:,}"
+        if self.measured is not None:
+            return f"{self.measured_name} {self.measured:,}"
+        return ""
+
+
+def trigger_of(kind: str, detail: Mapping[str, Any]) -> Trigger:
+    """The one reading of what fired an event: the comparison the strategy named
+    (``trigger_measured`` / ``trigger_limit``, with ``_name`` words), else the kind's measured
+    and limit keys (``detail_number``)."""
+    measured, limit = (detail.get(k) for k in TRIGGER_KEYS)
+    if isinstance(measured, int | float) and isinstance(limit, int | float):
+        return Trigger(
+            int(measured),
+            int(limit),
+            str(detail.get("trigger_measured_name") or "context"),
+            str(detail.get("trigger_limit_name") or "threshold"),
+        )
+    value, _ = detail_number(kind, detail)
+    bound, name = detail_number(kind, detail, limit=True)
+    return Trigger(value, bound, "context", name or "threshold")
+
+
 def is_compaction(kind: str) -> bool:
     return event_category(kind) == "compaction"
 

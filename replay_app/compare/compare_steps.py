@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ctxlab.engine.catalogue import detail_number, is_compaction
+from ctxlab.engine.catalogue import Trigger, is_compaction, trigger_of
 from ctxlab.engine.records import Fate
 from replay_app import memo
 from replay_app.models import Run, RunEvent, RunStep, RunSummary
@@ -43,21 +43,24 @@ class Compaction:
     limit: int | None
     limit_name: str
     summary_seq: int | None
+    measured_name: str = "context"
 
     @property
     def trigger(self) -> str:
-        return trigger_words(self.measured, self.limit, self.limit_name)
+        return Trigger(self.measured, self.limit, self.measured_name, self.limit_name).words()
 
     def as_row(self) -> list[Any]:
         """Its fields as a JSON list (stored with the run's compare inputs)."""
         return [self.ordinal, self.step, list(self.kinds), self.seq, self.messages,
-                self.measured, self.limit, self.limit_name, self.summary_seq]  # fmt: skip
+                self.measured, self.limit, self.limit_name, self.summary_seq,
+                self.measured_name]  # fmt: skip
 
     @classmethod
     def from_row(cls, row: Sequence[Any]) -> Compaction:
-        ordinal, step, kinds, seq, messages, measured, limit, limit_name, summary = row
+        ordinal, step, kinds, seq, messages, measured, limit, limit_name, summary = row[:9]
+        name = row[9] if len(row) > 9 else "context"
         return cls(ordinal, step, tuple(kinds), seq, messages, measured, limit, limit_name,
-                   summary)  # fmt: skip
+                   summary, name)  # fmt: skip
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -75,12 +78,7 @@ class Compaction:
 
 def trigger_words(measured: int | None, limit: int | None, limit_name: str = "threshold") -> str:
     """'context 27,410 ≥ threshold 26,214' (or what of it is known)."""
-    if measured is not None and limit is not None:
-        sign = "≥" if measured >= limit else "<"
-        return f"context {measured:,} {sign} {limit_name} {limit:,}"
-    if measured is not None:
-        return f"context {measured:,}"
-    return ""
+    return Trigger(measured, limit, "context", limit_name).words()
 
 
 def compactions(run: Run) -> list[Compaction]:
@@ -104,14 +102,12 @@ def compactions_from_rows(rows: Iterable[Sequence[Any]]) -> list[Compaction]:
             by_step.setdefault(step, []).append(row)
     out: list[Compaction] = []
     for step, events in by_step.items():
-        measured = limit = None
-        limit_name = "threshold"
-        for _, _, kind, _, _, _, detail, _, _ in events:
-            detail = detail or {}
-            if measured is None:
-                measured, _ = detail_number(kind, detail)
-            if limit is None:
-                limit, limit_name = detail_number(kind, detail, limit=True)
+        # the comparison that fired: the first event of the step that states one
+        triggers = [trigger_of(kind, detail or {}) for _, _, kind, _, _, _, detail, _, _ in events]
+        fired = next((t for t in triggers if t.measured is not None and t.limit is not None),
+                     next((t for t in triggers if t.measured is not None), triggers[0]))  # fmt: skip
+        measured, limit = fired.measured, fired.limit
+        limit_name, measured_name = fired.limit_name, fired.measured_name
         if measured is None:
             measured = int(events[0][4]) or None
         touched = {int(i) for e in events for i in e[3]}
@@ -127,6 +123,7 @@ def compactions_from_rows(rows: Iterable[Sequence[Any]]) -> list[Compaction]:
                 limit=limit,
                 limit_name=limit_name or "threshold",
                 summary_seq=summary,
+                measured_name=measured_name,
             )  # fmt: skip
         )
     return out
@@ -406,11 +403,10 @@ def _explain(runs: Sequence[Run], lines: Sequence[MessageLine]) -> None:
         )
         for seq, kind, detail, changes, before in rows.iterator(chunk_size=200):
             detail = detail or {}
-            measured, _ = detail_number(kind, detail)
-            limit, name = detail_number(kind, detail, limit=True)
-            if measured is None:
-                measured = before or None
-            trigger = trigger_words(measured, limit, name or "threshold")
+            fired = trigger_of(kind, detail)
+            if fired.measured is None:
+                fired = Trigger(before or None, fired.limit, "context", fired.limit_name)
+            trigger = fired.words()
             reasons = {int(c["index"]): str(c.get("reason") or "") for c in changes}
             for index, cell in wanted[seq]:
                 why = reasons.get(index) or str(detail.get("reason") or kind)

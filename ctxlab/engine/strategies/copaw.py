@@ -175,6 +175,11 @@ class CoPaw(Strategy):
             "threshold": threshold, "left": left, "reserve": reserve,
             "estimate": ctx.history_tokens, "system_and_summary": st.str_tokens,
             "kept": len(to_keep), "valid_split": valid,
+            # the comparison that fired (catalogue.trigger_of): ReMe's context_check
+            "trigger_measured": ctx.history_tokens, "trigger_measured_name": "history",
+            "trigger_limit": left,
+            "trigger_limit_name": f"threshold {threshold:,} − system and summary "
+                                  f"{st.str_tokens:,} =",
         }  # fmt: skip
         if not valid:
             keep = int(self.params["memory_compact_keep_recent"])

@@ -399,6 +399,13 @@ class QwenPaw(Strategy):
             "summary_tokens": ctx.summary_tokens,
             "keep_count": keep,
             "keep_tokens": keep_tokens,
+            # the comparison that fired (catalogue.trigger_of): the history against what
+            # the threshold leaves after the system prompt and the summary
+            "trigger_measured": total,
+            "trigger_measured_name": "history",
+            "trigger_limit": left,
+            "trigger_limit_name": f"threshold {threshold:,} − system {ctx.system_tokens:,} − "
+            f"summary {ctx.summary_tokens:,} =",
         }
         if self.params["context_compact_enabled"]:
             if self._compact(ctx, to_compact, detail):
