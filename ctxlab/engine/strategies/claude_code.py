@@ -471,12 +471,14 @@ class ClaudeCodeStrategy(Strategy):
         # message counter): its count is read back, not estimated again.
         tokens = ctx.tokens(index) if ctx.message(index) is msg else self.count_message(msg)
         original = st.originals.at(index) if st.originals is not None else None
-        if original is not None:
+        if original is not None and original.summary_index == index:
             self._at_original(ctx, index, original, tokens)
             return
         st.seen += tokens
-        if "compact_summary" in msg.flags and index != _first(ctx):
-            st.diverged = True  # an original compaction the index could not place
+        if original is not None or ("compact_summary" in msg.flags and index != _first(ctx)):
+            # an original compaction without a summary message to stand in for (another
+            # agent's transcript), or one the index could not place
+            st.diverged = True
         usage = msg.usage
         if msg.role is Role.ASSISTANT and usage is not None and usage.context_tokens:
             # The whole response is one message here (the importer merges its records):
