@@ -8,11 +8,13 @@ transcripts are."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 from builders import EchoSummarizer, events_of
 
+from ctxlab.engine import cli
 from ctxlab.engine.importers import parse
 from ctxlab.engine.model import Conversation
 from ctxlab.engine.recorded import RecordedSummarizer
@@ -301,3 +303,30 @@ def test_continued_file_shows_context_not_in_the_file() -> None:
     assert compact.detail["overhead"] == TYPICAL_OVERHEAD
     assert compact.detail["not_in_file"] == 120_005 - covered - TYPICAL_OVERHEAD
     assert "continued" in compact.detail["not_in_file_reason"]
+
+
+# -- real sessions ----------------------------------------------------------------------------
+
+AGREEMENT = Path(__file__).resolve().parents[2] / "data" / "agreement" / "entireio-cli"
+
+
+@pytest.mark.parametrize(
+    "path",
+    sorted(AGREEMENT.glob("*/*/*/full.jsonl")),
+    ids=lambda p: "/".join(p.parts[-4:-1]),
+)
+def test_real_sessions_compact_where_claude_code_did(path: Path) -> None:
+    """The vendored entireio/cli sessions (CLI 2.0.76-2.1.14, auto and manual): every
+    compaction inside the file at the original's step, its count within 1% of preTokens."""
+    conversation = cli.load_file(path)
+    result = run(conversation, "claude_code", summarizer=RecordedSummarizer())
+    rows = [
+        r
+        for r in result.metrics["original_compactions"]
+        if r["original_step"] and r["original_kind"] == "compact_boundary"
+    ]  # (a microcompact whose cleared results are before the file has nothing to clear)
+    assert rows
+    for row in rows:
+        assert row["step_difference"] == 0, row
+        error = abs(row["replay_tokens"] - row["original_tokens"]) / row["original_tokens"]
+        assert error <= 0.01, row
