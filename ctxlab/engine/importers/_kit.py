@@ -179,10 +179,6 @@ class MessageBuilder:
             flags=frozenset(self.flags),
         )
 
-    @property
-    def only_tool_results(self) -> bool:
-        return bool(self.blocks) and all(b.kind is BlockKind.TOOL_RESULT for b in self.blocks)
-
 
 class Warnings:
     """Counted warnings: one ``ImportWarning`` per distinct message, first place kept."""

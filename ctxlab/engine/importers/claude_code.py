@@ -199,6 +199,10 @@ def parse(data: bytes, *, name: str) -> ParsedFile:
     return ParsedFile(FORMAT, tuple(convs), warnings.freeze())
 
 
+# Fields of the progress line a sub-agent's message is given (the message has none).
+_CONTEXT_FIELDS = ("sessionId", "version", "cwd", "gitBranch")
+
+
 def _sub_agent_line(rec: dict[str, Any], line: int, agents: dict[str, list[_Node]]) -> None:
     """A Task sub-agent's message, as CLI 2.1.x reports it while the sub-agent runs (a
     ``progress`` line of type ``agent_progress``; its own transcript is another file): kept
@@ -214,8 +218,8 @@ def _sub_agent_line(rec: dict[str, Any], line: int, agents: dict[str, list[_Node
     uuid = as_str(message.get("uuid")) or f"{agent}:{line}"
     if any(n.rec["uuid"] == uuid for n in lines[-3:]):
         return  # reported twice
-    context = {k: rec[k] for k in ("sessionId", "version", "cwd", "gitBranch") if k in rec}
-    sub = {**context, **message, "uuid": uuid, "isSidechain": True, "agentId": agent}
+    sub: dict[str, Any] = {k: rec[k] for k in _CONTEXT_FIELDS if k in rec}
+    sub.update(message, uuid=uuid, isSidechain=True, agentId=agent)
     lines.append(_Node(line, sub, None))
 
 
