@@ -265,3 +265,86 @@ def require_content(data: bytes, name: str, expected: str) -> None:
     """Refuse empty or whitespace-only files with a clear error (not a JSON parse error)."""
     if not data.strip():
         raise TranscriptError("the file is empty", file=name, offset=0, expected=expected)
+
+
+# What ``iter_jsonl`` expects of a line it refuses for its content, not its size: such a
+# line can be skipped (a session torn mid-write, two writes run together) and the rest read.
+BAD_LINE_EXPECTED = frozenset({"one JSON object per line", "UTF-8 text"})
+
+
+def iter_jsonl_lenient(
+    data: bytes, name: str, warnings: Any, unreadable: list[TranscriptError] | None = None
+) -> Iterator[tuple[int, Any]]:
+    """``iter_jsonl``, except that one bad line does not refuse the file: JSON records
+    written back to back on one line are each read (``unreadable-json-text`` warning naming
+    the line), any other line that is not JSON is skipped with a located warning (its
+    error appended to ``unreadable``), a cut-off last line is left out. ``warnings`` has
+    ``add(message, where, code=...)``. From the first such line on the rest is read line
+    by line (the fast path reads the whole file once)."""
+    try:
+        yield from iter_jsonl(data, name)
+        return
+    except TranscriptError as exc:
+        if exc.line is None or exc.offset is None or exc.expected not in BAD_LINE_EXPECTED:
+            raise
+        start, number = data.rfind(b"\n", 0, exc.offset) + 1, exc.line
+    # iter_jsonl yielded every line before ``number`` already
+    while start <= len(data):
+        end = data.find(b"\n", start)
+        end = len(data) if end < 0 else end
+        raw = data[start:end]
+        if raw.strip():
+            try:
+                value = _read_line(name, number, start, raw)
+            except TranscriptError as error:
+                if error.expected not in BAD_LINE_EXPECTED:
+                    raise
+                values = run_together(raw)
+                if values:
+                    warnings.add(
+                        f"{len(values)} JSON records run together on one line; each read",
+                        f"line {number}",
+                        code="unreadable-json-text",
+                    )
+                    for value in values:
+                        yield number, value
+                else:
+                    if unreadable is not None:
+                        unreadable.append(error)
+                    if end == len(data):  # a session still being written
+                        warnings.add(
+                            f"the last line ({len(raw):,} bytes, no newline) is cut off: left out",
+                            f"line {number}: {error.reason}",
+                            code="cut-off-last-line",
+                        )
+                    else:
+                        warnings.add(
+                            "line that is not valid JSON skipped",
+                            f"line {number}: {error.reason}",
+                            code="unreadable-json-text",
+                        )
+            else:
+                yield number, value
+        start, number = end + 1, number + 1
+
+
+def run_together(raw: bytes) -> list[dict[str, Any]]:
+    """The JSON objects of a line holding several written back to back, else []."""
+    try:
+        text = raw.decode("utf-8").strip()
+    except UnicodeDecodeError:
+        return []
+    decoder = json.JSONDecoder()
+    values: list[dict[str, Any]] = []
+    pos = 0
+    while pos < len(text):
+        try:
+            value, pos = decoder.raw_decode(text, pos)
+        except ValueError:
+            return []
+        if not isinstance(value, dict):
+            return []
+        values.append(value)
+        while pos < len(text) and text[pos].isspace():
+            pos += 1
+    return values if len(values) > 1 else []

@@ -38,7 +38,7 @@ from ..model import (
     TranscriptError,
     Usage,
 )
-from ._common import iter_jsonl
+from ._common import iter_jsonl_lenient
 from ._kit import (
     MessageBuilder,
     Warnings,
@@ -374,7 +374,8 @@ def _title(messages: list[MessageBuilder], fallback: str) -> str:
 def parse(data: bytes, *, name: str) -> ParsedFile:
     reject_empty(data, name, "a Codex rollout (JSONL)")
     rollout = _Rollout(name)
-    for line, rec in iter_jsonl(data, name):
+    # one bad line (two records run together, a torn write) does not refuse the file
+    for line, rec in iter_jsonl_lenient(data, name, rollout.warnings):
         rollout.record(line, rec)
     if not rollout.recognised:
         raise TranscriptError(

@@ -169,3 +169,30 @@ def test_tool_search_output_is_a_tool_output_not_a_skipped_item() -> None:
     (block,) = result.blocks
     assert block.kind is BlockKind.OPAQUE and block.raw_type == "tool_search_output"
     assert block.size == len(json.dumps(found, separators=(",", ":")))
+
+
+def test_two_records_run_together_on_one_line_are_both_read() -> None:
+    """git-sync 0.118 rollouts hold a line with a token_count and the next turn's
+    task_started written back to back ("Extra data"): both are read, a warning names the
+    line, and the file is not refused."""
+    meta = line("session_meta", {"id": "s", "cli_version": "0.118.0", "originator": "codex-tui"})
+    together = count(1_000, 990, 1_000) + line("event_msg", {"type": "task_started"})
+    data = "\n".join((
+        meta,
+        line("response_item", text("user", "first task")),
+        line("response_item", text("assistant", "done")),
+        together,
+        line("response_item", text("user", "second task")),
+        line("response_item", text("assistant", "done again")),
+        "{not json",
+        line("response_item", text("user", "third task")),
+    )).encode()  # fmt: skip
+    parsed = importers.parse(data, name="r.jsonl")
+    (conversation,) = parsed.conversations
+    texts = [m.blocks[0].text for m in conversation.messages if m.blocks]
+    assert texts[-1] == "third task" and "second task" in texts
+    first_reply = next(m for m in conversation.messages if m.role is Role.ASSISTANT)
+    assert first_reply.usage is not None and first_reply.usage.context_tokens == 1_000
+    where = {w.where.split(":")[0]: w for w in parsed.warnings}
+    assert "records run together" in where["line 4"].message
+    assert where["line 7"].code == "unreadable-json-text"
