@@ -375,8 +375,11 @@ def parse(data: bytes, *, name: str) -> ParsedFile:
     reject_empty(data, name, "a Codex rollout (JSONL)")
     rollout = _Rollout(name)
     # one bad line (two records run together, a torn write) does not refuse the file
-    for line, rec in iter_jsonl_lenient(data, name, rollout.warnings):
+    unreadable: list[TranscriptError] = []
+    for line, rec in iter_jsonl_lenient(data, name, rollout.warnings, unreadable):
         rollout.record(line, rec)
+    if not rollout.recognised and unreadable:
+        raise unreadable[0]  # nothing read: the file's own first error says why
     if not rollout.recognised:
         raise TranscriptError(
             "no Codex rollout records found",
