@@ -503,13 +503,19 @@ _METRICS: tuple[Metric, ...] = (
            "compaction (engine.recorded.agreement_rows)"),
     # --- what was lost (replay_app.inspect) ------------------------------------------------
     Metric("retention", "Fact retention", "ratio", "higher",
-           "facts of touched messages still in context after each compaction / facts at risk"),
+           "facts of touched messages still in context after each compaction / facts at risk; "
+           "every event that changed a message counts (truncations, offloads, prunes too), "
+           "regex facts and instructions only. Same survival rule as Fact survival "
+           "(engine.lost.kept_by_summary or still in a message in context)"),
     Metric("facts_lost", "Facts lost", "facts", "lower",
            "facts at risk that nothing kept, summed over compactions"),
     # --- survival by category (engine.survival) --------------------------------------------
     Metric("survival", "Fact survival", "ratio", "higher",
            "facts of what each compaction replaced (all categories) still available to the "
-           "model right after it (summary, kept tail, re-attached) / facts at risk"),
+           "model right after it (summary, kept tail, re-attached) / facts at risk; "
+           "compactions only, adding decisions and open tasks to Fact retention's facts. "
+           "Same survival rule as Fact retention, so a fact listed under What was lost is "
+           "never counted kept here"),
     Metric("first_summary_persistence", "First-summary facts at the end", "ratio", "higher",
            "share of the first summary's facts still available after the last compaction "
            "(drift across summaries; none with fewer than two compactions)"),
