@@ -219,8 +219,9 @@ def summary_message(version: str, summary: str, transcript_path: str = "") -> st
     """``getCompactUserSummaryMessage`` as auto-compact calls it (follow-up questions
     suppressed; 2.1.88 passes the transcript path)."""
     formatted = format_compact_summary(version, summary)
-    if version == "2.0":
-        return PREAMBLE["2.0"] + formatted + "." + CONTINUE["2.0"]
+    if version == "2.0":  # 2.1.0-2.1.6 quote the transcript path (2.0.x do not)
+        hint = TRANSCRIPT_HINT + transcript_path if transcript_path else ""
+        return PREAMBLE["2.0"] + formatted + "." + hint + CONTINUE["2.0"]
     if version == "2.1":
         hint = TRANSCRIPT_HINT + transcript_path if transcript_path else ""
         return PREAMBLE["2.1.88"] + formatted + hint + CONTINUE["2.0"]

@@ -40,6 +40,7 @@ class VersionRules:
     output_reserve: int  # tokens kept for the summary's output: window - this - buffer
     buffer: int  # AUTOCOMPACT_BUFFER_TOKENS
     prompt_version: str  # a key of _claude_code_rules.VERSIONS
+    transcript_hint: bool  # the summary message quotes the transcript's path
     # The agent's count holds the last response's final output tokens (its in-memory usage
     # is updated when the stream ends), while the transcript may carry the usage written
     # when the stream started (output 1-25): False where the count used that one too.
@@ -50,7 +51,7 @@ class VersionRules:
     @property
     def label(self) -> str:
         if not self.first:
-            return f"up to {self.last}"
+            return f"up to {self.last.replace('.999', '.x')}"
         return f"{self.first} and later" if not self.last else f"{self.first}-{self.last}"
 
     def covers(self, version: str) -> bool:
@@ -68,15 +69,32 @@ _REPLAYED = (
 RANGES: tuple[VersionRules, ...] = (
     VersionRules(
         "",
+        "2.0.999",
+        32_000,
+        13_000,
+        "2.0",
+        False,
+        True,
+        _REPLAYED,
+        (
+            "data: auto boundaries at preTokens 155,250-155,377 (2.0.76); none older",
+            "data: summary message 'The conversation is summarized below:', analysis kept, "
+            "no transcript path",
+            "notes: CHANGELOG 2.1.21 (the reserve was the model's max output, 32,000)",
+        ),
+    ),
+    VersionRules(
+        "2.1.0",
         "2.1.6",
         32_000,
         13_000,
         "2.0",
         True,
+        True,
         _REPLAYED,
         (
-            "data: auto boundaries at preTokens 155,109-158,105 (2.0.76-2.1.5); none older",
-            "data: summary message 'The conversation is summarized below:', analysis kept",
+            "data: auto boundaries at preTokens 155,109-158,105 (2.1.1-2.1.5)",
+            "data: summary message as 2.0.76 plus the transcript path",
             "data: where a 2.1.5 line holds the response's final usage, it is the count "
             "exactly; where it holds the stream's first (output 3), the count is higher",
             "notes: CHANGELOG 2.1.21 (the reserve was the model's max output, 32,000)",
@@ -88,6 +106,7 @@ RANGES: tuple[VersionRules, ...] = (
         32_000,
         13_000,
         "2.1",
+        True,
         True,
         _REPLAYED,
         (
@@ -105,6 +124,7 @@ RANGES: tuple[VersionRules, ...] = (
         32_000,
         13_000,
         "2.1",
+        True,
         False,
         _REPLAYED,
         (
@@ -122,6 +142,7 @@ RANGES: tuple[VersionRules, ...] = (
         13_000,
         "2.1",
         True,
+        True,
         _REPLAYED,
         (
             "notes: CHANGELOG 2.1.21 'Fixed auto-compact triggering too early on models "
@@ -138,6 +159,7 @@ RANGES: tuple[VersionRules, ...] = (
         20_000,
         13_000,
         "2.1.88",
+        True,
         True,
         "legacy microcompact removed (2.1.88): replayed where the transcript names it; the "
         "time-based one is set by a remote flag and cached microcompact is internal, so "
@@ -186,6 +208,7 @@ def describe_rules() -> list[dict[str, object]]:
             "threshold_200k": 200_000 - r.output_reserve - r.buffer,
             "prompt_version": r.prompt_version,
             "count_uses_final_output": r.final_output,
+            "quotes_transcript_path": r.transcript_hint,
             "microcompact": r.microcompact,
             "sources": list(r.sources),
         }

@@ -732,7 +732,9 @@ class ClaudeCodeStrategy(Strategy):
         if record.error or not record.output.strip():
             self._fail(ctx, record.error or NO_SUMMARY, compacted, record.id, detail)
             return False
-        text = rules.summary_message(version, record.output, self._transcript_path(ctx))
+        quoted = st.rules.transcript_hint or str(self.params["transcript_path"]) != "auto"
+        path = self._transcript_path(ctx) if quoted else ""
+        text = rules.summary_message(version, record.output, path)
         previous_ref = ctx.summary_ref
         with ctx.action(
             "compact", reason=reason, always=True, prompt_version=version, **detail,
