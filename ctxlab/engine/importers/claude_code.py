@@ -92,8 +92,9 @@ _BOUNDARIES = {"compact_boundary", "microcompact_boundary"}
 # conversation): the conversation it forks from, and the line of that thread it follows.
 ALTERNATE_OF = "alternate_of"
 FORKS_AFTER_LINE = "forks_after_line"
-# Metadata key ("1") of a conversation that starts after a compaction the file does not
-# hold: context before its first message is not in the file.
+# Metadata key ("1") of a conversation whose context before its first message is not in
+# the file: it starts from a compaction (a summary, or a boundary line first), or its first
+# line follows a line the file does not hold (a checkpoint cut from a longer session).
 CONTINUED = "continued"
 
 
@@ -422,6 +423,14 @@ def _is_real(node: _Node) -> bool:
     return False
 
 
+def _starts_mid_session(thread: _Thread, nodes: dict[str, _Node]) -> bool:
+    """Whether the thread's first line follows a line that is not in the file (a
+    checkpoint or excerpt cut from a longer session): what came before was in the agent's
+    context but is not here."""
+    parent = thread.nodes[0].rec.get("parentUuid")
+    return isinstance(parent, str) and bool(parent) and parent not in nodes
+
+
 def _is_message(node: _Node) -> int:
     return 1 if as_str(node.rec.get("type")) in _MESSAGE_TYPES else 0
 
@@ -635,7 +644,7 @@ def _conversations(
             meta.insert(2, ("version", built.last_version))
         if built.first_version != built.last_version:
             meta.append(("first_version", built.first_version))
-        if built.continued:
+        if built.continued or (thread.fork is None and _starts_mid_session(thread, nodes)):
             meta.append((CONTINUED, "1"))
         uuid8 = as_str(first.get("uuid"))[:8]
         if thread.fork is not None:

@@ -49,6 +49,7 @@ def test_parallel_calls_and_hook_lines_are_one_main_thread() -> None:
     assert conv.messages[1].id.endswith("24ncsL") and conv.messages[1].source.line == 5
     # the next request hangs off a stop_hook_summary line, itself under hook progress
     assert conv.messages[-2].source.line == 16 and conv.title.startswith("I opened a PR")
+    assert CONTINUED not in dict(conv.metadata)  # the session's own first lines
 
 
 def test_folding_parallel_lines_keeps_a_retyped_request_an_alternate() -> None:
@@ -82,7 +83,8 @@ def test_auto_compact_boundary_continues_from_its_logical_parent() -> None:
     assert comp.before_index == comp.summary_index == 1
     assert conv.messages[0].text.startswith("ah I messed up")  # the logical parent
     assert "compact_summary" in conv.messages[1].flags
-    assert CONTINUED not in dict(conv.metadata)
+    # cut from a longer session: its first line follows one that is not in the file
+    assert dict(conv.metadata)[CONTINUED] == "1"
 
 
 def test_manual_compact_keeps_its_focus_text() -> None:
