@@ -125,7 +125,8 @@ def parse(data: bytes, *, name: str) -> ParsedFile:
     named_title = ""
     recognised = 0
     unreadable: list[TranscriptError] = []
-    agents: dict[str, list[_Node]] = {}  # sub-agent id -> its messages, from progress lines
+    # sub-agent id -> its messages by uuid, in file order (from progress lines)
+    agents: dict[str, dict[str, _Node]] = {}
     for line, rec in _records(data, name, warnings, unreadable):
         if not isinstance(rec, dict):
             warnings.add(
@@ -195,7 +196,9 @@ def parse(data: bytes, *, name: str) -> ParsedFile:
 
     threads = _threads(roots, nodes, children, warnings)
     inline = {as_str(n.rec.get("agentId")) for n in nodes.values() if n.rec.get("isSidechain")}
-    threads += [_Thread(lines) for agent, lines in agents.items() if agent not in inline]
+    threads += [
+        _Thread([*lines.values()]) for agent, lines in agents.items() if agent not in inline
+    ]
     convs = _conversations(threads, nodes, name, warnings, summaries, last_summary, named_title)
     return ParsedFile(FORMAT, tuple(convs), warnings.freeze())
 
@@ -204,7 +207,7 @@ def parse(data: bytes, *, name: str) -> ParsedFile:
 _CONTEXT_FIELDS = ("sessionId", "version", "cwd", "gitBranch")
 
 
-def _sub_agent_line(rec: dict[str, Any], line: int, agents: dict[str, list[_Node]]) -> None:
+def _sub_agent_line(rec: dict[str, Any], line: int, agents: dict[str, dict[str, _Node]]) -> None:
     """A Task sub-agent's message, as CLI 2.1.x reports it while the sub-agent runs (a
     ``progress`` line of type ``agent_progress``; its own transcript is another file): kept
     as a line of that sub-agent's sidechain thread, in file order."""
@@ -215,13 +218,13 @@ def _sub_agent_line(rec: dict[str, Any], line: int, agents: dict[str, list[_Node
         return
     if as_str(message.get("type")) not in _MESSAGE_TYPES:
         return
-    lines = agents.setdefault(agent, [])
+    lines = agents.setdefault(agent, {})
     uuid = as_str(message.get("uuid")) or f"{agent}:{line}"
-    if any(n.rec["uuid"] == uuid for n in lines[-3:]):
-        return  # reported twice
+    if uuid in lines:
+        return  # reported again (a resumed session repeats earlier lines)
     sub: dict[str, Any] = {k: rec[k] for k in _CONTEXT_FIELDS if k in rec}
     sub.update(message, uuid=uuid, isSidechain=True, agentId=agent)
-    lines.append(_Node(line, sub, None))
+    lines[uuid] = _Node(line, sub, None)
 
 
 # What ``iter_jsonl`` expects of a line it refuses for its content, not its size: such a
