@@ -165,7 +165,7 @@ def _json_or_none(text: str) -> Any:
 
 
 def _result_blocks(
-    value: Any, text: str, linker: _Linker, raw_type: str, where: str
+    value: Any, text: str, linker: _Linker, raw_type: str, where: str, turn_id: str = ""
 ) -> list[Block]:
     """A tool turn: one result, or (when the call turn before it made several calls and
     the turn carries a JSON array) one result per element, paired by the id an element
@@ -182,8 +182,8 @@ def _result_blocks(
         items = [(i, _result_text(p, bool(i))) for i, p in zip(ids, parsed, strict=True)]
     elif _result_id(parsed, linker):
         items = [(_result_id(parsed, linker), _result_text(parsed, True))]
-    else:  # one result (several calls may be answered by one turn each)
-        items = [("", text)]
+    else:  # one result (several calls may be answered by one turn each), or the turn's id
+        items = [(turn_id, text)]
     blocks = []
     for source_id, result_text in items:
         tool_id, tool_name = linker.result(source_id, where)
@@ -269,7 +269,8 @@ def _message(turn: Any, linker: _Linker, pos: SourcePos, warn: WarningTally) -> 
             value = text
         else:
             text = as_str(value)
-        blocks = _result_blocks(value, text, linker, speaker, where)
+        turn_id = _id_of(turn, _ID_KEYS)  # {"role": "tool", "tool_call_id": ...}
+        blocks = _result_blocks(value, text, linker, speaker, where, turn_id)
     else:
         blocks = _typed_parts(value, linker, warn, where)
     return Message(role=role, blocks=tuple(blocks), source=pos, name=as_str(turn.get("name")))

@@ -268,3 +268,19 @@ def test_one_observation_turn_per_parallel_call_still_pairs_in_order() -> None:
     pairs, parsed = _parse([_call("a", "b"), _obs({"ra": 1}), _obs({"id": 7, "rb": 2})])
     assert pairs == [("a", "a", '{"ra": 1}'), ("b", "b", '{"id": 7, "rb": 2}')]
     assert parsed.warnings == ()  # type: ignore[attr-defined]
+
+
+def test_tool_turns_naming_their_call_pair_by_that_id() -> None:
+    calls = [
+        {"id": "c1", "name": "weather", "arguments": {}},
+        {"id": "c2", "name": "time", "arguments": {}},
+    ]
+    pairs, parsed = _parse(
+        [
+            {"from": "function_call", "value": json.dumps(calls)},
+            {"from": "observation", "tool_call_id": "c2", "value": "09:00"},
+            {"from": "observation", "tool_call_id": "c1", "value": "21C"},
+        ]
+    )
+    assert pairs == [("time", "time", "09:00"), ("weather", "weather", "21C")]
+    assert parsed.warnings == ()  # type: ignore[attr-defined]
