@@ -300,6 +300,11 @@ def _first_text(request: dict[str, Any]) -> str:
     return _texts(as_dict(messages[0]).get("content")).split("\n")[0] if messages else ""
 
 
+def _first_content(request: dict[str, Any]) -> str:
+    messages = as_list(request.get("messages"))
+    return _texts(as_dict(messages[0]).get("content")) if messages else ""
+
+
 def _size(call: _Call) -> int:
     messages = call.request.get("messages")
     return len(messages) if isinstance(messages, list) else 0
@@ -340,8 +345,7 @@ def _link(call: _Call, groups: list[list[_Call]], keys: list[str], claimed: set[
             if i not in claimed
             and i != source
             and _first_text(g[0].request).startswith(CONTINUED)
-            and (not body or any(body in _texts(as_dict(
-                as_list(c.request.get("messages"))[0]).get("content")) for c in g))
+            and (not body or any(body in _first_content(c.request) for c in g))
         ),
         None,
     )  # fmt: skip
