@@ -106,7 +106,9 @@ def test_junk_refused_from_its_first_bytes_and_nothing_left(
     junk = b"not a transcript, just some bytes\n" * (12 * MB // 34)
     _, answer = send_upload(port, login(port), "junk.jsonl", junk)
     result = json.loads(answer.split("\r\n\r\n", 1)[1])["results"][0]
-    assert result["error"].startswith("junk.jsonl: could not recognise the format")
+    assert result["error"].startswith(
+        "junk.jsonl, line 1, byte 0: plain text in no known transcript format"
+    )
     assert result["upload"] is None
     assert upload_files(pid, folder) == []
 
