@@ -6,11 +6,11 @@ file. The 200 MB figures are ``manage.py bench --only uploads``."""
 from __future__ import annotations
 
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from waiting import WAIT_SECONDS, wait_until
 
 from ctxlab.benchmarks.uploads import MB, login, post, start_server
 
@@ -66,8 +66,9 @@ def test_killed_upload_leaves_no_temp_file(server: tuple[int, Path]) -> None:
     status, _ = post(port, "/transcripts/upload/", LIMIT - MB // 2, cookie=login(port),
                      stop_after=MB)  # fmt: skip
     assert status is None
-    time.sleep(1.0)
-    assert temp_files() == before
+    # the server notices the cut connection and removes what it spooled
+    wait_until(lambda: temp_files() == before, f"the temp files to be back to {before}",
+               seen=temp_files)  # fmt: skip
 
 
 def test_served_with_debug_off_static_and_friendly_404(server: tuple[int, Path]) -> None:
@@ -75,7 +76,7 @@ def test_served_with_debug_off_static_and_friendly_404(server: tuple[int, Path])
     import http.client
 
     port, _ = server
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=WAIT_SECONDS)
     conn.request("GET", "/static/css/ctxlab.css")
     static = conn.getresponse()
     static.read()
@@ -96,7 +97,7 @@ def test_server_stops_on_sigterm(tmp_path: Path) -> None:
     try:
         assert post(port, "/healthz", 10)[0] == 403  # serving (CSRF refuses the POST)
         process.terminate()
-        assert process.wait(timeout=15) is not None
+        assert process.wait(timeout=WAIT_SECONDS) is not None
     finally:
         if process.poll() is None:
             process.kill()

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import os
 import sqlite3
-import time
 from pathlib import Path
 
 import pytest
+from waiting import wait_until
 
 from ctxlab.benchmarks import web_memory
 from ctxlab.benchmarks.uploads import start_server
@@ -49,9 +49,10 @@ def test_serve_fails_runs_left_queued_by_a_stopped_server(tmp_path: Path) -> Non
     assert _status(db, run)[0] == "queued"
     server, _port = start_server(data, tmp)
     try:
-        deadline = time.monotonic() + 60
-        while _status(db, run)[0] == "queued" and time.monotonic() < deadline:
-            time.sleep(0.2)
+        wait_until(
+            lambda: _status(db, run)[0] != "queued", "the started server to settle the queued run",
+            seen=lambda: _status(db, run), interval=0.2,
+        )  # fmt: skip
         status, error = _status(db, run)
     finally:
         server.terminate()

@@ -96,6 +96,9 @@ def _env(data: Path, tmp: Path, limit: int) -> dict[str, str]:
     return env
 
 
+SERVER_START_SECONDS = 300
+
+
 def start_server(
     data: Path, tmp: Path, *, limit: int = LIMIT
 ) -> tuple[subprocess.Popen[bytes], int]:
@@ -111,20 +114,24 @@ def start_server(
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    deadline = time.monotonic() + 60
+    # Generous: tests start servers on loaded CI machines; only a server that never
+    # listens costs the whole wait, and one that exits ends it at once.
+    deadline = time.monotonic() + SERVER_START_SECONDS
     while time.monotonic() < deadline:
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=1):
                 return server, port
         except OSError:
+            if server.poll() is not None:
+                raise RuntimeError(f"manage.py serve exited with {server.returncode}") from None
             time.sleep(0.2)
     server.kill()
-    raise RuntimeError("manage.py serve did not start within 60 s")
+    raise RuntimeError(f"manage.py serve did not start within {SERVER_START_SECONDS} s")
 
 
 def login(port: int) -> str:
     """A logged-in ``Cookie`` header value."""
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=SERVER_START_SECONDS)
     conn.request("GET", "/accounts/login/")
     response = conn.getresponse()
     page = response.read().decode()

@@ -5,10 +5,8 @@ child is killed."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import signal
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,6 +15,7 @@ import pytest
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from replay_testdata import agent_chat, import_transcript
+from waiting import receive_until, wait_until
 
 from ctxlab import embedded_pool
 from replay_app.models import Run, RunEvent, RunFinding, RunOffload, RunStatus, RunStep, RunSummary
@@ -61,14 +60,16 @@ def _long_transcript(user: Any) -> Any:
     return import_transcript(user, agent_chat(turns=1000, size=3000, seed=7), name="long.json")
 
 
-def _wait(run: Run, done: Any = lambda r: r.status in TERMINAL, timeout: float = 180) -> Run:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+def _wait(run: Run, done: Any = lambda r: r.status in TERMINAL) -> Run:
+    def reached() -> bool:
         run.refresh_from_db()
-        if done(run):
-            return run
-        time.sleep(0.05)
-    raise AssertionError(f"run {run.pk} still {run.status} {run.steps_done}/{run.steps_total}")
+        return bool(done(run))
+
+    wait_until(
+        reached, f"run {run.pk} to reach its awaited state",
+        seen=lambda: f"{run.status} {run.steps_done}/{run.steps_total}", interval=0.05,
+    )  # fmt: skip
+    return run
 
 
 def _rows(run: Run) -> dict[str, Any]:
@@ -115,17 +116,14 @@ def test_two_runs_at_once_use_two_children(process_worker: Any, user: Any) -> No
 
 
 def _drain(channel: str) -> list[dict[str, Any]]:
-    """The progress messages waiting on ``channel`` (read once the run is over: the worker
-    thread's sends and this thread's event loop never wait on each other)."""
-    layer = get_channel_layer()
+    """The progress messages on ``channel`` up to the run's final one, read once the run is
+    stored as over (its final message follows that by a moment: received when it comes)."""
+
+    def final(message: dict[str, Any]) -> bool:
+        return message["type"] == "run.progress" and message["data"]["status"] in TERMINAL
 
     async def drain() -> list[dict[str, Any]]:
-        messages = []
-        while True:
-            try:
-                messages.append(await asyncio.wait_for(layer.receive(channel), 0.5))
-            except TimeoutError:
-                return messages
+        return await receive_until(get_channel_layer(), channel, final, "the run's final status")
 
     return async_to_sync(drain)()
 
@@ -165,7 +163,7 @@ def test_killed_child_fails_its_run_and_is_replaced(process_worker: Any, user: A
     killed = process_worker.busy_pids()
     assert len(killed) == 1
     os.kill(killed[0], signal.SIGKILL)
-    run = _wait(run, timeout=30)
+    run = _wait(run)
     assert run.status == RunStatus.FAILED
     assert "worker process stopped unexpectedly" in run.error and "SIGKILL" in run.error
     assert run.finished_at is not None
