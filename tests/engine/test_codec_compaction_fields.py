@@ -1,5 +1,7 @@
 """An original compaction's every field survives the codec (stored rows read back equal)."""
 
+from __future__ import annotations
+
 from ctxlab.engine.codec import compaction_from_dict, compaction_to_dict
 from ctxlab.engine.model import OriginalCompaction, SourcePos
 
