@@ -14,6 +14,7 @@ expected). Modules are discovered, so adding a format is adding a module.
 from __future__ import annotations
 
 import importlib
+import json
 import pkgutil
 import re
 from collections.abc import Callable
@@ -101,7 +102,19 @@ def _detect(data: bytes, name: str) -> str:
     return fmt
 
 
-_JSON_SCALARS = {b'"': "string", b"t": "true", b"f": "false", b"n": "null"}
+def _json_scalar(line: bytes) -> str:
+    """What JSON value other than an object or array ``line`` is ("" if none)."""
+    try:
+        value = json.loads(line)
+    except (ValueError, RecursionError):
+        return ""
+    if isinstance(value, bool) or value is None:
+        return json.dumps(value)
+    if isinstance(value, str):
+        return "string"
+    return "number" if isinstance(value, int | float) else ""
+
+
 _KEY = re.compile(rb'"((?:[^"\\\n]|\\.){1,40})"\s*:')
 
 
@@ -113,8 +126,8 @@ def _unrecognised(head: bytes, name: str) -> TranscriptError:
     line = head.count(b"\n", 0, at) + 1
     first = text[:1]
     formats = "one of " + ", ".join(FORMATS)
-    if first in _JSON_SCALARS or first.isdigit() or first == b"-":
-        kind = _JSON_SCALARS.get(first, "number")
+    kind = _json_scalar(text.split(b"\n", 1)[0])
+    if kind:
         return TranscriptError(
             f"the file starts with a JSON {kind}, not an object or array: no transcript "
             "format is a single JSON value of that kind",

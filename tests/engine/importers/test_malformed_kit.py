@@ -86,6 +86,8 @@ def test_json_without_any_format_fields_names_its_keys() -> None:
     error = refusal(b'\n{"alpha": 1, "beta": {"gamma": 2}}', "x.json")
     assert "JSON object with none of the fields" in error.reason
     assert "'alpha', 'beta', 'gamma'" in error.reason and (error.line, error.offset) == (2, 1)
+    error = refusal(b"nothing to see, no JSON\n", "n.jsonl")  # starts like null, is not
+    assert error.reason.startswith("plain text in no known transcript format")
     error = refusal(b"hello, this is my diary\nday one", "diary.txt")
     assert (
         error.reason
