@@ -4,6 +4,8 @@ Through the real service (``upload_import``: parse, mask, count, store) in a thr
 database, for generated files that stress memory:
 
 * ``single_line_60mb``: a 59 MiB OpenAI chat JSON array on one line (big tool results);
+* ``sharegpt_40mb``: a 40 MiB ShareGPT JSON array of short conversations (both arrays are
+  read an item at a time, ``importers/_json_stream.py``);
 * ``many_messages``: a JSONL file of 1,000,000 short messages.
 
 The peak is the process's resident set high-water mark (``VmHWM``, reset through
@@ -57,6 +59,22 @@ def single_line(size: int) -> bytes:
     return json.dumps(messages, separators=(",", ":")).encode()
 
 
+def sharegpt_records(size: int) -> bytes:
+    """A ShareGPT JSON array of about ``size`` bytes: many conversations, pretty-printed."""
+    turn = "".join(f"step {i}: the build passed, 12 tests ran; " for i in range(40))
+    records = []
+    i = 0
+    total = 0
+    while total < size:
+        record = {"id": f"r{i}", "conversations": [
+            {"from": "human", "value": f"question {i}: {turn}"},
+            {"from": "gpt", "value": f"answer {i}: {turn}"}]}  # fmt: skip
+        records.append(record)
+        total += 2 * len(turn) + 120
+        i += 1
+    return json.dumps(records, indent=1).encode()
+
+
 def many_messages(count: int) -> bytes:
     roles = ("user", "assistant")
     return "".join(
@@ -67,6 +85,7 @@ def many_messages(count: int) -> bytes:
 
 CASES: tuple[tuple[str, Callable[[], bytes]], ...] = (
     ("single_line_60mb", lambda: single_line(59 * MIB)),
+    ("sharegpt_40mb", lambda: sharegpt_records(40 * MIB)),
     ("many_messages", lambda: many_messages(1_000_000)),
 )
 
