@@ -17,6 +17,15 @@ import pytest
 
 from ctxlab.benchmarks import agreement
 from ctxlab.engine import importers
+from ctxlab.engine.importers.claude_code import ALTERNATE_OF
+from ctxlab.engine.model import (
+    Block,
+    BlockKind,
+    Conversation,
+    Message,
+    ParsedFile,
+    Role,
+)
 from ctxlab.engine.recorded import RecordedSummarizer, agreement_rows, event_family
 from ctxlab.engine.replay import Replay
 
@@ -107,17 +116,56 @@ def test_agreement_lines_match_agreement_rows(vendored: Bench, strategy: str) ->
         assert value == "n/a" or 0.0 <= float(value) <= 1.0
 
 
-def test_agreement_import_clean_share_counts_the_files_warnings(vendored: Bench) -> None:
+def test_agreement_import_clean_share_counts_clean_files(vendored: Bench) -> None:
     lines, _, _ = vendored
-    clean = files = 0
-    for path in sorted(DATA.rglob("full.jsonl")):
-        parsed = importers.parse(path.read_bytes(), name=path.name)
-        files += 1
-        mains = [c for c in parsed.conversations if c.parent_id is None]
-        codes = {w.code for w in parsed.warnings}
-        clean += len(mains) == 1 and not codes & {"alternate-branch", "tool-result-unknown-id"}
-    assert lines[("agreement_files", "")] == str(files)
-    assert lines[("agreement_import_clean_share", "")] == _share(clean, files)
+    verdicts = [
+        agreement.import_clean(importers.parse(path.read_bytes(), name=path.name))
+        for path in sorted(DATA.rglob("full.jsonl"))
+    ]
+    assert lines[("agreement_files", "")] == str(len(verdicts))
+    assert lines[("agreement_import_clean_share", "")] == _share(sum(verdicts), len(verdicts))
+
+
+def _msg(role: Role, *blocks: Block, mid: str = "", flags: frozenset[str] = frozenset()) -> Message:
+    return Message(role, blocks, id=mid, flags=flags)
+
+
+CALL = Block(BlockKind.TOOL_USE, tool_name="Read", tool_id="t1", tool_input={"p": "a"})
+RESULT = Block(BlockKind.TOOL_RESULT, text="ok", tool_id="t1")
+ASK = Block(BlockKind.TEXT, text="fix the parser")
+
+
+def _file(*conversations: Conversation) -> ParsedFile:
+    return ParsedFile("claude-code", conversations)
+
+
+def test_import_clean_judges_the_three_faults_of_issue_30() -> None:
+    main = Conversation("s", "t", (_msg(Role.USER, ASK), _msg(Role.ASSISTANT, CALL, mid="m1"),
+                                   _msg(Role.USER, RESULT)))  # fmt: skip
+    assert agreement.import_clean(_file(main))
+    # A result whose call precedes the file: the agent's own, clean.
+    early = Conversation("s", "t", (_msg(Role.USER, RESULT), _msg(Role.ASSISTANT, ASK, mid="m2")))
+    assert agreement.import_clean(_file(early))
+    # The call is in the file but its result was split off into another conversation.
+    split = Conversation("s", "t", main.messages[:2])
+    piece = Conversation("s~alt", "alt", (_msg(Role.USER, RESULT),), parent_id="s",
+                         metadata=((ALTERNATE_OF, "s"),))  # fmt: skip
+    assert not agreement.import_clean(_file(split, piece))
+    # An alternate that repeats a response of its parent thread (a parallel call's line).
+    again = Conversation("s~alt", "alt", (_msg(Role.ASSISTANT, CALL, mid="m1"),), parent_id="s",
+                         metadata=((ALTERNATE_OF, "s"),))  # fmt: skip
+    assert not agreement.import_clean(_file(main, again))
+    # A real rewind: a newly typed request as an alternate is clean.
+    rewind = Conversation("s~alt", "alt", (_msg(Role.USER, ASK), _msg(Role.ASSISTANT, ASK, mid="m9")),
+                          parent_id="s", metadata=((ALTERNATE_OF, "s"),))  # fmt: skip
+    assert agreement.import_clean(_file(main, rewind))
+    # A main thread cut at a compaction: a second main conversation opens with its summary.
+    summary = _msg(Role.USER, Block(BlockKind.TEXT, text="This session is being continued"),
+                   flags=frozenset({"compact_summary"}))  # fmt: skip
+    after = Conversation("s~2", "t", (summary, _msg(Role.ASSISTANT, ASK, mid="m3")))
+    assert not agreement.import_clean(_file(main, after))
+    # A file that starts after a compaction holds its summary first: clean.
+    assert agreement.import_clean(_file(Conversation("s", "t", after.messages)))
 
 
 def test_agreement_version_table_sums_to_the_strategy_lines(vendored: Bench) -> None:

@@ -19,8 +19,7 @@ compactions: step > 0, not before the file's first request), ``agreement_count_e
 whole-context and microcompact), ``agreement_pre_tokens_median_error`` (median of
 |replay tokens before - preTokens| / preTokens over paired in-file compactions with a
 logged preTokens), ``agreement_compactions`` and ``agreement_import_clean_share`` (files
-with no refusal, one main conversation, no alternate branch, no tool result for an unknown
-call; also once over every file); ``agreement_strategies_without_files`` names the
+imported as the agent wrote them, see ``import_clean``; also once over every file); ``agreement_strategies_without_files`` names the
 strategies no file was found for. A table per agent version is printed and returned as
 rows (a compaction counts under the version that wrote it, a file under its transcript's;
 ``?``: the transcript names no version, as pi's sessions do not), then one per kind of
@@ -42,6 +41,7 @@ from typing import Any, TextIO
 
 from ctxlab.engine import importers
 from ctxlab.engine.catalogue import AGREEMENT_MEASURES
+from ctxlab.engine.importers.claude_code import ALTERNATE_OF
 from ctxlab.engine.model import ParsedFile, TranscriptError
 from ctxlab.engine.recorded import (
     Agreement,
@@ -85,7 +85,6 @@ METADATA_AGENTS: dict[str, str | None] = {
     "Cursor": None,
 }
 # Import warnings that make a file not clean (import_warnings.CODES).
-UNCLEAN_WARNINGS = frozenset({"alternate-branch", "tool-result-unknown-id"})
 SIDE_FILES = frozenset({"metadata.json"})
 PROGRESS_EVERY = 100  # files between progress lines (the full dev sets take minutes)
 SUFFIXES = (".jsonl", ".json")
@@ -199,8 +198,30 @@ def _text(value: float | int | None) -> str:
 
 
 def import_clean(parsed: ParsedFile) -> bool:
-    mains = [c for c in parsed.conversations if c.parent_id is None]
-    return len(mains) == 1 and not any(w.code in UNCLEAN_WARNINGS for w in parsed.warnings)
+    """The file imported as the agent wrote it (issue 30's three faults, judged from the
+    parsed structure): no tool result left unpaired although its call is in the file, no
+    alternate branch that is only a piece of the thread it forks from (a parallel call's
+    result or another line of a response already there), and no main conversation cut at
+    a compaction (a second main thread that starts with the compaction's summary). A
+    result whose call precedes the file, a real rewind and a context cleared on purpose
+    are the agent's own and stay clean."""
+    conversations = parsed.conversations
+    calls = {b.tool_id for c in conversations for m in c.messages for b in m.tool_uses}
+    for conversation in conversations:
+        own = {b.tool_id for m in conversation.messages for b in m.tool_uses}
+        for message in conversation.messages:
+            if any(b.tool_id in calls - own for b in message.tool_results if b.tool_id):
+                return False
+    by_id = {c.id: c for c in conversations}
+    for conversation in conversations:
+        parent = by_id.get(dict(conversation.metadata).get(ALTERNATE_OF) or "")
+        if parent is not None and conversation.messages:
+            first = conversation.messages[0]
+            repeated = {m.id for m in parent.messages if m.id}
+            if (first.tool_results and not first.text.strip()) or first.id in repeated:
+                return False
+    mains = [c for c in conversations if c.parent_id is None]
+    return not any(c.messages and "compact_summary" in c.messages[0].flags for c in mains[1:])
 
 
 def counts_equal(rows: list[Agreement], results: list[ReplayResult]) -> bool:

@@ -389,8 +389,10 @@ _AGREEMENT_MEASURES: tuple[AgreementWord, ...] = (
     AgreementWord("agreement_compactions", "compactions measured",
                   "in-file original compactions the shares are taken over"),
     AgreementWord("agreement_import_clean_share", "clean imports",
-                  "files imported with no refusal, exactly one main conversation, no "
-                  "alternate branch and no tool result for an unknown call"),
+                  "files imported with no refusal, no tool result left unpaired although "
+                  "its call is in the file, no alternate branch that is a piece of its own "
+                  "thread (a parallel result, another line of one response) and no main "
+                  "thread cut at a compaction"),
 )  # fmt: skip
 
 AGREEMENT_MEASURES: dict[str, AgreementWord] = {w.key: w for w in _AGREEMENT_MEASURES}
