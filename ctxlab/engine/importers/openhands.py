@@ -20,13 +20,15 @@ Environment bookkeeping that never reaches the model (``agent_state_changed``,
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..model import (
     Block,
     BlockKind,
     Conversation,
+    ImportWarning,
     Message,
     OriginalCompaction,
     ParsedFile,
@@ -35,7 +37,9 @@ from ..model import (
     TranscriptError,
 )
 from ._common import WarningTally, iter_jsonl, load_json, require_content, short_title
+from ._json_stream import array_items
 from ._kit import title_from
+from ._stream import ConversationStream, StreamedFile
 from .openai_chat import (
     _looks_like_jsonl,
     as_dict,
@@ -451,6 +455,66 @@ def parse(data: bytes, *, name: str) -> ParsedFile:
     if not conversations:
         raise TranscriptError("no OpenHands events found", file=name, expected=_EXPECTED)
     return ParsedFile(FORMAT, tuple(conversations), warn.freeze())
+
+
+def stream(data: bytes, *, name: str) -> StreamedFile | None:
+    """``parse`` without the whole document in memory (``importers.stream``): JSONL an
+    instance (line) at a time, a top-level JSON array of events an event at a time
+    (``_json_stream``; the conversation's messages are built as they come). None for a
+    single JSON object (parsed whole)."""
+    require_content(data, name, _EXPECTED)
+    warn = WarningTally()
+    found = 0
+    conversations: Iterator[Conversation]
+    if _looks_like_jsonl(data):
+        conversations = _instances(data, name, warn)
+    else:
+        items = array_items(data)
+        if items is None:
+            return None
+        conversations = _event_array(items, name, warn)
+
+    def streams() -> Iterator[ConversationStream]:
+        nonlocal found
+        for conv in conversations:
+            found += 1
+            yield ConversationStream(
+                iter(conv.messages),
+                lambda conv=conv: replace(conv, messages=()),  # type: ignore[misc]
+            )
+
+    def finish() -> tuple[ImportWarning, ...]:
+        if not found:
+            raise TranscriptError("no OpenHands events found", file=name, expected=_EXPECTED)
+        return warn.freeze()
+
+    return StreamedFile(FORMAT, streams(), finish)
+
+
+def _instances(data: bytes, name: str, warn: WarningTally) -> Iterator[Conversation]:
+    used: set[str] = set()
+    for index, (line, record) in enumerate(iter_jsonl(data, name)):
+        if not isinstance(record, dict) or not isinstance(record.get("history"), list):
+            warn.add("skipped a line without a history list", f"line {line}")
+            continue
+        conv = _from_instance(record, index, name=name, line=line, used=used, warn=warn)
+        if conv is not None:
+            yield conv
+
+
+def _event_array(items: Iterator[Any], name: str, warn: WarningTally) -> Iterator[Conversation]:
+    builder = _Instance(name or "events", name, warn)
+    events = False  # parse's test: an action or observation event that is no chat message
+    for i, event in enumerate(e for item in items for e in _events([item])):
+        events = events or (
+            isinstance(event, dict)
+            and "role" not in event
+            and (_is_kind(event.get("action")) or _is_kind(event.get("observation")))
+        )
+        builder.add(i, event)
+    conv = builder.conversation(title="", metadata=(), model="")
+    if events and conv.messages:
+        yield conv
 
 
 def sniff(head: bytes, name: str) -> int:

@@ -1,6 +1,7 @@
-"""Issue 32, item 3: a whole-file JSON array (OpenAI chat messages, ShareGPT records) is
-read one item at a time with ijson, and gives exactly what parsing it whole gives; a file
-the whole-file reader reads differently (notes, errors) is still parsed whole. The memory
+"""Issue 32, item 3: a whole-file JSON array (OpenAI chat messages, ShareGPT records,
+OpenHands events) is read one item at a time with ijson, and gives exactly what parsing it
+whole gives; a file the whole-file reader reads differently (notes, errors) is still
+parsed whole. The memory
 figures are ``manage.py bench --only import_memory``."""
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import pytest
 from test_streamed_import import assembled
 
 from ctxlab.engine import importers
-from ctxlab.engine.importers import _json_stream, openai_chat, sharegpt
+from ctxlab.engine.importers import _json_stream, openai_chat, openhands, sharegpt
 from ctxlab.engine.model import TranscriptError
 
 CORPUS = Path(__file__).resolve().parents[2] / "data" / "corpus"
@@ -100,3 +101,15 @@ def test_invalid_utf8_is_parsed_whole() -> None:
     data = b'[{"role": "user", "content": "caf\xe9"}]'
     assert _json_stream.array_items(data) is None
     same_either_way(data, "latin1.json")
+
+
+def test_openhands_events_and_instances_are_streamed_and_equal() -> None:
+    jsonl = (CORPUS / "openhands" / "resolver-mock-output.jsonl").read_bytes()
+    history = json.loads(jsonl.splitlines()[0])["history"]
+    events = json.dumps(history).encode()
+    chat_only = json.dumps([{"role": "user", "content": "no OpenHands events"}]).encode()
+    for data, name in ((jsonl, "out.jsonl"), (events, "events.json"), (chat_only, "c.json")):
+        assert openhands.stream(data, name=name) is not None
+        same_either_way(data, name)
+    with pytest.raises(TranscriptError, match="no OpenHands events found"):
+        assembled(importers.stream(chat_only, name="c.json", format="openhands"))
