@@ -63,8 +63,18 @@ TRIMMED_NOTICE = (
     "context window."
 )
 # event_mapping: user messages that are session prefix (instructions, environment), compared
-# lower-cased after trimming leading whitespace.
-SESSION_PREFIXES = ("<environment_context>", "<user_instructions>", "# agents.md instructions")
+# lower-cased after trimming leading whitespace. ``session_prefix.rs`` (openai/codex
+# codex-rs/core/src/session_prefix.rs, stored 3180a39b) adds ``<turn_aborted>`` and
+# ``<subagent_notification>``: user-role messages that are "not user intent and must not
+# create user-turn boundaries" (is_user_turn_boundary), so they neither bound the reasoning
+# get_non_last_reasoning_items_tokens counts nor are kept as user messages by a compaction.
+SESSION_PREFIXES = (
+    "<environment_context>",
+    "<user_instructions>",
+    "# agents.md instructions",
+    "<turn_aborted>",
+    "<subagent_notification>",
+)
 
 
 def approx_token_count(text: str) -> int:

@@ -30,7 +30,17 @@ against real 0.140.0 - 0.142.5 rollouts (EntityProcess/agentv ``entire/checkpoin
     readable summary exists.
   An older rollout (before 0.140) whose compactions already carry a replacement history
   (remote compaction) runs these rules too, and its events say so (the strategy decides).
-- ``legacy`` (before 0.140, and rollouts without ``cli_version``): ``compact.rs`` at
+- ``0.118`` (cli 0.118.0 up to 0.140; compactions checked on 0.118.0 only, entireio/git-sync
+  ``entire/checkpoints/v1``; 0.120-0.139 rollouts there hold none): the 0.140 trigger — the
+  same ``get_total_token_usage`` (the reasoning boundary is the last ``role == "user"``
+  message, which includes the ``<subagent_notification>`` messages a collab turn records),
+  the same 90 % limit of the window the rollout reports / 0.95, the same check points — and
+  the same remote compaction (``message: ""``; 0.118's replacement history keeps the
+  earlier user *and* assistant messages and the re-injected developer/environment
+  messages; Entire's copy holds no encrypted item). What differs is the item a tool output
+  serializes to: no ``internal_chat_message_metadata_passthrough``, so 54 bytes of framing
+  instead of 150.
+- ``legacy`` (before 0.118, and rollouts without ``cli_version``): ``compact.rs`` at
   0100b103625752f6a10c21b79a8c423761dc4c6a as the strategy docstring says (checked before
   every request on the reported total minus reasoning; local summary with SUMMARY_PREFIX).
   Its version range is not pinned to a tag.
@@ -60,6 +70,9 @@ class VersionRules:
     checks: str  # "every_request" | "pre_turn_and_follow_up"
     compaction: str  # "local_summary" | "remote_encrypted"
     source: str
+    # serialized framing of a tool output beside its text and call id (estimate_item_token_count
+    # serializes the whole item): 0.14x adds internal_chat_message_metadata_passthrough {turn_id}
+    item_framing_bytes: int = 0
 
 
 LEGACY = VersionRules(
@@ -80,8 +93,28 @@ V0_140 = VersionRules(
     "get_total_token_usage, get_non_last_reasoning_items_tokens), "
     "codex-rs/protocol/src/openai_models.rs (stored 8db07003: auto_compact_token_limit), "
     "session/turn.rs check points; checked on cli 0.140.0-0.142.5 rollouts",
+    item_framing_bytes=150,  # type, call_id, output keys + the 0.14x passthrough {turn_id}
 )
-TABLE: tuple[VersionRules, ...] = (V0_140, LEGACY)  # newest first
+# The same trigger as 0.140 (count, limit, check points), before the 0.14x item metadata: a
+# tool output serializes as {"type":"function_call_output","call_id":…,"output":…} (54
+# bytes of framing; custom_tool_call_output 57), as the 0.118 rollouts write their items.
+V0_118 = VersionRules(
+    "0.118",
+    (0, 118, 0),
+    "total_plus_estimates",
+    "pre_turn_and_follow_up",
+    "remote_encrypted",
+    "openai/codex codex-rs/core/src/context_manager/history.rs, stored version of the "
+    "ContextManager before the turn-boundary rewrite (get_total_token_usage(server_reasoning_"
+    "included): last_token_usage.total_tokens + items_after_last_model_generated_item + "
+    "get_non_last_reasoning_items_tokens, the last role == \"user\" message bounding the "
+    "reasoning; estimate_reasoning_length = len x 3/4 - 650), the run_turn check points "
+    "(run_pre_sampling_compact; token_limit_reached && needs_follow_up) and "
+    "ModelInfo::auto_compact_token_limit (90% of context_window); checked on cli 0.118.0 "
+    "rollouts (entireio/git-sync), 0.120-0.139 seen without compactions",
+    item_framing_bytes=54,
+)
+TABLE: tuple[VersionRules, ...] = (V0_140, V0_118, LEGACY)  # newest first
 BY_NAME = {r.name: r for r in TABLE}
 NEWEST_SEEN = (0, 142, 5)
 

@@ -10,7 +10,13 @@
   reasoning before the last user message (from its length when the rollout has it, else the
   reported reasoning tokens x ``reasoning_estimate_factor``); limit 90% of the window
   (rollouts report 95% of it as ``model_context_window``; the request's model picks it).
-- **legacy** (older rollouts, none without cli_version): as below.
+- **0.118** (cli 0.118.0 - 0.139; compactions checked on 0.118.0): the 0.140 trigger and
+  remote compaction; a tool output serializes without the 0.14x passthrough metadata (54
+  bytes of framing, not 150). In both, ``<subagent_notification>`` and ``<turn_aborted>``
+  user-role messages are session prefix (``session_prefix.rs``): no user-turn boundary for
+  the reasoning count, not kept as user messages.
+- **legacy** (before 0.118, unless its compactions are remote; rollouts without
+  cli_version): as below.
 
 Following the original (0.140 and legacy): where the rollout holds a ``compacted`` line (the
 importer puts its replacement history after the boundary), the replay compacts exactly there
@@ -317,10 +323,10 @@ class CodexStrategy(Strategy):
                 dict(c.detail).get("replacement_items") for c in ctx.conversation.compactions
             )
             if remote:  # an older 2026 rollout that already compacts remotely
-                st.rules = versions.V0_140
+                st.rules = versions.V0_118
                 st.rules_why = (
                     f"cli_version {version} predates the checked range, but its compactions "
-                    "are remote (replacement history): the 0.140 rules are assumed"
+                    "are remote (replacement history): the 0.118 rules are assumed"
                 )
         window = int(self.params["model_context_window"])
         reported = int(meta.get("model_context_window", "0") or 0)
@@ -447,7 +453,7 @@ class CodexStrategy(Strategy):
             phase, after, reasoning = "mid_turn", suffix, st.reasoning_settled
         else:
             return None  # no follow-up and no new turn: Codex does not check here
-        estimate = sum(self._item_tokens(ctx.message(i)) for i in after)
+        estimate = sum(self._item_tokens(ctx.message(i), st.rules) for i in after)
         if st.last_total is None:
             base = ctx.request_tokens() - sum(ctx.tokens(i) for i in suffix)
             source = "estimate"
@@ -471,7 +477,7 @@ class CodexStrategy(Strategy):
             if ctx.message(live[pos]).role is Role.ASSISTANT:
                 break
             after.append(live[pos])
-        estimate = sum(self._item_tokens(ctx.message(i)) for i in after)
+        estimate = sum(self._item_tokens(ctx.message(i), st.rules) for i in after)
         source = "reported" if not st.diverged else "reported_adjusted"
         if st.last_total is None:
             source = "estimate"
@@ -479,7 +485,7 @@ class CodexStrategy(Strategy):
         return self._base(ctx, left_out) + estimate + st.reasoning_settled, source, "pre_turn"
 
     @staticmethod
-    def _item_tokens(msg: Message) -> int:
+    def _item_tokens(msg: Message, version: versions.VersionRules = versions.V0_140) -> int:
         """estimate_item_token_count of items recorded after the last reply: serialized
         JSON bytes / 4, an image 7 373 bytes."""
         total = 0
@@ -494,7 +500,7 @@ class CodexStrategy(Strategy):
             total += len(json.dumps(text, ensure_ascii=False).encode("utf-8")) + len(b.tool_id)
             total += sum(versions.RESIZED_IMAGE_BYTES_ESTIMATE for p in b.parts
                          if p.kind is BlockKind.MEDIA)  # fmt: skip
-            total += _ITEM_OVERHEAD_BYTES
+            total += version.item_framing_bytes
         return -(-total // 4)
 
     # --- the original's compactions --------------------------------------------------------
@@ -726,12 +732,6 @@ class CodexStrategy(Strategy):
                            summarised_set], summary_id=summary_id, previous_ref=previous_ref)  # fmt: skip
 
 
-# The framing of a serialized function_call_output beside its output and call_id: type,
-# keys and the 0.14x internal_chat_message_metadata_passthrough {turn_id} (150 bytes in
-# every agentv 0.142.5 output).
-_ITEM_OVERHEAD_BYTES = 150
-
-
 def _has_result(message: Message) -> bool:
     return any(b.kind is BlockKind.TOOL_RESULT for b in message.blocks)
 
@@ -790,8 +790,9 @@ def describe_rules(agent_version: str = "auto") -> dict[str, Any]:
         "selection": (
             f"pinned to {agent_version}"
             if pinned
-            else "the rollout's cli_version; before 0.140 the 0.140 rules when its "
-            "compactions are remote (replacement history), else legacy"
+            else "the rollout's cli_version (0.140+: 0.140, 0.118-0.139: 0.118); before "
+            "0.118 the 0.118 rules when its compactions are remote (replacement history), "
+            "else legacy"
         ),
         "count": (
             "0.140: the last response's total_tokens + the estimate of the items after the "

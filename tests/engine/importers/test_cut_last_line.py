@@ -79,7 +79,18 @@ def test_cut_last_line_imports_the_complete_lines_with_a_warning(fmt: str) -> No
     }
 
 
-@pytest.mark.parametrize("fmt", ["sharegpt", "codex-rollout"])
+def test_a_codex_rollout_skips_a_bad_line_before_the_end_with_a_located_warning() -> None:
+    """A Codex rollout is not refused for one line (as the Claude Code importer): a bad line
+    closed by a newline, or one in the middle, is skipped and named; the rest is read."""
+    complete, cut, number = _cut(FILES["codex-rollout"]())
+    whole = importers.parse(complete, name="s.jsonl", format="codex-rollout")
+    parsed = importers.parse(cut + b"\n", name="s.jsonl", format="codex-rollout")
+    assert [c.messages for c in parsed.conversations] == [c.messages for c in whole.conversations]
+    (warning,) = [w for w in parsed.warnings if w.code == "unreadable-json-text"]
+    assert warning.where.startswith(f"line {number}:")
+
+
+@pytest.mark.parametrize("fmt", ["sharegpt"])
 def test_a_bad_line_before_the_end_is_still_refused(fmt: str) -> None:
     complete, cut, number = _cut(FILES[fmt]())
     with pytest.raises(TranscriptError) as raised:

@@ -54,7 +54,8 @@ def first_step_at(result, index: int) -> int:  # type: ignore[no-untyped-def]
 
 @pytest.mark.parametrize(
     ("version", "name"),
-    [("", "legacy"), ("0.40.0", "legacy"), ("0.139.9", "legacy"), ("0.140.0", "0.140"),
+    [("", "legacy"), ("0.40.0", "legacy"), ("0.117.9", "legacy"), ("0.118.0", "0.118"),
+     ("0.139.9", "0.118"), ("0.118", "0.118"), ("0.140.0", "0.140"),
      ("0.140.0-alpha.19", "0.140"), ("0.142.5", "0.140"), ("0.149.1", "0.140"),
      ("legacy", "legacy"), ("0.140", "0.140"), ("not a version", "legacy")],
 )  # fmt: skip
@@ -209,19 +210,19 @@ def test_strategy_window_defaults_when_nothing_says() -> None:
     assert not compactions(result)
 
 
-def test_an_older_rollout_with_remote_compactions_runs_the_0140_rules() -> None:
+def test_an_older_rollout_with_remote_compactions_runs_the_0118_rules() -> None:
     conversation = load(SPARK)
     older = Conversation(
         conversation.id, conversation.title, conversation.messages,
         compactions=conversation.compactions,
-        metadata=tuple((k, "0.120.0" if k == "cli_version" else v)
+        metadata=tuple((k, "0.110.0" if k == "cli_version" else v)
                        for k, v in conversation.metadata),
     )  # fmt: skip
     (event,) = compactions(replay(older))
-    assert event.detail["rules_version"] == "0.140"
+    assert event.detail["rules_version"] == "0.118"
     assert "predates the checked range" in event.detail["rules_reason"]
     no_remote = Conversation(older.id, older.title, older.messages, metadata=older.metadata)
-    assert all(e.detail.get("rules_version", "legacy") != "0.140" for e in
+    assert all(e.detail.get("rules_version", "legacy") == "legacy" for e in
                compactions(replay(no_remote)))  # fmt: skip
 
 
@@ -281,6 +282,6 @@ def test_describe_rules_lists_each_range_with_its_source_and_the_pinned_one() ->
     from ctxlab.engine.strategies.codex import describe_rules
 
     table = describe_rules("0.141.0")
-    assert [r["rules"] for r in table["ranges"]] == ["0.140", "legacy"]
+    assert [r["rules"] for r in table["ranges"]] == ["0.140", "0.118", "legacy"]
     assert all(r["source"] for r in table["ranges"]) and table["selected"] == "0.140"
     assert describe_rules()["selected"] is None
