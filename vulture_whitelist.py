@@ -65,3 +65,4 @@ _._session_key  # ctxlab/session_rows.py: Django's session store reads it (a new
 _.request_queue_size  # ctxlab/page_server.py: socketserver's listen backlog
 _.kind_label  # replay_app/compare/originals.py: runs/_originals.html, compare/_originals.html
 _.not_reproduced  # replay_app/compare/originals.py: compare/_originals.html
+_.lineLengthExceeded  # ctxlab/bounded_server.py: Twisted's line parser calls it (414/431)

@@ -76,11 +76,6 @@ class Compaction:
         }
 
 
-def trigger_words(measured: int | None, limit: int | None, limit_name: str = "threshold") -> str:
-    """'context 27,410 ≥ threshold 26,214' (or what of it is known)."""
-    return Trigger(measured, limit, "context", limit_name).words()
-
-
 def compactions(run: Run) -> list[Compaction]:
     """The run's compaction steps in order (stored with the run's compare inputs; cached)."""
     return memo.cached(run, "compactions", lambda: _compactions(run))
