@@ -285,3 +285,84 @@ def test_describe_rules_lists_each_range_with_its_source_and_the_pinned_one() ->
     assert [r["rules"] for r in table["ranges"]] == ["0.140", "0.118", "legacy"]
     assert all(r["source"] for r in table["ranges"]) and table["selected"] == "0.140"
     assert describe_rules()["selected"] is None
+
+
+# -- 0.118 (entireio/git-sync) -------------------------------------------------------------------
+
+GIT_SYNC = DATA / "git-sync-0.118.0-mid-turn.jsonl"
+
+
+def test_a_real_0118_mid_turn_compaction_is_reproduced_at_its_step() -> None:
+    """git-sync 0.118.0, gpt-5.4 (reported window 258 400): Codex compacted after a sampling
+    that needed a follow-up, the last response reporting 226 023. The 0.118 rules compact at
+    that very step (and follow its replacement history); the legacy rules do not."""
+    conversation = load(GIT_SYNC)
+    (index,) = in_file(conversation)
+    (original,) = [c for c in conversation.compactions if c.before_index == index]
+    assert original.pre_tokens == 226_023
+    result = replay(conversation)
+    (event,) = compactions(result)
+    assert event.step == first_step_at(result, index)
+    assert event.detail["rules_version"] == "0.118" and event.detail["phase"] == "mid_turn"
+    assert event.detail["follows_original"] and event.detail["total_tokens"] >= 244_800
+    assert not compactions(replay(conversation, agent_version="legacy"))
+
+
+def collab_rollout(notification: str) -> Conversation:
+    """A 0.118 turn: a reply with 200 reasoning tokens and a tool call, then a user-role
+    message recorded mid-turn (``notification``), a reply reporting 600 and a ~60-token
+    tool output. Limit: 90% of 1 000."""
+
+    def rec(kind: str, payload: dict[str, object]) -> str:
+        return json.dumps({"type": kind, "payload": payload})
+
+    def msg(role: str, words: str) -> dict[str, object]:
+        part = "output_text" if role == "assistant" else "input_text"
+        return {"type": "message", "role": role, "content": [{"type": part, "text": words}]}
+
+    def count(total: int, reasoning: int, running: int) -> str:
+        last = {"input_tokens": total - 10 - reasoning, "output_tokens": 10 + reasoning,
+                "reasoning_output_tokens": reasoning, "total_tokens": total}  # fmt: skip
+        info = {"last_token_usage": last, "total_token_usage": {"total_tokens": running},
+                "model_context_window": 950}  # fmt: skip
+        return rec("event_msg", {"type": "token_count", "info": info})
+
+    def call(call_id: str) -> str:
+        return rec("response_item", {"type": "function_call", "name": "exec_command",
+                                     "arguments": "{}", "call_id": call_id})  # fmt: skip
+
+    def output(call_id: str, text: str) -> str:
+        return rec("response_item", {"type": "function_call_output", "call_id": call_id,
+                                     "output": text})  # fmt: skip
+
+    lines = [
+        rec("session_meta", {"id": "s", "cli_version": "0.118.0"}),
+        rec("event_msg", {"type": "task_started"}),
+        rec("turn_context", {"model": "gpt-5.4"}),
+        rec("response_item", msg("user", "review the repo")),
+        rec("event_msg", {"type": "user_message", "message": "review the repo"}),
+        rec("response_item", {"type": "reasoning", "summary": [], "content": None}),
+        call("a"),
+        count(500, 200, 500),
+        output("a", "ok"),
+        rec("response_item", msg("user", notification)),
+        call("b"),
+        count(600, 0, 1_100),
+        output("b", "x" * 200),
+        rec("response_item", msg("assistant", "done")),
+        count(700, 0, 1_800),
+    ]
+    (conversation,) = importers.parse("\n".join(lines).encode(), name="c.jsonl").conversations
+    return conversation
+
+
+def test_a_subagent_notification_is_no_user_turn_boundary_for_the_reasoning_count() -> None:
+    """session_prefix.rs: <subagent_notification> is session prefix, no user-turn boundary,
+    so the reasoning before it (this turn's) is not added: 600 + the tool output < 900. A
+    real user message there would bound it: + 200 x 1.25 reaches the limit."""
+    quiet = replay(collab_rollout('<subagent_notification>\n{"agent_path":"a1"}\n'
+                                  "</subagent_notification>"))  # fmt: skip
+    assert not compactions(quiet)
+    user = replay(collab_rollout("also check the tests"))
+    (event,) = compactions(user)
+    assert event.detail["phase"] == "mid_turn" and event.detail["total_tokens"] >= 900
