@@ -20,6 +20,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from waiting import WAIT_SECONDS, join, wait_until
 
 from ctxlab.benchmarks import web_memory
 from ctxlab.benchmarks.uploads import ROOT, _env, login, start_server
@@ -50,15 +51,17 @@ def _socket_of(pid: int) -> Path | None:
     return next((Path(a) for a in args if a.endswith(".sock")), None)
 
 
-def _page_processes(pid: int, count: int, timeout: float = 60.0) -> list[int]:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+def _page_processes(pid: int, count: int) -> list[int]:
+    def listening() -> list[int]:
         found = _children(pid)
         sockets = [_socket_of(p) for p in found]
-        if len(found) >= count and all(s is not None and s.exists() for s in sockets):
-            return found
-        time.sleep(0.2)
-    raise AssertionError(f"{count} page processes did not start within {timeout:.0f} s")
+        ready = len(found) >= count and all(s is not None and s.exists() for s in sockets)
+        return found if ready else []
+
+    return wait_until(
+        listening, f"{count} page processes listening on their sockets",
+        seen=lambda: {p: _socket_of(p) for p in _children(pid)}, interval=0.2,
+    )  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -91,7 +94,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimpleNamespace
             process.kill()
 
 
-def _get(port: int, url: str, cookie: str, timeout: float = 60) -> tuple[int, bytes]:
+def _get(port: int, url: str, cookie: str, timeout: float = WAIT_SECONDS) -> tuple[int, bytes]:
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
     try:
         conn.request("GET", url, headers={"Cookie": cookie})
@@ -103,7 +106,7 @@ def _get(port: int, url: str, cookie: str, timeout: float = 60) -> tuple[int, by
 
 def test_pages_answered_with_their_headers(served: SimpleNamespace) -> None:
     run = served.made[0]["run"]
-    conn = http.client.HTTPConnection("127.0.0.1", served.port, timeout=60)
+    conn = http.client.HTTPConnection("127.0.0.1", served.port, timeout=WAIT_SECONDS)
     conn.request("GET", f"/runs/{run}/", headers={"Cookie": served.cookie})
     response = conn.getresponse()
     body = response.read()
@@ -155,7 +158,7 @@ def test_dead_page_process_is_replaced_and_front_answers_meanwhile(
     assert not pending
     for pid in served.pages:
         os.kill(pid, signal.SIGKILL)
-    waiting.join(timeout=60)
+    join(waiting, "the GET held by the killed page processes")
     assert pending and pending[0][0] == 200 and b"run" in pending[0][1]
     status, body = _get(served.port, "/runs/", served.cookie)
     assert status == 200 and b"run" in body
@@ -167,7 +170,7 @@ def test_dead_page_process_is_replaced_and_front_answers_meanwhile(
 
 
 def _ws_connect(port: int, path: str, cookie: str) -> socket.socket:
-    sock = socket.create_connection(("127.0.0.1", port), timeout=60)
+    sock = socket.create_connection(("127.0.0.1", port), timeout=WAIT_SECONDS)
     key = base64.b64encode(os.urandom(16)).decode()
     sock.sendall(
         (
@@ -225,7 +228,7 @@ def test_websocket_gets_progress_from_the_front_worker(served: SimpleNamespace) 
         assert "failed" in _ws_text(sock)  # the catch-up state
         csrf = re.search(r"csrftoken=([^;]+)", served.cookie)
         assert csrf
-        conn = http.client.HTTPConnection("127.0.0.1", served.port, timeout=60)
+        conn = http.client.HTTPConnection("127.0.0.1", served.port, timeout=WAIT_SECONDS)
         conn.request(
             "POST",
             f"/runs/{run}/retry/",
@@ -238,7 +241,7 @@ def test_websocket_gets_progress_from_the_front_worker(served: SimpleNamespace) 
         )
         assert conn.getresponse().status == 302
         seen = ""
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + WAIT_SECONDS
         while "done" not in seen and time.monotonic() < deadline:
             seen = _ws_text(sock)
         assert "done" in seen

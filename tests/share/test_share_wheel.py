@@ -16,7 +16,6 @@ import socket
 import subprocess
 import sys
 import sysconfig
-import time
 import urllib.parse
 import urllib.request
 import zipfile
@@ -26,6 +25,7 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings
+from waiting import wait_until
 
 CHECKOUT = Path(settings.BASE_DIR)
 pytestmark = pytest.mark.slow  # a wheel build and a fresh venv: ~30 s
@@ -133,13 +133,16 @@ def served(venv: Path, tmp_path: Path) -> Iterator[tuple[str, Path]]:
     )
     base = f"http://127.0.0.1:{port}"
     try:
-        for _ in range(600):
+
+        def healthy() -> bool:
+            assert proc.poll() is None, (tmp_path / "serve.log").read_text()
             try:
                 urllib.request.urlopen(base + "/healthz", timeout=2)
-                break
             except OSError:
-                assert proc.poll() is None, (tmp_path / "serve.log").read_text()
-                time.sleep(0.1)
+                return False
+            return True
+
+        wait_until(healthy, f"the installed ctxlab serve to answer {base}/healthz")
         yield base, home
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
