@@ -522,10 +522,7 @@ class CodexStrategy(Strategy):
             phase = "before_request"
         else:
             check = self._check_point(ctx, cut, replaced_tokens)
-            if check is None and any(
-                is_real_user_message(ctx.message(i)) and "replacement_history" not in
-                ctx.message(i).flags for i in replacement
-            ):  # fmt: skip
+            if check is None and _turn_starts_after(ctx.originals, start):
                 check = self._pre_turn_before_user(ctx, cut, replaced_tokens)
             total, source, phase = check if check is not None else (0, "none", "no_check")
         manual = original.trigger == "manual"
@@ -730,6 +727,21 @@ class CodexStrategy(Strategy):
         summarised_set = set(summarised)  # once: per element it was quadratic in the history
         check_summary_size(ctx, summary_rendered=text, replaced=[i for i in gone if i in
                            summarised_set], summary_id=summary_id, previous_ref=previous_ref)  # fmt: skip
+
+
+def _turn_starts_after(originals: Sequence[Message], start: int) -> bool:
+    """Past the compaction's replacement history (and the context re-injected after it) a
+    real user message comes before any response: the compaction was pre-turn. 0.118's
+    replacement history holds the earlier replies too, so the first step after the boundary
+    can be one of them and the user message not appended yet."""
+    for msg in originals[start:]:
+        if "replacement_history" in msg.flags:
+            continue
+        if is_real_user_message(msg):
+            return True
+        if msg.role is Role.ASSISTANT:
+            return False
+    return False
 
 
 def _has_result(message: Message) -> bool:
