@@ -198,8 +198,8 @@ def _text(value: float | int | None) -> str:
 
 
 def import_clean(parsed: ParsedFile) -> bool:
-    """The file imported as the agent wrote it (issue 30's three faults, judged from the
-    parsed structure): no tool result left unpaired although its call is in the file, no
+    """The file imported as the agent wrote it (judged from the parsed structure, the three
+    faults real 2.1.x sessions once showed): no tool result left unpaired although its call is in the file, no
     alternate branch that is only a piece of the thread it forks from (a parallel call's
     result or another line of a response already there), and no main conversation cut at
     a compaction (a second main thread that starts with the compaction's summary). A

@@ -108,7 +108,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..findings import check_summary_size
-from ..model import Block, BlockKind, Message, OriginalCompaction, Role
+from ..model import Block, BlockKind, Conversation, Message, OriginalCompaction, Role
 from ..params import Param
 from ..records import Fate
 from ..stages.js_text import quarter_length_tokens
@@ -144,6 +144,10 @@ CLEARED_MARKER = "[Old tool result content cleared]"
 TYPICAL_OVERHEAD = 40_500
 MAX_OVERHEAD = 45_000
 DEFAULT_WINDOW = 200_000
+# Claude Code's 1M-token windows ([1m] model ids, the context-1m beta; Opus 4.6/4.7 sessions
+# of 2.1.x CLIs): what a session ran with when it grew past a 200K window's compaction point
+# (see ``window_shown``).
+LARGE_WINDOW = 1_000_000
 # A usage line written when the stream started reports 1-25 output tokens: below this, or
 # below half the response's own estimate, the final output is not in the transcript.
 STREAM_START_OUTPUT = 30
@@ -217,6 +221,8 @@ class _State:
     originals: OriginalIndex | None = None
     results: dict[str, int] = field(default_factory=dict)  # tool id -> message holding it
     micro_done: int = 0  # microcompactions replayed (in before_index order)
+    window: int = 0  # the window the transcript shows (0: the model parameter's)
+    window_reason: str = ""
 
 
 class ClaudeCodeStrategy(Strategy):
@@ -321,6 +327,16 @@ class ClaudeCodeStrategy(Strategy):
             origin="services/compact/prompt.ts (per version)",
         ),
         Param(
+            "window_from_transcript",
+            True,
+            "With the default 200 000 window, use the window the transcript shows: a request "
+            "over it, or two requests in a row over its auto-compact threshold with no "
+            "compaction between them, means the session ran on a 1M window ([1m] models, "
+            "the context-1m beta). A window you set is used as set.",
+            "bool",
+            origin="getContextWindowForModel ([1m] suffix / context-1m beta), shown by usage",
+        ),
+        Param(
             "follow_manual_compactions",
             True,
             "Compact where the original's user ran /compact (with its focus text as custom "
@@ -403,19 +419,23 @@ class ClaudeCodeStrategy(Strategy):
         rules_ = rules_ or self.resolve_rules("", "")[0]
         return self._by_version("output_reserve", rules_.output_reserve)
 
-    def effective_window(self, rules_: VersionRules | None = None) -> int:
-        """``getEffectiveContextWindowSize``."""
-        window = int(self.params["context_window"])
+    def effective_window(
+        self, rules_: VersionRules | None = None, window: int | None = None
+    ) -> int:
+        """``getEffectiveContextWindowSize`` (of the model window, else ``window``)."""
+        window = int(self.params["context_window"]) if window is None else window
         cap = int(self.params["auto_compact_window"])
         if cap > 0:
             window = min(window, cap)
         return window - self.reserve(rules_)
 
-    def auto_compact_threshold(self, rules_: VersionRules | None = None) -> int:
+    def auto_compact_threshold(
+        self, rules_: VersionRules | None = None, window: int | None = None
+    ) -> int:
         """``getAutoCompactThreshold`` under ``rules_`` (default: the pinned version's, else
-        the newest)."""
+        the newest) for the model window (or ``window``, the one the transcript shows)."""
         rules_ = rules_ or self.resolve_rules("", "")[0]
-        effective = self.effective_window(rules_)
+        effective = self.effective_window(rules_, window)
         threshold = effective - self._by_version("autocompact_buffer_tokens", rules_.buffer)
         pct = float(self.params["autocompact_pct_override"])
         if 0 < pct <= 100:
@@ -423,11 +443,49 @@ class ClaudeCodeStrategy(Strategy):
         return threshold
 
     def window(self, ctx: ContextView) -> int:
-        return int(self.params["context_window"])
+        st: _State = ctx.state
+        return st.window or int(self.params["context_window"])
 
     def threshold(self, ctx: ContextView) -> int | None:
         st: _State = ctx.state
-        return self.auto_compact_threshold(st.rules) if self.enabled() else None
+        return self.auto_compact_threshold(st.rules, st.window or None) if self.enabled() else None
+
+    def window_shown(self, conversation: Conversation, rules_: VersionRules) -> tuple[int, str]:
+        """(window, why) when the transcript proves the session ran on a larger window than
+        the model parameter: a request over the window itself, or two requests in a row
+        over its auto-compact threshold with no compaction between them (after the first,
+        the agent's next check would have compacted). Else (0, "")."""
+        configured = int(self.params["context_window"])
+        # A window the user chose (a budget, a sweep) is theirs: only the model default
+        # is open to what the transcript shows.
+        if not self.params["window_from_transcript"] or configured != DEFAULT_WINDOW:
+            return 0, ""
+        threshold = self.auto_compact_threshold(rules_)
+        boundaries = sorted(
+            c.before_index for c in conversation.compactions if c.kind != "microcompact"
+        )
+        previous: tuple[int, int] | None = None  # (message index, its request) over threshold
+        for index, message in enumerate(conversation.messages):
+            usage = message.usage
+            if message.role is not Role.ASSISTANT or usage is None or not usage.prompt_tokens:
+                continue
+            sent = usage.prompt_tokens
+            if sent > configured:
+                return LARGE_WINDOW, (
+                    f"a request of {sent:,} tokens (message {index}) is over a "
+                    f"{configured:,} window: the session ran on a 1M window"
+                )
+            if sent < threshold:
+                previous = None
+                continue
+            if previous is not None and not any(previous[0] < b <= index for b in boundaries):
+                return LARGE_WINDOW, (
+                    f"requests of {previous[1]:,} and {sent:,} tokens in a row (messages "
+                    f"{previous[0]} and {index}) passed the {threshold:,} threshold of a "
+                    f"{configured:,} window uncompacted: the session ran on a 1M window"
+                )
+            previous = (index, sent)
+        return 0, ""
 
     def output_reserve(self, ctx: ContextView) -> int:
         st: _State = ctx.state
@@ -440,9 +498,11 @@ class ClaudeCodeStrategy(Strategy):
             "rules_range": st.rules.label,
             "rules_reason": st.version_reason,
             "threshold_rule": (
-                f"{int(self.params['context_window']):,} - {self.reserve(st.rules):,} reserve "
+                f"{st.window or int(self.params['context_window']):,} - "
+                f"{self.reserve(st.rules):,} reserve "
                 f"- {self._by_version('autocompact_buffer_tokens', st.rules.buffer):,} buffer"
             ),
+            **({"window_reason": st.window_reason} if st.window_reason else {}),
         }
 
     # --- state --------------------------------------------------------------------------
@@ -457,6 +517,7 @@ class ClaudeCodeStrategy(Strategy):
             version, f"from the transcript's version {version}"
         )
         st.continued = starts_after_compaction(conversation)
+        st.window, st.window_reason = self.window_shown(conversation, st.rules)
         if conversation.compactions:
             st.originals = OriginalIndex(conversation)
             if st.originals.microcompactions:
@@ -512,7 +573,7 @@ class ClaudeCodeStrategy(Strategy):
         if not self.enabled() or st.stopped:
             return
         tokens, detail = self.token_count(ctx)
-        threshold = self.auto_compact_threshold(st.rules)
+        threshold = self.auto_compact_threshold(st.rules, st.window or None)
         # Where the last response's final output is not recorded, fire only when the count
         # without it reaches the threshold: where it would only with it, the transcript
         # shows whether the agent compacted (``_at_original``).
@@ -578,7 +639,7 @@ class ClaudeCodeStrategy(Strategy):
             )
         st.hold = tokens  # appended, not yet counted: the decision is the count before it
         count, detail = self.token_count(ctx)
-        threshold = self.auto_compact_threshold(st.rules)
+        threshold = self.auto_compact_threshold(st.rules, st.window or None)
         manual = original.trigger == "manual"
         follow = manual and bool(self.params["follow_manual_compactions"])
         low = self._certain(st, count)

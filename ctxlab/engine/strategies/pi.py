@@ -53,7 +53,7 @@ What it does, as pi does:
 What a later compaction leaves: pi's ``prepareCompaction`` cuts and summarises only the
 entries after the previous compaction (``boundaryStart``); the messages that compaction
 kept are neither summarised again nor kept (``DROPPED``, ``dropped_kept`` in the event;
-reported as pi-mono issue #2608). Modelled as the code does it.
+reported as badlogic/pi-mono#2608). Modelled as the code does it.
 
 Versions (``rules``). A pi session names no pi version. ``2026-03`` is the pinned commit;
 ``0.14`` is pi v0.10-v0.16 (``compaction.ts`` at tag v0.14.2, 33a2bcf2, December 2025):
