@@ -17,7 +17,7 @@ import importlib
 import json
 import pkgutil
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from types import ModuleType
 from typing import Any, TypeVar
@@ -27,7 +27,7 @@ from . import _source
 from ._common import WarningTally, collecting_notes, notes_into
 from ._kit import is_junk_title, title_from
 from ._source import Source, read_source
-from ._stream import StreamedFile, TextCleaner, finished_stream, from_parsed
+from ._stream import ConversationStream, StreamedFile, TextCleaner, finished_stream, from_parsed
 
 SNIFF_BYTES = 64 * 1024
 # Recorded on each upload; raised when importers' output changes, so uploads read by an
@@ -185,6 +185,8 @@ def parse(data: bytes, *, name: str = "", format: str | None = None) -> ParsedFi
         raise TranscriptError(
             "the data is nested too deeply", file=name, looks_like=IMPORTERS[fmt].LABEL
         ) from None
+    if not parsed.conversations:
+        raise _nothing_read(parsed.warnings, name, fmt)
     extra = (*source.warnings, *notes.freeze(), *unknown_tool_results(parsed))
     conversations = tuple(_titled(c, name) for c in parsed.conversations)
     parsed = ParsedFile(parsed.format, conversations, (*parsed.warnings, *extra))
@@ -221,13 +223,48 @@ def stream(data: bytes, *, name: str = "", format: str | None = None) -> Streame
     if streamed is None:
         return from_parsed(parse(data, name=name, format=fmt))
     unsafe = _SURROGATE_ESCAPE.search(source.data) or _NUL.search(source.data)
-    return finished_stream(
-        streamed,
-        name=name,
-        guard=guard,
-        extra_warnings=lambda: (*source.warnings, *notes.freeze()),
-        cleaner=TextCleaner(_UNSAFE, NUL_SHOWN_AS) if unsafe else None,
+    return _refusing_nothing_read(
+        finished_stream(
+            streamed,
+            name=name,
+            guard=guard,
+            extra_warnings=lambda: (*source.warnings, *notes.freeze()),
+            cleaner=TextCleaner(_UNSAFE, NUL_SHOWN_AS) if unsafe else None,
+        ),
+        name,
+        fmt,
     )
+
+
+def _nothing_read(warnings: tuple[ImportWarning, ...], name: str, fmt: str) -> TranscriptError:
+    """A file of the format in which no conversation could be read (every line or record
+    set aside): refused, saying where the first one was and why, not stored as empty."""
+    first = warnings[0] if warnings else None
+    why = f"; first: {first.where}: {first.message}" if first and first.where else ""
+    return TranscriptError(
+        f"no conversation could be read from the file{why}",
+        file=name,
+        looks_like=IMPORTERS[fmt].LABEL,
+        expected="at least one conversation with a message",
+    )
+
+
+def _refusing_nothing_read(streamed: StreamedFile, name: str, fmt: str) -> StreamedFile:
+    count = 0
+
+    def conversations() -> Iterator[ConversationStream]:
+        nonlocal count
+        for conversation in streamed.conversations:
+            count += 1
+            yield conversation
+
+    def finish() -> tuple[ImportWarning, ...]:
+        warnings = streamed.finish()
+        if not count:
+            raise _nothing_read(warnings, name, fmt)
+        return warnings
+
+    return StreamedFile(streamed.format, conversations(), finish)
 
 
 def _guard(

@@ -149,3 +149,21 @@ def test_streamed_errors_name_the_format_too() -> None:
             list(conversation.messages)
     assert caught.value.looks_like == importers.IMPORTERS["openai-chat"].LABEL
     assert (caught.value.line, caught.value.offset) == (3, 80)
+
+
+def test_nothing_readable_is_refused_not_stored_empty() -> None:
+    """Lines of the right format that all lack what a conversation needs: before, an
+    upload of zero conversations."""
+    data = (
+        b'{"type": "user", "sessionId": "s", "uuid": "u1", "parentUuid": null}\n'
+        b'{"type": "assistant", "sessionId": "s", "uuid": "u2", "parentUuid": "u1"}\n'
+    )
+    error = refusal(data, "c.jsonl")
+    assert error.looks_like == importers.IMPORTERS["claude-code"].LABEL
+    assert error.reason.startswith("no conversation could be read from the file; first: line 1")
+    with pytest.raises(TranscriptError, match="no conversation could be read"):
+        streamed = importers.stream(data, name="c.jsonl")
+        for conversation in streamed.conversations:
+            list(conversation.messages)
+            conversation.finish()
+        streamed.finish()
