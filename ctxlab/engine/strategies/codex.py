@@ -403,6 +403,8 @@ class CodexStrategy(Strategy):
         if st.pending is not None:
             self._at_original(ctx, limit)
             return
+        if "replacement_history" in ctx.originals[ctx.source_index].flags:
+            return  # a reply 0.118 kept in its replacement history: no request, no check
         if st.rules is versions.LEGACY:
             total, source = self._usage(ctx)
             if total >= limit:

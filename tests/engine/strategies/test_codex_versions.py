@@ -226,9 +226,10 @@ def test_an_older_rollout_with_remote_compactions_runs_the_0118_rules() -> None:
                compactions(replay(no_remote)))  # fmt: skip
 
 
-def pre_turn_rollout(reported: int) -> Conversation:
+def pre_turn_rollout(reported: int, version: str = "0.142.5") -> Conversation:
     """Turn 1 ends with a reply reporting ``reported``; turn 2 starts with a compaction
-    written before its user message (a pre-turn auto compaction)."""
+    written before its user message (a pre-turn auto compaction). 0.118's replacement
+    history keeps the earlier replies too."""
 
     def rec(kind: str, payload: dict[str, object]) -> str:
         return json.dumps({"type": kind, "payload": payload})
@@ -244,7 +245,7 @@ def pre_turn_rollout(reported: int) -> Conversation:
         return rec("event_msg", {"type": "token_count", "info": info})
 
     lines = [
-        rec("session_meta", {"id": "s", "cli_version": "0.142.5"}),
+        rec("session_meta", {"id": "s", "cli_version": version}),
         rec("event_msg", {"type": "task_started"}),
         rec("turn_context", {"model": "gpt-5.5"}),
         rec("response_item", msg("user", "first task")),
@@ -253,7 +254,8 @@ def pre_turn_rollout(reported: int) -> Conversation:
         count(reported, reported),
         rec("event_msg", {"type": "task_complete"}),
         rec("event_msg", {"type": "task_started"}),
-        rec("compacted", {"message": "", "replacement_history": [msg("user", "first task")]}),
+        rec("compacted", {"message": "", "replacement_history": [msg("user", "first task")]
+                          + ([msg("assistant", "done")] if version < "0.140" else [])}),
         rec("response_item", msg("user", "second task")),
         rec("event_msg", {"type": "user_message", "message": "second task"}),
         rec("response_item", msg("assistant", "ok")),
@@ -263,9 +265,14 @@ def pre_turn_rollout(reported: int) -> Conversation:
     return conversation
 
 
+@pytest.mark.parametrize("version", ["0.142.5", "0.118.0"])
 @pytest.mark.parametrize(("reported", "follows"), [(946, False), (947, True)])
-def test_pre_turn_compaction_written_before_the_user_message(reported: int, follows: bool) -> None:
-    conversation = pre_turn_rollout(reported)
+def test_pre_turn_compaction_written_before_the_user_message(
+    reported: int, follows: bool, version: str
+) -> None:
+    """Also when the first step after the boundary is a reply of 0.118's replacement
+    history (the turn's user message not appended yet): still the pre-turn check."""
+    conversation = pre_turn_rollout(reported, version)
     (original,) = conversation.compactions
     assert original.trigger == "auto" and original.pre_tokens == reported
     result = replay(conversation)
