@@ -104,14 +104,17 @@ V0_118 = VersionRules(
     "total_plus_estimates",
     "pre_turn_and_follow_up",
     "remote_encrypted",
-    "openai/codex codex-rs/core/src/context_manager/history.rs, stored version of the "
-    "ContextManager before the turn-boundary rewrite (get_total_token_usage(server_reasoning_"
-    "included): last_token_usage.total_tokens + items_after_last_model_generated_item + "
-    "get_non_last_reasoning_items_tokens, the last role == \"user\" message bounding the "
-    "reasoning; estimate_reasoning_length = len x 3/4 - 650), the run_turn check points "
-    "(run_pre_sampling_compact; token_limit_reached && needs_follow_up) and "
-    "ModelInfo::auto_compact_token_limit (90% of context_window); checked on cli 0.118.0 "
-    "rollouts (entireio/git-sync), 0.120-0.139 seen without compactions",
+    "openai/codex codex-rs/core/src/context_manager/history.rs (stored versions without a "
+    "commit id: get_total_token_usage(server_reasoning_included) = last_token_usage."
+    "total_tokens + items_after_last_model_generated_item + get_non_last_reasoning_items_"
+    "tokens, estimate_reasoning_length = len x 3/4 - 650; the reasoning bounded by the last "
+    "is_user_turn_boundary, not by any role == \"user\" message as an older stored version "
+    "has it: the 0.118 rollouts side with the former), codex-rs/core/src/session_prefix.rs "
+    "(stored 3180a39b: <subagent_notification>, <turn_aborted> are no turn boundary), the "
+    "run_turn check points (run_pre_sampling_compact; token_limit_reached && "
+    "needs_follow_up) and ModelInfo::auto_compact_token_limit (90% of context_window); "
+    "checked on cli 0.118.0 rollouts (entireio/git-sync), 0.120-0.139 seen without "
+    "compactions",
     item_framing_bytes=54,
 )
 TABLE: tuple[VersionRules, ...] = (V0_140, V0_118, LEGACY)  # newest first
