@@ -19,7 +19,14 @@ own estimate of the new history (the ``token_count`` right after, input 0, total
 is not a response's usage and is not attached to one. ``trigger`` is ``manual`` for a turn that
 holds nothing but the compaction (``/compact``), ``auto`` otherwise (mid-turn: after the turn's
 tool outputs; pre-turn: before its user message). ``pre_tokens`` is the last reported
-``last_token_usage.total_tokens`` before it.
+``last_token_usage.total_tokens`` before it. Codex 0.118 writes ``message: ""`` too, its
+replacement history holding the earlier replies as well (and, in Entire's copies, no
+encrypted item).
+
+One bad line does not refuse the rollout (``_common.iter_jsonl_lenient``): JSON records
+written back to back on one line (0.118 rollouts hold a ``token_count`` and the next
+``task_started`` so) are each read, any other unreadable line is skipped; both with a warning
+naming the line. A file of which no line reads is refused with the first line's error.
 """
 
 from __future__ import annotations

@@ -809,8 +809,9 @@ def describe_rules(agent_version: str = "auto") -> dict[str, Any]:
             "else legacy"
         ),
         "count": (
-            "0.140: the last response's total_tokens + the estimate of the items after the "
-            "last reply + the encrypted reasoning before the last user message, checked "
+            "0.140 and 0.118: the last response's total_tokens + the estimate of the items "
+            "after the last reply + the encrypted reasoning before the last user-turn "
+            "boundary (sub-agent notifications are none), checked "
             "pre-turn and after a sampling that needs a follow-up; legacy: the reported "
             "total minus reasoning before every request"
         ),
