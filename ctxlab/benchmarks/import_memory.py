@@ -6,6 +6,8 @@ database, for generated files that stress memory:
 * ``single_line_60mb``: a 59 MiB OpenAI chat JSON array on one line (big tool results);
 * ``sharegpt_40mb``: a 40 MiB ShareGPT JSON array of short conversations (both arrays are
   read an item at a time, ``importers/_json_stream.py``);
+* ``gemini_40mb``, ``swe_agent_40mb``: a ~40 MiB Gemini CLI session and SWE-agent
+  trajectory built from the corpus files (single JSON objects, still parsed whole);
 * ``many_messages``: a JSONL file of 1,000,000 short messages.
 
 The peak is the process's resident set high-water mark (``VmHWM``, reset through
@@ -75,6 +77,36 @@ def sharegpt_records(size: int) -> bytes:
     return json.dumps(records, indent=1).encode()
 
 
+CORPUS = Path(__file__).resolve().parents[2] / "tests" / "data" / "corpus"
+
+
+def gemini_session(size: int) -> bytes:
+    """A Gemini CLI session JSON of about ``size`` bytes: the corpus session's messages
+    repeated (fresh ids); parsed whole (one JSON object)."""
+    doc = json.loads((CORPUS / "gemini-cli" / GEMINI).read_bytes())
+    base, messages = doc["messages"], []
+    while len(json.dumps(messages)) < size:
+        messages.extend(json.loads(json.dumps(base)))
+    for i, message in enumerate(messages):
+        message["id"] = f"m{i}"
+    return json.dumps({**doc, "messages": messages}, indent=2).encode()
+
+
+def swe_agent_trajectory(size: int) -> bytes:
+    """A SWE-agent .traj of about ``size`` bytes: the corpus trajectory's steps and history
+    repeated; parsed whole (one JSON object)."""
+    doc = json.loads((CORPUS / "swe-agent-traj" / SWE_AGENT).read_bytes())
+    steps, history = [], []
+    while len(json.dumps(steps)) + len(json.dumps(history)) < size:
+        steps.extend(doc["trajectory"])
+        history.extend(doc.get("history", []))
+    return json.dumps({**doc, "trajectory": steps, "history": history}, indent=2).encode()
+
+
+GEMINI = "agentcmd-session-2025-10-27T19-55-981c87cb.json"
+SWE_AGENT = "ctf-i_got_id_demo.traj"
+
+
 def many_messages(count: int) -> bytes:
     roles = ("user", "assistant")
     return "".join(
@@ -86,6 +118,8 @@ def many_messages(count: int) -> bytes:
 CASES: tuple[tuple[str, Callable[[], bytes]], ...] = (
     ("single_line_60mb", lambda: single_line(59 * MIB)),
     ("sharegpt_40mb", lambda: sharegpt_records(40 * MIB)),
+    ("gemini_40mb", lambda: gemini_session(40 * MIB)),
+    ("swe_agent_40mb", lambda: swe_agent_trajectory(40 * MIB)),
     ("many_messages", lambda: many_messages(1_000_000)),
 )
 
