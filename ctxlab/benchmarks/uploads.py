@@ -9,7 +9,7 @@ In a throwaway data directory (SQLite, temp files), with a local account:
 * ``upload_200mb``: a logged-in 200 MB upload under the limit (plain text lines); the
   growth while its bytes stream in (target: < 150 MB) and, separately, the peak including
   what the server then does with them (``upload_200mb_import_rss_growth_mb``, target 3x
-  the file + 100 MB). Since issue 32 such a file is refused from its first 256 KiB, so
+  the file + 100 MB). Such a file is now refused from its first 256 KiB, so
   this no longer measures an import (``import_memory`` does, in process);
 * ``junk_190mb``: a logged-in 190 MiB upload that is no transcript, three times: refused
   from its first bytes; peak (target 3x the file + 100 MB) and RSS after each, against the
@@ -235,7 +235,7 @@ JUNK_ROUNDS = 3
 
 
 def junk_uploads(port: int, pid: int, cookie: str, out: TextIO) -> list[dict[str, Any]]:
-    """Issue 32: a logged-in 190 MiB upload that is no transcript (text lines), three times.
+    """A logged-in 190 MiB upload that is no transcript (text lines), three times.
     Its peak (target: 3x the file + 100 MB) and the RSS after each, against the baseline
     before the first (target: back to it, within ``JUNK_SETTLE_MB``)."""
     time.sleep(0.5)
