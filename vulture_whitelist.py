@@ -66,3 +66,7 @@ _.request_queue_size  # ctxlab/page_server.py: socketserver's listen backlog
 _.kind_label  # replay_app/compare/originals.py: runs/_originals.html, compare/_originals.html
 _.not_reproduced  # replay_app/compare/originals.py: compare/_originals.html
 _.lineLengthExceeded  # ctxlab/bounded_server.py: Twisted's line parser calls it (414/431)
+_._parsePOSTFormSubmission  # ctxlab/bounded_server.py: Twisted reads it (form bodies unparsed)
+_.temporary_file_path  # sessions_app/uploads.py: Django's TemporaryUploadedFile API
+_.UploadTempFileHandler  # sessions_app/uploads.py: FILE_UPLOAD_HANDLERS in settings
+_.upload_interrupted  # sessions_app/uploads.py: Django's upload handler API
