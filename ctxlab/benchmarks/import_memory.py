@@ -84,7 +84,8 @@ def gemini_session(size: int) -> bytes:
     """A Gemini CLI session JSON of about ``size`` bytes: the corpus session's messages
     repeated (fresh ids); parsed whole (one JSON object)."""
     doc = json.loads((CORPUS / "gemini-cli" / GEMINI).read_bytes())
-    base, messages = doc["messages"], []
+    base: list[Any] = doc["messages"]
+    messages: list[Any] = []
     while len(json.dumps(messages)) < size:
         messages.extend(json.loads(json.dumps(base)))
     for i, message in enumerate(messages):
@@ -96,7 +97,8 @@ def swe_agent_trajectory(size: int) -> bytes:
     """A SWE-agent .traj of about ``size`` bytes: the corpus trajectory's steps and history
     repeated; parsed whole (one JSON object)."""
     doc = json.loads((CORPUS / "swe-agent-traj" / SWE_AGENT).read_bytes())
-    steps, history = [], []
+    steps: list[Any] = []
+    history: list[Any] = []
     while len(json.dumps(steps)) + len(json.dumps(history)) < size:
         steps.extend(doc["trajectory"])
         history.extend(doc.get("history", []))
