@@ -225,9 +225,15 @@ class Zones:
     # What the strategy counts beyond the parts above: a provider's reported usage includes
     # a system prompt, tool definitions and attachments the transcript does not show.
     unseen: int = 0
+    # Of what the usage reports, context the transcript file does not hold at all (a file
+    # that starts after a compaction, a checkpoint cut from a longer session): its own zone,
+    # not strategy overhead.
+    not_in_file: int = 0
 
     def as_dict(self) -> dict[str, int | None]:
-        return {
+        # ``not_in_file`` only where a strategy found some: every other step's record (and
+        # the digests that pin them) reads as it did before the zone existed.
+        out = {
             "system": self.system,
             "tools": self.tools,
             "unseen": self.unseen,
@@ -239,6 +245,9 @@ class Zones:
             "window": self.window,
             "threshold": self.threshold,
         }
+        if self.not_in_file:
+            out["not_in_file"] = self.not_in_file
+        return out
 
 
 @dataclass(frozen=True, slots=True)

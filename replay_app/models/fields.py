@@ -136,7 +136,24 @@ ZONE_KEYS = (
     "free",
     "window",
     "threshold",
+    "not_in_file",
 )
+_ZONE_SET = frozenset(ZONE_KEYS)
+# Keys ``Zones.as_dict`` writes only when non-zero.
+OPTIONAL_ZONE_KEYS = frozenset({"not_in_file"})
+
+
+def pack_zones(zones: Any) -> Any:
+    """A step's zones as stored: the list of values in ``ZONE_KEYS`` order when the dict
+    is a whole ``Zones.as_dict()`` (a zero optional zone it left out is stored as 0), else
+    the value as it is."""
+    if (
+        isinstance(zones, dict)
+        and zones.keys() <= _ZONE_SET
+        and _ZONE_SET - zones.keys() <= OPTIONAL_ZONE_KEYS
+    ):
+        return [zones.get(k, 0) for k in ZONE_KEYS]
+    return zones
 
 
 class ZonesField(models.JSONField):
@@ -147,18 +164,14 @@ class ZonesField(models.JSONField):
     def get_db_prep_value(self, value: Any, connection: Any, prepared: bool = False) -> Any:
         if not prepared:
             value = self.get_prep_value(value)
-        if (
-            isinstance(value, dict)
-            and len(value) == len(ZONE_KEYS)
-            and set(value) == set(ZONE_KEYS)
-        ):
-            value = [value[k] for k in ZONE_KEYS]
-        return super().get_db_prep_value(value, connection, prepared=True)
+        return super().get_db_prep_value(pack_zones(value), connection, prepared=True)
 
     def from_db_value(self, value: Any, expression: Any, connection: Any) -> Any:
         value = super().from_db_value(value, expression, connection)
         if isinstance(value, list):
-            return dict(zip(ZONE_KEYS, value, strict=False))
+            # Read back as ``Zones.as_dict()`` writes it: a zero optional zone left out.
+            zones = dict(zip(ZONE_KEYS, value, strict=False))
+            return {k: v for k, v in zones.items() if v or k not in OPTIONAL_ZONE_KEYS}
         return value
 
     def deconstruct(self) -> Any:

@@ -19,10 +19,9 @@ from django.db import connection
 
 from ctxlab.engine.records import StepRecord
 from replay_app.models import Run, RunStep
-from replay_app.models.fields import ZONE_KEYS
+from replay_app.models.fields import pack_zones
 
 Row = tuple[Any, ...]
-_ZONE_SET = frozenset(ZONE_KEYS)
 
 # The columns written, in order (every concrete field but the primary key).
 _FIELDS = ("run", "index", "source_index", "tokens_strategy", "tokens_reference",
@@ -57,8 +56,7 @@ class StepRows:
         self.empty_pending = self.pending([])
 
     def row(self, record: StepRecord) -> Row:
-        zones = record.zones.as_dict()
-        values = [zones[k] for k in ZONE_KEYS] if zones.keys() == _ZONE_SET else zones
+        values = pack_zones(record.zones.as_dict())
         tokens = record.tokens
         return (
             self.run_id,

@@ -121,6 +121,12 @@ def zone_bar(segments: list[ZoneSegment], zones: dict[str, Any]) -> SafeString:
             "counts beyond the transcript's messages (the provider's reported usage includes "
             "the system prompt, tool definitions and attachments the log does not show).</p>"
         )
+    if zones.get("not_in_file"):
+        note += (
+            '<p class="small muted zone-unseen-note">Not in this file: context the agent sent '
+            "that this file does not hold (it starts after a compaction, or is cut from a "
+            "longer session); it leaves at the next compaction.</p>"
+        )
     return mark_safe(  # noqa: S308 (every inserted value escaped above)
         '<div class="zone-block">'
         f'<div class="zone-bar zone-bar-large" role="img" aria-label="context zones: '

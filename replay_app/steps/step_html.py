@@ -53,10 +53,13 @@ def _tokens(run: Run, view: StepView) -> str:
         f'Request: <strong class="num">{number(view.tokens["strategy"])}</strong> tokens as '
         "the strategy counts them"
     ]
-    if view.zones.get("unseen"):
-        parts.append(
-            f' (of which <span class="num">{number(view.zones["unseen"])}</span> strategy overhead)'
-        )
+    aside = [
+        f'<span class="num">{number(view.zones[key])}</span> {words}'
+        for key, words in (("unseen", "strategy overhead"), ("not_in_file", "not in this file"))
+        if view.zones.get(key)
+    ]
+    if aside:
+        parts.append(f" (of which {' and '.join(aside)})")
     counted = view.tokens.get("strategy")
     bar = request_total(view.zones)
     if counted is not None and bar != counted:

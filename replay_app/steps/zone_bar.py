@@ -13,6 +13,7 @@ ZONE_ORDER = (
     ("system", "System prompt"),
     ("tools", "Tool definitions"),
     ("unseen", "Strategy overhead"),
+    ("not_in_file", "Not in this file"),
     ("summary", "Summary"),
     ("compactable", "Compactable history"),
     ("reserved_recent", "Reserved recent"),
@@ -21,7 +22,15 @@ ZONE_ORDER = (
 )
 
 # The zones that make up the request itself (the rest of the window is reserve and free).
-REQUEST_ZONES = ("system", "tools", "unseen", "summary", "compactable", "reserved_recent")
+REQUEST_ZONES = (
+    "system",
+    "tools",
+    "unseen",
+    "not_in_file",
+    "summary",
+    "compactable",
+    "reserved_recent",
+)
 
 
 def request_total(zones: dict[str, Any]) -> int:
@@ -49,6 +58,10 @@ ZONE_HINTS = {
     "unseen": (
         "what the strategy counts beyond the transcript's messages: the provider's reported "
         "usage includes the system prompt, tool definitions and attachments the log omits"
+    ),
+    "not_in_file": (
+        "context the agent sent that this file does not hold: the file starts after a "
+        "compaction (its summary and what came before) or is cut from a longer session"
     ),
 }
 NOT_IN_TRANSCRIPT = "not in transcript"
@@ -84,7 +97,7 @@ def zone_segments(zones: dict[str, Any], parts: TranscriptParts | None = None) -
     out = []
     for key, label, tokens in values:
         note = ""
-        if key == "unseen" and not tokens:
+        if key in ("unseen", "not_in_file") and not tokens:
             continue
         if key in ("system", "tools") and not tokens and parts is not None:
             note = NOT_COUNTED if getattr(parts, key) else NOT_IN_TRANSCRIPT

@@ -146,7 +146,7 @@ class Strategy:
         unseen = max(0, ctx.counted_tokens() - request)
         used = request + unseen + reserve
         # system, tools, summary, compactable, reserved_recent, output_reserve, free,
-        # window, threshold, unseen (positional: records.new_zones)
+        # window, threshold, unseen, not_in_file (positional: records.new_zones)
         return new_zones(
             ctx.system_tokens,
             ctx.tools_tokens,
@@ -158,6 +158,7 @@ class Strategy:
             window,
             self.threshold(ctx),
             unseen,
+            0,  # not_in_file: a strategy that can tell splits it off ``unseen``
         )
 
     # --- hooks --------------------------------------------------------------------------

@@ -110,7 +110,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from ..findings import check_summary_size
 from ..model import Block, BlockKind, Conversation, Message, OriginalCompaction, Role
 from ..params import Param
-from ..records import Fate
+from ..records import Fate, Zones
 from ..stages.js_text import quarter_length_tokens
 from ..stages.originals import (
     OriginalIndex,
@@ -619,6 +619,16 @@ class ClaudeCodeStrategy(Strategy):
         if outside:
             detail.update(_outside_detail(st))
         return overhead + outside + messages, detail
+
+    def zones(self, ctx: ContextView) -> Zones:
+        """The base zones, with the context the file does not hold taken out of the
+        strategy overhead into its own zone (until a compaction replaces it)."""
+        zones = super().zones(ctx)
+        st: _State = ctx.state
+        outside = 0 if st.compacted else min(st.not_in_file, zones.unseen)
+        if not outside:
+            return zones
+        return replace(zones, unseen=zones.unseen - outside, not_in_file=outside)
 
     def compared_tokens(self, ctx: ContextView) -> int | None:
         """``token_count`` without its detail: the reported usage includes the system

@@ -330,3 +330,18 @@ def test_real_sessions_compact_where_claude_code_did(path: Path) -> None:
         assert row["step_difference"] == 0, row
         error = abs(row["replay_tokens"] - row["original_tokens"]) / row["original_tokens"]
         assert error <= 0.01, row
+
+
+def test_continued_file_has_its_own_zone_not_overhead() -> None:
+    s = Session("2.1.29")
+    s.user(rules.summary_message("2.1", "Summary:\n1. Goal", PATH))  # no boundary line
+    s.text("A1", "resuming", 120_000, 5)
+    s.user("x" * 400)
+    s.text("A2", "ok", 120_200, 5)
+    result = run(s.conversation(), "claude_code", summarizer=EchoSummarizer())
+    last = result.steps[-1].zones
+    # What the usage reports beyond the file's messages and a typical fixed overhead is
+    # context the file does not hold: its own zone, and the overhead is only the fixed part.
+    assert last.not_in_file > 60_000
+    assert last.unseen <= TYPICAL_OVERHEAD
+    assert last.as_dict()["not_in_file"] == last.not_in_file

@@ -17,7 +17,7 @@ from ctxlab.engine.model import Message as EngineMessage
 from ctxlab.engine.replay import run as replay_run
 from replay_app.models import Run, RunEvent, RunOffload, RunStep, RunSummary, RunText, StoredText
 from replay_app.models import change_to_dict as stored_change
-from replay_app.models.fields import ORDERED, ZONE_KEYS
+from replay_app.models.fields import OPTIONAL_ZONE_KEYS, ORDERED, ZONE_KEYS
 from replay_app.runs import run_size, services, textstore
 from sessions_app.models import Message
 
@@ -264,9 +264,10 @@ def test_step_zones_stored_as_a_list_read_as_the_dict(user: Any, transcript: Any
     run = make_run(user, transcript, "qwenpaw")
     step = RunStep.objects.filter(run=run).order_by("index").last()
     assert step is not None
-    assert tuple(step.zones) == ZONE_KEYS  # every key of Zones.as_dict(), in order
+    # every key of Zones.as_dict(), in order (a zero optional zone left out, as it writes)
+    assert tuple(step.zones) == tuple(k for k in ZONE_KEYS if k not in OPTIONAL_ZONE_KEYS)
     raw = RunStep.objects.filter(pk=step.pk).values_list(Cast("zones", TextField()), flat=True)
-    assert json.loads(raw[0]) == [step.zones[k] for k in ZONE_KEYS]
+    assert json.loads(raw[0]) == [step.zones.get(k, 0) for k in ZONE_KEYS]
     assert RunStep.objects.filter(pk=step.pk).values_list("zones", flat=True)[0] == step.zones
     odd = {"system": 1, "window": 9}  # not a whole Zones dict: kept as it is
     RunStep.objects.filter(pk=step.pk).update(zones=odd)
@@ -302,3 +303,14 @@ def test_deleting_the_transcript_takes_its_runs_texts(
         transcript.upload.delete()  # cascades to the transcript and its runs
     assert not Run.objects.exists()
     assert StoredText.objects.count() == 0 and RunText.objects.count() == 0
+
+
+def test_step_zones_with_context_not_in_the_file_round_trip(user: Any, transcript: Any) -> None:
+    run = make_run(user, transcript, "qwenpaw")
+    step = RunStep.objects.filter(run=run).order_by("index").last()
+    assert step is not None
+    zones = {**step.zones, "not_in_file": 61_234}
+    RunStep.objects.filter(pk=step.pk).update(zones=zones)
+    raw = RunStep.objects.filter(pk=step.pk).values_list(Cast("zones", TextField()), flat=True)
+    assert json.loads(raw[0])[-1] == 61_234  # stored in the list, at the end
+    assert RunStep.objects.get(pk=step.pk).zones == zones
