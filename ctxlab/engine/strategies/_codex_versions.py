@@ -108,7 +108,7 @@ V0_118 = VersionRules(
     "commit id: get_total_token_usage(server_reasoning_included) = last_token_usage."
     "total_tokens + items_after_last_model_generated_item + get_non_last_reasoning_items_"
     "tokens, estimate_reasoning_length = len x 3/4 - 650; the reasoning bounded by the last "
-    "is_user_turn_boundary, not by any role == \"user\" message as an older stored version "
+    'is_user_turn_boundary, not by any role == "user" message as an older stored version '
     "has it: the 0.118 rollouts side with the former), codex-rs/core/src/session_prefix.rs "
     "(stored 3180a39b: <subagent_notification>, <turn_aborted> are no turn boundary), the "
     "run_turn check points (run_pre_sampling_compact; token_limit_reached && "

@@ -254,8 +254,14 @@ def pre_turn_rollout(reported: int, version: str = "0.142.5") -> Conversation:
         count(reported, reported),
         rec("event_msg", {"type": "task_complete"}),
         rec("event_msg", {"type": "task_started"}),
-        rec("compacted", {"message": "", "replacement_history": [msg("user", "first task")]
-                          + ([msg("assistant", "done")] if version < "0.140" else [])}),
+        rec(
+            "compacted",
+            {
+                "message": "",
+                "replacement_history": [msg("user", "first task")]
+                + ([msg("assistant", "done")] if version < "0.140" else []),
+            },
+        ),
         rec("response_item", msg("user", "second task")),
         rec("event_msg", {"type": "user_message", "message": "second task"}),
         rec("response_item", msg("assistant", "ok")),
