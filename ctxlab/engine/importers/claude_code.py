@@ -33,9 +33,7 @@ newest line's (``first_version`` when the session was resumed under another CLI)
 
 from __future__ import annotations
 
-import json
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -50,8 +48,7 @@ from ..model import (
     TranscriptError,
 )
 from . import _anthropic_blocks as ab
-from . import _common
-from ._common import decode_text, iter_jsonl, loads
+from ._common import iter_jsonl_lenient
 from ._kit import (
     MessageBuilder,
     Warnings,
@@ -127,7 +124,7 @@ def parse(data: bytes, *, name: str) -> ParsedFile:
     unreadable: list[TranscriptError] = []
     # sub-agent id -> its messages by uuid, in file order (from progress lines)
     agents: dict[str, dict[str, _Node]] = {}
-    for line, rec in _records(data, name, warnings, unreadable):
+    for line, rec in iter_jsonl_lenient(data, name, warnings, unreadable):
         if not isinstance(rec, dict):
             warnings.add(
                 "line is not a JSON object; skipped", f"line {line}", code="unknown-record"
@@ -225,122 +222,6 @@ def _sub_agent_line(rec: dict[str, Any], line: int, agents: dict[str, dict[str, 
     sub: dict[str, Any] = {k: rec[k] for k in _CONTEXT_FIELDS if k in rec}
     sub.update(message, uuid=uuid, isSidechain=True, agentId=agent)
     lines[uuid] = _Node(line, sub, None)
-
-
-# What ``iter_jsonl`` expects of a line it refuses for its content, not its size: such a
-# line is skipped (a session torn mid-write, two writes run together), the rest is read.
-_BAD_LINE = {"one JSON object per line", "UTF-8 text"}
-
-
-def _records(
-    data: bytes, name: str, warnings: Warnings, unreadable: list[TranscriptError]
-) -> Iterator[tuple[int, Any]]:
-    """``iter_jsonl``, except that a line that is not JSON is skipped with a warning naming
-    it (and its error kept in ``unreadable``), and records run together on one line are each
-    read. From the first such line on, the rest is read line by line."""
-    try:
-        yield from iter_jsonl(data, name)
-        return
-    except TranscriptError as exc:
-        if exc.line is None or exc.offset is None or exc.expected not in _BAD_LINE:
-            raise
-        start, number = data.rfind(b"\n", 0, exc.offset) + 1, exc.line
-    while start <= len(data):
-        end = data.find(b"\n", start)
-        end = len(data) if end < 0 else end
-        raw = data[start:end]
-        try:
-            value = _line_value(raw, number, start, name)
-        except TranscriptError as error:
-            if error.expected not in _BAD_LINE:
-                raise
-            values = _run_together(raw)
-            if values:
-                warnings.add(
-                    f"{len(values)} JSON records run together on one line; each read",
-                    f"line {number}",
-                    code="unreadable-json-text",
-                )
-                for value in values:
-                    yield number, value
-            elif end == len(data):  # a session still being written
-                warnings.add(
-                    f"the last line ({len(raw):,} bytes, no newline) is cut off: left out",
-                    f"line {number}: {error.reason}",
-                    code="cut-off-last-line",
-                )
-                unreadable.append(error)
-            else:
-                warnings.add(
-                    "line that is not valid JSON skipped",
-                    f"line {number}: {error.reason}",
-                    code="unreadable-json-text",
-                )
-                unreadable.append(error)
-        else:
-            if value is not _BLANK:
-                yield number, value
-        start, number = end + 1, number + 1
-
-
-_BLANK = object()
-
-
-def _line_value(raw: bytes, number: int, start: int, name: str) -> Any:
-    """Line ``number`` (at byte ``start``) read as ``iter_jsonl`` reads it, with its errors
-    placed in the file; ``_BLANK`` for a blank line."""
-    if not raw.strip():
-        return _BLANK
-    if len(raw) > _common.MAX_LINE_BYTES:
-        raise TranscriptError(
-            f"line is {len(raw):,} bytes long",
-            file=name,
-            line=number,
-            offset=start,
-            expected=f"JSONL records under {_common.MAX_LINE_BYTES:,} bytes",
-        )
-    try:
-        text = decode_text(raw, name)
-    except TranscriptError as exc:  # placed in the line: place it in the file
-        raise TranscriptError(
-            exc.reason,
-            file=name,
-            line=number,
-            offset=start + (exc.offset or 0),
-            expected=exc.expected,
-        ) from None
-    try:
-        return loads(text, name=name, where=f"line {number}", line=number, start=start, raw=raw)
-    except json.JSONDecodeError as exc:
-        raise TranscriptError(
-            f"invalid JSON: {exc.msg.removesuffix(' starting at').removesuffix(' at')}",
-            file=name,
-            line=number,
-            offset=start + len(text[: exc.pos].encode("utf-8", "surrogatepass")),
-            expected="one JSON object per line",
-        ) from None
-
-
-def _run_together(raw: bytes) -> list[dict[str, Any]]:
-    """The JSON objects of a line holding several written back to back, else []."""
-    try:
-        text = raw.decode("utf-8").strip()
-    except UnicodeDecodeError:
-        return []
-    decoder = json.JSONDecoder()
-    values: list[dict[str, Any]] = []
-    pos = 0
-    while pos < len(text):
-        try:
-            value, pos = decoder.raw_decode(text, pos)
-        except ValueError:
-            return []
-        if not isinstance(value, dict):
-            return []
-        values.append(value)
-        while pos < len(text) and text[pos].isspace():
-            pos += 1
-    return values if len(values) > 1 else []
 
 
 def _link(nodes: dict[str, _Node], order: list[str], warnings: Warnings) -> None:

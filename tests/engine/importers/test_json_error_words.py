@@ -18,8 +18,9 @@ CODEX = CORPUS / "codex-rollout/agentcmd-rollout-2025-09-25T15-12-14-019982b8-34
 
 @pytest.mark.parametrize(
     ("path", "cut", "expected"),
-    [(GEMINI, 30000, "a JSON document"), (CODEX, 5000, "one JSON object per line")],
-)  # the JSONL line cut and closed by a newline: a cut *last* line is left out instead
+    [(GEMINI, 30000, "a JSON document"), (CODEX, 150, "one JSON object per line")],
+)  # the rollout cut inside its first line and closed by a newline: nothing in it reads (a
+# bad line after readable ones is skipped with a warning, a cut *last* line left out)
 def test_a_truncated_file_says_what_is_wrong_without_a_dangling_at(
     path: Path, cut: int, expected: str
 ) -> None:
