@@ -32,8 +32,11 @@ from ._stream import ConversationStream, StreamedFile, TextCleaner, finished_str
 SNIFF_BYTES = 64 * 1024
 # Recorded on each upload; raised when importers' output changes, so uploads read by an
 # older one can be found and re-parsed. 2: Claude Code main-thread rule and alternates,
-# one title rule, coded warnings, BOM/UTF-16 handling.
-VERSION = "2"
+# one title rule, coded warnings, BOM/UTF-16 handling. 3: Claude Code 2.1.x one main
+# thread (parallel calls, boundaries, sub-agent progress), microcompactions, continued
+# files; pi sessions; Codex replacement histories and window chains; claude-trace /compact
+# joined; lenient JSONL (bad lines skipped with a warning, a cut last line left out).
+VERSION = "3"
 
 
 def _discover() -> dict[str, ModuleType]:
