@@ -160,6 +160,19 @@ class ReplayCompaction:
     detail: tuple[tuple[str, str], ...] = ()
 
 
+def in_file(original_step: int | None) -> bool:
+    """The original compacted after at least one request of this file (not before its
+    first step: a file that starts after a compaction)."""
+    return original_step is not None and original_step > 0
+
+
+def steps_apart(original_step: int | None, replay_step: int | None) -> int | None:
+    """How many steps after the original's the replay compacted (negative: before)."""
+    if original_step is None or replay_step is None:
+        return None
+    return replay_step - original_step
+
+
 @dataclass(frozen=True, slots=True)
 class Agreement:
     """One original compaction next to the replay's nearest compaction of its family."""
@@ -182,15 +195,11 @@ class Agreement:
 
     @property
     def in_file(self) -> bool:
-        """The original compacted after at least one request of this file (not before its
-        first step: a file that starts after a compaction)."""
-        return self.original_step is not None and self.original_step > 0
+        return in_file(self.original_step)
 
     @property
     def step_difference(self) -> int | None:
-        if self.original_step is None or self.replay_step is None:
-            return None
-        return self.replay_step - self.original_step
+        return steps_apart(self.original_step, self.replay_step)
 
     @property
     def relation_key(self) -> str:

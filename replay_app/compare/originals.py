@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from ctxlab.engine.catalogue import original_kind_label, relation_label
+from ctxlab.engine.recorded import in_file, steps_apart
 from replay_app.models import Run
 
 
@@ -40,9 +41,7 @@ class OriginalRow:
 
     @property
     def step_difference(self) -> int | None:
-        if self.original_step is None or self.replay_step is None:
-            return None
-        return self.replay_step - self.original_step
+        return steps_apart(self.original_step, self.replay_step)
 
     @property
     def tokens_difference(self) -> int | None:
@@ -56,7 +55,7 @@ class OriginalRow:
 
     @property
     def in_file(self) -> bool:
-        return self.original_step is not None and self.original_step > 0
+        return in_file(self.original_step)
 
     def as_dict(self) -> dict[str, Any]:
         return {
