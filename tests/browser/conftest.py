@@ -56,9 +56,9 @@ def wait_for_polls(page: Any, url_part: str, count: int = 2) -> None:
     for _ in range(count):
         with page.expect_response(lambda response: url_part in response.url):
             pass
-    page.wait_for_function(
-        "!document.querySelector('.htmx-request, .htmx-swapping, .htmx-settling')"
-    )
+    # A locator, not wait_for_function: the pages' CSP (script-src 'self') refuses the
+    # eval that a predicate string needs.
+    page.locator(".htmx-request, .htmx-swapping, .htmx-settling").first.wait_for(state="detached")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
