@@ -5,7 +5,6 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from channels.generic.websocket import AsyncWebsocketConsumer
 from django.urls import re_path
 
 WEBSOCKET_APPS = ("replay_app", "sessions_app", "suites_app")
@@ -24,17 +23,18 @@ def collect_websocket_urlpatterns() -> list[Any]:
     return patterns
 
 
-class UnknownSocket(AsyncWebsocketConsumer):
+async def refuse_socket(scope: Any, receive: Any, send: Any) -> None:
     """Any other websocket path: the handshake is refused (HTTP 403), as for a stranger.
     Without this route Channels' router raises ``ValueError`` ("No route found"): an HTTP
-    500 with a traceback in the log, for anyone who asks."""
-
-    async def connect(self) -> None:
-        await self.close()
+    500 with a traceback in the log, for anyone who asks. A bare ASGI app, not a consumer:
+    a consumer would subscribe to the channel layer for a socket that never opens."""
+    message = await receive()
+    if message.get("type") == "websocket.connect":
+        await send({"type": "websocket.close"})
 
 
 websocket_urlpatterns = [
     *collect_websocket_urlpatterns(),
     # Last: only what no app route takes (the stubs type re_path() for views only).
-    re_path(r"", UnknownSocket.as_asgi()),  # type: ignore[arg-type]
+    re_path(r"", refuse_socket),  # type: ignore[arg-type]
 ]
