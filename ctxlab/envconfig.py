@@ -101,23 +101,15 @@ def sqlite_database(path: Path, *, test_path: Path) -> dict[str, Any]:
     }
 
 
-# channels_redis receives with BZPOPMIN blocking up to 5 s on the server (its brpop_timeout),
-# and redis-py 8 reads every reply with a 5 s socket timeout by default: an idle channel's
-# empty answer raced the client's timeout, and on a loaded machine lost it (receive raised
-# redis TimeoutError). The socket timeout must be well above the blocking time.
-CHANNEL_LAYER_SOCKET_TIMEOUT = 30.0
-
-
 def channel_layers_from_url(url: str | None) -> dict[str, Any]:
     """``redis://host:port/db`` → channels_redis; unset → the in-process memory layer."""
     if not url or url.startswith("memory://"):
         return {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
     if url.startswith(("redis://", "rediss://", "unix://")):
-        host = {"address": url, "socket_timeout": CHANNEL_LAYER_SOCKET_TIMEOUT}
         return {
             "default": {
                 "BACKEND": "channels_redis.core.RedisChannelLayer",
-                "CONFIG": {"hosts": [host]},
+                "CONFIG": {"hosts": [url]},
             }
         }
     raise ValueError(
