@@ -38,17 +38,18 @@ class StreamedFile:
     finish: Callable[[], tuple[ImportWarning, ...]]  # after every conversation
 
 
+def stream_of(conversation: Conversation) -> ConversationStream:
+    """A conversation already built whole, handed out as a stream: its messages, then the
+    conversation without them."""
+    return ConversationStream(
+        iter(conversation.messages), lambda: replace(conversation, messages=())
+    )
+
+
 def from_parsed(parsed: ParsedFile) -> StreamedFile:
     """A file parsed whole, handed out as a stream (no memory saved, one store path)."""
-
-    def conversations() -> Iterator[ConversationStream]:
-        for conversation in parsed.conversations:
-            yield ConversationStream(
-                iter(conversation.messages),
-                lambda c=conversation: replace(c, messages=()),  # type: ignore[misc]
-            )
-
-    return StreamedFile(parsed.format, conversations(), lambda: parsed.warnings)
+    streams = (stream_of(conversation) for conversation in parsed.conversations)
+    return StreamedFile(parsed.format, streams, lambda: parsed.warnings)
 
 
 class ToolResultCheck:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..model import (
@@ -39,7 +39,7 @@ from ..model import (
 from ._common import WarningTally, iter_jsonl, load_json, require_content, short_title
 from ._json_stream import array_items
 from ._kit import title_from
-from ._stream import ConversationStream, StreamedFile
+from ._stream import ConversationStream, StreamedFile, stream_of
 from .openai_chat import (
     _looks_like_jsonl,
     as_dict,
@@ -478,10 +478,7 @@ def stream(data: bytes, *, name: str) -> StreamedFile | None:
         nonlocal found
         for conv in conversations:
             found += 1
-            yield ConversationStream(
-                iter(conv.messages),
-                lambda conv=conv: replace(conv, messages=()),  # type: ignore[misc]
-            )
+            yield stream_of(conv)
 
     def finish() -> tuple[ImportWarning, ...]:
         if not found:

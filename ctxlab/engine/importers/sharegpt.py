@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import replace
 from typing import Any
 
 from ..model import (
@@ -31,7 +30,7 @@ from ..model import (
 from ._common import WarningTally, iter_jsonl, load_json, require_content, short_title
 from ._json_stream import array_items
 from ._kit import title_from
-from ._stream import ConversationStream, StreamedFile
+from ._stream import ConversationStream, StreamedFile, stream_of
 from .openai_chat import _looks_like_jsonl, as_dict, as_list, as_str, parse_arguments, tool_defs
 
 FORMAT = "sharegpt"
@@ -355,10 +354,7 @@ def stream(data: bytes, *, name: str) -> StreamedFile | None:
             conv = _conversation(record, index, name=name, line=line, used=used, warn=warn)
             if conv is not None and conv.messages:
                 found += 1
-                yield ConversationStream(
-                    iter(conv.messages),
-                    lambda conv=conv: replace(conv, messages=()),  # type: ignore[misc]
-                )
+                yield stream_of(conv)
 
     def finish() -> tuple[ImportWarning, ...]:
         if not found:
