@@ -94,3 +94,103 @@ def test_every_model_registered_in_admin(app_label: str) -> None:
         if not admin.site.is_registered(model)
     ]
     assert missing == []
+
+
+def _module_level_imports(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
+    found: list[ast.Import | ast.ImportFrom] = []
+    pending: list[ast.stmt] = list(tree.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            found.append(node)
+        elif isinstance(node, ast.If):
+            test = node.test
+            name = (
+                test.id
+                if isinstance(test, ast.Name)
+                else test.attr
+                if isinstance(test, ast.Attribute)
+                else ""
+            )
+            if name != "TYPE_CHECKING":
+                pending.extend(node.body)
+            pending.extend(node.orelse)
+        elif isinstance(node, ast.Try):
+            pending.extend(node.body + node.orelse + node.finalbody)
+            for handler in node.handlers:
+                pending.extend(handler.body)
+        elif isinstance(node, ast.With):
+            pending.extend(node.body)
+    return found
+
+
+def import_cycles(package_dir: Path, package_name: str) -> list[list[str]]:
+    """Import circles among a package's modules, module-level imports only (not `if TYPE_CHECKING:`)."""
+    modules: dict[str, Path] = {}
+    for path in sorted(package_dir.rglob("*.py")):
+        parts = list(path.relative_to(package_dir).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        modules[".".join([package_name, *parts])] = path
+    graph: dict[str, set[str]] = {name: set() for name in modules}
+    for name, path in modules.items():
+        is_package = path.name == "__init__.py"
+        for node in _module_level_imports(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            else:
+                base = node.module or ""
+                if node.level:
+                    anchor = name.split(".")
+                    anchor = anchor[: len(anchor) - node.level + (1 if is_package else 0)]
+                    base = ".".join([*anchor, *([base] if base else [])])
+                targets = [
+                    f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base
+                    for alias in node.names
+                ]
+            graph[name].update(t for t in targets if t in modules and t != name)
+    # Tarjan's strongly connected components
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(graph[node]):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component: list[str] = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return sorted(cycles)
+
+
+@pytest.mark.parametrize(
+    "package", ["ctxlab", "replay_app", "sessions_app", "judge_app", "suites_app"]
+)
+def test_no_import_circles(package: str) -> None:
+    # The engine's own circles are the engine's test's; here every other module of the package.
+    cycles = [
+        cycle
+        for cycle in import_cycles(BASE_DIR / package, package)
+        if not all(name.startswith("ctxlab.engine") for name in cycle)
+    ]
+    assert cycles == []
