@@ -177,9 +177,9 @@ def import_cycles(package_dir: Path, package_name: str) -> list[list[str]]:
             if len(component) > 1:
                 cycles.append(sorted(component))
 
-    for node in sorted(graph):
-        if node not in index:
-            visit(node)
+    for module in sorted(graph):
+        if module not in index:
+            visit(module)
     return sorted(cycles)
 
 
