@@ -17,9 +17,9 @@ _.sqlite_database  # ctxlab/envconfig.py
 _.site_dir  # ctxlab/paths.py
 
 # Daphne/Twisted, Channels, kombu and Django: signatures and attributes they define.
-_.failure  # ctxlab/bounded_server.py: Twisted errback argument
-_.factory  # ctxlab/bounded_server.py: Daphne's protocol factory argument
-_.requestFactory  # ctxlab/bounded_server.py: Twisted's HTTPChannel attribute
+_.failure  # ctxlab/serving/bounded_server.py: Twisted errback argument
+_.factory  # ctxlab/serving/bounded_server.py: Daphne's protocol factory argument
+_.requestFactory  # ctxlab/serving/bounded_server.py: Twisted's HTTPChannel attribute
 _.server_cls  # ctxlab/management/commands/serve.py: Daphne's runserver hook
 _.polling_interval  # ctxlab/celery.py: kombu's SQLAlchemy transport
 _.sender  # sessions_app/models.py: Django signal receiver argument
@@ -60,13 +60,13 @@ _.filter_text  # idem
 _.grid_base  # idem
 _.eta_seconds  # suites_app/progress.py: _suite_live.html
 _.default_rows  # suites_app/results.py: suite_detail.html
-_.process_request  # ctxlab/page_server.py: socketserver calls it for each accepted connection
+_.process_request  # ctxlab/serving/page_server.py: socketserver calls it for each accepted connection
 _._session_key  # ctxlab/session_rows.py: Django's session store reads it (a new key when saved)
-_.request_queue_size  # ctxlab/page_server.py: socketserver's listen backlog
+_.request_queue_size  # ctxlab/serving/page_server.py: socketserver's listen backlog
 _.kind_label  # replay_app/compare/originals.py: runs/_originals.html, compare/_originals.html
 _.not_reproduced  # replay_app/compare/originals.py: compare/_originals.html
-_.lineLengthExceeded  # ctxlab/bounded_server.py: Twisted's line parser calls it (414/431)
-_._parsePOSTFormSubmission  # ctxlab/bounded_server.py: Twisted reads it (form bodies unparsed)
+_.lineLengthExceeded  # ctxlab/serving/bounded_server.py: Twisted's line parser calls it (414/431)
+_._parsePOSTFormSubmission  # ctxlab/serving/bounded_server.py: Twisted reads it (form bodies unparsed)
 _.temporary_file_path  # sessions_app/uploads.py: Django's TemporaryUploadedFile API
 _.UploadTempFileHandler  # sessions_app/uploads.py: FILE_UPLOAD_HANDLERS in settings
 _.upload_interrupted  # sessions_app/uploads.py: Django's upload handler API

@@ -15,12 +15,12 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
-from ctxlab.abandon import AbandonWatch  # noqa: E402
-from ctxlab.routing import websocket_urlpatterns  # noqa: E402
+from ctxlab.serving.abandon import AbandonWatch  # noqa: E402
+from ctxlab.serving.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
-        # A client that disconnects flags its request: long views stop (ctxlab.abandon).
+        # A client that disconnects flags its request: long views stop (ctxlab.serving.abandon).
         # (django-stubs types ASGIHandler with dict scopes, the ASGI spec with mappings.)
         "http": AbandonWatch(django_asgi_app),  # type: ignore[arg-type]
         "websocket": AllowedHostsOriginValidator(

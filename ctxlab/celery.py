@@ -13,14 +13,14 @@ from typing import Any
 from celery import Celery
 from celery.signals import task_postrun
 
-from ctxlab import task_relay
+from ctxlab.serving import task_relay
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ctxlab.settings")
 
 
 class App(Celery):
     """ctxlab's Celery app: in a page process with an in-process broker, every task leaves
-    through the front's worker (``ctxlab.task_relay``); elsewhere as Celery sends it."""
+    through the front's worker (``ctxlab.serving.task_relay``); elsewhere as Celery sends it."""
 
     def send_task(  # type: ignore[override]
         self, name: str, args: Any = None, kwargs: Any = None, **options: Any

@@ -1,4 +1,4 @@
-"""The session and user rows every view reads, through prepared queries (``ctxlab.prepared``).
+"""The session and user rows every view reads, through prepared queries (``ctxlab.serving.prepared``).
 
 ``SESSION_ENGINE`` and ``AUTHENTICATION_BACKENDS`` name this module: Django's database
 session store and model backend, each with its one lookup compiled once per process
@@ -20,7 +20,7 @@ from django.core.exceptions import ValidationError
 from django.db import router
 from django.utils import timezone
 
-from ctxlab.prepared import Prepared, instance
+from ctxlab.serving.prepared import Prepared, instance
 
 _EARLY, _LATE = datetime(2001, 1, 1, tzinfo=UTC), datetime(2002, 2, 2, tzinfo=UTC)
 

@@ -15,7 +15,6 @@ from pathlib import Path
 from django.core.exceptions import ImproperlyConfigured
 
 from ctxlab import paths
-from ctxlab.embedded_pool import usable_cores
 from ctxlab.envconfig import (
     channel_layers_from_url,
     database_from_url,
@@ -24,6 +23,7 @@ from ctxlab.envconfig import (
     env_list,
     sqlite_database,
 )
+from ctxlab.serving.embedded_pool import usable_cores
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -70,9 +70,9 @@ CSRF_COOKIE_SECURE = _HTTPS
 SECURE_SSL_REDIRECT = _HTTPS
 SECURE_HSTS_SECONDS = 31_536_000 if _HTTPS else 0
 
-# Content-Security-Policy (ctxlab.middleware.SecurityHeadersMiddleware): no origin but our
+# Content-Security-Policy (ctxlab.web.middleware.SecurityHeadersMiddleware): no origin but our
 # own, anywhere, and no inline or eval'd script: charts are JSON data blocks drawn by
-# static/js/plots.js (ctxlab/plots.py), htmx runs with allowEval false (templates/base.html)
+# static/js/plots.js (ctxlab/web/plots.py), htmx runs with allowEval false (templates/base.html)
 # and no template uses hx-on, trigger filters, js: values or on*= attributes (tests check
 # every page type). Measured in Chromium: plotly.min.js draws under script-src 'self', but it
 # injects <style> elements and style attributes, hence style-src 'unsafe-inline'.
@@ -121,10 +121,10 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     # Before WhiteNoise: static files get the same headers as pages.
-    "ctxlab.middleware.SecurityHeadersMiddleware",
+    "ctxlab.web.middleware.SecurityHeadersMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",  # static files before any auth check
-    "ctxlab.storage_errors.StorageErrorMiddleware",  # disk full / read-only: 503, no traceback
-    "ctxlab.abandon.AbandonedRequestMiddleware",  # the client went away: stop, quietly
+    "ctxlab.web.storage_errors.StorageErrorMiddleware",  # disk full / read-only: 503, no traceback
+    "ctxlab.serving.abandon.AbandonedRequestMiddleware",  # the client went away: stop, quietly
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -133,7 +133,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
-    "ctxlab.middleware.VaryOnHtmxMiddleware",  # fragments and pages share URLs
+    "ctxlab.web.middleware.VaryOnHtmxMiddleware",  # fragments and pages share URLs
 ]
 
 ROOT_URLCONF = "ctxlab.urls"
@@ -151,7 +151,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
             ],
-            # num / when: one number and time format on every page (ctxlab/display.py)
+            # num / when: one number and time format on every page (ctxlab/web/display.py)
             "builtins": ["ctxlab.templatetags.display"],
         },
     },
@@ -200,7 +200,7 @@ STATICFILES_DIRS = [SITE_DIR / "static"]
 STATICFILES_FINDERS = [
     "django.contrib.staticfiles.finders.FileSystemFinder",
     "django.contrib.staticfiles.finders.AppDirectoriesFinder",
-    "ctxlab.staticfinders.PlotlyFinder",  # only plotly/plotly.min.js from the plotly package
+    "ctxlab.web.staticfinders.PlotlyFinder",  # only plotly/plotly.min.js from the plotly package
 ]
 WHITENOISE_USE_FINDERS = True
 # STATIC_ROOT exists only after an optional collectstatic; without it WhiteNoise warned
@@ -216,14 +216,14 @@ MEDIA_ROOT = DATA_DIR / "media"
 CTXLAB_MAX_UPLOAD_BYTES = env_int("CTXLAB_MAX_UPLOAD_BYTES", 200 * 1024 * 1024)
 # Largest request body `manage.py serve` reads (one file per upload request, as the upload
 # page posts them, plus the form around it); refused with 413 as soon as it is crossed.
-# Bodies over 64 KiB are read only for a logged-in session (ctxlab/bounded_server.py).
+# Bodies over 64 KiB are read only for a logged-in session (ctxlab/serving/bounded_server.py).
 CTXLAB_MAX_REQUEST_BYTES = env_int(
     "CTXLAB_MAX_REQUEST_BYTES", CTXLAB_MAX_UPLOAD_BYTES + 1024 * 1024
 )
 # Memory (MB) the web process may keep of finished runs' derived values (fate logs,
 # curves, charts) between requests (replay_app/memo.py weighs each one).
 CTXLAB_MEMO_MB = env_int("CTXLAB_MEMO_MB", 256)
-# Processes `manage.py serve` answers GET/HEAD requests from (ctxlab.page_pool); 0 = the
+# Processes `manage.py serve` answers GET/HEAD requests from (ctxlab.serving.page_pool); 0 = the
 # serving process answers everything itself.
 CTXLAB_PAGE_PROCESSES = env_int("CTXLAB_PAGE_PROCESSES", usable_cores())
 # Disk (MB) for finished runs' derived page data shared by the served processes and kept
@@ -273,7 +273,7 @@ CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 # Runs at once in the embedded worker (its threads), and the child processes they execute
-# in (ctxlab.embedded_pool): threads share one interpreter lock. 0 = runs stay in threads.
+# in (ctxlab.serving.embedded_pool): threads share one interpreter lock. 0 = runs stay in threads.
 CTXLAB_EMBEDDED_WORKER_CONCURRENCY = env_int("CTXLAB_WORKER_CONCURRENCY", max(2, usable_cores()))
 CTXLAB_EMBEDDED_WORKER_PROCESSES = env_int("CTXLAB_EMBEDDED_WORKER_PROCESSES", usable_cores())
 # A running run silent this long is failed / a live run's heartbeat interval (README).

@@ -7,7 +7,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from ctxlab.storage_errors import database_writable
+from ctxlab.web.storage_errors import database_writable
 
 SECTIONS = [
     ("Transcripts", "/transcripts/", "Import agent transcripts and inspect every message."),

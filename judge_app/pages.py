@@ -11,7 +11,7 @@ from ctxlab.engine import probe_haystack, probe_scoring
 from ctxlab.engine.catalogue import metric
 from ctxlab.engine.probes import PROBE_KINDS, PROBE_LABELS
 from ctxlab.engine.secrets import mask
-from ctxlab.plots import figure_html
+from ctxlab.web.plots import figure_html
 from replay_app.models import Run, RunStatus
 from sessions_app.models import Transcript
 

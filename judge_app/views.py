@@ -15,7 +15,7 @@ from django.views.decorators.http import require_POST
 
 from ctxlab.engine import aftereffects
 from ctxlab.engine.probes import PROBE_KINDS, PROBE_LABELS
-from ctxlab.ownership import get_owned_or_404, owned
+from ctxlab.web.ownership import get_owned_or_404, owned
 from replay_app.costs import llm
 from replay_app.models import Run, RunStatus
 from sessions_app.models import Transcript

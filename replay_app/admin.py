@@ -6,7 +6,7 @@ from typing import ClassVar
 
 from django.contrib import admin
 
-from ctxlab.admin_scaling import LargeTableAdmin
+from ctxlab.web.admin_scaling import LargeTableAdmin
 from replay_app.models import (
     OriginalSurvival,
     Run,

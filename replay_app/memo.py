@@ -82,7 +82,7 @@ def _remember(key: str, value: Any, weight: int) -> None:
     MEMO.max_chars = memo_bytes()  # settings may change (tests, a reload)
     MEMO.set(key, value, weight=weight)
     if _FREEZE and weight >= FREEZE_BYTES:
-        from ctxlab.page_server import freeze_heap
+        from ctxlab.serving.page_server import freeze_heap
 
         freeze_heap()
 

@@ -1,4 +1,4 @@
-"""The rows a run's pages read on every view, by prepared queries (``ctxlab.prepared``):
+"""The rows a run's pages read on every view, by prepared queries (``ctxlab.serving.prepared``):
 the run itself (owned by the viewer, or a 404), a step's row and a page of messages.
 Compiling these lookups cost ~0.5-0.8 ms of CPU each per view, about a third of a step
 page."""
@@ -11,7 +11,7 @@ from typing import Any
 from django.db import router
 from django.http import Http404
 
-from ctxlab.prepared import Prepared, instance
+from ctxlab.serving.prepared import Prepared, instance
 from replay_app.models import Run, RunStep
 from sessions_app.models import Message
 

@@ -10,7 +10,7 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.http import HttpRequest
 
-from ctxlab.admin_scaling import LargeTableAdmin
+from ctxlab.web.admin_scaling import LargeTableAdmin
 
 from .json_text import JSONTextField
 from .models import Message, MessageFacts, Transcript, Upload

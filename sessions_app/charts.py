@@ -7,7 +7,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from ctxlab.plots import figure_html, whole_number_axis
+from ctxlab.web.plots import figure_html, whole_number_axis
 
 # (message index, uncached input, cache read, cache write 5m, cache write 1h, output)
 UsageRow = tuple[int, int, int, int, int, int]

@@ -19,13 +19,13 @@ from typing import Any
 from django.db import connection, models
 from django.db.models import Field
 
-from ctxlab.abandon import raise_if_abandoned
 from ctxlab.engine import codec, reference_stored
 from ctxlab.engine.importers._stream import ConversationStream, StreamedFile
 from ctxlab.engine.model import BlockKind, Conversation
 from ctxlab.engine.model import Message as EngineMessage
 from ctxlab.engine.strategies import _copaw_stored as copaw_stored
 from ctxlab.engine.tokens import MEDIA_TOKENS, PER_MESSAGE_OVERHEAD, block_text, reference_counter
+from ctxlab.serving.abandon import raise_if_abandoned
 
 from . import facts, json_text, secrets_glue
 from .json_text import JSONTextField

@@ -10,7 +10,7 @@ from typing import Any
 from django.core.paginator import Page, Paginator
 from django.db.models import Exists, F, OuterRef, Q, QuerySet
 
-from ctxlab.ownership import owned
+from ctxlab.web.ownership import owned
 
 from . import services
 from .models import Transcript, Upload

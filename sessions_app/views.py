@@ -13,11 +13,11 @@ from django.utils.http import content_disposition_header
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_GET, require_POST
 
-from ctxlab.abandon import raise_if_abandoned
 from ctxlab.engine import TranscriptError
-from ctxlab.http import HtmxHttpRequest
-from ctxlab.http import wants_json as _wants_json
-from ctxlab.ownership import get_owned_or_404
+from ctxlab.serving.abandon import raise_if_abandoned
+from ctxlab.web.http import HtmxHttpRequest
+from ctxlab.web.http import wants_json as _wants_json
+from ctxlab.web.ownership import get_owned_or_404
 
 from . import conversation, huge, services, transcript_page, upload_pages
 from .forms import UploadForm

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from ctxlab.admin_scaling import LargeTableAdmin
+from ctxlab.web.admin_scaling import LargeTableAdmin
 
 from .models import Suite, SuiteItem
 

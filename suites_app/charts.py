@@ -1,4 +1,4 @@
-"""The suite's charts as data (``ctxlab.plots``: a JSON block drawn by static/js/plots.js,
+"""The suite's charts as data (``ctxlab.web.plots``: a JSON block drawn by static/js/plots.js,
 no inline script): the heatmap of a 2-parameter grid (one trace per metric, a dropdown
 choosing it) and cost vs retention with the Pareto front. Hover texts are escaped: labels
 are user text."""
@@ -9,7 +9,7 @@ import html
 from typing import Any
 
 from ctxlab.engine.catalogue import METRICS
-from ctxlab.plots import figure_html
+from ctxlab.web.plots import figure_html
 
 from .configs import fmt
 from .results import RETENTION_KEY, SuiteResults

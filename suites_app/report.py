@@ -6,7 +6,7 @@ and table), every metric per configuration as median [quartiles], survival and p
 scores where the runs have them, each configuration's settings and outliers, and one small
 table per transcript (a row per configuration's run). Links only move within the file
 (``#config-N``, ``#transcript-N``): a file opened from disk has no server to reach, and
-plotly.js is inlined (the shared report shell, ``ctxlab.report_shell``).
+plotly.js is inlined (the shared report shell, ``ctxlab.web.report_shell``).
 
 Every user string (suite name, configuration labels and parameters, transcript titles) is
 masked again here (``secrets.mask``) and escaped by the template; the chart labels are the
@@ -21,9 +21,9 @@ from typing import Any
 
 from django.template.loader import render_to_string
 
-from ctxlab import report_shell
 from ctxlab.engine.catalogue import METRICS, metric_best_flags
 from ctxlab.engine.secrets import mask
+from ctxlab.web import report_shell
 
 from . import charts, results
 from .configs import fmt

@@ -1,4 +1,4 @@
-"""Websocket routes of the suites app (collected by ctxlab.routing)."""
+"""Websocket routes of the suites app (collected by ctxlab.serving.routing)."""
 
 from __future__ import annotations
 

@@ -14,8 +14,8 @@ from django.utils.http import content_disposition_header
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
-from ctxlab.http import HtmxHttpRequest, json_response, wants, wants_json
-from ctxlab.ownership import get_owned_or_404, owned
+from ctxlab.web.http import HtmxHttpRequest, json_response, wants, wants_json
+from ctxlab.web.ownership import get_owned_or_404, owned
 
 from . import charts, report, results, services
 from .configs import SuiteInputError

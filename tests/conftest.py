@@ -43,7 +43,7 @@ def _celery_eager(request: pytest.FixtureRequest) -> Iterator[None]:
 def _embedded_worker_session(django_db_setup: Any, django_db_blocker: Any) -> Iterator[Any]:
     # One worker for the whole session: starting one costs ~0.1 s, stopping and restarting
     # a WorkController in the same process is not something Celery promises to support.
-    from ctxlab.embedded import start_embedded_worker, stop_embedded_worker
+    from ctxlab.serving.embedded import start_embedded_worker, stop_embedded_worker
 
     # Threads only: tests patch code in this process; tests of the process pool start it.
     with django_db_blocker.unblock():

@@ -13,7 +13,7 @@ from django.core.management import call_command
 from django.http import Http404
 from django.test import Client
 
-from ctxlab.ownership import get_owned_or_404, owned
+from ctxlab.web.ownership import get_owned_or_404, owned
 
 NAV_PAGES = ["/", "/transcripts/", "/strategies/", "/runs/", "/compare/"]
 BASE_DIR = Path(settings.BASE_DIR)

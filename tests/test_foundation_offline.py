@@ -13,7 +13,7 @@ from django.conf import settings
 from django.contrib.staticfiles import finders
 from waiting import WAIT_SECONDS
 
-from ctxlab.staticfinders import PLOTLY_STATIC_PATH, PlotlyFinder
+from ctxlab.web.staticfinders import PLOTLY_STATIC_PATH, PlotlyFinder
 
 # tiktoken 0.14's official expected_hash for cl100k_base.tiktoken (stack.md §2).
 CL100K_SHA256 = "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"

@@ -13,7 +13,7 @@ from waiting import WAIT_SECONDS, Communicator
 
 from ctxlab.celery import app as celery_app
 from ctxlab.celery import ping
-from ctxlab.embedded import embedded_broker
+from ctxlab.serving.embedded import embedded_broker
 
 
 @pytest.mark.django_db

@@ -1,4 +1,4 @@
-"""``ctxlab.page_server``: a page process's WSGI server on a unix socket, as the front's
+"""``ctxlab.serving.page_server``: a page process's WSGI server on a unix socket, as the front's
 proxy talks to it (HTTP/1.0 heads with ``X-Forwarded-*``, answers read to EOF). The whole
 path through ``manage.py serve`` is in test_serve_page_processes.py."""
 
@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from waiting import WAIT_SECONDS, join
 
-from ctxlab import page_server
-from ctxlab.page_pool import parse_response_head, request_head
+from ctxlab.serving import page_server
+from ctxlab.serving.page_pool import parse_response_head, request_head
 
 
 def _environ_app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:

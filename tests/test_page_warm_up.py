@@ -1,5 +1,5 @@
-"""What a page process does before it listens (``ctxlab.page_pool.warm_up``,
-``ctxlab.page_server.warm_request``), so the first request after a start pays nothing
+"""What a page process does before it listens (``ctxlab.serving.page_pool.warm_up``,
+``ctxlab.serving.page_server.warm_request``), so the first request after a start pays nothing
 more than the next: URL maps built for every namespace, a request answered in-process."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import pytest
 from django.core.wsgi import get_wsgi_application
 from django.urls import clear_url_caches, resolvers, reverse
 
-from ctxlab import page_server
-from ctxlab.page_pool import warm_up
+from ctxlab.serving import page_server
+from ctxlab.serving.page_pool import warm_up
 
 
 def test_no_url_map_is_built_after_the_warm_up(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -184,7 +184,7 @@ def test_storage_problem_names_disk_full() -> None:
 
     from django.db import OperationalError
 
-    from ctxlab.storage_errors import storage_problem
+    from ctxlab.web.storage_errors import storage_problem
 
     assert storage_problem(OperationalError("database or disk is full")) == "full"
     assert storage_problem(OSError(errno.ENOSPC, "No space left on device")) == "full"

@@ -1,4 +1,4 @@
-"""Queries compiled once (``ctxlab.prepared``) and the session store and auth backend that
+"""Queries compiled once (``ctxlab.serving.prepared``) and the session store and auth backend that
 use them (``ctxlab.session_rows``): the same rows and the same checks as Django's."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from django.contrib.sessions.models import Session
 from django.utils import timezone
 
 from ctxlab import session_rows
-from ctxlab.prepared import Prepared
+from ctxlab.serving.prepared import Prepared
 
 pytestmark = pytest.mark.django_db
 

@@ -36,7 +36,7 @@ def _children(pid: int) -> list[int]:
             found += (task / "children").read_text().split()
         except OSError:
             continue  # the thread ended meanwhile
-    return [int(p) for p in found if b"ctxlab.page_pool" in _cmdline(int(p))]
+    return [int(p) for p in found if b"ctxlab.serving.page_pool" in _cmdline(int(p))]
 
 
 def _cmdline(pid: int) -> bytes:

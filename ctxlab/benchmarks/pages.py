@@ -160,7 +160,7 @@ def concurrent_gets(port: int, urls: list[str], cookie: str) -> tuple[list[float
 
 def wait_for_page_processes(tmp: Path, timeout: float = 60.0) -> int:
     """Wait until the server's page processes listen (their sockets live under TMPDIR)."""
-    from ctxlab.embedded_pool import usable_cores
+    from ctxlab.serving.embedded_pool import usable_cores
 
     wanted = int(os.environ.get("CTXLAB_PAGE_PROCESSES") or usable_cores())
     deadline = time.monotonic() + timeout

@@ -74,7 +74,7 @@ def _run_all(user: Any, transcripts: list[Any], *, timeout: float = 1800) -> flo
 
 def _idle() -> None:
     """Wait until no child is still answering a finished run's call."""
-    from ctxlab import embedded_pool
+    from ctxlab.serving import embedded_pool
 
     pool = embedded_pool.current()
     while pool is not None and pool.busy_pids():
@@ -83,7 +83,7 @@ def _idle() -> None:
 
 def _children_cpu() -> dict[int, float]:
     """CPU seconds used so far by each child of the pool (Linux /proc)."""
-    from ctxlab import embedded_pool
+    from ctxlab.serving import embedded_pool
 
     pool = embedded_pool.current()
     cpu = {}
@@ -99,8 +99,8 @@ def _children_cpu() -> dict[int, float]:
 def _fresh(user: Any, warm: Any, processes: int) -> dict[int, float]:
     """A new pool of ``processes`` children (none: threads), each warmed by a short run;
     cold caches in this process too (the threads' runs use them). The children's CPU."""
-    from ctxlab import embedded_pool
     from ctxlab.engine import lost
+    from ctxlab.serving import embedded_pool
 
     from .replay import _cold
 
@@ -155,10 +155,10 @@ def _passes(user: Any, transcripts: list[Any], warm: Any, processes: int) -> _Pa
 def _measure(out: TextIO) -> list[dict[str, Any]]:
     from django.contrib.auth import get_user_model
 
-    from ctxlab import embedded_pool
     from ctxlab.celery import app
-    from ctxlab.embedded import start_embedded_worker, stop_embedded_worker
     from ctxlab.engine import synth_realistic
+    from ctxlab.serving import embedded_pool
+    from ctxlab.serving.embedded import start_embedded_worker, stop_embedded_worker
     from sessions_app import services as session_services
 
     user = get_user_model().objects.create_user(username="bench", password="bench-pass-123")

@@ -53,8 +53,8 @@ class _ExecutorClock:
 
 def _suite_once(user: Any, transcripts: list[Any], concurrency: int, out: TextIO) -> dict[str, Any]:
     from ctxlab.celery import app
-    from ctxlab.embedded import start_embedded_worker, stop_embedded_worker
     from ctxlab.engine import lost
+    from ctxlab.serving.embedded import start_embedded_worker, stop_embedded_worker
     from suites_app import configs, replay_glue, services
 
     from .replay import _cold

@@ -1,4 +1,4 @@
-"""``num``, ``usd`` and ``when``: the one number and time format of every page (``ctxlab.display``).
+"""``num``, ``usd`` and ``when``: the one number and time format of every page (``ctxlab.web.display``).
 Registered as template builtins (settings), so no template needs ``{% load %}``."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Any
 from django import template
 from django.utils.safestring import SafeString
 
-from ctxlab import display
+from ctxlab.web import display
 
 register = template.Library()
 

@@ -17,8 +17,8 @@ from django.http import QueryDict
 from django.urls import reverse
 from django.utils.safestring import SafeString, mark_safe
 
-from ctxlab.abandon import raise_if_abandoned
-from ctxlab.http import int_param
+from ctxlab.serving.abandon import raise_if_abandoned
+from ctxlab.web.http import int_param
 from replay_app import memo
 from replay_app.compare import compare_steps, inputs, overview, survival_table
 from replay_app.compare import originals as agreement

@@ -27,8 +27,8 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from ctxlab.abandon import raise_if_abandoned
 from ctxlab.engine.fatelog import FateLog
+from ctxlab.serving.abandon import raise_if_abandoned
 from replay_app.display import thinning
 from replay_app.models import Run, RunAnalysis, RunEvent, RunStatus, RunStep
 

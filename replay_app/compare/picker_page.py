@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ctxlab.ownership import owned
+from ctxlab.web.ownership import owned
 from replay_app.compare import overview
 from replay_app.models import Run
 

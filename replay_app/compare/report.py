@@ -7,7 +7,7 @@ no src/href to another origin, no links back to the server (a file opened from d
 nothing to reach). Texts come from the stored, masked-at-import data, and every string
 shown is masked again here (``secrets.mask``), so a secret cannot reach the file
 even through a summariser that echoed one. The page frame, CSS and chart drawing are the
-shared report shell (``ctxlab.report_shell``; the suite report uses it too).
+shared report shell (``ctxlab.web.report_shell``; the suite report uses it too).
 
 Used by the compare page's "Download report" (``?format=report``) and ``manage.py report``.
 """
@@ -21,9 +21,9 @@ from typing import Any
 from django.template.loader import render_to_string
 from django.utils.safestring import mark_safe
 
-from ctxlab import report_shell
-from ctxlab.abandon import raise_if_abandoned
 from ctxlab.engine.secrets import mask
+from ctxlab.serving.abandon import raise_if_abandoned
+from ctxlab.web import report_shell
 from replay_app.compare import compare_steps, overview
 from replay_app.display import charts
 from replay_app.display.markdown_safe import render as render_markdown

@@ -16,11 +16,11 @@ from django.utils.http import content_disposition_header
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET
 
-from ctxlab.http import HtmxHttpRequest
-from ctxlab.http import int_param as _int
-from ctxlab.http import json_response as _json
-from ctxlab.http import wants as _wants
-from ctxlab.ownership import owned
+from ctxlab.web.http import HtmxHttpRequest
+from ctxlab.web.http import int_param as _int
+from ctxlab.web.http import json_response as _json
+from ctxlab.web.http import wants as _wants
+from ctxlab.web.ownership import owned
 from replay_app.compare import compare_steps, overview, report
 from replay_app.compare.compare_page import ComparePage
 from replay_app.compare.matrix_page import matrix_page

@@ -11,7 +11,7 @@ from django.db.models import QuerySet
 
 from ctxlab.engine.native_config import NATIVE_SHAPES
 from ctxlab.engine.strategies import LIBRARY, STRATEGIES
-from ctxlab.ownership import owned
+from ctxlab.web.ownership import owned
 from replay_app.configs import services
 from replay_app.configs.forms import ImportConfigForm
 from replay_app.models import StrategyConfig

@@ -20,9 +20,9 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from ctxlab.engine.native_config import NATIVE_SHAPES, native_config
 from ctxlab.engine.strategies import STRATEGIES
-from ctxlab.http import json_response
-from ctxlab.http import wants_json as _wants_json
-from ctxlab.ownership import get_owned_or_404
+from ctxlab.web.http import json_response
+from ctxlab.web.http import wants_json as _wants_json
+from ctxlab.web.ownership import get_owned_or_404
 from replay_app.configs import services as config_services
 from replay_app.configs import stage_builder
 from replay_app.configs.forms import ImportConfigForm, StrategyConfigForm

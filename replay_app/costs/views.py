@@ -10,7 +10,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from ctxlab.engine.strategies import LIBRARY
-from ctxlab.ownership import owned
+from ctxlab.web.ownership import owned
 from replay_app.costs import llm, run_budget
 from replay_app.models import StrategyConfig
 from replay_app.runs import services

@@ -7,7 +7,7 @@ and the run page has a 150 ms budget. ``figure(spec)`` turns one into a validate
 
 Hover texts are HTML in plotly (``<br>``, ``<b>`` ...), so every string that could come
 from a transcript or a strategy goes through ``html.escape`` before it lands in one.
-``chart_html`` renders data, not script (``ctxlab.plots``): the figure goes into a JSON
+``chart_html`` renders data, not script (``ctxlab.web.plots``): the figure goes into a JSON
 data block escaped so that no string can close it, and ``static/js/plots.js`` draws it.
 """
 
@@ -20,7 +20,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from ctxlab.plots import figure_html, whole_number_axis
+from ctxlab.web.plots import figure_html, whole_number_axis
 from replay_app.display import thinning
 from replay_app.display.vocabulary import event_label
 

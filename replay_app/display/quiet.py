@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ctxlab import display
+from ctxlab.web import display
 
 
 def compaction_count(metrics: dict[str, Any]) -> int:

@@ -7,7 +7,7 @@ from typing import Any, TypeVar
 from django import forms
 
 from ctxlab.engine.budget import window_params
-from ctxlab.ownership import owned
+from ctxlab.web.ownership import owned
 from replay_app.configs.forms import SUMMARIZER_LABELS, preset_choices
 from replay_app.costs import llm
 from replay_app.models import StrategyConfig

@@ -1,6 +1,6 @@
 """Where a queued run executes: in a child process of the embedded worker's pool, or here.
 
-With the embedded worker running on processes (``ctxlab.embedded_pool``), the task's thread
+With the embedded worker running on processes (``ctxlab.serving.embedded_pool``), the task's thread
 hands the run to a child, which executes it exactly as a thread would
 (``executor.run_execute``: claim, replay, fenced batch writes, analysis, heartbeat, cancel
 at the next batch; the child has its own database connection) and sends its progress back;
@@ -22,7 +22,7 @@ from typing import Any
 from django.db import connections
 from django.utils import timezone
 
-from ctxlab import embedded_pool
+from ctxlab.serving import embedded_pool
 from replay_app.models import Run, RunStatus
 from replay_app.runs import executor
 from replay_app.runs.progress import ProgressSink, RunProgressData, run_state

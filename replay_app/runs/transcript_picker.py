@@ -23,7 +23,7 @@ from django.utils.safestring import SafeString
 from django.views.decorators.http import require_GET
 
 from ctxlab.engine.budget import peak_request, suggested_windows
-from ctxlab.ownership import owned
+from ctxlab.web.ownership import owned
 from sessions_app.models import Transcript
 
 RESULTS = 12

@@ -17,10 +17,10 @@ from django.utils.http import content_disposition_header
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from ctxlab.engine.strategies import PRESETS
-from ctxlab.http import HtmxHttpRequest, json_response
-from ctxlab.http import wants_json as _wants_json
-from ctxlab.ownership import get_owned_or_404
-from ctxlab.redirects import safe_next
+from ctxlab.web.http import HtmxHttpRequest, json_response
+from ctxlab.web.http import wants_json as _wants_json
+from ctxlab.web.ownership import get_owned_or_404
+from ctxlab.web.redirects import safe_next
 from replay_app import run_rows
 from replay_app.costs import run_budget
 from replay_app.models import Run, RunGroup

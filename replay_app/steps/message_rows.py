@@ -16,7 +16,7 @@ from django.template.defaultfilters import floatformat
 from django.urls import reverse
 from django.utils.safestring import SafeString, mark_safe
 
-from ctxlab.display import number
+from ctxlab.web.display import number
 from replay_app.steps.at_step import MessageRow
 from replay_app.steps.zone_bar import ZoneSegment
 

@@ -14,7 +14,7 @@ from html import escape
 from django.urls import reverse
 from django.utils.safestring import SafeString, mark_safe
 
-from ctxlab.display import number
+from ctxlab.web.display import number
 from replay_app.display.vocabulary import event_label, event_meaning
 from replay_app.models import Run
 from replay_app.steps.at_step import StepView

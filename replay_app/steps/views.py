@@ -13,11 +13,11 @@ from django.shortcuts import render
 from django.utils.http import content_disposition_header
 from django.views.decorators.http import require_GET
 
-from ctxlab.http import HtmxHttpRequest
-from ctxlab.http import int_param as _int
-from ctxlab.http import json_response as _json
-from ctxlab.http import wants as _wants
-from ctxlab.ownership import get_owned_or_404
+from ctxlab.web.http import HtmxHttpRequest
+from ctxlab.web.http import int_param as _int
+from ctxlab.web.http import json_response as _json
+from ctxlab.web.http import wants as _wants
+from ctxlab.web.ownership import get_owned_or_404
 from replay_app import run_rows
 from replay_app.models import Run
 from replay_app.runs import textstore

@@ -10,7 +10,7 @@ from django import forms
 
 from ctxlab.engine.params import Param
 from ctxlab.engine.strategies import LIBRARY, PRESETS, get_strategy_class
-from ctxlab.ownership import owned
+from ctxlab.web.ownership import owned
 from replay_app.configs import services as config_services
 from replay_app.configs.forms import param_help, preset_choices
 from replay_app.models import StrategyConfig

@@ -14,8 +14,8 @@ from django.shortcuts import render
 from django.utils.http import content_disposition_header
 from django.views.decorators.http import require_GET, require_http_methods
 
-from ctxlab.http import json_response
-from ctxlab.ownership import get_owned_or_404
+from ctxlab.web.http import json_response
+from ctxlab.web.ownership import get_owned_or_404
 from replay_app.models import RunGroup
 from replay_app.runs import services
 from replay_app.runs.views import start_group

@@ -6,7 +6,7 @@ from typing import Any
 
 from django import template
 
-from ctxlab import display
+from ctxlab.web import display
 
 register = template.Library()
 

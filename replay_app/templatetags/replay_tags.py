@@ -7,7 +7,7 @@ from typing import Any
 
 from django import template
 
-from ctxlab import display
+from ctxlab.web import display
 from replay_app.display import quiet
 
 register = template.Library()
@@ -23,7 +23,7 @@ def get_metric(metrics: Any, key: str) -> str:
 
 @register.filter
 def metric_text(value: Any) -> str:
-    """Numbers as every page writes them (``ctxlab.display.number``), dicts as ``k v, …``."""
+    """Numbers as every page writes them (``ctxlab.web.display.number``), dicts as ``k v, …``."""
     if isinstance(value, dict):
         return ", ".join(f"{k} {metric_text(v)}" for k, v in value.items()) or "none"
     if isinstance(value, str):

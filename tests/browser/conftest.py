@@ -123,7 +123,7 @@ def _serve_with_worker() -> None:
     from channels.testing.live import set_database_connection
 
     from ctxlab.celery import app
-    from ctxlab.embedded import start_embedded_worker
+    from ctxlab.serving.embedded import start_embedded_worker
 
     set_database_connection()
     app.conf.task_always_eager = False  # the parent's eager test default must not leak in

@@ -2,7 +2,7 @@
 compare-probes page's shared section fills in by itself. Its GET is answered by a page
 process, which queues ``score_shared_probes``; with the ``memory://`` broker only the
 front's embedded worker can run it, so the task must leave the page process through the
-front (``ctxlab.task_relay``). Before, the section stayed "0 of 2 runs scored" for ever."""
+front (``ctxlab.serving.task_relay``). Before, the section stayed "0 of 2 runs scored" for ever."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ def _listening_sockets(pid: int) -> list[Path]:
             args = Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if b"ctxlab.page_pool" in args:
+        if b"ctxlab.serving.page_pool" in args:
             sockets += [Path(a.decode()) for a in args if a.endswith(b".sock")]
     return [s for s in sockets if s.exists()]
 

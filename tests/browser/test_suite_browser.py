@@ -13,7 +13,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "suites_app"))  # shared test data
 from suite_testdata import import_chat  # noqa: E402
 
-from ctxlab.display import number  # noqa: E402
+from ctxlab.web.display import number  # noqa: E402
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

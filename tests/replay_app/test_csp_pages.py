@@ -13,7 +13,7 @@ import pytest
 from django.test import Client
 from inspect_helpers import make_run
 
-from ctxlab.plots import figure_html
+from ctxlab.web.plots import figure_html
 from replay_app.configs import services as config_services
 from replay_app.display import charts
 from replay_app.runs import services

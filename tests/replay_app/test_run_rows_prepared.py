@@ -70,8 +70,8 @@ def test_step_pages_of_other_users_runs_are_404(
 def test_a_warmed_process_compiles_nothing_in_its_views(
     client: Any, run: Run, user: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ctxlab import page_pool
-    from ctxlab.prepared import Prepared
+    from ctxlab.serving import page_pool
+    from ctxlab.serving.prepared import Prepared
 
     page_pool.warm_queries()  # what a page process does before it listens
     compiled: list[Any] = []

@@ -14,7 +14,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from suite_report_testdata import GRID, HOSTILE, LINK_TEXT, MASKED_PREFIX, RAW_KEY, make_suite
 
-from ctxlab.display import number
+from ctxlab.web.display import number
 from suites_app import report, results
 
 pytestmark = pytest.mark.django_db

@@ -9,10 +9,10 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 
-from ctxlab.bounded_server import BoundedServer
-from ctxlab.embedded import embedded_broker, start_embedded_worker
-from ctxlab.page_pool import PagePool, PageProxy, default_count, warm_up
-from ctxlab.page_server import freeze_heap
+from ctxlab.serving.bounded_server import BoundedServer
+from ctxlab.serving.embedded import embedded_broker, start_embedded_worker
+from ctxlab.serving.page_pool import PagePool, PageProxy, default_count, warm_up
+from ctxlab.serving.page_server import freeze_heap
 from replay_app import memo
 
 
@@ -54,15 +54,15 @@ class Command(BaseCommand):
         server = _BoundedRunserver()
         if count:
             # Websockets, POSTs and the embedded worker stay in this process (in-memory
-            # channel layer and broker); page processes answer GET/HEAD (ctxlab.page_pool).
+            # channel layer and broker); page processes answer GET/HEAD (ctxlab.serving.page_pool).
             # A task queued by a page (a GET) reaches this process's worker through the
-            # pool's relay (ctxlab.task_relay) when the broker lives here.
+            # pool's relay (ctxlab.serving.task_relay) when the broker lives here.
             server.pool = PagePool(count, relay_tasks=embedded_broker(settings.CELERY_BROKER_URL))
             server.pool.start()
             self.stdout.write(f"{count} page process(es) answer GET/HEAD requests.")
         # The reloader would fork a second process without the worker; memory:// cannot
         # cross processes, so serve from this one. Daphne's runserver, with request bodies
-        # streamed to disk and checked before they are read (ctxlab.bounded_server).
+        # streamed to disk and checked before they are read (ctxlab.serving.bounded_server).
         try:
             call_command(server, addrport, use_reloader=False)
         finally:

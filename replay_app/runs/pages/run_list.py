@@ -10,7 +10,7 @@ from django.core.paginator import Page, Paginator
 from django.db.models import QuerySet
 from django.http import QueryDict
 
-from ctxlab.ownership import owned
+from ctxlab.web.ownership import owned
 from replay_app.models import Run, RunStatus
 from replay_app.runs.pages.run_page import METRICS, run_json
 from sessions_app.models import Transcript

@@ -18,7 +18,7 @@ from django.http import QueryDict
 
 from ctxlab.engine.budget import window_param_names
 from ctxlab.engine.strategies import get_strategy_class
-from ctxlab.http import int_param
+from ctxlab.web.http import int_param
 from replay_app import memo
 from replay_app.compare import originals as agreement
 from replay_app.compare import survival_table

@@ -192,7 +192,7 @@ class Command(BaseCommand):
         embedded = settings.CELERY_BROKER_URL.startswith("memory://") and not eager
         worker = None
         if embedded:  # nobody else can read an in-memory queue: execute here
-            from ctxlab.embedded import start_embedded_worker
+            from ctxlab.serving.embedded import start_embedded_worker
 
             worker = start_embedded_worker(concurrency=options["concurrency"])
         services.suite_resume(suite=suite)
@@ -210,7 +210,7 @@ class Command(BaseCommand):
                 break
             time.sleep(0.5)
         if worker is not None:
-            from ctxlab.embedded import stop_embedded_worker
+            from ctxlab.serving.embedded import stop_embedded_worker
 
             stop_embedded_worker()
 

@@ -17,7 +17,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from replay_testdata import import_transcript
 
-from ctxlab import abandon
+from ctxlab.serving import abandon
 from judge_app import services as probe_services
 from judge_app.models import ProbeSet
 from replay_app import memo

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from ctxlab.ownership import get_owned_or_404
+from ctxlab.web.ownership import get_owned_or_404
 from replay_app.configs import services, views
 from replay_app.models import StrategyConfig
 

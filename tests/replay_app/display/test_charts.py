@@ -108,7 +108,7 @@ def test_compare_threshold_labels_are_short_in_own_slots_with_the_run_on_hover()
 
 
 def test_short_count_axes_tick_whole_numbers_only() -> None:
-    from ctxlab.plots import whole_number_axis
+    from ctxlab.web.plots import whole_number_axis
     from sessions_app.charts import usage_figure
 
     # plotly ticked a 3-message usage chart at 2, 2.5, 3, 3.5, 4 (a real Anthropic cassette)

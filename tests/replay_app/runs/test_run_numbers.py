@@ -13,7 +13,7 @@ import pytest
 from django.template import Context, Template
 from replay_testdata import import_transcript
 
-from ctxlab import display
+from ctxlab.web import display
 from replay_app.display.quiet import quiet_reason
 from replay_app.models import RunGroup
 from replay_app.runs import executor, services

@@ -1,4 +1,4 @@
-"""The embedded worker with child processes (ctxlab.embedded_pool, replay_app.runs.pooled):
+"""The embedded worker with child processes (ctxlab.serving.embedded_pool, replay_app.runs.pooled):
 runs queued through the real worker execute in a child, store what a run in this process
 stores, send progress to the run's websocket, stop on cancel, and fail cleanly when their
 child is killed."""
@@ -17,7 +17,7 @@ from channels.layers import get_channel_layer
 from replay_testdata import agent_chat, import_transcript
 from waiting import receive_until, wait_until
 
-from ctxlab import embedded_pool
+from ctxlab.serving import embedded_pool
 from replay_app.models import Run, RunEvent, RunFinding, RunOffload, RunStatus, RunStep, RunSummary
 from replay_app.runs import executor, pooled, services
 from replay_app.runs.executor import run_execute as run_execute_here

@@ -1,7 +1,7 @@
 """A page process's HTTP server: Django's WSGI handler on a unix socket, answered by a
 pool of long-lived threads.
 
-The front (``ctxlab.page_pool.PageProxy``) forwards only GET and HEAD requests, as
+The front (``ctxlab.serving.page_pool.PageProxy``) forwards only GET and HEAD requests, as
 HTTP/1.0 heads without a body, and reads each answer to EOF. Daphne cost a page process
 ~5.5 ms of CPU per request before Django saw it (Twisted's parser, the ASGI handler's
 hops between the event loop and the view's thread): as much as a warm run page itself,
@@ -10,7 +10,7 @@ read of its head, one environ, Django's synchronous handler in the thread that r
 and one write per body chunk.
 
 Trusted input only: the front wrote the head and its ``X-Forwarded-*`` headers (nothing
-else can reach the socket, see ``ctxlab.page_pool``).
+else can reach the socket, see ``ctxlab.serving.page_pool``).
 """
 
 from __future__ import annotations

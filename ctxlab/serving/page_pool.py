@@ -7,12 +7,12 @@ concurrent page views queue: 50 concurrent GETs of a 20,000-message run page too
 in-memory channel layer, the embedded Celery worker on the ``memory://`` broker, request
 bodies through the bounded server, every POST) and forwards GET and HEAD requests to
 ``count`` *page processes*: the same Django application behind its WSGI handler
-(``ctxlab.page_server``) on unix sockets in a private directory, least busy first. The
+(``ctxlab.serving.page_server``) on unix sockets in a private directory, least busy first. The
 front only copies bytes.
 
 A page process exits when the front does; one that dies is started again. While none
 answers (starting, crashed), the front serves the request itself. A client that goes away
-closes the forwarded connection; GET views never check ``ctxlab.abandon`` (uploads do, in
+closes the forwarded connection; GET views never check ``ctxlab.serving.abandon`` (uploads do, in
 the front), so the page process finishes and its writes fail quietly. Page processes
 trust ``X-Forwarded-*`` headers only because the front overwrites them and nothing else
 can reach their sockets (directory mode 0700).
@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ctxlab import task_relay
+from ctxlab.serving import task_relay
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +71,7 @@ class PagePool:
 
     def __init__(self, count: int, *, relay_tasks: bool = False) -> None:
         """``relay_tasks``: the worker consumes in this process (``memory://`` broker), so
-        the page processes send their tasks through it (``ctxlab.task_relay``)."""
+        the page processes send their tasks through it (``ctxlab.serving.task_relay``)."""
         self.directory = Path(tempfile.mkdtemp(prefix="ctxlab-pages-"))
         os.chmod(self.directory, 0o700)
         self.sockets = [self.directory / f"page-{i}.sock" for i in range(count)]
@@ -99,7 +99,13 @@ class PagePool:
         if self.relay_path is not None:
             env[task_relay.ENV] = str(self.relay_path)
         self._processes[index] = subprocess.Popen(
-            [sys.executable, "-m", "ctxlab.page_pool", str(self.sockets[index]), str(os.getpid())],
+            [
+                sys.executable,
+                "-m",
+                "ctxlab.serving.page_pool",
+                str(self.sockets[index]),
+                str(os.getpid()),
+            ],
             env=env,
             stdin=subprocess.DEVNULL,
         )
@@ -273,7 +279,7 @@ def warm_up() -> int:
 
 
 def warm_queries() -> None:
-    """Compile the prepared lookups of every view (session, user, run rows: ``ctxlab.prepared``)
+    """Compile the prepared lookups of every view (session, user, run rows: ``ctxlab.serving.prepared``)
     before listening: ~1-2 ms each in a page process's first views otherwise."""
     from ctxlab import session_rows
     from replay_app import run_rows
@@ -315,7 +321,7 @@ def serve_pages(socket_path: str, parent: int) -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "ctxlab.settings")
     from django.core.wsgi import get_wsgi_application
 
-    from ctxlab import page_server
+    from ctxlab.serving import page_server
 
     task_relay.install(os.environ.get(task_relay.ENV))  # tasks go to the front's worker
     application = get_wsgi_application()  # django.setup(); GETs need no ASGI (websockets

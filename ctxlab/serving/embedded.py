@@ -3,7 +3,7 @@
 With the default ``memory://`` broker, producer and consumer must share a process, so
 ``manage.py serve`` starts a thread-pool WorkController on a daemon thread before serving.
 Its threads share one interpreter lock, so the CPU-heavy part of a run goes to a pool of
-child processes (``ctxlab.embedded_pool``, ``CTXLAB_EMBEDDED_WORKER_PROCESSES``, default one
+child processes (``ctxlab.serving.embedded_pool``, ``CTXLAB_EMBEDDED_WORKER_PROCESSES``, default one
 per core; 0 keeps everything in the threads): a thread hands its run to a child and
 forwards the progress the child sends back (``replay_app.runs.pooled``).
 Nothing starts at import time; tests start one only through the ``celery_worker_embedded``
@@ -22,7 +22,7 @@ from celery import signals
 from celery._state import _set_task_join_will_block  # type: ignore[attr-defined]  # private
 from celery.worker import WorkController
 
-from ctxlab import embedded_pool
+from ctxlab.serving import embedded_pool
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """Child processes for the embedded worker's CPU-heavy work.
 
-The embedded Celery worker (``ctxlab.embedded``) must live in the web process: its
+The embedded Celery worker (``ctxlab.serving.embedded``) must live in the web process: its
 ``memory://`` broker and the in-memory channel layer cannot cross processes. Its threads
 share one interpreter lock, though, so two replays at once ran at ~1.2x the speed of one.
 This pool keeps ``size`` long-lived child processes, each a fresh interpreter (``spawn``:

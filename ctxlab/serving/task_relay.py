@@ -1,7 +1,7 @@
 """Tasks queued in a page process reach the front's worker.
 
 With the ``memory://`` broker (``make run``) the embedded worker consumes in the process
-that listens on the port (the *front*, ``ctxlab.page_pool``); a task a page process sent
+that listens on the port (the *front*, ``ctxlab.serving.page_pool``); a task a page process sent
 to its own ``memory://`` broker would wait there for ever (the compare-probes page queued
 ``score_shared_probes`` from a GET and stayed "queued"). So a page process sends no task
 itself: the app's ``send_task`` (``ctxlab.celery.App``, every ``delay``/``apply_async``

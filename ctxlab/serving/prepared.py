@@ -87,7 +87,7 @@ class Prepared:
 
     def compiled(self, using: str = "default") -> _Compiled:
         """The SQL for ``using``, compiled on first use (served processes compile before
-        they listen: ~1-2 ms a query, see ``ctxlab.page_pool.warm_up``)."""
+        they listen: ~1-2 ms a query, see ``ctxlab.serving.page_pool.warm_up``)."""
         compiled = self._compiled.get(using)
         if compiled is None:
             with self._lock:

@@ -15,8 +15,8 @@ from typing import Any
 
 from django.utils.safestring import SafeString, mark_safe
 
-from ctxlab.plots import figure_json
-from ctxlab.staticfinders import plotly_js_path
+from ctxlab.web.plots import figure_json
+from ctxlab.web.staticfinders import plotly_js_path
 
 
 def inline_script(source: str) -> SafeString:
