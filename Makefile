@@ -11,6 +11,7 @@ ADDR   ?= 127.0.0.1:8000
 
 help:
 	@echo "make run               serve http://$(ADDR) (SQLite, in-process Celery worker, in-memory channels)"
+	@echo "                       another address: make run ADDR=0.0.0.0:8000 (then DJANGO_ALLOWED_HOSTS=<name>)"
 	@echo "make test              lint (ruff, vulture) + mypy + unit/db tests + browser tests"
 	@echo "make test-fast         the inner loop: unit/db tests not marked slow (under a minute)"
 	@echo "make test-distributed  db-backed tests against DATABASE_URL / CELERY_BROKER_URL / CHANNEL_LAYER_URL"
@@ -19,7 +20,8 @@ env: $(STAMP)
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[scale,dev]'
+	@echo "Installing ctxlab and its dependencies into $(VENV)/ (about a minute, once)"
+	@$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[scale,dev]'
 	@touch $(STAMP)
 
 # `make run` serves with DEBUG off (friendly error pages, no technical details); set
@@ -34,14 +36,14 @@ run: $(STAMP)
 	@mkdir -p $(DATA_DIR)
 	@test -s $(SECRET_FILE) || (umask 077; $(BIN)/python -c \
 		"import secrets; print(secrets.token_urlsafe(50))" > $(SECRET_FILE))
-	$(RUN_ENV) $(BIN)/python manage.py migrate --noinput
-	$(RUN_ENV) $(BIN)/python manage.py ensure_local_user
+	@$(RUN_ENV) $(BIN)/python manage.py migrate --noinput -v 0
+	@$(RUN_ENV) $(BIN)/python manage.py ensure_local_user >/dev/null
 	@if $(RUN_ENV) $(BIN)/python manage.py help load_demo >/dev/null 2>&1; then \
-		$(RUN_ENV) $(BIN)/python manage.py load_demo; \
+		$(RUN_ENV) $(BIN)/python manage.py load_demo >/dev/null; \
 	else echo "(no load_demo command yet: skipping demo data)"; fi
-	@$(RUN_ENV) $(BIN)/python manage.py ensure_local_user
-	@echo "Serving ctxlab on http://$(ADDR)/  (Ctrl-C to stop)"
-	$(RUN_ENV) $(BIN)/python manage.py serve $(ADDR)
+	@echo "ctxlab on http://$(ADDR)/ · $$($(RUN_ENV) $(BIN)/python manage.py ensure_local_user \
+		| sed 's/^Local account exists\. //')"
+	@$(RUN_ENV) $(BIN)/python manage.py serve $(ADDR)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
