@@ -20,7 +20,7 @@ from django.utils.safestring import SafeString, mark_safe
 from ctxlab.serving.abandon import raise_if_abandoned
 from ctxlab.web.http import int_param
 from replay_app import memo
-from replay_app.compare import compare_steps, inputs, overview, survival_table
+from replay_app.compare import compare_steps, inputs, overview, pieces, survival_table
 from replay_app.compare import originals as agreement
 from replay_app.display import charts
 from replay_app.display.vocabulary import event_label
@@ -71,7 +71,7 @@ class ComparePage:
         return int_param(self.query.get("at"))  # the fate matrix at this step (None: final)
 
     @cached_property
-    def matrix(self) -> tuple[int, list[list[overview.MatrixCell]]]:
+    def matrix(self) -> tuple[int, list[list[pieces.MatrixCell]]]:
         messages = self.runs[0].transcript.message_count
         raise_if_abandoned()
         stored = self.stored if self.matrix_step is None else None
@@ -129,7 +129,7 @@ class ComparePage:
             "rows": lambda: self.metric_rows,
             "valueless_rows": lambda: [row for row in self.metric_rows if row.empty],
             "retentions": lambda: list(zip(runs, self.lost, strict=True)),
-            "lost_events": overview.LOST_EVENTS,
+            "lost_events": pieces.LOST_EVENTS,
             "summary_rows": lambda: self.summaries[0],
             "ordinal_rows": lambda: self.by_ordinal[0],
             "spage": lambda: self.by_ordinal[1],

@@ -9,71 +9,21 @@ so "the K-th compaction" picks each run's own step.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ctxlab.engine.catalogue import Trigger, is_compaction, trigger_of
+from ctxlab.engine.catalogue import Trigger, trigger_of
 from ctxlab.engine.records import Fate
 from replay_app import memo
+from replay_app.compare import inputs
+from replay_app.compare.pieces import Compaction
 from replay_app.models import Run, RunEvent, RunStep, RunSummary
 from replay_app.steps import at_step, fatelog, zone_bar
 from sessions_app.models import Message
 
-# A compaction, for the ordinal: a step whose events wrote a summary or took messages out
-# of the context (summarised, dropped). Per-message edits (truncate, offload, prune) are
-# not counted: a strategy that trims a tool result at every step would push its first
-# summary to row 40 and the rows would no longer line up what users compare.
-REMOVED = frozenset({Fate.SUMMARISED.value, Fate.DROPPED.value})
 STEP_MESSAGES = 60  # message rows per page of the step view
 COMPACTION_ROWS = 5  # summaries table rows per page (five or six runs of summaries each)
-
-
-@dataclass(frozen=True, slots=True)
-class Compaction:
-    """One compaction step of a run (its events at that step taken together; see
-    ``REMOVED``)."""
-
-    ordinal: int  # 1-based
-    step: int
-    kinds: tuple[str, ...]
-    seq: int  # the first event's seq
-    messages: int  # source messages the events touched
-    measured: int | None
-    limit: int | None
-    limit_name: str
-    summary_seq: int | None
-    measured_name: str = "context"
-
-    @property
-    def trigger(self) -> str:
-        return Trigger(self.measured, self.limit, self.measured_name, self.limit_name).words()
-
-    def as_row(self) -> list[Any]:
-        """Its fields as a JSON list (stored with the run's compare inputs)."""
-        return [self.ordinal, self.step, list(self.kinds), self.seq, self.messages,
-                self.measured, self.limit, self.limit_name, self.summary_seq,
-                self.measured_name]  # fmt: skip
-
-    @classmethod
-    def from_row(cls, row: Sequence[Any]) -> Compaction:
-        ordinal, step, kinds, seq, messages, measured, limit, limit_name, summary = row[:9]
-        name = row[9] if len(row) > 9 else "context"
-        return cls(ordinal, step, tuple(kinds), seq, messages, measured, limit, limit_name,
-                   summary, name)  # fmt: skip
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "ordinal": self.ordinal,
-            "step": self.step,
-            "kinds": list(self.kinds),
-            "event": self.seq,
-            "messages": self.messages,
-            "measured": self.measured,
-            "limit": self.limit,
-            "trigger": self.trigger,
-            "summary": self.summary_seq,
-        }
 
 
 def compactions(run: Run) -> list[Compaction]:
@@ -82,46 +32,7 @@ def compactions(run: Run) -> list[Compaction]:
 
 
 def _compactions(run: Run) -> list[Compaction]:
-    from replay_app.compare import inputs
-
     return [Compaction.from_row(row) for row in inputs.for_runs([run])[0]["compactions"]]
-
-
-def compactions_from_rows(rows: Iterable[Sequence[Any]]) -> list[Compaction]:
-    """From the run's event rows in seq order (``inputs._EVENT_COLUMNS``)."""
-    by_step: dict[int, list[Sequence[Any]]] = {}
-    for row in rows:
-        _, step, kind, _, _, _, _, changes, summary = row
-        removes = any(c.get("fate") in REMOVED for c in changes)
-        if summary is not None or (removes and is_compaction(kind)):
-            by_step.setdefault(step, []).append(row)
-    out: list[Compaction] = []
-    for step, events in by_step.items():
-        # the comparison that fired: the first event of the step that states one
-        triggers = [trigger_of(kind, detail or {}) for _, _, kind, _, _, _, detail, _, _ in events]
-        fired = next((t for t in triggers if t.measured is not None and t.limit is not None),
-                     next((t for t in triggers if t.measured is not None), triggers[0]))  # fmt: skip
-        measured, limit = fired.measured, fired.limit
-        limit_name, measured_name = fired.limit_name, fired.measured_name
-        if measured is None:
-            measured = int(events[0][4]) or None
-        touched = {int(i) for e in events for i in e[3]}
-        summary = next((e[8] for e in events if e[8] is not None), None)
-        out.append(
-            Compaction(
-                ordinal=len(out) + 1,
-                step=step,
-                kinds=tuple(dict.fromkeys(e[2] for e in events)),
-                seq=events[0][0],
-                messages=len(touched),
-                measured=measured,
-                limit=limit,
-                limit_name=limit_name or "threshold",
-                summary_seq=summary,
-                measured_name=measured_name,
-            )  # fmt: skip
-        )
-    return out
 
 
 # --- summaries aligned by compaction ordinal ----------------------------------------------

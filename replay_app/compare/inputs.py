@@ -6,11 +6,11 @@ rows are written (``finished``) and stored with its analysis (``RunAnalysis.comp
 - ``curve``: the chart's curves thinned to what a chart can show (per bucket of steps the
   lowest and highest point of each line: the envelope is the full curve's) and its event
   markers;
-- ``compactions``: the run's compaction steps (``compare_steps.Compaction``);
-- ``matrix``: the final fate of every message in ``overview.bucket_size`` buckets;
+- ``compactions``: the run's compaction steps (``pieces.Compaction``);
+- ``matrix``: the final fate of every message in ``pieces.bucket_size`` buckets;
 - ``survival``: the head of its survival table (``survival_table.head``: figures, the
   first ``COMPARE_SHOWN`` compactions, findings and drifts);
-- ``lost``: the retention figures and the first ``overview.LOST_EVENTS`` compactions with
+- ``lost``: the retention figures and the first ``pieces.LOST_EVENTS`` compactions with
   their first ``LOST_FACTS`` lost facts (the page's "What was lost"; the JSON twin and the
   run's lost page read the whole analysis).
 
@@ -29,8 +29,11 @@ from typing import Any
 
 from ctxlab.engine.fatelog import FateLog
 from ctxlab.serving.abandon import raise_if_abandoned
+from replay_app.compare import pieces, survival_table
 from replay_app.display import thinning
 from replay_app.models import Run, RunAnalysis, RunEvent, RunStatus, RunStep
+from replay_app.runs import survival as run_survival
+from replay_app.steps import lost_analysis
 
 log = logging.getLogger(__name__)
 
@@ -97,11 +100,9 @@ def _fate_log(events: Sequence[tuple[Any, ...]]) -> FateLog:
 
 
 def _lost_head(retention: dict[str, Any]) -> dict[str, Any]:
-    from replay_app.compare.overview import LOST_EVENTS
-
     events = retention.get("events") or []
     head = [
-        {**e, "lost": list(e.get("lost") or ())[:LOST_FACTS]} for e in events[:LOST_EVENTS]
+        {**e, "lost": list(e.get("lost") or ())[:LOST_FACTS]} for e in events[:pieces.LOST_EVENTS]
     ]  # fmt: skip
     return {**{k: v for k, v in retention.items() if k != "events"}, "events": head,
             "events_total": len(events)}  # fmt: skip
@@ -112,13 +113,9 @@ def build(
 ) -> dict[str, Any]:
     """The run's compare inputs from its stored rows (``retention`` and ``survival``: its
     analyses, when the caller has them; else the stored ones, computed if missing)."""
-    from replay_app.compare import compare_steps, overview, survival_table
-    from replay_app.runs import survival as run_survival
-    from replay_app.steps import lost_analysis
-
     events = _event_rows(run)
     messages = run.transcript.message_count
-    size = overview.bucket_size(messages)
+    size = pieces.bucket_size(messages)
     final = {i: fate for i, (fate, _) in _fate_log(events).fates_at(10**12).items()}
     if retention is None:
         retention = lost_analysis.retention(run)
@@ -127,11 +124,11 @@ def build(
     return {
         "version": VERSION,
         "curve": _curve(run, events),
-        "compactions": [c.as_row() for c in compare_steps.compactions_from_rows(events)],
+        "compactions": [c.as_row() for c in pieces.compactions_from_rows(events)],
         "matrix": {
             "messages": messages,
             "size": size,
-            "cells": [c.as_row() for c in overview.matrix_cells(final, messages, size)],
+            "cells": [c.as_row() for c in pieces.matrix_cells(final, messages, size)],
         },
         "lost": _lost_head(retention),
         "survival": survival_table.head(
@@ -171,7 +168,6 @@ def finished(
         return None
     try:
         from judge_app import services as probes
-        from replay_app.runs import survival as run_survival
 
         result = job.result
         replay = probes.StoredReplay(

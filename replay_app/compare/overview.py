@@ -11,7 +11,6 @@ import csv
 import functools
 import html
 import io
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,6 +23,8 @@ from ctxlab.engine.catalogue import best_flags as catalogue_best_flags
 from ctxlab.engine.lost import FactIndex
 from ctxlab.engine.records import Fate
 from replay_app import memo, run_rows
+from replay_app.compare.compare_steps import fates_at
+from replay_app.compare.pieces import MatrixCell, bucket_size, matrix_cells
 from replay_app.display import vocabulary
 from replay_app.display.charts import EventPoint, RunCurve, Series
 from replay_app.models import Run, RunSummary
@@ -32,9 +33,7 @@ from replay_app.steps.lost_links import with_links
 
 MIN_RUNS = 2
 MAX_RUNS = 6
-MATRIX_COLUMNS = 200  # buckets at most; a bucket holds ceil(messages / MATRIX_COLUMNS) messages
 SUMMARY_ROWS = 10
-LOST_EVENTS = 10  # compactions listed per run on the page (all in the JSON)
 # key, label, which value is better, help: every row from the engine's metric catalogue.
 METRICS: tuple[tuple[str, str, Better, str], ...] = tuple(
     (key, METRIC_ROWS[key].label, METRIC_ROWS[key].better, METRIC_ROWS[key].meaning)
@@ -225,31 +224,6 @@ def summary_rows(
 # --- the fate matrix ---------------------------------------------------------------------
 
 
-@dataclass(slots=True)
-class MatrixCell:
-    start: int
-    end: int
-    fate: str  # the dominant fate (or the only one)
-    counts: dict[str, int]
-
-    def as_row(self) -> list[Any]:
-        return [self.start, self.end, self.fate, self.counts]
-
-    @classmethod
-    def from_row(cls, row: Sequence[Any]) -> MatrixCell:
-        start, end, fate, counts = row
-        return cls(start, end, fate, dict(counts))
-
-    @property
-    def title(self) -> str:
-        span = f"#{self.start}" if self.end - self.start == 1 else f"#{self.start}–{self.end - 1}"
-        return f"{span}: " + ", ".join(f"{k} {v}" for k, v in self.counts.items())
-
-
-def bucket_size(messages: int, columns: int = MATRIX_COLUMNS) -> int:
-    return max(1, -(-messages // columns))
-
-
 def final_fates(run: Run) -> dict[int, Fate]:
     return fatelog.fate_log(run).final()
 
@@ -283,27 +257,7 @@ def matrix(
 
 
 def _matrix_row(run: Run, messages: int, size: int, step: int | None = None) -> list[MatrixCell]:
-    from replay_app.compare.compare_steps import fates_at
-
     return matrix_cells(fates_at(run, step), messages, size)
-
-
-def matrix_cells(fates: dict[int, Fate], messages: int, size: int) -> list[MatrixCell]:
-    """Buckets of ``size`` messages with their fate counts (absent = kept)."""
-    buckets = -(-messages // size)
-    counts: list[Counter[str]] = [Counter() for _ in range(buckets)]
-    for i, fate in fates.items():
-        if 0 <= i < messages:
-            counts[i // size][fate.value] += 1
-    cells = []
-    for b, found in enumerate(counts):
-        start, end = b * size, min(b * size + size, messages)
-        kept = (end - start) - sum(found.values())
-        if kept:
-            found["kept"] = kept
-        ordered = dict(sorted(found.items(), key=lambda kv: (-kv[1], kv[0])))
-        cells.append(MatrixCell(start, end, next(iter(ordered), "kept"), ordered))
-    return cells
 
 
 def matrix_strip(cells: Sequence[MatrixCell], *, href: str) -> str:

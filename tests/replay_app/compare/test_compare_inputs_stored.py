@@ -21,7 +21,7 @@ from ctxlab.serving import abandon
 from judge_app import services as probe_services
 from judge_app.models import ProbeSet
 from replay_app import memo
-from replay_app.compare import compare_steps, inputs, overview, survival_table
+from replay_app.compare import inputs, overview, pieces, survival_table
 from replay_app.compare.compare_page import SHOWN
 from replay_app.models import Run, RunAnalysis
 from replay_app.runs import executor, services
@@ -68,13 +68,13 @@ def test_worker_stores_what_a_fresh_build_from_the_rows_gives(user: Any) -> None
         assert stored == _plain(inputs.build(run))
         # each piece equals what the page computed before from the rows
         rows = inputs._event_rows(run)
-        assert [compare_steps.Compaction.from_row(r) for r in stored["compactions"]] == (
-            compare_steps.compactions_from_rows(rows)
+        assert [pieces.Compaction.from_row(r) for r in stored["compactions"]] == (
+            pieces.compactions_from_rows(rows)
         )
         messages = run.transcript.message_count
-        size = overview.bucket_size(messages)
+        size = pieces.bucket_size(messages)
         fresh = overview._matrix_row(run, messages, size)
-        assert [overview.MatrixCell.from_row(c) for c in stored["matrix"]["cells"]] == fresh
+        assert [pieces.MatrixCell.from_row(c) for c in stored["matrix"]["cells"]] == fresh
         full = run_curve.curve(run)
         curve = stored["curve"]
         assert curve["points"] == len(full.series.steps)

@@ -13,7 +13,7 @@ import pytest
 from inspect_helpers import make_run
 from replay_testdata import agent_chat, import_transcript
 
-from replay_app.compare import overview
+from replay_app.compare import overview, pieces
 from replay_app.models import Run
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_memo")]
@@ -125,9 +125,9 @@ def test_compare_summaries_diff_against_row_baseline(
 
 
 def test_compare_matrix_buckets_for_large_transcripts() -> None:
-    assert overview.bucket_size(20_000) == 100
-    assert overview.bucket_size(129) == 1
-    assert overview.bucket_size(201) == 2
+    assert pieces.bucket_size(20_000) == 100
+    assert pieces.bucket_size(129) == 1
+    assert pieces.bucket_size(201) == 2
 
 
 def test_compare_matrix_detail(client: Any, user: Any, three: list[Run]) -> None:
