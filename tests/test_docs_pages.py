@@ -125,3 +125,76 @@ def test_outside_pattern_catches_what_it_should() -> None:
     assert OUTSIDE.search("/work/shared/corpus")
     assert not OUTSIDE.search("https://github.com/anthropics/claude-code/issues/12004")
     assert not OUTSIDE.search("docs/strategies/codex.md")
+
+
+README_MAX_LINES = 500
+TWO_COMMANDS = (
+    "make run     # set up everything and serve http://127.0.0.1:8000",
+    "make test    # set up the same environment and run the whole suite",
+)
+
+
+def test_readme_stays_a_guide() -> None:
+    # The README is read top to bottom; reference material belongs in docs/. CI runs the
+    # two commands it states, so they stay word for word.
+    readme = (BASE / "README.md").read_text(encoding="utf-8")
+    lines = readme.count("\n")
+    assert lines <= README_MAX_LINES, (
+        f"README.md has {lines} lines (at most {README_MAX_LINES}): move reference material "
+        "to a page under docs/ and link it"
+    )
+    for command in TWO_COMMANDS:
+        assert command in readme, f"README.md no longer states {command!r}"
+    assert "make run ADDR=" in readme, "README.md does not document make run's ADDR="
+
+
+def _slug(heading: str) -> str:
+    """The anchor GitHub gives a heading: lower case, punctuation dropped, spaces to hyphens."""
+    text = re.sub(r"[^\w\- ]", "", heading.strip().lower())
+    return text.replace(" ", "-")
+
+
+def _anchors(page: Path) -> set[str]:
+    seen: dict[str, int] = {}
+    anchors = set()
+    in_code = False
+    for line in page.read_text(encoding="utf-8").splitlines():
+        if line.startswith("```"):
+            in_code = not in_code
+        if in_code or not re.match(r"#{1,6} ", line):
+            continue
+        slug = _slug(line.lstrip("#"))
+        count = seen.get(slug, 0)
+        seen[slug] = count + 1
+        anchors.add(slug if count == 0 else f"{slug}-{count}")
+    return anchors
+
+
+def test_slug_matches_githubs_anchors() -> None:
+    assert _slug("Suites: many transcripts × many settings") == (
+        "suites-many-transcripts--many-settings"
+    )
+    assert _slug("Measured (`manage.py bench --only pages`)") == (
+        "measured-managepy-bench---only-pages"
+    )
+    assert _slug("What a finished run's pages derive, built once") == (
+        "what-a-finished-runs-pages-derive-built-once"
+    )
+
+
+@pytest.mark.parametrize(
+    "page", [BASE / "README.md", *sorted(DOCS.rglob("*.md"))], ids=lambda p: p.name
+)
+def test_link_anchors_name_a_heading(page: Path) -> None:
+    # Sections move between the README and docs/: a link to #section must follow them.
+    for target in LINK.findall(page.read_text(encoding="utf-8")):
+        if re.match(r"^[a-z]+:", target) or "#" not in target:
+            continue
+        path, anchor = target.split("#", 1)
+        linked = (page.parent / path).resolve() if path else page
+        if linked.suffix != ".md" or not linked.is_file():
+            continue  # a missing file is test_relative_links_resolve's to report
+        assert anchor in _anchors(linked), (
+            f"{page.relative_to(BASE)} links {target}: no such heading in "
+            f"{linked.relative_to(BASE)}"
+        )
