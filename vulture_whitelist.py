@@ -16,6 +16,9 @@ _.env_list  # ctxlab/envconfig.py
 _.sqlite_database  # ctxlab/envconfig.py
 _.site_dir  # ctxlab/paths.py
 
+# The import system calls a module's __getattr__ for a name it lacks (PEP 562).
+_.__getattr__  # ctxlab/engine/__init__.py: the engine's lazy names
+
 # Daphne/Twisted, Channels, kombu and Django: signatures and attributes they define.
 _.failure  # ctxlab/serving/bounded_server.py: Twisted errback argument
 _.factory  # ctxlab/serving/bounded_server.py: Daphne's protocol factory argument
@@ -33,9 +36,9 @@ _.single_thread_executor  # tests/browser/conftest.py: asgiref's sync_to_async s
 _.my_total  # tests/engine/strategies/test_strategy_run_state.py: the write that must fail
 
 # Record fields: stored or serialised whole (dataclasses.asdict, model fields).
-_.p50  # ctxlab/engine/calibration.py
-_.lost_read_cost  # ctxlab/engine/ledger.py
-_.created_step  # ctxlab/engine/context.py: Pending
+_.p50  # ctxlab/engine/cost/calibration.py
+_.lost_read_cost  # ctxlab/engine/cost/ledger.py
+_.created_step  # ctxlab/engine/core/context.py: Pending
 _.generator  # judge_app/models.py
 _.claude_finished_at  # judge_app/models.py
 

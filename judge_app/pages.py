@@ -7,10 +7,11 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
-from ctxlab.engine import probe_haystack, probe_scoring
-from ctxlab.engine.catalogue import metric
-from ctxlab.engine.probes import PROBE_KINDS, PROBE_LABELS
-from ctxlab.engine.secrets import mask
+from ctxlab.engine.core.catalogue import metric
+from ctxlab.engine.evaluate.probes import haystack as probe_haystack
+from ctxlab.engine.evaluate.probes import scoring as probe_scoring
+from ctxlab.engine.evaluate.probes.questions import PROBE_KINDS, PROBE_LABELS
+from ctxlab.engine.privacy.secrets import mask
 from ctxlab.web.plots import figure_html
 from replay_app.models import Run, RunStatus
 from sessions_app.models import Transcript

@@ -24,12 +24,13 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from ctxlab.engine import probe_scoring, probes
-from ctxlab.engine.model import Message, Usage
-from ctxlab.engine.pricing import cost, find_model
-from ctxlab.engine.probe_haystack import ContextScorer, score_replay
-from ctxlab.engine.records import Event, StepRecord, StepTokens, Zones
-from ctxlab.engine.summarizers import SummarizerError
+from ctxlab.engine.core.model import Message, Usage
+from ctxlab.engine.core.records import Event, StepRecord, StepTokens, Zones
+from ctxlab.engine.core.summary_request import SummarizerError
+from ctxlab.engine.cost.pricing import cost, find_model
+from ctxlab.engine.evaluate.probes import questions as probes
+from ctxlab.engine.evaluate.probes import scoring as probe_scoring
+from ctxlab.engine.evaluate.probes.haystack import ContextScorer, score_replay
 from replay_app.costs import llm
 from replay_app.models import Run, RunStatus, RunStep
 from sessions_app.models import Message as MessageRow

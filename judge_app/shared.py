@@ -1,4 +1,4 @@
-"""The shared question set of a probe comparison (``ctxlab.engine.shared_probes``), from
+"""The shared question set of a probe comparison (``ctxlab.engine.evaluate.probes.shared``), from
 stored rows.
 
 Each run's own probes are its stored ``Probe`` rows (made by the worker when the run
@@ -16,12 +16,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ctxlab.engine import shared_probes
-from ctxlab.engine.model import Message
-from ctxlab.engine.probe_haystack import ContextScorer
-from ctxlab.engine.probe_scoring import Score
-from ctxlab.engine.probes import PROBE_KINDS, PROBE_LABELS
-from ctxlab.engine.secrets import mask
+from ctxlab.engine.core.model import Message
+from ctxlab.engine.evaluate.probes import shared as shared_probes
+from ctxlab.engine.evaluate.probes.haystack import ContextScorer
+from ctxlab.engine.evaluate.probes.questions import PROBE_KINDS, PROBE_LABELS
+from ctxlab.engine.evaluate.probes.scoring import Score
+from ctxlab.engine.privacy.secrets import mask
 from replay_app.models import Run, RunStatus, RunStep
 
 from . import services

@@ -13,8 +13,8 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from ctxlab.engine import aftereffects
-from ctxlab.engine.probes import PROBE_KINDS, PROBE_LABELS
+from ctxlab.engine.evaluate import aftereffects
+from ctxlab.engine.evaluate.probes.questions import PROBE_KINDS, PROBE_LABELS
 from ctxlab.web.ownership import get_owned_or_404, owned
 from replay_app.costs import llm
 from replay_app.models import Run, RunStatus

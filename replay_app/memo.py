@@ -25,8 +25,8 @@ from urllib.parse import urlencode
 
 from django.conf import settings
 
-from ctxlab.engine.lru import BoundedLRU
-from ctxlab.engine.sizeof import approx_size
+from ctxlab.engine.core.lru import BoundedLRU
+from ctxlab.engine.core.sizeof import approx_size
 from replay_app.models import Run, RunStatus
 
 T = TypeVar("T")

@@ -14,8 +14,8 @@ from collections.abc import Sequence
 
 from django.db import DatabaseError, transaction
 
-from ctxlab.engine import extract, factstore
-from ctxlab.engine.model import Message as EngineMessage
+from ctxlab.engine.core.model import Message as EngineMessage
+from ctxlab.engine.evaluate import extract, factstore
 
 from .models import MessageFacts, Transcript
 

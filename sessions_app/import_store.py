@@ -19,12 +19,18 @@ from typing import Any
 from django.db import connection, models
 from django.db.models import Field
 
-from ctxlab.engine import codec, reference_stored
+from ctxlab.engine.core import codec
+from ctxlab.engine.core.model import BlockKind, Conversation
+from ctxlab.engine.core.model import Message as EngineMessage
 from ctxlab.engine.importers._stream import ConversationStream, StreamedFile
-from ctxlab.engine.model import BlockKind, Conversation
-from ctxlab.engine.model import Message as EngineMessage
 from ctxlab.engine.strategies import _copaw_stored as copaw_stored
-from ctxlab.engine.tokens import MEDIA_TOKENS, PER_MESSAGE_OVERHEAD, block_text, reference_counter
+from ctxlab.engine.tokens import reference_stored
+from ctxlab.engine.tokens.cl100k import (
+    MEDIA_TOKENS,
+    PER_MESSAGE_OVERHEAD,
+    block_text,
+    reference_counter,
+)
 from ctxlab.serving.abandon import raise_if_abandoned
 
 from . import facts, json_text, secrets_glue

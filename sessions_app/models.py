@@ -27,16 +27,9 @@ from django.db.models.signals import post_save
 from django.dispatch import receiver
 from django.urls import reverse
 
-from ctxlab.engine import codec
-from ctxlab.engine.model import (
-    Conversation,
-    Role,
-    SourcePos,
-    Usage,
-)
-from ctxlab.engine.model import (
-    Message as EngineMessage,
-)
+from ctxlab.engine.core import codec
+from ctxlab.engine.core.model import Conversation, Role, SourcePos, Usage
+from ctxlab.engine.core.model import Message as EngineMessage
 
 from .json_text import JSONTextField
 
@@ -256,7 +249,7 @@ class Message(models.Model):
     # before, or no exact tokenizer): ctxlab/engine/strategies/_copaw_stored.py
     qwen_counts = models.JSONField(null=True, blank=True, default=None)
     # running cl100k counts of its long texts (None: none, or imported before): a copy of
-    # one is counted from them (ctxlab/engine/reference_stored.py)
+    # one is counted from them (ctxlab/engine/tokens/reference_stored.py)
     reference_tables = models.JSONField(null=True, blank=True, default=None)
 
     class Meta:
@@ -284,8 +277,8 @@ class Message(models.Model):
 
 
 class MessageFacts(models.Model):
-    """The facts (``ctxlab.engine.extract.message_facts``) of ``count`` consecutive messages
-    of a transcript from ``start``, extracted once at import (``ctxlab.engine.factstore``
+    """The facts (``ctxlab.engine.evaluate.extract.message_facts``) of ``count`` consecutive messages
+    of a transcript from ``start``, extracted once at import (``ctxlab.engine.evaluate.factstore``
     bytes) so that every run's retention and survival analysis reads them instead of
     scanning the messages again. Rows of another ``extractor`` version are ignored (and
     replaced when a run extracts them again: ``sessions_app.facts``)."""

@@ -11,8 +11,8 @@ import json
 from dataclasses import replace
 from typing import Any
 
-from ctxlab.engine import secrets
-from ctxlab.engine.model import Block, Conversation
+from ctxlab.engine.core.model import Block, Conversation
+from ctxlab.engine.privacy import secrets
 
 CONTEXT_BEFORE = 40
 CONTEXT_AFTER = 30

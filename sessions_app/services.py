@@ -16,10 +16,11 @@ from typing import Any, BinaryIO, TypeVar
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 
-from ctxlab.engine import codec, import_warnings, importers
+from ctxlab.engine import importers
+from ctxlab.engine.core import codec, import_warnings
+from ctxlab.engine.core.model import Conversation, ParsedFile, TranscriptError
+from ctxlab.engine.core.model import Message as EngineMessage
 from ctxlab.engine.importers._stream import ConversationStream, StreamedFile, from_parsed
-from ctxlab.engine.model import Conversation, ParsedFile, TranscriptError
-from ctxlab.engine.model import Message as EngineMessage
 
 from . import import_store
 from .import_store import _column, message_reference_tokens_many, preview_of

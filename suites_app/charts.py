@@ -8,7 +8,7 @@ from __future__ import annotations
 import html
 from typing import Any
 
-from ctxlab.engine.catalogue import METRICS
+from ctxlab.engine.core.catalogue import METRICS
 from ctxlab.web.plots import figure_html
 
 from .configs import fmt

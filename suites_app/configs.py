@@ -19,7 +19,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from ctxlab.engine.budget import window_params
-from ctxlab.engine.params import Param, parse_value, validate
+from ctxlab.engine.core.params import Param, parse_value, validate
 from ctxlab.engine.strategies import LIBRARY, STRATEGIES, get_strategy_class
 
 WINDOW_KEY = "window"

@@ -21,8 +21,8 @@ from typing import Any
 
 from django.template.loader import render_to_string
 
-from ctxlab.engine.catalogue import METRICS, metric_best_flags
-from ctxlab.engine.secrets import mask
+from ctxlab.engine.core.catalogue import METRICS, metric_best_flags
+from ctxlab.engine.privacy.secrets import mask
 from ctxlab.web import report_shell
 
 from . import charts, results

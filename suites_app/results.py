@@ -5,7 +5,7 @@ never from the runs' step rows.
 Per configuration: the distribution over transcripts of every catalogued metric (median,
 quartiles, min/max); a leaderboard with the Pareto front of cost vs retention; for a
 2-parameter grid a heatmap; outliers (runs that thrash or overflow) with links. Labels,
-units, directions and "best" come from the engine's catalogue (``ctxlab.engine.catalogue``).
+units, directions and "best" come from the engine's catalogue (``ctxlab.engine.core.catalogue``).
 """
 
 from __future__ import annotations
@@ -17,13 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ctxlab.engine.catalogue import (
-    METRICS,
-    OVERFLOW_KEY,
-    best_flags,
-    pathological,
-    unit_note,
-)
+from ctxlab.engine.core.catalogue import METRICS, OVERFLOW_KEY, best_flags, pathological, unit_note
 
 from .configs import fmt
 from .models import Suite, SuiteItem

@@ -20,7 +20,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from ctxlab.engine.catalogue import METRICS
+from ctxlab.engine.core.catalogue import METRICS
 from sessions_app.models import Transcript
 
 from . import replay_glue as glue

@@ -17,17 +17,10 @@ import pytest
 
 from ctxlab.benchmarks import agreement
 from ctxlab.engine import importers
+from ctxlab.engine.core.model import Block, BlockKind, Conversation, Message, ParsedFile, Role
 from ctxlab.engine.importers.claude_code import ALTERNATE_OF
-from ctxlab.engine.model import (
-    Block,
-    BlockKind,
-    Conversation,
-    Message,
-    ParsedFile,
-    Role,
-)
-from ctxlab.engine.recorded import RecordedSummarizer, agreement_rows, event_family
 from ctxlab.engine.replay import Replay
+from ctxlab.engine.summarize.recorded import RecordedSummarizer, agreement_rows, event_family
 
 DATA = agreement.DEFAULT_DIR
 LINE = re.compile(r"^(agreement_[a-z0-9_]+)(?:\[([a-z_]+)\])?=(\S+)$")

@@ -14,12 +14,14 @@ import pytest
 
 from ctxlab.benchmarks import _real_timing as timing
 from ctxlab.benchmarks import real
-from ctxlab.engine import lru, qwen_tokens, synth
-from ctxlab.engine.model import Conversation
-from ctxlab.engine.reference import ReferenceTokens
+from ctxlab.engine import synth
+from ctxlab.engine.core import lru
+from ctxlab.engine.core.model import Conversation
 from ctxlab.engine.replay import run as replay_run
 from ctxlab.engine.strategies import LIBRARY, STRATEGIES
-from ctxlab.engine.tokens import reference_counter
+from ctxlab.engine.tokens import qwen_tokens
+from ctxlab.engine.tokens.cl100k import reference_counter
+from ctxlab.engine.tokens.reference import ReferenceTokens
 
 CORPUS = Path(__file__).resolve().parent / "data" / "corpus"
 

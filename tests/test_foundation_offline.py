@@ -47,7 +47,7 @@ def test_cl100k_loader_verifies_the_hash() -> None:
 
 def test_reference_counter_works_with_network_blocked(tmp_path: Path) -> None:
     code = _NO_NETWORK + (
-        "from ctxlab.engine.tokens import reference_counter\n"
+        "from ctxlab.engine.tokens.cl100k import reference_counter\n"
         "counter = reference_counter()\n"
         "print(counter.name, counter.count('hello world'), counter.count('') )\n"
     )

@@ -6,7 +6,7 @@ import io
 from decimal import Decimal
 
 from ctxlab.benchmarks import paper
-from ctxlab.engine.ledger import LedgerStep, build_ledger
+from ctxlab.engine.cost.ledger import LedgerStep, build_ledger
 
 TRAJ = paper.CORPUS / "ctf-i_got_id_demo.traj"
 

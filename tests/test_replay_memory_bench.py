@@ -12,8 +12,8 @@ import pytest
 
 from ctxlab.benchmarks import replay_memory
 from ctxlab.benchmarks.real import CORPUS
-from ctxlab.engine import synth_realistic
 from ctxlab.engine.replay import run as replay_run
+from ctxlab.engine.synth import realistic as synth_realistic
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux") or not os.access("/proc/self/clear_refs", os.W_OK),

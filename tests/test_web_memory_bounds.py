@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from ctxlab.engine.fatelog import FateLog
-from ctxlab.engine.sizeof import approx_size
+from ctxlab.engine.core.fatelog import FateLog
+from ctxlab.engine.core.sizeof import approx_size
 
 
 def _traced(make: Any) -> tuple[Any, int]:

@@ -33,15 +33,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from ctxlab.engine import qwen_tokens, summarizers, survival
-from ctxlab.engine import reference as reference_mod
-from ctxlab.engine.model import Conversation
-from ctxlab.engine.reference import ReferenceTokens
+from ctxlab.engine.core.model import Conversation
+from ctxlab.engine.evaluate import survival
 from ctxlab.engine.replay import run as replay_run
 from ctxlab.engine.stages import agentscope
 from ctxlab.engine.strategies import _gemini_cli_rules as gemini_rules
 from ctxlab.engine.strategies import make_strategy
-from ctxlab.engine.tokens import _encoding, block_text, reference_counter
+from ctxlab.engine.summarize import offline
+from ctxlab.engine.tokens import qwen_tokens
+from ctxlab.engine.tokens import reference as reference_mod
+from ctxlab.engine.tokens.cl100k import _encoding, block_text, reference_counter
+from ctxlab.engine.tokens.reference import ReferenceTokens
 
 ROUNDS = 3  # ~3 minutes of CPU each on this machine: the section stays near 12 minutes
 
@@ -85,7 +87,7 @@ def cold_caches() -> None:
     caller holds are its own: see ``fork_reference``)."""
     reference_mod._CACHE.clear()
     reference_counter().count.cache_clear()  # type: ignore[attr-defined]
-    summarizers.clear_caches()  # also the fact memos (extract) and word sets
+    offline.clear_caches()  # also the fact memos (extract) and word sets
     survival.clear_caches()
     agentscope.as_timestamp.cache_clear()
     agentscope._valid_date.cache_clear()

@@ -40,10 +40,13 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ctxlab.engine import importers
-from ctxlab.engine.catalogue import AGREEMENT_MEASURES
+from ctxlab.engine.core.catalogue import AGREEMENT_MEASURES
+from ctxlab.engine.core.model import ParsedFile, TranscriptError
+from ctxlab.engine.core.records import ReplayResult
 from ctxlab.engine.importers.claude_code import ALTERNATE_OF
-from ctxlab.engine.model import ParsedFile, TranscriptError
-from ctxlab.engine.recorded import (
+from ctxlab.engine.replay import Replay
+from ctxlab.engine.strategies import STRATEGIES
+from ctxlab.engine.summarize.recorded import (
     Agreement,
     RecordedSummarizer,
     agreements,
@@ -52,9 +55,6 @@ from ctxlab.engine.recorded import (
     original_family,
     replay_compactions,
 )
-from ctxlab.engine.records import ReplayResult
-from ctxlab.engine.replay import Replay
-from ctxlab.engine.strategies import STRATEGIES
 
 DATA_DIR = Path(__file__).resolve().parents[2] / "tests" / "data"
 DEFAULT_DIR = DATA_DIR / "agreement"

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ctxlab.engine import importers
-from ctxlab.engine.model import TranscriptError
+from ctxlab.engine.core.model import TranscriptError
 
 CORPUS = Path(__file__).resolve().parents[2] / "tests" / "data" / "corpus"
 FILES = (

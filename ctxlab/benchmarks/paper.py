@@ -30,11 +30,11 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ctxlab.engine import importers
-from ctxlab.engine.ledger import Ledger, ledger_from_records
-from ctxlab.engine.model import Conversation, Message, Role
-from ctxlab.engine.reference import reference_tokens
+from ctxlab.engine.core.model import Conversation, Message, Role
+from ctxlab.engine.cost.ledger import Ledger, ledger_from_records
 from ctxlab.engine.replay import run as replay_run
 from ctxlab.engine.synth import join_conversations
+from ctxlab.engine.tokens.reference import reference_tokens
 
 CORPUS = Path(__file__).resolve().parents[2] / "tests" / "data" / "corpus" / "swe-agent-traj"
 MTOK = Decimal(1_000_000)

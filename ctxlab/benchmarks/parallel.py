@@ -99,7 +99,7 @@ def _children_cpu() -> dict[int, float]:
 def _fresh(user: Any, warm: Any, processes: int) -> dict[int, float]:
     """A new pool of ``processes`` children (none: threads), each warmed by a short run;
     cold caches in this process too (the threads' runs use them). The children's CPU."""
-    from ctxlab.engine import lost
+    from ctxlab.engine.evaluate import lost
     from ctxlab.serving import embedded_pool
 
     from .replay import _cold
@@ -156,7 +156,7 @@ def _measure(out: TextIO) -> list[dict[str, Any]]:
     from django.contrib.auth import get_user_model
 
     from ctxlab.celery import app
-    from ctxlab.engine import synth_realistic
+    from ctxlab.engine.synth import realistic as synth_realistic
     from ctxlab.serving import embedded_pool
     from ctxlab.serving.embedded import start_embedded_worker, stop_embedded_worker
     from sessions_app import services as session_services

@@ -53,12 +53,13 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
-from ctxlab.engine import qwen_tokens, reference_stored, synth_realistic
-from ctxlab.engine.model import Conversation
-from ctxlab.engine.reference import seed_reference_tokens
+from ctxlab.engine.core.model import Conversation
 from ctxlab.engine.replay import run as replay_run
 from ctxlab.engine.strategies import LIBRARY, PRESETS, STRATEGIES, make_strategy
 from ctxlab.engine.strategies import _copaw_stored as copaw_stored
+from ctxlab.engine.synth import realistic as synth_realistic
+from ctxlab.engine.tokens import qwen_tokens, reference_stored
+from ctxlab.engine.tokens.reference import seed_reference_tokens
 
 from ._real_timing import Spread, block_texts, cold_caches, cpu, floor_pass, measure, row_spread
 

@@ -28,13 +28,14 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
-from ctxlab.engine import reference as reference_mod
-from ctxlab.engine import summarizers, synth
-from ctxlab.engine.model import Conversation
+from ctxlab.engine import synth
+from ctxlab.engine.core.model import Conversation
 from ctxlab.engine.replay import run as replay_run
 from ctxlab.engine.stages import agentscope
 from ctxlab.engine.strategies import PRESETS, STRATEGIES
-from ctxlab.engine.tokens import _encoding, block_text, reference_counter
+from ctxlab.engine.summarize import offline
+from ctxlab.engine.tokens import reference as reference_mod
+from ctxlab.engine.tokens.cl100k import _encoding, block_text, reference_counter
 
 CORPUS = Path(__file__).resolve().parents[2] / "tests" / "data" / "corpus"
 
@@ -42,10 +43,10 @@ CORPUS = Path(__file__).resolve().parents[2] / "tests" / "data" / "corpus"
 def _cold() -> None:
     reference_mod._CACHE.clear()
     reference_counter().count.cache_clear()  # type: ignore[attr-defined]
-    summarizers.clear_caches()  # the offline summariser's per-text scans
+    offline.clear_caches()  # the offline summariser's per-text scans
     agentscope.as_timestamp.cache_clear()
     try:
-        from ctxlab.engine import qwen_tokens
+        from ctxlab.engine.tokens import qwen_tokens
 
         qwen_tokens.qwen_counter().clear()
     except ImportError:

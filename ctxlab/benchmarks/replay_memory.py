@@ -44,7 +44,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from ctxlab.engine.model import Conversation
+from ctxlab.engine.core.model import Conversation
 
 from .import_memory import _status
 
@@ -82,8 +82,8 @@ def peak_growth(work: Callable[[], Any]) -> tuple[Any, int]:
 
 
 def _load_tables() -> None:
-    from ctxlab.engine import qwen_tokens
-    from ctxlab.engine.tokens import _encoding
+    from ctxlab.engine.tokens import qwen_tokens
+    from ctxlab.engine.tokens.cl100k import _encoding
 
     _encoding()
     qwen_tokens._fast_count()
@@ -93,10 +93,10 @@ def measure_in_this_process(
     conversation_path: Path, counts_path: Path, name: str
 ) -> dict[str, Any]:
     """Steps 1-5 of the module docstring for one strategy (meant for a fresh process)."""
-    from ctxlab.engine import reference as reference_mod
     from ctxlab.engine.replay import run as replay_run
     from ctxlab.engine.strategies import _copaw_stored as copaw_stored
     from ctxlab.engine.strategies import make_strategy
+    from ctxlab.engine.tokens import reference as reference_mod
 
     start = _rss()
     _load_tables()
@@ -131,8 +131,8 @@ def measure_in_this_process(
 def write_inputs(conversation: Conversation, directory: Path) -> tuple[Path, Path]:
     """The conversation and what an import stores for it (reference counts, CoPaw's Qwen2.5
     counts), pickled for the children."""
-    from ctxlab.engine import reference_stored
     from ctxlab.engine.strategies import _copaw_stored as copaw_stored
+    from ctxlab.engine.tokens import reference_stored
 
     stored, tables = reference_stored.stored_counts(conversation.messages)
     qwen = copaw_stored.message_entries(conversation.messages)
@@ -199,8 +199,8 @@ def _print_row(out: TextIO, row: dict[str, Any]) -> None:
 
 
 def run(out: TextIO) -> list[dict[str, Any]]:
-    from ctxlab.engine import synth_realistic
     from ctxlab.engine.strategies import LIBRARY, STRATEGIES
+    from ctxlab.engine.synth import realistic as synth_realistic
 
     from .real import CORPUS
 

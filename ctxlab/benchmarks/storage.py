@@ -24,8 +24,8 @@ MB = 1_000_000
 def _measure(out: TextIO) -> list[dict[str, Any]]:
     from django.contrib.auth import get_user_model
 
-    from ctxlab.engine import synth_realistic
     from ctxlab.engine.strategies import PRESETS
+    from ctxlab.engine.synth import realistic as synth_realistic
     from replay_app.models import RunStatus
     from replay_app.runs import executor, run_size, services
     from sessions_app import services as session_services

@@ -53,7 +53,7 @@ class _ExecutorClock:
 
 def _suite_once(user: Any, transcripts: list[Any], concurrency: int, out: TextIO) -> dict[str, Any]:
     from ctxlab.celery import app
-    from ctxlab.engine import lost
+    from ctxlab.engine.evaluate import lost
     from ctxlab.serving.embedded import start_embedded_worker, stop_embedded_worker
     from suites_app import configs, replay_glue, services
 
@@ -104,7 +104,7 @@ def _suite_once(user: Any, transcripts: list[Any], concurrency: int, out: TextIO
 def _measure(out: TextIO) -> list[dict[str, Any]]:
     from django.contrib.auth import get_user_model
 
-    from ctxlab.engine import synth_realistic
+    from ctxlab.engine.synth import realistic as synth_realistic
     from sessions_app import services as session_services
 
     user = get_user_model().objects.create_user(username="bench", password="bench-pass-123")

@@ -44,7 +44,7 @@ _PREPARE = textwrap.dedent(
     import django
     django.setup()
     from django.contrib.auth import get_user_model
-    from ctxlab.engine import synth_realistic
+    from ctxlab.engine.synth import realistic as synth_realistic
     from replay_app.runs import executor, services
     from sessions_app import services as session_services
     runs, messages, corpus = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]

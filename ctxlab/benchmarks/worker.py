@@ -25,10 +25,11 @@ MESSAGES = 20_000
 def _measure(out: TextIO) -> list[dict[str, Any]]:
     from django.contrib.auth import get_user_model
 
-    from ctxlab.engine import lost, synth_realistic
+    from ctxlab.engine.evaluate import lost
     from ctxlab.engine.replay import run as replay_run
     from ctxlab.engine.strategies import PRESETS
-    from ctxlab.engine.tokens import block_text
+    from ctxlab.engine.synth import realistic as synth_realistic
+    from ctxlab.engine.tokens.cl100k import block_text
     from replay_app.models import RunStatus
     from replay_app.runs import executor, services
     from replay_app.runs import survival as run_survival

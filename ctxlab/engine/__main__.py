@@ -18,8 +18,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from . import cli
-from .model import TranscriptError
-from .summarizers import SUMMARIZERS
+from .core.model import TranscriptError
+from .summarize.summarizers import SUMMARIZERS
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .model import Conversation
+from .core.model import Conversation
 from .strategies import get_strategy_class
-from .tokens import message_reference_tokens, reference_counter
+from .tokens.cl100k import message_reference_tokens, reference_counter
 
 SUGGESTED_SHARES = (0.25, 0.5, 0.75)
 

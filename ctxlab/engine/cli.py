@@ -15,13 +15,14 @@ from typing import Any
 
 from . import importers
 from .budget import window_params
-from .catalogue import event_category
-from .model import Conversation
-from .params import parse_assignments
-from .records import Change, Fate, ReplayResult, apply_change, event_json, expand
+from .core.catalogue import event_category
+from .core.model import Conversation
+from .core.params import parse_assignments
+from .core.records import Change, Fate, ReplayResult, apply_change, event_json, expand
+from .core.summary_request import Summarizer
 from .replay import run
 from .strategies import LIBRARY, STRATEGIES
-from .summarizers import Summarizer, get_summarizer
+from .summarize.summarizers import get_summarizer
 
 
 def load_file(

@@ -14,15 +14,16 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from .context import ReplayContext
-from .heap import existing_heap_frozen
-from .metrics import compute_metrics
-from .model import Conversation, Message, Role
-from .recorded import agreement_rows
-from .records import ReplayResult, StepRecord
-from .reference import ReferenceTokens, reference_tokens
+from .core.context import ReplayContext
+from .core.heap import existing_heap_frozen
+from .core.model import Conversation, Message, Role
+from .core.records import ReplayResult, StepRecord
+from .core.summary_request import Summarizer
+from .evaluate.metrics import compute_metrics
 from .strategies import Strategy, make_strategy
-from .summarizers import OfflineSummarizer, Summarizer
+from .summarize.offline import OfflineSummarizer
+from .summarize.recorded import agreement_rows
+from .tokens.reference import ReferenceTokens, reference_tokens
 
 
 def call_starts(messages: tuple[Message, ...]) -> list[int]:

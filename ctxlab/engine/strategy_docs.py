@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .params import Param
+from .core.params import Param
 from .strategies import STRATEGIES
 from .strategies.base import Strategy
 

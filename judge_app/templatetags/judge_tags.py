@@ -6,7 +6,7 @@ from typing import Any
 
 from django import template
 
-from ctxlab.engine import aftereffects
+from ctxlab.engine.evaluate import aftereffects
 
 register = template.Library()
 

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ctxlab.engine.catalogue import Trigger, trigger_of
-from ctxlab.engine.records import Fate
+from ctxlab.engine.core.catalogue import Trigger, trigger_of
+from ctxlab.engine.core.records import Fate
 from replay_app import memo
 from replay_app.compare import inputs
 from replay_app.compare.pieces import Compaction
@@ -49,7 +49,7 @@ class SummaryCell:
 
     @property
     def html(self) -> str:
-        from ctxlab.engine.secrets import mask
+        from ctxlab.engine.privacy.secrets import mask
         from replay_app.display.markdown_safe import render
 
         return render(mask(self.output))  # masked again, as the report and run page do

@@ -27,7 +27,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from ctxlab.engine.fatelog import FateLog
+from ctxlab.engine.core.fatelog import FateLog
 from ctxlab.serving.abandon import raise_if_abandoned
 from replay_app.compare import pieces, survival_table
 from replay_app.display import thinning

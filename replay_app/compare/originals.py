@@ -2,7 +2,7 @@
 compare page's "the original" row and both JSON twins read.
 
 Built from the rows a finished run stored (``metrics["original_compactions"]``,
-``ctxlab.engine.recorded.agreement_rows``), never by replaying in a request. The words
+``ctxlab.engine.summarize.recorded.agreement_rows``), never by replaying in a request. The words
 (kind of compaction, relation) come from the catalogue; the relation is derived from the
 stored steps, so runs stored before a word changed say it the current way.
 """
@@ -13,8 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ctxlab.engine.catalogue import original_kind_label, relation_label
-from ctxlab.engine.recorded import in_file, steps_apart
+from ctxlab.engine.core.catalogue import original_kind_label, relation_label
+from ctxlab.engine.summarize.recorded import in_file, steps_apart
 from replay_app.models import Run
 
 

@@ -17,11 +17,11 @@ from typing import Any
 
 from django.http import Http404
 
-from ctxlab.engine.catalogue import METRICS as METRIC_ROWS
-from ctxlab.engine.catalogue import Better, metric_best_flags
-from ctxlab.engine.catalogue import best_flags as catalogue_best_flags
-from ctxlab.engine.lost import FactIndex
-from ctxlab.engine.records import Fate
+from ctxlab.engine.core.catalogue import METRICS as METRIC_ROWS
+from ctxlab.engine.core.catalogue import Better, metric_best_flags
+from ctxlab.engine.core.catalogue import best_flags as catalogue_best_flags
+from ctxlab.engine.core.records import Fate
+from ctxlab.engine.evaluate.lost import FactIndex
 from replay_app import memo, run_rows
 from replay_app.compare.compare_steps import fates_at
 from replay_app.compare.pieces import MatrixCell, bucket_size, matrix_cells

@@ -9,8 +9,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ctxlab.engine.catalogue import Trigger, is_compaction, trigger_of
-from ctxlab.engine.records import Fate
+from ctxlab.engine.core.catalogue import Trigger, is_compaction, trigger_of
+from ctxlab.engine.core.records import Fate
 
 # A compaction, for the ordinal: a step whose events wrote a summary or took messages out
 # of the context (summarised, dropped). Per-message edits (truncate, offload, prune) are

@@ -21,7 +21,7 @@ from typing import Any
 from django.template.loader import render_to_string
 from django.utils.safestring import mark_safe
 
-from ctxlab.engine.secrets import mask
+from ctxlab.engine.privacy.secrets import mask
 from ctxlab.serving.abandon import raise_if_abandoned
 from ctxlab.web import report_shell
 from replay_app.compare import compare_steps, overview

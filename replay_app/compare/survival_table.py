@@ -14,7 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ctxlab.engine import catalogue, secrets
+from ctxlab.engine.core import catalogue
+from ctxlab.engine.privacy import secrets
 
 from ..models import Run
 from ..runs import survival as stored

@@ -8,7 +8,7 @@ from typing import Any
 
 from django import forms
 
-from ctxlab.engine.params import Param, validate
+from ctxlab.engine.core.params import Param, validate
 from ctxlab.engine.strategies import LIBRARY, STRATEGIES, get_strategy_class
 from ctxlab.engine.strategies.custom import check_stages
 from replay_app.models import StrategyConfig

@@ -6,8 +6,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from ctxlab.engine.core.params import validate
 from ctxlab.engine.native_config import NativeConfig, native_config
-from ctxlab.engine.params import validate
 from ctxlab.engine.strategies import STRATEGIES, get_strategy_class
 from replay_app.models import (
     StrategyConfig,

@@ -24,19 +24,19 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import F
 
-from ctxlab.engine.adapters.anthropic_counter import AnthropicCounter
-from ctxlab.engine.adapters.anthropic_summarizer import (
-    KEY_ENV,
-    AnthropicSummarizer,
-    CallRecord,
-)
-from ctxlab.engine.pricing import find_model
-from ctxlab.engine.summarizers import (
+from ctxlab.engine.core.summary_request import (
     Summarizer,
     SummarizerError,
     SummaryRequest,
     SummaryResponse,
     SummaryUsage,
+)
+from ctxlab.engine.cost.pricing import find_model
+from ctxlab.engine.summarize.adapters.anthropic_counter import AnthropicCounter
+from ctxlab.engine.summarize.adapters.anthropic_summarizer import (
+    KEY_ENV,
+    AnthropicSummarizer,
+    CallRecord,
 )
 from replay_app.models import SummaryCache, TokenCountCache
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from ctxlab.engine.pricing import find_model
+from ctxlab.engine.cost.pricing import find_model
 from replay_app.costs import llm, run_costs
 from sessions_app.models import Transcript
 

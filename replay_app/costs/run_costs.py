@@ -12,7 +12,7 @@
   flags, optional exact ``count_tokens`` curve) are computed once and stored on ``Run``, so
   pages only read JSON. Flat ``metrics`` keys carry the headline numbers to the metrics
   tables (run page, compare page and their JSON twins); their labels live in the engine's
-  metric catalogue (``ctxlab.engine.catalogue.METRICS``, keys in ``vocabulary.COST_KEYS``).
+  metric catalogue (``ctxlab.engine.core.catalogue.METRICS``, keys in ``vocabulary.COST_KEYS``).
 """
 
 from __future__ import annotations
@@ -25,22 +25,23 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from ctxlab.engine.adapters.anthropic_summarizer import build_params
-from ctxlab.engine.calibration import (
+from ctxlab.engine.core.catalogue import is_failure
+from ctxlab.engine.core.lru import BoundedLRU
+from ctxlab.engine.core.model import Conversation, Usage
+from ctxlab.engine.core.records import StepRecord
+from ctxlab.engine.core.summary_request import SummaryRequest, SummaryResponse
+from ctxlab.engine.cost.calibration import (
     calibrate_conversation,
     flag_overflows,
     points_from_conversation,
     request_sizes,
 )
-from ctxlab.engine.catalogue import is_failure
-from ctxlab.engine.ledger import ledger_from_records
-from ctxlab.engine.lru import BoundedLRU
-from ctxlab.engine.model import Conversation, Usage
-from ctxlab.engine.pricing import DEFAULT_SUMMARY_MODEL, cost, find_model
-from ctxlab.engine.records import StepRecord
+from ctxlab.engine.cost.ledger import ledger_from_records
+from ctxlab.engine.cost.pricing import DEFAULT_SUMMARY_MODEL, cost, find_model
 from ctxlab.engine.replay import Replay
-from ctxlab.engine.summarizers import OfflineSummarizer, SummaryRequest, SummaryResponse
-from ctxlab.engine.tokens import reference_counter
+from ctxlab.engine.summarize.adapters.anthropic_summarizer import build_params
+from ctxlab.engine.summarize.offline import OfflineSummarizer
+from ctxlab.engine.tokens.cl100k import reference_counter
 from replay_app.costs.llm import MeteredSummarizer
 from replay_app.display import charts
 

@@ -1,12 +1,12 @@
 """Which metrics each page shows, in what order; labels, units, directions and meanings come
-from the engine's one catalogue (``ctxlab.engine.catalogue``), never from a local table."""
+from the engine's one catalogue (``ctxlab.engine.core.catalogue``), never from a local table."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from typing import Any
 
-from ctxlab.engine.catalogue import event_kind, metric
+from ctxlab.engine.core.catalogue import event_kind, metric
 
 # Cost ledger and ground-truth keys (stored in run.metrics by replay_app.costs.finish).
 COST_KEYS: tuple[str, ...] = (

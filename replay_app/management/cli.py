@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ctxlab.engine.params import parse_assignments
+from ctxlab.engine.core.params import parse_assignments
 from replay_app.costs import run_budget
 from replay_app.models import Run, RunGroup, StrategyConfig
 from replay_app.runs import executor, services

@@ -1,4 +1,4 @@
-"""Stored runs speak the catalogue's vocabulary (ctxlab/engine/catalogue.py): event kinds
+"""Stored runs speak the catalogue's vocabulary (ctxlab/engine/core/catalogue.py): event kinds
 spelt the old way (``summarize``, ``drop_turns``, ``trim_request``, ``prune_lifted``, the
 ``*_skipped`` family ...) are renamed through ``EVENT_ALIASES``, and each run's event
 metrics are counted again by category (a restore such as BaseAgent's lifted prune is no
@@ -14,9 +14,9 @@ BATCH = 500
 
 
 def forwards(apps: Any, schema_editor: Any) -> None:
-    from ctxlab.engine.catalogue import EVENT_ALIASES, canonical_event
-    from ctxlab.engine.metrics import event_metrics
-    from ctxlab.engine.records import Event
+    from ctxlab.engine.core.catalogue import EVENT_ALIASES, canonical_event
+    from ctxlab.engine.core.records import Event
+    from ctxlab.engine.evaluate.metrics import event_metrics
 
     run_event = apps.get_model("replay_app", "RunEvent")
     run_model = apps.get_model("replay_app", "Run")

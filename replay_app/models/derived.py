@@ -23,7 +23,7 @@ class RunAnalysis(models.Model):
     run = models.OneToOneField(Run, on_delete=models.CASCADE, related_name="analysis")
     attempts = models.PositiveIntegerField()
     retention = PackedJSONField(default=dict)
-    # ctxlab.engine.survival: facts by category through each compaction ({} = not yet)
+    # ctxlab.engine.evaluate.survival: facts by category through each compaction ({} = not yet)
     survival = PackedJSONField(default=dict)
     # replay_app.compare.inputs: what the compare page derives from this run alone ({} = not yet)
     compare = PackedJSONField(default=dict)
@@ -62,7 +62,7 @@ class OriginalSurvival(models.Model):
     transcript = models.OneToOneField(
         "sessions_app.Transcript", on_delete=models.CASCADE, related_name="original_survival"
     )
-    survival = PackedJSONField(default=dict)  # ctxlab.engine.survival ... as_dict()
+    survival = PackedJSONField(default=dict)  # ctxlab.engine.evaluate.survival ... as_dict()
     created_at = models.DateTimeField(auto_now_add=True)
 
     def __str__(self) -> str:

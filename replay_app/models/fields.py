@@ -27,7 +27,7 @@ from typing import Any
 from django.db import models
 from django.db.models.expressions import Expression
 
-from ctxlab.engine.records import SourceIndexes
+from ctxlab.engine.core.records import SourceIndexes
 
 PACK_OVER = 400  # characters of JSON; below this the base64 framing costs more than it saves
 PREFIX = "packed:"

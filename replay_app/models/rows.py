@@ -7,8 +7,8 @@ from typing import Any
 
 from django.db import models
 
-from ctxlab.engine import codec
-from ctxlab.engine.records import (
+from ctxlab.engine.core import codec
+from ctxlab.engine.core.records import (
     Change,
     Event,
     Fate,

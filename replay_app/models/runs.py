@@ -6,12 +6,7 @@ from django.conf import settings
 from django.db import models
 from django.urls import reverse
 
-from ctxlab.engine.records import (
-    Change,
-    Event,
-    ReplayResult,
-    fates_at,
-)
+from ctxlab.engine.core.records import Change, Event, ReplayResult, fates_at
 from replay_app.models.fields import PackedJSONField
 
 
@@ -116,7 +111,7 @@ class Run(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
     heartbeat_at = models.DateTimeField(null=True, blank=True)
 
-    metrics = models.JSONField(default=dict)  # ctxlab.engine.metrics.compute_metrics
+    metrics = models.JSONField(default=dict)  # ctxlab.engine.evaluate.metrics.compute_metrics
     # Claude runs (replay_app.costs): the run's LLM options and spend ({"budget_usd", "estimate",
     # "calls", "cache_hits", "errors", "usage", "cost_usd"}), the prompt-caching ledger
     # computed at run end (compact: totals, per-compaction rows, per-step read/write arrays)

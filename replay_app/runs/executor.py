@@ -20,13 +20,14 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from ctxlab.engine.heap import existing_heap_frozen
-from ctxlab.engine.metrics import compute_metrics
-from ctxlab.engine.recorded import RecordedSummarizer, agreement_rows
-from ctxlab.engine.reference import seed_reference_tokens
+from ctxlab.engine.core.heap import existing_heap_frozen
+from ctxlab.engine.core.summary_request import Summarizer
+from ctxlab.engine.evaluate.metrics import compute_metrics
 from ctxlab.engine.replay import Replay, call_starts
 from ctxlab.engine.strategies import _copaw_stored as copaw_stored
-from ctxlab.engine.summarizers import OfflineSummarizer, Summarizer
+from ctxlab.engine.summarize.offline import OfflineSummarizer
+from ctxlab.engine.summarize.recorded import RecordedSummarizer, agreement_rows
+from ctxlab.engine.tokens.reference import seed_reference_tokens
 from replay_app.compare import inputs as compare_inputs
 from replay_app.costs import llm, run_costs
 from replay_app.models import (
@@ -154,7 +155,7 @@ def _execute(
     writer.texts = textstore.TextWriter(run, conversation.messages)
     writer.metered = summarizer if isinstance(summarizer, llm.MeteredSummarizer) else None
     last_flush = time.monotonic()
-    with existing_heap_frozen():  # see ctxlab.engine.heap: full collections skip the input
+    with existing_heap_frozen():  # see ctxlab.engine.core.heap: full collections skip the input
         for record in job:
             writer.add(record)
             if writer.pending >= batch_steps or time.monotonic() - last_flush >= batch_seconds:

@@ -13,7 +13,7 @@ import time
 from collections.abc import Iterable
 from typing import Any, Literal, Protocol, TypedDict, cast
 
-from ctxlab.engine.records import event_brief
+from ctxlab.engine.core.records import event_brief
 from replay_app.models import Run, RunEvent
 
 log = logging.getLogger(__name__)

@@ -17,7 +17,7 @@ from typing import Any
 
 from django.db import connection
 
-from ctxlab.engine.records import StepRecord
+from ctxlab.engine.core.records import StepRecord
 from replay_app.models import Run, RunStep
 from replay_app.models.fields import pack_zones
 

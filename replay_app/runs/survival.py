@@ -1,4 +1,4 @@
-"""Survival by category (ctxlab.engine.survival) for stored runs and for the original agent.
+"""Survival by category (ctxlab.engine.evaluate.survival) for stored runs and for the original agent.
 
 - A replay's table is computed by the worker at run end, in the same pass as its retention
   analysis (``finished``), and stored in ``RunAnalysis.survival`` for the run's attempt.
@@ -22,11 +22,11 @@ from typing import Any
 
 from django.db import DatabaseError
 
-from ctxlab.engine import extract, lost, survival
-from ctxlab.engine.heap import existing_heap_frozen
-from ctxlab.engine.lost import Retention
-from ctxlab.engine.model import Message
-from ctxlab.engine.records import Event, ReplayResult, StepRecord, StepTokens, Zones
+from ctxlab.engine.core.heap import existing_heap_frozen
+from ctxlab.engine.core.model import Message
+from ctxlab.engine.core.records import Event, ReplayResult, StepRecord, StepTokens, Zones
+from ctxlab.engine.evaluate import extract, lost, survival
+from ctxlab.engine.evaluate.lost import Retention
 from sessions_app.facts import transcript_facts
 from sessions_app.models import Transcript
 

@@ -34,9 +34,9 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.db.models import ProtectedError
 
-from ctxlab.engine import codec
-from ctxlab.engine.model import Block, BlockKind, Message
-from ctxlab.engine.records import Event, SummaryRecord
+from ctxlab.engine.core import codec
+from ctxlab.engine.core.model import Block, BlockKind, Message
+from ctxlab.engine.core.records import Event, SummaryRecord
 from replay_app.models import Run, RunEvent, RunOffload, RunSummary, RunText, StoredText
 from replay_app.runs import textstore_candidates
 

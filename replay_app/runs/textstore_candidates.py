@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 
-from ctxlab.engine.model import Block, Message
-from ctxlab.engine.records import SourceIndexes
+from ctxlab.engine.core.model import Block, Message
+from ctxlab.engine.core.records import SourceIndexes
 
 CHARS_PER_INDEX = 64  # the pass pays off when len(input) < this x the indexes
 

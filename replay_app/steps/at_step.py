@@ -13,9 +13,9 @@ from typing import Any
 
 from django.db.models import QuerySet
 
-from ctxlab.engine import codec
-from ctxlab.engine.lost import message_text as engine_message_text
-from ctxlab.engine.records import Fate, event_brief, in_ranges
+from ctxlab.engine.core import codec
+from ctxlab.engine.core.records import Fate, event_brief, in_ranges
+from ctxlab.engine.evaluate.lost import message_text as engine_message_text
 from replay_app import memo, run_rows
 from replay_app.models import Run, RunEvent, RunStatus, RunStep
 from replay_app.runs import textstore

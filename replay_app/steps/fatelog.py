@@ -1,9 +1,9 @@
-"""A stored run's fate log (``ctxlab.engine.fatelog``): read from its events' changes, no
+"""A stored run's fate log (``ctxlab.engine.core.fatelog``): read from its events' changes, no
 message bodies, built once per finished run and cached."""
 
 from __future__ import annotations
 
-from ctxlab.engine.fatelog import NOT_KEPT, FateLog
+from ctxlab.engine.core.fatelog import NOT_KEPT, FateLog
 from replay_app.memo import cached
 from replay_app.models import Run, RunEvent
 

@@ -7,17 +7,17 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from ctxlab.engine import lost
-from ctxlab.engine.extract import KINDS
-from ctxlab.engine.extract import VERSION as EXTRACTOR_VERSION
-from ctxlab.engine.lost import (
+from ctxlab.engine.core.records import Event, StepRecord, StepTokens, Zones
+from ctxlab.engine.evaluate import lost
+from ctxlab.engine.evaluate.extract import KINDS
+from ctxlab.engine.evaluate.extract import VERSION as EXTRACTOR_VERSION
+from ctxlab.engine.evaluate.lost import (
     CompactionLoss,
     FactIndex,
     LostFact,
     Retention,
     analyse_parts,
 )
-from ctxlab.engine.records import Event, StepRecord, StepTokens, Zones
 from replay_app.memo import cached
 from replay_app.models import Run, RunAnalysis, RunStatus, RunStep
 

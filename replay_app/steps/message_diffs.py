@@ -8,9 +8,9 @@ from typing import Any
 
 from django.urls import reverse
 
-from ctxlab.engine import codec
-from ctxlab.engine.lost import message_text as engine_message_text
-from ctxlab.engine.model import Message as EngineMessage
+from ctxlab.engine.core import codec
+from ctxlab.engine.core.model import Message as EngineMessage
+from ctxlab.engine.evaluate.lost import message_text as engine_message_text
 from replay_app.models import Run, RunEvent
 from replay_app.runs import textstore
 from replay_app.steps.fatelog import fate_log
@@ -142,7 +142,7 @@ def _shown(text: str) -> str:
 
 
 def _row_message(row: tuple[str, list[Any]]) -> Any:
-    from ctxlab.engine.model import Role
+    from ctxlab.engine.core.model import Role
 
     role, blocks = row
     return EngineMessage(role=Role(role), blocks=codec.blocks_from_list(blocks))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ctxlab.engine.records import event_brief
+from ctxlab.engine.core.records import event_brief
 from replay_app.display.charts import EventPoint, Series
 from replay_app.memo import cached
 from replay_app.models import Run, RunEvent, RunStep

@@ -8,7 +8,7 @@ from typing import Any
 
 from django import forms
 
-from ctxlab.engine.params import Param
+from ctxlab.engine.core.params import Param
 from ctxlab.engine.strategies import LIBRARY, PRESETS, get_strategy_class
 from ctxlab.web.ownership import owned
 from replay_app.configs import services as config_services

@@ -22,8 +22,8 @@ from typing import Any
 
 from ctxlab.engine.budget import window_param_names as budget_names
 from ctxlab.engine.budget import window_params
-from ctxlab.engine.catalogue import Better, metric, metric_best_flags
-from ctxlab.engine.params import Param, parse_value
+from ctxlab.engine.core.catalogue import Better, metric, metric_best_flags
+from ctxlab.engine.core.params import Param, parse_value
 from ctxlab.engine.strategies import get_strategy_class
 from replay_app.configs import services as config_services
 from replay_app.display import vocabulary

@@ -8,7 +8,7 @@ from __future__ import annotations
 from django import template
 from django.utils.safestring import SafeString, mark_safe
 
-from ctxlab.engine.secrets import mask
+from ctxlab.engine.privacy.secrets import mask
 from replay_app.display.markdown_safe import render
 
 register = template.Library()

@@ -8,7 +8,7 @@ from typing import Any
 
 from django import template
 
-from ctxlab.engine.catalogue import FINDINGS, ledger_mark_label
+from ctxlab.engine.core.catalogue import FINDINGS, ledger_mark_label
 from replay_app.display.vocabulary import event_label as _event_label
 from replay_app.display.vocabulary import event_meaning as _event_meaning
 

@@ -17,7 +17,7 @@ CORPUS = Path(__file__).resolve().parents[1] / "data" / "corpus"
 def _long_run(username: str) -> Any:
     from django.contrib.auth import get_user_model
 
-    from ctxlab.engine import synth_realistic
+    from ctxlab.engine.synth import realistic as synth_realistic
     from replay_app.runs import executor, services
     from sessions_app import services as session_services
 

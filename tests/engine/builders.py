@@ -7,9 +7,9 @@ import enum
 from collections.abc import Mapping
 from typing import Any
 
-from ctxlab.engine.model import Block, BlockKind, Conversation, Message, Role, ToolDef, Usage
-from ctxlab.engine.records import Event, ReplayResult
-from ctxlab.engine.summarizers import SummaryRequest, SummaryResponse
+from ctxlab.engine.core.model import Block, BlockKind, Conversation, Message, Role, ToolDef, Usage
+from ctxlab.engine.core.records import Event, ReplayResult
+from ctxlab.engine.core.summary_request import SummaryRequest, SummaryResponse
 
 
 def system(text: str = "You are a helpful agent.") -> Message:

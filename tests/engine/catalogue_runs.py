@@ -11,10 +11,11 @@ from typing import Any
 from builders import SMALL_WINDOWS
 
 from ctxlab.engine import cli, synth
-from ctxlab.engine.records import ReplayResult
+from ctxlab.engine.core.records import ReplayResult
+from ctxlab.engine.core.summary_request import Summarizer
 from ctxlab.engine.replay import run
 from ctxlab.engine.strategies import LIBRARY
-from ctxlab.engine.summarizers import FailingSummarizer, OfflineSummarizer, Summarizer
+from ctxlab.engine.summarize.offline import FailingSummarizer, OfflineSummarizer
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "corpus"
 FILES = (

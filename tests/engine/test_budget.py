@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from ctxlab.engine import budget, cli
-from ctxlab.engine.metrics import compute_metrics
+from ctxlab.engine.evaluate.metrics import compute_metrics
 from ctxlab.engine.replay import run
 from ctxlab.engine.strategies import LIBRARY, PRESETS, STRATEGIES, get_strategy_class
 

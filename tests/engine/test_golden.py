@@ -9,7 +9,7 @@ import pytest
 from builders import SMALL_WINDOWS as SMALL
 
 from ctxlab.engine import cli
-from ctxlab.engine.records import expand
+from ctxlab.engine.core.records import expand
 from ctxlab.engine.replay import run
 from ctxlab.engine.strategies import PRESETS, STRATEGIES
 

@@ -21,8 +21,8 @@ from builders import SMALL_WINDOWS as SMALL
 from builders import plain
 
 from ctxlab.engine import cli, synth
-from ctxlab.engine.model import Conversation
-from ctxlab.engine.records import ReplayResult
+from ctxlab.engine.core.model import Conversation
+from ctxlab.engine.core.records import ReplayResult
 from ctxlab.engine.replay import run
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "corpus"

@@ -16,14 +16,14 @@ import pytest
 from test_perf_golden import digest
 
 from ctxlab.engine import synth
-from ctxlab.engine.context_view import ContextView
-from ctxlab.engine.model import Block, BlockKind, Conversation, Message
-from ctxlab.engine.records import Fate
+from ctxlab.engine.core.context_view import ContextView
+from ctxlab.engine.core.model import Block, BlockKind, Conversation, Message
+from ctxlab.engine.core.records import Fate
 from ctxlab.engine.replay import run
 from ctxlab.engine.strategies import _baseagent_rules as rules
 from ctxlab.engine.strategies._baseagent_rules import BaseMsg
 from ctxlab.engine.strategies.baseagent import BaseAgentStrategy, _placeholder
-from ctxlab.engine.summarizers import FailingSummarizer
+from ctxlab.engine.summarize.offline import FailingSummarizer
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "corpus"
 

@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from ctxlab.engine import qwen_tokens, synth
-from ctxlab.engine.model import Block, BlockKind, Message, Role
+from ctxlab.engine import synth
+from ctxlab.engine.core.model import Block, BlockKind, Message, Role
 from ctxlab.engine.stages import agentscope
 from ctxlab.engine.strategies._copaw_format import reme_count
+from ctxlab.engine.tokens import qwen_tokens
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "corpus"
 
@@ -106,8 +107,8 @@ SPLITS = [
 
 @pytest.mark.parametrize("text", [s[1] for s in SPLITS], ids=[s[0] for s in SPLITS])
 def test_reference_safe_split_keeps_the_cl100k_count(text: str) -> None:
-    from ctxlab.engine.reference import safe_split
-    from ctxlab.engine.tokens import _encoding
+    from ctxlab.engine.tokens.cl100k import _encoding
+    from ctxlab.engine.tokens.reference import safe_split
 
     def count(t: str) -> int:
         return len(_encoding().encode_ordinary(t))
@@ -122,8 +123,8 @@ def test_reference_safe_split_keeps_the_cl100k_count(text: str) -> None:
 
 
 def test_reference_modified_counts_equal_direct_counts_on_corpus() -> None:
-    from ctxlab.engine.reference import ReferenceTokens, safe_split
-    from ctxlab.engine.tokens import _encoding
+    from ctxlab.engine.tokens.cl100k import _encoding
+    from ctxlab.engine.tokens.reference import ReferenceTokens, safe_split
 
     encode = _encoding().encode_ordinary
     checked = 0

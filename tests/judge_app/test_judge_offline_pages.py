@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from judge_testdata import QWENPAW, finished_run
 
-from ctxlab.engine import catalogue
+from ctxlab.engine.core import catalogue
 from judge_app import services
 from judge_app.models import Probe, ProbeScore, ProbeSet
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from judge_testdata import compacted_session, import_session
 
-from ctxlab.engine import aftereffects
+from ctxlab.engine.evaluate import aftereffects
 from judge_app import pages
 
 pytestmark = pytest.mark.django_db

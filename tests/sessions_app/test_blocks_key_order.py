@@ -18,8 +18,9 @@ from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 from django.test import Client
 
-from ctxlab.engine import codec, importers
-from ctxlab.engine.model import Block, Conversation
+from ctxlab.engine import importers
+from ctxlab.engine.core import codec
+from ctxlab.engine.core.model import Block, Conversation
 from ctxlab.engine.replay import run as replay_run
 from sessions_app import secrets_glue, services
 from sessions_app.json_text import dumps

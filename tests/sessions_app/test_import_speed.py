@@ -11,10 +11,11 @@ from typing import Any
 
 import pytest
 
-from ctxlab.engine import importers, reference_stored
+from ctxlab.engine import importers
+from ctxlab.engine.core.model import Block, BlockKind, Conversation, Message, Role, SourcePos, Usage
 from ctxlab.engine.importers._stream import from_parsed
-from ctxlab.engine.model import Block, BlockKind, Conversation, Message, Role, SourcePos, Usage
 from ctxlab.engine.strategies import _copaw_stored as copaw_stored
+from ctxlab.engine.tokens import reference_stored
 from sessions_app import secrets_glue, services
 from sessions_app.models import (
     Message as MessageRow,

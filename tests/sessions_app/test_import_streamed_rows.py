@@ -12,8 +12,8 @@ import pytest
 from django.db import connection
 
 from ctxlab.engine import importers
-from ctxlab.engine.model import Block, BlockKind, Conversation, Message, Role, SourcePos
-from ctxlab.engine.tokens import reference_counter
+from ctxlab.engine.core.model import Block, BlockKind, Conversation, Message, Role, SourcePos
+from ctxlab.engine.tokens.cl100k import reference_counter
 from sessions_app import import_store, secrets_glue, services
 from sessions_app.models import Message as MessageRow
 from sessions_app.models import Transcript, Upload

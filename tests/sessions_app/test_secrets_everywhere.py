@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from ctxlab.engine.model import Block, BlockKind, Conversation, Message, Role, ToolDef
+from ctxlab.engine.core.model import Block, BlockKind, Conversation, Message, Role, ToolDef
 from replay_app.models import RunStatus
 from replay_app.runs import executor, services
 from replay_app.runs.services import RunSpec

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from ctxlab.engine import importers
-from ctxlab.engine.model import TranscriptError
-from ctxlab.engine.tokens import message_reference_tokens
+from ctxlab.engine.core.model import TranscriptError
+from ctxlab.engine.tokens.cl100k import message_reference_tokens
 from sessions_app import import_store, services
 from sessions_app.models import Message, Transcript, Upload
 

@@ -195,7 +195,7 @@ def test_report_of_a_suite_over_real_sessions(user: Any) -> None:
     run's own numbers and the title the lab shows, masked and escaped."""
     from django.utils.html import escape
 
-    from ctxlab.engine.secrets import mask
+    from ctxlab.engine.privacy.secrets import mask
     from replay_app.models import Run
     from sessions_app import services as session_services
     from suites_app import configs, services

@@ -22,7 +22,7 @@ from dataclasses import replace
 from types import ModuleType
 from typing import Any, TypeVar
 
-from ..model import Conversation, ImportWarning, ParsedFile, TranscriptError
+from ..core.model import Conversation, ImportWarning, ParsedFile, TranscriptError
 from . import _source
 from ._common import WarningTally, collecting_notes, notes_into
 from ._kit import is_junk_title, title_from
@@ -330,7 +330,7 @@ NUL_SHOWN_AS = "\u2400"  # SYMBOL FOR NULL
 def _safe_text(parsed: ParsedFile) -> ParsedFile:
     """Unpaired surrogates become U+FFFD and NULs U+2400 (the kept original bytes still
     hold them), each counted in a warning."""
-    from .. import codec
+    from ..core import codec
 
     counts = {"\x00": 0, "surrogate": 0}
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..model import Block, BlockKind, Role, SourcePos, ToolDef, Usage
+from ..core.model import Block, BlockKind, Role, SourcePos, ToolDef, Usage
 from ._common import note
 from ._kit import (
     MessageBuilder,

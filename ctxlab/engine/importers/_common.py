@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
-from ..model import ImportWarning, TranscriptError
+from ..core.model import ImportWarning, TranscriptError
 
 MAX_LINE_BYTES = 64 * 1024 * 1024  # one JSONL record larger than this is refused, not parsed
 

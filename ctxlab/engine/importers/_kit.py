@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote_to_bytes
 
-from ..model import (
+from ..core.model import (
     Block,
     BlockKind,
     ImportWarning,

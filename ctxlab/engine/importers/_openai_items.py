@@ -12,7 +12,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from ..model import Block, BlockKind, OriginalCompaction, Role, SourcePos, ToolDef
+from ..core.model import Block, BlockKind, OriginalCompaction, Role, SourcePos, ToolDef
 from ._kit import (
     MessageBuilder,
     Warnings,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..model import ImportWarning, TranscriptError
+from ..core.model import ImportWarning, TranscriptError
 
 UTF8_BOM = b"\xef\xbb\xbf"
 _PACKED = (

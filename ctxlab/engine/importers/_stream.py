@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..model import Conversation, ImportWarning, Message, ParsedFile
+from ..core.model import Conversation, ImportWarning, Message, ParsedFile
 from ._common import WarningTally
 from ._kit import TitleFinder, is_junk_title
 
@@ -108,7 +108,7 @@ class TextCleaner:
         return value
 
     def message(self, message: Message) -> Message:
-        from .. import codec
+        from ..core import codec
 
         before = self.nuls + self.surrogates
         cleaned = self._clean(codec.message_to_dict(message))
@@ -117,7 +117,7 @@ class TextCleaner:
         return codec.message_from_dict(cleaned)
 
     def conversation(self, conversation: Conversation) -> Conversation:
-        from .. import codec
+        from ..core import codec
 
         self._counting = False
         try:
@@ -127,7 +127,7 @@ class TextCleaner:
         return codec.conversation_from_dict(plain)
 
     def warnings(self, warnings: tuple[ImportWarning, ...]) -> tuple[ImportWarning, ...]:
-        from .. import codec
+        from ..core import codec
 
         cleaned = [codec.warning_from_dict(self._clean(codec.warning_to_dict(w))) for w in warnings]
         if self.surrogates:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ..model import (
+from ..core.model import (
     Block,
     BlockKind,
     Conversation,

@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ..model import (
+from ..core.model import (
     Block,
     BlockKind,
     Conversation,

@@ -18,7 +18,7 @@ from typing import Any
 
 import yaml
 
-from ..model import (
+from ..core.model import (
     Block,
     BlockKind,
     Conversation,

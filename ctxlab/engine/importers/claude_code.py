@@ -37,7 +37,7 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..model import (
+from ..core.model import (
     Block,
     BlockKind,
     Conversation,

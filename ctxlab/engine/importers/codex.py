@@ -34,7 +34,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..model import (
+from ..core.model import (
     Block,
     BlockKind,
     Conversation,

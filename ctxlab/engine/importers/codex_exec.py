@@ -12,7 +12,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..model import Block, BlockKind, Conversation, ParsedFile, Role, SourcePos, TranscriptError
+from ..core.model import (
+    Block,
+    BlockKind,
+    Conversation,
+    ParsedFile,
+    Role,
+    SourcePos,
+    TranscriptError,
+)
 from ._common import iter_jsonl
 from ._kit import (
     MessageBuilder,

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from itertools import chain
 from typing import Any
 
-from ..model import (
+from ..core.model import (
     Block,
     BlockKind,
     Conversation,

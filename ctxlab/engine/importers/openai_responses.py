@@ -7,7 +7,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..model import Block, BlockKind, Conversation, ParsedFile, Role, SourcePos, TranscriptError
+from ..core.model import (
+    Block,
+    BlockKind,
+    Conversation,
+    ParsedFile,
+    Role,
+    SourcePos,
+    TranscriptError,
+)
 from ._common import load_json
 from ._kit import (
     MessageBuilder,

@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..model import (
+from ..core.model import (
     Block,
     BlockKind,
     Conversation,

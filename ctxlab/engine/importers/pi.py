@@ -47,7 +47,7 @@ import json
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..model import (
+from ..core.model import (
     Block,
     BlockKind,
     Conversation,

@@ -16,7 +16,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from ..model import (
+from ..core.model import (
     Block,
     BlockKind,
     Conversation,

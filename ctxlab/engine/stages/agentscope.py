@@ -12,8 +12,8 @@ from collections.abc import Callable, Sequence
 from datetime import date, datetime
 from functools import lru_cache
 
-from ..model import Block, BlockKind, Message, Role
-from ..summarizers import MaterialItem, PromptMessage, SummaryRequest
+from ..core.model import Block, BlockKind, Message, Role
+from ..core.summary_request import MaterialItem, PromptMessage, SummaryRequest
 from . import prompts
 from .markers import QWENPAW_MARKER
 from .remade_input import RemadeInput

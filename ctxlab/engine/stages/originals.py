@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..model import Conversation, OriginalCompaction, Role
+from ..core.model import Conversation, OriginalCompaction, Role
 
 # The text Claude Code's compaction summary message starts with (every version seen,
 # 2.0.76 … 2.1.88; ``getCompactUserSummaryMessage``).
@@ -74,7 +74,7 @@ def first_kept(compaction: OriginalCompaction) -> int | None:
 
 def recorded_summaries(conversation: Conversation) -> set[str]:
     """Every original compaction's summary as ``recorded.summary_text`` gives it."""
-    from ..recorded import summary_text
+    from ..summarize.recorded import summary_text
 
     return {t for c in conversation.compactions if (t := summary_text(conversation, c))}
 

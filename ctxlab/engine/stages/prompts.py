@@ -24,7 +24,7 @@ from pathlib import Path
 
 import yaml
 
-from ..summarizers import Section
+from ..core.summary_request import Section
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "prompts"
 QWENPAW_FILE = DATA / "qwenpaw-1.1.9-compactor_prompts.py.txt"

@@ -10,11 +10,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from ..context import is_user_query
-from ..model import Block, BlockKind, Message
+from ..core.model import Block, BlockKind, Message
+from ..core.tool_pairs import is_user_query
 
 if TYPE_CHECKING:
-    from ..context_view import ContextView
+    from ..core.context_view import ContextView
 
 # (message index, block position, block) -> bool
 PartTest = Callable[[int, int, Block], bool]

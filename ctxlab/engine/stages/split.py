@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..context_view import ContextView
+    from ..core.context_view import ContextView
 
 
 def aligned(ctx: ContextView, indexes: list[int]) -> bool:

@@ -68,12 +68,12 @@ How to add a strategy
    ``ctx.emit(kind, **detail)`` records an event without changes (``summary_failed``,
    ``compact_skipped``); ``ctx.set_system_tokens(n)`` sets the system prompt's tokens when
    the original counts more than ``count_system`` sees. Detail values must be JSON-serialisable. Every kind must be in
-   ``ctxlab/engine/catalogue.py`` (``EVENTS``: its category decides whether metrics count
+   ``ctxlab/engine/core/catalogue.py`` (``EVENTS``: its category decides whether metrics count
    it as a compaction, restore, repair, failure or skip); reuse an existing kind where the
    meaning is the same, and add a row (then regenerate ``docs/vocabulary.md``) where it is
-   not. ``tests/engine/test_catalogue.py`` replays the library and fails on an unlisted kind.
+   not. ``tests/engine/core/test_catalogue.py`` replays the library and fails on an unlisted kind.
 
-6. Summaries: build a ``summarizers.SummaryRequest`` exactly as the original builds its
+6. Summaries: build a ``core.summary_request.SummaryRequest`` exactly as the original builds its
    call (system prompt, messages, max_output_tokens; ``sections``/``style``/``material``
    tell the offline summariser what structure to fill), then
    ``record = ctx.summarize(request, messages=indexes)``; ``record.error`` set means the

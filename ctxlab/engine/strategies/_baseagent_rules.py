@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-from ..model import Block, BlockKind, BlockMemo, Message, Role
-from ..records import _positional_builder
-from ..summarizers import remember_literal
+from ..core.model import Block, BlockKind, BlockMemo, Message, Role
+from ..core.records import _positional_builder
+from ..summarize.offline import remember_literal
 
 APPROX_CHARS_PER_TOKEN = 4
 MODEL_CONTEXT_LIMIT = 200_000

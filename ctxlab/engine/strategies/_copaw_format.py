@@ -7,15 +7,15 @@ line group per block (``<tag>body</tag>``, joined by newlines). Each group start
 ``<`` after a newline: a cut point where the count is additive (``qwen_tokens.CUT_RE``), so
 the whole is the header's count plus each group's. The header is counted by its digit shape
 (``qwen_tokens.DIGIT_SHAPE``: every digit is a one-token chunk), so a unique timestamp
-costs nothing. tests/engine/test_qwen_cuts.py checks the total against counting the
+costs nothing. tests/engine/tokens/test_qwen_cuts.py checks the total against counting the
 formatted text on the corpus and the realistic transcript.
 """
 
 from __future__ import annotations
 
-from ..model import BlockKind, Message
-from ..qwen_tokens import DIGIT_SHAPE, QwenCounter
+from ..core.model import BlockKind, Message
 from ..stages import agentscope
+from ..tokens.qwen_tokens import DIGIT_SHAPE, QwenCounter
 
 CLIP = 2000  # characters of a block body the ReMe format keeps (then "...")
 

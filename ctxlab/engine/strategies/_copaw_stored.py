@@ -6,7 +6,7 @@ reference counts, which are stored at import for the same reason. ``message_entr
 gives, per message, what ``prime`` keeps for each of its texts (``QwenCounter.stored_entry``:
 its length, its count and, for a longer text, its count up to a few cut points);
 ``seed_stored_counts`` hands them back to the shared counter before a replay, so ``prime``
-finds every text counted. Counts are identical either way (tests/engine/test_copaw_stored.py
+finds every text counted. Counts are identical either way (tests/engine/strategies/test_copaw_stored.py
 replays seeded and unseeded). A message whose texts no longer match its entries (count or
 length) is skipped and counted in the replay as before.
 """
@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..model import BlockKind, Message
-from ..qwen_tokens import MEMO_LIMIT, QwenCounter, qwen_counter
+from ..core.model import BlockKind, Message
+from ..tokens.qwen_tokens import MEMO_LIMIT, QwenCounter, qwen_counter
 from ._copaw_format import CLIP
 
 ENDS = (CLIP,)  # as ``CoPaw.prepare`` primes

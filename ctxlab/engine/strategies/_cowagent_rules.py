@@ -13,7 +13,7 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
-from ..model import Block, BlockKind, Message, Role
+from ..core.model import Block, BlockKind, Message, Role
 
 # -- constants (agent_stream.py / summarizer.py / config.py) -------------------------------
 

@@ -17,7 +17,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from ..model import Block, BlockKind, Message, Role
+from ..core.model import Block, BlockKind, Message, Role
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "prompts"
 # packages/core/src/prompts/snippets.ts getCompressionPrompt() (no approved plan), the

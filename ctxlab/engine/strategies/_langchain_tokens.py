@@ -31,7 +31,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from ..model import Block, BlockKind, Message, Role, ToolDef
+from ..core.model import Block, BlockKind, Message, Role, ToolDef
 
 SYSTEM, HUMAN, AI, TOOL = "system", "human", "ai", "tool"
 _OPENAI_ROLE = {SYSTEM: "system", HUMAN: "user", AI: "assistant", TOOL: "tool"}

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
-from ..model import Block, BlockKind, BlockMemo, Message, Role, ToolDef
-from ..records import _positional_builder
+from ..core.model import Block, BlockKind, BlockMemo, Message, Role, ToolDef
+from ..core.records import _positional_builder
 
 SUMMARIZE_MESSAGE_THRESHOLD = 20
 SUMMARIZE_TOKEN_PERCENT = 75

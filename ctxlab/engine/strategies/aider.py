@@ -56,17 +56,17 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ..findings import check_summary_size
-from ..model import BlockKind, Message, Role
-from ..params import Param
-from ..records import Fate, SourceIndexes, SummaryRecord
-from ..summarizers import MaterialItem, PromptMessage, SummaryRequest
-from ..tokens import block_text, reference_counter
+from ..core.findings import check_summary_size
+from ..core.model import BlockKind, Message, Role
+from ..core.params import Param
+from ..core.records import Fate, SourceIndexes, SummaryRecord
+from ..core.summary_request import MaterialItem, PromptMessage, SummaryRequest
+from ..tokens.cl100k import block_text, reference_counter
 from .base import Strategy
 
 if TYPE_CHECKING:
-    from ..context_view import ContextView
-    from ..reference import ReferenceTokens
+    from ..core.context_view import ContextView
+    from ..tokens.reference import ReferenceTokens
 
 # aider/prompts.py @ 5dc9490b, byte for byte.
 SUMMARIZE = """*Briefly* summarize this partial conversation about programming.

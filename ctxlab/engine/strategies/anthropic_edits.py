@@ -58,15 +58,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ..model import Block, BlockKind, Message, Role
-from ..params import Param
-from ..records import Fate
-from ..tokens import block_text
+from ..core.model import Block, BlockKind, Message, Role
+from ..core.params import Param
+from ..core.records import Fate
+from ..tokens.cl100k import block_text
 from .base import ReferenceEstimator, Strategy
 
 if TYPE_CHECKING:
-    from ..context import Action
-    from ..context_view import ContextView
+    from ..core.context import Action
+    from ..core.context_view import ContextView
 
 TOOL_EDIT = "clear_tool_uses_20250919"
 THINKING_EDIT = "clear_thinking_20251015"

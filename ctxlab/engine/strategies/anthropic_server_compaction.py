@@ -38,15 +38,15 @@ from dataclasses import dataclass
 from dataclasses import replace as with_fields
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ..findings import check_summary_size
-from ..model import BlockKind, Message
-from ..params import Param
-from ..records import Fate
-from ..summarizers import MaterialItem, PromptMessage, Section, SummaryRequest
+from ..core.findings import check_summary_size
+from ..core.model import BlockKind, Message
+from ..core.params import Param
+from ..core.records import Fate
+from ..core.summary_request import MaterialItem, PromptMessage, Section, SummaryRequest
 from .base import ReferenceEstimator, Strategy
 
 if TYPE_CHECKING:
-    from ..context_view import ContextView
+    from ..core.context_view import ContextView
 
 _EDIT = "context_management.edits[type=compact_20260112]"
 # A stand-in for the server's unpublished default prompt (used only without instructions).

@@ -22,19 +22,19 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ..findings import check_summary_size
-from ..model import BlockKind, Message, ToolDef
-from ..params import Param
-from ..records import Fate
+from ..core.findings import check_summary_size
+from ..core.model import BlockKind, Message, ToolDef
+from ..core.params import Param
+from ..core.records import Fate
+from ..core.summary_request import MaterialItem, PromptMessage, Section, SummaryRequest
 from ..stages.remade_input import RemadeInput
-from ..summarizers import MaterialItem, PromptMessage, Section, SummaryRequest
 from . import _baseagent_rules as rules
 from ._baseagent_rules import BaseMsg
 from .base import Strategy
 
 if TYPE_CHECKING:
-    from ..context_view import ContextView
-    from ..reference import ReferenceTokens
+    from ..core.context_view import ContextView
+    from ..tokens.reference import ReferenceTokens
 
 SECTIONS = (
     Section("## Current progress and key decisions", "decisions"),

@@ -107,10 +107,11 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ..findings import check_summary_size
-from ..model import Block, BlockKind, Conversation, Message, OriginalCompaction, Role
-from ..params import Param
-from ..records import Fate, Zones
+from ..core.findings import check_summary_size
+from ..core.model import Block, BlockKind, Conversation, Message, OriginalCompaction, Role
+from ..core.params import Param
+from ..core.records import Fate, Zones
+from ..core.summary_request import MaterialItem, PromptMessage, Section, SummaryRequest
 from ..stages.js_text import quarter_length_tokens
 from ..stages.originals import (
     OriginalIndex,
@@ -118,7 +119,6 @@ from ..stages.originals import (
     outside_context,
     starts_after_compaction,
 )
-from ..summarizers import MaterialItem, PromptMessage, Section, SummaryRequest
 from . import _claude_code_rules as rules
 from . import _claude_code_versions as versions
 from ._claude_code_versions import VersionRules
@@ -126,7 +126,7 @@ from ._gemini_cli_rules import js_json
 from .base import Strategy
 
 if TYPE_CHECKING:
-    from ..context_view import ContextView
+    from ..core.context_view import ContextView
 
 MAX_OUTPUT_TOKENS_FOR_SUMMARY = 20_000
 AUTOCOMPACT_BUFFER_TOKENS = 13_000

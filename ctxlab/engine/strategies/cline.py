@@ -52,18 +52,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ..findings import check_summary_size
-from ..model import Block, BlockKind, Message, Role
-from ..params import Param
-from ..records import Fate
-from ..summarizers import MaterialItem, PromptMessage, Section, SummaryRequest
+from ..core.findings import check_summary_size
+from ..core.model import Block, BlockKind, Message, Role
+from ..core.params import Param
+from ..core.records import Fate
+from ..core.summary_request import MaterialItem, PromptMessage, Section, SummaryRequest
 from . import _cline_basic as basic
 from . import _cline_rules as r
 from ._gemini_cli_rules import js_json, js_len
 from .base import Strategy
 
 if TYPE_CHECKING:
-    from ..context_view import ContextView
+    from ..core.context_view import ContextView
 
 _SHARED = "compaction-shared.ts"
 ALIASES: dict[str, str] = {

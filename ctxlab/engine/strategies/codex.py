@@ -77,19 +77,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ..context import is_user_query
-from ..findings import check_summary_size
-from ..model import Block, BlockKind, Message, OriginalCompaction, Role, ToolDef
-from ..params import Param
-from ..records import Fate
+from ..core.findings import check_summary_size
+from ..core.model import Block, BlockKind, Message, OriginalCompaction, Role, ToolDef
+from ..core.params import Param
+from ..core.records import Fate
+from ..core.summary_request import MaterialItem, PromptMessage, Section, SummaryRequest
+from ..core.tool_pairs import is_user_query
 from ..stages.originals import OriginalIndex
-from ..summarizers import MaterialItem, PromptMessage, Section, SummaryRequest
 from . import _codex_rules as rules
 from . import _codex_versions as versions
 from .base import Strategy
 
 if TYPE_CHECKING:
-    from ..context_view import ContextView
+    from ..core.context_view import ContextView
 
 LEGACY_AUTO_COMPACT_LIMIT = 256_000  # openai_model_info.rs DEFAULT_AUTO_COMPACT_TOKEN_LIMIT
 DEFAULT_WINDOW = versions.DEFAULT_CONTEXT_WINDOW

@@ -62,17 +62,17 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ..findings import check_summary_size
-from ..model import BlockKind, Message, Role
-from ..params import Param
-from ..records import Fate
-from ..reference import safe_split
-from ..summarizers import MaterialItem, PromptMessage, Section, SummaryRequest
+from ..core.findings import check_summary_size
+from ..core.model import BlockKind, Message, Role
+from ..core.params import Param
+from ..core.records import Fate
+from ..core.summary_request import MaterialItem, PromptMessage, Section, SummaryRequest
+from ..tokens.reference import safe_split
 from .base import Strategy
 from .observation_masking import ObservationMaskingStrategy, mask_message, omitted_count
 
 if TYPE_CHECKING:
-    from ..context_view import ContextView
+    from ..core.context_view import ContextView
 
 SUMMARY_SYSTEM_TEMPLATE = """You are maintaining a context-aware state summary for an interactive agent. You will be given a list of events corresponding to actions taken by the agent, and the most recent previous summary if one exists. Track:
 

@@ -26,19 +26,19 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ..findings import check_summary_size
-from ..model import BlockKind, Message
-from ..params import Param
-from ..qwen_tokens import bytes_floor4, qwen_counter
-from ..records import Fate
+from ..core.findings import check_summary_size
+from ..core.model import BlockKind, Message
+from ..core.params import Param
+from ..core.records import Fate
 from ..stages import agentscope, prompts
 from ..stages.markers import QWENPAW_MARKER, REME_END_MARKER, reme_truncate_text
 from ..stages.split import aligned
+from ..tokens.qwen_tokens import bytes_floor4, qwen_counter
 from ._copaw_format import CLIP, reme_count
 from .base import Strategy
 
 if TYPE_CHECKING:
-    from ..context_view import ContextView
+    from ..core.context_view import ContextView
 
 
 @dataclass(slots=True)

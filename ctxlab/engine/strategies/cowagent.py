@@ -32,18 +32,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ..findings import check_summary_size
-from ..model import Block, BlockKind, Message, Role, ToolDef
-from ..params import Param
-from ..records import Fate
-from ..summarizers import MaterialItem, PromptMessage, SummaryRequest
+from ..core.findings import check_summary_size
+from ..core.model import Block, BlockKind, Message, Role, ToolDef
+from ..core.params import Param
+from ..core.records import Fate
+from ..core.summary_request import MaterialItem, PromptMessage, SummaryRequest
 from . import _cowagent_rules as cow
 from ._cowagent_rules import CowMsg
 from .base import Strategy
 
 if TYPE_CHECKING:
-    from ..context import Action
-    from ..context_view import ContextView
+    from ..core.context import Action
+    from ..core.context_view import ContextView
 
 
 @dataclass(slots=True)

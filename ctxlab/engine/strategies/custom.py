@@ -47,20 +47,20 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ..context import has_tool_result, is_user_query
-from ..findings import check_summary_size
-from ..model import BlockKind, Message
-from ..params import Param
-from ..records import Fate
+from ..core.findings import check_summary_size
+from ..core.model import BlockKind, Message
+from ..core.params import Param
+from ..core.records import Fate
+from ..core.summary_request import MaterialItem, PromptMessage, SummaryRequest
+from ..core.tool_pairs import has_tool_result, is_user_query
 from ..stages import agentscope, prompts
 from ..stages.markers import QWENPAW_MARKER, qwenpaw_retruncate, qwenpaw_truncate_fresh
 from ..stages.prune import clear_blocks, scan_tool_outputs
 from ..stages.split import largest_aligned_suffix
-from ..summarizers import MaterialItem, PromptMessage, SummaryRequest
 from .base import Strategy
 
 if TYPE_CHECKING:
-    from ..context_view import ContextView
+    from ..core.context_view import ContextView
 
 
 @dataclass(frozen=True)

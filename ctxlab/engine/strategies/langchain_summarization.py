@@ -59,17 +59,17 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ..findings import check_summary_size
-from ..model import BlockKind, Message, ToolDef
-from ..params import Param
-from ..records import Fate
-from ..summarizers import MaterialItem, PromptMessage, Section, SummaryRequest
+from ..core.findings import check_summary_size
+from ..core.model import BlockKind, Message, ToolDef
+from ..core.params import Param
+from ..core.records import Fate
+from ..core.summary_request import MaterialItem, PromptMessage, Section, SummaryRequest
 from . import _langchain_tokens as lc
 from .base import Strategy
 
 if TYPE_CHECKING:
-    from ..context_view import ContextView
-    from ..reference import ReferenceTokens
+    from ..core.context_view import ContextView
+    from ..tokens.reference import ReferenceTokens
 
 MIDDLEWARE = "SummarizationMiddleware"
 SUMMARY_TEMPLATE = "Here is a summary of the conversation to date:\n\n{summary}"

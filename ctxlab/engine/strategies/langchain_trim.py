@@ -35,15 +35,15 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ..model import Block, BlockKind, Message, ToolDef
-from ..params import Param
-from ..records import Fate
+from ..core.model import Block, BlockKind, Message, ToolDef
+from ..core.params import Param
+from ..core.records import Fate
 from . import _langchain_tokens as lc
 from .base import Strategy
 
 if TYPE_CHECKING:
-    from ..context_view import ContextView
-    from ..reference import ReferenceTokens
+    from ..core.context_view import ContextView
+    from ..tokens.reference import ReferenceTokens
 
 FUNCTION = "trim_messages"
 MESSAGE_TYPES = (lc.HUMAN, lc.AI, lc.TOOL, lc.SYSTEM)

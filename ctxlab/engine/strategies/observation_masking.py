@@ -45,13 +45,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ..model import Block, BlockKind, Message, Role
-from ..params import Param
-from ..records import Fate
+from ..core.model import Block, BlockKind, Message, Role
+from ..core.params import Param
+from ..core.records import Fate
 from .base import ReferenceEstimator, Strategy
 
 if TYPE_CHECKING:
-    from ..context_view import ContextView
+    from ..core.context_view import ContextView
 
 PLACEHOLDER = "Old environment output: ({lines} lines omitted)"
 _ORIGIN = "history_processors[type=last_n_observations]"

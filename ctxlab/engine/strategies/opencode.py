@@ -72,17 +72,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ..findings import check_summary_size
-from ..model import Block, BlockKind, Message, Role
-from ..params import Param
-from ..records import Fate
+from ..core.findings import check_summary_size
+from ..core.model import Block, BlockKind, Message, Role
+from ..core.params import Param
+from ..core.records import Fate
+from ..core.summary_request import MaterialItem, PromptMessage, Section, SummaryRequest
 from ..stages.js_text import quarter_length_tokens
 from ..stages.prune import PruneScan, clear_blocks, scan_tool_outputs
-from ..summarizers import MaterialItem, PromptMessage, Section, SummaryRequest
 from .base import Strategy
 
 if TYPE_CHECKING:
-    from ..context_view import ContextView
+    from ..core.context_view import ContextView
 
 PRUNE_MINIMUM = 20_000
 PRUNE_PROTECT = 40_000

@@ -39,16 +39,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ..findings import check_summary_size
-from ..model import Block, BlockKind, Message, Role
-from ..params import Param
-from ..records import Fate
-from ..summarizers import MaterialItem, PromptMessage, Section, SummaryRequest
+from ..core.findings import check_summary_size
+from ..core.model import Block, BlockKind, Message, Role
+from ..core.params import Param
+from ..core.records import Fate
+from ..core.summary_request import MaterialItem, PromptMessage, Section, SummaryRequest
 from . import _openhands_condenser_rules as rules
 from .base import ReferenceEstimator, Strategy
 
 if TYPE_CHECKING:
-    from ..context_view import ContextView
+    from ..core.context_view import ContextView
 
 SYSTEM = -1  # the system prompt's place in a view
 SUMMARY = -2  # the summary observation's place in a view

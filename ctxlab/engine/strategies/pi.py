@@ -90,18 +90,18 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ..findings import check_summary_size
-from ..model import BlockKind, Conversation, Message, Role
-from ..params import Param
-from ..records import Fate
+from ..core.findings import check_summary_size
+from ..core.model import BlockKind, Conversation, Message, Role
+from ..core.params import Param
+from ..core.records import Fate
+from ..core.summary_request import MaterialItem, PromptMessage, Section, SummaryRequest
 from ..stages.originals import OriginalIndex, first_kept, recorded_summaries
-from ..summarizers import MaterialItem, PromptMessage, Section, SummaryRequest
 from . import _pi_rules as rules
 from ._gemini_cli_rules import js_json, js_len
 from .base import Strategy
 
 if TYPE_CHECKING:
-    from ..context_view import ContextView
+    from ..core.context_view import ContextView
 
 SECTIONS = (
     Section("## Goal", "goal"),

@@ -53,20 +53,20 @@ from datetime import datetime
 from functools import partial
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ..findings import check_summary_size
-from ..model import Message, ToolDef
-from ..params import Param
-from ..records import Fate
-from ..summarizers import MaterialItem, PromptMessage, SummaryRequest
+from ..core.findings import check_summary_size
+from ..core.model import Message, ToolDef
+from ..core.params import Param
+from ..core.records import Fate
+from ..core.summary_request import MaterialItem, PromptMessage, SummaryRequest
 from . import _picoclaw_budget as pb
 from . import _picoclaw_retry as pr
 from ._picoclaw_budget import Estimator, PicoMsg
 from .base import Strategy
 
 if TYPE_CHECKING:
-    from ..context import Action
-    from ..context_view import ContextView
-    from ..reference import ReferenceTokens
+    from ..core.context import Action
+    from ..core.context_view import ContextView
+    from ..tokens.reference import ReferenceTokens
 
 
 @dataclass(slots=True)

@@ -14,7 +14,7 @@ Original tests ported (tests/engine/strategies/test_qwenpaw_ported.py): QwenPaw'
 version with ``absolute_max_bytes``): its recent/old cap, small-output and 40 KB cases as
 1.1.9 runs them; its config-field tests and ``test_light_context_manager.py`` (fallback
 confirmation modes, after 1.1.9) have no 1.1.9 counterpart. The prompts are checked byte
-for byte against the wheel (tests/engine/test_prompts_byte_exact.py).
+for byte against the wheel (tests/engine/stages/test_prompts_byte_exact.py).
 """
 
 from __future__ import annotations
@@ -24,17 +24,17 @@ import hashlib
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ..findings import check_summary_size
-from ..model import BlockKind, Message
-from ..params import Param
-from ..records import Fate
+from ..core.findings import check_summary_size
+from ..core.model import BlockKind, Message
+from ..core.params import Param
+from ..core.records import Fate
 from ..stages import agentscope, prompts
 from ..stages.markers import QWENPAW_MARKER, qwenpaw_retruncate, qwenpaw_truncate_fresh
 from ..stages.split import largest_aligned_suffix
 from .base import Strategy
 
 if TYPE_CHECKING:
-    from ..context_view import ContextView
+    from ..core.context_view import ContextView
 
 SLACK = 100  # bytes: outputs within max_bytes + 100 are left alone
 

@@ -13,8 +13,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from ctxlab.engine import cli
-from ctxlab.engine.model import Conversation, TranscriptError
-from ctxlab.engine.summarizers import SUMMARIZERS
+from ctxlab.engine.core.model import Conversation, TranscriptError
+from ctxlab.engine.summarize.summarizers import SUMMARIZERS
 
 
 def _load_stored(transcript_id: str) -> Conversation:
@@ -77,7 +77,7 @@ def _summarizer(options: dict[str, Any]) -> tuple[Any, Any]:
     """The summariser for a file/stored replay: a name, or Claude with the DB cache."""
     if options["summarizer"] != "anthropic":
         return options["summarizer"], None
-    from ctxlab.engine.pricing import find_model
+    from ctxlab.engine.cost.pricing import find_model
     from replay_app.costs import llm
 
     if not llm.key_available():

@@ -28,9 +28,9 @@ from django.db.models import Count, QuerySet
 from django.db.models.functions import Length, Substr
 from django.urls import reverse
 
-from ctxlab.engine import records
-from ctxlab.engine.fatelog import FATES_BY_CODE
-from ctxlab.engine.records import Event
+from ctxlab.engine.core import records
+from ctxlab.engine.core.fatelog import FATES_BY_CODE
+from ctxlab.engine.core.records import Event
 from replay_app.models import Run, RunEvent, RunStatus
 from replay_app.runs import textstore
 from replay_app.steps import fatelog

@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 
 from ctxlab.engine import importers
+from ctxlab.engine.core.model import ParsedFile, Role, TranscriptError
 from ctxlab.engine.importers import aider
-from ctxlab.engine.model import ParsedFile, Role, TranscriptError
 
 DIR = Path(__file__).parents[2] / "data" / "corpus" / "aider"
 REPO = "aider-repo-chat-history.md"

@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 
 from ctxlab.engine import importers
-from ctxlab.engine.model import Role
-from ctxlab.engine.recorded import summary_text
+from ctxlab.engine.core.model import Role
+from ctxlab.engine.summarize.recorded import summary_text
 
 DIR = Path(__file__).parents[2] / "data" / "corpus" / "anthropic-messages"
 COMPACT_REQUEST = json.loads((DIR / "claude-trace-req34-request.json").read_text())

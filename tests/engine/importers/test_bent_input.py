@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from ctxlab.engine import codec, importers
-from ctxlab.engine.import_warnings import CODES
-from ctxlab.engine.model import ParsedFile, TranscriptError
+from ctxlab.engine import importers
+from ctxlab.engine.core import codec
+from ctxlab.engine.core.import_warnings import CODES
+from ctxlab.engine.core.model import ParsedFile, TranscriptError
 
 CORPUS = Path(__file__).parents[2] / "data" / "corpus"
 SESSION = CORPUS / "claude-code" / "sniffly-fed8ce56-bc79-401f-a83e-af084253362f.jsonl"

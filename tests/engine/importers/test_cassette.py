@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from ctxlab.engine import importers
-from ctxlab.engine.model import BlockKind, Role, TranscriptError
+from ctxlab.engine.core.model import BlockKind, Role, TranscriptError
 
 DIR = Path(__file__).parents[2] / "data" / "corpus" / "api-cassettes"
 

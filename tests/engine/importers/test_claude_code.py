@@ -5,8 +5,8 @@ from pathlib import Path
 import pytest
 
 from ctxlab.engine import importers
+from ctxlab.engine.core.model import BlockKind, Role, TranscriptError
 from ctxlab.engine.importers import _common
-from ctxlab.engine.model import BlockKind, Role, TranscriptError
 from tests.engine.importers.claude_shapes import (
     assistant as _assistant,
 )

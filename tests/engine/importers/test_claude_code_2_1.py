@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 
 from ctxlab.engine import importers
+from ctxlab.engine.core.model import BlockKind, ParsedFile, Role
 from ctxlab.engine.importers.claude_code import CONTINUED
-from ctxlab.engine.model import BlockKind, ParsedFile, Role
 from tests.engine.importers.claude_shapes import assistant, jsonl, user
 
 DATA = Path(__file__).parents[2] / "data" / "claude-code-2.1"

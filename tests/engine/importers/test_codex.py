@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from ctxlab.engine import importers
-from ctxlab.engine.model import BlockKind, Role, TranscriptError
+from ctxlab.engine.core.model import BlockKind, Role, TranscriptError
 
 CORPUS = Path(__file__).parents[2] / "data" / "corpus"
 ROLLOUTS = CORPUS / "codex-rollout"

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from ctxlab.engine import importers
-from ctxlab.engine.model import BlockKind, Conversation, Role
+from ctxlab.engine.core.model import BlockKind, Conversation, Role
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "codex-rollouts"
 SPARK = DATA / "agentv-0.142.2-spark-window2.jsonl"

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from ctxlab.engine import importers
-from ctxlab.engine.model import TranscriptError
+from ctxlab.engine.core.model import TranscriptError
 
 CORPUS = Path(__file__).resolve().parents[2] / "data" / "corpus"
 

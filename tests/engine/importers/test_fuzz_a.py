@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ctxlab.engine import importers
-from ctxlab.engine.model import Conversation, ParsedFile, TranscriptError
+from ctxlab.engine.core.model import Conversation, ParsedFile, TranscriptError
 
 CORPUS = Path(__file__).parents[2] / "data" / "corpus"
 MAX_BYTES = 24_000  # samples are cut to keep each example fast

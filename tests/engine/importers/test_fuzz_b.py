@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ctxlab.engine import importers
-from ctxlab.engine.model import TranscriptError
+from ctxlab.engine.core.model import TranscriptError
 
 CORPUS = Path(__file__).parents[2] / "data" / "corpus"
 

@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 
 from ctxlab.engine import importers
+from ctxlab.engine.core.model import BlockKind, Role, TranscriptError
 from ctxlab.engine.importers import gemini_cli
-from ctxlab.engine.model import BlockKind, Role, TranscriptError
 
 DIR = Path(__file__).parents[2] / "data" / "corpus" / "gemini-cli"
 FILE = "agentcmd-session-2025-10-27T19-55-981c87cb.json"

@@ -13,8 +13,8 @@ import pytest
 from test_streamed_import import assembled
 
 from ctxlab.engine import importers
+from ctxlab.engine.core.model import TranscriptError
 from ctxlab.engine.importers import _json_stream, openai_chat, openhands, sharegpt
-from ctxlab.engine.model import TranscriptError
 
 CORPUS = Path(__file__).resolve().parents[2] / "data" / "corpus"
 CHAT = [

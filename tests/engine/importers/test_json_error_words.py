@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from ctxlab.engine.core.model import TranscriptError
 from ctxlab.engine.importers import parse
-from ctxlab.engine.model import TranscriptError
 
 CORPUS = Path(__file__).resolve().parents[2] / "data/corpus"
 GEMINI = CORPUS / "gemini-cli/agentcmd-session-2025-10-27T19-55-981c87cb.json"

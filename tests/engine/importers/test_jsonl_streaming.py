@@ -8,8 +8,8 @@ import json
 import pytest
 
 from ctxlab.engine import importers
+from ctxlab.engine.core.model import BlockKind, TranscriptError
 from ctxlab.engine.importers._common import _lines
-from ctxlab.engine.model import BlockKind, TranscriptError
 
 
 @pytest.mark.parametrize(

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from ctxlab.engine import codec, importers
-from ctxlab.engine.model import Block, BlockKind, Conversation
-from ctxlab.engine.tokens import message_reference_tokens
+from ctxlab.engine import importers
+from ctxlab.engine.core import codec
+from ctxlab.engine.core.model import Block, BlockKind, Conversation
+from ctxlab.engine.tokens.cl100k import message_reference_tokens
 from tests.engine.importers.claude_shapes import jsonl, user
 from tests.engine.importers.tiny_images import PNG, PNG_B64
 

@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 
 from ctxlab.engine import importers
+from ctxlab.engine.core.model import BlockKind, Conversation, ParsedFile, Role, TranscriptError
 from ctxlab.engine.importers import openai_chat
-from ctxlab.engine.model import BlockKind, Conversation, ParsedFile, Role, TranscriptError
 
 CORPUS = Path(__file__).parents[2] / "data" / "corpus"
 DIR = CORPUS / "openai-chat"

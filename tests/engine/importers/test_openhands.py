@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 
 from ctxlab.engine import importers
+from ctxlab.engine.core.model import Role, TranscriptError
 from ctxlab.engine.importers import openhands
-from ctxlab.engine.model import Role, TranscriptError
 
 DIR = Path(__file__).parents[2] / "data" / "corpus" / "openhands"
 

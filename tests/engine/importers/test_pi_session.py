@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from ctxlab.engine import importers
-from ctxlab.engine.model import BlockKind, Role, TranscriptError
+from ctxlab.engine.core.model import BlockKind, Role, TranscriptError
 from ctxlab.engine.strategies import _pi_rules as rules
 
 DATA = Path(__file__).parents[2] / "data"

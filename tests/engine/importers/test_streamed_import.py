@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from ctxlab.engine import importers
+from ctxlab.engine.core.model import ParsedFile, TranscriptError
 from ctxlab.engine.importers._stream import StreamedFile
-from ctxlab.engine.model import ParsedFile, TranscriptError
 
 CORPUS = Path(__file__).resolve().parents[2] / "data" / "corpus"
 CORPUS_FILES = sorted(

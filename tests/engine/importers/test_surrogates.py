@@ -3,7 +3,7 @@ from __future__ import annotations
 import json
 
 from ctxlab.engine import importers
-from ctxlab.engine.tokens import reference_counter
+from ctxlab.engine.tokens.cl100k import reference_counter
 
 
 def test_parse_lone_surrogate_replaced_and_warned() -> None:

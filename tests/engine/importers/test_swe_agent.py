@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 
 from ctxlab.engine import importers
+from ctxlab.engine.core.model import BlockKind, Role, TranscriptError
 from ctxlab.engine.importers import swe_agent
-from ctxlab.engine.model import BlockKind, Role, TranscriptError
 
 DIR = Path(__file__).parents[2] / "data" / "corpus" / "swe-agent-traj"
 

@@ -11,10 +11,11 @@ from pathlib import Path
 import pytest
 from builders import assistant, call, results, system, tool_result, tool_use, user
 
-from ctxlab.engine import cli, synth_realistic
-from ctxlab.engine.model import Block, BlockKind, Message, Role
+from ctxlab.engine import cli
+from ctxlab.engine.core.model import Block, BlockKind, Message, Role
 from ctxlab.engine.strategies import _baseagent_rules as br
 from ctxlab.engine.strategies import _picoclaw_budget as pb
+from ctxlab.engine.synth import realistic as synth_realistic
 
 CORPUS = Path(__file__).resolve().parents[2] / "data" / "corpus"
 

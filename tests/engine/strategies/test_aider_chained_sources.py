@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from ctxlab.engine import cli, synth
-from ctxlab.engine.records import ReplayResult, SourceIndexes
+from ctxlab.engine.core.records import ReplayResult, SourceIndexes
 from ctxlab.engine.replay import run
 from ctxlab.engine.strategies import aider
 

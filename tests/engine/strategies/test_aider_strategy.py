@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from ctxlab.engine import importers
-from ctxlab.engine.records import Fate
+from ctxlab.engine.core.records import Fate
+from ctxlab.engine.core.summary_request import SummaryRequest, SummaryResponse
 from ctxlab.engine.replay import run
 from ctxlab.engine.strategies import LIBRARY, PRESETS, STRATEGIES
 from ctxlab.engine.strategies.aider import (
@@ -20,11 +21,7 @@ from ctxlab.engine.strategies.aider import (
     Item,
     history_budget,
 )
-from ctxlab.engine.summarizers import (
-    FailingSummarizer,
-    SummaryRequest,
-    SummaryResponse,
-)
+from ctxlab.engine.summarize.offline import FailingSummarizer
 from tests.engine.builders import assistant, conv, system, user
 
 CORPUS = Path(__file__).resolve().parents[2] / "data" / "corpus"

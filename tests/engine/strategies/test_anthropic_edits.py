@@ -9,12 +9,12 @@ from typing import Any
 import pytest
 
 from ctxlab.engine import cli
-from ctxlab.engine.model import Block, BlockKind, Message, Role
+from ctxlab.engine.core.model import Block, BlockKind, Message, Role
+from ctxlab.engine.core.records import Fate, ReplayResult, fates_at
 from ctxlab.engine.native_config import native_config
-from ctxlab.engine.records import Fate, ReplayResult, fates_at
 from ctxlab.engine.replay import run
 from ctxlab.engine.strategies import LIBRARY, PRESETS, STRATEGIES
-from ctxlab.engine.tokens import reference_counter
+from ctxlab.engine.tokens.cl100k import reference_counter
 from tests.engine.builders import (
     assistant,
     call,

@@ -11,7 +11,7 @@ import pytest
 from test_perf_golden import digest
 
 from ctxlab.engine import synth
-from ctxlab.engine.model import BlockKind, Conversation
+from ctxlab.engine.core.model import BlockKind, Conversation
 from ctxlab.engine.replay import run
 from ctxlab.engine.strategies.anthropic_edits import AnthropicEditsStrategy
 

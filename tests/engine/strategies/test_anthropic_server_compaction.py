@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from ctxlab.engine import importers
-from ctxlab.engine.model import Block, BlockKind, Message, Role
-from ctxlab.engine.records import Fate
+from ctxlab.engine.core.model import Block, BlockKind, Message, Role
+from ctxlab.engine.core.records import Fate
 from ctxlab.engine.replay import run
 from ctxlab.engine.strategies import LIBRARY, PRESETS, STRATEGIES
 from ctxlab.engine.strategies.anthropic_server_compaction import (

@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 
 from ctxlab.engine import importers
-from ctxlab.engine.model import Block, BlockKind, Conversation, Message, Role
-from ctxlab.engine.records import Fate
+from ctxlab.engine.core.model import Block, BlockKind, Conversation, Message, Role
+from ctxlab.engine.core.records import Fate
 from ctxlab.engine.replay import run
 from ctxlab.engine.strategies import _baseagent_rules as ba
 from ctxlab.engine.strategies._baseagent_rules import BaseMsg, BaseToolCall
-from ctxlab.engine.summarizers import FailingSummarizer
+from ctxlab.engine.summarize.offline import FailingSummarizer
 
 # -- tiny builders ---------------------------------------------------------------------------
 

@@ -15,10 +15,9 @@ import pytest
 from builders import EchoSummarizer, events_of
 
 from ctxlab.engine import cli
+from ctxlab.engine.core.model import Conversation
+from ctxlab.engine.core.records import Fate, ReplayResult
 from ctxlab.engine.importers import parse
-from ctxlab.engine.model import Conversation
-from ctxlab.engine.recorded import RecordedSummarizer
-from ctxlab.engine.records import Fate, ReplayResult
 from ctxlab.engine.replay import run
 from ctxlab.engine.strategies import _claude_code_rules as rules
 from ctxlab.engine.strategies import _claude_code_versions as versions
@@ -29,6 +28,7 @@ from ctxlab.engine.strategies.claude_code import (
     ClaudeCodeStrategy,
     describe_rules,
 )
+from ctxlab.engine.summarize.recorded import RecordedSummarizer
 
 PATH = "/Users/a/.claude/projects/-Users-a-w/s-1.jsonl"  # what the agent quotes
 RESULT = "x" * 400  # 100 tokens under round(length / 4)

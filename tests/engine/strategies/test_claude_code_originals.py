@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from ctxlab.engine.model import OriginalCompaction
+from ctxlab.engine.core.model import OriginalCompaction
 from ctxlab.engine.stages.originals import (
     OriginalIndex,
     outside_context,

@@ -10,14 +10,14 @@ import pytest
 from builders import EchoSummarizer, assistant, call, conv, events_of, system, tool_result, user
 
 from ctxlab.engine import cli
-from ctxlab.engine.model import Message, OriginalCompaction, Usage
+from ctxlab.engine.core.model import Message, OriginalCompaction, Usage
+from ctxlab.engine.core.records import Fate
 from ctxlab.engine.native_config import native_config
-from ctxlab.engine.records import Fate
 from ctxlab.engine.replay import run
 from ctxlab.engine.strategies import LIBRARY, PRESETS
 from ctxlab.engine.strategies import _claude_code_rules as rules
 from ctxlab.engine.strategies.claude_code import ClaudeCodeStrategy, rough_tokens
-from ctxlab.engine.summarizers import FailingSummarizer
+from ctxlab.engine.summarize.offline import FailingSummarizer
 
 CORPUS = Path(__file__).resolve().parents[2] / "data" / "corpus"
 SESSION = CORPUS / "claude-code" / "agentcmd-full-session-four.jsonl"

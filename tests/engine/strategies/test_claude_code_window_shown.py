@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from test_claude_code_agreement import Session
 
-from ctxlab.engine.recorded import RecordedSummarizer
 from ctxlab.engine.replay import run
 from ctxlab.engine.strategies.claude_code import LARGE_WINDOW, ClaudeCodeStrategy
+from ctxlab.engine.summarize.recorded import RecordedSummarizer
 
 
 def _growing(prompts: list[int], *, boundary_after: int | None = None) -> Session:

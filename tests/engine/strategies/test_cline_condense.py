@@ -11,14 +11,14 @@ from typing import Any
 import pytest
 
 from ctxlab.engine import importers
-from ctxlab.engine.model import Block, BlockKind, Message, Role
-from ctxlab.engine.records import Fate, ReplayResult
+from ctxlab.engine.core.model import Block, BlockKind, Message, Role
+from ctxlab.engine.core.records import Fate, ReplayResult
+from ctxlab.engine.core.summary_request import SummaryRequest, SummaryResponse
 from ctxlab.engine.replay import run
 from ctxlab.engine.strategies import LIBRARY, STRATEGIES
 from ctxlab.engine.strategies import _cline_rules as r
 from ctxlab.engine.strategies._cline_basic import basic_compaction
 from ctxlab.engine.strategies.cline import ClineStrategy
-from ctxlab.engine.summarizers import SummaryRequest, SummaryResponse
 from tests.engine.builders import (
     EchoSummarizer,
     assistant,

@@ -8,14 +8,14 @@ import pytest
 from builders import EchoSummarizer, assistant, call, conv, events_of, system, tool_result, user
 
 from ctxlab.engine import cli
-from ctxlab.engine.model import Block, BlockKind, Message, Role, Usage
+from ctxlab.engine.core.model import Block, BlockKind, Message, Role, Usage
+from ctxlab.engine.core.records import Fate
 from ctxlab.engine.native_config import native_config
-from ctxlab.engine.records import Fate
 from ctxlab.engine.replay import run
 from ctxlab.engine.strategies import LIBRARY, PRESETS
 from ctxlab.engine.strategies import _codex_rules as rules
 from ctxlab.engine.strategies.codex import CodexStrategy
-from ctxlab.engine.summarizers import FailingSummarizer
+from ctxlab.engine.summarize.offline import FailingSummarizer
 
 P = rules.TruncationPolicy
 CORPUS = Path(__file__).resolve().parents[2] / "data" / "corpus" / "codex-rollout"

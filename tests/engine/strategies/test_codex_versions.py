@@ -14,12 +14,12 @@ import pytest
 from builders import EchoSummarizer, assistant, conv, system, tool_result, tool_use, user
 
 from ctxlab.engine import importers
-from ctxlab.engine.model import Conversation, Usage
-from ctxlab.engine.recorded import RecordedSummarizer
-from ctxlab.engine.records import Fate
+from ctxlab.engine.core.model import Conversation, Usage
+from ctxlab.engine.core.records import Fate
 from ctxlab.engine.replay import run
 from ctxlab.engine.strategies import _codex_versions as versions
 from ctxlab.engine.strategies.codex import CodexStrategy
+from ctxlab.engine.summarize.recorded import RecordedSummarizer
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "codex-rollouts"
 SPARK = DATA / "agentv-0.142.2-spark-window2.jsonl"  # starts after window 1's compaction

@@ -12,16 +12,16 @@ import pytest
 import yaml
 
 from ctxlab.engine import importers
-from ctxlab.engine.model import BlockKind, Message, Role
+from ctxlab.engine.core.model import BlockKind, Message, Role
+from ctxlab.engine.core.records import Fate, ReplayResult
 from ctxlab.engine.native_config import native_config
-from ctxlab.engine.records import Fate, ReplayResult
 from ctxlab.engine.replay import Replay, run
 from ctxlab.engine.strategies import LIBRARY, PRESETS, STRATEGIES
 from ctxlab.engine.strategies.complexity_trap_summary import (
     SUMMARY_SYSTEM_TEMPLATE,
     render_item,
 )
-from ctxlab.engine.summarizers import FailingSummarizer
+from ctxlab.engine.summarize.offline import FailingSummarizer
 from tests.engine.builders import EchoSummarizer, assistant, call, conv, system, tool_result, user
 
 NAME = "complexity_trap_summary"

@@ -5,11 +5,11 @@ from typing import Any
 import pytest
 from builders import assistant, call, conv, cycle, system, tool_result, tool_use, user
 
-from ctxlab.engine.qwen_tokens import available, qwen_counter
-from ctxlab.engine.records import Fate, ReplayResult
+from ctxlab.engine.core.records import Fate, ReplayResult
 from ctxlab.engine.replay import run
 from ctxlab.engine.strategies.copaw import CoPaw
-from ctxlab.engine.summarizers import FailingSummarizer, OfflineSummarizer
+from ctxlab.engine.summarize.offline import FailingSummarizer, OfflineSummarizer
+from ctxlab.engine.tokens.qwen_tokens import available, qwen_counter
 
 # bytes//4 keeps the arithmetic readable: threshold int(1024*.75)=768, reserve 102.
 SMALL = {"max_input_length": 1024, "token_counter": "bytes4", "language": "en"}

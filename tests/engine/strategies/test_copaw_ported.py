@@ -12,11 +12,11 @@ from __future__ import annotations
 import pytest
 from builders import assistant, call, conv, tool_result, user
 
-from ctxlab.engine.context import ReplayContext
-from ctxlab.engine.model import BlockKind, Message
-from ctxlab.engine.reference import reference_tokens
+from ctxlab.engine.core.context import ReplayContext
+from ctxlab.engine.core.model import BlockKind, Message
 from ctxlab.engine.strategies.copaw import CoPaw
-from ctxlab.engine.summarizers import OfflineSummarizer
+from ctxlab.engine.summarize.offline import OfflineSummarizer
+from ctxlab.engine.tokens.reference import reference_tokens
 
 
 def check(

@@ -9,12 +9,13 @@ from typing import Any
 import pytest
 
 from ctxlab.engine import importers
-from ctxlab.engine.model import Block, BlockKind, Conversation, Message, Role
-from ctxlab.engine.records import Fate
+from ctxlab.engine.core.model import Block, BlockKind, Conversation, Message, Role
+from ctxlab.engine.core.records import Fate
+from ctxlab.engine.core.summary_request import SummaryRequest, SummaryResponse
 from ctxlab.engine.replay import run
 from ctxlab.engine.strategies import _cowagent_rules as cow
 from ctxlab.engine.strategies._cowagent_rules import CowMsg
-from ctxlab.engine.summarizers import FailingSummarizer, SummaryRequest, SummaryResponse
+from ctxlab.engine.summarize.offline import FailingSummarizer
 
 # -- tiny builders ---------------------------------------------------------------------------
 
@@ -600,7 +601,7 @@ def test_rows_kept_across_trims_equal_rows_made_afresh(
     equals the check over the whole history."""
     from ctxlab.engine.strategies import cowagent
     from ctxlab.engine.strategies.cowagent import CowAgentStrategy
-    from ctxlab.engine.synth_realistic import realistic_bench_conversation
+    from ctxlab.engine.synth.realistic import realistic_bench_conversation
 
     whole_check = cowagent._sanitize_is_noop
     starts: list[int] = []

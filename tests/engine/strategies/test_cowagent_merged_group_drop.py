@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 
 from ctxlab.engine import importers
-from ctxlab.engine.model import Block, BlockKind, Conversation, Message, Role
-from ctxlab.engine.records import Fate
+from ctxlab.engine.core.model import Block, BlockKind, Conversation, Message, Role
+from ctxlab.engine.core.records import Fate
 from ctxlab.engine.replay import run
 from ctxlab.engine.strategies import _cowagent_rules as cow
 from ctxlab.engine.strategies._cowagent_rules import CowMsg
@@ -154,7 +154,7 @@ def test_tool_role_row_equals_the_message_with_role_user() -> None:
     copies is the model's."""
     import dataclasses
 
-    from ctxlab.engine.model import SourcePos, Usage
+    from ctxlab.engine.core.model import SourcePos, Usage
 
     names = [f.name for f in dataclasses.fields(Message)]
     assert names == [

@@ -11,7 +11,7 @@ import pytest
 from ctxlab.engine import cli
 from ctxlab.engine.replay import run
 from ctxlab.engine.strategies.complexity_trap_summary import CHECKPOINT, _with_separator
-from ctxlab.engine.tokens import _encoding
+from ctxlab.engine.tokens.cl100k import _encoding
 
 CORPUS = Path(__file__).resolve().parents[2] / "data" / "corpus"
 

@@ -7,7 +7,7 @@ from builders import conv, cycle, system
 from test_perf_golden import summary
 
 from ctxlab.engine import cli
-from ctxlab.engine.records import Event, Fate, ReplayResult
+from ctxlab.engine.core.records import Event, Fate, ReplayResult
 from ctxlab.engine.replay import run
 from ctxlab.engine.strategies.custom import Custom, check_stages
 

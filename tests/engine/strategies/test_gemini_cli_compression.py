@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from ctxlab.engine import importers
-from ctxlab.engine.records import Fate, ReplayResult
+from ctxlab.engine.core.records import Fate, ReplayResult
+from ctxlab.engine.core.summary_request import SummaryRequest, SummaryResponse
 from ctxlab.engine.replay import run
 from ctxlab.engine.strategies import LIBRARY, STRATEGIES
 from ctxlab.engine.strategies import _gemini_cli_rules as rules
-from ctxlab.engine.summarizers import SummaryRequest, SummaryResponse
 from tests.engine.builders import assistant, call, conv, events_of, system, tool_result, user
 
 CORPUS = Path(__file__).resolve().parents[2] / "data" / "corpus"

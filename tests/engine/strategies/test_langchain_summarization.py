@@ -19,9 +19,9 @@ from builders import (
 )
 
 from ctxlab.engine import cli
-from ctxlab.engine.model import Usage
+from ctxlab.engine.core.model import Usage
+from ctxlab.engine.core.records import Fate
 from ctxlab.engine.native_config import native_config
-from ctxlab.engine.records import Fate
 from ctxlab.engine.replay import run
 from ctxlab.engine.strategies import LIBRARY, PRESETS
 from ctxlab.engine.strategies import _langchain_tokens as lc
@@ -30,7 +30,7 @@ from ctxlab.engine.strategies.langchain_summarization import (
     SUMMARY_TEMPLATE,
     LangChainSummarizationStrategy,
 )
-from ctxlab.engine.summarizers import FailingSummarizer
+from ctxlab.engine.summarize.offline import FailingSummarizer
 
 CORPUS = Path(__file__).resolve().parents[2] / "data" / "corpus"
 SESSION = CORPUS / "claude-code" / "agentcmd-full-session.jsonl"

@@ -9,8 +9,8 @@ import pytest
 from builders import assistant, call, conv, system, tool_result, user
 
 from ctxlab.engine import cli
+from ctxlab.engine.core.records import Fate
 from ctxlab.engine.native_config import native_config
-from ctxlab.engine.records import Fate
 from ctxlab.engine.replay import run
 from ctxlab.engine.strategies import LIBRARY, PRESETS
 from ctxlab.engine.strategies import _langchain_tokens as lc

@@ -11,7 +11,7 @@ import pytest
 from test_perf_golden import digest
 
 from ctxlab.engine import cli, synth
-from ctxlab.engine.model import Conversation
+from ctxlab.engine.core.model import Conversation
 from ctxlab.engine.replay import run
 from ctxlab.engine.strategies.langchain_trim import LangChainTrimStrategy
 

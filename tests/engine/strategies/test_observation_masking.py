@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from ctxlab.engine import importers
-from ctxlab.engine.model import BlockKind, Message, Role
-from ctxlab.engine.records import Fate, ReplayResult
+from ctxlab.engine.core.model import BlockKind, Message, Role
+from ctxlab.engine.core.records import Fate, ReplayResult
 from ctxlab.engine.replay import run
 from ctxlab.engine.strategies import LIBRARY, PRESETS, STRATEGIES
 from ctxlab.engine.strategies.observation_masking import (

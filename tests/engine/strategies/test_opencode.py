@@ -9,19 +9,16 @@ import pytest
 from builders import assistant, call, conv, tool_result, tool_use, user
 
 from ctxlab.engine import cli
-from ctxlab.engine.context import is_user_query
-from ctxlab.engine.model import Block, BlockKind, Message, Role, Usage
+from ctxlab.engine.core.model import Block, BlockKind, Message, Role, Usage
+from ctxlab.engine.core.records import Fate, ReplayResult, expand
+from ctxlab.engine.core.summary_request import SummaryRequest, SummaryResponse
+from ctxlab.engine.core.tool_pairs import is_user_query
 from ctxlab.engine.native_config import native_config
-from ctxlab.engine.records import Fate, ReplayResult, expand
 from ctxlab.engine.replay import run
 from ctxlab.engine.stages.js_text import utf16_length
 from ctxlab.engine.strategies import LIBRARY, PRESETS, STRATEGIES
 from ctxlab.engine.strategies import opencode as oc
-from ctxlab.engine.summarizers import (
-    FailingSummarizer,
-    SummaryRequest,
-    SummaryResponse,
-)
+from ctxlab.engine.summarize.offline import FailingSummarizer
 
 CORPUS = Path(__file__).resolve().parents[2] / "data" / "corpus"
 

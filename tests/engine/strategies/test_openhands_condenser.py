@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from ctxlab.engine import importers
-from ctxlab.engine.model import Message
-from ctxlab.engine.records import REMOVED_FATES, Fate, ReplayResult
+from ctxlab.engine.core.model import Message
+from ctxlab.engine.core.records import REMOVED_FATES, Fate, ReplayResult
 from ctxlab.engine.replay import run
 from ctxlab.engine.strategies import LIBRARY, PRESETS, STRATEGIES
 from ctxlab.engine.strategies import _openhands_condenser_rules as rules

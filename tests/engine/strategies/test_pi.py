@@ -11,14 +11,14 @@ import pytest
 from builders import EchoSummarizer, assistant, conv, tool_use, user
 
 from ctxlab.engine import importers
-from ctxlab.engine.model import Block, BlockKind, Message, Role, Usage
-from ctxlab.engine.recorded import RecordedSummarizer, summary_text
-from ctxlab.engine.records import expand
+from ctxlab.engine.core.model import Block, BlockKind, Message, Role, Usage
+from ctxlab.engine.core.records import expand
+from ctxlab.engine.core.summary_request import PromptMessage, SummaryRequest, SummaryResponse
 from ctxlab.engine.replay import Replay, run
 from ctxlab.engine.strategies import LIBRARY
 from ctxlab.engine.strategies import _pi_rules as rules
 from ctxlab.engine.strategies.pi import PiStrategy, entry_kind, pi_role, serial
-from ctxlab.engine.summarizers import PromptMessage, SummaryRequest, SummaryResponse
+from ctxlab.engine.summarize.recorded import RecordedSummarizer, summary_text
 
 PI = Path(__file__).parents[2] / "data" / "pi"
 BEFORE = PI / "before-compaction.jsonl"

@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 
 from ctxlab.engine import importers
-from ctxlab.engine.model import Block, BlockKind, Conversation, Message, Role, ToolDef
-from ctxlab.engine.records import Fate
+from ctxlab.engine.core.model import Block, BlockKind, Conversation, Message, Role, ToolDef
+from ctxlab.engine.core.records import Fate
 from ctxlab.engine.replay import run
 from ctxlab.engine.strategies import _picoclaw_budget as pb
 from ctxlab.engine.strategies._picoclaw_budget import PicoMsg, PicoToolCall
-from ctxlab.engine.summarizers import FailingSummarizer
+from ctxlab.engine.summarize.offline import FailingSummarizer
 
 # -- tiny builders (as context_budget_test.go has them) ----------------------------------------
 
@@ -498,7 +498,7 @@ class _Scripted:
         self.calls = 0
 
     def summarize(self, request: object) -> object:
-        from ctxlab.engine.summarizers import SummarizerError, SummaryResponse
+        from ctxlab.engine.core.summary_request import SummarizerError, SummaryResponse
 
         answer = self.answers[min(self.calls, len(self.answers) - 1)]
         self.calls += 1

@@ -6,7 +6,7 @@ import dataclasses
 
 from ctxlab.engine.strategies import _picoclaw_budget as pb
 from ctxlab.engine.strategies._picoclaw_budget import PicoMsg, PicoToolCall
-from ctxlab.engine.summarizers import _readable
+from ctxlab.engine.summarize.offline import _readable
 
 
 def test_marshal_of_plain_nested_values_matches_go() -> None:

@@ -18,8 +18,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from ctxlab.engine import cli
-from ctxlab.engine.model import Block, BlockKind, Conversation, Message, Role
-from ctxlab.engine.records import Fate, ReplayResult
+from ctxlab.engine.core.model import Block, BlockKind, Conversation, Message, Role
+from ctxlab.engine.core.records import Fate, ReplayResult
 from ctxlab.engine.replay import run
 from ctxlab.engine.strategies import _picoclaw_budget as pb
 from ctxlab.engine.strategies import _picoclaw_retry as pr

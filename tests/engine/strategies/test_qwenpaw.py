@@ -5,11 +5,12 @@ from typing import Any
 import pytest
 from builders import assistant, call, conv, cycle, system, tool_result, tool_use, user
 
-from ctxlab.engine.model import Block, BlockKind, Message, Role
-from ctxlab.engine.records import Fate, ReplayResult
+from ctxlab.engine.core.model import Block, BlockKind, Message, Role
+from ctxlab.engine.core.records import Fate, ReplayResult
+from ctxlab.engine.core.summary_request import SummaryRequest, SummaryResponse
 from ctxlab.engine.replay import run
 from ctxlab.engine.strategies.qwenpaw import QwenPaw
-from ctxlab.engine.summarizers import FailingSummarizer, SummaryRequest, SummaryResponse
+from ctxlab.engine.summarize.offline import FailingSummarizer
 
 SMALL = {"max_input_length": 1024, "language": "en"}  # threshold 819, reserve 102
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 import pytest
 from builders import assistant, call, conv, tool_result, user
 
-from ctxlab.engine.model import Message
-from ctxlab.engine.records import ReplayResult
+from ctxlab.engine.core.model import Message
+from ctxlab.engine.core.records import ReplayResult
 from ctxlab.engine.replay import run
 
 

@@ -16,12 +16,12 @@ from builders import assistant, conv, plain, system, user
 from catalogue_runs import BENCH_MESSAGES, SMALL
 
 from ctxlab.engine import cli, synth
-from ctxlab.engine.context_view import ContextView, ReadOnlyContextError
-from ctxlab.engine.model import Conversation, Message
-from ctxlab.engine.records import ReplayResult
+from ctxlab.engine.core.context_view import ContextView, ReadOnlyContextError
+from ctxlab.engine.core.model import Conversation, Message
+from ctxlab.engine.core.records import ReplayResult
 from ctxlab.engine.replay import run
 from ctxlab.engine.strategies import LIBRARY, Strategy, make_strategy
-from ctxlab.engine.summarizers import OfflineSummarizer
+from ctxlab.engine.summarize.offline import OfflineSummarizer
 
 CORPUS = Path(__file__).resolve().parents[2] / "data" / "corpus"
 SESSION = CORPUS / "claude-code" / "agentcmd-full-session.jsonl"

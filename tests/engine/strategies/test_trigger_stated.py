@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from builders import assistant, conv, system, user
 
-from ctxlab.engine.catalogue import is_compaction, trigger_of
+from ctxlab.engine.core.catalogue import is_compaction, trigger_of
 from ctxlab.engine.replay import run
 from ctxlab.engine.strategies.copaw import CoPaw
 from ctxlab.engine.strategies.qwenpaw import QwenPaw

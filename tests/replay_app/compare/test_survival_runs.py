@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from replay_testdata import import_transcript
 
-from ctxlab.engine import survival as engine_survival
+from ctxlab.engine.evaluate import survival as engine_survival
 from replay_app.compare import survival_table
 from replay_app.compare.compare_page import SHOWN
 from replay_app.models import OriginalSurvival, RunAnalysis

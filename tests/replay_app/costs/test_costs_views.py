@@ -238,7 +238,7 @@ def test_costs_exact_counts_curve_and_cache(
 def test_costs_calibration_band_and_overflow_flags_from_reported_usage(user: Any) -> None:
     from dataclasses import replace
 
-    from ctxlab.engine.model import Role, Usage
+    from ctxlab.engine.core.model import Role, Usage
     from ctxlab.engine.replay import Replay
     from ctxlab.engine.replay import run as replay
     from replay_app.costs import run_costs
@@ -258,7 +258,7 @@ def test_costs_calibration_band_and_overflow_flags_from_reported_usage(user: Any
     truth = run_costs.ground_truth_json(job.result.steps, conv2)
     cal = truth["calibration"]
     assert cal is not None and cal["pairs_used"] >= 5 and cal["band"]["n"] > 0
-    from ctxlab.engine.calibration import request_sizes
+    from ctxlab.engine.cost.calibration import request_sizes
 
     # compare where the replayed request is still the original's (reported applies)
     reported = [r.reported for r in request_sizes(job.result.steps, conv2)]

@@ -17,10 +17,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "engine"))  # build
 from builders import conv, cycle, system  # noqa: E402
 from fake_anthropic import MESSAGES, FakeAnthropic, Reply  # noqa: E402
 
-from ctxlab.engine.adapters.anthropic_summarizer import AnthropicSummarizer  # noqa: E402
-from ctxlab.engine.records import Fate, ReplayResult  # noqa: E402
+from ctxlab.engine.core.records import Fate, ReplayResult  # noqa: E402
 from ctxlab.engine.replay import run  # noqa: E402
-from ctxlab.engine.summarizers import FailingSummarizer  # noqa: E402
+from ctxlab.engine.summarize.adapters.anthropic_summarizer import AnthropicSummarizer  # noqa: E402
+from ctxlab.engine.summarize.offline import FailingSummarizer  # noqa: E402
 
 SECRET = "sk-ant-test-presets-0000"
 RETRIES = 1

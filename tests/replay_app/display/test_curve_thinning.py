@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from ctxlab.engine import synth, synth_realistic
+from ctxlab.engine import synth
 from ctxlab.engine.replay import run as replay_run
+from ctxlab.engine.synth import realistic as synth_realistic
 from replay_app.display import thinning
 from replay_app.display.charts import EventPoint, Series, figure, token_curve
 

@@ -14,7 +14,7 @@ from django.apps import apps
 from django.conf import settings
 from django.test import Client
 
-from ctxlab.engine.catalogue import EVENTS, FINDINGS, METRICS
+from ctxlab.engine.core.catalogue import EVENTS, FINDINGS, METRICS
 from replay_app.compare import overview
 from replay_app.display import vocabulary
 from replay_app.models import Run, RunEvent, RunStatus

@@ -1,5 +1,5 @@
 """The worker replays with the per-message reference counts stored at import
-(``executor._execute`` seeds ``ctxlab.engine.reference``): on real sessions those stored
+(``executor._execute`` seeds ``ctxlab.engine.tokens.reference``): on real sessions those stored
 counts are the ones a fresh count gives, and a run's reference figures match a replay that
 counts everything again."""
 
@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from replay_testdata import import_transcript
 
-from ctxlab.engine.reference import ReferenceTokens
 from ctxlab.engine.replay import run as replay_run
+from ctxlab.engine.tokens.reference import ReferenceTokens
 from replay_app.models import RunStep
 from replay_app.runs import executor, services
 

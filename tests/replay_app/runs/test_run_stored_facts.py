@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from replay_testdata import import_transcript
 
-from ctxlab.engine import extract, survival
+from ctxlab.engine.evaluate import extract, survival
 from ctxlab.engine.replay import run as replay_run
 from replay_app.models import RunAnalysis
 from replay_app.runs import executor, services

@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 from replay_testdata import FULL_SESSION_FOUR, import_transcript, worker_step_column
 
-from ctxlab.engine import importers, qwen_tokens
+from ctxlab.engine import importers
 from ctxlab.engine.replay import run as replay_run
 from ctxlab.engine.strategies import _copaw_stored
+from ctxlab.engine.tokens import qwen_tokens
 
 pytestmark = [
     pytest.mark.django_db,

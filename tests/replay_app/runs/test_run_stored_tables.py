@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from replay_testdata import FULL_SESSION_FOUR, import_transcript, worker_step_column
 
-from ctxlab.engine.reference import ReferenceTokens
-from ctxlab.engine.reference_stored import stored_counts
 from ctxlab.engine.replay import run as replay_run
+from ctxlab.engine.tokens.reference import ReferenceTokens
+from ctxlab.engine.tokens.reference_stored import stored_counts
 
 pytestmark = pytest.mark.django_db
 

@@ -12,8 +12,8 @@ from django.db.models import TextField
 from django.db.models.functions import Cast
 from inspect_helpers import make_run
 
-from ctxlab.engine.model import Block, BlockKind, Role
-from ctxlab.engine.model import Message as EngineMessage
+from ctxlab.engine.core.model import Block, BlockKind, Role
+from ctxlab.engine.core.model import Message as EngineMessage
 from ctxlab.engine.replay import run as replay_run
 from replay_app.models import Run, RunEvent, RunOffload, RunStep, RunSummary, RunText, StoredText
 from replay_app.models import change_to_dict as stored_change

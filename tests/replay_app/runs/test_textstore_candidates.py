@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from ctxlab.engine import cli, synth
-from ctxlab.engine.records import SourceIndexes
+from ctxlab.engine.core.records import SourceIndexes
 from ctxlab.engine.replay import run
 from replay_app.runs import textstore, textstore_candidates
 

@@ -10,7 +10,7 @@ import pytest
 from inspect_helpers import make_run
 from replay_testdata import import_transcript
 
-from ctxlab.engine.records import fates_at
+from ctxlab.engine.core.records import fates_at
 from ctxlab.engine.replay import run as replay_run
 from replay_app.models import Run, RunEvent, RunOffload, RunStep
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from inspect_helpers import make_run
 
-from ctxlab.engine.records import event_brief
+from ctxlab.engine.core.records import event_brief
 from replay_app import memo
 from replay_app.models import Run, RunEvent, RunStatus
 from replay_app.steps import at_step

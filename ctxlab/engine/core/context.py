@@ -1,0 +1,599 @@
+"""The mutable working state of one replay: what a strategy reads and changes.
+
+A ``ReplayContext`` holds the live history (source indexes in request order), the current
+version of every modified message, the summary, and running token totals under the
+strategy's estimator and the reference tokenizer. Totals are maintained incrementally
+(append/replace/remove adjust them), so a step costs O(changes), never O(context).
+
+Strategies see it through a read-only ``ContextView`` (``ctx.view``) and change it only
+inside ``with ctx.action(kind) as act:`` blocks (the action becomes one ``Event`` carrying
+the fate changes, tokens before/after and detail) or through the view's other recording
+methods. The strategy's own per-replay state is ``ctx.state``.
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from ..tokens.reference import ReferenceTokens
+from .context_view import ContextView
+from .model import Conversation, Message, Role
+from .records import (
+    Change,
+    Event,
+    Fate,
+    Finding,
+    ReplayResult,
+    SourceIndexes,
+    StepRecord,
+    SummaryRecord,
+    new_change,
+    new_step_record,
+    new_step_tokens,
+)
+from .summary_input import PackedInput
+from .summary_request import Summarizer, SummarizerError, SummaryRequest
+from .tool_pairs import ToolLedger, _ids_and_result, has_tool_result, tool_ids
+
+if TYPE_CHECKING:
+    from ..strategies.base import Strategy
+
+
+@dataclass(slots=True)
+class Pending:
+    """Asynchronous work (a background summary, an injection) that lands at ``due`` step."""
+
+    id: int
+    kind: str
+    description: str
+    created_step: int
+    due: int
+    apply: Callable[[ContextView], None]
+
+
+@dataclass(slots=True)
+class Action:
+    """Collects one event's changes; see ``ReplayContext.action``."""
+
+    ctx: ReplayContext
+    kind: str
+    detail: dict[str, Any]
+    reason: str = ""
+    always: bool = False  # emit the event even with no message changes
+    changes: list[Change] = field(default_factory=list)
+    touched: list[int] = field(default_factory=list)
+    summary_id: int | None = None
+
+    def replace(
+        self,
+        index: int,
+        message: Message,
+        fate: Fate,
+        *,
+        reason: str = "",
+        offload_path: str = "",
+        offload_text: str | None = None,
+    ) -> None:
+        """Swap in a modified version of ``index`` (in place, persists)."""
+        self.ctx._replace(index, message)
+        if offload_path and offload_text is not None:
+            self.ctx.result.offloads[offload_path] = offload_text
+        self.changes.append(new_change(index, fate, reason or self.reason, message, offload_path))
+        self.touched.append(index)
+
+    def offload(self, path: str, text: str) -> None:
+        """Save another file the change wrote (shown with the run's offloads)."""
+        self.ctx.result.offloads[path] = text
+
+    def remove(self, indexes: Iterable[int], fate: Fate, *, reason: str = "") -> list[int]:
+        """Take messages out of the live history (``summarised`` or ``dropped``)."""
+        gone = self.ctx._remove(indexes)
+        why = reason or self.reason
+        self.changes.extend(new_change(i, fate, why, None, "") for i in gone)
+        self.touched.extend(gone)
+        return gone
+
+    def restore(self, indexes: Iterable[int], *, reason: str = "") -> list[int]:
+        """Put removed messages back into the live history (``restored``): a request-local
+        removal has ended and the next request is built from the session again."""
+        back = self.ctx._restore(indexes)
+        why = reason or self.reason
+        self.changes.extend(new_change(i, Fate.RESTORED, why, None, "") for i in back)
+        self.touched.extend(back)
+        return back
+
+    def mark(
+        self, index: int, fate: Fate, *, reason: str = "", message: Message | None = None
+    ) -> None:
+        """Record a fate without changing the working history (request-view prunes,
+        ``restored``)."""
+        self.changes.append(new_change(index, fate, reason or self.reason, message, ""))
+        self.touched.append(index)
+
+
+class ReplayContext:
+    """Working state of one replay. Strategies get ``view`` (read-only) and act through it."""
+
+    def __init__(
+        self,
+        conversation: Conversation,
+        strategy: Strategy,
+        *,
+        reference: ReferenceTokens,
+        summarizer: Summarizer,
+    ) -> None:
+        self.conversation = conversation
+        self.originals = conversation.messages
+        self.strategy = strategy
+        self.summarizer = summarizer
+        self.reference = reference
+        self._ref_counts = reference.per_message  # each original's count (append reads it)
+        self.state: Any = strategy.State()  # the strategy's per-replay state
+        # This replay's estimator (a strategy counting with the reference table reads it
+        # from here, not from its own instance, which other replays share).
+        self._count_message = strategy.message_counter(reference, self.state)
+        n = len(self.originals)
+        self.result = ReplayResult(
+            strategy=strategy.name,
+            params=dict(strategy.params),
+            estimator=strategy.estimator,
+            summarizer=getattr(summarizer, "name", type(summarizer).__name__),
+            message_count=n,
+        )
+        self._current: dict[int, Message] = {}
+        self._est: list[int] = [-1] * n
+        self._ref_mod: dict[int, int] = {}
+        self._ids: dict[int, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+        self.alive = bytearray(n)
+        self.live: list[int] = []
+        self._ranges: list[tuple[int, int]] = []
+        self._ranges_dirty = False  # _ranges must be rebuilt from live before it is read
+        self.history_tokens = 0
+        self.history_ref = 0
+        # The system prompt: the first message when its role is system.
+        first = self.originals[0] if n else None
+        self.system_index: int | None = (
+            0 if first is not None and first.role is Role.SYSTEM else None
+        )
+        self.system_text = first.text if self.system_index is not None and first else ""
+        self.system_tokens = strategy.count_system(
+            self.system_text, first if self.system_index is not None else None
+        )
+        self.system_ref = reference.message(0) if self.system_index is not None else 0
+        self.tools_tokens = strategy.count_tools(conversation.tools)
+        self.tools_ref = reference.tools
+        if self.system_index is not None:
+            self.alive[0] = 1
+            self._ranges.append((0, 1))
+        self._summary: str | Callable[[], str] = ""
+        self.summary_tokens = 0
+        self.summary_ref = 0
+        self.summary_id: int | None = None
+        self.step = 0  # index of the next StepRecord
+        self.source_index = -1  # message being appended, or the assistant about to be generated
+        self.last_user_query: int | None = None
+        self.turn_start: int | None = None  # source index of the current turn's user query
+        self.turn_tokens = 0  # strategy tokens appended since the current turn started
+        self.live_tools = ToolLedger()
+        self.orig_tools = ToolLedger(self.live_tools.changed)
+        self.broken_tools: set[str] = set()  # live unmatched, matched in the original
+        self.pending: list[Pending] = []
+        self._next_pending = 0
+        self._new_events: list[Event] = []
+        self._new_summaries: list[SummaryRecord] = []
+        self._new_findings: list[Finding] = []
+        self.view = ContextView(self)
+
+    # --- reading ------------------------------------------------------------------------
+    def message(self, index: int) -> Message:
+        """The current version of source message ``index`` (modified or original)."""
+        msg = self._current.get(index)
+        return msg if msg is not None else self.originals[index]
+
+    def original(self, index: int) -> Message:
+        return self.originals[index]
+
+    def is_modified(self, index: int) -> bool:
+        return index in self._current
+
+    def tokens(self, index: int) -> int:
+        """Strategy-estimator tokens of the current version (cached)."""
+        value = self._est[index]
+        if value < 0:
+            value = self._count_message(self.message(index))
+            self._est[index] = value
+        return value
+
+    def ref_tokens(self, index: int) -> int:
+        value = self._ref_mod.get(index)
+        return value if value is not None else self.reference.message(index)
+
+    def ids(self, index: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        value = self._ids.get(index)
+        if value is None:
+            value = self._ids[index] = tool_ids(self.message(index))
+        return value
+
+    def request_tokens(self) -> int:
+        """The whole request under the strategy estimator (system + tools + summary +
+        history)."""
+        return self.system_tokens + self.tools_tokens + self.summary_tokens + self.history_tokens
+
+    def counted_tokens(self) -> int:
+        """The request as the strategy counts it for its trigger (``compared_tokens``, else
+        the estimate): the run's curve, event before/after figures and zones use it."""
+        compared = self.strategy.compared_tokens(self.view)
+        return self.request_tokens() if compared is None else compared
+
+    def request_ref(self) -> int:
+        return self.system_ref + self.tools_ref + self.summary_ref + self.history_ref
+
+    # --- summary ------------------------------------------------------------------------
+    @property
+    def summary(self) -> str:
+        """The summary's text; made when first read if the strategy gave a function."""
+        if not isinstance(self._summary, str):
+            self._summary = self._summary()
+        return self._summary
+
+    def set_summary(
+        self,
+        text: str | Callable[[], str],
+        *,
+        tokens: int,
+        rendered: str | Callable[[], str],
+        summary_id: int | None,
+        rendered_ref: int | None = None,
+    ) -> None:
+        """Replace the summary. ``tokens`` is what the strategy counts for it; ``rendered``
+        is the text it adds to the request, counted with the reference tokenizer unless the
+        strategy gives that count (``rendered_ref``, e.g. summed from parts it knows).
+        ``text`` and ``rendered`` may be functions making a non-empty text, called only if
+        it is read: a summary of many parts re-made at every render (every checkpoint so
+        far) made long replays quadratic, and its text is seldom read."""
+        self._summary = text
+        self.summary_tokens = tokens
+        if not rendered:
+            self.summary_ref = 0
+        else:
+            if rendered_ref is None:
+                rendered_ref = self.reference.text(
+                    rendered if isinstance(rendered, str) else rendered()
+                )
+            self.summary_ref = rendered_ref + 4
+        self.summary_id = summary_id if text else None
+
+    def set_system_tokens(self, tokens: int) -> None:
+        """The system prompt's tokens as the strategy counts them, when that needs more
+        than ``count_system`` sees (e.g. a runtime block the original appends)."""
+        self.system_tokens = tokens
+
+    def summarize(
+        self,
+        request: SummaryRequest,
+        *,
+        messages: Iterable[int] = (),
+        input_text: Callable[[], str] | None = None,
+    ) -> SummaryRecord:
+        """Call the summariser and record the call. ``record.error`` is set on failure
+        (exception or error response); the strategy then takes its own failure path.
+        ``input_text``: a function making ``request.input_text()`` again from what the
+        replay keeps anyway (``stages.remade_input``), kept instead of the request's parts."""
+        error = ""
+        text = ""
+        usage = None
+        # Where the request is made (a summariser answering from the transcript needs it).
+        request = replace(request, source_index=self.source_index, conversation=self.conversation)
+        try:
+            response = self.summarizer.summarize(request)
+            text, usage, error = response.text, response.usage, response.error
+        except SummarizerError as exc:
+            error = str(exc) or type(exc).__name__
+        record = SummaryRecord(
+            id=len(self.result.summaries),
+            step=self.step,
+            # Rendered when read, from the parts only (not the material nor the
+            # conversation), the long ones compressed (``summary_input``).
+            input=PackedInput(request) if input_text is None else input_text,
+            output=text,
+            input_tokens=usage.input_tokens if usage else 0,
+            output_tokens=usage.output_tokens if usage else 0,
+            usage_estimated=usage.estimated if usage else True,
+            error=error,
+            summarizer=self.result.summarizer,
+            # (chained runs stay runs: ``SourceIndexes``)
+            messages=messages if isinstance(messages, SourceIndexes) else tuple(messages),
+        )
+        self.result.summaries.append(record)
+        self._new_summaries.append(record)
+        return record
+
+    # --- changing -----------------------------------------------------------------------
+    def action(
+        self, kind: str, *, reason: str = "", always: bool = False, **detail: Any
+    ) -> _ActionScope:
+        """``with ctx.action("truncate", threshold=t) as act: act.replace(...)`` -> one Event."""
+        return _ActionScope(Action(self, kind, dict(detail), reason, always))
+
+    def emit(
+        self,
+        kind: str,
+        *,
+        messages: Iterable[int] = (),
+        summary_id: int | None = None,
+        **detail: Any,
+    ) -> Event:
+        """An event with no message changes (``summary_failed``, ``skip``, ``overflow`` ...)."""
+        total = self.counted_tokens()
+        return self._event(kind, tuple(messages), total, total, detail, (), summary_id)
+
+    def _event(
+        self,
+        kind: str,
+        messages: tuple[int, ...],
+        before: int,
+        after: int,
+        detail: dict[str, Any],
+        changes: tuple[Change, ...],
+        summary_id: int | None,
+    ) -> Event:
+        event = Event(
+            id=len(self.result.events),
+            step=self.step,
+            kind=kind,
+            messages=messages,
+            tokens_before=before,
+            tokens_after=after,
+            detail=detail,
+            changes=changes,
+            summary_id=summary_id,
+        )
+        self.result.events.append(event)
+        self._new_events.append(event)
+        return event
+
+    def finding(self, kind: str, *, messages: Iterable[int] = (), **detail: Any) -> None:
+        finding = Finding(self.step, kind, tuple(messages), detail)
+        self.result.findings.append(finding)
+        self._new_findings.append(finding)
+
+    def defer(
+        self,
+        kind: str,
+        description: str,
+        apply: Callable[[ContextView], None],
+        *,
+        skip_next: bool = False,
+    ) -> Pending:
+        """Asynchronous work: applied before the next request is built, or, with
+        ``skip_next`` (work started while preparing a request that will not wait for it),
+        before the one after. Shown in ``StepRecord.pending`` until then."""
+        item = Pending(
+            self._next_pending,
+            kind,
+            description,
+            self.step,
+            self.step + (1 if skip_next else 0),
+            apply,
+        )
+        self._next_pending += 1
+        self.pending.append(item)
+        return item
+
+    def _replace(self, index: int, message: Message) -> None:
+        was_alive = self.alive[index]
+        old_tokens = self.tokens(index)
+        old_ref = self.ref_tokens(index)
+        old_ids = self.ids(index)
+        self._current[index] = message
+        self._est[index] = -1
+        self._ids.pop(index, None)
+        self._ref_mod[index] = self.reference.message_of(message)
+        if was_alive and index != self.system_index:
+            self.history_tokens += self.tokens(index) - old_tokens
+            self.history_ref += self.ref_tokens(index) - old_ref
+            if old_ids[0] or old_ids[1]:
+                self.live_tools.add(old_ids, -1)
+            new_ids = self.ids(index)
+            if new_ids[0] or new_ids[1]:
+                self.live_tools.add(new_ids)
+
+    def _remove(self, indexes: Iterable[int]) -> list[int]:
+        gone: list[int] = []
+        for i in indexes:
+            if not self.alive[i] or i == self.system_index:
+                continue
+            self.alive[i] = 0
+            self.history_tokens -= self.tokens(i)
+            self.history_ref -= self.ref_tokens(i)
+            ids = self.ids(i)
+            if ids[0] or ids[1]:  # (most messages carry no tool id)
+                self.live_tools.add(ids, -1)
+            gone.append(i)
+        if gone:
+            live = self.live
+            k = len(gone)
+            # A new list (strategies may still iterate the old one); dropping the oldest
+            # messages is the common case and needs no per-item test.
+            alive = self.alive
+            if not any(alive[i] for i in live[:k]):  # the k oldest are exactly the gone ones
+                self.live = live[k:]
+            else:
+                self.live = [i for i in live if self.alive[i]]
+            self._ranges_dirty = True  # rebuilt once, when the step is recorded
+            self._recount_turn()
+        return gone
+
+    def _restore(self, indexes: Iterable[int]) -> list[int]:
+        back = sorted({i for i in indexes if not self.alive[i] and i != self.system_index})
+        if not back:
+            return back
+        for i in back:
+            self.alive[i] = 1
+            self.history_tokens += self.tokens(i)
+            self.history_ref += self.ref_tokens(i)
+            self.live_tools.add(self.ids(i))
+        self.live = list(heapq.merge(self.live, back))  # both in source order
+        self._ranges_dirty = True
+        self._recount_turn()
+        return back
+
+    def _recount_turn(self) -> None:
+        if self.turn_start is not None:
+            # live is in source order: the current turn is a suffix of it
+            start = bisect.bisect_left(self.live, self.turn_start)
+            self.turn_tokens = sum(self.tokens(i) for i in self.live[start:])
+
+    def _context_ranges(self) -> list[tuple[int, int]]:
+        if self._ranges_dirty:
+            self._rebuild_ranges()
+            self._ranges_dirty = False
+        return self._ranges
+
+    def _rebuild_ranges(self) -> None:
+        ranges: list[tuple[int, int]] = []
+        order = (
+            [self.system_index]
+            if self.system_index is not None and self.alive[self.system_index]
+            else []
+        ) + self.live
+        for i in order:
+            if ranges and ranges[-1][1] == i:
+                ranges[-1] = (ranges[-1][0], i + 1)
+            else:
+                ranges.append((i, i + 1))
+        self._ranges = ranges
+
+    # --- driven by the replay loop ------------------------------------------------------
+    def append(self, index: int) -> None:
+        """Source message ``index`` joins the history (as the original agent appends it)."""
+        self.source_index = index
+        msg = self.originals[index]
+        self.alive[index] = 1
+        self.live.append(index)
+        if not self._ranges_dirty:
+            ranges = self._ranges
+            if ranges and ranges[-1][1] == index:
+                ranges[-1] = (ranges[-1][0], index + 1)
+            else:
+                ranges.append((index, index + 1))
+        # A newly appended message is the original unless a strategy already replaced it.
+        current = self._current.get(index) if self._current else None
+        tokens = self._est[index]
+        if tokens < 0:
+            tokens = self._est[index] = self._count_message(msg if current is None else current)
+        self.history_tokens += tokens
+        if current is None:
+            self.history_ref += self._ref_counts[index]
+        else:
+            self.history_ref += self.ref_tokens(index)
+        ids = self._ids.get(index)
+        if ids is None:
+            ids, has_result = _ids_and_result(msg if current is None else current)
+            self._ids[index] = ids
+            if current is not None:  # the turn is the original's: its own result test
+                has_result = has_tool_result(msg)
+        else:
+            has_result = has_tool_result(msg)
+        if ids[0] or ids[1]:
+            self.live_tools.add(ids)
+            self.orig_tools.add(ids, mark=False)  # (the same ids were just marked changed)
+        if msg.role is Role.USER and not has_result:
+            self.last_user_query = index
+            self.turn_start = index
+            self.turn_tokens = tokens
+        else:
+            self.turn_tokens += tokens
+
+    def run_pending(self) -> None:
+        due = [p for p in self.pending if p.due <= self.step]
+        if not due:
+            return
+        self.pending = [p for p in self.pending if p.due > self.step]
+        for item in due:
+            item.apply(self.view)
+
+    def record(self, source_index: int) -> StepRecord:
+        """Build the StepRecord of the request prepared for ``source_index``."""
+        self.source_index = source_index
+        self.check_findings()
+        usage = self.originals[source_index].usage
+        # Positional, every field in order (see records.new_step_record).
+        record = new_step_record(
+            self.step,
+            source_index,
+            new_step_tokens(
+                self.counted_tokens(), self.request_ref(), usage.prompt_tokens if usage else None
+            ),
+            self.strategy.zones(self.view),
+            tuple(self._context_ranges()),
+            self.summary_id,
+            tuple(self._new_events),
+            tuple(self._new_summaries),
+            tuple(self._new_findings),
+            tuple(p.description for p in self.pending) if self.pending else (),
+        )
+        self._new_events.clear()
+        self._new_summaries.clear()
+        self._new_findings.clear()
+        self.result.steps.append(record)
+        self.step += 1
+        return record
+
+    def check_findings(self) -> None:
+        """Record the findings of the request about to be sent at ``self.step``."""
+        broken = self.broken_tools
+        changed = self.live_tools.changed
+        if changed:
+            # Only the ids touched since the last step: sources may leave many calls unanswered,
+            # and a set difference of every one at every step grew with the transcript.
+            live_bad, orig_bad = self.live_tools.unmatched, self.orig_tools.unmatched
+            for tid in changed:
+                if tid in live_bad and tid not in orig_bad:
+                    broken.add(tid)
+                else:
+                    broken.discard(tid)
+            changed.clear()
+        if broken:
+            self.finding("tool_pair_broken", tool_ids=sorted(broken)[:20], count=len(broken))
+        latest = self.last_user_query
+        if latest is not None and not self.alive[latest]:
+            self.finding("latest_user_dropped", messages=(latest,))
+        sysi = self.system_index
+        if sysi is not None and (not self.alive[sysi] or self.is_modified(sysi)):
+            self.finding("system_modified", messages=(sysi,))
+        window = self.strategy.window(self.view)
+        ref = self.request_ref()
+        if window and ref > window:
+            self.finding("overflow", reference=ref, window=window)
+
+
+class _ActionScope:
+    __slots__ = ("_action", "_before")
+
+    def __init__(self, action: Action) -> None:
+        self._action = action
+        self._before = 0
+
+    def __enter__(self) -> Action:
+        self._before = self._action.ctx.counted_tokens()
+        return self._action
+
+    def __exit__(self, *exc: object) -> None:
+        act = self._action
+        if exc[0] is not None:
+            return
+        if act.changes or act.always:
+            act.ctx._event(
+                act.kind,
+                tuple(dict.fromkeys(act.touched)),
+                self._before,
+                act.ctx.counted_tokens(),
+                act.detail,
+                tuple(act.changes),
+                act.summary_id,
+            )

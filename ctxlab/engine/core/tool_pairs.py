@@ -1,0 +1,79 @@
+"""Tool pairs: the tool_use / tool_result ids of a message, and the ledger of unmatched ones.
+
+The replay context keeps two ledgers (the live history and the original) current as
+messages come and go; a tool call whose answer the live history lost is a broken pair.
+"""
+
+from __future__ import annotations
+
+from .model import BlockKind, Message, Role
+
+_NO_IDS: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())  # shared by the many without
+
+
+def _ids_and_result(message: Message) -> tuple[tuple[tuple[str, ...], tuple[str, ...]], bool]:
+    """(``tool_ids``, ``has_tool_result``) of a message in one pass over its blocks (every
+    appended message asks both)."""
+    uses: list[str] = []
+    results: list[str] = []
+    has_result = False
+    for b in message.blocks:
+        kind = b.kind
+        if kind is BlockKind.TOOL_USE:
+            if b.tool_id:
+                uses.append(b.tool_id)
+        elif kind is BlockKind.TOOL_RESULT:
+            has_result = True
+            if b.tool_id:
+                results.append(b.tool_id)
+    return ((tuple(uses), tuple(results)) if uses or results else _NO_IDS), has_result
+
+
+def tool_ids(message: Message) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(tool_use ids, tool_result ids) of a message, empty ids ignored."""
+    return _ids_and_result(message)[0]
+
+
+def has_tool_result(message: Message) -> bool:
+    return any(b.kind is BlockKind.TOOL_RESULT for b in message.blocks)
+
+
+def is_user_query(message: Message) -> bool:
+    """A user message that is not only tool results (the generic "new request" test)."""
+    return message.role is Role.USER and not has_tool_result(message)
+
+
+class ToolLedger:
+    """Multiset of tool_use / tool_result ids with the set of unmatched ids kept current;
+    every id an ``add`` touches also goes into ``changed`` (shared by the live and original
+    ledgers: ``ReplayContext.check_findings`` rechecks only those)."""
+
+    __slots__ = ("changed", "results", "unmatched", "uses")
+
+    def __init__(self, changed: set[str] | None = None) -> None:
+        self.uses: dict[str, int] = {}
+        self.results: dict[str, int] = {}
+        self.unmatched: set[str] = set()
+        self.changed: set[str] = set() if changed is None else changed
+
+    def add(
+        self, ids: tuple[tuple[str, ...], tuple[str, ...]], sign: int = 1, *, mark: bool = True
+    ) -> None:
+        # Runs for every appended, replaced and removed message: kept flat. ``mark=False``:
+        # the caller has just added the same ids to the shared ``changed``.
+        uses, results = ids
+        use_counts, result_counts, unmatched = self.uses, self.results, self.unmatched
+        if mark:
+            self.changed.update(uses, results)
+        for tid in uses:
+            n = use_counts[tid] = use_counts.get(tid, 0) + sign
+            if (n > 0) == (result_counts.get(tid, 0) > 0):
+                unmatched.discard(tid)
+            else:
+                unmatched.add(tid)
+        for tid in results:
+            n = result_counts[tid] = result_counts.get(tid, 0) + sign
+            if (use_counts.get(tid, 0) > 0) == (n > 0):
+                unmatched.discard(tid)
+            else:
+                unmatched.add(tid)

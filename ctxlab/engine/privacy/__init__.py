@@ -1,0 +1,1 @@
+"""Secrets in transcript text: the rules (gitleaks-derived) and the masking."""

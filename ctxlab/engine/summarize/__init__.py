@@ -1,0 +1,1 @@
+"""Summarisers: the summary request, the offline summariser, recorded summaries, the Claude adapter."""

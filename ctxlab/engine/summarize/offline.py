@@ -1,0 +1,591 @@
+"""The offline summarisers: deterministic, no model called.
+
+``OfflineSummarizer`` (the default) is deterministic and calls no model: it fills the
+structure the request asks for (``sections``/``style``) with facts extracted from
+``material`` (the compacted messages, oldest first) and says that it is extractive.
+It reads the material as a person would: the goal and requests come from what the user
+typed (never tool output, ``Caveat:`` lines, slash-command markup such as
+``<command-name>`` or ``<local-command-stdout>``, nor a continued-session preamble), tool
+calls read as ``Read: /path`` rather than their JSON, tool ids (``toolu_…``, ``call_…``)
+are dropped, and key concepts come from decoded content. Its disclaimer line appears
+once, also when it summarises a summary (an earlier disclaimer is never carried along).
+"""
+
+from __future__ import annotations
+
+import ast
+import bisect
+import itertools
+import json
+import math
+import re
+import weakref
+from collections.abc import Iterable, Iterator
+from functools import lru_cache
+from typing import Any, Literal
+
+from ..core.summary_request import (
+    MaterialItem,
+    SummarizerError,
+    SummaryRequest,
+    SummaryResponse,
+    SummaryUsage,
+    approx_tokens,
+)
+from ..evaluate.extract import (
+    LINE_NUMBER_RE,
+    SCAN_MEMO_ENTRIES,
+    critical_facts_of_parts,
+    input_strings,
+)
+from ..evaluate.extract import clear_caches as extract_clear_caches
+
+# --- offline extractive summariser -------------------------------------------------------
+
+NOTES = {
+    "en": "(Extractive summary assembled offline by ctxlab from the compacted messages; "
+    "no language model was called.)",
+    "zh": "（抽取式摘要：由 ctxlab 离线从被压缩的消息中摘录，未调用语言模型。）",
+}
+NONE = {"en": "(none)", "zh": "（无）"}
+CONSTRAINT_RE = re.compile(
+    r"\b(?:must|should|never|always|don't|do not|please|make sure|avoid|only|prefer)\b"
+    r"|必须|不要|请|务必|避免|只",
+    re.IGNORECASE,
+)
+DECISION_RE = re.compile(
+    r"\b(?:decided|decide|will use|instead|because|chose|choose|going to|plan)\b"
+    r"|决定|选择|改用|因为",
+    re.IGNORECASE,
+)
+LINE = 160
+PER_SECTION = 6
+SCAN_CHARS = 4000  # per message: enough for headlines, bounded cost on huge tool outputs
+FACT_MESSAGES = 40  # critical context is extracted from the newest 40 compacted messages
+FACT_CHARS = 600  # ... and from the first 600 characters of each
+
+
+# How strategies render tool blocks in the material: "[tool_use Read] {json}" (Claude Code),
+# "[tool_call bash] {json}" (OpenCode, BaseAgent), "[tool_result toolu_…] output",
+# AgentScope's "[tool_use]: …" / "<tool_result>…</tool_result>".
+TOOL_CALL_RE = re.compile(
+    r"^(?:\[(?:tool_use|tool_call) ([^\]]+)\]|\[tool_use\]:|<tool_use>) ?(.*)$"
+)
+TOOL_OUTPUT_RE = re.compile(r"^(?:\[tool_result(?: [^\]]*)?\]:?|<tool_result>)")
+TOOL_ID_RE = re.compile(r"\b(?:toolu|srvtoolu|call|chatcmpl|fc)_[A-Za-z0-9_-]{6,}")
+# Lines the harness wrote into the user's turn, not the person
+META_RE = re.compile(
+    r"^(?:Caveat:|</?(?:command-name|command-message|command-args|local-command-stdout"
+    r"|local-command-stderr|system-reminder|user-prompt-submit-hook|bash-input|bash-stdout"
+    r"|bash-stderr|tool_use_error)>|\[Request interrupted|This session is being continued"
+    r"|If you need specific details from before compaction|Continue the conversation from where"
+    r"|\(Extractive summary|（抽取式摘要|-? ?\(no content\))"
+)
+# The characters a ``META_RE`` match can start with: a line starting otherwise is no harness
+# line (a plain test, no regex: this runs for every line the summariser reads). Likewise
+# every rendered tool call or output starts with "[" or "<".
+_META_FIRST = frozenset("C<[TI(（- ")
+_TOOL_FIRST = ("[", "<")
+# Every ``META_RE`` match holds one of these: a text without any holds no harness line.
+_META_NEEDLES = ("Caveat:", "command-", "system-reminder", "user-prompt-submit-hook",
+                 "bash-", "tool_use_error", "[Request interrupted",
+                 "This session is being continued",
+                 "If you need specific details from before compaction",
+                 "Continue the conversation from where", "(Extractive summary", "（抽取式摘要",
+                 "(no content)")  # fmt: skip
+
+
+def _may_hold_meta(text: str) -> bool:
+    for needle in _META_NEEDLES:  # noqa: SIM110 (a loop, no generator: runs for every head)
+        if needle in text:
+            return True
+    return False
+
+
+def _is_meta(stripped: str) -> bool:
+    return stripped[:1] in _META_FIRST and META_RE.match(stripped) is not None
+
+
+LITERAL_MAX = 20_000  # longer Python-literal arguments are read as raw text
+# Python-literal arguments a strategy rendered (BaseAgent's ``str(dict)``) -> the value they
+# were rendered from: decoding them is a lookup instead of a parse. An entry lives as long
+# as the block it was rendered from (the text and value are the block's own, so the table
+# holds no memory of its own); a miss parses.
+_RENDERED: dict[str, Any] = {}
+
+
+def remember_literal(text: str, value: Any, owner: object) -> None:
+    """Note that ``text`` is ``repr(value)``, rendered from ``owner`` (kept until it is
+    gone). Kept only when ``ast.literal_eval(text)`` is sure to read ``value`` back: dicts
+    with string keys, lists, strings, ints, bools, None and finite floats, nested at most
+    50 deep."""
+    if text.startswith("{") and len(text) <= LITERAL_MAX and _reads_back(value, 0):
+        _RENDERED[text] = value
+        weakref.finalize(owner, _forget_literal, text, value)
+
+
+def _forget_literal(text: str, value: Any) -> None:
+    if _RENDERED.get(text) is value:  # not another block's entry for the same text
+        _RENDERED.pop(text, None)
+
+
+def _reads_back(value: Any, depth: int) -> bool:
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:
+        return True
+    if kind is float:
+        return math.isfinite(value)  # repr "inf"/"nan" is no literal
+    if depth >= 50:  # the parser refuses deep nesting
+        return False
+    if kind is dict:
+        return all(type(k) is str and _reads_back(v, depth + 1) for k, v in value.items())
+    if kind is list:
+        return all(_reads_back(v, depth + 1) for v in value)
+    return False
+
+
+def _call_args(args: str) -> Any:
+    """A rendered tool call's arguments decoded: JSON, or the Python dict repr BaseAgent
+    renders (a literal only, size-bounded); the raw string when neither."""
+    try:
+        return json.loads(args)
+    except ValueError:
+        pass
+    if args.startswith("{") and len(args) <= LITERAL_MAX:
+        known = _RENDERED.get(args)
+        if known is not None:
+            return known
+        try:
+            return ast.literal_eval(args)
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            pass
+    return args
+
+
+_NOTE_EN, _NOTE_ZH = NOTES["en"], NOTES["zh"]
+
+
+def _is_note(line: str) -> bool:
+    # two plain tests, no generator: this runs for every line a summary reads
+    return _NOTE_EN in line or _NOTE_ZH in line
+
+
+def _readable(line: str, width: int = LINE) -> str:
+    """One material line as a person would write it, or "" when it is none of theirs:
+    harness lines go, a tool call reads ``Read: /path`` instead of its JSON, tool ids and
+    line-number prefixes are dropped."""
+    line = line.strip()
+    if not line or _is_meta(line) or _is_note(line):
+        return ""
+    tool = line.startswith(_TOOL_FIRST)
+    if tool and TOOL_OUTPUT_RE.match(line):
+        return ""
+    call = TOOL_CALL_RE.match(line) if tool else None
+    if call:
+        name, args = call.group(1) or "", call.group(2)
+        first = next(input_strings(_call_args(args)), "")
+        line = f"{name}: {first}" if name else first
+        line = line.splitlines()[0].strip() if line.strip() else ""
+    if "_" in line:  # every tool id holds one
+        line = TOOL_ID_RE.sub("", line)
+    lead = line[:1]  # within a line a line-number prefix can only start it (\d: isdecimal)
+    if lead == " " or lead.isdecimal() or "\n" in line:
+        line = LINE_NUMBER_RE.sub("", line)
+    return line.strip()[:width]
+
+
+def _person_text(item: MaterialItem) -> str:
+    """What the person typed in a user item: nothing when it is a tool output (Anthropic
+    carries tool results as user messages), else the text before any rendered result."""
+    head = item.text[:SCAN_CHARS]
+    lines: list[str] = []
+    for line in head.splitlines():
+        if TOOL_OUTPUT_RE.match(line.strip()):
+            break
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def _typed(items: Iterable[MaterialItem]) -> Iterator[str]:
+    """What the person typed in each user item that has a readable line, in order."""
+    return (t for t in map(_person_text, items) if _first_line(t))
+
+
+def _said(items: Iterable[MaterialItem]) -> Iterator[MaterialItem]:
+    """The assistant items with a readable line, in order."""
+    return (m for m in items if _first_line(m.text))
+
+
+FIRST_LINE_CHUNK = 2048
+
+
+@lru_cache(maxsize=SCAN_MEMO_ENTRIES)
+def _first_line(text: str) -> str:
+    """The first readable line of ``text`` (cached by content: every summary of a replay
+    walks the material's items again, most of them read before)."""
+    # Lines of growing prefixes, not of the whole text (a tool output can be long and its
+    # first line readable): a prefix's lines are the text's, but for its last one, which
+    # may be cut (read again from the next, longer prefix).
+    start, size = 0, FIRST_LINE_CHUNK
+    while True:
+        end = start + size
+        lines = text[start:end].splitlines(keepends=True)
+        whole = end >= len(text)
+        for line in lines if whole else lines[:-1]:
+            readable = _readable(line)
+            if readable:
+                return readable
+        if whole:
+            return ""
+        start += sum(map(len, lines[:-1]))
+        size *= 2
+
+
+def _lines(text: str) -> list[str]:
+    return [r for r in (_readable(s) for s in text[:SCAN_CHARS].splitlines()) if r]
+
+
+def _fact_text(text: str) -> str:
+    """The material's content for fact extraction: tool-call JSON decoded to its values,
+    render headers and tool ids removed, disclaimers left out."""
+    if not ("[tool_" in text or "<tool_" in text or _is_note(text) or _may_hold_meta(text)):
+        # no line is a tool call or output, a disclaimer or a harness line: each line
+        # stripped, tool ids removed (no id spans a line break, so the joined text's
+        # matches are the lines' matches)
+        joined = "\n".join([line.strip() for line in text.splitlines()])
+        return TOOL_ID_RE.sub("", joined) if "_" in joined else joined
+    out: list[str] = []
+    for line in text.splitlines():
+        stripped = line.strip()
+        if _is_note(stripped) or _is_meta(stripped):
+            continue
+        if stripped.startswith(_TOOL_FIRST):
+            call = TOOL_CALL_RE.match(stripped)
+            if call:
+                out.extend(input_strings(_call_args(call.group(2))))
+                continue
+            stripped = TOOL_OUTPUT_RE.sub("", stripped)
+        out.append(TOOL_ID_RE.sub("", stripped) if "_" in stripped else stripped)
+    return "\n".join(out)
+
+
+@lru_cache(maxsize=SCAN_MEMO_ENTRIES)
+def _fact_head(head: str) -> str:
+    """``_fact_text`` of a message's head, cached: consecutive summaries of one replay
+    (Aider's, PicoClaw's) read the same newest messages again."""
+    return _fact_text(head)
+
+
+def _without_notes(summary: str) -> str:
+    return "\n".join(line for line in summary.splitlines() if not _is_note(line))
+
+
+# The ASCII words of each pattern (its CJK alternatives cannot occur in ASCII text).
+_WORDS = {
+    CONSTRAINT_RE: ("must", "should", "never", "always", "don't", "do not", "please",
+                    "make sure", "avoid", "only", "prefer"),
+    DECISION_RE: ("decided", "decide", "will use", "instead", "because", "chose", "choose",
+                  "going to", "plan"),
+}  # fmt: skip
+_QUOTE_PAIR = re.compile(r"['\"]\s*['\"]")
+# A list under a command key (``extract.COMMAND_KEYS``): its strings are joined with spaces
+# (``["make", "sure"]`` reads "make sure"). No other list is joined.
+_ARGV_LIST = re.compile(r"(?:command|cmd|commands|shell_command|script)[\"']\s*:\s*\[")
+
+
+def _cannot_match(head: str, words: tuple[str, ...]) -> bool:
+    r"""True when no readable line of ``head`` (ASCII) can match: a readable line is cut
+    from its line (strip, tool ids and line numbers removed, a width cut) or is a decoded
+    string of a tool call, a substring of it too unless an escape (``\``) or a pair of
+    adjacent quotes (Python's implicit concatenation) made it, or an argv list joined it
+    (``{"command": ["do", "not"]}``). A removal joins a non-word character to one
+    outside ``[A-Za-z0-9_-]``, so it creates no pattern word; a cut only adds a word
+    boundary. So every match contains one of the words, lowercased."""
+    if not head.isascii() or "\\" in head:
+        return False
+    if ("[tool_" in head or "<tool_use>" in head) and (
+        _QUOTE_PAIR.search(head) or _ARGV_LIST.search(head)
+    ):
+        return False
+    low = head.lower()
+    return not any(word in low for word in words)
+
+
+# Each pattern's literal (CJK) alternatives, and the only non-ASCII letters that
+# ``re.IGNORECASE`` matches to an ASCII letter (İ ı -> i, ſ -> s, Kelvin sign -> k).
+_LITERALS = {CONSTRAINT_RE: ("必须", "不要", "请", "务必", "避免", "只"),
+             DECISION_RE: ("决定", "选择", "改用", "因为")}  # fmt: skip
+_FOLDS_TO_ASCII = ("\u0130", "\u0131", "\u017f", "\u212a")
+_CALL_MARKS = ("[tool_", "<tool_use>")
+# An escape that can decode to a letter, a space or a quote (JSON ``\u``; Python ``\'``,
+# ``\x``, octal, ``\N``): the others (``\n \t \r \" \\ \/ \b \f``) give none of them.
+_LETTER_ESCAPE = re.compile(r'\\(?:[^ntr"\\/bf]|$)')
+
+
+def _call_may_match(line: str) -> bool:
+    """False when the readable text of tool-call ``line`` (its name and first decoded
+    argument) is sure to hold no pattern word that ``line`` does not: no escape that makes
+    a letter, space or quote, no adjacent quotes (Python's implicit concatenation) and no
+    argv list (joined with spaces). Its decoded strings are then substrings."""
+    call = TOOL_CALL_RE.match(line.strip())
+    if call is None:
+        return False  # not decoded: ``_readable`` only cuts and removes
+    args = call.group(2)
+    return (
+        _ARGV_LIST.search(args) is not None
+        or ("\\" in args and _LETTER_ESCAPE.search(args) is not None)
+        or _QUOTE_PAIR.search(args) is not None
+    )
+
+
+@lru_cache(maxsize=SCAN_MEMO_ENTRIES)
+def _matching_lines(text: str, pattern: re.Pattern[str]) -> tuple[str, ...]:
+    """The scanned lines of ``text`` that ``pattern`` finds something in (cached by
+    content: several strategies and compactions summarise the same messages).
+
+    Only lines that may hold a match are read: a line's readable text is cut from it
+    (``_cannot_match``'s argument, which holds for any text without a letter folding to
+    ASCII: lowercasing maps characters one by one), so a match leaves one of the pattern's
+    words (any case) or literals in the line, unless it is a tool call whose arguments may
+    decode to one (``_call_may_match``)."""
+    words = _WORDS.get(pattern)
+    if words is None:
+        return tuple(s for s in _lines(text) if pattern.search(s))
+    head = text[:SCAN_CHARS]
+    if _cannot_match(head, words):
+        return ()  # the usual case: most messages state no constraint nor decision
+    if any(c in head for c in _FOLDS_TO_ASCII):
+        lines = head.splitlines()
+        return tuple(r for r in map(_readable, lines) if r and pattern.search(r))
+    return tuple(_matches_in_marked_lines(head, pattern, words))
+
+
+def _matches_in_marked_lines(
+    head: str, pattern: re.Pattern[str], words: tuple[str, ...]
+) -> Iterator[str]:
+    """The readable lines of ``head`` (no letter folding to ASCII) that ``pattern``
+    matches, reading only the lines that hold one of its words (any case) or literals,
+    or a tool call whose arguments may decode to one."""
+    # found in the whole text at once (``str.find``), then mapped to their lines:
+    # lowercasing keeps every position (only İ, a fold letter, grows)
+    low = head.lower()
+    ends = list(itertools.accumulate(map(len, head.splitlines(keepends=True))))
+    hinted = set()
+    for needle in words + _LITERALS[pattern]:
+        at = low.find(needle)
+        while at >= 0:
+            hinted.add(bisect.bisect_right(ends, at))
+            at = low.find(needle, at + 1)
+    calls = set()
+    for mark in _CALL_MARKS:
+        at = head.find(mark)
+        while at >= 0:
+            calls.add(bisect.bisect_right(ends, at))
+            at = head.find(mark, at + 1)
+    if not hinted and not calls:
+        return
+    lines = head.splitlines()
+    for index in sorted(hinted | calls):
+        line = lines[index]
+        if index in hinted or _call_may_match(line):
+            readable = _readable(line)
+            if readable and pattern.search(readable):
+                yield readable
+
+
+def clear_caches() -> None:
+    """Forget cached line scans and facts (benchmarks start cold)."""
+    _matching_lines.cache_clear()
+    _fact_head.cache_clear()
+    _first_line.cache_clear()
+    extract_clear_caches()
+
+
+def _previous_sections(
+    summary: str, headings: frozenset[str] = frozenset()
+) -> dict[str, list[str]]:
+    """The previous summary's lines under each heading (markdown ``#`` headings, or the
+    request's own headings such as Claude Code's ``1. Primary Request and Intent:``)."""
+    out: dict[str, list[str]] = {}
+    current = ""
+    for line in summary.splitlines():
+        if line.startswith("#") or line.strip() in headings:
+            current = line.strip()
+            out.setdefault(current, [])
+        elif (
+            current
+            and line.strip()
+            and not _is_note(line)
+            and line.strip() not in NONE.values()
+            and not META_RE.match(line.strip())
+        ):
+            out[current].append(line.rstrip())
+    return out
+
+
+class OfflineSummarizer:
+    """Deterministic, extractive, no model. Fills the requested structure."""
+
+    name = "offline"
+
+    def __init__(self) -> None:
+        # The last material read and what was found in it: a second call on the same
+        # material (Gemini CLI's verification turn) reads nothing again.
+        self._last: tuple[tuple[MaterialItem, ...], dict[str, list[str]], bool] | None = None
+
+    def summarize(self, request: SummaryRequest) -> SummaryResponse:
+        lang = "zh" if request.language.startswith("zh") else "en"
+        if request.style == "sections" and request.sections:
+            text = self._sections(request, lang)
+        elif request.style == "bullets":
+            text = self._bullets(request, lang)
+        else:
+            text = self._plain(request, lang)
+        usage = SummaryUsage(
+            input_tokens=request.approx_input_tokens(),
+            output_tokens=approx_tokens(text),
+            estimated=True,
+        )
+        return SummaryResponse(text=text, usage=usage, model="ctxlab-offline-extractive")
+
+    def _slots(
+        self, request: SummaryRequest, lang: str, *, full: bool = True
+    ) -> dict[str, list[str]]:
+        """The slots read from the material; ``full=False``: only those a bullet summary
+        shows (goal, decisions, done, in_progress), the rest left empty."""
+        last = self._last
+        if last is None or last[0] is not request.material or (full and not last[2]):
+            last = self._last = (request.material, self._read(request, full=full), full)
+        return {slot: list(lines) for slot, lines in last[1].items()}
+
+    def _read(self, request: SummaryRequest, *, full: bool = True) -> dict[str, list[str]]:
+        # what people typed: user items that are not tool outputs nor harness lines only.
+        # Only the first few and the last of them are read (goal, constraints, next; the
+        # decisions, done and in-progress lines): both ends are scanned lazily, so a long
+        # material costs what is read, not a pass over every item.
+        material = request.material
+        users = _typed(m for m in material if m.role == "user")
+        first_user = next(users, None)
+        goal = [_first_line(first_user)] if first_user is not None else []
+        # Only the first PER_SECTION lines are kept: stop scanning once they are found.
+        constraints: list[str] = []
+        for text in itertools.chain([first_user] if first_user is not None else [], users):
+            if not full:
+                break
+            constraints.extend(_matching_lines(text, CONSTRAINT_RE))
+            if len(constraints) >= PER_SECTION:
+                break
+        decisions: list[str] = []
+        for m in _said(m for m in material if m.role == "assistant"):
+            decisions.extend(_matching_lines(m.text, DECISION_RE))
+            if len(decisions) >= PER_SECTION:
+                break
+        # the newest PER_SECTION + 1 assistant items, newest first
+        newest = list(itertools.islice(
+            _said(m for m in reversed(material) if m.role == "assistant"), PER_SECTION + 1
+        ))  # fmt: skip
+        done = [_first_line(m.text) for m in reversed(newest[1:])]
+        in_progress = [_first_line(newest[0].text)] if newest else []
+        if not full:
+            return {"goal": goal, "constraints": [], "done": done, "in_progress": in_progress,
+                    "blocked": [], "decisions": decisions[:PER_SECTION], "next": [],
+                    "critical": []}  # fmt: skip
+        # Facts from the newest messages' heads: bounded work per summary, whatever its size.
+        recent = request.material[-FACT_MESSAGES:]
+        found = critical_facts_of_parts(
+            (_fact_head(m.text[:FACT_CHARS]) for m in recent), limit=PER_SECTION
+        )
+        last_user = next(_typed(m for m in reversed(material) if m.role == "user"), None)
+        nxt = [_first_line(last_user)] if last_user is not None else []
+        critical = (
+            [f"path: {p}" for p in found.paths]
+            + [f"identifier: {i}" for i in found.identifiers]
+            + [f"url: {u}" for u in found.urls]
+            + [f"error: {e[:LINE]}" for e in found.errors]
+        )
+        return {
+            "goal": goal,
+            "constraints": constraints[:PER_SECTION],
+            "done": done,
+            "in_progress": in_progress,
+            "blocked": list(found.errors[:3]),
+            "decisions": decisions[:PER_SECTION],
+            "next": nxt,
+            "critical": critical[: PER_SECTION * 3],
+        }
+
+    def _sections(self, request: SummaryRequest, lang: str) -> str:
+        slots = self._slots(request, lang)
+        headings = frozenset(section.heading.strip() for section in request.sections)
+        previous = _previous_sections(request.previous_summary, headings)
+        out = [NOTES[lang], ""]
+        for section in request.sections:
+            out.append(section.heading)
+            if section.slot in ("note", "none"):
+                continue
+            items = self._render(section.slot, slots.get(section.slot, []), lang)
+            old = [line for line in previous.get(section.heading, []) if line not in items]
+            if section.slot == "goal" and old:
+                items = old[:1]
+            else:
+                items = (old + items)[-PER_SECTION * (3 if section.slot == "critical" else 1) :]
+            if not items and section.slot not in ("done", "in_progress", "blocked"):
+                items = [NONE[lang]]
+            out.extend(items)
+            out.append("")
+        return "\n".join(out).strip()
+
+    @staticmethod
+    def _render(slot: str, items: list[str], lang: str) -> list[str]:
+        if slot == "goal":
+            return items[:1]
+        if slot == "done":
+            return [f"- [x] {s}" for s in items]
+        if slot == "in_progress":
+            return [f"- [ ] {s}" for s in items]
+        if slot == "decisions":
+            label = "决策" if lang == "zh" else "Decision"
+            return [f"- **[{label}]**: {s}" for s in items]
+        if slot == "next":
+            return [f"{n}. {s}" for n, s in enumerate(items, 1)]
+        return [f"- {s}" for s in items]
+
+    def _bullets(self, request: SummaryRequest, lang: str) -> str:
+        slots = self._slots(request, lang, full=False)  # the four slots it shows
+        lines = [
+            f"- {s}" for key in ("goal", "decisions", "done", "in_progress") for s in slots[key]
+        ]
+        if not lines:
+            return "无" if lang == "zh" else "(nothing to record)"
+        return "\n".join([f"- {NOTES[lang]}", *dict.fromkeys(lines)][: PER_SECTION * 2])
+
+    def _plain(self, request: SummaryRequest, lang: str) -> str:
+        slots = self._slots(request, lang)
+        parts = [NOTES[lang]]
+        if request.previous_summary:  # carried along without its own disclaimer
+            parts.append(_without_notes(request.previous_summary).strip()[:2000])
+        for key, label in (
+            ("goal", "Goal"),
+            ("done", "Done"),
+            ("in_progress", "Latest"),
+            ("critical", "Context"),
+        ):
+            if slots[key]:
+                parts.append(f"{label}: " + "; ".join(slots[key]))
+        return "\n".join(parts)
+
+
+class FailingSummarizer:
+    """Always fails: exercises each strategy's failure path (tests, what-if runs)."""
+
+    name = "failing"
+
+    def __init__(self, mode: Literal["raise", "error", "empty"] = "raise") -> None:
+        self.mode = mode
+
+    def summarize(self, request: SummaryRequest) -> SummaryResponse:
+        if self.mode == "raise":
+            raise SummarizerError("summariser failed (simulated)")
+        if self.mode == "error":
+            return SummaryResponse(text="", error="summariser failed (simulated)")
+        return SummaryResponse(text="", usage=SummaryUsage(approx_tokens(request.input_text()), 0))

@@ -1,0 +1,1 @@
+"""Token counting: the cl100k reference counter and its table, the Qwen tokenizer, stored counts."""

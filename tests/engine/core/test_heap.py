@@ -1,0 +1,127 @@
+"""The replay's garbage-collector pause (ctxlab/engine/core/heap.py)."""
+
+from __future__ import annotations
+
+import gc
+import threading
+import weakref
+
+import pytest
+from builders import conv, cycle
+
+from ctxlab.engine.core import heap
+from ctxlab.engine.replay import Replay, run
+
+
+class _Node:
+    def __init__(self) -> None:
+        self.other: _Node | None = None
+
+
+def _cycle() -> weakref.ref[_Node]:
+    a, b = _Node(), _Node()
+    a.other, b.other = b, a
+    return weakref.ref(a)
+
+
+@pytest.fixture(autouse=True)
+def _unfrozen():
+    gc.unfreeze()
+    yield
+    gc.unfreeze()
+
+
+def test_freezes_the_existing_heap_and_gives_it_back():
+    before = gc.get_freeze_count()
+    assert before == 0
+    with heap.existing_heap_frozen():
+        assert gc.get_freeze_count() > 0
+    assert gc.get_freeze_count() == 0
+
+
+def test_cycles_made_inside_are_still_collected():
+    with heap.existing_heap_frozen():
+        ref = _cycle()
+        gc.collect()
+        assert ref() is None
+
+
+def test_cycles_older_than_the_pause_wait_for_its_end():
+    gc.disable()  # no automatic collection before the pause begins
+    try:
+        ref = _cycle()
+        with heap.existing_heap_frozen():
+            gc.collect()
+            assert ref() is not None  # frozen: no collection looks at it
+        gc.collect()
+        assert ref() is None
+    finally:
+        gc.enable()
+
+
+def test_survivors_of_a_full_collection_inside_join_the_frozen_heap():
+    """So the next full collection traverses only newer objects (a replay's records grow
+    with it: every full collection over all of them made long replays quadratic)."""
+    with heap.existing_heap_frozen():
+        a, b = _Node(), _Node()
+        a.other, b.other = b, a
+        ref = weakref.ref(a)
+        before = gc.get_freeze_count()
+        gc.collect()
+        assert gc.get_freeze_count() > before
+        del a, b
+        gc.collect()
+        assert ref() is not None  # frozen after the first collection: waits for the end
+    assert heap._refreeze not in gc.callbacks
+    assert gc.get_freeze_count() == 0
+    gc.collect()
+    assert ref() is None
+
+
+def test_nested_pauses_share_one_freeze_and_an_error_still_ends_it():
+    with heap.existing_heap_frozen():
+        with pytest.raises(RuntimeError), heap.existing_heap_frozen():
+            raise RuntimeError("inside")
+        assert gc.get_freeze_count() > 0  # the outer pause still holds
+    assert gc.get_freeze_count() == 0
+
+
+def test_threads_end_the_freeze_when_the_last_one_leaves():
+    inside, release = threading.Barrier(3), threading.Event()
+
+    def work() -> None:
+        with heap.existing_heap_frozen():
+            inside.wait()
+            release.wait()
+
+    threads = [threading.Thread(target=work) for _ in range(2)]
+    for t in threads:
+        t.start()
+    inside.wait()
+    assert gc.get_freeze_count() > 0
+    release.set()
+    for t in threads:
+        t.join()
+    assert gc.get_freeze_count() == 0
+
+
+def test_a_foreign_freeze_is_left_alone():
+    gc.freeze()
+    with heap.existing_heap_frozen():
+        pass
+    assert gc.get_freeze_count() > 0  # still frozen: not ours to undo
+
+
+def test_replays_run_inside_a_pause_and_end_it():
+    seen: list[int] = []
+    conversation = conv(*cycle(3))
+
+    class Spy(Replay):
+        def __iter__(self):  # type: ignore[override]
+            seen.append(gc.get_freeze_count())
+            yield from super().__iter__()
+
+    Spy(conversation, "qwenpaw").exhaust()
+    result = run(conversation, "baseagent")
+    assert seen and seen[0] > 0
+    assert result.steps and gc.get_freeze_count() == 0

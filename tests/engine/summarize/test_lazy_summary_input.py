@@ -1,0 +1,86 @@
+"""A summary record's input is rendered when read (``SummaryRecord.input`` given as a
+function: see ``summary_input``): every summarising strategy's records must read the
+exact text the summariser was given, as the eager rendering made it at the call."""
+
+from __future__ import annotations
+
+import functools
+import pickle
+from pathlib import Path
+
+import pytest
+
+from ctxlab.engine import synth
+from ctxlab.engine.core.model import Conversation
+from ctxlab.engine.core.summary_input import PACK_CHARS, PackedInput
+from ctxlab.engine.core.summary_request import PromptMessage, SummaryRequest, SummaryResponse
+from ctxlab.engine.replay import run
+from ctxlab.engine.strategies import LIBRARY, STRATEGIES
+from ctxlab.engine.summarize.offline import OfflineSummarizer
+from ctxlab.engine.synth import realistic as synth_realistic
+
+CORPUS = Path(__file__).resolve().parents[2] / "data" / "corpus"
+# Every strategy of the library that calls a summariser with its defaults on these.
+SUMMARISING = ("qwenpaw", "copaw", "cowagent", "picoclaw", "baseagent", "codex", "opencode",
+               "claude_code", "complexity_trap_summary", "aider", "gemini_cli", "cline",
+               "openhands_condenser", "anthropic_server_compaction")  # fmt: skip
+
+
+class EagerCapture:
+    """The offline summariser, keeping each request's input rendered at the call."""
+
+    def __init__(self) -> None:
+        self.inner = OfflineSummarizer()
+        self.name = self.inner.name
+        self.inputs: list[str] = []
+
+    def summarize(self, request: SummaryRequest) -> SummaryResponse:
+        self.inputs.append(request.input_text())
+        return self.inner.summarize(request)
+
+
+@functools.cache
+def _conversation(kind: str) -> Conversation:
+    if kind == "realistic":  # multibyte text, long tool outputs: a few compactions each
+        return synth_realistic.realistic_bench_conversation(CORPUS, messages=1_500, seed=3)
+    return synth.bench_conversation(CORPUS, messages=1_200, seed=0)  # real sessions joined
+
+
+def test_every_summarising_strategy_is_checked() -> None:
+    assert set(SUMMARISING) <= {n for n in LIBRARY if n in STRATEGIES}
+
+
+@pytest.mark.parametrize("name", SUMMARISING)
+def test_summary_input_read_equals_eager_rendering(name: str) -> None:
+    calls = 0
+    for kind in ("realistic", "corpus"):
+        capture = EagerCapture()
+        result = run(_conversation(kind), name, summarizer=capture)
+        assert [s.input for s in result.summaries] == capture.inputs, kind
+        for record in result.summaries:
+            assert isinstance(record.input, str)
+            assert pickle.loads(pickle.dumps(record)) == record
+        calls += len(capture.inputs)
+    assert calls, "the strategy summarises on these transcripts"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "short é",
+        "x" * PACK_CHARS,  # packed from this length on
+        ("tool output line 😀\n" * 4_000) + "\ud800 lone surrogate",
+        "中文" * PACK_CHARS,
+    ],
+)
+def test_packed_input_renders_the_request_exactly(text: str) -> None:
+    request = SummaryRequest(
+        "s", text, (PromptMessage("user", text), PromptMessage("assistant", "ok " + text))
+    )
+    packed = PackedInput(request)
+    assert packed() == request.input_text()
+    assert pickle.loads(pickle.dumps(packed))() == request.input_text()
+    if len(text) >= PACK_CHARS:  # kept compressed, several times smaller than the text
+        kept = packed.__getstate__()[2][0][1]
+        assert isinstance(kept, bytes) and len(kept) * 3 < len(text)
