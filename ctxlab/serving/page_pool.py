@@ -69,13 +69,15 @@ def default_count() -> int:
 class PagePool:
     """The page processes of one front: started, watched, restarted, stopped."""
 
-    def __init__(self, count: int, *, relay_tasks: bool = False) -> None:
-        """``relay_tasks``: the worker consumes in this process (``memory://`` broker), so
-        the page processes send their tasks through it (``ctxlab.serving.task_relay``)."""
+    def __init__(self, count: int, *, relay_to: Any = None) -> None:
+        """``relay_to``: the Celery app whose worker consumes in this process (``memory://``
+        broker), so the page processes send their tasks through it
+        (``ctxlab.serving.task_relay``); None: they send them themselves."""
         self.directory = Path(tempfile.mkdtemp(prefix="ctxlab-pages-"))
         os.chmod(self.directory, 0o700)
         self.sockets = [self.directory / f"page-{i}.sock" for i in range(count)]
-        self.relay_path = self.directory / task_relay.SOCKET_NAME if relay_tasks else None
+        self.relay_to = relay_to
+        self.relay_path = self.directory / task_relay.SOCKET_NAME if relay_to is not None else None
         self._relay: task_relay.Relay | None = None
         self.busy = [0] * count
         self._processes: list[subprocess.Popen[bytes] | None] = [None] * count
@@ -84,7 +86,7 @@ class PagePool:
 
     def start(self) -> None:
         if self.relay_path is not None:
-            self._relay = task_relay.Relay(self.relay_path)
+            self._relay = task_relay.Relay(self.relay_path, self.relay_to)
         for index in range(len(self.sockets)):
             self._spawn(index)
         self._watcher = threading.Thread(target=self._watch, name="ctxlab-pages", daemon=True)
@@ -92,7 +94,7 @@ class PagePool:
 
     def _spawn(self, index: int) -> None:
         self.sockets[index].unlink(missing_ok=True)
-        root = str(Path(__file__).resolve().parents[1])
+        root = str(Path(__file__).resolve().parents[2])  # the directory ctxlab/ is in
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
         env.pop(task_relay.ENV, None)

@@ -83,12 +83,12 @@ def send(
 
 
 class _Handler(socketserver.StreamRequestHandler):
-    def handle(self) -> None:
-        from ctxlab.celery import app
+    server: _Server
 
+    def handle(self) -> None:
         try:
             message = json.loads(self.rfile.readline(), object_hook=_decode)
-            result = app.send_task(
+            result = self.server.app.send_task(
                 message["name"], message["args"], message["kwargs"], **message["options"]
             )
             reply: dict[str, Any] = {"id": result.id}
@@ -100,15 +100,18 @@ class _Handler(socketserver.StreamRequestHandler):
 
 class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
     daemon_threads = True
+    app: Any  # the Celery app the front sends with
 
 
 class Relay:
-    """The front's end: sends the tasks page processes hand it on ``path``."""
+    """The front's end: sends the tasks page processes hand it on ``path`` with ``app``
+    (``ctxlab.celery.app``, whose worker consumes in this process)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, app: Any) -> None:
         path.unlink(missing_ok=True)
         self.path = path
         self._server = _Server(str(path), _Handler)
+        self._server.app = app
         self._thread = threading.Thread(
             target=self._server.serve_forever, name="ctxlab-task-relay", daemon=True
         )

@@ -9,6 +9,7 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandParser
 
+from ctxlab.celery import app
 from ctxlab.serving.bounded_server import BoundedServer
 from ctxlab.serving.embedded import embedded_broker, start_embedded_worker
 from ctxlab.serving.page_pool import PagePool, PageProxy, default_count, warm_up
@@ -57,7 +58,8 @@ class Command(BaseCommand):
             # channel layer and broker); page processes answer GET/HEAD (ctxlab.serving.page_pool).
             # A task queued by a page (a GET) reaches this process's worker through the
             # pool's relay (ctxlab.serving.task_relay) when the broker lives here.
-            server.pool = PagePool(count, relay_tasks=embedded_broker(settings.CELERY_BROKER_URL))
+            relay_to = app if embedded_broker(settings.CELERY_BROKER_URL) else None
+            server.pool = PagePool(count, relay_to=relay_to)
             server.pool.start()
             self.stdout.write(f"{count} page process(es) answer GET/HEAD requests.")
         # The reloader would fork a second process without the worker; memory:// cannot
