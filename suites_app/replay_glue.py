@@ -13,7 +13,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from replay_app.models import Run, RunAnalysis, RunStatus, StrategyConfig
-from replay_app.runs import pooled
+from replay_app.runs import pooled, reaping
 from replay_app.runs import services as replay_services
 from replay_app.runs.progress import ChannelProgress
 from replay_app.runs.transcript_picker import TranscriptPicker
@@ -37,7 +37,7 @@ TERMINAL = (RunStatus.DONE, RunStatus.FAILED, RunStatus.CANCELLED)
 
 
 def stale_seconds() -> int:
-    return replay_services.stale_seconds()
+    return reaping.stale_seconds()
 
 
 def create_run(

@@ -1,4 +1,5 @@
-"""Named actions on runs and comparison groups: create, enqueue, cancel, retry, reap
+"""Named actions on runs and comparison groups: create, enqueue, cancel, retry (reaping dead
+runs: ``reaping``)
 (views, tasks and the CLI all go through these; keyword-only, ``<entity>_<verb>``).
 """
 
@@ -7,10 +8,8 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any
 
-from django.conf import settings
 from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
@@ -35,14 +34,10 @@ from replay_app.runs import textstore
 from replay_app.runs.progress import (
     _notify,
 )
+from replay_app.runs.tasks import execute_run
 from sessions_app.models import Transcript
 
 SUMMARIZERS = ("offline", "recorded", "anthropic")
-
-
-def stale_seconds() -> int:
-    """A running run whose heartbeat is older than this is considered dead."""
-    return int(getattr(settings, "CTXLAB_RUN_STALE_SECONDS", 45))
 
 
 # ---------------------------------------------------------------------------------------
@@ -150,8 +145,6 @@ def group_create(
 
 
 def run_enqueue(run: Run) -> None:
-    from replay_app.runs.tasks import execute_run
-
     task_id = run.task_id
     transaction.on_commit(lambda: execute_run.apply_async((run.pk,), task_id=task_id))
 
@@ -209,37 +202,6 @@ def run_new_attempt(*, run: Run, claimed: QuerySet[Run]) -> bool:
         return False
     _delete_rows(run)
     return True
-
-
-def runs_reap_stale(*, max_age: float | None = None, now: Any = None) -> int:
-    """Mark running runs whose heartbeat stopped as failed ("worker stopped")."""
-    now = now or timezone.now()
-    cutoff = now - timedelta(seconds=stale_seconds() if max_age is None else max_age)
-    stale = list(
-        Run.objects.filter(status=RunStatus.RUNNING, heartbeat_at__lt=cutoff).values_list(
-            "pk", "heartbeat_at"
-        )
-    )
-    count = 0
-    for pk, heartbeat in stale:
-        count += Run.objects.filter(pk=pk, status=RunStatus.RUNNING, heartbeat_at=heartbeat).update(
-            status=RunStatus.FAILED,
-            finished_at=now,
-            error=f"worker stopped: no progress since {heartbeat:%Y-%m-%d %H:%M:%S} UTC",
-        )
-    for run in Run.objects.filter(pk__in=[pk for pk, _ in stale], status=RunStatus.FAILED):
-        _notify(run)
-    return count
-
-
-def runs_reap_lost_queued(*, before: Any) -> int:
-    """With an in-memory broker, queued tasks die with the process that queued them:
-    runs queued before this process started will never run."""
-    return Run.objects.filter(status=RunStatus.QUEUED, created_at__lt=before).update(
-        status=RunStatus.FAILED,
-        finished_at=timezone.now(),
-        error="worker restarted before the run started (the in-memory queue was lost)",
-    )
 
 
 def _delete_rows(run: Run) -> None:

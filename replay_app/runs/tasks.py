@@ -7,6 +7,12 @@ from typing import Any
 
 from celery import shared_task
 from celery.signals import worker_ready
+from django.conf import settings
+from django.utils import timezone
+
+from replay_app.models import Run
+from replay_app.runs import pooled, reaping
+from replay_app.runs.progress import ChannelProgress
 
 log = logging.getLogger(__name__)
 
@@ -14,10 +20,6 @@ log = logging.getLogger(__name__)
 @shared_task(name="replay_app.execute_run", acks_late=True)
 def execute_run(run_id: int) -> str:
     """Execute one queued run; the outcome (done/failed/cancelled) is stored on the run."""
-    from replay_app.models import Run
-    from replay_app.runs import pooled
-    from replay_app.runs.progress import ChannelProgress
-
     run = Run.objects.filter(pk=run_id).select_related("transcript").first()
     if run is None:
         return "missing"
@@ -29,21 +31,16 @@ def execute_run(run_id: int) -> str:
 def _reap_on_worker_start(**kwargs: Any) -> None:
     # A worker that starts means any earlier one may have died mid-run: fail its stale runs.
     try:
-        from django.conf import settings
-        from django.utils import timezone
-
-        from replay_app.runs import services
-
         started = timezone.now()
         if settings.CELERY_BROKER_URL.startswith("memory://"):
             # The embedded worker is the only one: a run still "running" or "queued" from
             # before this start belonged to a process that is gone, however recent its
             # last heartbeat (waiting for it to go stale left its page "running" for
             # minutes after a restart).
-            count = services.runs_reap_stale(max_age=0, now=started)
-            count += services.runs_reap_lost_queued(before=started)
+            count = reaping.runs_reap_stale(max_age=0, now=started)
+            count += reaping.runs_reap_lost_queued(before=started)
         else:  # other workers may be alive and running theirs: only silent ones are dead
-            count = services.runs_reap_stale()
+            count = reaping.runs_reap_stale()
         if count:
             log.warning("marked %d stale or lost run(s) as failed", count)
     except Exception:  # never keep a worker from starting

@@ -24,7 +24,7 @@ from ctxlab.web.redirects import safe_next
 from replay_app import run_rows
 from replay_app.costs import run_budget
 from replay_app.models import Run, RunGroup
-from replay_app.runs import services
+from replay_app.runs import reaping, services
 from replay_app.runs.forms import RunCreateForm
 from replay_app.runs.pages import whole_page
 from replay_app.runs.pages.group_page import GroupPage
@@ -38,7 +38,7 @@ from replay_app.runs.pages.run_page import FRAGMENTS, RunPage, load_ledger
 
 @require_GET
 def run_list(request: HttpRequest) -> HttpResponse:
-    services.runs_reap_stale()  # a page load is also a chance to notice dead workers
+    reaping.runs_reap_stale()  # a page load is also a chance to notice dead workers
     page = RunListPage(request.user, request.GET)
     if _wants_json(request):
         return json_response(page.as_json())
@@ -154,7 +154,7 @@ def run_retry(request: HttpRequest, pk: int) -> HttpResponse:
 
 @require_GET
 def group_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    services.runs_reap_stale()
+    reaping.runs_reap_stale()
     group = get_owned_or_404(RunGroup.objects.select_related("transcript"), request.user, pk=pk)
     page = GroupPage(group)
     if _wants_json(request):

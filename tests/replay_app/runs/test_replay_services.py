@@ -18,7 +18,7 @@ from replay_app.models import (
     RunStep,
     RunSummary,
 )
-from replay_app.runs import executor, services
+from replay_app.runs import executor, reaping, services
 from replay_app.runs.services import RunSpec
 
 pytestmark = pytest.mark.django_db
@@ -101,7 +101,7 @@ def test_runs_reap_stale_marks_dead_running_run_failed(user: Any, transcript: An
     Run.objects.filter(pk=run.pk).update(status=RunStatus.RUNNING, heartbeat_at=old)
     fresh = _queued(user, transcript)
     Run.objects.filter(pk=fresh.pk).update(status=RunStatus.RUNNING, heartbeat_at=timezone.now())
-    assert services.runs_reap_stale(max_age=60) == 1
+    assert reaping.runs_reap_stale(max_age=60) == 1
     run.refresh_from_db()
     fresh.refresh_from_db()
     assert run.status == RunStatus.FAILED

@@ -14,7 +14,7 @@ from replay_testdata import agent_chat, import_transcript
 from waiting import wait_until
 
 from replay_app.models import RETRYABLE_STATUSES, Run, RunStatus
-from replay_app.runs import services
+from replay_app.runs import reaping, services
 from replay_app.runs.heartbeat import pulse
 from replay_app.runs.services import RunSpec
 from replay_app.runs.tasks import _reap_on_worker_start
@@ -55,9 +55,9 @@ def test_worker_start_leaves_queued_runs_to_a_persistent_broker(user: Any) -> No
 @pytest.mark.django_db
 def test_killed_worker_run_failed_within_a_minute(client: Client, user: Any) -> None:
     run = _queued(user)
-    silent_since = timezone.now() - timedelta(seconds=services.stale_seconds() + 1)
+    silent_since = timezone.now() - timedelta(seconds=reaping.stale_seconds() + 1)
     Run.objects.filter(pk=run.pk).update(status=RunStatus.RUNNING, heartbeat_at=silent_since)
-    assert services.stale_seconds() < 60
+    assert reaping.stale_seconds() < 60
     client.force_login(user)
     client.get("/runs/")  # the runs list (and group pages, worker start) reap dead runs
     run.refresh_from_db()
@@ -79,4 +79,4 @@ def test_heartbeat_pulses_while_the_executor_is_silent(user: Any) -> None:
         )
     run.refresh_from_db()
     assert run.heartbeat_at > old + timedelta(minutes=4)
-    assert services.runs_reap_stale() == 0
+    assert reaping.runs_reap_stale() == 0
