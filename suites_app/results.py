@@ -20,10 +20,10 @@ from typing import Any
 from ctxlab.engine.core.catalogue import METRICS, OVERFLOW_KEY, best_flags, pathological, unit_note
 
 from .configs import fmt
+from .items import summary_row
 from .models import Suite, SuiteItem
 from .progress import SuiteProgressData, suite_progress_data
 from .replay_glue import Run, RunStatus, probe_scores
-from .services import summary_row
 
 # The leaderboard's axes: money when the ledger priced the runs, tokens sent otherwise.
 RETENTION_KEY = "retention"

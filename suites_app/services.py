@@ -3,7 +3,7 @@
 Fan-out: ``suite_enqueue`` sends one Celery group per suite, one ``execute_item`` task per
 (transcript × configuration). No chord: a chord needs its header's results and does not
 survive a lost worker; instead each finishing item checks whether it was the last one
-(``_maybe_finish``). Every item is safe to execute twice: the run's claim (queued ->
+(``items.maybe_finish``). Every item is safe to execute twice: the run's claim (queued ->
 running, fenced by its attempt number) lets one executor in, a duplicate finds it running
 or done and only records what it sees. So a redelivered task (``acks_late`` after a
 SIGKILLed worker), a resumed suite and a second ``suite run`` never duplicate a run.
@@ -12,34 +12,27 @@ SIGKILLed worker), a resumed suite and a second ``suite run`` never duplicate a 
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from celery import group
+from celery.signals import worker_ready
 from django.conf import settings
 from django.db import transaction
-from django.utils import timezone
 
-from ctxlab.engine.core.catalogue import METRICS
 from sessions_app.models import Transcript
 
+from . import items
 from . import replay_glue as glue
 from .configs import SuiteInputError, check_size
 from .models import Suite, SuiteItem
 from .progress import SuiteProgress, SuiteProgressData, suite_progress_data
+from .tasks import execute_item
 
 log = logging.getLogger(__name__)
 
 NAME_MAX = 200
 WORKER_LOST = ("worker stopped", "worker restarted")  # replay_app's reaper messages
-
-
-class RetryLater(Exception):
-    """Another live worker holds the run: look again in ``countdown`` seconds."""
-
-    def __init__(self, countdown: float) -> None:
-        super().__init__(f"run busy elsewhere; retry in {countdown:.0f} s")
-        self.countdown = countdown
 
 
 def suite_create(
@@ -97,10 +90,6 @@ def suite_create(
 
 def suite_enqueue(suite: Suite, items: Iterable[int] | None = None) -> int:
     """Queue one task per item (default: every item whose run is not finished)."""
-    from celery import group
-
-    from .tasks import execute_item
-
     if items is None:
         items = (
             suite.items.exclude(run__status__in=glue.TERMINAL)
@@ -119,8 +108,8 @@ def suite_cancel(*, suite: Suite) -> int:
     suite.cancel_requested = True
     run_ids = list(suite.items.exclude(run=None).values_list("run_id", flat=True))
     count = glue.cancel_queued(run_ids)
-    _sync_statuses(suite)
-    _maybe_finish(suite)
+    items.sync_statuses(suite)
+    items.maybe_finish(suite)
     SuiteProgress.push(suite, force=True)
     return count
 
@@ -155,9 +144,9 @@ def suite_resume(
             if not glue.requeue_run(run):
                 continue
         queue.append(item.pk)
-    _sync_statuses(suite)
+    items.sync_statuses(suite)
     suite_enqueue(suite, queue)
-    _maybe_finish(suite)  # nothing left to do: finished again
+    items.maybe_finish(suite)  # nothing left to do: finished again
     SuiteProgress.push(suite, force=True)
     return len(queue)
 
@@ -175,89 +164,18 @@ def suites_resume_after_restart() -> int:
 # --- executing one item -------------------------------------------------------------------
 
 
-def item_execute(item_id: int) -> str:
-    """Run (or re-run, up to the suite's attempts) one item's replay; record its summary.
-    RetryLater when another live worker is executing it."""
-    item = (
-        SuiteItem.objects.select_related("suite", "run", "run__transcript")
-        .filter(pk=item_id)
-        .first()
-    )
-    if item is None:  # the suite was deleted while its tasks were queued
-        return "missing"
-    suite, run = item.suite, item.run
-    if run is None:
-        return "missing"
-    if suite.cancel_requested and run.status == glue.RunStatus.QUEUED:
-        glue.cancel_queued([run.pk])
-        run.refresh_from_db()
-    while True:
-        if run.status == glue.RunStatus.RUNNING:
-            if not glue.heartbeat_stale(run):
-                raise RetryLater(max(2.0, glue.stale_seconds() / 2))
-            log.warning("suite %s: run %s lost its worker; new attempt", suite.pk, run.pk)
-            glue.requeue_run(run)
-        if run.status == glue.RunStatus.QUEUED:
-            started = time.monotonic()
-            run = glue.execute_run(run)
-            if run.status == glue.RunStatus.DONE:
-                item.seconds = time.monotonic() - started
-        if (
-            run.status == glue.RunStatus.FAILED
-            and run.attempts < suite.max_attempts
-            and not suite.cancel_requested
-            and glue.requeue_run(run)
-        ):
-            continue  # the per-run retry: a new attempt in this task
-        break
-    _record(item, run)
-    # Forced whenever nothing is left to run, whoever marked the suite finished: the item
-    # recorded last must be heard even if another finishing item pushed a moment ago (the
-    # throttle would drop it, leaving the page's results without this item's numbers).
-    SuiteProgress.push(suite, force=_maybe_finish(suite))
-    return str(run.status)
-
-
-def summary_row(run: glue.Run) -> dict[str, Any]:
-    """The run's catalogued numeric metrics, flat (what the results page aggregates)."""
-    metrics = run.metrics or {}
-    row: dict[str, Any] = {}
-    for key in METRICS:
-        value = metrics.get(key)
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            row[key] = value
-    findings = metrics.get("findings")
-    if isinstance(findings, dict):
-        row["findings_total"] = sum(v for v in findings.values() if isinstance(v, int))
-    row.update(glue.retention_of(run))
-    return row
-
-
-def _record(item: SuiteItem, run: glue.Run) -> None:
-    item.status = run.status
-    item.summary = summary_row(run) if run.status == glue.RunStatus.DONE else {}
-    item.finished_at = run.finished_at
-    item.save(update_fields=["status", "summary", "seconds", "finished_at"])
-
-
-def _sync_statuses(suite: Suite) -> None:
-    for item in suite.items.select_related("run").exclude(run=None):
-        assert item.run is not None
-        if item.status != item.run.status:
-            SuiteItem.objects.filter(pk=item.pk).update(status=item.run.status)
-
-
-def _maybe_finish(suite: Suite) -> bool:
-    """Mark the suite finished when no run is left to execute; whether none is."""
-    active = suite.items.exclude(run__status__in=glue.TERMINAL).exclude(run=None).exists()
-    if not active:
-        updated = Suite.objects.filter(pk=suite.pk, finished_at=None).update(
-            finished_at=timezone.now()
-        )
-        if updated:
-            suite.refresh_from_db()
-    return not active
-
-
 def suite_state(suite: Suite) -> SuiteProgressData:
     return suite_progress_data(suite)
+
+
+@worker_ready.connect
+def _resume_on_worker_start(**kwargs: Any) -> None:
+    # Connected at this app's ready(), after replay_app's reaper (INSTALLED_APPS order),
+    # which has failed the runs a dead worker left: unfinished suites give those a new
+    # attempt and carry on.
+    try:
+        count = suites_resume_after_restart()
+        if count:
+            log.warning("resumed %d suite item(s) left by a stopped worker", count)
+    except Exception:  # never keep a worker from starting
+        log.exception("suite resume failed at worker start")

@@ -6,8 +6,9 @@ import logging
 from typing import Any
 
 from celery import shared_task
-from celery.signals import worker_ready
 from django.db import OperationalError
+
+from . import items
 
 log = logging.getLogger(__name__)
 
@@ -21,27 +22,11 @@ log = logging.getLogger(__name__)
 )
 def execute_item(self: Any, item_id: int) -> str:
     """Execute one suite item (transcript × configuration) and record its summary row."""
-    from . import services
-
     try:
-        return services.item_execute(item_id)
-    except services.RetryLater as wait:
+        return items.item_execute(item_id)
+    except items.RetryLater as wait:
         raise self.retry(countdown=wait.countdown) from None
     except OperationalError as exc:  # the database went away for a moment
         if self.request.retries >= 3:
             raise
         raise self.retry(countdown=2**self.request.retries, exc=exc) from None
-
-
-@worker_ready.connect
-def _resume_on_worker_start(**kwargs: Any) -> None:
-    # Connected after replay_app's reaper (INSTALLED_APPS order), which has failed the runs
-    # a dead worker left: unfinished suites give those a new attempt and carry on.
-    try:
-        from . import services
-
-        count = services.suites_resume_after_restart()
-        if count:
-            log.warning("resumed %d suite item(s) left by a stopped worker", count)
-    except Exception:  # never keep a worker from starting
-        log.exception("suite resume failed at worker start")

@@ -11,6 +11,7 @@ from waiting import Communicator
 
 from ctxlab.asgi import application
 from suites_app import configs, services
+from suites_app.items import item_execute
 from suites_app.progress import SuiteProgress
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -51,7 +52,7 @@ async def test_owner_gets_catch_up_then_live_progress(user: Any) -> None:
     item = await database_sync_to_async(lambda: suite.items.first())()
     SuiteProgress._last.clear()  # a pk reused from an earlier test must not throttle this
     # One item executes (eager): its completion is pushed to the open page.
-    await database_sync_to_async(services.item_execute)(item.pk)
+    await database_sync_to_async(item_execute)(item.pk)
     html = await comm.receive_from()
     assert 'data-done="1"' in html and 'data-finished="false"' in html
     await comm.disconnect()

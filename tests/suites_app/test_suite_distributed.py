@@ -101,7 +101,7 @@ def two_workers(transactional_db: None) -> Iterator[dict[str, subprocess.Popen[b
 
 async def _progress_until_finished(channel: str) -> list[Any]:
     """Suite progress messages received over the channel layer up to the final one (the
-    item recorded last always pushes ``finished``, services.item_execute). One event loop:
+    item recorded last always pushes ``finished``, items.item_execute). One event loop:
     channels_redis binds its receive queue to the first."""
     got = await receive_until(
         get_channel_layer(), channel, lambda m: m["data"]["finished"],

@@ -14,6 +14,7 @@ from suite_testdata import import_chat
 
 from replay_app.models import Run, RunStatus
 from suites_app import configs, replay_glue, results, services
+from suites_app.items import item_execute
 from suites_app.models import Suite, SuiteItem
 from suites_app.progress import SuiteProgress
 
@@ -45,7 +46,7 @@ def _stats(suite: Suite) -> dict[int, dict[str, Any]]:
 def test_results_show_a_done_run_whose_item_is_not_recorded_yet(user: Any) -> None:
     suite = _suite(user)
     first, second = suite.items.order_by("config_index")
-    services.item_execute(second.pk)
+    item_execute(second.pk)
     _run_without_recording(first)
 
     page = results.build(suite)
@@ -55,7 +56,7 @@ def test_results_show_a_done_run_whose_item_is_not_recorded_yet(user: Any) -> No
     # The unrecorded run's numbers are there, as its recorded row will have them.
     early = _stats(suite)
     assert early[0]["steps"]["n"] == 1 and early[0].keys() >= {"peak_strategy", "steps"}
-    services.item_execute(first.pk)
+    item_execute(first.pk)
     first.refresh_from_db()
     assert first.status == RunStatus.DONE and first.summary
     assert _stats(suite) == early
@@ -77,13 +78,13 @@ def test_the_item_recorded_last_is_pushed_even_right_after_another_finished_the_
         # its results now, without the first item's row).
         done = real_execute(run, live=live)
         if run.pk == first.run_id:
-            services.item_execute(second.pk)
+            item_execute(second.pk)
             assert [d["finished"] for d in sent] == [True]
         return done
 
     monkeypatch.setattr(replay_glue, "execute_run", then_the_other_task)
     SuiteProgress._last.clear()
-    services.item_execute(first.pk)
+    item_execute(first.pk)
     # The first task records its row a moment later, inside the throttle's interval: it
     # must push again so the page fetches the results once more, with that row.
     assert len(sent) == 2 and sent[-1]["finished"] and sent[-1]["done"] == 2
@@ -93,7 +94,7 @@ def test_results_fragment_says_what_progress_it_was_read_at(user: Any, client: C
     suite = _suite(user)
     client.force_login(user)
     first, second = suite.items.order_by("config_index")
-    services.item_execute(first.pk)
+    item_execute(first.pk)
 
     def fragment() -> str:
         response = client.get(f"/suites/{suite.pk}/?fragment=results")
@@ -103,7 +104,7 @@ def test_results_fragment_says_what_progress_it_was_read_at(user: Any, client: C
     html = fragment()
     assert re.search(r'id="results"[^>]*data-finished="false" data-done="1" data-total="2"', html)
     assert "Partial results: 1 of 2 runs done so far" in html
-    services.item_execute(second.pk)
+    item_execute(second.pk)
     html = fragment()
     assert re.search(r'id="results"[^>]*data-finished="true" data-done="2" data-total="2"', html)
     assert "Partial results" not in html
@@ -123,7 +124,7 @@ def test_pushed_progress_carries_the_actions_of_its_state(user: Any, client: Cli
         f'hx-post="/suites/{suite.pk}/cancel/"' in running and "csrfmiddlewaretoken" not in running
     )
     assert "suite-resume" not in running
-    services.item_execute(first.pk)
+    item_execute(first.pk)
     assert second.run_id is not None
     replay_glue.cancel_queued([second.run_id])
     stopped = render_progress(suite_progress_data(suite))

@@ -11,6 +11,7 @@ from suite_testdata import import_chat
 from replay_app.models import Run, RunStatus
 from suites_app import configs, services
 from suites_app.configs import Base, SuiteInputError
+from suites_app.items import item_execute
 from suites_app.models import Suite, SuiteItem
 
 pytestmark = pytest.mark.django_db
@@ -97,7 +98,7 @@ def test_suite_runs_every_pair_once_and_stores_one_summary_row_each(user: Any) -
     # Queued again (a second `suite run`, a redelivered task): nothing is redone.
     assert services.suite_enqueue(suite) == 0
     for it in suite.items.all():
-        services.item_execute(it.pk)
+        item_execute(it.pk)
     assert Run.objects.filter(owner=user).count() == 12
     assert set(runs.values_list("attempts", flat=True)) == {1}
 
@@ -131,7 +132,7 @@ def test_resume_redoes_only_lost_runs(user: Any, settings: Any) -> None:
         configs=configs.preset_configs(["qwenpaw", "picoclaw"], window=8000), enqueue=False,
     )  # fmt: skip
     items = list(suite.items.select_related("run").order_by("pk"))
-    services.item_execute(items[0].pk)  # finished before the "restart"
+    item_execute(items[0].pk)  # finished before the "restart"
     done_run = Run.objects.get(pk=items[0].run_id)
     finished_at = done_run.finished_at
     # The server restarted mid-run (heartbeat seconds old: no other worker can hold it with
@@ -185,7 +186,7 @@ def test_failed_run_is_retried_up_to_max_attempts(user: Any) -> None:
     item = suite.items.get()
     # The transcript vanishes from under the run's replay: each attempt fails the same way.
     Run.objects.filter(pk=item.run_id).update(strategy="no_such_strategy")
-    assert services.item_execute(item.pk) == RunStatus.FAILED
+    assert item_execute(item.pk) == RunStatus.FAILED
     run = Run.objects.get(pk=item.run_id)
     assert run.attempts == 3 and "no_such_strategy" in run.error
     item.refresh_from_db()
