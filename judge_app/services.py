@@ -12,10 +12,8 @@ failed call is one failed score. The run's own rows are never touched.
 from __future__ import annotations
 
 import logging
-import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import timedelta
 from decimal import Decimal
 from itertools import accumulate
 from typing import Any
@@ -45,7 +43,6 @@ GENERATOR = 3
 _NO_ZONES = Zones(0, 0, 0, 0, 0, 0, 0, 0, None)
 ANSWER_TOKENS = 300  # answer_request's cap, for the estimate
 JUDGE_TOKENS = 200
-STALE_MINUTES = 30
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,40 +222,6 @@ def estimate_usd(row: ProbeSet, model: str) -> Decimal:
         if p.kind not in probe_scoring.EXACT_KINDS:
             total += cost(Usage(input_uncached=600, output=JUDGE_TOKENS), info)
     return total
-
-
-def request_claude(row: ProbeSet, *, model: str, budget_usd: Decimal) -> str:
-    """Queue Claude scoring, or say why not ("" when queued). Refused before anything is
-    written when the key is missing or the estimate is over the budget."""
-    if not llm.key_available():
-        return llm.NO_KEY_MESSAGE
-    if row.claude_status in (ClaudeStatus.QUEUED, ClaudeStatus.RUNNING) and not _stale(row):
-        return "Claude scoring is already under way for this run."
-    if not row.probes.exists():
-        return "This run has no probes: none of its compactions removed anything probed."
-    estimate = estimate_usd(row, model)
-    if estimate > budget_usd:
-        return (
-            f"Refused: scoring {row.probes.count()} probes with {model} would cost up to "
-            f"${estimate:.4f}, over the ${budget_usd:.2f} budget. Raise the budget or use "
-            "the offline scores. Nothing was sent or stored."
-        )
-    from .tasks import score_probes_with_claude
-
-    task_id = uuid.uuid4().hex  # stored before the task is sent: a worker may finish first
-    ProbeSet.objects.filter(pk=row.pk).update(
-        claude_status=ClaudeStatus.QUEUED, claude_model=model, claude_budget_usd=budget_usd,
-        claude_message="", claude_task_id=task_id, claude_requested_at=timezone.now(),
-    )  # fmt: skip
-    score_probes_with_claude.apply_async((row.pk, model, str(budget_usd)), task_id=task_id)
-    return ""
-
-
-def _stale(row: ProbeSet) -> bool:
-    """A scoring queued or running this long is taken as lost (a worker died): it may be
-    started again."""
-    started = row.claude_requested_at
-    return started is None or timezone.now() - started > timedelta(minutes=STALE_MINUTES)
 
 
 def score_with_claude(set_id: int, model: str, budget_usd: Decimal) -> ProbeSet:

@@ -8,13 +8,17 @@ messages, summaries), never replayed, and its scores are kept in ``ProbeSet.shar
 under ``<key>@<position>``: the same question at the same point costs nothing in a later
 comparison, and a page whose runs are all scored already reads no transcript or event.
 Scoring what is missing takes seconds on a long transcript, so a web request only reads
-(``compute=False``) and a Celery task scores (``shared_jobs``).
+(``compute=False``) and a Celery task scores (queued by ``shared_jobs``; its body is
+``score`` here).
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from typing import Any
+
+from django.utils import timezone
 
 from ctxlab.engine.core.model import Message
 from ctxlab.engine.evaluate.probes import shared as shared_probes
@@ -25,7 +29,9 @@ from ctxlab.engine.privacy.secrets import mask
 from replay_app.models import Run, RunStatus, RunStep
 
 from . import services
-from .models import Probe, ProbeSet
+from .models import Probe, ProbeSet, SharedScoring
+
+log = logging.getLogger(__name__)
 
 # Bumped when the shared set's scoring changes: stored shared scores are recomputed.
 # 2: recall answers anchored to the call they answered; entries carry ``other_outputs``.
@@ -250,3 +256,61 @@ def _page_data(
         "runs": run_rows,
         "probes": probes,
     }
+
+
+# --- the background tasks' bodies (queued by ``shared_jobs``) --------------------------
+
+
+def runs_key(ids: Sequence[int]) -> str:
+    return ",".join(str(pk) for pk in sorted(set(ids)))
+
+
+def score(run_ids: Sequence[int]) -> str:
+    """The task's body: score and store every missing piece of the set, telling the row
+    how many runs are done; a failure is stored on the row (the page says it), not raised.
+    The runs' own sets are made first where they are outdated (also when the runs replay
+    different transcripts and have no shared set)."""
+
+    def work(runs: list[Run], progress: Callable[[int], None]) -> None:
+        for run in runs:
+            services.probe_set(run)
+        shared_data(runs, compute=True, progress=progress)
+
+    return _run_job(run_ids, runs_key(run_ids), work, "Scoring the shared questions failed")
+
+
+def generate_sets(run_ids: Sequence[int], key: str) -> str:
+    """The ``generate_probe_sets`` task's body: each run's current probe set made where it
+    is missing or outdated, the row told after each run."""
+
+    def work(runs: list[Run], progress: Callable[[int], None]) -> None:
+        for done, run in enumerate(runs, 1):
+            services.probe_set(run)
+            progress(done)
+
+    return _run_job(run_ids, key, work, "Making the probes failed")
+
+
+def _run_job(
+    run_ids: Sequence[int], key: str, work: Callable[[list[Run], Callable[[int], None]], None],
+    failed: str,
+) -> str:  # fmt: skip
+    rows = SharedScoring.objects.filter(runs=key)
+    rows.update(status=SharedScoring.Status.RUNNING)
+
+    def progress(done: int) -> None:
+        rows.update(done_runs=done)
+
+    try:
+        found = {r.pk: r for r in Run.objects.select_related("transcript").filter(pk__in=run_ids)}
+        work([found[pk] for pk in run_ids if pk in found], progress)
+    except Exception as exc:  # derived data: the runs themselves are never touched
+        log.exception("probes of runs %s (%s): failed", list(run_ids), key)
+        rows.update(
+            status=SharedScoring.Status.FAILED,
+            message=f"{failed}: {type(exc).__name__}: {exc}"[:2000],
+            finished_at=timezone.now(),
+        )
+        return "failed"
+    rows.update(status=SharedScoring.Status.DONE, finished_at=timezone.now())
+    return "done"

@@ -12,35 +12,40 @@ A run's own probe set is made the same way when it is missing or outdated (a run
 before ``services.GENERATOR`` changed): ``own_sets_job`` queues ``generate_probe_sets``
 under its own ``SharedScoring`` row (key ``own:<ids>`` for a run page, ``suite:<id>`` for a
 suite) and the page polls or says the scores are being brought up to date. The shared
-task makes the runs' own sets first, so a comparison needs one task, not two.
+task makes the runs' own sets first, so a comparison needs one task, not two. The tasks'
+bodies are ``shared.score`` and ``shared.generate_sets``.
+
+Claude scoring of a run's probe set is queued here too (``request_claude``); its body is
+``services.score_with_claude``.
 """
 
 from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import timedelta
+from decimal import Decimal
 from typing import Any
 
 from django.db import IntegrityError
 from django.utils import timezone
 
+from replay_app.costs import llm
 from replay_app.models import Run, RunStatus
 
 from . import services, shared
-from .models import SharedScoring
+from .models import ClaudeStatus, ProbeSet, SharedScoring
+from .shared import runs_key
+from .tasks import generate_probe_sets, score_probes_with_claude, score_shared_probes
 
 log = logging.getLogger(__name__)
 
 POLL_SECONDS = 1
+CLAUDE_STALE_MINUTES = 30  # a Claude scoring queued or running this long: lost
 STALE_MINUTES = 10  # a task queued or running this long is taken as lost: queued again
 OWN_PREFIX = "own:"
 CHANGED = "The runs changed while their shared questions were scored (one was retried or finished)."
-
-
-def runs_key(ids: Sequence[int]) -> str:
-    return ",".join(str(pk) for pk in sorted(set(ids)))
 
 
 def shared_view(
@@ -62,7 +67,7 @@ def shared_view(
         return data
     if row is None or _should_start(row, retry_failed):
         done = sum(1 for r in runs if r.status == RunStatus.DONE)
-        row = _start(key, score_shared_probes_task(), ([r.pk for r in runs],), done)
+        row = _start(key, score_shared_probes, ([r.pk for r in runs],), done)
         data = _read(runs)  # an eager task has finished already
         if not data.get("pending") and not data.get("own_pending"):
             return data
@@ -100,7 +105,7 @@ def own_sets_job(
     if poll and row is not None and row.status == SharedScoring.Status.DONE:
         return {**_job(row), "error": CHANGED}
     if row is None or _should_start(row, retry_failed):
-        row = _start(key, generate_probe_sets_task(), (stale, key), len(stale))
+        row = _start(key, generate_probe_sets, (stale, key), len(stale))
         if not services.stale_runs(stale):  # an eager task has finished already
             return None
         row = SharedScoring.objects.filter(runs=key).first() or row
@@ -117,18 +122,6 @@ def _job(row: SharedScoring) -> dict[str, Any]:
         "total_runs": row.total_runs,
         "poll_seconds": POLL_SECONDS,
     }
-
-
-def score_shared_probes_task() -> Any:
-    from .tasks import score_shared_probes
-
-    return score_shared_probes
-
-
-def generate_probe_sets_task() -> Any:
-    from .tasks import generate_probe_sets
-
-    return generate_probe_sets
 
 
 def _should_start(row: SharedScoring, retry_failed: bool) -> bool:
@@ -156,52 +149,36 @@ def _start(key: str, task: Any, args: tuple[Any, ...], total: int) -> SharedScor
     return row
 
 
-def score(run_ids: Sequence[int]) -> str:
-    """The task's body: score and store every missing piece of the set, telling the row
-    how many runs are done; a failure is stored on the row (the page says it), not raised.
-    The runs' own sets are made first where they are outdated (also when the runs replay
-    different transcripts and have no shared set)."""
-
-    def work(runs: list[Run], progress: Callable[[int], None]) -> None:
-        for run in runs:
-            services.probe_set(run)
-        shared.shared_data(runs, compute=True, progress=progress)
-
-    return _run_job(run_ids, runs_key(run_ids), work, "Scoring the shared questions failed")
+# --- Claude scoring of a run's probe set ------------------------------------------------
 
 
-def generate_sets(run_ids: Sequence[int], key: str) -> str:
-    """The ``generate_probe_sets`` task's body: each run's current probe set made where it
-    is missing or outdated, the row told after each run."""
-
-    def work(runs: list[Run], progress: Callable[[int], None]) -> None:
-        for done, run in enumerate(runs, 1):
-            services.probe_set(run)
-            progress(done)
-
-    return _run_job(run_ids, key, work, "Making the probes failed")
-
-
-def _run_job(
-    run_ids: Sequence[int], key: str, work: Callable[[list[Run], Callable[[int], None]], None],
-    failed: str,
-) -> str:  # fmt: skip
-    rows = SharedScoring.objects.filter(runs=key)
-    rows.update(status=SharedScoring.Status.RUNNING)
-
-    def progress(done: int) -> None:
-        rows.update(done_runs=done)
-
-    try:
-        found = {r.pk: r for r in Run.objects.select_related("transcript").filter(pk__in=run_ids)}
-        work([found[pk] for pk in run_ids if pk in found], progress)
-    except Exception as exc:  # derived data: the runs themselves are never touched
-        log.exception("probes of runs %s (%s): failed", list(run_ids), key)
-        rows.update(
-            status=SharedScoring.Status.FAILED,
-            message=f"{failed}: {type(exc).__name__}: {exc}"[:2000],
-            finished_at=timezone.now(),
+def request_claude(row: ProbeSet, *, model: str, budget_usd: Decimal) -> str:
+    """Queue Claude scoring, or say why not ("" when queued). Refused before anything is
+    written when the key is missing or the estimate is over the budget."""
+    if not llm.key_available():
+        return llm.NO_KEY_MESSAGE
+    if row.claude_status in (ClaudeStatus.QUEUED, ClaudeStatus.RUNNING) and not _claude_stale(row):
+        return "Claude scoring is already under way for this run."
+    if not row.probes.exists():
+        return "This run has no probes: none of its compactions removed anything probed."
+    estimate = services.estimate_usd(row, model)
+    if estimate > budget_usd:
+        return (
+            f"Refused: scoring {row.probes.count()} probes with {model} would cost up to "
+            f"${estimate:.4f}, over the ${budget_usd:.2f} budget. Raise the budget or use "
+            "the offline scores. Nothing was sent or stored."
         )
-        return "failed"
-    rows.update(status=SharedScoring.Status.DONE, finished_at=timezone.now())
-    return "done"
+    task_id = uuid.uuid4().hex  # stored before the task is sent: a worker may finish first
+    ProbeSet.objects.filter(pk=row.pk).update(
+        claude_status=ClaudeStatus.QUEUED, claude_model=model, claude_budget_usd=budget_usd,
+        claude_message="", claude_task_id=task_id, claude_requested_at=timezone.now(),
+    )  # fmt: skip
+    score_probes_with_claude.apply_async((row.pk, model, str(budget_usd)), task_id=task_id)
+    return ""
+
+
+def _claude_stale(row: ProbeSet) -> bool:
+    """A scoring queued or running this long is taken as lost (a worker died): it may be
+    started again."""
+    started = row.claude_requested_at
+    return started is None or timezone.now() - started > timedelta(minutes=CLAUDE_STALE_MINUTES)

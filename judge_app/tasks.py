@@ -8,7 +8,7 @@ from decimal import Decimal
 
 from celery import shared_task
 
-from . import services
+from . import services, shared
 
 log = logging.getLogger(__name__)
 
@@ -26,15 +26,11 @@ def score_probes_with_claude(set_id: int, model: str, budget_usd: str) -> str:
 
 @shared_task(name="judge_app.score_shared_probes")
 def score_shared_probes(run_ids: list[int]) -> str:
-    """A comparison's shared question set, scored and stored (``shared_jobs.score``)."""
-    from . import shared_jobs
-
-    return shared_jobs.score(run_ids)
+    """A comparison's shared question set, scored and stored (``shared.score``)."""
+    return shared.score(run_ids)
 
 
 @shared_task(name="judge_app.generate_probe_sets")
 def generate_probe_sets(run_ids: list[int], key: str) -> str:
-    """Runs' own probe sets made where missing or outdated (``shared_jobs.generate_sets``)."""
-    from . import shared_jobs
-
-    return shared_jobs.generate_sets(run_ids, key)
+    """Runs' own probe sets made where missing or outdated (``shared.generate_sets``)."""
+    return shared.generate_sets(run_ids, key)

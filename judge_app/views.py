@@ -90,7 +90,7 @@ def run_probes_claude(request: HttpRequest, pk: int) -> HttpResponse:
     if not budget.is_finite() or budget <= 0:
         messages.error(request, "The budget must be a positive amount in USD.")
         return redirect(target)
-    problem = services.request_claude(row, model=model, budget_usd=budget)
+    problem = shared_jobs.request_claude(row, model=model, budget_usd=budget)
     if problem:
         messages.error(request, problem)
     else:

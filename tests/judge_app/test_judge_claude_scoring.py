@@ -14,7 +14,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: the shared fake
 from fake_anthropic import MESSAGES, FakeAnthropic, Reply  # noqa: E402
 
-from judge_app import services  # noqa: E402
+from judge_app import services, shared_jobs  # noqa: E402
 from judge_app.models import ProbeScore, ProbeSet  # noqa: E402
 
 pytestmark = pytest.mark.django_db
@@ -79,7 +79,7 @@ def test_claude_scores_every_probe(auth_client: Any, fake: FakeAnthropic, qwen_r
     assert data["claude"]["status"] == "done" and data["claude"]["summary"]["probes"] == len(probes)
     assert SECRET not in auth_client.get(f"/runs/{qwen_run.pk}/probes/").content.decode()
     # scoring again is served from the summary cache: no new request, free
-    services.request_claude(row, model=row.claude_model, budget_usd=services.Decimal("5"))
+    shared_jobs.request_claude(row, model=row.claude_model, budget_usd=services.Decimal("5"))
     assert len(fake.requests_to(MESSAGES)) == len(sent)
     assert all(s.cached and s.cost_usd == 0 for s in ProbeScore.objects.filter(method="claude"))
 
@@ -178,13 +178,13 @@ def test_a_lost_scoring_can_be_started_again(fake: FakeAnthropic, qwen_run: Any)
     )
     row.refresh_from_db()
     five = services.Decimal("5")
-    assert "already under way" in services.request_claude(
+    assert "already under way" in shared_jobs.request_claude(
         row, model="claude-haiku-5-5", budget_usd=five
     )
     ProbeSet.objects.filter(pk=row.pk).update(
-        claude_requested_at=timezone.now() - timedelta(minutes=services.STALE_MINUTES + 1)
+        claude_requested_at=timezone.now() - timedelta(minutes=shared_jobs.CLAUDE_STALE_MINUTES + 1)
     )
     row.refresh_from_db()
-    assert services.request_claude(row, model="claude-haiku-5-5", budget_usd=five) == ""
+    assert shared_jobs.request_claude(row, model="claude-haiku-5-5", budget_usd=five) == ""
     row.refresh_from_db()
     assert row.claude_status == "done"

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from judge_app import services, shared_jobs
+from judge_app import services, shared, shared_jobs
 from judge_app.models import ProbeSet, SharedScoring
 from sessions_app.models import Transcript
 
@@ -69,7 +69,7 @@ def test_run_page_polls_while_a_task_makes_the_set_then_reloads(
     assert not poll.content.decode().lstrip().startswith("<!DOCTYPE")  # the note alone
     monkeypatch.undo()
 
-    assert shared_jobs.generate_sets([qwen_run.pk], key) == "done"  # what the worker runs
+    assert shared.generate_sets([qwen_run.pk], key) == "done"  # what the worker runs
     row = SharedScoring.objects.get(runs=key)
     assert row.status == "done" and row.done_runs == 1
     assert ProbeSet.objects.get(run=qwen_run).generator == services.GENERATOR
@@ -130,7 +130,7 @@ def test_compare_page_marks_outdated_runs_pending_and_reloads_when_made(
     assert "HX-Refresh" not in poll.headers and "fragment=shared&amp;own=1" in poll.content.decode()
     monkeypatch.undo()
 
-    assert shared_jobs.score([qwen_run.pk, cow_run.pk]) == "done"  # makes the own set first
+    assert shared.score([qwen_run.pk, cow_run.pk]) == "done"  # makes the own set first
     assert services.current_set(cow_run) is not None
     poll = auth_client.get(f"/compare/probes/?runs={ids}&fragment=shared&own=1")
     assert poll.headers["HX-Refresh"] == "true"

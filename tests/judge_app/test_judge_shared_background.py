@@ -71,7 +71,7 @@ def test_a_task_at_work_shows_a_polling_section_until_its_scores_are_stored(
     assert not poll.lstrip().startswith("<!DOCTYPE")  # the section alone
     monkeypatch.undo()
 
-    assert shared_jobs.score([r.pk for r in runs]) == "done"  # what the worker runs
+    assert shared.score([r.pk for r in runs]) == "done"  # what the worker runs
     row = SharedScoring.objects.get()
     assert row.status == "done" and row.done_runs == 4 and row.finished_at is not None
     ready = auth_client.get(f"/compare/probes/?runs={ids}&fragment=shared").content.decode()
