@@ -8,8 +8,8 @@ from builders import assistant, call, conv, cycle, system, tool_result, user
 from ctxlab.engine.core.context import ReplayContext
 from ctxlab.engine.core.model import Message
 from ctxlab.engine.core.records import Fate, expand, fates_at, to_ranges
+from ctxlab.engine.core.strategy import Strategy
 from ctxlab.engine.replay import call_starts, replay, run
-from ctxlab.engine.strategies.base import Strategy
 
 
 class Toy(Strategy):

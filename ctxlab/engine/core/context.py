@@ -40,7 +40,7 @@ from .summary_request import Summarizer, SummarizerError, SummaryRequest
 from .tool_pairs import ToolLedger, _ids_and_result, has_tool_result, tool_ids
 
 if TYPE_CHECKING:
-    from ..strategies.base import Strategy
+    from .strategy import Strategy
 
 
 @dataclass(slots=True)

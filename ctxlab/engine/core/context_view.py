@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from ..strategies.base import Strategy
     from ..tokens.reference import ReferenceTokens
     from .context import Pending, ReplayContext, _ActionScope
     from .model import Conversation, Message
     from .records import Event, ReplayResult, SummaryRecord
+    from .strategy import Strategy
     from .tool_pairs import ToolLedger
 
 
@@ -94,7 +94,7 @@ class ContextView:
     # --- per replay ---------------------------------------------------------------------
     @property
     def state(self) -> Any:
-        """The strategy's per-replay state (``Strategy.State``, see strategies/base.py)."""
+        """The strategy's per-replay state (``Strategy.State``, see core/strategy.py)."""
         return self._ctx.state
 
     @property

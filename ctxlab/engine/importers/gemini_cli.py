@@ -28,7 +28,8 @@ from ..core.model import (
 )
 from ._common import WarningTally, iter_jsonl, load_json, require_content, short_title
 from ._kit import as_int, base64_size, title_from
-from .openai_chat import _looks_like_jsonl, as_dict, as_list, as_str
+from ._openai_messages import as_dict, as_list, as_str
+from .openai_chat import _looks_like_jsonl
 
 FORMAT = "gemini-cli"
 LABEL = "Gemini CLI session"

@@ -39,16 +39,9 @@ from ..core.model import (
 from ._common import WarningTally, iter_jsonl, load_json, require_content, short_title
 from ._json_stream import array_items
 from ._kit import title_from
+from ._openai_messages import as_dict, as_list, as_str, media_block, openai_usage, parse_arguments
 from ._stream import ConversationStream, StreamedFile, stream_of
-from .openai_chat import (
-    _looks_like_jsonl,
-    as_dict,
-    as_list,
-    as_str,
-    media_block,
-    openai_usage,
-    parse_arguments,
-)
+from .openai_chat import _looks_like_jsonl
 
 FORMAT = "openhands"
 LABEL = "OpenHands event stream"

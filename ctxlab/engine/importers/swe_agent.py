@@ -28,7 +28,7 @@ from ..core.model import (
 )
 from ._common import WarningTally, load_json, require_content, short_title
 from ._kit import title_from
-from .openai_chat import MessageConverter, as_dict, as_str, content_blocks
+from ._openai_messages import MessageConverter, as_dict, as_str, content_blocks
 
 FORMAT = "swe-agent"
 LABEL = "SWE-agent trajectory (.traj)"

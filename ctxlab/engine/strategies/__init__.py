@@ -4,7 +4,7 @@ How to add a strategy
 =====================
 
 1. Create ``ctxlab/engine/strategies/<name>.py`` with a subclass of
-   ``ctxlab.engine.strategies.base.Strategy`` and expose it as ``STRATEGY = MyStrategy``
+   ``ctxlab.engine.core.strategy.Strategy`` and expose it as ``STRATEGY = MyStrategy``
    (modules without ``STRATEGY``, or starting with ``_``, are skipped). Set::
 
        name = "mystrategy"            # registry key, the --strategy value
@@ -100,7 +100,7 @@ import pkgutil
 from collections.abc import Mapping
 from typing import Any
 
-from .base import Strategy
+from ..core.strategy import Strategy
 
 _SKIP = {"base"}
 

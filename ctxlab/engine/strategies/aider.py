@@ -60,9 +60,9 @@ from ..core.findings import check_summary_size
 from ..core.model import BlockKind, Message, Role
 from ..core.params import Param
 from ..core.records import Fate, SourceIndexes, SummaryRecord
+from ..core.strategy import Strategy
 from ..core.summary_request import MaterialItem, PromptMessage, SummaryRequest
 from ..tokens.cl100k import block_text, reference_counter
-from .base import Strategy
 
 if TYPE_CHECKING:
     from ..core.context_view import ContextView

@@ -61,8 +61,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from ..core.model import Block, BlockKind, Message, Role
 from ..core.params import Param
 from ..core.records import Fate
+from ..core.strategy import ReferenceEstimator, Strategy
 from ..tokens.cl100k import block_text
-from .base import ReferenceEstimator, Strategy
 
 if TYPE_CHECKING:
     from ..core.context import Action

@@ -42,8 +42,8 @@ from ..core.findings import check_summary_size
 from ..core.model import BlockKind, Message
 from ..core.params import Param
 from ..core.records import Fate
+from ..core.strategy import ReferenceEstimator, Strategy
 from ..core.summary_request import MaterialItem, PromptMessage, Section, SummaryRequest
-from .base import ReferenceEstimator, Strategy
 
 if TYPE_CHECKING:
     from ..core.context_view import ContextView

@@ -26,11 +26,11 @@ from ..core.findings import check_summary_size
 from ..core.model import BlockKind, Message, ToolDef
 from ..core.params import Param
 from ..core.records import Fate
+from ..core.strategy import Strategy
 from ..core.summary_request import MaterialItem, PromptMessage, Section, SummaryRequest
 from ..stages.remade_input import RemadeInput
 from . import _baseagent_rules as rules
 from ._baseagent_rules import BaseMsg
-from .base import Strategy
 
 if TYPE_CHECKING:
     from ..core.context_view import ContextView

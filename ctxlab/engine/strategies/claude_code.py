@@ -111,6 +111,7 @@ from ..core.findings import check_summary_size
 from ..core.model import Block, BlockKind, Conversation, Message, OriginalCompaction, Role
 from ..core.params import Param
 from ..core.records import Fate, Zones
+from ..core.strategy import Strategy
 from ..core.summary_request import MaterialItem, PromptMessage, Section, SummaryRequest
 from ..stages.js_text import quarter_length_tokens
 from ..stages.originals import (
@@ -123,7 +124,6 @@ from . import _claude_code_rules as rules
 from . import _claude_code_versions as versions
 from ._claude_code_versions import VersionRules
 from ._gemini_cli_rules import js_json
-from .base import Strategy
 
 if TYPE_CHECKING:
     from ..core.context_view import ContextView

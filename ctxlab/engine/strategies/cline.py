@@ -56,11 +56,11 @@ from ..core.findings import check_summary_size
 from ..core.model import Block, BlockKind, Message, Role
 from ..core.params import Param
 from ..core.records import Fate
+from ..core.strategy import Strategy
 from ..core.summary_request import MaterialItem, PromptMessage, Section, SummaryRequest
 from . import _cline_basic as basic
 from . import _cline_rules as r
 from ._gemini_cli_rules import js_json, js_len
-from .base import Strategy
 
 if TYPE_CHECKING:
     from ..core.context_view import ContextView

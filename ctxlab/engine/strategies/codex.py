@@ -81,12 +81,12 @@ from ..core.findings import check_summary_size
 from ..core.model import Block, BlockKind, Message, OriginalCompaction, Role, ToolDef
 from ..core.params import Param
 from ..core.records import Fate
+from ..core.strategy import Strategy
 from ..core.summary_request import MaterialItem, PromptMessage, Section, SummaryRequest
 from ..core.tool_pairs import is_user_query
 from ..stages.originals import OriginalIndex
 from . import _codex_rules as rules
 from . import _codex_versions as versions
-from .base import Strategy
 
 if TYPE_CHECKING:
     from ..core.context_view import ContextView

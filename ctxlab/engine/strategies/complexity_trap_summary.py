@@ -66,9 +66,9 @@ from ..core.findings import check_summary_size
 from ..core.model import BlockKind, Message, Role
 from ..core.params import Param
 from ..core.records import Fate
+from ..core.strategy import Strategy
 from ..core.summary_request import MaterialItem, PromptMessage, Section, SummaryRequest
 from ..tokens.reference import safe_split
-from .base import Strategy
 from .observation_masking import ObservationMaskingStrategy, mask_message, omitted_count
 
 if TYPE_CHECKING:

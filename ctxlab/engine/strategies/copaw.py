@@ -30,12 +30,12 @@ from ..core.findings import check_summary_size
 from ..core.model import BlockKind, Message
 from ..core.params import Param
 from ..core.records import Fate
+from ..core.strategy import Strategy
 from ..stages import agentscope, prompts
 from ..stages.markers import QWENPAW_MARKER, REME_END_MARKER, reme_truncate_text
 from ..stages.split import aligned
 from ..tokens.qwen_tokens import bytes_floor4, qwen_counter
 from ._copaw_format import CLIP, reme_count
-from .base import Strategy
 
 if TYPE_CHECKING:
     from ..core.context_view import ContextView

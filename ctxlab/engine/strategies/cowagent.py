@@ -36,10 +36,10 @@ from ..core.findings import check_summary_size
 from ..core.model import Block, BlockKind, Message, Role, ToolDef
 from ..core.params import Param
 from ..core.records import Fate
+from ..core.strategy import Strategy
 from ..core.summary_request import MaterialItem, PromptMessage, SummaryRequest
 from . import _cowagent_rules as cow
 from ._cowagent_rules import CowMsg
-from .base import Strategy
 
 if TYPE_CHECKING:
     from ..core.context import Action

@@ -51,13 +51,13 @@ from ..core.findings import check_summary_size
 from ..core.model import BlockKind, Message
 from ..core.params import Param
 from ..core.records import Fate
+from ..core.strategy import Strategy
 from ..core.summary_request import MaterialItem, PromptMessage, SummaryRequest
 from ..core.tool_pairs import has_tool_result, is_user_query
 from ..stages import agentscope, prompts
 from ..stages.markers import QWENPAW_MARKER, qwenpaw_retruncate, qwenpaw_truncate_fresh
 from ..stages.prune import clear_blocks, scan_tool_outputs
 from ..stages.split import largest_aligned_suffix
-from .base import Strategy
 
 if TYPE_CHECKING:
     from ..core.context_view import ContextView

@@ -70,9 +70,9 @@ from ..core.findings import check_summary_size
 from ..core.model import BlockKind, Message, Role
 from ..core.params import Param
 from ..core.records import Fate
+from ..core.strategy import Strategy
 from ..core.summary_request import MaterialItem, PromptMessage, Section, SummaryRequest
 from . import _gemini_cli_rules as rules
-from .base import Strategy
 
 if TYPE_CHECKING:
     from ..core.context_view import ContextView

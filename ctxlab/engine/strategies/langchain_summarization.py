@@ -63,9 +63,9 @@ from ..core.findings import check_summary_size
 from ..core.model import BlockKind, Message, ToolDef
 from ..core.params import Param
 from ..core.records import Fate
+from ..core.strategy import Strategy
 from ..core.summary_request import MaterialItem, PromptMessage, Section, SummaryRequest
 from . import _langchain_tokens as lc
-from .base import Strategy
 
 if TYPE_CHECKING:
     from ..core.context_view import ContextView

@@ -38,8 +38,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from ..core.model import Block, BlockKind, Message, ToolDef
 from ..core.params import Param
 from ..core.records import Fate
+from ..core.strategy import Strategy
 from . import _langchain_tokens as lc
-from .base import Strategy
 
 if TYPE_CHECKING:
     from ..core.context_view import ContextView

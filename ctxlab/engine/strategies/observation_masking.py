@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from ..core.model import Block, BlockKind, Message, Role
 from ..core.params import Param
 from ..core.records import Fate
-from .base import ReferenceEstimator, Strategy
+from ..core.strategy import ReferenceEstimator, Strategy
 
 if TYPE_CHECKING:
     from ..core.context_view import ContextView

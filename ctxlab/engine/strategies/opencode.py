@@ -76,10 +76,10 @@ from ..core.findings import check_summary_size
 from ..core.model import Block, BlockKind, Message, Role
 from ..core.params import Param
 from ..core.records import Fate
+from ..core.strategy import Strategy
 from ..core.summary_request import MaterialItem, PromptMessage, Section, SummaryRequest
 from ..stages.js_text import quarter_length_tokens
 from ..stages.prune import PruneScan, clear_blocks, scan_tool_outputs
-from .base import Strategy
 
 if TYPE_CHECKING:
     from ..core.context_view import ContextView

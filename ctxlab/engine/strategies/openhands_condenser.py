@@ -43,9 +43,9 @@ from ..core.findings import check_summary_size
 from ..core.model import Block, BlockKind, Message, Role
 from ..core.params import Param
 from ..core.records import Fate
+from ..core.strategy import ReferenceEstimator, Strategy
 from ..core.summary_request import MaterialItem, PromptMessage, Section, SummaryRequest
 from . import _openhands_condenser_rules as rules
-from .base import ReferenceEstimator, Strategy
 
 if TYPE_CHECKING:
     from ..core.context_view import ContextView

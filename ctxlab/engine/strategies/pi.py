@@ -94,11 +94,11 @@ from ..core.findings import check_summary_size
 from ..core.model import BlockKind, Conversation, Message, Role
 from ..core.params import Param
 from ..core.records import Fate
+from ..core.strategy import Strategy
 from ..core.summary_request import MaterialItem, PromptMessage, Section, SummaryRequest
 from ..stages.originals import OriginalIndex, first_kept, recorded_summaries
 from . import _pi_rules as rules
 from ._gemini_cli_rules import js_json, js_len
-from .base import Strategy
 
 if TYPE_CHECKING:
     from ..core.context_view import ContextView

@@ -57,11 +57,11 @@ from ..core.findings import check_summary_size
 from ..core.model import Message, ToolDef
 from ..core.params import Param
 from ..core.records import Fate
+from ..core.strategy import Strategy
 from ..core.summary_request import MaterialItem, PromptMessage, SummaryRequest
 from . import _picoclaw_budget as pb
 from . import _picoclaw_retry as pr
 from ._picoclaw_budget import Estimator, PicoMsg
-from .base import Strategy
 
 if TYPE_CHECKING:
     from ..core.context import Action

@@ -28,10 +28,10 @@ from ..core.findings import check_summary_size
 from ..core.model import BlockKind, Message
 from ..core.params import Param
 from ..core.records import Fate
+from ..core.strategy import Strategy
 from ..stages import agentscope, prompts
 from ..stages.markers import QWENPAW_MARKER, qwenpaw_retruncate, qwenpaw_truncate_fresh
 from ..stages.split import largest_aligned_suffix
-from .base import Strategy
 
 if TYPE_CHECKING:
     from ..core.context_view import ContextView

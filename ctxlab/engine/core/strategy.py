@@ -16,14 +16,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ..core.model import Message, ToolDef
-from ..core.params import Param, validate
-from ..core.records import Zones, new_zones
 from ..tokens.cl100k import message_reference_tokens, reference_counter
 from ..tokens.reference import ReferenceTokens
+from .model import Message, ToolDef
+from .params import Param, validate
+from .records import Zones, new_zones
 
 if TYPE_CHECKING:
-    from ..core.context_view import ContextView
+    from .context_view import ContextView
 
 
 @dataclass(slots=True)
