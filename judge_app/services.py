@@ -31,6 +31,7 @@ from ctxlab.engine.evaluate.probes import scoring as probe_scoring
 from ctxlab.engine.evaluate.probes.haystack import ContextScorer, score_replay
 from replay_app.costs import llm
 from replay_app.models import Run, RunStatus, RunStep
+from replay_app.runs import textstore
 from sessions_app.models import Message as MessageRow
 
 from .models import ClaudeStatus, Probe, ProbeScore, ProbeSet
@@ -64,7 +65,7 @@ def stored_replay(run: Run, messages: Sequence[Message] | None = None) -> Stored
         .order_by("index")
         .values_list("index", "source_index", "context", "summary_seq")
     ]  # fmt: skip
-    events = run.engine_events()  # modified messages read back in one go
+    events = textstore.run_events(run)  # modified messages read back in one go
     summaries = dict(run.summaries.values_list("seq", "output"))
     if messages is None:
         messages = run.transcript.to_conversation().messages

@@ -13,7 +13,7 @@ Storage (grows with steps + events, never with steps x context size):
 - ``RunEvent``: one row per strategy action. ``changes`` carries each touched message's new
   fate (``{"index", "fate", "reason", "message", "offload_path"}``; ``message`` is the modified
   message as codec JSON for truncated / offloaded / pruned fates). A message's fate at step
-  ``s`` = the last change of the events with ``step <= s`` (``Run.fates_at(s)``), so fates are
+  ``s`` = the last change of the events with ``step <= s`` (``ctxlab.engine.core.records.fates_at``), so fates are
   never stored per step.
 - ``RunSummary``: each summariser call with its exact input and output and usage.
 - ``RunFinding``: broken invariants per step.
@@ -29,7 +29,7 @@ Storage (grows with steps + events, never with steps x context size):
 Message texts are never copied: the original is ``sessions_app.Message`` (transcript,
 index), and a summary input, a modified message or an offloaded file points into it
 (``RunSummary.input_parts``, ``changes[].message@``, ``RunOffload.text_parts``; rows
-written before these existed keep their texts inline and are read as they are); ``Run.to_result()`` rebuilds the engine's ``ReplayResult`` for
+written before these existed keep their texts inline and are read as they are); ``textstore.replay_result(run)`` rebuilds the engine's ``ReplayResult`` for
 inspection code.
 
 The models live in four modules (``runs``, ``rows``, ``derived``, ``texts``); this package re-exports

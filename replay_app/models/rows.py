@@ -132,13 +132,9 @@ class RunEvent(models.Model):
         )
 
     def to_event(self) -> Event:
-        """The engine's event; modified messages stored by reference are read back here (one
-        event at a time: ``Run.engine_events`` reads many at once)."""
+        """The engine's event from ``changes`` as they stand: modified messages stored by
+        reference are read back by ``textstore.engine_events`` first."""
         changes = self.changes
-        if any("message@" in c for c in changes):
-            from replay_app.runs import textstore  # it reads these models
-
-            changes = textstore.resolve_changes(self.run.transcript_id, [changes])[0]
         return Event(
             id=self.seq,
             step=self.step,
@@ -204,13 +200,8 @@ class RunSummary(models.Model):
             ),
         )
 
-    def to_record(self, input_text: str | None = None) -> SummaryRecord:
-        """``input_text``: the resolved input (``textstore.summary_inputs``); by default it
-        is read here."""
-        if input_text is None:
-            from replay_app.runs import textstore  # it reads these models
-
-            input_text = textstore.summary_input(self)
+    def to_record(self, input_text: str) -> SummaryRecord:
+        """``input_text``: the resolved input (``textstore.summary_inputs``)."""
         return SummaryRecord(
             id=self.seq,
             step=self.step,

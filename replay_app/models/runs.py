@@ -6,7 +6,6 @@ from django.conf import settings
 from django.db import models
 from django.urls import reverse
 
-from ctxlab.engine.core.records import Change, Event, ReplayResult, fates_at
 from replay_app.models.fields import PackedJSONField
 
 
@@ -155,38 +154,3 @@ class Run(models.Model):
         if self.started_at is None or self.finished_at is None:
             return None
         return (self.finished_at - self.started_at).total_seconds()
-
-    # --- back to engine values (for inspection pages) ------------------------------------
-    def engine_events(self, *, until_step: int | None = None) -> list[Event]:
-        from replay_app.runs import textstore  # it reads the models
-
-        events = self.events.order_by("seq")
-        if until_step is not None:
-            events = events.filter(step__lte=until_step)
-        return textstore.engine_events(self.transcript_id, list(events))
-
-    def fates_at(self, step: int) -> dict[int, tuple[Change, int]]:
-        """Every non-kept fate in force at ``step``: source index -> (change, event seq)."""
-        return fates_at(self.engine_events(until_step=step), step)
-
-    def to_result(self) -> ReplayResult:
-        """The whole stored replay as the engine's ReplayResult (reads every row)."""
-        from replay_app.runs import textstore  # it reads the models
-
-        events = self.engine_events()
-        by_step: dict[int, list[Event]] = {}
-        for event in events:
-            by_step.setdefault(event.step, []).append(event)
-        return ReplayResult(
-            strategy=self.strategy,
-            params=dict(self.params),
-            estimator=self.estimator,
-            summarizer=self.summarizer,
-            message_count=self.transcript.message_count,
-            steps=[s.to_record() for s in self.steps.order_by("index")],
-            events=events,
-            summaries=textstore.summary_records(self, self.summaries.order_by("seq")),
-            findings=[f.to_record() for f in self.findings.order_by("step", "id")],
-            offloads=textstore.offload_texts(self),
-            metrics=dict(self.metrics),
-        )

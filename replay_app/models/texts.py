@@ -18,11 +18,7 @@ and only the rest here.
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.db import models
-from django.db.models.signals import pre_delete
-from django.dispatch import receiver
 
 from replay_app.models.runs import Run
 
@@ -46,10 +42,3 @@ class RunText(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["run", "text"], name="runtext_run_text")]
-
-
-@receiver(pre_delete, sender=Run)
-def _run_deleting(sender: Any, instance: Run, **kwargs: Any) -> None:
-    from replay_app.runs import textstore  # it reads these models
-
-    textstore.run_deleting(instance)

@@ -39,6 +39,7 @@ from ..models import (
     RunStep,
     RunSummary,
 )
+from . import textstore
 
 log = logging.getLogger(__name__)
 
@@ -137,7 +138,9 @@ def _from_rows(run: Run) -> tuple[Retention, survival.RunSurvival]:
         .order_by("index")
         .values_list("index", "source_index", "context", "summary_seq")
     ]
-    events: list[Event] = [e.to_event() for e in RunEvent.objects.filter(run=run).order_by("seq")]
+    events: list[Event] = textstore.engine_events(
+        run.transcript_id, list(RunEvent.objects.filter(run=run).order_by("seq"))
+    )
     outputs = dict(RunSummary.objects.filter(run=run).values_list("seq", "output"))
     return survival.analyse_replay_parts(steps, events, outputs, originals, fact_index=index)
 

@@ -33,10 +33,12 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 from django.db.models import ProtectedError
+from django.db.models.signals import pre_delete
+from django.dispatch import receiver
 
 from ctxlab.engine.core import codec
 from ctxlab.engine.core.model import Block, BlockKind, Message
-from ctxlab.engine.core.records import Event, SummaryRecord
+from ctxlab.engine.core.records import Event, ReplayResult, SummaryRecord
 from replay_app.models import Run, RunEvent, RunOffload, RunSummary, RunText, StoredText
 from replay_app.runs import textstore_candidates
 
@@ -480,3 +482,38 @@ def run_deleting(run: Run) -> None:
     keys = list(RunText.objects.filter(run=run).values_list("text_id", flat=True))
     if keys:
         transaction.on_commit(lambda: delete_orphans(keys))
+
+
+@receiver(pre_delete, sender=Run)
+def _run_deleting(sender: Any, instance: Run, **kwargs: Any) -> None:
+    run_deleting(instance)
+
+
+# --- a stored run back to engine values (for inspection pages) ---------------------------
+
+
+def run_events(run: Run, *, until_step: int | None = None) -> list[Event]:
+    """The run's engine events in seq order (up to ``until_step``), modified messages read
+    back in one go."""
+    rows = run.events.order_by("seq")
+    if until_step is not None:
+        rows = rows.filter(step__lte=until_step)
+    return engine_events(run.transcript_id, list(rows))
+
+
+def replay_result(run: Run) -> ReplayResult:
+    """The whole stored replay as the engine's ReplayResult (reads every row)."""
+    events = run_events(run)
+    return ReplayResult(
+        strategy=run.strategy,
+        params=dict(run.params),
+        estimator=run.estimator,
+        summarizer=run.summarizer,
+        message_count=run.transcript.message_count,
+        steps=[s.to_record() for s in run.steps.order_by("index")],
+        events=events,
+        summaries=summary_records(run, run.summaries.order_by("seq")),
+        findings=[f.to_record() for f in run.findings.order_by("step", "id")],
+        offloads=offload_texts(run),
+        metrics=dict(run.metrics),
+    )

@@ -20,6 +20,7 @@ from ctxlab.engine.evaluate.lost import (
 )
 from replay_app.memo import cached
 from replay_app.models import Run, RunAnalysis, RunStatus, RunStep
+from replay_app.runs import textstore
 
 log = logging.getLogger(__name__)
 
@@ -143,7 +144,7 @@ def _retention(run: Run, fact_index: FactIndex | None) -> dict[str, Any]:
         .order_by("index")
         .values_list("index", "source_index", "context", "summary_seq")
     ]
-    events: list[Event] = run.engine_events()  # modified messages read back in one go
+    events: list[Event] = textstore.run_events(run)  # modified messages read back in one go
     outputs = dict(run.summaries.values_list("seq", "output"))
     return analyse_parts(
         steps, events, outputs, fact_index.originals, fact_index=fact_index

@@ -18,7 +18,7 @@ from replay_app.models import (
     RunStep,
     RunSummary,
 )
-from replay_app.runs import executor, reaping, services
+from replay_app.runs import executor, reaping, services, textstore
 from replay_app.runs.services import RunSpec
 
 pytestmark = pytest.mark.django_db
@@ -47,7 +47,7 @@ def test_run_execute_stores_what_the_engine_produced(user: Any, transcript: Any,
     assert RunOffload.objects.filter(run=run).count() == len(expected.offloads)
     assert run.metrics["compactions"] == expected.metrics["compactions"]
     assert run.metrics["peak_reference"] == expected.metrics["peak_reference"]
-    stored = run.to_result()
+    stored = textstore.replay_result(run)
     assert [s.context for s in stored.steps] == [s.context for s in expected.steps]
     assert stored.events == expected.events  # fates incl. modified messages round-trip
 

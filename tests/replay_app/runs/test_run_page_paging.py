@@ -11,6 +11,7 @@ import pytest
 from inspect_helpers import make_run
 
 from replay_app.models import Run, RunEvent, RunFinding, RunStatus, RunSummary, change_to_dict
+from replay_app.runs import textstore
 from replay_app.runs.consumers import render_run
 from replay_app.runs.pages import runpage
 
@@ -100,7 +101,9 @@ def test_run_json_events_pages_follow_next_to_every_event(auth_client: Any, run:
         url = events["next"]
     assert seen == list(run.events.order_by("seq").values_list("seq", flat=True))
     # modified messages as the engine made them (stored by reference: replay_app.runs.textstore)
-    assert changes == {e.id: [change_to_dict(c) for c in e.changes] for e in run.engine_events()}
+    assert changes == {
+        e.id: [change_to_dict(c) for c in e.changes] for e in textstore.run_events(run)
+    }
     assert any("message" in c for items in changes.values() for c in items)
     last = auth_client.get(f"/runs/{run.pk}/?format=json&page=2").json()["events"]
     assert last["previous"] == f"/runs/{run.pk}/?format=json&page=1"

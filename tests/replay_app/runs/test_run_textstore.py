@@ -53,7 +53,7 @@ def _changes_with_messages(result: Any) -> dict[tuple[int, int], dict[str, Any]]
 def test_stored_run_reads_back_exactly(user: Any, transcript: Any, strategy: str) -> None:
     run = make_run(user, transcript, strategy)
     engine = _engine(run)
-    stored = run.to_result()
+    stored = textstore.replay_result(run)
     assert [s.input for s in stored.summaries] == [s.input for s in engine.summaries]
     assert stored.offloads == dict(engine.offloads)
     assert _changes_with_messages(stored) == _changes_with_messages(engine)
@@ -100,7 +100,9 @@ def test_deleting_one_run_keeps_the_others_texts(
     with django_capture_on_commit_callbacks(execute=True):
         first.delete()
     assert set(_stored_texts()) == keys
-    assert [s.input for s in Run.objects.get(pk=second.pk).to_result().summaries] == expected
+    assert [
+        s.input for s in textstore.replay_result(Run.objects.get(pk=second.pk)).summaries
+    ] == expected
     with django_capture_on_commit_callbacks(execute=True):
         second.delete()
     assert StoredText.objects.count() == 0 and RunText.objects.count() == 0
@@ -147,7 +149,7 @@ def test_older_rows_with_inline_texts_still_read(user: Any, transcript: Any) -> 
         )
     RunText.objects.filter(run=run).delete()
     StoredText.objects.all().delete()
-    stored = Run.objects.get(pk=run.pk).to_result()
+    stored = textstore.replay_result(Run.objects.get(pk=run.pk))
     assert [s.input for s in stored.summaries] == [s.input for s in engine.summaries]
     assert stored.offloads == dict(engine.offloads)
     assert _changes_with_messages(stored) == _changes_with_messages(engine)

@@ -13,6 +13,7 @@ from replay_testdata import import_transcript
 from ctxlab.engine.core.records import fates_at
 from ctxlab.engine.replay import run as replay_run
 from replay_app.models import Run, RunEvent, RunOffload, RunStep
+from replay_app.runs import textstore
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_memo")]
 
@@ -83,7 +84,7 @@ def test_step_fragment_fates_and_zones_match_the_engine(
     client: Any, user: Any, cow_run: Run
 ) -> None:
     client.force_login(user)
-    result = cow_run.to_result()
+    result = textstore.replay_result(cow_run)
     drop = next(e for e in result.events if any(c.fate.value == "dropped" for c in e.changes))
     step = drop.step
     record = result.steps[step]
