@@ -1,4 +1,4 @@
-"""A URLconf for tests/test_posture.py: the real one plus a view that fails."""
+"""A URLconf for test_posture.py (beside it): the real one plus a view that fails."""
 
 from __future__ import annotations
 

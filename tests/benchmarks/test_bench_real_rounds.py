@@ -23,7 +23,7 @@ from ctxlab.engine.tokens import qwen_tokens
 from ctxlab.engine.tokens.cl100k import reference_counter
 from ctxlab.engine.tokens.reference import ReferenceTokens
 
-CORPUS = Path(__file__).resolve().parent / "data" / "corpus"
+CORPUS = Path(__file__).resolve().parents[1] / "data" / "corpus"
 
 
 @functools.cache

@@ -21,7 +21,7 @@ from ctxlab.models import LoginFailure
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 # One server process: N failed logins for an account, then the right password; prints the
 # status codes (Django's test client, the same view and middleware as a served request).
