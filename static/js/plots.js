@@ -1,4 +1,4 @@
-// Draws the plotly charts the server renders as data (ctxlab/plots.py): an element
+// Draws the plotly charts the server renders as data (ctxlab/web/plots.py): an element
 // <div data-plotly="ID"> and <script type="application/json" id="ID">{data, layout, config}.
 // No inline script, so the CSP's script-src stays 'self'. plotly.min.js (several MB) loads
 // only when a page has a chart; charts swapped in by htmx (sweep polling) draw on htmx:load.
@@ -60,7 +60,7 @@
     return layout;
   }
 
-  // PNG comes from plotly's own toImage button (ctxlab/plots.py config); SVG beside it.
+  // PNG comes from plotly's own toImage button (ctxlab/web/plots.py config); SVG beside it.
   function withSvgButton(Plotly, config) {
     var name = (config.toImageButtonOptions || {}).filename || "ctxlab-chart";
     config.modeBarButtonsToAdd = (config.modeBarButtonsToAdd || []).concat([{
