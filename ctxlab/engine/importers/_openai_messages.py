@@ -8,7 +8,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,9 +25,8 @@ from ..core.model import (
 from ._common import (
     WarningTally,
     note,
-    short_title,
 )
-from ._kit import as_int, data_url_base64
+from ._kit import as_int, data_url_base64, title_from
 
 _ROLES = {
     "system": Role.SYSTEM,
@@ -338,11 +337,9 @@ class MessageConverter:
         )
 
 
-def title_of(messages: Iterable[Message], fallback: str) -> str:
-    for message in messages:
-        if message.role is Role.USER and message.text.strip():
-            return short_title(message.text)
-    return fallback
+def title_of(messages: Sequence[Message], fallback: str) -> str:
+    """The one title rule (``_kit.title_from``)."""
+    return title_from(messages, fallback)
 
 
 def build_conversation(

@@ -18,7 +18,6 @@ from ..core.model import (
     ImportWarning,
     Message,
     ParsedFile,
-    Role,
     SourcePos,
     TranscriptError,
 )
@@ -31,6 +30,7 @@ from ._common import (
     short_title,
 )
 from ._json_stream import array_items
+from ._kit import TitleFinder
 from ._openai_messages import (
     MessageConverter,
     as_dict,
@@ -217,7 +217,7 @@ class _MessageLines:
         self._converter = MessageConverter(
             name or "conversation", self._converted, lambda i: SourcePos(name, line=self._line)
         )
-        self._title: str | None = None
+        self._title = TitleFinder()
         self._model = ""
         self._usage = False
         self.count = 0
@@ -234,9 +234,8 @@ class _MessageLines:
             if message is None:
                 continue
             self.count += 1
-            # build_conversation's title_of, model and usage convention, as they come
-            if self._title is None and message.role is Role.USER and message.text.strip():
-                self._title = short_title(message.text)
+            # build_conversation's title, model and usage convention, as they come
+            self._title.feed(message)
             self._model = message.model or self._model
             self._usage = self._usage or message.usage is not None
             yield message
@@ -245,7 +244,7 @@ class _MessageLines:
         conv_id = self.name or "conversation"
         return Conversation(
             id=conv_id,
-            title=self._title or conv_id,
+            title=self._title.title(conv_id),
             messages=messages,
             model=self._model,
             usage_convention="openai" if self._usage else "",
@@ -273,7 +272,8 @@ def _array_stream(data: bytes, name: str) -> StreamedFile | None:
     warn = WarningTally()
     conv_id = name or "conversation"
     converter = MessageConverter(conv_id, warn, lambda i: SourcePos(name, record=i))
-    seen: dict[str, Any] = {"count": 0, "title": None, "model": "", "usage": False}
+    seen: dict[str, Any] = {"count": 0, "model": "", "usage": False}
+    title = TitleFinder()
 
     def messages() -> Iterator[Message]:
         for i, raw in enumerate(chain([first], items)):
@@ -281,8 +281,7 @@ def _array_stream(data: bytes, name: str) -> StreamedFile | None:
             if message is None:
                 continue
             seen["count"] += 1
-            if seen["title"] is None and message.role is Role.USER and message.text.strip():
-                seen["title"] = short_title(message.text)
+            title.feed(message)
             seen["model"] = message.model or seen["model"]
             seen["usage"] = seen["usage"] or message.usage is not None
             yield message
@@ -292,7 +291,7 @@ def _array_stream(data: bytes, name: str) -> StreamedFile | None:
             raise TranscriptError("no chat messages found", file=name, expected=_EXPECTED)
         return Conversation(
             id=conv_id,
-            title=seen["title"] or conv_id,
+            title=title.title(conv_id),
             messages=(),
             model=seen["model"],
             usage_convention="openai" if seen["usage"] else "",

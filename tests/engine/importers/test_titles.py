@@ -60,3 +60,207 @@ def test_aider_sessions_never_titled_by_a_slash_command() -> None:
     )
     commands = [t for t in titles if re.search(r" · /[A-Za-z][\w:.-]*(\s|$)", t)]
     assert commands == []  # "/Users/me/x.png" (a pasted path) is not a command
+
+
+# Issue 31 item 6: the preambles an agent injects are never a title, in any format; shapes
+# of real files (Codex 0.145 rollout, Claude Code sessions, a SWE-agent trajectory).
+_CODEX_AGENTS_MD = (
+    "# AGENTS.md instructions for /Users/dev/proj\n\n<INSTRUCTIONS>\n"
+    "Run the tests before committing.\n</INSTRUCTIONS>"
+)
+_CODEX_ENV = (
+    "<environment_context>\n  <cwd>/Users/dev/proj</cwd>\n  <shell>zsh</shell>\n"
+    "</environment_context>"
+)
+
+
+def _codex(*user_texts: list[str]) -> bytes:
+    lines = [
+        {
+            "timestamp": "2026-01-01T00:00:00Z",
+            "type": "session_meta",
+            "payload": {"id": "s1", "cwd": "/Users/dev/proj", "cli_version": "0.145.0"},
+        }
+    ]
+    for texts in user_texts:
+        content = [{"type": "input_text", "text": t} for t in texts]
+        lines.append(
+            {
+                "timestamp": "2026-01-01T00:00:01Z",
+                "type": "response_item",
+                "payload": {"type": "message", "role": "user", "content": content},
+            }
+        )
+    lines.append(
+        {
+            "timestamp": "2026-01-01T00:00:02Z",
+            "type": "response_item",
+            "payload": {
+                "type": "message",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": "ok"}],
+            },
+        }
+    )
+    return "\n".join(json.dumps(line) for line in lines).encode()
+
+
+def _titles(data: bytes, name: str, fmt: str | None = None) -> tuple[str, str]:
+    """The title from a whole-file parse and from the streamed import (one rule)."""
+    (whole,) = importers.parse(data, name=name, format=fmt).conversations
+    streamed = importers.stream(data, name=name, format=fmt)
+    (one,) = list(streamed.conversations)
+    for _ in one.messages:
+        pass
+    return whole.title, one.finish().title
+
+
+@pytest.mark.parametrize(
+    "user_texts",
+    [
+        # 0.145: the preambles in one message, the request in the next
+        ([_CODEX_AGENTS_MD, _CODEX_ENV], ["add a retry to the upload client"]),
+        # the preambles and the request as three items of one message
+        ([_CODEX_AGENTS_MD, _CODEX_ENV, "add a retry to the upload client"],),
+        # the AGENTS.md header and the request in one text
+        ([_CODEX_AGENTS_MD + "\n\nadd a retry to the upload client"],),
+    ],
+)
+def test_codex_agents_md_preamble_is_not_the_title(user_texts: tuple[list[str], ...]) -> None:
+    titles = _titles(_codex(*user_texts), "rollout-2026.jsonl", "codex-rollout")
+    assert titles == ("add a retry to the upload client",) * 2
+
+
+def test_codex_rollout_with_only_preambles_is_titled_by_its_id() -> None:
+    titles = _titles(_codex([_CODEX_AGENTS_MD, _CODEX_ENV]), "rollout-2026.jsonl", "codex-rollout")
+    assert not any("AGENTS.md" in t or "<" in t for t in titles), titles
+
+
+def _claude_line(uuid: str, parent: str | None, content: object, **extra: object) -> str:
+    record = {
+        "type": "user",
+        "uuid": uuid,
+        "parentUuid": parent,
+        "sessionId": "sess-1",
+        "timestamp": "2026-01-01T00:00:00Z",
+        "message": {"role": "user", "content": content},
+        **extra,
+    }
+    return json.dumps(record)
+
+
+def _claude_assistant(uuid: str, parent: str) -> str:
+    return json.dumps(
+        {
+            "type": "assistant",
+            "uuid": uuid,
+            "parentUuid": parent,
+            "sessionId": "sess-1",
+            "timestamp": "2026-01-01T00:00:01Z",
+            "message": {
+                "id": "msg_1",
+                "role": "assistant",
+                "model": "claude-sonnet-4-5",
+                "content": [{"type": "text", "text": "Done."}],
+            },
+        }
+    )
+
+
+_INIT_EXPANSION = (
+    "Please analyze this codebase and create a CLAUDE.md file, which will be given to "
+    "future instances of Claude Code to operate in this repository."
+)
+
+
+def test_claude_code_bare_init_is_titled_by_its_expansion() -> None:
+    # /init, its expansion (isMeta), then a request typed later: /init came first
+    lines = [
+        _claude_line(
+            "u1",
+            None,
+            "<command-message>init is analyzing your codebase…</command-message>\n"
+            "<command-name>/init</command-name>",
+        ),
+        _claude_line("u2", "u1", [{"type": "text", "text": _INIT_EXPANSION}], isMeta=True),
+        _claude_assistant("a1", "u2"),
+        _claude_line("u3", "a1", "now add a section on the test commands"),
+        _claude_assistant("a2", "u3"),
+    ]
+    titles = _titles("\n".join(lines).encode(), "s.jsonl", "claude-code")
+    assert (
+        titles
+        == ("Please analyze this codebase and create a CLAUDE.md file, which will be given t…",) * 2
+    )
+
+
+def test_claude_code_clear_then_request_is_titled_by_the_request() -> None:
+    # /clear expands to nothing: a later meta line (a reminder) is not its expansion
+    lines = [
+        _claude_line(
+            "u1", None, "<command-name>/clear</command-name>\n<command-args></command-args>"
+        ),
+        _claude_line("u2", "u1", "<local-command-stdout></local-command-stdout>"),
+        _claude_line("u3", "u2", "rename the parser module"),
+        _claude_assistant("a1", "u3"),
+    ]
+    titles = _titles("\n".join(lines).encode(), "s.jsonl", "claude-code")
+    assert titles == ("rename the parser module",) * 2
+
+
+@pytest.mark.parametrize(
+    "preamble",
+    [
+        "Caveat: The messages below were generated by the user while running local commands. "
+        "DO NOT respond to these messages or otherwise consider them in your response unless "
+        "the user explicitly asks you to.",
+        "<system-reminder>\nThe user opened the file src/app.py in the IDE.\n</system-reminder>",
+        "<local-command-stdout>Set model to opus</local-command-stdout>",
+        "This session is being continued from a previous conversation that ran out of context. "
+        "The summary below covers the earlier portion of the conversation.\n\nAnalysis:\n"
+        "1. The user asked for a CSV importer.",
+    ],
+)
+def test_claude_code_injected_preambles_are_not_titles(preamble: str) -> None:
+    lines = [
+        _claude_line("u1", None, preamble),
+        _claude_line(
+            "u2",
+            "u1",
+            [
+                {"type": "text", "text": "<system-reminder>todo list is empty</system-reminder>"},
+                {"type": "text", "text": "make the importer stream rows"},
+            ],
+        ),
+        _claude_assistant("a1", "u2"),
+    ]
+    titles = _titles("\n".join(lines).encode(), "s.jsonl", "claude-code")
+    assert titles == ("make the importer stream rows",) * 2
+
+
+def test_chat_messages_skip_preambles_too() -> None:
+    data = _chat(_CODEX_ENV, _CODEX_AGENTS_MD + "\n\nwhy is CI red?")
+    assert _titles(data, "t.json", "openai-chat") == ("why is CI red?",) * 2
+
+
+def test_swe_agent_demonstration_is_not_the_title() -> None:
+    # the shape of SWE-agent's pydicom trajectory (no problem id): system, demonstration
+    # (is_demo), then the task
+    history = [
+        {"role": "system", "content": "SETTING: You are an autonomous programmer."},
+        {
+            "role": "user",
+            "content": "Here is a demonstration of how to correctly accomplish this task.",
+            "is_demo": True,
+        },
+        {
+            "role": "user",
+            "content": "We're currently solving the following issue within our repository. "
+            "ISSUE:\nPixel Representation attribute should be optional",
+        },
+        {"role": "assistant", "content": "Let me look.\n```\nls\n```"},
+    ]
+    data = json.dumps({"history": history, "trajectory": [], "info": {}}).encode()
+    titles = _titles(data, "demo.traj", "swe-agent")
+    assert all(not t.startswith("Here is a demonstration") for t in titles), titles
+    assert titles[0].startswith("We're currently solving the following issue")
