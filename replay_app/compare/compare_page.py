@@ -14,7 +14,6 @@ from functools import cached_property
 from typing import Any
 
 from django.http import QueryDict
-from django.urls import reverse
 from django.utils.safestring import SafeString, mark_safe
 
 from ctxlab.serving.abandon import raise_if_abandoned
@@ -107,14 +106,26 @@ class ComparePage:
     def csv_filename(self) -> str:
         return f"compare-{'-'.join(str(r.pk) for r in self.runs)}.csv"
 
-    def _strips(self) -> list[tuple[Run, SafeString]]:
+    @cached_property
+    def matrix_href(self) -> str:
+        """The step view at the matrix's step: where its cells link (with their message)."""
         final = max(compare_steps._steps_of(self.runs) - 1, 0)
         at = final if self.matrix_step is None else self.matrix_step
-        href = f"{reverse('run-compare')}?runs={self.ids}&step={at}"
+        return compare_steps.step_view_url(self.ids, at)
+
+    def _strips(self) -> list[tuple[Run, SafeString]]:
+        href = self.matrix_href
         _, grid = self.matrix
         return [
-            (run, mark_safe(overview.matrix_strip(cells, href=href)))  # noqa: S308
-            for run, cells in zip(self.runs, grid, strict=True)
+            (
+                run,
+                mark_safe(  # noqa: S308 - escaped inside
+                    overview.matrix_strip(
+                        cells, href=href, name=f"run {run.pk} · {run.label}", first=n == 0
+                    )
+                ),
+            )
+            for n, (run, cells) in enumerate(zip(self.runs, grid, strict=True))
         ]
 
     def context(self, *, lazy_matrix: bool = False) -> dict[str, Any]:
@@ -206,7 +217,13 @@ class ComparePage:
                 "bucket": size,
                 "runs": {
                     str(r.pk): [
-                        {"start": c.start, "end": c.end, "fate": c.fate, "counts": c.counts}
+                        {
+                            "start": c.start,
+                            "end": c.end,
+                            "fate": c.fate,
+                            "counts": c.counts,
+                            "url": compare_steps.message_link(self.matrix_href, c.start),
+                        }
                         for c in cells
                     ]
                     for r, cells in zip(runs, grid, strict=True)

@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.urls import reverse
+
 from ctxlab.engine.core.catalogue import Trigger, trigger_of
 from ctxlab.engine.core.records import Fate
 from replay_app import memo
@@ -24,6 +26,26 @@ from sessions_app.models import Message
 
 STEP_MESSAGES = 60  # message rows per page of the step view
 COMPACTION_ROWS = 5  # summaries table rows per page (five or six runs of summaries each)
+
+
+# --- where a click on a message lands ---------------------------------------------------
+
+
+def step_view_url(ids: str, step: int) -> str:
+    """The step view of the runs ``ids`` (``"3,4,5"``) at ``step``."""
+    return f"{reverse('run-compare')}?runs={ids}&step={step}"
+
+
+def message_anchor(index: int) -> str:
+    """The id of message ``index``'s row in the step view."""
+    return f"message-{index}"
+
+
+def message_link(step_url: str, index: int) -> str:
+    """``step_url`` (``step_view_url``) opened on message ``index``: the view pages to it
+    (``?message=``), scrolls to its row and highlights it. Every fate-matrix click (the
+    compare page's strips, the message-by-message page) lands here."""
+    return f"{step_url}&message={index}#{message_anchor(index)}"
 
 
 def compactions(run: Run) -> list[Compaction]:

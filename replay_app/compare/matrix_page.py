@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from replay_app.compare import overview
+from replay_app.compare import compare_steps, overview
 from replay_app.models import Run
 
 MATRIX_DETAIL_MAX = 500
@@ -18,6 +18,7 @@ class MatrixRow:
     index: int
     preview: str
     fates: list[Any]
+    url: str  # the step view at the last step, on this message (``compare_steps.message_link``)
 
 
 @dataclass
@@ -34,7 +35,7 @@ class MatrixPage:
             "start": self.start,
             "end": self.end,
             "messages": [
-                {"index": row.index, "preview": row.preview, "fates": row.fates}
+                {"index": row.index, "preview": row.preview, "fates": row.fates, "url": row.url}
                 for row in self.rows
             ],
         }
@@ -44,7 +45,7 @@ class MatrixPage:
         return {
             "runs": self.runs,
             "ids": ",".join(str(r.pk) for r in self.runs),
-            "rows": [(row.index, row.preview, row.fates) for row in self.rows],
+            "rows": self.rows,
             "start": self.start,
             "end": self.end,
             "prev_start": max(self.start - span, 0) if self.start > 0 else None,
@@ -65,8 +66,10 @@ def matrix_page(runs: list[Run], start: int | None, end: int | None) -> MatrixPa
         .transcript.messages.filter(index__gte=first, index__lt=last)
         .values_list("index", "preview")
     )
+    ids = ",".join(str(r.pk) for r in runs)
+    href = compare_steps.step_view_url(ids, max(compare_steps._steps_of(runs) - 1, 0))
     rows = [
-        MatrixRow(index=i, preview=previews.get(i, ""), fates=fates)
+        MatrixRow(i, previews.get(i, ""), fates, compare_steps.message_link(href, i))
         for i, fates in overview.matrix_detail(runs, first, last)
     ]
     return MatrixPage(runs=runs, start=first, end=last, messages=messages, rows=rows)

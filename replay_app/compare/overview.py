@@ -23,7 +23,7 @@ from ctxlab.engine.core.catalogue import best_flags as catalogue_best_flags
 from ctxlab.engine.core.records import Fate
 from ctxlab.engine.evaluate.lost import FactIndex
 from replay_app import memo, run_rows
-from replay_app.compare.compare_steps import fates_at
+from replay_app.compare.compare_steps import fates_at, message_link
 from replay_app.compare.pieces import MatrixCell, bucket_size, matrix_cells
 from replay_app.display import vocabulary
 from replay_app.display.charts import EventPoint, RunCurve, Series
@@ -260,14 +260,20 @@ def _matrix_row(run: Run, messages: int, size: int, step: int | None = None) -> 
     return matrix_cells(fates_at(run, step), messages, size)
 
 
-def matrix_strip(cells: Sequence[MatrixCell], *, href: str) -> str:
+def matrix_strip(cells: Sequence[MatrixCell], *, href: str, name: str, first: bool) -> str:
     """One run's row of the matrix as HTML (2,000+ cells: a template loop costs ~100 ms).
-    Only fate names and numbers go in; ``href`` is escaped."""
-    base = html.escape(href)
+    Each cell links its first message in the step view at ``href``
+    (``compare_steps.message_link``). The matrix is one tab stop: only the very first cell
+    (``first``: this is the first run's row) is in the tab order, the arrow keys move
+    between cells (``compare_step.js``); each cell's label names the run (``name``), its
+    messages and their fates. Only fate names and numbers go in; the rest is escaped."""
+    run = html.escape(name)
     return "".join(
-        f'<a class="fate-cell cell-{c.fate}" data-fate="{c.fate}" '
-        f'href="{base}&amp;message={c.start}#step-messages" title="{html.escape(c.title)}"></a>'
-        for c in cells
+        f'<a class="fate-cell cell-{c.fate}" data-fate="{c.fate}" data-message="{c.start}" '
+        f'href="{html.escape(message_link(href, c.start))}" '
+        f'tabindex="{0 if first and i == 0 else -1}" '
+        f'title="{html.escape(c.title)}" aria-label="{run}: {html.escape(c.title)}"></a>'
+        for i, c in enumerate(cells)
     )
 
 

@@ -165,7 +165,7 @@ def test_fate_matrix_at_a_step_differs_from_the_final_one(auth_client: Client, r
     kept_final = sum(c["counts"].get("kept", 0) for c in final["runs"][str(runs[0].pk)])
     assert kept_early > kept_final
     html = auth_client.get(f"/compare/?runs={ids}&at=1").content.decode()
-    assert f"?runs={ids}&amp;step=1&amp;message=0#step-messages" in html
+    assert f"?runs={ids}&amp;step=1&amp;message=0#message-0" in html  # lands on its row
 
 
 def test_two_chosen_summaries_diff_word_by_word(

@@ -5,6 +5,7 @@ both, and is gone once the builder is restored."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -66,7 +67,10 @@ def test_compare_matrix_and_json_twin_read_one_object(
     data = client.get("/compare/matrix/", {**query, "format": "json"}).json()
     assert [m["index"] for m in data["messages"]] == [1]
     assert data["messages"][0]["preview"] == MARK and MARK in html
-    assert html.count('<td class="num mono">') == 1 and '<td class="num mono">1</td>' in html
+    assert html.count('<td class="num mono">') == 1 and 'class="message-link"' in html
+    assert re.search(
+        r'<td class="num mono"><a href="[^"]*message=1#message-1"[^>]*>1</a></td>', html
+    )
     monkeypatch.undo()
     plain = client.get("/compare/matrix/", {**query, "format": "json"}).json()
     assert [m["index"] for m in plain["messages"]] == [0, 1, 2, 3, 4]
