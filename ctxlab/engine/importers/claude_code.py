@@ -81,6 +81,11 @@ _METADATA_TYPES = {
     "tag",
     "agent-name",
     "pr-link",
+    # 2.1.150 - 2.1.218: the remote-control bridge's session id and sequence number, and
+    # the file-history checkpoint written as a change to the previous snapshot (both kept
+    # in the upload's raw lines, as the snapshots are)
+    "bridge-session",
+    "file-history-delta",
 }
 _MESSAGE_TYPES = {"user", "assistant"}
 # System lines that record one of the agent's own compactions.

@@ -59,13 +59,19 @@ from ._kit import (
     shorten,
     title_from,
 )
-from ._openai_items import ResponsesThread, output_text
+from ._openai_items import ResponsesThread, content_blocks, output_text
 
 FORMAT = "codex-rollout"
 LABEL = "Codex CLI rollout"
 
 _META_PREFIXES = ("<environment_context>", "<user_instructions>", "# AGENTS.md", "<permissions")
 _IDE_REQUEST = "## My request for Codex:"
+# 0.145 records that are not the model's context (raw lines stay in the upload):
+# ``world_state`` ({full, state: {agents_md, host_skills, environments, ...}}) is the state the
+# context messages render (its AGENTS.md and skills texts are in the developer / user messages
+# already; a rollout's first request's reported input leaves no room for a second copy), and
+# ``inter_agent_communication_metadata`` ({trigger_turn}) precedes an ``agent_message`` item.
+_STATE_RECORDS = frozenset({"world_state", "inter_agent_communication_metadata"})
 
 
 def sniff(head: bytes, name: str) -> int:
@@ -110,6 +116,7 @@ class _Rollout:
         self.model = ""
         self.recognised = 0
         self.aborted = 0
+        self.agent_messages = 0  # 0.145 multi-agent messages delivered into the context
         self._seen: MessageBuilder | None = None  # last assistant group seen
         self._segment: MessageBuilder | None = None  # assistant group of the current request
         self._pending: Usage | None = None
@@ -133,6 +140,9 @@ class _Rollout:
         self._turn_items += 1
         if self._open is not None and self._open["trigger"] == "":
             self._open["trigger"] = "auto"  # the turn goes on after it: pre-turn, not /compact
+        if as_dict(payload).get("type") == "agent_message":
+            self._agent_message(as_dict(payload), where, ts)
+            return
         if as_dict(payload).get("type") == "tool_search_output":
             # the client's answer to a tool_search_call (found tool definitions): context
             # the next request carries, kept whole as an opaque tool output
@@ -153,6 +163,24 @@ class _Rollout:
         if self._pending_abort:
             group.flags.add("turn_aborted")
             self._pending_abort = False
+
+    def _agent_message(self, payload: dict[str, Any], where: SourcePos, ts: str | None) -> None:
+        """0.145 multi-agent ("collaboration"): another agent's message delivered into this
+        agent's context (``author`` -> ``recipient``, ``input_text`` parts and, in Entire's
+        copies, a redacted ``encrypted_content`` part). The next request carries it (the
+        reported input grows by it), so it is context: a user-role message named by its
+        author, flagged ``agent_message`` + ``meta`` (not typed by the user: no user turn,
+        no title)."""
+        self.thread.close_group()
+        blocks = content_blocks(payload.get("content"))
+        builder = MessageBuilder(
+            Role.USER, blocks, where, ts, id=as_str(payload.get("id")),
+            flags={"agent_message", "meta"},
+        )  # fmt: skip
+        builder.name = as_str(payload.get("author"))
+        self.thread.messages.append(builder)
+        self.recognised += 1
+        self.agent_messages += 1
 
     def event(self, payload: dict[str, Any], line: int) -> None:
         etype = payload.get("type")
@@ -242,7 +270,10 @@ class _Rollout:
                 )  # fmt: skip
                 continue
             before = len(messages)
-            self.thread.add(item, where, ts)
+            if as_str(item.get("type")) == "agent_message":
+                self._agent_message(item, where, ts)
+            else:
+                self.thread.add(item, where, ts)
             self.thread.close_group()
             for builder in messages[before:]:
                 builder.flags.update({"replacement_history", "meta"})
@@ -296,6 +327,8 @@ class _Rollout:
             elif rtype == "compacted":
                 self.recognised += 1
                 self.compacted(payload, where, ts)
+            elif rtype in _STATE_RECORDS:
+                self.recognised += 1  # bookkeeping, not context (see _STATE_RECORDS)
             else:
                 self.warnings.add(f"unknown record type {rtype[:40]!r} skipped", f"line {line}")
             return
@@ -344,6 +377,7 @@ class _Rollout:
             "git_commit": as_str(git.get("commit_hash")),
             "instructions_chars": str(len(as_str(self.meta.get("instructions"))) or ""),
             "turn_aborted": str(self.aborted or ""),
+            "agent_messages": str(self.agent_messages or ""),
             "replacement_history_items": str(
                 as_int(self.meta.get("replacement_history_items")) or ""
             ),

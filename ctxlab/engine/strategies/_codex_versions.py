@@ -6,8 +6,10 @@ from the stored versions of its files (commits below, later than 0.142.5) and ch
 against real 0.140.0 - 0.142.5 rollouts (EntityProcess/agentv ``entire/checkpoints/v1``,
 13 auto compactions on two models, see docs/strategies/codex.md):
 
-- ``0.140`` (cli 0.140.0 up to the newest version seen, 0.142.5; later versions run it too,
-  the page says so):
+- ``0.145`` (cli 0.145.0 and later, the page says when newer than checked): the 0.140 rules
+  with a lower limit (83 % of the window) and its own reasoning factor, inferred from real
+  rollouts (see ``V0_145``), and the sub-agents' ``agent_message`` items in the context.
+- ``0.140`` (cli 0.140.0 - 0.144.x; checked on 0.140.0 - 0.142.5):
   * count: ``ContextManager::get_total_token_usage(server_reasoning_included = false)``
     (``codex-rs/core/src/context_manager/history.rs``, stored version a20bf059): the last
     response's ``last_token_usage.total_tokens`` + the estimate of the items recorded after
@@ -73,6 +75,11 @@ class VersionRules:
     # serialized framing of a tool output beside its text and call id (estimate_item_token_count
     # serializes the whole item): 0.14x adds internal_chat_message_metadata_passthrough {turn_id}
     item_framing_bytes: int = 0
+    # the auto-compact limit as a percentage of the model's window (auto_compact_token_limit)
+    auto_compact_percent: int = 90
+    # tokens of a reply's redacted encrypted reasoning per reported reasoning token (the
+    # reasoning_estimate_factor parameter at its default takes this)
+    reasoning_factor: float = 1.25
 
 
 LEGACY = VersionRules(
@@ -117,9 +124,36 @@ V0_118 = VersionRules(
     "compactions",
     item_framing_bytes=54,
 )
-TABLE: tuple[VersionRules, ...] = (V0_140, V0_118, LEGACY)  # newest first
+# Codex 0.145 (multi-agent "collaboration" rollouts, gpt-5.6-sol): the 0.140 count and check
+# points, with the sub-agents' agent_message items in the context (the next request's reported
+# input grows by them), and a lower limit than 90 %. Its source could not be read (the
+# openai/codex snapshot is over the fetch limit; no stored file of the 0.145 tag), so the
+# limit is what the real rollouts prove (entireio/entire-sem entire/checkpoints/v1, cli
+# 0.145.0-alpha.18, two distinct auto compactions): the first fired on a count of 226 719
+# (225 254 reported + the tool output after it; no reasoning before the turn's only user
+# message) after a check at 224 271 did not; 83 % of the 272 000 window (225 760) is the
+# round percentage inside (224 271, 226 719]. The second (a count moved by the reasoning of
+# three earlier turns, redacted) then holds only for 1.42-1.46 reasoning tokens per reported
+# reasoning token (gpt-5.5 on 0.140-0.142: 1.22-1.28): 1.44. Three 0.145.0-alpha.30 rollouts
+# peak at 213 473 without compacting, consistent with it. Two compactions are thin: the
+# table says so, and a pinned rule set or parameter overrides both numbers.
+V0_145 = VersionRules(
+    "0.145",
+    (0, 145, 0),
+    "total_plus_estimates",
+    "pre_turn_and_follow_up",
+    "remote_encrypted",
+    "inferred from real cli 0.145.0-alpha.18 rollouts (entireio/entire-sem, 2 auto "
+    "compactions, gpt-5.6-sol): the 0.140 count with agent_message items in context, limit "
+    "83% of the window (225 760 of 272 000), 1.44 reasoning tokens per reported reasoning "
+    "token; the 0.145 source was not available",
+    item_framing_bytes=150,
+    auto_compact_percent=83,
+    reasoning_factor=1.44,
+)
+TABLE: tuple[VersionRules, ...] = (V0_145, V0_140, V0_118, LEGACY)  # newest first
 BY_NAME = {r.name: r for r in TABLE}
-NEWEST_SEEN = (0, 142, 5)
+NEWEST_SEEN = (0, 145, 0)
 
 
 def parse_version(text: str) -> tuple[int, ...] | None:
@@ -140,8 +174,10 @@ def rules_for(version: str) -> tuple[VersionRules, str]:
     for rules in TABLE:
         if parsed >= rules.first:
             why = f"cli_version {version}"
-            if rules is V0_140 and parsed > NEWEST_SEEN:
-                why += " is newer than the newest checked (0.142.5): its rules are assumed"
+            if rules is V0_145 and parsed[:3] > NEWEST_SEEN:
+                why += " is newer than the newest checked (0.145.0): its rules are assumed"
+            elif rules is V0_140 and parsed > (0, 142, 5):
+                why += " is newer than the newest 0.140-rules version checked (0.142.5)"
             return rules, why
     return LEGACY, f"cli_version {version}"
 
@@ -151,9 +187,11 @@ def context_window_from_reported(model_context_window: int) -> int:
     return round(model_context_window * 100 / EFFECTIVE_CONTEXT_WINDOW_PERCENT)
 
 
-def auto_compact_limit(context_window: int, configured: int = 0) -> int:
-    """90% of the window; a configured limit (> 0) can only lower it."""
-    limit = context_window * AUTO_COMPACT_PERCENT // 100
+def auto_compact_limit(
+    context_window: int, configured: int = 0, percent: int = AUTO_COMPACT_PERCENT
+) -> int:
+    """90% of the window (0.145: 83%); a configured limit (> 0) can only lower it."""
+    limit = context_window * percent // 100
     return min(configured, limit) if configured > 0 else limit
 
 
@@ -172,6 +210,7 @@ def describe_table() -> list[dict[str, object]]:
             "count": r.count,
             "checks": r.checks,
             "compaction": r.compaction,
+            "limit_percent": r.auto_compact_percent,
             "source": r.source,
         }
         for r in TABLE

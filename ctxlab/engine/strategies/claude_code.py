@@ -148,6 +148,9 @@ DEFAULT_WINDOW = 200_000
 # of 2.1.x CLIs): what a session ran with when it grew past a 200K window's compaction point
 # (see ``window_shown``).
 LARGE_WINDOW = 1_000_000
+# The usage convention of transcripts whose usage Claude reported (Claude Code sessions and
+# their HTTP traffic): only their requests show Claude Code's window.
+CLAUDE_USAGE = "anthropic"
 # A usage line written when the stream started reports 1-25 output tokens: below this, or
 # below half the response's own estimate, the final output is not in the transcript.
 STREAM_START_OUTPUT = 30
@@ -460,6 +463,21 @@ class ClaudeCodeStrategy(Strategy):
         # is open to what the transcript shows.
         if not self.params["window_from_transcript"] or configured != DEFAULT_WINDOW:
             return 0, ""
+        window, why = self._window_evidence(conversation, rules_, configured)
+        if window and conversation.usage_convention != CLAUDE_USAGE:
+            # Another agent's usage (a Codex rollout's 272K window, ...) says nothing about
+            # the window Claude Code would have had: the default stays, and the reason says so.
+            shown = conversation.usage_convention or "no convention"
+            return 0, (
+                f"the default {configured:,} window: the transcript's usage is not Claude's "
+                f"({shown}), so it does not show Claude Code's window ({why.split(':')[0]})"
+            )
+        return window, why
+
+    def _window_evidence(
+        self, conversation: Conversation, rules_: VersionRules, configured: int
+    ) -> tuple[int, str]:
+        """The window the requests of ``conversation`` show (see ``window_shown``)."""
         threshold = self.auto_compact_threshold(rules_)
         boundaries = sorted(
             c.before_index for c in conversation.compactions if c.kind != "microcompact"

@@ -3,13 +3,18 @@
 ``agent_version`` (default ``auto``: the rollout's ``cli_version``) picks the rules of
 ``_codex_versions`` (each range with its source):
 
-- **0.140** (cli 0.140.0 - 0.142.5 checked; newer assumed): checked before a turn's first
+- **0.140** (cli 0.140.0 - 0.144.x; 0.140.0 - 0.142.5 checked): checked before a turn's first
   request (before its user message is recorded) and after a sampling that needs a follow-up
   (tool outputs), on ``get_total_token_usage``: the last response's total + the estimate of
   the items after the last reply (serialized bytes / 4) + the estimate of the encrypted
   reasoning before the last user message (from its length when the rollout has it, else the
   reported reasoning tokens x ``reasoning_estimate_factor``); limit 90% of the window
   (rollouts report 95% of it as ``model_context_window``; the request's model picks it).
+- **0.145** (cli 0.145.0 on; two real compactions checked on 0.145.0-alpha.18): the 0.140
+  count and check points with the limit at 83% of the window and 1.44 reasoning tokens per
+  reported one, both inferred from real rollouts (``_codex_versions.V0_145``); the
+  sub-agents' ``agent_message`` items (multi-agent collaboration) are context, counted as
+  items after the last reply until a response reports them.
 - **0.118** (cli 0.118.0 - 0.139; compactions checked on 0.118.0): the 0.140 trigger and
   remote compaction; a tool output serializes without the 0.14x passthrough metadata (54
   bytes of framing, not 150). In both, ``<subagent_notification>`` and ``<turn_aborted>``
@@ -93,6 +98,7 @@ if TYPE_CHECKING:
 
 LEGACY_AUTO_COMPACT_LIMIT = 256_000  # openai_model_info.rs DEFAULT_AUTO_COMPACT_TOKEN_LIMIT
 DEFAULT_WINDOW = versions.DEFAULT_CONTEXT_WINDOW
+REASONING_FACTOR_DEFAULT = 1.25
 SECTIONS = (
     Section("Goal / user objective", "goal"),
     Section("Current progress and key decisions made", "decisions"),
@@ -200,11 +206,13 @@ class CodexStrategy(Strategy):
         ),
         Param(
             "reasoning_estimate_factor",
-            1.25,
+            REASONING_FACTOR_DEFAULT,
             "0.140 rules: tokens of a reply's encrypted reasoning per reported reasoning "
             "token, used when the rollout's encrypted_content is redacted or absent "
             "(estimate_reasoning_length needs its length). Fitted on the agentv 0.140-0.142 "
-            "rollouts (1.22-1.28 reproduces all 16 compactions).",
+            "rollouts (1.22-1.28 reproduces all 16 compactions). At this default the "
+            "version's own factor runs (0.145: 1.44, from its real rollouts); any other value "
+            "pins it.",
             "float",
             min=0.0,
             max=4.0,
@@ -286,7 +294,9 @@ class CodexStrategy(Strategy):
         if st.rules is versions.LEGACY:
             return self.auto_compact_limit(st.context_window)
         return versions.auto_compact_limit(
-            st.context_window, int(self.params["model_auto_compact_token_limit"])
+            st.context_window,
+            int(self.params["model_auto_compact_token_limit"]),
+            st.rules.auto_compact_percent,
         )
 
     def window(self, ctx: ContextView) -> int:
@@ -329,11 +339,14 @@ class CodexStrategy(Strategy):
                     "are remote (replacement history): the 0.118 rules are assumed"
                 )
         window = int(self.params["model_context_window"])
-        reported = int(meta.get("model_context_window", "0") or 0)
+        # Only a Codex rollout (its importer writes these, beside cli_version) shows Codex's
+        # window; another agent's transcript replayed under codex keeps the default.
+        rollout = bool(meta.get("cli_version"))
+        reported = int(meta.get("model_context_window", "0") or 0) if rollout else 0
         if window == DEFAULT_WINDOW and st.rules is not versions.LEGACY:
             window = 0  # the default: the rollout's own window decides where it has one
             # (legacy rollouts, e.g. 0.40, report the raw window: 272 000)
-            for pair in meta.get("model_context_windows", "").split(";"):
+            for pair in meta.get("model_context_windows", "").split(";") if rollout else ():
                 model, _, value = pair.rpartition("=")
                 if model and value.isdigit():
                     st.windows[model] = versions.context_window_from_reported(int(value))
@@ -367,7 +380,7 @@ class CodexStrategy(Strategy):
             return  # the original's replacement history: counted when it is decided
         st.original_live += self.count_message(ctx.message(index))
         if msg.role is Role.ASSISTANT:
-            st.reasoning_open += self._reasoning_tokens(msg)
+            st.reasoning_open += self._reasoning_tokens(msg, st.rules)
         elif is_real_user_message(msg):
             st.reasoning_previous = st.reasoning_settled
             st.reasoning_settled += st.reasoning_open
@@ -382,7 +395,7 @@ class CodexStrategy(Strategy):
             "rules_reason": f"{st.rules_why}; window {st.context_window} ({st.window_why})",
         }
 
-    def _reasoning_tokens(self, msg: Message) -> int:
+    def _reasoning_tokens(self, msg: Message, version: versions.VersionRules) -> int:
         """A reply's encrypted reasoning as get_non_last_reasoning_items_tokens counts it:
         from the encrypted length when the rollout kept it, else the reported reasoning
         tokens x reasoning_estimate_factor (Entire redacts encrypted_content)."""
@@ -392,7 +405,10 @@ class CodexStrategy(Strategy):
             return sum(versions.reasoning_estimate(size - 2) for size in sizes)
         if msg.usage is None or not msg.usage.reasoning:
             return 0
-        return round(msg.usage.reasoning * float(self.params["reasoning_estimate_factor"]))
+        factor = float(self.params["reasoning_estimate_factor"])
+        if factor == REASONING_FACTOR_DEFAULT:  # the default: the version's own factor
+            factor = version.reasoning_factor
+        return round(msg.usage.reasoning * factor)
 
     def before_call(self, ctx: ContextView) -> None:
         st: _State = ctx.state
@@ -804,7 +820,7 @@ def describe_rules(agent_version: str = "auto") -> dict[str, Any]:
         "selection": (
             f"pinned to {agent_version}"
             if pinned
-            else "the rollout's cli_version (0.140+: 0.140, 0.118-0.139: 0.118); before "
+            else "the rollout's cli_version (0.145+: 0.145, 0.140-0.144: 0.140, 0.118-0.139: 0.118); before "
             "0.118 the 0.118 rules when its compactions are remote (replacement history), "
             "else legacy"
         ),

@@ -187,6 +187,25 @@ def test_claude_code_unknown_types_skipped_with_counted_warning() -> None:
     assert "brand-new-thing" in warning.message and warning.count == 2 and warning.where == "line 1"
 
 
+def test_claude_code_2_1_150_bridge_and_file_history_delta_are_known_metadata() -> None:
+    """Claude Code 2.1.150 - 2.1.218 write ``bridge-session`` (the remote-control bridge) and
+    ``file-history-delta`` (a file-history checkpoint as a change) lines, shaped as real
+    sessions hold them: no warning, no message; the raw lines stay in the upload."""
+    data = _jsonl(
+        {"type": "bridge-session", "sessionId": "s1", "bridgeSessionId": "cse_01AS",
+         "lastSequenceNum": 0},
+        _user("u1", None, "hi"),
+        {"type": "file-history-delta", "messageId": "u1", "snapshotMessageId": "u0",
+         "trackingPath": "/tmp/p/git.go",
+         "backup": {"backupFileName": "42960b3aa286d92c@v1", "version": 1,
+                    "backupTime": "2026-07-21T14:05:10.345Z"}},
+        _assistant("a1", "u1", "msg_1", {"type": "text", "text": "yo"}),
+    )  # fmt: skip
+    parsed = importers.parse(data, name="w.jsonl")
+    assert not parsed.warnings
+    assert [m.text for m in parsed.conversations[0].messages] == ["hi", "yo"]
+
+
 def test_claude_code_rewind_keeps_newest_branch_and_the_old_one_as_an_alternate() -> None:
     data = _jsonl(
         _user("u1", None, "q"),

@@ -67,3 +67,23 @@ def test_a_window_the_user_set_is_used_as_set() -> None:
     window, _ = strategy.window_shown(session.conversation(), strategy.resolve_rules("", "")[0])
     assert window == 0
     assert _compactions(session, context_window=180_000) >= 1
+
+
+def test_another_agents_usage_shows_no_window_of_claude_codes() -> None:
+    """A Codex rollout (gpt-5.6-sol, requests up to 225,254 on its 272K window) replayed under
+    claude_code: its requests are over 200,000, but they are Codex's usage, not evidence of
+    a Claude Code 1M session. The default window stays, the events say why, and the replay
+    compacts (at 1M it never did)."""
+    from pathlib import Path
+
+    from ctxlab.engine import importers
+
+    path = Path(__file__).resolve().parents[2] / "data" / "codex-rollouts"
+    data = (path / "entire-sem-0.145.0-collab-window1.jsonl").read_bytes()
+    (conversation,) = importers.parse(data, name="rollout.jsonl").conversations
+    strategy = ClaudeCodeStrategy()
+    window, why = strategy.window_shown(conversation, strategy.resolve_rules("", "")[0])
+    assert window == 0 and "not Claude's (openai)" in why and "200,000" in why
+    result = run(conversation, "claude_code", summarizer=RecordedSummarizer())
+    compacts = [e for e in result.events if e.kind == "compact"]
+    assert compacts and "not Claude's" in compacts[0].detail["window_reason"]

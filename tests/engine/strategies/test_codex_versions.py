@@ -56,7 +56,8 @@ def first_step_at(result, index: int) -> int:  # type: ignore[no-untyped-def]
     ("version", "name"),
     [("", "legacy"), ("0.40.0", "legacy"), ("0.117.9", "legacy"), ("0.118.0", "0.118"),
      ("0.139.9", "0.118"), ("0.118", "0.118"), ("0.140.0", "0.140"),
-     ("0.140.0-alpha.19", "0.140"), ("0.142.5", "0.140"), ("0.149.1", "0.140"),
+     ("0.140.0-alpha.19", "0.140"), ("0.142.5", "0.140"), ("0.144.3", "0.140"),
+     ("0.145.0-alpha.18", "0.145"), ("0.149.1", "0.145"), ("0.145", "0.145"),
      ("legacy", "legacy"), ("0.140", "0.140"), ("not a version", "legacy")],
 )  # fmt: skip
 def test_rules_for_version(version: str, name: str) -> None:
@@ -66,6 +67,7 @@ def test_rules_for_version(version: str, name: str) -> None:
 def test_rules_for_a_version_newer_than_checked_says_so() -> None:
     assert "newer than the newest checked" in versions.rules_for("0.149.1")[1]
     assert "newer" not in versions.rules_for("0.142.5")[1]
+    assert "newer" not in versions.rules_for("0.145.0-alpha.30")[1]
 
 
 @pytest.mark.parametrize(
@@ -295,7 +297,7 @@ def test_describe_rules_lists_each_range_with_its_source_and_the_pinned_one() ->
     from ctxlab.engine.strategies.codex import describe_rules
 
     table = describe_rules("0.141.0")
-    assert [r["rules"] for r in table["ranges"]] == ["0.140", "0.118", "legacy"]
+    assert [r["rules"] for r in table["ranges"]] == ["0.145", "0.140", "0.118", "legacy"]
     assert all(r["source"] for r in table["ranges"]) and table["selected"] == "0.140"
     assert describe_rules()["selected"] is None
 
@@ -379,3 +381,44 @@ def test_a_subagent_notification_is_no_user_turn_boundary_for_the_reasoning_coun
     user = replay(collab_rollout("also check the tests"))
     (event,) = compactions(user)
     assert event.detail["phase"] == "mid_turn" and event.detail["total_tokens"] >= 900
+
+
+# -- 0.145 (multi-agent collaboration rollouts, entireio/entire-sem) --------------------------
+
+COLLAB = DATA / "entire-sem-0.145.0-collab-window1.jsonl"
+
+
+def test_0145_rules_limit_is_83_percent_of_the_window() -> None:
+    rules, why = versions.rules_for("0.145.0-alpha.18")
+    assert rules is versions.V0_145 and "newer" not in why
+    window = versions.context_window_from_reported(258_400)
+    assert versions.auto_compact_limit(window, 0, rules.auto_compact_percent) == 225_760
+    assert versions.auto_compact_limit(window, 0, versions.V0_140.auto_compact_percent) == 244_800
+
+
+def test_a_real_0145_collab_compaction_is_reproduced_at_its_step() -> None:
+    """cli 0.145.0-alpha.18, gpt-5.6-sol, 13 sub-agent messages in the root's context: Codex
+    compacted on 225 254 reported + the tool output after it, below the 0.140 limit (244 800)
+    and after a check at 224 271 that did not: the 0.145 limit fires there, and only there."""
+    conversation = load(COLLAB)
+    (original,) = conversation.compactions
+    assert original.agent_version == "0.145.0-alpha.18" and original.pre_tokens == 225_254
+    result = replay(conversation)
+    (event,) = compactions(result)
+    assert event.detail["follows_original"] and event.detail["rules_version"] == "0.145"
+    assert event.detail["limit"] == 225_760 and event.detail["phase"] == "mid_turn"
+    assert 225_760 <= event.detail["total_tokens"] <= 225_254 + 2_000
+    assert event.step == first_step_at(result, original.before_index)
+    # the 0.140 rules (pinned) leave it: 90% is not reached
+    pinned = replay(conversation, agent_version="0.140")
+    assert not compactions(pinned)
+    assert [e.kind for e in pinned.events if e.kind.startswith("compact")] == ["compact_skipped"]
+
+
+def test_0145_reasoning_factor_is_the_versions_unless_pinned() -> None:
+    strategy = CodexStrategy()
+    reply = assistant("done", usage=Usage(input_uncached=10, output=110, reasoning=100))
+    assert strategy._reasoning_tokens(reply, versions.V0_145) == 144
+    assert strategy._reasoning_tokens(reply, versions.V0_140) == 125
+    pinned = CodexStrategy({"reasoning_estimate_factor": 2.0})
+    assert pinned._reasoning_tokens(reply, versions.V0_145) == 200
