@@ -153,7 +153,7 @@ class RunAtStep:
     run: Run
     step: int | None  # None: the run has no such compaction / step
     zones: dict[str, Any]
-    segments: list[zone_bar.ZoneSegment]
+    zone: zone_bar.ZoneModel | None  # the run page's zone model of this step (None: no step)
     tokens: dict[str, int | None]
     compaction: Compaction | None = None
     source_index: int = 0  # messages before this request
@@ -165,6 +165,7 @@ class RunAtStep:
             "strategy": self.run.strategy,
             "step": self.step,
             "zones": self.zones,
+            "zone_bar": self.zone.as_dict() if self.zone else None,
             "tokens": self.tokens,
             "compaction": self.compaction.as_dict() if self.compaction else None,
         }
@@ -281,7 +282,7 @@ def step_across(
 
 def _run_at(run: Run, step: int | None, found: Compaction | None) -> RunAtStep:
     if step is None:
-        return RunAtStep(run, None, {}, [], {}, found)
+        return RunAtStep(run, None, {}, None, {}, found)
     row = (
         RunStep.objects.filter(run=run, index=step)
         .values_list(
@@ -290,11 +291,12 @@ def _run_at(run: Run, step: int | None, found: Compaction | None) -> RunAtStep:
         .first()
     )
     if row is None:
-        return RunAtStep(run, None, {}, [], {}, found)
+        return RunAtStep(run, None, {}, None, {}, found)
     source, zones, reference, strategy, reported = row
     zones = dict(zones or {})
     tokens = {"reference": reference, "strategy": strategy, "reported": reported}
-    return RunAtStep(run, step, zones, zone_bar.zone_segments(zones), tokens, found, source)
+    zone = zone_bar.zone_model(zones, tokens, zone_bar.transcript_parts(run))
+    return RunAtStep(run, step, zones, zone, tokens, found, source)
 
 
 def _message_lines(runs: Sequence[Run], at: Sequence[RunAtStep], count: int) -> list[MessageLine]:

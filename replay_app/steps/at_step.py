@@ -20,7 +20,7 @@ from replay_app import memo, run_rows
 from replay_app.models import Run, RunEvent, RunStatus, RunStep
 from replay_app.runs import textstore
 from replay_app.steps.fatelog import FATES, fate_log
-from replay_app.steps.zone_bar import ZoneSegment, transcript_parts, zone_segments
+from replay_app.steps.zone_bar import ZoneModel, transcript_parts, zone_model
 
 PER_PAGE = 50
 MODIFIED = ("truncated", "offloaded", "pruned")  # fates whose message has a modified version
@@ -67,7 +67,7 @@ class StepView:
     source_index: int
     tokens: dict[str, int | None]
     zones: dict[str, Any]
-    segments: list[ZoneSegment]
+    zone: ZoneModel  # the one zone model (zone_bar.zone_model), as the compare view's
     context_len: int
     summary_seq: int | None
     pending: list[str]
@@ -101,6 +101,7 @@ class StepView:
             "source_index": self.source_index,
             "tokens": self.tokens,
             "zones": self.zones,
+            "zone_bar": self.zone.as_dict(),
             "context_len": self.context_len,
             "summary": self.summary_seq,
             "pending": self.pending,
@@ -142,6 +143,7 @@ def step_view(
         pending,
     ) = found
     total_steps = step_count(run)
+    counts = {"strategy": t_strategy, "reference": t_reference, "reported": t_reported}
     count = source_index  # messages 0..source_index-1 were appended before this call
     pages = max(1, -(-count // per_page))
     page = pages if page is None else min(max(page, 1), pages)
@@ -195,9 +197,9 @@ def step_view(
         step=step,
         steps=total_steps,
         source_index=source_index,
-        tokens={"strategy": t_strategy, "reference": t_reference, "reported": t_reported},
+        tokens=counts,
         zones=zones,
-        segments=zone_segments(zones, transcript_parts(run)),
+        zone=zone_model(zones, counts, transcript_parts(run)),
         context_len=context_len,
         summary_seq=summary_seq,
         pending=list(pending),

@@ -9,7 +9,6 @@ transcript or the strategy is escaped here (``escape``); URLs are reversed once 
 from __future__ import annotations
 
 from html import escape  # Django's escape, without its lazy-string wrapper (~2x faster)
-from typing import Any
 from urllib.parse import quote
 
 from django.template.defaultfilters import floatformat
@@ -18,7 +17,7 @@ from django.utils.safestring import SafeString, mark_safe
 
 from ctxlab.web.display import number
 from replay_app.steps.at_step import MessageRow
-from replay_app.steps.zone_bar import ZoneSegment
+from replay_app.steps.zone_bar import OVER_HINT, OVER_KEY, OVER_LABEL, ZoneModel
 
 
 def fate_badge(fate: str, reason: str = "") -> str:
@@ -84,52 +83,113 @@ def message_list(run_pk: int, messages: list[MessageRow]) -> SafeString:
     return mark_safe("\n".join(out))  # noqa: S308 (every inserted value escaped above)
 
 
-def zone_bar(segments: list[ZoneSegment], zones: dict[str, Any]) -> SafeString:
-    """``_zone_bar.html``: the request's zones as a stacked bar with its legend."""
-    described = ", ".join(f"{s.label} {s.note if s.note else number(s.tokens)}" for s in segments)
+def _zone_line(model: ZoneModel) -> str:
+    """The sentence under the bar: its numbers add up to the bar (request + output reserve +
+    free = window, or = window + over the window), all in the strategy's own count."""
+    n = number
+    parts = [
+        f'Request <strong class="num" data-line="request">{n(model.request)}</strong>',
+        f'output reserve <strong class="num" data-line="output_reserve">'
+        f"{n(model.output_reserve)}</strong>",
+    ]
+    if model.window and not model.over:
+        parts.append(f'free <strong class="num" data-line="free">{n(model.free)}</strong>')
+    total = " + ".join(parts)
+    if not model.window:
+        line = f"{total} (no window known: the bar is the request)"
+    elif model.over:
+        line = (
+            f'{total} = window <strong class="num" data-line="window">{n(model.window)}</strong>'
+            f' + <strong class="num zone-over-figure" data-line="over_window">{n(model.over)}'
+            f"</strong> over the window ({floatformat(model.over_percent, 1)}% of it)"
+        )
+    else:
+        line = f'{total} = window <strong class="num" data-line="window">{n(model.window)}</strong>'
+    line += ", in the strategy's own count"
+    if model.reference is not None:
+        line += f' (cl100k: <span class="num" data-line="reference">{n(model.reference)}</span>)'
+    line += ". Widths and percentages are of the window"
+    if model.over:
+        line += "; what does not fit is drawn past its edge"
+    line += "."
+    gap = ""
+    if model.counted is not None and model.gap:
+        # A strategy may compare a count that leaves part of the request out (Gemini CLI:
+        # the messages since the last model call): say so rather than show a bar whose
+        # parts silently disagree with the count the strategy compared.
+        word = "leaves out" if model.gap > 0 else "adds"
+        gap = (
+            f' <span class="zone-gap" data-bar-total="{model.request}">(the bar shows the whole '
+            f'request: <span class="num">{n(model.request)}</span> by the same estimator; the '
+            f'count the strategy compares is <span class="num">{n(model.counted)}</span>: the '
+            f'count {word} <span class="num">{n(abs(model.gap))}</span>)</span>'
+        )
+    return f'<p class="small zone-line" data-scale="window">{line}{gap}</p>'
+
+
+def zone_bar(model: ZoneModel) -> SafeString:
+    """``_zone_bar.html``: the request's zones as a stacked bar with its legend and the line
+    whose numbers add up to it (the one ``ZoneModel`` of the step)."""
+    described = ", ".join(
+        f"{s.label} {s.note if s.note else number(s.tokens)}" for s in model.legend
+    )
+    if model.over:
+        described += f", {OVER_LABEL} {number(model.over)}"
     bar = []
+    for d in model.drawn:
+        share = floatformat(100 * d.tokens / model.window, 1) if model.window else ""
+        hint = f": {OVER_HINT}" if d.key == OVER_KEY else ""
+        of = f" ({share}% of the window)" if share else ""
+        bar.append(
+            f'<span class="zone-{escape(d.key)}" data-zone="{escape(d.key)}" '
+            f'data-tokens="{d.tokens}" style="width: {d.width}%" title="'
+            f'{escape(f"{d.label}: {number(d.tokens)} tokens{of}{hint}")}"></span>'
+        )
     legend = []
-    for s in segments:
-        share = floatformat(s.percent, 1)
-        if s.tokens:
-            hint = f": {s.hint}" if s.hint else ""
-            bar.append(
-                f'<span class="zone-{escape(s.key)}" data-zone="{escape(s.key)}" '
-                f'data-tokens="{s.tokens}" style="width: {s.percent}%" title="'
-                f'{escape(f"{s.label}: {number(s.tokens)} tokens ({share}%){hint}")}"></span>'
-            )
+    for s in model.legend:
         title = f' title="{escape(s.hint)}"' if s.hint else ""
         if s.note:
             shown = f'<span class="muted zone-note" data-note>{escape(s.note)}</span>'
         else:
-            shown = f'<strong class="num">{number(s.tokens)}</strong> <span class="muted">({share}%)</span>'
+            shown = (
+                f'<strong class="num">{number(s.tokens)}</strong> <span class="muted">'
+                f"({floatformat(s.percent, 1)}%)</span>"
+            )
         legend.append(
             f'<li class="legend-{escape(s.key)}" data-zone="{escape(s.key)}"{title}>'
             f"{escape(s.label)} {shown}</li>"
         )
-    threshold = zones.get("threshold")
+    if model.over:
+        legend.append(
+            f'<li class="legend-{OVER_KEY}" data-zone="{OVER_KEY}" title="{escape(OVER_HINT)}">'
+            f'{OVER_LABEL} <strong class="num">{number(model.over)}</strong> <span class="muted">'
+            f"({floatformat(model.over_percent, 1)}%)</span></li>"
+        )
+    threshold = model.threshold
     legend.append(
-        f'<li class="legend-window">window <strong class="num">{number(zones.get("window"))}'
+        f'<li class="legend-window">window <strong class="num">{number(model.window)}'
         "</strong>"
         + (f' · threshold <strong class="num">{number(threshold)}</strong>' if threshold else "")
-        + "</li>"
+        + " · % of the window</li>"
     )
+    keys = {s.key for s in model.legend if s.tokens}
     note = ""
-    if zones.get("unseen"):
+    if "unseen" in keys:
         note = (
             '<p class="small muted zone-unseen-note">Strategy overhead: what the strategy '
             "counts beyond the transcript's messages (the provider's reported usage includes "
             "the system prompt, tool definitions and attachments the log does not show).</p>"
         )
-    if zones.get("not_in_file"):
+    if "not_in_file" in keys:
         note += (
             '<p class="small muted zone-unseen-note">Not in this file: context the agent sent '
             "that this file does not hold (it starts after a compaction, or is cut from a "
             "longer session); it leaves at the next compaction.</p>"
         )
+    over_class = " zone-bar-over" if model.over else ""
     return mark_safe(  # noqa: S308 (every inserted value escaped above)
-        '<div class="zone-block">'
-        f'<div class="zone-bar zone-bar-large" role="img" aria-label="context zones: '
-        f'{escape(described)}">{"".join(bar)}</div>'
-        f'<ul class="zone-legend">{"".join(legend)}</ul>{note}</div>'
+        f'<div class="zone-block" data-window="{model.window}" data-over="{model.over}">'
+        f'<div class="zone-bar zone-bar-large{over_class}" role="img" aria-label="context '
+        f'zones, % of the window: {escape(described)}">{"".join(bar)}</div>'
+        f'<ul class="zone-legend">{"".join(legend)}</ul>{_zone_line(model)}{note}</div>'
     )

@@ -19,7 +19,6 @@ from replay_app.display.vocabulary import event_label, event_meaning
 from replay_app.models import Run
 from replay_app.steps.at_step import StepView
 from replay_app.steps.message_rows import fate_badge, message_list, zone_bar
-from replay_app.steps.zone_bar import request_total
 
 SWAP = 'hx-target="#step-context" hx-swap="outerHTML"'
 
@@ -60,18 +59,6 @@ def _tokens(run: Run, view: StepView) -> str:
     ]
     if aside:
         parts.append(f" (of which {' and '.join(aside)})")
-    counted = view.tokens.get("strategy")
-    bar = request_total(view.zones)
-    if counted is not None and bar != counted:
-        # A strategy may compare a count that leaves part of the request out (Gemini CLI:
-        # the messages since the last model call): say so rather than show a bar whose
-        # parts silently disagree with the count written above it.
-        word = "leaves out" if bar > counted else "adds"
-        parts.append(
-            f' <span class="zone-gap" data-bar-total="{bar}">(the bar below shows the whole '
-            f'request: <span class="num">{number(bar)}</span> by the same estimator; the '
-            f'count {word} <span class="num">{number(abs(bar - counted))}</span>)</span>'
-        )
     parts.append(f' · <strong class="num">{number(view.tokens["reference"])}</strong> (cl100k)')
     if view.tokens.get("reported") is not None:
         parts.append(f' · <strong class="num">{number(view.tokens["reported"])}</strong> reported')
@@ -136,7 +123,7 @@ def step_context(run: Run, view: StepView) -> SafeString:
             [
                 _nav(run_url, step_url, view),
                 _tokens(run, view),
-                zone_bar(view.segments, view.zones),
+                zone_bar(view.zone),
                 _events_here(view),
                 _fate_counts(view),
                 message_list(run.pk, view.messages),

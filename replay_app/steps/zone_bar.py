@@ -89,11 +89,13 @@ def transcript_parts(run: Run) -> TranscriptParts:
 
 
 def zone_segments(zones: dict[str, Any], parts: TranscriptParts | None = None) -> list[ZoneSegment]:
-    """Proportional widths over the window (or over the total when the request overflows).
-    A system prompt or tool zone of 0 says why instead of showing 0 (``parts``: what the
-    transcript carries); the strategy overhead is listed only when there is one."""
+    """Every zone with its share of the window (``percent``: % of the window, over 100 when a
+    request overflows it; see ``zone_model`` for what the bar draws). A system prompt or tool
+    zone of 0 says why instead of showing 0 (``parts``: what the transcript carries; None:
+    unknown, the number shows); the strategy overhead is listed only when there is one."""
+    window = max(int(zones.get("window") or 0), 0)
     values = [(key, label, max(int(zones.get(key) or 0), 0)) for key, label in ZONE_ORDER]
-    total = max(int(zones.get("window") or 0), sum(v for _, _, v in values), 1)
+    scale = window or max(sum(v for _, _, v in values), 1)
     out = []
     for key, label, tokens in values:
         note = ""
@@ -101,5 +103,143 @@ def zone_segments(zones: dict[str, Any], parts: TranscriptParts | None = None) -
             continue
         if key in ("system", "tools") and not tokens and parts is not None:
             note = NOT_COUNTED if getattr(parts, key) else NOT_IN_TRANSCRIPT
-        out.append(ZoneSegment(key, label, tokens, round(100 * tokens / total, 3), note))
+        out.append(ZoneSegment(key, label, tokens, round(100 * tokens / scale, 3), note))
     return out
+
+
+# --- the one zone model of a step (run page, compare step view, their JSON twins) ----------
+
+OVER_KEY = "over_window"
+OVER_LABEL = "Over the window"
+OVER_HINT = (
+    "the request (and the output reserve) beyond the window: a provider would refuse it; "
+    "drawn past the window's edge"
+)
+SCALE = "percent of the window"
+
+
+@dataclass(frozen=True, slots=True)
+class DrawnSegment:
+    """One piece of the bar: a zone's tokens inside the window (``tokens``), or what lies
+    past the window's edge (``key == OVER_KEY``). ``width``: % of the bar's length (the
+    window plus what is over it)."""
+
+    key: str
+    label: str
+    tokens: int
+    width: float
+
+
+@dataclass(frozen=True, slots=True)
+class ZoneModel:
+    """How one step's request fills its window, read by every page that draws it (the run
+    page's step context, the compare step view, their JSON twins) and built only by
+    ``zone_model`` from the stored engine ``Zones``. Every figure is in the strategy's own
+    count (its estimator); percentages are of the window, always; what does not fit is an
+    explicit over-the-window part, so ``request + output_reserve + free == window + over``.
+    A pure value: a function of the zones, the step's counts and what the transcript holds."""
+
+    window: int
+    threshold: int | None
+    legend: tuple[ZoneSegment, ...]  # every zone, full tokens, % of the window
+    drawn: tuple[DrawnSegment, ...]  # the bar: zones clipped at the window's edge, then over
+    request: int  # the request's zones added up (the bar's request)
+    output_reserve: int
+    free: int
+    over: int
+    counted: int | None  # the count the strategy compares (tokens_strategy)
+    reference: int | None  # cl100k
+    reported: int | None
+
+    @property
+    def scale(self) -> str:
+        return SCALE
+
+    @property
+    def gap(self) -> int:
+        """How far the strategy's compared count is from the bar's request (0: they agree)."""
+        return 0 if self.counted is None else self.request - self.counted
+
+    @property
+    def over_percent(self) -> float:
+        return round(100 * self.over / self.window, 3) if self.window else 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "scale": SCALE,
+            "window": self.window,
+            "threshold": self.threshold,
+            "request": self.request,
+            "output_reserve": self.output_reserve,
+            "free": self.free,
+            "over_window": self.over,
+            "counted": self.counted,
+            "reference": self.reference,
+            "reported": self.reported,
+            "zones": [
+                {"key": s.key, "label": s.label, "tokens": s.tokens,
+                 "percent_of_window": s.percent, "note": s.note}
+                for s in self.legend
+            ],
+            "bar": [
+                {"key": d.key, "label": d.label, "tokens": d.tokens, "width": d.width}
+                for d in self.drawn
+            ],
+        }  # fmt: skip
+
+
+def zone_model(
+    zones: dict[str, Any],
+    tokens: dict[str, int | None] | None = None,
+    parts: TranscriptParts | None = None,
+) -> ZoneModel:
+    """The one zone model of a step: ``zones`` as stored (``Zones.as_dict``), ``tokens`` the
+    step's counts (``strategy``, ``reference``, ``reported``), ``parts`` what the transcript
+    carries (for "not in transcript" / "not counted by this strategy")."""
+    tokens = tokens or {}
+    legend = tuple(zone_segments(zones, parts))
+    window = max(int(zones.get("window") or 0), 0)
+    request = request_total(zones)
+    reserve = max(int(zones.get("output_reserve") or 0), 0)
+    used = request + reserve
+    if window:
+        over = max(used - window, 0)
+        free = window - used + over  # what is left of the window (0 when over)
+    else:  # no window known: the request is the whole bar, nothing is over
+        over, free = 0, 0
+    length = max(window, used, 1)
+    # The free zone is what the window has left after this request and its reserve.
+    legend = tuple(
+        ZoneSegment(s.key, s.label, free, round(100 * free / window, 3) if window else 0.0)
+        if s.key == "free"
+        else s
+        for s in legend
+    )
+    drawn: list[DrawnSegment] = []
+    edge = window if window else length
+    position = 0
+    for s in legend:
+        if s.key == "free" or not s.tokens:
+            continue
+        inside = max(min(s.tokens, edge - position), 0)
+        position += s.tokens
+        if inside:
+            drawn.append(DrawnSegment(s.key, s.label, inside, round(100 * inside / length, 3)))
+    if free:
+        drawn.append(DrawnSegment("free", "Free", free, round(100 * free / length, 3)))
+    if over:
+        drawn.append(DrawnSegment(OVER_KEY, OVER_LABEL, over, round(100 * over / length, 3)))
+    threshold = zones.get("threshold")
+    return ZoneModel(
+        window=window,
+        threshold=int(threshold) if threshold else None,
+        legend=legend,
+        drawn=tuple(drawn),
+        request=request,
+        output_reserve=reserve,
+        free=free,
+        over=over,
+        counted=tokens.get("strategy"),
+        reference=tokens.get("reference"),
+        reported=tokens.get("reported"),
+    )
