@@ -13,7 +13,6 @@ from typing import Any
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.utils.http import content_disposition_header
-from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET
 
 from ctxlab.web.http import HtmxHttpRequest
@@ -25,7 +24,7 @@ from replay_app.compare import compare_steps, overview, report
 from replay_app.compare.compare_page import ComparePage
 from replay_app.compare.matrix_page import matrix_page
 from replay_app.compare.picker_page import PickerPage, picker_page
-from replay_app.display.markdown_safe import word_diff
+from replay_app.compare.summary_diff import SummaryDiffPage
 from replay_app.models import Run, RunSummary
 from replay_app.runs.pages import whole_page
 from replay_app.steps import fatelog
@@ -95,12 +94,14 @@ def summary_diff(request: HttpRequest) -> HttpResponse:
     context: dict[str, Any] = {"error": ""}
     if len(picks) != 2:
         context["error"] = f"Tick two summaries to compare them (ticked {len(picks)})."
+        if request.GET.get("format") == "json":
+            return JsonResponse({"error": context["error"]}, status=400)
     else:
         (run_a, a), (run_b, b) = _summary(request, picks[0]), _summary(request, picks[1])
-        context.update(
-            a=a, b=b, run_a=run_a, run_b=run_b,
-            diff=mark_safe(word_diff(a.output, b.output)),  # noqa: S308 - escaped inside
-        )  # fmt: skip
+        page = SummaryDiffPage(run_a, a, run_b, b)
+        if request.GET.get("format") == "json":
+            return JsonResponse(page.as_json(), json_dumps_params={"ensure_ascii": False})
+        context.update(page.context())
     template = "replay_app/compare/compare_diff.html"
     if getattr(request, "htmx", False):
         template += "#summary-diff"

@@ -112,3 +112,22 @@ def word_diff(a: str, b: str) -> str:
         if j2 > j1:
             out.append(f"<ins>{html.escape(''.join(right[j1:j2]))}</ins>")
     return "".join(out)
+
+
+def word_diff_sides(a: str, b: str) -> tuple[str, str]:
+    """``a`` and ``b`` word by word as two safe HTML panes: ``a`` with the words ``b`` has
+    not in <del>, ``b`` with the words ``a`` has not in <ins> (the side-by-side view)."""
+    left, right = _WORDS.findall(a), _WORDS.findall(b)
+    out_a: list[str] = []
+    out_b: list[str] = []
+    matcher = difflib.SequenceMatcher(None, left, right, autojunk=False)
+    for op, i1, i2, j1, j2 in matcher.get_opcodes():
+        if op == "equal":
+            out_a.append(html.escape("".join(left[i1:i2])))
+            out_b.append(html.escape("".join(right[j1:j2])))
+            continue
+        if i2 > i1:
+            out_a.append(f"<del>{html.escape(''.join(left[i1:i2]))}</del>")
+        if j2 > j1:
+            out_b.append(f"<ins>{html.escape(''.join(right[j1:j2]))}</ins>")
+    return "".join(out_a), "".join(out_b)

@@ -74,4 +74,21 @@
     }, 100);
   }
   document.addEventListener("DOMContentLoaded", hookCurves);
+
+  // Summaries by compaction: the sticky bar under the table says how many are ticked and
+  // which; with two, its button is the next thing to press.
+  document.addEventListener("change", function (ev) {
+    var box = ev.target;
+    if (!box || !box.classList || !box.classList.contains("diff-pick")) return;
+    var form = box.closest("form");
+    var bar = form && form.querySelector("#diff-bar");
+    var said = form && form.querySelector("#diff-ticked");
+    if (!bar || !said) return;
+    var ticked = form.querySelectorAll("input.diff-pick:checked");
+    bar.classList.toggle("ready", ticked.length === 2);
+    said.textContent = ticked.length === 2
+      ? "2 summaries ticked: diff them."
+      : ticked.length > 2 ? ticked.length + " ticked: untick all but two."
+      : ticked.length === 1 ? "1 summary ticked: tick one more." : "Tick two summaries.";
+  });
 })();

@@ -1,6 +1,7 @@
 """Issue 31, item 15, in a real browser: the compare page's fate matrix is one tab stop
 whose cells the arrow keys move through (each labelled), and Enter on a cell (or a click)
-opens the step view scrolled to that cell's message, its row highlighted."""
+opens the step view scrolled to that cell's message, its row highlighted; two ticked
+summaries diff from a button that stays in view, section by section."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from replay_testdata import agent_chat, import_transcript  # noqa: E402
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def _runs(username: str) -> list[Any]:
+def _runs(username: str, strategies: tuple[str, ...] = ("cowagent", "qwenpaw")) -> list[Any]:
     from django.contrib.auth import get_user_model
 
     from replay_app.runs import executor, services
@@ -24,7 +25,7 @@ def _runs(username: str) -> list[Any]:
     user = get_user_model().objects.get(username=username)
     transcript = import_transcript(user, agent_chat(turns=60, size=6000, seed=3))
     runs = []
-    for strategy in ("cowagent", "qwenpaw"):
+    for strategy in strategies:
         run = services.run_create(
             owner=user, transcript=transcript, spec=services.RunSpec(strategy=strategy),
             enqueue=False,
@@ -121,3 +122,33 @@ def test_matrix_detail_message_opens_the_step_view_on_it(
     page.wait_for_url("**message=95#message-95")
     assert "focus-message" in (page.locator("#message-95").get_attribute("class") or "")
     assert _in_view(page, "#message-95")
+
+
+def test_two_ticked_summaries_diff_from_a_button_in_view(
+    page: Any, live_server: Any, login: Any, screenshot: Any
+) -> None:
+    """The diff button is in a sticky bar: with the first row's two summaries ticked, it
+    is on screen without scrolling past the table; the diff has a Goal-beside-Goal table."""
+    login()
+    runs = _runs("alice", ("copaw", "cowagent"))
+    ids = ",".join(str(r.pk) for r in runs)
+    page.set_viewport_size({"width": 1280, "height": 700})
+    page.goto(f"{live_server.url}/compare/?runs={ids}")
+    picks = page.locator(".ordinal-table tbody tr").first.locator("input.diff-pick")
+    picks.first.wait_for()
+    assert picks.count() == 2
+    picks.nth(0).check()
+    assert "1 summary ticked" in page.locator("#diff-ticked").inner_text()
+    picks.nth(1).check()
+    assert "2 summaries ticked" in page.locator("#diff-ticked").inner_text()
+    assert page.evaluate(
+        "document.querySelector('#compare-summaries table').getBoundingClientRect().bottom"
+        " > window.innerHeight"
+    ), "the table runs past the screen (the button used to sit under it)"
+    assert _in_view(page, "#diff-chosen")
+    page.click("#diff-chosen")
+    page.wait_for_selector("#summary-diff .section-diff")
+    headings = page.locator("#summary-diff .section-diff tbody th").all_inner_texts()
+    assert any("Goal" in h for h in headings), headings
+    screenshot("summary-diff-sections")
+    assert page.errors == []
