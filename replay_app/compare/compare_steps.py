@@ -269,12 +269,15 @@ def step_across(
             run_step = found.step if found else None
         at.append(_run_at(run, run_step, found))
     count = max((a.source_index for a in at if a.step is not None), default=0)
-    lines = _message_lines(runs, at, count)
-    if only_differences:
-        lines = [line for line in lines if line.differs]
-    pages = max(1, -(-len(lines) // per_page))
-    page = pages if page is None else min(max(page, 1), pages)
-    shown = lines[(page - 1) * per_page : page * per_page]
+    if only_differences:  # which messages differ: every line is read
+        lines = [line for line in _message_lines(runs, at, range(count)) if line.differs]
+        pages = max(1, -(-len(lines) // per_page))
+        page = pages if page is None else min(max(page, 1), pages)
+        shown = lines[(page - 1) * per_page : page * per_page]
+    else:  # the page's lines only: each run's fates of those messages, not of all of them
+        pages = max(1, -(-count // per_page))
+        page = pages if page is None else min(max(page, 1), pages)
+        shown = _message_lines(runs, at, range((page - 1) * per_page, min(page * per_page, count)))
     _explain(runs, shown)  # events read for the shown messages only
     _fill_previews(runs[0].transcript_id, shown)
     return StepAcross(step, compaction, total, at, shown, page, pages, count, only_differences)
@@ -299,13 +302,21 @@ def _run_at(run: Run, step: int | None, found: Compaction | None) -> RunAtStep:
     return RunAtStep(run, step, zones, zone, tokens, found, source)
 
 
-def _message_lines(runs: Sequence[Run], at: Sequence[RunAtStep], count: int) -> list[MessageLine]:
-    """One line per source message before the request (fates of every run at its step)."""
+def _message_lines(
+    runs: Sequence[Run], at: Sequence[RunAtStep], indexes: range
+) -> list[MessageLine]:
+    """One line per source message in ``indexes`` (fates of every run at its step); a
+    page's range reads only its messages' entries of each run's fate log."""
     per_run: list[dict[int, tuple[Fate, int]] | None] = []
+    whole = indexes.start == 0 and indexes.stop >= max((a.source_index for a in at), default=0)
     for run, a in zip(runs, at, strict=True):
-        per_run.append(None if a.step is None else fatelog.fate_log(run).fates_at(a.step))
+        if a.step is None:
+            per_run.append(None)
+            continue
+        log = fatelog.fate_log(run)
+        per_run.append(log.fates_at(a.step) if whole else log.fates_at(a.step, indexes))
     lines = []
-    for index in range(count):
+    for index in indexes:
         cells: list[FateCell | None] = []
         for col, fates in enumerate(per_run):
             if fates is None or index >= at[col].source_index:

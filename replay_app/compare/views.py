@@ -55,19 +55,24 @@ def compare_step(request: HttpRequest, runs: list[Run]) -> HttpResponse:
     message = _digits(request.GET.get("message"))
     if message is not None and page is None and not only:
         page = message // compare_steps.STEP_MESSAGES + 1
-    view = compare_steps.step_across(
-        runs, step=None if compaction else step, compaction=compaction, page=page,
-        only_differences=only,
-    )  # fmt: skip
-    if request.GET.get("format") == "json":
-        return JsonResponse(view.as_json(), json_dumps_params={"ensure_ascii": False})
-    ids = ",".join(str(r.pk) for r in runs)
-    return render(
-        request,
-        "replay_app/compare/compare_step.html",
-        {"view": view, "runs": runs, "ids": ids, "message": message,
-         "fate_names": fatelog.FATES},
-    )  # fmt: skip
+
+    def build(extra: dict[str, Any]) -> HttpResponse:
+        view = compare_steps.step_across(
+            runs, step=None if compaction else step, compaction=compaction, page=page,
+            only_differences=only,
+        )  # fmt: skip
+        if request.GET.get("format") == "json":
+            return JsonResponse(view.as_json(), json_dumps_params={"ensure_ascii": False})
+        ids = ",".join(str(r.pk) for r in runs)
+        return render(
+            request,
+            "replay_app/compare/compare_step.html",
+            {"view": view, "runs": runs, "ids": ids, "message": message,
+             "fate_names": fatelog.FATES, **extra},
+        )  # fmt: skip
+
+    # finished runs' step view (page and JSON twin) comes whole from the memo (whole_page)
+    return whole_page.page(request, runs, "compare-step", build)
 
 
 def _bad(request: HttpRequest, message: str) -> HttpResponse:

@@ -50,6 +50,12 @@ QUERIES = {
         scrubs=frozenset({"step", "mpage"}),  # the step scrubber's step and its message page
     ),
     "compare": Query(reads=frozenset({"runs", "spage", "at"}), scrubs=frozenset({"at"})),
+    # The compare step view (and its JSON twin) is a page per step: the page users scrub
+    # across runs, each step kept as it is viewed (the memo's byte caps bound them).
+    "compare-step": Query(
+        reads=frozenset({"runs", "step", "compaction", "page", "only", "message", "format"}),
+        scrubs=frozenset(),
+    ),
 }
 
 
