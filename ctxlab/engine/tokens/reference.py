@@ -48,6 +48,7 @@ class ReferenceTokens:
         self._by_head: dict[str, list[str]] = {}
         self._asked: set[str] = set()  # originals a copy was counted without (stored counts)
         self._messages = conversation.messages
+        self._originals: dict[int, int] | None = None  # id(original) -> index
         self._owner: dict[str, int] = {}  # a long text -> a message holding it (stored counts)
         self._wholes: dict[str, int | None] = {}  # its count, from that message's stored one
         self._calls: dict[tuple[str, str], int] = {}  # (tool name, input JSON) -> count
@@ -140,8 +141,20 @@ class ReferenceTokens:
     def message(self, index: int) -> int:
         return self.per_message[index]
 
+    def _original_index(self) -> dict[int, int]:
+        """Each original message object's index (by identity; built on first use)."""
+        found = self._originals
+        if found is None:
+            found = self._originals = {id(m): i for i, m in enumerate(self._messages)}
+        return found
+
     def message_of(self, message: Message) -> int:
-        """Count a modified message (texts memoised by the shared counter)."""
+        """Count a message version: an original (the very object of the conversation) is
+        its per-message count, computed or stored at import, never tokenized again; a
+        modified one is counted (texts memoised by the shared counter)."""
+        index = self._original_index().get(id(message))
+        if index is not None and self._messages[index] is message:
+            return self.per_message[index]
         total = PER_MESSAGE_OVERHEAD
         for block in message.blocks:
             if block.kind is BlockKind.MEDIA:
