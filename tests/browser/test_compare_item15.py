@@ -152,3 +152,31 @@ def test_two_ticked_summaries_diff_from_a_button_in_view(
     assert any("Goal" in h for h in headings), headings
     screenshot("summary-diff-sections")
     assert page.errors == []
+
+
+def test_summary_page_gives_input_and_output_room(
+    page: Any, live_server: Any, login: Any, screenshot: Any
+) -> None:
+    """The summary page: input and output side by side across a wide screen (not in the
+    1,200 px column), each pane about as tall as the screen and scrolling on its own."""
+    from replay_app.models import RunSummary
+
+    login()
+    run = _runs("alice", ("copaw",))[0]
+    summary = RunSummary.objects.filter(run=run).order_by("seq").first()
+    assert summary is not None
+    page.set_viewport_size({"width": 1800, "height": 1000})
+    page.goto(f"{live_server.url}/runs/{run.pk}/summaries/{summary.seq}/")
+    boxes = page.evaluate(
+        """() => ['.summary-input', '.summary-output'].map((sel) => {
+            const el = document.querySelector(sel), r = el.getBoundingClientRect();
+            return {w: r.width, h: r.height, max: getComputedStyle(el).maxHeight,
+                    scrolls: el.scrollHeight > el.clientHeight,
+                    overflow: getComputedStyle(el).overflowY}; })"""
+    )
+    inp, out = boxes
+    assert inp["w"] > 750 and out["w"] > 750, boxes  # was ~560 each in the 1,200 px column
+    assert float(inp["max"].removesuffix("px")) > 700, boxes  # about the screen's height
+    assert inp["scrolls"] and inp["overflow"] == "auto", boxes  # a long input scrolls in place
+    assert page.locator(".summary-input").get_attribute("tabindex") == "0"
+    screenshot("summary-page")
