@@ -37,7 +37,8 @@ from replay_app.steps import lost_analysis
 
 log = logging.getLogger(__name__)
 
-VERSION = 4  # 4: lost facts by lost.kept_by_summary (one rule with survival)
+VERSION = 5  # 4: lost facts by lost.kept_by_summary (one rule with survival); 5: one
+# compaction per compaction event, numbered by catalogue.compaction_ordinals
 CHART_BUCKETS = 300  # steps are thinned to the extremes of this many buckets per line
 LOST_FACTS = 10  # lost facts listed per compaction on the compare page (all on the run's)
 

@@ -9,14 +9,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ctxlab.engine.core.catalogue import Trigger, is_compaction, trigger_of
+from ctxlab.engine.core.catalogue import Trigger, compaction_ordinals, trigger_of
 from ctxlab.engine.core.records import Fate
-
-# A compaction, for the ordinal: a step whose events wrote a summary or took messages out
-# of the context (summarised, dropped). Per-message edits (truncate, offload, prune) are
-# not counted: a strategy that trims a tool result at every step would push its first
-# summary to row 40 and the rows would no longer line up what users compare.
-REMOVED = frozenset({Fate.SUMMARISED.value, Fate.DROPPED.value})
 
 MATRIX_COLUMNS = 200  # buckets at most; a bucket holds ceil(messages / MATRIX_COLUMNS) messages
 LOST_EVENTS = 10  # compactions listed per run on the page (all in the JSON)
@@ -24,10 +18,10 @@ LOST_EVENTS = 10  # compactions listed per run on the page (all in the JSON)
 
 @dataclass(frozen=True, slots=True)
 class Compaction:
-    """One compaction step of a run (its events at that step taken together; see
-    ``REMOVED``)."""
+    """One compaction of a run: its K-th compaction event (``catalogue.compaction_ordinals``,
+    the one numbering every page reads)."""
 
-    ordinal: int  # 1-based
+    ordinal: int  # K, 1-based
     step: int
     kinds: tuple[str, ...]
     seq: int  # the first event's seq
@@ -70,38 +64,28 @@ class Compaction:
 
 
 def compactions_from_rows(rows: Iterable[Sequence[Any]]) -> list[Compaction]:
-    """From the run's event rows in seq order (``inputs._EVENT_COLUMNS``)."""
-    by_step: dict[int, list[Sequence[Any]]] = {}
-    for row in rows:
-        _, step, kind, _, _, _, _, changes, summary = row
-        removes = any(c.get("fate") in REMOVED for c in changes)
-        if summary is not None or (removes and is_compaction(kind)):
-            by_step.setdefault(step, []).append(row)
+    """From the run's event rows in seq order (``inputs._EVENT_COLUMNS``): one per
+    compaction event, numbered by ``catalogue.compaction_ordinals``."""
+    rows = list(rows)
+    ordinals = compaction_ordinals((row[0], row[2]) for row in rows)
     out: list[Compaction] = []
-    for step, events in by_step.items():
-        # the comparison that fired: the first event of the step that states one
-        triggers = [trigger_of(kind, detail or {}) for _, _, kind, _, _, _, detail, _, _ in events]
-        fired = next((t for t in triggers if t.measured is not None and t.limit is not None),
-                     next((t for t in triggers if t.measured is not None), triggers[0]))  # fmt: skip
-        measured, limit = fired.measured, fired.limit
-        limit_name, measured_name = fired.limit_name, fired.measured_name
-        if measured is None:
-            measured = int(events[0][4]) or None
-        touched = {int(i) for e in events for i in e[3]}
-        summary = next((e[8] for e in events if e[8] is not None), None)
+    for seq, step, kind, messages, before, _, detail, _, summary in rows:
+        if seq not in ordinals:
+            continue
+        fired = trigger_of(kind, detail or {})
         out.append(
             Compaction(
-                ordinal=len(out) + 1,
+                ordinal=ordinals[seq],
                 step=step,
-                kinds=tuple(dict.fromkeys(e[2] for e in events)),
-                seq=events[0][0],
-                messages=len(touched),
-                measured=measured,
-                limit=limit,
-                limit_name=limit_name or "threshold",
+                kinds=(kind,),
+                seq=seq,
+                messages=len({int(i) for i in messages}),
+                measured=fired.measured if fired.measured is not None else (int(before) or None),
+                limit=fired.limit,
+                limit_name=fired.limit_name or "threshold",
                 summary_seq=summary,
-                measured_name=measured_name,
-            )  # fmt: skip
+                measured_name=fired.measured_name,
+            )
         )
     return out
 

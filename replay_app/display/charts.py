@@ -59,6 +59,13 @@ class EventPoint:
     messages: int  # messages touched
     fates: dict[str, int] = field(default_factory=dict)
     seq: int | None = None  # the event's seq (None: a marker not from a stored run)
+    compaction: int | None = None  # its K (``runs.ordinals``); None: not a compaction
+
+    @property
+    def label(self) -> str:
+        """The marker's name: the kind's label, and "compaction #K" for a compaction."""
+        name = event_label(self.kind)
+        return name if self.compaction is None else f"{name} · compaction #{self.compaction}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +83,7 @@ def event_hover(event: EventPoint) -> str:
     fates = ", ".join(f"{html.escape(k)} {v}" for k, v in sorted(event.fates.items()))
     saved = event.tokens_before - event.tokens_after
     return (
-        f"<b>{html.escape(event_label(event.kind))}</b> · step {event.step}<br>"
+        f"<b>{html.escape(event.label)}</b> · step {event.step}<br>"
         f"{event.tokens_before:,} → {event.tokens_after:,} tokens ({saved:+,} saved)<br>"
         f"{event.messages} message{'s' if event.messages != 1 else ''} touched"
         + (f"<br>{fates}" if fates else "")
@@ -115,7 +122,7 @@ def _compact_hover(trace: dict[str, Any], events: Sequence[EventPoint]) -> dict[
     del trace["hovertext"], trace["hoverinfo"]
     trace["customdata"] = [
         [
-            html.escape(event_label(e.kind)),
+            html.escape(e.label),
             e.tokens_after,
             e.tokens_before - e.tokens_after,
             f"{e.messages} message{'s' if e.messages != 1 else ''}",

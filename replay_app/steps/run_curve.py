@@ -9,6 +9,7 @@ from ctxlab.engine.core.records import event_brief
 from replay_app.display.charts import EventPoint, Series
 from replay_app.memo import cached
 from replay_app.models import Run, RunEvent, RunStep
+from replay_app.runs.ordinals import compaction_ordinals
 
 # --- the curve ---------------------------------------------------------------------------
 
@@ -55,8 +56,9 @@ def _curve(run: Run) -> Curve:
         reference=[r[3] for r in rows],
         reported=[r[4] for r in rows],
     )
+    ordinals = compaction_ordinals(run)
     events = tuple(
-        EventPoint(step, kind, before, after, len(messages), seq=seq)
+        EventPoint(step, kind, before, after, len(messages), seq=seq, compaction=ordinals.get(seq))
         for seq, step, kind, before, after, messages in RunEvent.objects.filter(run=run)
         .order_by("seq")
         .values_list("seq", "step", "kind", "tokens_before", "tokens_after", "messages")

@@ -9,12 +9,14 @@ from typing import Any
 
 from replay_app.models import Run, RunSummary
 from replay_app.runs import textstore
+from replay_app.runs.ordinals import compaction_ordinals
 
 
 @dataclass
 class SummaryPage:
     run: Run
     summary: RunSummary
+    compaction: int | None = None  # the K of the event that wrote it (``runs.ordinals``)
 
     def as_json(self) -> dict[str, Any]:
         summary = self.summary
@@ -22,6 +24,7 @@ class SummaryPage:
             "run": self.run.pk,
             "seq": summary.seq,
             "step": summary.step,
+            "compaction": self.compaction,
             "input": summary.input,
             "output": summary.output,
             "input_tokens": summary.input_tokens,
@@ -32,7 +35,7 @@ class SummaryPage:
         }
 
     def context(self) -> dict[str, Any]:
-        return {"run": self.run, "summary": self.summary}
+        return {"run": self.run, "summary": self.summary, "compaction": self.compaction}
 
 
 def summary_page(run: Run, seq: int) -> SummaryPage:
@@ -41,4 +44,7 @@ def summary_page(run: Run, seq: int) -> SummaryPage:
     if summary is None:
         raise LookupError("no such summary")
     summary.input = textstore.summary_input(summary)  # stored by reference: read back once
-    return SummaryPage(run=run, summary=summary)
+    event = run.events.filter(summary_seq=seq).order_by("seq").values_list("seq", flat=True)
+    first = event.first()
+    compaction = None if first is None else compaction_ordinals(run).get(first)
+    return SummaryPage(run=run, summary=summary, compaction=compaction)

@@ -8,7 +8,7 @@ from typing import Any
 
 from django import template
 
-from ctxlab.engine.core.catalogue import FINDINGS, ledger_mark_label
+from ctxlab.engine.core.catalogue import COMPACTION_ORDINAL, FINDINGS, ledger_mark_label
 from replay_app.display.vocabulary import event_label as _event_label
 from replay_app.display.vocabulary import event_meaning as _event_meaning
 
@@ -64,3 +64,9 @@ def event_counts(counts: Any) -> str:
 @register.filter
 def finding_counts(counts: Any) -> str:
     return _counts(counts, finding_label)
+
+
+@register.simple_tag
+def compaction_ordinal_meaning() -> str:
+    """What "compaction #K" means (``catalogue.COMPACTION_ORDINAL``), for a heading's hover."""
+    return COMPACTION_ORDINAL

@@ -16,7 +16,7 @@ and a test keeps it in step.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -202,6 +202,29 @@ def trigger_of(kind: str, detail: Mapping[str, Any]) -> Trigger:
 
 def is_compaction(kind: str) -> bool:
     return event_category(kind) == "compaction"
+
+
+# What "#K" / "compaction K" means on every page, JSON twin, CSV and report.
+COMPACTION_ORDINAL = (
+    "“Compaction K” (shown as #K) is the run's K-th compaction event: the K-th event, in "
+    "event order, whose kind is in the compaction category, so a run's last K is its "
+    "Compactions metric (`compaction_count`). Skipped compactions (`compact_skipped`), "
+    "restores, repairs and failures get no K. Events number every event of the run "
+    "(“event #N”) and summaries every summariser call (“summary #N”); each names the "
+    "compaction it belongs to. The compare page's row K, the step view's "
+    "`&compaction=K` and the report's rows are compaction K of each run."
+)
+
+
+def compaction_ordinals(events: Iterable[tuple[int, str]]) -> dict[int, int]:
+    """Event seq -> its compaction ordinal K (``COMPACTION_ORDINAL``), from the run's
+    (seq, kind) pairs in seq order; events that are not compactions are absent. The one
+    place a compaction is numbered."""
+    out: dict[int, int] = {}
+    for seq, kind in events:
+        if is_compaction(kind):
+            out[seq] = len(out) + 1
+    return out
 
 
 def is_restore(kind: str) -> bool:
@@ -713,6 +736,8 @@ def vocabulary_markdown() -> str:
         "",
         "Compactions, restores and failures are counted by category: the metrics "
         "`compaction_count`, `firing_per_100_steps` and `thrash` count compaction events only. "
+        + COMPACTION_ORDINAL
+        + " "
         "*Measured in* / *limit in*: the event detail keys holding the size the strategy "
         "measured and the limit it compared it with (first present wins), as the compare "
         "page's trigger column reads them.",

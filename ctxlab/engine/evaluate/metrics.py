@@ -6,7 +6,8 @@ Definitions (also shown in the UI):
   would have been billed for as input); ``input_tokens_total_strategy`` the same under the
   estimator.
 - ``compactions``: events by kind, for every event whose kind is in the catalogue's
-  ``compaction`` category (``catalogue.EVENTS``); ``compaction_count`` their number.
+  ``compaction`` category (``catalogue.EVENTS``); ``compaction_count`` their number, the
+  last compaction ordinal (``catalogue.compaction_ordinals``).
   Restores (putting back what a request-local trim hid), repairs (removing orphan tool
   results), failures and skips are not compactions: ``restore_count`` and
   ``failure_count`` count the first and third.
@@ -27,7 +28,12 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from ..core.catalogue import canonical_event, is_compaction, is_failure, is_restore
+from ..core.catalogue import (
+    canonical_event,
+    compaction_ordinals,
+    is_failure,
+    is_restore,
+)
 from ..core.records import REMOVED_FATES, Event, Fate, ReplayResult
 from ..tokens.reference import ReferenceTokens
 
@@ -39,7 +45,8 @@ def event_metrics(events: Sequence[Event], *, steps: int, threshold: int | None)
     """The metrics that come from events alone: counts by kind and category, firing rate,
     gaps and thrash (compactions only). Stored runs are re-counted with this too."""
     kinds = [canonical_event(e.kind) for e in events]
-    compactions = [e for e, kind in zip(events, kinds, strict=True) if is_compaction(kind)]
+    ordinals = compaction_ordinals(enumerate(kinds))  # by position: the events' order
+    compactions = [e for i, e in enumerate(events) if i in ordinals]
     thrash = 0
     fire_steps = sorted({e.step for e in compactions})
     last: dict[str, Any] | None = None

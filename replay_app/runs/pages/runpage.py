@@ -28,11 +28,12 @@ from django.db.models import Count, QuerySet
 from django.db.models.functions import Length, Substr
 from django.urls import reverse
 
-from ctxlab.engine.core import records
+from ctxlab.engine.core import catalogue, records
 from ctxlab.engine.core.fatelog import FATES_BY_CODE
 from ctxlab.engine.core.records import Event
 from replay_app.models import Run, RunEvent, RunStatus
 from replay_app.runs import textstore
+from replay_app.runs.ordinals import compaction_ordinals as ordinals_of
 from replay_app.steps import fatelog
 
 EVENTS_PER_PAGE = 50
@@ -72,10 +73,14 @@ def index_ranges(indexes: list[int], *, limit: int = 12) -> str:
 
 
 def detail_text(detail: dict[str, Any], *, limit: int = 60) -> str:
-    """``k=v; …`` with each value cut to ``limit`` characters (escaped by the template)."""
+    """``k=v; …`` with each value cut to ``limit`` characters (escaped by the template);
+    the catalogue's note (an outcome that follows from an offline summary) is never cut."""
     parts = []
     for key, value in detail.items():
         text = value if isinstance(value, str) else str(value)
+        if key == catalogue.NOTE_KEY:
+            parts.append(f"{key}={text}")
+            continue
         parts.append(f"{key}={text if len(text) <= limit else text[: limit - 1] + '…'}")
     return "; ".join(parts)
 
@@ -98,6 +103,7 @@ class EventRow:
     detail: dict[str, Any]
     summary_seq: int | None
     fate_counts: dict[str, int]
+    compaction: int | None = None  # K (``ordinals.compaction_ordinals``); None: not one
 
     @property
     def messages_text(self) -> str:
@@ -153,6 +159,7 @@ def events_page(run: Run, *, page: int, kind: str = "") -> EventsPage:
     events: QuerySet[RunEvent] = current.object_list  # type: ignore[assignment]  # a page of a queryset
     values = list(events.values_list(*fields))
     log = fatelog.fate_log(run) if finished and values else None
+    ordinals = ordinals_of(run) if values else {}
     out = []
     for value in values:
         seq, step, name, messages, before, after, detail, summary_seq = value[:8]
@@ -162,8 +169,9 @@ def events_page(run: Run, *, page: int, kind: str = "") -> EventsPage:
             lo, hi = bisect_left(log.seqs, seq), bisect_right(log.seqs, seq)
             counts = Counter(FATES_BY_CODE[code].value for code in log.fates[lo:hi])
         out.append(
-            EventRow(seq, step, name, messages, before, after, detail, summary_seq, dict(counts))
-        )
+            EventRow(seq, step, name, messages, before, after, detail, summary_seq, dict(counts),
+                     ordinals.get(seq))
+        )  # fmt: skip
     return EventsPage(page=current, rows=out, kind=kind, kinds=kinds, total=total)
 
 
@@ -196,6 +204,7 @@ def event_json(run: Run, events: EventsPage, *, url: str) -> dict[str, Any]:
         "items": [
             {
                 **records.event_json(row.as_event(), id_key="seq"),
+                "compaction": row.compaction,
                 "changes": changes.get(row.seq, []),
             }
             for row in events.rows
@@ -214,6 +223,7 @@ class SummaryEvent:
     kind: str
     tokens_before: int
     tokens_after: int
+    compaction: int | None = None  # its K (``ordinals.compaction_ordinals``)
 
     @property
     def page(self) -> int:
@@ -224,6 +234,7 @@ class SummaryEvent:
 def summary_events(run: Run, seqs: list[int]) -> dict[int, SummaryEvent]:
     """Summary seq -> the event that produced it (the first one, by seq)."""
     out: dict[int, SummaryEvent] = {}
+    ordinals = ordinals_of(run) if seqs else {}
     rows = (
         run.events.filter(summary_seq__in=seqs)
         .order_by("seq")
@@ -231,7 +242,7 @@ def summary_events(run: Run, seqs: list[int]) -> dict[int, SummaryEvent]:
     )
     for summary_seq, seq, kind, before, after in rows:
         if summary_seq is not None:  # filtered on it: never None here
-            out.setdefault(summary_seq, SummaryEvent(seq, kind, before, after))
+            out.setdefault(summary_seq, SummaryEvent(seq, kind, before, after, ordinals.get(seq)))
     return out
 
 
@@ -276,6 +287,7 @@ def summaries_json(run: Run) -> list[dict[str, Any]]:
             "seq": s.seq,
             "step": s.step,
             "event": dataclasses.asdict(events[s.seq]) if s.seq in events else None,
+            "compaction": events[s.seq].compaction if s.seq in events else None,
             "input_tokens": s.input_tokens,
             "output_tokens": s.output_tokens,
             "usage_estimated": s.usage_estimated,

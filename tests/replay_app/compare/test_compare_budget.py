@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
+from ctxlab.engine.core import catalogue
 from replay_app import memo
 from replay_app.compare import compare_steps
 from replay_app.configs import services as config_services
@@ -40,18 +41,15 @@ def _ids(runs: list[Run]) -> str:
 
 
 def _kth_compaction_steps(run: Run) -> list[int]:
-    """Independently of compare_steps: the distinct steps of the run's events that wrote a
-    summary or summarised/dropped a message, in order."""
-    steps: list[int] = []
-    for step, changes, summary in (
-        RunEvent.objects.filter(run=run)
+    """Independently of compare_steps: the step of each of the run's events in the
+    catalogue's compaction category, in order (compaction K is the K-th; issue 31)."""
+    return [
+        step
+        for step, kind in RunEvent.objects.filter(run=run)
         .order_by("seq")
-        .values_list("step", "changes", "summary_seq")
-    ):
-        removes = any(c["fate"] in ("summarised", "dropped") for c in changes)
-        if (removes or summary is not None) and step not in steps:
-            steps.append(step)
-    return steps
+        .values_list("step", "kind")
+        if catalogue.is_compaction(kind)
+    ]
 
 
 def test_summaries_by_compaction_align_the_kth_compaction_of_each_run(
@@ -86,7 +84,13 @@ def test_summaries_render_markdown_escaped(auth_client: Client, runs: list[Run])
     summary.output = "## Goal\n<script>alert(1)</script> **bold** `x<y`\n- item <b>"
     summary.save()
     memo.MEMO.clear()
-    html = auth_client.get(f"/compare/?runs={_ids(runs)}").content.decode()
+    # its row: the compaction K of the event that wrote it (compactions before it may
+    # have written none)
+    seq = RunEvent.objects.filter(run=runs[0], summary_seq=summary.seq).values_list("seq")[0][0]
+    kinds = RunEvent.objects.filter(run=runs[0]).order_by("seq").values_list("seq", "kind")
+    k = catalogue.compaction_ordinals(kinds)[seq]
+    spage = (k - 1) // compare_steps.COMPACTION_ROWS + 1
+    html = auth_client.get(f"/compare/?runs={_ids(runs)}&spage={spage}").content.decode()
     section = html[html.index('id="compare-summaries"') :]
     at = section.find("<script>alert(1)")
     assert at < 0, (
