@@ -19,6 +19,7 @@ from typing import Any
 from django.db import connection, models
 from django.db.models import Field
 
+from ctxlab.engine.budget import RequestPeak, tools_reference_tokens
 from ctxlab.engine.core import codec
 from ctxlab.engine.core.model import BlockKind, Conversation
 from ctxlab.engine.core.model import Message as EngineMessage
@@ -97,6 +98,8 @@ class _Written:
     tool_results: int = 0
     tokens: int = 0
     reported_peak: int | None = None
+    system_tokens: int = 0  # message 0's count when it is the system prompt
+    request_peak: RequestPeak = field(default_factory=RequestPeak)  # the messages' peak
     files: Counter[str] = field(default_factory=Counter)
     first_file: str | None = None  # rows store their file as NULL when it is this one
     findings: list[dict[str, Any]] = field(default_factory=list)
@@ -124,6 +127,9 @@ def _finish_transcript(
         "tool_result_count": written.tool_results,
         "reference_tokens": written.tokens,
         "reported_peak_context": written.reported_peak,
+        "system_tokens": written.system_tokens,
+        "tools_tokens": tools_reference_tokens(masked.tools),
+        "messages_peak": written.request_peak.value,
         "tools": [codec.tool_to_dict(t) for t in masked.tools],
         "compactions": [codec.compaction_to_dict(c) for c in masked.compactions],
         "metadata": codec.metadata_to_list(masked.metadata),
@@ -221,6 +227,9 @@ class _MessageWriter:
             written.tool_calls += len(message.tool_uses)
             written.tool_results += len(message.tool_results)
             written.files[message.source.file] += 1
+            written.request_peak.add(message.role.value, tokens[i])
+            if offset + i == 0 and message.role.value == "system":
+                written.system_tokens = tokens[i]
             if message.usage is not None:
                 peak = message.usage.context_tokens
                 if written.reported_peak is None or peak > written.reported_peak:

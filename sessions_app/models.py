@@ -102,6 +102,11 @@ class Transcript(models.Model):
     tool_result_count = models.PositiveIntegerField(default=0)
     reference_tokens = models.PositiveBigIntegerField(default=0)
     reported_peak_context = models.PositiveBigIntegerField(null=True, blank=True)
+    # What every request carries and the largest request's messages, in cl100k, counted at
+    # import (``ctxlab.engine.budget.SentSize``; NULL: imported before, counted when read)
+    system_tokens = models.PositiveBigIntegerField(null=True, blank=True)
+    tools_tokens = models.PositiveBigIntegerField(null=True, blank=True)
+    messages_peak = models.PositiveBigIntegerField(null=True, blank=True)
     # codec.tool_to_dict items; as text: a parameter schema keeps its key order (json_text)
     tools = JSONTextField(default=list)
     compactions = models.JSONField(default=list)  # codec.compaction_to_dict items
@@ -144,11 +149,17 @@ class Transcript(models.Model):
             _CONVERSATIONS.put(key, conversation)
         return conversation
 
-    def _decode(self) -> Conversation:
+    def head_conversation(self) -> Conversation:
+        """What every request of this transcript carries: its system prompt (message 0,
+        when it is one) and its tool definitions; no other message is read."""
+        return self._decode(self.messages.filter(index=0, role=Role.SYSTEM.value))
+
+    def _decode(self, only: models.QuerySet[Message] | None = None) -> Conversation:
         # Blocks and flags come back as JSON text (no per-row field converter): the
         # blocks of all messages are decoded by ONE json.loads over a joined array.
         rows = list(
-            self.messages.order_by("index")
+            (self.messages.all() if only is None else only)
+            .order_by("index")
             .annotate(_blocks=Cast("blocks", models.TextField()))
             .annotate(_flags=Cast("flags", models.TextField()))
             .values_list(*_RAW_COLUMNS)

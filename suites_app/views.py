@@ -16,6 +16,7 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from ctxlab.web.http import HtmxHttpRequest, json_response, wants, wants_json
 from ctxlab.web.ownership import get_owned_or_404, owned
+from replay_app.runs.transcript_picker import window_warnings
 
 from . import charts, report, results, services
 from .configs import SuiteInputError
@@ -65,6 +66,8 @@ def suite_new(request: HttpRequest) -> HttpResponse:
         except SuiteInputError as exc:
             form.add_error(None, str(exc))
         else:
+            for warning in window_warnings(form.chosen_transcripts, form.cleaned_data["window"]):
+                messages.warning(request, f"Started, but {warning}")
             return redirect("suite-detail", suite.pk)
     if wants_json(request) and request.method == "POST":
         return json_response({"errors": form.errors.get_json_data()}, status=400)

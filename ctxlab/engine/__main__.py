@@ -47,6 +47,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("replay needs --file PATH and --strategy NAME (or --list-strategies)")
     try:
         conversation = cli.load_file(args.file, format=args.format, conversation=args.conversation)
+        if warning := cli.window_warning(conversation, args.window):
+            print(warning, file=sys.stderr)
         result = cli.replay_conversation(
             conversation,
             strategy=args.strategy,

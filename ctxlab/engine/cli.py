@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from . import importers
-from .budget import window_params
+from .budget import SentSize, sent_size, window_advice, window_params
 from .core.catalogue import event_category
 from .core.model import Conversation
 from .core.params import parse_assignments
@@ -57,6 +57,20 @@ def replay_conversation(
     merged = window_params(strategy, window, overrides)
     summ = get_summarizer(summarizer) if isinstance(summarizer, str) else summarizer
     return run(conversation, strategy, params=merged, summarizer=summ)
+
+
+def window_warning(conversation: Conversation | SentSize, window: int | None) -> str:
+    """``--window``'s warning when it is not above the fixed part of every request (system
+    prompt + tool definitions), with the windows that would make compaction fire instead
+    (``budget.window_advice``, as the run form); "" when the window is fine or not given."""
+    if window is None:
+        return ""
+    size = conversation if isinstance(conversation, SentSize) else sent_size(conversation)
+    advice = window_advice(size, window=window)
+    if not advice.below_fixed:
+        return ""
+    suggested = " · ".join(f"{w:,}" for w in advice.windows)
+    return f"warning: {advice.warning}; windows that make compaction fire here: {suggested}"
 
 
 def _change_json(change: Change, event_id: int, *, with_text: bool) -> dict[str, Any]:

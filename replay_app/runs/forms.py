@@ -131,7 +131,7 @@ class RunCreateForm(forms.Form):
                 return
 
     def window_hint(self) -> dict[str, Any] | None:
-        return window_hint(self.owner, self["transcript"].value())
+        return window_hint(self.owner, self["transcript"].value(), self["window"].value())
 
     def check_key(self, cleaned: dict[str, Any]) -> None:
         """Claude or exact counts need the API key (also used by the sweep form)."""

@@ -22,7 +22,16 @@ from django.template.loader import render_to_string
 from django.utils.safestring import SafeString
 from django.views.decorators.http import require_GET
 
-from ctxlab.engine.budget import peak_request, suggested_windows
+from ctxlab.engine.budget import (
+    SentSize,
+    WindowAdvice,
+    peak_request,
+    tools_reference_tokens,
+    window_advice,
+)
+from ctxlab.engine.core.model import Role
+from ctxlab.engine.strategies import LIBRARY, STRATEGIES
+from ctxlab.web.http import json_response, wants_json
 from ctxlab.web.ownership import owned
 from sessions_app.models import Transcript
 
@@ -127,28 +136,95 @@ def transcript_options(request: HttpRequest) -> HttpResponse:
 # --- windows that make compaction fire ------------------------------------------------------
 
 
-def window_hint(owner: Any, transcript_id: Any) -> dict[str, Any] | None:
-    """The chosen transcript's cl100k peak request and the windows suggested from it
-    (25/50/75 %), or None without a transcript."""
+def sent_size(transcript: Transcript) -> SentSize:
+    """What the transcript's agent sent at its largest request (counted at import; a
+    transcript imported before those counts existed is counted from its rows now)."""
+    messages_peak, system, tools = (
+        transcript.messages_peak,
+        transcript.system_tokens,
+        transcript.tools_tokens,
+    )
+    if messages_peak is None or system is None or tools is None:
+        rows = transcript.messages.order_by("index").values_list("role", "reference_tokens")
+        messages_peak = peak_request(rows.iterator(chunk_size=5000))
+        first = rows.filter(index=0).first()
+        system = first[1] if first is not None and first[0] == Role.SYSTEM.value else 0
+        tools = tools_reference_tokens(transcript.head_conversation().tools)
+    return SentSize(
+        messages_peak=messages_peak,
+        system=system,
+        tools=tools,
+        reported_peak=transcript.reported_peak_context,
+    )
+
+
+def advice_for(transcript: Transcript, window: int | None) -> WindowAdvice:
+    """The run form's window advice for ``transcript`` (``budget.window_advice`` over its
+    stored counts, the room of every preset with a window parameter)."""
+    return window_advice(
+        sent_size(transcript),
+        transcript.head_conversation(),
+        window=window,
+        strategies=[name for name in LIBRARY if name in STRATEGIES],
+    )
+
+
+def window_hint(owner: Any, transcript_id: Any, window: Any = None) -> dict[str, Any] | None:
+    """The chosen transcript's window advice (suggestions from what its agent sent, the
+    fixed part, the warning for ``window`` and the room per strategy), or None without a
+    transcript."""
     if not str(transcript_id or "").isdigit():
         return None
     transcript = owned(Transcript.objects, owner).filter(pk=int(transcript_id)).first()
     if transcript is None or transcript.message_count == 0:  # nothing to suggest from
         return None
-    rows = transcript.messages.order_by("index").values_list("role", "reference_tokens")
-    peak = peak_request(rows.iterator(chunk_size=5000))
-    return {"transcript": transcript, "peak": peak, "windows": suggested_windows(peak)}
+    chosen = int(window) if str(window or "").isdigit() and int(window) > 0 else None
+    advice = advice_for(transcript, chosen)
+    return {
+        "transcript": transcript,
+        "advice": advice,
+        "size": advice.size,
+        "peak": advice.size.peak,
+        "windows": advice.windows,
+        "room_windows": list(advice.rooms),
+        "room_rows": _room_rows(advice),
+    }
+
+
+def _room_rows(advice: WindowAdvice) -> list[dict[str, Any]]:
+    """One row per strategy: its label and its room at each window of ``advice.rooms``."""
+    rows: dict[str, dict[str, Any]] = {}
+    for rooms in advice.rooms.values():
+        for room in rooms:
+            row = rows.setdefault(room.strategy, {"strategy": room.strategy,
+                                                  "label": room.label, "cells": []})  # fmt: skip
+            row["cells"].append(room)
+    return list(rows.values())
 
 
 @require_GET
 def window_suggestions(request: HttpRequest) -> HttpResponse:
-    """``?transcript=&window=`` → the run form's window field with its suggestions."""
+    """``?transcript=&window=`` → the run form's window field with its suggestions;
+    ``&format=json``: the same advice as JSON (its twin)."""
+    value = request.GET.get("window", "")[:12]
+    hint = window_hint(request.user, request.GET.get("transcript"), value)
+    if wants_json(request):
+        return json_response(None if hint is None else hint["advice"].as_dict())
     return render(
         request,
         "replay_app/runs/_window_field.html",
-        {
-            "hint": window_hint(request.user, request.GET.get("transcript")),
-            "value": request.GET.get("window", "")[:12],
-            "errors": [],
-        },
+        {"hint": hint, "value": value, "errors": []},
     )
+
+
+def window_warnings(transcripts: list[Transcript], window: int | None) -> list[str]:
+    """For each transcript whose fixed part (system prompt + tools) ``window`` does not
+    exceed: the advice's warning, named by the transcript (the run and suite forms)."""
+    if window is None:
+        return []
+    out = []
+    for transcript in transcripts:
+        advice = window_advice(sent_size(transcript), window=window)
+        if advice.below_fixed:
+            out.append(f"“{transcript.display_title}”: {advice.warning}.")
+    return out

@@ -30,6 +30,7 @@ from replay_app.runs.pages import whole_page
 from replay_app.runs.pages.group_page import GroupPage
 from replay_app.runs.pages.run_list import RunListPage
 from replay_app.runs.pages.run_page import FRAGMENTS, RunPage, load_ledger
+from replay_app.runs.transcript_picker import window_warnings
 
 # ---------------------------------------------------------------------------------------
 # Runs
@@ -86,6 +87,8 @@ def start_group(
         except ValueError as exc:
             form.add_error("summarizer", str(exc))
         else:
+            for warning in window_warnings([data["transcript"]], data.get("window")):
+                messages.warning(request, f"Started, but {warning}")
             return redirect(group)
     status = 400 if request.method == "POST" else 200
     return render(request, template, {"form": form}, status=status)

@@ -11,6 +11,7 @@ from ctxlab.engine import budget, cli
 from ctxlab.engine.evaluate.metrics import compute_metrics
 from ctxlab.engine.replay import run
 from ctxlab.engine.strategies import LIBRARY, PRESETS, STRATEGIES, get_strategy_class
+from ctxlab.engine.tokens.reference import reference_tokens
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "corpus"
 CLAUDE_CODE = sorted((CORPUS / "claude-code").glob("*.jsonl"))
@@ -72,9 +73,36 @@ def test_peak_request_is_the_history_before_the_largest_call() -> None:
     assert budget.peak_request([("user", 40), ("user", 2)]) == 42  # no call: everything
 
 
-def test_suggested_windows_are_shares_of_the_peak() -> None:
-    assert budget.suggested_windows(70_000) == [18_000, 35_000, 52_000]
-    assert budget.suggested_windows(1_500) == [1_000]
+def test_suggested_windows_are_shares_of_the_peak_above_the_fixed_part() -> None:
+    assert budget.fit_windows(budget.SentSize(messages_peak=70_000)) == [18_000, 35_000, 52_000]
+    assert budget.fit_windows(budget.SentSize(messages_peak=1_500)) == [1_000]
+    # Reported usage wins over the cl100k estimate of the messages.
+    reported = budget.SentSize(messages_peak=43_000, reported_peak=69_824)
+    assert budget.fit_windows(reported) == [17_000, 35_000, 52_000]
+    # ~10k of tools around a small conversation: every window above the fixed part (the
+    # shares of the whole peak gave 6,000 at 50 %, below it).
+    tools = budget.SentSize(messages_peak=2_100, system=100, tools=9_900)
+    assert tools.fixed == 10_000 and tools.peak == 12_000
+    assert budget.fit_windows(tools) == [11_000]
+    assert all(w > tools.fixed for w in budget.fit_windows(tools))
+
+
+def test_advice_warns_below_the_fixed_part_and_counts_room() -> None:
+    size = budget.SentSize(messages_peak=2_100, system=100, tools=9_900)
+    assert budget.window_advice(size, window=6_000).below_fixed
+    assert "= 10,000 cl100k tokens" in budget.window_advice(size, window=10_000).warning
+    assert not budget.window_advice(size, window=10_001).below_fixed
+    assert budget.window_advice(size).warning == ""
+
+
+def test_sent_size_counts_system_and_tools_as_the_reference_does() -> None:
+    path = CORPUS / "anthropic-messages" / "claude-trace-req34-request.json"
+    conversation = cli.load_file(path)
+    size = budget.sent_size(conversation)
+    reference = reference_tokens(conversation)
+    assert size.tools == reference.tools > 0
+    assert size.messages_peak == budget.peak_reference_tokens(conversation)
+    assert size.reported_peak is None and size.peak == size.messages_peak + size.tools
 
 
 def _compactions(conversation: object, strategy: str, window: int) -> int:

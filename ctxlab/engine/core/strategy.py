@@ -126,6 +126,17 @@ class Strategy:
     def output_reserve(self, ctx: ContextView) -> int:
         return 0
 
+    def conversation_room(self, ctx: ContextView) -> int:
+        """Tokens of conversation (history + summary) the request holds before this
+        strategy acts or the request stops fitting: the trigger (else the window), at most
+        the window less the output reserve, less the system prompt and tool definitions in
+        this strategy's count. Negative when the fixed part alone does not fit. Read before
+        any step (after ``prepare``); the run form shows it per strategy."""
+        window = self.window(ctx)
+        trigger = self.threshold(ctx)
+        limit = min(window if trigger is None else trigger, window - self.output_reserve(ctx))
+        return limit - ctx.system_tokens - ctx.tools_tokens
+
     def compared_tokens(self, ctx: ContextView) -> int | None:
         """The request size the trigger compares with ``threshold`` when it is not the
         estimate ``ctx.request_tokens()`` (None): e.g. a provider's reported usage, which

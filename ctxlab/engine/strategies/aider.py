@@ -214,6 +214,12 @@ class AiderStrategy(Strategy):
     def threshold(self, ctx: ContextView) -> int | None:
         return int(self.max_tokens)
 
+    def conversation_room(self, ctx: ContextView) -> int:
+        """Aider's budget is the chat history's own (``max_chat_history_tokens``), compared
+        with the history alone: the system prompt and tools are outside it."""
+        fits = self.window(ctx) - ctx.system_tokens - ctx.tools_tokens
+        return min(int(self.max_tokens), fits)
+
     # --- hooks --------------------------------------------------------------------------
     def after_append(self, ctx: ContextView, index: int) -> None:
         st: _State = ctx.state

@@ -214,6 +214,12 @@ class PicoClawStrategy(Strategy):
     def output_reserve(self, ctx: ContextView) -> int:
         return int(self.params["max_tokens"])
 
+    def conversation_room(self, ctx: ContextView) -> int:
+        """The threshold already leaves out the tools and the output reserve (it is
+        compared with the messages' estimate, the system prompt among them)."""
+        limit = self.threshold(ctx)
+        return (self.window(ctx) if limit is None else limit) - ctx.system_tokens
+
     # --- state --------------------------------------------------------------------------
     def prepare(self, ctx: ContextView) -> None:
         st: _State = ctx.state

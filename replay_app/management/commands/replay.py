@@ -73,6 +73,17 @@ def _save_sweep(options: dict[str, Any]) -> str:
     return text
 
 
+def _stored_window_warnings(options: dict[str, Any]) -> list[str]:
+    """``--window`` below a stored transcript's fixed part (as the run form warns)."""
+    if options.get("window") is None or not str(options.get("transcript") or "").isdigit():
+        return []
+    from replay_app.runs.transcript_picker import window_warnings
+    from sessions_app.models import Transcript
+
+    found = list(Transcript.objects.filter(pk=int(options["transcript"])))
+    return window_warnings(found, options["window"])
+
+
 def _summarizer(options: dict[str, Any]) -> tuple[Any, Any]:
     """The summariser for a file/stored replay: a name, or Claude with the DB cache."""
     if options["summarizer"] != "anthropic":
@@ -132,6 +143,8 @@ class Command(BaseCommand):
         if options["sweep"] and not options["save"]:
             raise CommandError("--sweep needs --save (and --transcript ID)")
         if options["save"] or options["config"]:
+            for warning in _stored_window_warnings(options):
+                self.stderr.write(f"warning: {warning}")
             self.stdout.write(_save(options))
             return
         if not options["strategy"]:
@@ -143,6 +156,8 @@ class Command(BaseCommand):
                 )
             else:
                 conversation = _load_stored(options["transcript"])
+            if warning := cli.window_warning(conversation, options["window"]):
+                self.stderr.write(warning)
             summarizer, metered = _summarizer(options)
             result = cli.replay_conversation(
                 conversation,

@@ -22,15 +22,15 @@ pytestmark = pytest.mark.django_db
 
 def test_form_suggests_windows_from_the_transcripts_peak(auth_client: Client, transcript: Any):
     html = auth_client.get(f"/runs/new/?transcript={transcript.pk}").content.decode()
-    peak = budget.peak_reference_tokens(transcript.to_conversation())
-    windows = budget.suggested_windows(peak)
-    assert len(windows) == 3 and windows[0] < windows[1] < windows[2] < peak
-    assert f"largest request is {peak:,} cl100k tokens" in html
+    size = budget.sent_size(transcript.to_conversation())
+    windows = budget.fit_windows(size)
+    assert len(windows) == 3 and size.fixed < windows[0] < windows[1] < windows[2] < size.peak
+    assert f"largest request is {size.peak:,} tokens (messages " in html
     listed = re.findall(r'<option value="(\d+)">[\d,]+ tokens</option>', html)
     assert [int(w) for w in listed] == windows
     # The fragment the form swaps in when another transcript is chosen.
     part = auth_client.get(f"/runs/new/window/?transcript={transcript.pk}&window=9000")
-    assert 'value="9000"' in part.content.decode() and f"{peak:,}" in part.content.decode()
+    assert 'value="9000"' in part.content.decode() and f"{size.peak:,}" in part.content.decode()
 
 
 def test_one_window_sets_every_chosen_strategys_own_parameter(

@@ -1,5 +1,5 @@
-"""The run form's window suggestions say what they are: three windows are 25/50/75 % of
-the transcript's peak; a small transcript's collapse into fewer (rounded to thousands, at
+"""The run form's window suggestions say what they are: three windows are the fixed part
+plus 25/50/75 % of the rest of the transcript's peak; a small transcript's collapse into fewer (rounded to thousands, at
 least 1,000), and the hint says so instead of labelling one number "25/50/75 %" (trial:
 an OpenHands trajectory peaking at 1,988 tokens)."""
 
@@ -26,6 +26,7 @@ def test_the_hint_names_its_shares_only_for_three_windows(client: Any, user: Any
     large = import_transcript(user, agent_chat(turns=40, size=6000), name="large.json")
     client.force_login(user)
     few = _hint(client, small)
-    assert "(25/50/75 % of it, rounded to whole thousands, at least 1,000)" in few
+    assert "(the fixed part + 25/50/75 % of the rest, rounded to whole thousands above" in few
     three = _hint(client, large)
-    assert three.endswith("(25/50/75 %).") and three.count(" · ") == 2
+    assert three.endswith("(the fixed part + 25/50/75 % of the rest).")
+    assert three.count(" · ") == 2
