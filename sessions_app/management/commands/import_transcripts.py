@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import sys
@@ -12,6 +13,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from ctxlab.engine import TranscriptError, importers
+from ctxlab.engine.sources import entire
 from sessions_app import services
 
 from ._owner import resolve_owner
@@ -55,7 +57,9 @@ class Progress:
 
 class Command(BaseCommand):
     help = (
-        "Import transcript files (or folders, recursively) for a user. "
+        "Import transcript files (or folders, recursively) for a user. A git repository with "
+        "an Entire checkpoints branch (entire/checkpoints/v1), a ZIP of that branch or a "
+        "folder it was extracted to imports each agent session on it once. "
         "--json prints one JSON object per file per line, with each conversation's stored "
         "transcript id (for replay --transcript ID). Exits non-zero if any file failed."
     )
@@ -68,9 +72,14 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         owner = resolve_owner(options["user"])
-        files = list(iter_files(options["paths"]))
+        trees = {raw: entire.open_tree(Path(raw)) for raw in options["paths"]}
+        failed = sum(
+            self._import_entire(raw, tree, owner=owner, as_json=options["json"])
+            for raw, tree in trees.items()
+            if tree is not None
+        )
+        files = list(iter_files([raw for raw, tree in trees.items() if tree is None]))
         progress = Progress(len(files), enabled=sys.stderr.isatty() and not options["json"])
-        failed = 0
         for path in files:
             outcome = self._import_one(path, owner=owner, format=options["format"])
             progress.step(path.name)
@@ -83,7 +92,54 @@ class Command(BaseCommand):
                 self.stdout.write(self._describe(path, outcome))
         progress.close()
         if failed:
-            raise CommandError(f"{failed} of {len(files)} file(s) failed", returncode=1)
+            raise CommandError(f"{failed} file(s) or session(s) failed", returncode=1)
+
+    def _import_entire(self, raw: str, tree: entire.Tree, *, owner: Any, as_json: bool) -> int:
+        """Each session on an Entire checkpoints branch, once; returns how many failed."""
+        commits = tree.commits() if isinstance(tree, entire.GitTree) else {}
+        found = entire.sessions(tree)
+        progress = Progress(len(found), enabled=sys.stderr.isatty() and not as_json)
+        failed = 0
+        for session in found:
+            data = session.read()
+            format, note = entire.format_of(session, data)
+            outcome = services.upload_import_file(
+                owner=owner, name=session.name, file=io.BytesIO(data), size=len(data), format=format
+            )
+            progress.step(session.name)
+            failed += not outcome.ok
+            checkpoints = [
+                {
+                    "id": c.checkpoint_id,
+                    "created_at": c.created_at,
+                    "folder": c.folder,
+                    "branch": c.branch,
+                    "commit": commits.get(c.checkpoint_id, ""),
+                }
+                for c in session.checkpoints
+            ]
+            where = f"{raw}:{session.name}"
+            if as_json:
+                line = outcome.to_json()
+                line["file"] = where
+                line["entire"] = {
+                    "session": session.session_id,
+                    "agent": session.agent,
+                    "note": note,
+                    "checkpoints": checkpoints,
+                }
+                self.stdout.write(json.dumps(line, ensure_ascii=False))
+                continue
+            self.stdout.write(self._describe(Path(where), outcome))
+            linked = sum(1 for c in checkpoints if c["commit"])
+            self.stdout.write(
+                f"  Entire session {session.session_id} ({session.agent or 'agent not named'}): "
+                f"{len(checkpoints)} checkpoint(s), {linked} linked to a commit"
+            )
+            if note:
+                self.stdout.write(self.style.WARNING(f"  {note}"))
+        progress.close()
+        return failed
 
     def _import_one(self, path: Path, *, owner: Any, format: str | None) -> services.ImportOutcome:
         name = path.name

@@ -1,0 +1,298 @@
+"""Sessions the Entire CLI keeps on a repository's ``entire/checkpoints/v1`` branch.
+
+Each commit of an agent's work gets a checkpoint: ``<2hex>/<10hex>/`` with one folder per
+session that took part (``<n>/metadata.json`` naming the agent, model and session id, and
+``<n>/full.jsonl``, the agent's own transcript). A session that spans several commits is in
+several checkpoints, and Entire has stored it two ways: newer versions keep the whole
+transcript so far at each checkpoint (each one a prefix of the next), older ones only the
+lines since the previous checkpoint. ``sessions`` groups a branch's checkpoints by session
+and rebuilds each transcript once, keeping every byte: the last snapshot, or the segments
+joined in order.
+
+The branch is read where it lives: a git repository (no checkout: ``git ls-tree`` and
+``git cat-file``), a ZIP of the branch's tree, or a folder it was extracted to.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import zipfile
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from ..core.model import TranscriptError
+from ..importers import IMPORTERS, detect
+
+BRANCH = "entire/checkpoints/v1"
+
+# Entire's agent names -> our importer formats. Only a hint: early Entire versions labelled
+# Claude Code transcripts "Agent" or even "Gemini CLI", so the bytes decide (``format_of``).
+AGENT_FORMATS = {
+    "Claude Code": "claude-code",
+    "Codex": "codex-rollout",
+    "Gemini CLI": "gemini-cli",
+    "pi": "pi-session",
+}
+
+# <2hex>/<10hex>/[<n>/]metadata.json, under any leading folder (a ZIP's top folder).
+_SESSION_META = re.compile(r"(?:^|/)([0-9a-f]{2})/([0-9a-f]{10})/(?:(\d+)/)?metadata\.json$")
+
+
+class Tree(Protocol):
+    """A checkpoints branch's files: their paths, and each one's bytes on demand."""
+
+    def paths(self) -> Iterable[str]: ...
+
+    def read(self, path: str) -> bytes: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Checkpoint:
+    """One session's part in one checkpoint (one commit of the agent's work)."""
+
+    checkpoint_id: str
+    folder: str  # the session's folder in the tree, e.g. "03/0f3d39319d/1"
+    created_at: str
+    agent: str
+    model: str
+    branch: str  # the code branch the commit was made on
+    transcript_start: int | None  # checkpoint_transcript_start: first line of this turn
+    has_transcript: bool
+
+
+@dataclass(frozen=True, slots=True)
+class EntireSession:
+    """One agent session rebuilt from the checkpoints it appears in (oldest first)."""
+
+    session_id: str
+    agent: str
+    checkpoints: tuple[Checkpoint, ...]
+    read: Callable[[], bytes]  # the whole transcript, read when asked (sessions are big)
+
+    @property
+    def name(self) -> str:
+        """The upload name: the last checkpoint's transcript path on the branch."""
+        with_file = [c for c in self.checkpoints if c.has_transcript]
+        return f"{(with_file or self.checkpoints)[-1].folder}/full.jsonl"
+
+    @property
+    def format_hint(self) -> str | None:
+        return AGENT_FORMATS.get(self.agent)
+
+
+def sessions(tree: Tree) -> list[EntireSession]:
+    """Every session on the branch with at least one transcript, oldest first."""
+    paths = set(tree.paths())
+    metas = [(path, m) for path in sorted(paths) if (m := _SESSION_META.search(path))]
+    # A checkpoint folder with numbered session folders: its own metadata.json sums them up.
+    with_sessions = {path[: m.start(3)] for path, m in metas if m.group(3) is not None}
+    groups: dict[str, list[Checkpoint]] = {}
+    for path, match in metas:
+        if match.group(3) is None and path.removesuffix("metadata.json") in with_sessions:
+            continue
+        meta = _metadata(tree.read(path))
+        if meta is None:
+            continue
+        folder = path.rsplit("/", 1)[0]
+        checkpoint = Checkpoint(
+            checkpoint_id=str(meta.get("checkpoint_id") or match.group(1) + match.group(2)),
+            folder=folder,
+            created_at=str(meta.get("created_at") or ""),
+            agent=str(meta.get("agent") or ""),
+            model=str(meta.get("model") or ""),
+            branch=str(meta.get("branch") or ""),
+            transcript_start=_int_or_none(meta.get("checkpoint_transcript_start")),
+            has_transcript=f"{folder}/full.jsonl" in paths,
+        )
+        session_id = str(meta.get("session_id") or folder)
+        groups.setdefault(session_id, []).append(checkpoint)
+    found = []
+    for session_id, checkpoints in groups.items():
+        ordered = tuple(sorted(checkpoints, key=lambda c: (c.created_at, c.folder)))
+        if not any(c.has_transcript for c in ordered):
+            continue
+        agents = [c.agent for c in ordered if c.agent]
+        found.append(
+            EntireSession(
+                session_id=session_id,
+                agent=agents[-1] if agents else "",
+                checkpoints=ordered,
+                read=_reader(tree, ordered),
+            )
+        )
+    return sorted(found, key=lambda s: (s.checkpoints[0].created_at, s.session_id))
+
+
+def _metadata(data: bytes) -> dict[str, object] | None:
+    try:
+        meta = json.loads(data)
+    except ValueError:
+        return None
+    return meta if isinstance(meta, dict) else None
+
+
+def _int_or_none(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _reader(tree: Tree, checkpoints: tuple[Checkpoint, ...]) -> Callable[[], bytes]:
+    def read() -> bytes:
+        return join_segments(
+            tree.read(f"{c.folder}/full.jsonl") for c in checkpoints if c.has_transcript
+        )
+
+    return read
+
+
+def join_segments(parts: Iterable[bytes]) -> bytes:
+    """One transcript from a session's checkpoint files, oldest first. A file that begins
+    as the transcript so far begins (the same first line: Entire re-redacts, so earlier
+    lines can differ by a few bytes) is a newer snapshot and replaces it; any other file
+    carries on from it (older Entire versions stored only the lines since the last one)."""
+    whole = b""
+    for part in parts:
+        if not whole or _first_line(part) == _first_line(whole):
+            whole = part
+        else:
+            whole += part if whole.endswith(b"\n") else b"\n" + part
+    return whole
+
+
+def _first_line(data: bytes) -> bytes:
+    return data.split(b"\n", 1)[0]
+
+
+def format_of(session: EntireSession, data: bytes) -> tuple[str | None, str]:
+    """The importer for a session's transcript, and a note when the metadata's agent and the
+    bytes disagree. The bytes decide; the agent is the fallback when they cannot tell."""
+    hint = session.format_hint
+    try:
+        found = detect(data, session.name)
+    except TranscriptError:
+        return hint, ""  # the importer (or detection again) says what is wrong with it
+    if hint and found != hint:
+        label = IMPORTERS[found].LABEL
+        return found, f"metadata.json names {session.agent!r}, but this is a {label}: read as one"
+    return found, ""
+
+
+# Where the branch lives
+
+
+def open_tree(path: Path) -> Tree | None:
+    """The checkpoints branch at ``path`` (a git repository that has it, a ZIP of its tree
+    or a folder it was extracted to), or None when ``path`` holds none."""
+    if path.is_dir():
+        if _is_git_repository(path):
+            return GitTree.open(path)
+        folder = FolderTree(path)
+        return folder if _looks_like_checkpoints(folder.paths()) else None
+    if path.suffix.lower() == ".zip" and zipfile.is_zipfile(path):
+        archive = ZipTree(path)
+        return archive if _looks_like_checkpoints(archive.paths()) else None
+    return None
+
+
+def _looks_like_checkpoints(paths: Iterable[str]) -> bool:
+    return any(_SESSION_META.search(p) for p in paths)
+
+
+def _is_git_repository(path: Path) -> bool:
+    return (path / ".git").exists() or ((path / "HEAD").is_file() and (path / "objects").is_dir())
+
+
+def _git(repo: Path, *args: str, data: bytes | None = None) -> bytes:
+    result = subprocess.run(
+        ["git", "-C", str(repo), *args], input=data, capture_output=True, check=False
+    )
+    if result.returncode != 0:
+        raise OSError(
+            f"git {args[0]} failed in {repo}: {result.stderr.decode(errors='replace').strip()}"
+        )
+    return result.stdout
+
+
+class FolderTree:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def paths(self) -> Iterator[str]:
+        for file in self.root.rglob("*"):
+            if file.is_file():
+                yield file.relative_to(self.root).as_posix()
+
+    def read(self, path: str) -> bytes:
+        return (self.root / path).read_bytes()
+
+
+class ZipTree:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        with zipfile.ZipFile(path) as archive:
+            self._names = [n for n in archive.namelist() if not n.endswith("/")]
+
+    def paths(self) -> list[str]:
+        return self._names
+
+    def read(self, path: str) -> bytes:
+        with zipfile.ZipFile(self.path) as archive:
+            return archive.read(path)
+
+
+class GitTree:
+    """The branch in a git repository, read from its objects (no checkout)."""
+
+    def __init__(self, repo: Path, ref: str, blobs: dict[str, str]) -> None:
+        self.repo, self.ref, self._blobs = repo, ref, blobs
+
+    @classmethod
+    def open(cls, repo: Path) -> GitTree | None:
+        ref = branch_ref(repo)
+        if ref is None:
+            return None
+        listing = _git(repo, "ls-tree", "-r", "-z", ref)
+        blobs = {}
+        for entry in listing.split(b"\0"):
+            if not entry:
+                continue
+            head, _, path = entry.partition(b"\t")
+            _mode, kind, sha = head.split()
+            if kind == b"blob":
+                blobs[path.decode()] = sha.decode()
+        return cls(repo, ref, blobs)
+
+    def paths(self) -> list[str]:
+        return list(self._blobs)
+
+    def read(self, path: str) -> bytes:
+        return _git(self.repo, "cat-file", "blob", self._blobs[path])
+
+    def commits(self) -> dict[str, str]:
+        """Checkpoint id -> the code commit that names it (``Entire-Checkpoint:`` trailer)."""
+        log = _git(
+            self.repo,
+            "log",
+            "--all",
+            "--format=%H%x00%(trailers:key=Entire-Checkpoint,valueonly,separator=%x2C)%x1e",
+        )
+        found: dict[str, str] = {}
+        for record in log.decode(errors="replace").split("\x1e"):
+            sha, _, ids = record.strip().partition("\0")
+            for checkpoint_id in filter(None, (i.strip() for i in ids.split(","))):
+                found.setdefault(checkpoint_id, sha)
+        return found
+
+
+def branch_ref(repo: Path) -> str | None:
+    """The checkpoints branch in ``repo``: local first, else a remote-tracking copy."""
+    refs = _git(repo, "for-each-ref", "--format=%(refname)", "refs/heads", "refs/remotes")
+    names = refs.decode().split()
+    for name in names:
+        if name == f"refs/heads/{BRANCH}":
+            return name
+    remote = [n for n in names if n.startswith("refs/remotes/") and n.endswith(f"/{BRANCH}")]
+    return remote[0] if remote else None
