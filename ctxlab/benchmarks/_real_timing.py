@@ -7,43 +7,60 @@ grown). A ratio of two single readings doubles that noise. So:
 
 - warm-up: every strategy is replayed once, untimed, before any timer;
 - rounds: ``ROUNDS`` times, every quantity of every ratio is measured once: the tiktoken
-  floor pass, the shared reference count, the five presets as the worker replays them,
-  then for each strategy its replay at 20,000 and at 40,000 messages back to back (which
-  goes first alternates from round to round and strategy to strategy) and one pass of its
-  own estimator. Numerator and denominator of each ratio are thus measured the same way,
-  close together in time, so a change of load hits both;
+  floor pass, the shared reference count, then for each strategy (the five presets
+  among them) its worker-path replay at 20,000 and at 40,000 messages back to
+  back (which goes first alternates from round to round and strategy to strategy), its
+  in-memory replay at 20,000 and one pass of its own estimator. Numerator and denominator
+  of each ratio are thus measured the same way, close together in time, so a change of
+  load hits both;
 - each round gives each ratio one paired value; the median over the rounds is reported,
   with the lowest and highest beside it so a reader sees the noise (``Spread``).
 
 Every replay starts from the same state: each per-text cache emptied (``cold_caches``:
 the summariser's scans, the fact memos, the Qwen2.5 memo, Gemini CLI's estimates, the
-shared counter's memo) and its own copy of the reference counts just taken
-(``fork_reference``), so no strategy profits from texts counted by one replayed before
+shared counter's memo), so no strategy profits from texts counted by one replayed before
 it, nor from its own earlier rounds. The result is freed after the timer stops (the
-worker keeps it to store it).
+worker keeps it to store it). Two ways of replaying:
+
+- the worker's path (``worker_replay``, the figures the ratios report): the conversation
+  decoded fresh from its stored JSON text (``Stored``: the rows' codec, as
+  ``Transcript.to_conversation`` decodes them, so no per-message memo of an earlier replay
+  is warm; the decode itself is untimed, reported on its own), then, timed, the
+  reference counts seeded from those stored at import (and CoPaw's Qwen2.5 counts) and
+  the replay;
+- in memory (``timed_replay``, a second line, named so): one conversation object replayed
+  again and again over its own copy of reference counts just taken (``fork_reference``).
+
+The floor is one definition for every strategy: one tiktoken pass over the distinct block
+texts (``floor_pass``); a strategy with a tokenizer of its own (not the reference, e.g.
+CoPaw's Qwen2.5, Aider's JSON of each message) has the larger of that and one pass of its
+own estimator over every message as its floor, named (``Rounds.floor_of``).
 """
 
 from __future__ import annotations
 
 import copy
 import gc
+import json
 import statistics
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
+from ctxlab.engine.core import codec
 from ctxlab.engine.core.model import Conversation
+from ctxlab.engine.core.strategy import ReferenceEstimator
 from ctxlab.engine.evaluate import survival
 from ctxlab.engine.replay import run as replay_run
 from ctxlab.engine.stages import agentscope
+from ctxlab.engine.strategies import _copaw_stored as copaw_stored
 from ctxlab.engine.strategies import _gemini_cli_rules as gemini_rules
 from ctxlab.engine.strategies import make_strategy
 from ctxlab.engine.summarize import offline
-from ctxlab.engine.tokens import qwen_tokens
+from ctxlab.engine.tokens import qwen_tokens, reference_stored
 from ctxlab.engine.tokens import reference as reference_mod
 from ctxlab.engine.tokens.cl100k import _encoding, block_text, reference_counter
-from ctxlab.engine.tokens.reference import ReferenceTokens
+from ctxlab.engine.tokens.reference import ReferenceTokens, seed_reference_tokens
 
 ROUNDS = 3  # ~3 minutes of CPU each on this machine: the section stays near 12 minutes
 
@@ -74,9 +91,10 @@ def block_texts(conversation: Conversation) -> list[str]:
 
 
 def floor_pass(conversation: Conversation) -> tuple[float, int]:
-    """(CPU s, tokens) of one single-threaded tiktoken pass over every block text."""
+    """(CPU s, tokens) of one single-threaded tiktoken pass over the distinct block texts
+    (the floor of every ratio: what counting each text once costs)."""
     encode = _encoding().encode_ordinary
-    texts = block_texts(conversation)
+    texts = list(dict.fromkeys(block_texts(conversation)))
     start = cpu()
     total = sum(len(encode(t)) for t in texts)
     return cpu() - start, total
@@ -110,8 +128,59 @@ def fork_reference(reference: ReferenceTokens, conversation: Conversation) -> Re
     return copy.deepcopy(reference, keep)
 
 
+@dataclass(frozen=True)
+class Stored:
+    """A conversation as the worker finds it: the JSON text its rows hold (decoded fresh
+    for each replay) and what the import stored per message: the reference counts, the
+    long texts' running counts and CoPaw's Qwen2.5 entries (counted here, before any
+    timer)."""
+
+    text: str
+    reference: list[int]
+    tables: Any
+    qwen: Any
+
+    @classmethod
+    def of(cls, conversation: Conversation) -> Stored:
+        reference, tables = reference_stored.stored_counts(conversation.messages)
+        qwen = copaw_stored.message_entries(conversation.messages)
+        text = json.dumps(codec.conversation_to_dict(conversation), ensure_ascii=True)
+        return cls(text, list(reference), tables, qwen)
+
+    def decode(self) -> Conversation:
+        """A fresh conversation, as ``Transcript.to_conversation`` decodes the rows."""
+        return codec.conversation_from_dict(json.loads(self.text))
+
+
+def worker_replay(stored: Stored, name: str) -> float:
+    """CPU s of one replay as the worker replays it: a conversation decoded fresh (not
+    timed), every per-text cache cold, then, timed, the stored counts seeded and the
+    replay."""
+    conversation = stored.decode()
+    cold_caches()
+    start = cpu()
+    reference = seed_reference_tokens(conversation, stored.reference, stored.tables)
+    if stored.qwen is not None and copaw_stored.wants_stored_counts(make_strategy(name)):
+        copaw_stored.seed_stored_counts(conversation.messages, stored.qwen)
+    result = replay_run(conversation, name, reference=reference)
+    elapsed = cpu() - start
+    del result, reference, conversation
+    reference_mod._CACHE.clear()  # seeding kept the conversation for later readers
+    return elapsed
+
+
+def decode_seconds(stored: Stored) -> float:
+    """CPU s of one fresh decode (the worker's read of the rows' JSON, untimed above)."""
+    start = cpu()
+    conversation = stored.decode()
+    elapsed = cpu() - start
+    del conversation
+    return elapsed
+
+
 def timed_replay(conversation: Conversation, name: str, reference: ReferenceTokens) -> float:
-    """CPU s of one replay from the state right after ``reference`` was counted."""
+    """CPU s of one in-memory replay from the state right after ``reference`` was
+    counted (the same conversation object every time)."""
     fork = fork_reference(reference, conversation)
     cold_caches()
     start = cpu()
@@ -145,36 +214,54 @@ class Rounds:
 
     floor: list[float] = field(default_factory=list)
     reference: list[float] = field(default_factory=list)
-    worker: dict[str, list[float]] = field(default_factory=dict)  # presets, stored counts
-    at_20k: dict[str, list[float]] = field(default_factory=dict)
-    at_40k: dict[str, list[float]] = field(default_factory=dict)
+    at_20k: dict[str, list[float]] = field(default_factory=dict)  # worker's path
+    at_40k: dict[str, list[float]] = field(default_factory=dict)  # worker's path
+    memory: dict[str, list[float]] = field(default_factory=dict)  # in memory, 20,000
     own: dict[str, list[float]] = field(default_factory=dict)
+    own_tokenizer: dict[str, bool] = field(default_factory=dict)
+
+    def floor_of(self, name: str, r: int) -> tuple[float, str]:
+        """Strategy ``name``'s floor in round ``r`` and its name: the tiktoken pass, or
+        its own estimator's pass when it has a tokenizer of its own and that costs more."""
+        floor, own = self.floor[r], self.own[name][r]
+        if self.own_tokenizer.get(name) and own > floor:
+            return own, "own estimator"
+        return floor, "tiktoken"
+
+    def floor_name(self, name: str) -> str:
+        names = {self.floor_of(name, r)[1] for r in range(len(self.floor))}
+        return "/".join(sorted(names))
 
     def floor_ratio(self, name: str) -> Spread:
-        """(reference count + replay) / (tiktoken pass + own estimator pass), per round."""
+        """Worker-path replay / the strategy's floor, per round."""
+        return Spread([t / self.floor_of(name, r)[0] for r, t in enumerate(self.at_20k[name])])
+
+    def memory_ratio(self, name: str) -> Spread:
+        """In memory (the older figure): (reference count + replay) / (tiktoken pass +
+        own estimator pass), per round."""
         return Spread(
             [
                 (ref + replay) / (floor + own)
                 for ref, replay, floor, own in zip(
-                    self.reference, self.at_20k[name], self.floor, self.own[name], strict=True
+                    self.reference, self.memory[name], self.floor, self.own[name], strict=True
                 )
             ]
         )
 
     def scaling(self, name: str) -> Spread:
-        """Replay at 40,000 messages / at 20,000, per round."""
+        """Worker-path replay at 40,000 messages / at 20,000, per round."""
         return Spread([b / a for a, b in zip(self.at_20k[name], self.at_40k[name], strict=True)])
 
-    def presets_ratio(self) -> Spread:
-        """The five presets from the stored counts / the tiktoken pass, per round."""
-        totals = [sum(t) for t in zip(*self.worker.values(), strict=True)]
+    def presets_ratio(self, presets: list[str]) -> Spread:
+        """The five presets on the worker's path / the tiktoken pass, per round."""
+        totals = [sum(t) for t in zip(*(self.at_20k[n] for n in presets), strict=True)]
         return Spread([t / f for t, f in zip(totals, self.floor, strict=True)])
 
     def with_reference_ratio(self, presets: list[str]) -> Spread:
-        """(reference count + the five presets' replays) / the tiktoken pass, per round."""
+        """In memory: (reference count + the five presets' replays) / the tiktoken pass."""
         return Spread(
             [
-                (self.reference[r] + sum(self.at_20k[n][r] for n in presets)) / floor
+                (self.reference[r] + sum(self.memory[n][r] for n in presets)) / floor
                 for r, floor in enumerate(self.floor)
             ]
         )
@@ -184,38 +271,33 @@ def measure(
     one: Conversation,
     two: Conversation,
     names: list[str],
-    worker: Callable[[], dict[str, float]],
     out: TextIO,
     rounds: int = ROUNDS,
+    stored: tuple[Stored, Stored] | None = None,
 ) -> Rounds:
     """Warm up, then ``rounds`` interleaved rounds over ``one`` (20,000 messages) and
-    ``two`` (40,000). ``worker()`` times the presets as the worker replays them."""
-    _, reference_one = counted_reference(one)
+    ``two`` (40,000). ``stored``: the two as the worker finds them (made here if None)."""
+    stored_one, stored_two = stored or (Stored.of(one), Stored.of(two))
     for name in names:  # warm-up, untimed
-        fork = fork_reference(reference_one, one)
-        replay_run(one, name, reference=fork)
-        del fork
-    worker()
+        worker_replay(stored_one, name)
     got = Rounds()
+    got.own_tokenizer = {n: not isinstance(make_strategy(n), ReferenceEstimator) for n in names}
     for r in range(rounds):
         start = time.perf_counter()
         got.floor.append(floor_pass(one)[0])
         seconds, reference_one = counted_reference(one)
         got.reference.append(seconds)
-        _, reference_two = counted_reference(two)
-        for name, seconds in worker().items():
-            got.worker.setdefault(name, []).append(seconds)
         for i, name in enumerate(names):
-            sizes: list[tuple[Conversation, ReferenceTokens, dict[str, list[float]]]] = [
-                (one, reference_one, got.at_20k),
-                (two, reference_two, got.at_40k),
+            sizes: list[tuple[Stored, dict[str, list[float]]]] = [
+                (stored_one, got.at_20k),
+                (stored_two, got.at_40k),
             ]
             if (r + i) % 2:
                 sizes.reverse()
-            for conversation, reference, readings in sizes:
-                readings.setdefault(name, []).append(timed_replay(conversation, name, reference))
+            for conversation, readings in sizes:
+                readings.setdefault(name, []).append(worker_replay(conversation, name))
+            got.memory.setdefault(name, []).append(timed_replay(one, name, reference_one))
             got.own.setdefault(name, []).append(estimator_pass(one, name))
-        del reference_two
         out.write(f"real: round {r + 1}/{rounds} done ({time.perf_counter() - start:.0f} s wall): "
                   f"{_round_worst(got, names, r)}\n")  # fmt: skip
         out.flush()

@@ -7,34 +7,34 @@ block texts distinct). Every time is CPU time of this process (``time.process_ti
 machine is shared, wall time would measure the neighbours.
 
 Definitions (result lines at the end of ``manage.py bench``):
-- ``floor_s``: one single-threaded tiktoken ``cl100k_base`` pass over the text of every
-  block of every message (repeats included).
+- ``floor_s``: one single-threaded tiktoken ``cl100k_base`` pass over the distinct block
+  texts: the floor of every ratio.
 - ``real_distinct_share``: distinct block texts / all block texts.
-- ``real_presets_vs_floor_ratio``: the five presets replayed as the worker replays them,
-  / ``floor_s``. The product counts the reference tokens once at import and stores them
-  per message; the worker reads them (``reference.seed_reference_tokens``) and tokenizes no
-  message again. So the per-message counts are computed here before any timer (the import
-  rule: ``reference_stored.stored_counts``, with the running counts of long texts that
-  copies of them are counted from), and each preset's time is seeding
-  them plus its replay, every other cache cold (the counter's memo, the summariser's scans,
-  the Qwen2.5 memo ...). Likewise CoPaw's Qwen2.5 counts of every text, which the import
-  stores per message and the worker seeds before a CoPaw replay
-  (``strategies._copaw_stored``): computed here before any timer, seeded inside it.
-- ``real_presets_with_reference_ratio``: the older figure, the shared reference count
-  (tokenizing every message once) plus the five presets replayed over it, / ``floor_s``.
-- ``real_strategy_floor_ratio_max <strategy>``: the worst over the library of
-  (reference count + that strategy's replay) / (``floor_s`` + one pass of the strategy's
-  own estimator over every message): what the replay costs beyond counting each message
-  once with both yardsticks.
-- ``real_scaling_2x_max <strategy>``: the worst over the library of a strategy's replay
-  time at 40,000 messages / its time at 20,000 (built the same way).
+- The worker's path (every ratio below but the in-memory ones): each replay from a
+  conversation decoded fresh from the JSON text its rows hold, with the counts stored at
+  import (per-message reference counts, the running counts of long texts, CoPaw's
+  Qwen2.5 entries: counted before any timer, seeded inside it), every per-text cache a
+  worker would not have warm emptied (``_real_timing.worker_replay``). The decode is
+  untimed and reported on its own line (``real_decode_s``).
+- ``real_presets_vs_floor_ratio``: the five presets on the worker's path / ``floor_s``.
+- ``real_strategy_floor_ratio_max <strategy> floor=<name>``: the worst over the library of
+  a strategy's worker-path replay / its floor: ``floor_s``, or, for a strategy counting
+  with a tokenizer of its own (not the reference), one pass of its own estimator over
+  every message when that costs more (named ``own estimator``).
+- ``real_scaling_2x_max <strategy>``: the worst over the library of a strategy's
+  worker-path replay at 40,000 messages / at 20,000 (built the same way).
+- In memory, a second line each, named so (the older figures: one conversation object
+  replayed again and again, counts just computed in memory):
+  ``real_presets_with_reference_ratio`` (the shared reference count plus the five presets
+  / ``floor_s``) and ``real_strategy_floor_ratio_max_in_memory`` ((reference count +
+  replay) / (``floor_s`` + the strategy's own estimator pass)).
 
 How these ratios are timed (``_real_timing``): after an untimed warm-up replay of every
 strategy, ``ROUNDS`` interleaved rounds each measure every quantity once (the floor pass,
-the reference count, the presets from the stored counts, each strategy at both sizes back
-to back and its estimator pass), every replay from the same cold state; each round gives
-each ratio one paired value, and the line reports the median with the lowest and highest
-(``min=`` / ``max=``) beside it.
+the reference count, each strategy at both sizes back to back, in memory, and its
+estimator pass), every replay from the same cold state; each round gives each ratio one
+paired value, and the line reports the median with the lowest and highest (``min=`` /
+``max=``) beside it.
 - ``qwen_fast_identical`` / ``speedup``: the tiktoken-built Qwen2.5 counter against
   ``tokenizers`` (one text at a time) over every distinct text of the transcript.
 - ``engine_cli_start_s``: CPU seconds (user + system) of ``python -m ctxlab.engine replay
@@ -43,7 +43,6 @@ each ratio one paired value, and the line reports the median with the lowest and
 
 from __future__ import annotations
 
-import functools
 import gc
 import os
 import resource
@@ -54,48 +53,32 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ctxlab.engine.core.model import Conversation
-from ctxlab.engine.replay import run as replay_run
-from ctxlab.engine.strategies import LIBRARY, PRESETS, STRATEGIES, make_strategy
-from ctxlab.engine.strategies import _copaw_stored as copaw_stored
+from ctxlab.engine.strategies import LIBRARY, PRESETS, STRATEGIES
 from ctxlab.engine.synth import realistic as synth_realistic
-from ctxlab.engine.tokens import qwen_tokens, reference_stored
-from ctxlab.engine.tokens.reference import seed_reference_tokens
+from ctxlab.engine.tokens import qwen_tokens
 
-from ._real_timing import Spread, block_texts, cold_caches, cpu, floor_pass, measure, row_spread
+from ._real_timing import (
+    Spread,
+    Stored,
+    block_texts,
+    cpu,
+    decode_seconds,
+    floor_pass,
+    measure,
+    row_spread,
+    worker_replay,
+)
 
 CORPUS = Path(__file__).resolve().parents[2] / "tests" / "data" / "corpus"
 ROOT = Path(__file__).resolve().parents[2]
 
-__all__ = ["floor_pass", "worker_times", "stored_for_worker", "qwen_check", "cli_start", "run"]
-
-StoredCounts = tuple[Any, Any, Any]  # (reference counts, long-text tables, Qwen2.5 entries)
+__all__ = ["floor_pass", "worker_times", "qwen_check", "cli_start", "run"]
 
 
-def stored_for_worker(conversation: Conversation) -> StoredCounts:
-    """What the import stores per message: reference counts (and the running counts of
-    long texts) and CoPaw's Qwen2.5 counts."""
-    stored, tables = reference_stored.stored_counts(conversation.messages)
-    return stored, tables, copaw_stored.message_entries(conversation.messages)
-
-
-def worker_times(
-    conversation: Conversation, names: list[str], counts: StoredCounts | None = None
-) -> dict[str, float]:
-    """Cold-cache CPU seconds of each strategy replayed as the worker replays it: from the
-    per-message reference counts (and CoPaw's Qwen2.5 counts) stored at import, counted
-    before the timer (``counts``, or here)."""
-    stored, tables, qwen = counts or stored_for_worker(conversation)
-    out: dict[str, float] = {}
-    for name in names:
-        cold_caches()  # nothing counted survives from the stored counts or another preset
-        start = cpu()
-        reference = seed_reference_tokens(conversation, stored, tables)
-        if qwen is not None and copaw_stored.wants_stored_counts(make_strategy(name)):
-            copaw_stored.seed_stored_counts(conversation.messages, qwen)
-        result = replay_run(conversation, name, reference=reference)
-        out[name] = cpu() - start
-        del result, reference
-    return out
+def worker_times(stored: Stored, names: list[str]) -> dict[str, float]:
+    """CPU seconds of each strategy replayed as the worker replays it (``worker_replay``:
+    a fresh decode, the counts stored at import, cold caches)."""
+    return {name: worker_replay(stored, name) for name in names}
 
 
 def qwen_check(conversation: Conversation) -> tuple[bool, float, float, int]:
@@ -161,52 +144,62 @@ def run(out: TextIO) -> list[dict[str, Any]]:
               f"tokenizers {slow_s:.2f} s, identical {identical}\n")  # fmt: skip
 
     two = synth_realistic.realistic_bench_conversation(CORPUS, messages=40_000, seed=0)
-    counts = stored_for_worker(one)  # stored at import: counted before any timer
-    worker = functools.partial(worker_times, one, presets, counts)
-    got = measure(one, two, names, worker, out)
-    del one, two, counts, worker
+    stored = Stored.of(one), Stored.of(two)  # what the import stores: before any timer
+    decode_s = min(decode_seconds(stored[0]) for _ in range(3))
+    out.write(f"real: a fresh decode of the 20,000 messages' stored JSON: {decode_s:.2f} s "
+              "(the worker's read, untimed in the replays below)\n")  # fmt: skip
+    got = measure(one, two, names, out, stored=stored)
+    del one, two, stored
     gc.collect()
 
     ratios = {name: got.floor_ratio(name) for name in names}
+    memory = {name: got.memory_ratio(name) for name in names}
     scaling = {name: got.scaling(name) for name in names}
-    out.write(f"real tiktoken pass {_span(got.floor)}; reference count {_span(got.reference)} "
-              f"(median [min-max] of {len(got.floor)} rounds)\n")  # fmt: skip
+    out.write(f"real tiktoken pass over the distinct texts {_span(got.floor)}; reference count "
+              f"{_span(got.reference)} (median [min-max] of {len(got.floor)} rounds)\n")  # fmt: skip
     for name in names:
-        out.write(f"real {name:<24} {_span(got.at_20k[name])}  40k {_span(got.at_40k[name])}  "
-                  f"x{scaling[name].text()}  own estimator {_span(got.own[name])}  "
-                  f"floor ratio {ratios[name].text()}\n")  # fmt: skip
+        out.write(f"real {name:<24} worker path {_span(got.at_20k[name])}  40k "
+                  f"{_span(got.at_40k[name])}  x{scaling[name].text()}  own estimator "
+                  f"{_span(got.own[name])}  floor ({got.floor_name(name)}) ratio "
+                  f"{ratios[name].text()}\n"
+                  f"real {name:<24} in memory   {_span(got.memory[name])}  (reference count + "
+                  f"replay) / (tiktoken + own estimator) {memory[name].text()}\n")  # fmt: skip
         rows.append({"section": "real", "name": name, **row_spread(got.at_20k[name]),
                      "seconds_40k": row_spread(got.at_40k[name])["median_s"],
+                     "in_memory_s": row_spread(got.memory[name])["median_s"],
                      "estimator_s": row_spread(got.own[name])["median_s"],
+                     "floor": got.floor_name(name),
                      "floor_ratio": round(ratios[name].value, 3),
                      "floor_ratio_min": round(min(ratios[name].samples), 3),
                      "floor_ratio_max": round(max(ratios[name].samples), 3),
+                     "in_memory_ratio": round(memory[name].value, 3),
                      "scaling_2x": round(scaling[name].value, 3),
                      "scaling_2x_min": round(min(scaling[name].samples), 3),
                      "scaling_2x_max": round(max(scaling[name].samples), 3),
                      "distinct_share": round(share, 3)})  # fmt: skip
     with_reference = got.with_reference_ratio(presets)
-    out.write(f"real reference count + five presets = {with_reference.value:.3f}x the tiktoken "
-              f"pass ({with_reference.bounds()}; distinct share {share:.3f})\n")  # fmt: skip
-    presets_ratio = got.presets_ratio()
-    for name in presets:
-        out.write(f"real {name:<24} {_span(got.worker[name])}  from the stored reference counts\n")
-        rows.append({"section": "real", "name": f"{name}@stored_reference",
-                     **row_spread(got.worker[name])})  # fmt: skip
-    out.write(f"real five presets from the stored reference counts = {presets_ratio.value:.3f}x "
-              f"the tiktoken pass ({presets_ratio.bounds()}; distinct share {share:.3f})\n")  # fmt: skip
+    presets_ratio = got.presets_ratio(presets)
+    out.write(f"real five presets on the worker's path = {presets_ratio.value:.3f}x the tiktoken "
+              f"pass ({presets_ratio.bounds()}; distinct share {share:.3f})\n"
+              f"real in memory: reference count + five presets = {with_reference.value:.3f}x the "
+              f"tiktoken pass ({with_reference.bounds()})\n")  # fmt: skip
 
     worst = max(ratios, key=lambda n: ratios[n].value)
+    worst_memory = max(memory, key=lambda n: memory[n].value)
     worst_scaling = max(scaling, key=lambda n: scaling[n].value)
     rounds = f"rounds={len(got.floor)}"
     rows += [
         {"line": f"real_distinct_share={share:.3f}"},
+        {"line": f"real_decode_s={decode_s:.3f}"},
         {"line": f"real_presets_vs_floor_ratio={presets_ratio.text()} {rounds} "
                  f"distinct_share={share:.3f}"},
         {"line": f"real_presets_with_reference_ratio={with_reference.text()} {rounds} "
-                 f"distinct_share={share:.3f}"},
+                 f"in_memory distinct_share={share:.3f}"},
         {"line": f"real_strategy_floor_ratio_max={ratios[worst].value:.3f} {worst} "
-                 f"{ratios[worst].bounds()} {rounds} distinct_share={share:.3f}"},
+                 f"floor={got.floor_name(worst).replace(' ', '_')} {ratios[worst].bounds()} "
+                 f"{rounds} distinct_share={share:.3f}"},
+        {"line": f"real_strategy_floor_ratio_max_in_memory={memory[worst_memory].value:.3f} "
+                 f"{worst_memory} {memory[worst_memory].bounds()} {rounds}"},
         {"line": f"real_scaling_2x_max={scaling[worst_scaling].value:.3f} {worst_scaling} "
                  f"{scaling[worst_scaling].bounds()} {rounds}"},
         {"line": f"qwen_fast_identical={'true' if identical else 'false'} speedup={speedup:.2f}"},

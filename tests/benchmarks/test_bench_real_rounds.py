@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 
 from ctxlab.benchmarks import _real_timing as timing
-from ctxlab.benchmarks import real
 from ctxlab.engine import synth
 from ctxlab.engine.core import lru
 from ctxlab.engine.core.model import Conversation
@@ -106,35 +105,65 @@ def test_rounds_measure_every_strategy_at_both_sizes_alternating_which_goes_firs
 ) -> None:
     one, two = _conversation(200), _conversation(400)
     order: list[tuple[str, int]] = []
-    real_timed = timing.timed_replay
+    real_worker = timing.worker_replay
 
-    def spy(conversation: Conversation, name: str, reference: ReferenceTokens) -> float:
-        order.append((name, len(conversation.messages)))
-        return real_timed(conversation, name, reference)
+    def spy(stored: timing.Stored, name: str) -> float:
+        order.append((name, len(stored.reference)))
+        return real_worker(stored, name)
 
-    monkeypatch.setattr(timing, "timed_replay", spy)
+    monkeypatch.setattr(timing, "worker_replay", spy)
     names = ["observation_masking", "langchain_trim"]
-    worker = functools.partial(real.worker_times, one, ["qwenpaw"], real.stored_for_worker(one))
     out = io.StringIO()
-    got = timing.measure(one, two, names, worker, out, rounds=2)
-    assert order == [
+    got = timing.measure(one, two, names, out, rounds=2)
+    assert order[2:] == [
         ("observation_masking", 200), ("observation_masking", 400),
         ("langchain_trim", 400), ("langchain_trim", 200),
         ("observation_masking", 400), ("observation_masking", 200),
         ("langchain_trim", 200), ("langchain_trim", 400),
     ]  # fmt: skip
-    assert len(got.floor) == len(got.reference) == len(got.worker["qwenpaw"]) == 2
+    assert order[:2] == [(n, 200) for n in names]  # the untimed warm-up
+    assert len(got.floor) == len(got.reference) == 2
+    assert got.own_tokenizer == {"observation_masking": False, "langchain_trim": True}
     for name in names:
-        assert all(t > 0 for t in got.at_20k[name] + got.at_40k[name] + got.own[name])
+        assert all(t > 0 for t in got.at_20k[name] + got.at_40k[name] + got.memory[name])
         spread = got.floor_ratio(name)
         assert len(spread.samples) == 2
         assert min(spread.samples) <= spread.value <= max(spread.samples)
-        # each round's ratio pairs that round's readings
+        # each round's ratio pairs that round's readings: the worker's path over the floor
         r = 1
-        expected = (got.reference[r] + got.at_20k[name][r]) / (got.floor[r] + got.own[name][r])
-        assert spread.samples[r] == pytest.approx(expected)
+        floor, _ = got.floor_of(name, r)
+        assert spread.samples[r] == pytest.approx(got.at_20k[name][r] / floor)
         assert got.scaling(name).samples[r] == pytest.approx(
             got.at_40k[name][r] / got.at_20k[name][r]
         )
+        memory = (got.reference[r] + got.memory[name][r]) / (got.floor[r] + got.own[name][r])
+        assert got.memory_ratio(name).samples[r] == pytest.approx(memory)
+    # a strategy counting with the reference has the tiktoken pass as its floor
+    assert got.floor_of("observation_masking", 1) == (got.floor[1], "tiktoken")
     assert "round 2/2 done" in out.getvalue()
     assert "floor ratio max" in out.getvalue() and "scaling max" in out.getvalue()
+    assert got.presets_ratio(names).samples[0] == pytest.approx(
+        (got.at_20k[names[0]][0] + got.at_20k[names[1]][0]) / got.floor[0]
+    )
+
+
+def test_the_worker_path_replays_a_fresh_decode_of_the_stored_conversation() -> None:
+    conversation = _conversation(300)
+    stored = timing.Stored.of(conversation)
+    first, second = stored.decode(), stored.decode()
+    assert first == conversation and first is not conversation
+    assert first.messages[5] is not second.messages[5]  # no object shared between replays
+    assert stored.reference == ReferenceTokens(conversation).per_message
+    fresh = replay_run(first, "observation_masking")
+    kept = replay_run(conversation, "observation_masking")
+    assert [s.tokens for s in fresh.steps] == [s.tokens for s in kept.steps]
+    assert timing.worker_replay(stored, "observation_masking") > 0
+
+
+def test_the_floor_counts_each_distinct_text_once() -> None:
+    conversation = _conversation(300)
+    texts = timing.block_texts(conversation)
+    assert len(set(texts)) < len(texts)  # the bench transcript repeats texts
+    encode = reference_counter().count
+    _, tokens = timing.floor_pass(conversation)
+    assert tokens == sum(encode(t) for t in set(texts))
