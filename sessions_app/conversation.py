@@ -251,6 +251,17 @@ def hit_url(base: str, query: str, number: int, index: int, per_page: int) -> st
     )
 
 
+def search_keep(found: dict[str, Any] | None) -> str:
+    """The search to carry on every link that stays in the transcript (the pages of
+    messages, as links and htmx loads): ``&q=…&hits=…&hit=…``, or "" without a search. A
+    reader who opened a hit and reads on keeps the query, the hits page and the hit."""
+    if not found:
+        return ""
+    keep = f"&q={quote(found['query'])}&hits={found['page']}"
+    current = found.get("current")
+    return keep + (f"&hit={current['number']}" if current else "")
+
+
 def search(
     transcript: Any, query: str, hit_page: int, per_page: int, current: int | None = None
 ) -> dict[str, Any]:

@@ -33,6 +33,7 @@ class TranscriptPage:
         return (
             f"{reverse('transcript-detail', args=[self.transcript.pk])}?{fmt}"
             f"page={self.page.next_page_number()}&per_page={self.per_page}"
+            f"{conversation.search_keep(self.search)}"
         )
 
     def as_json(self) -> dict[str, Any]:
@@ -60,6 +61,7 @@ class TranscriptPage:
             "page_obj": self.page,
             "per_page": self.per_page,
             "next_url": self.next_url(json=False),
+            "search_keep": conversation.search_keep(self.search),
         }
 
     def context(self) -> dict[str, Any]:
