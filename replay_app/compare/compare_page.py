@@ -267,14 +267,14 @@ def compare_html(curves: list[charts.RunCurve]) -> str:
 # one trace per kind (its label in the template): thousands of markers on five runs,
 # ~30 bytes each instead of ~170.
 EVENT_HOVER = (
-    "<b>{label}</b> · step %{{x}}<br>%{{y:,}} → %{{customdata[0]:,}} tokens "
+    "<b>{label}%{{customdata[3]}}</b> · step %{{x}}<br>%{{y:,}} → %{{customdata[0]:,}} tokens "
     "(%{{customdata[1]:+,}} saved)<br>%{{customdata[2]}} message(s) touched<extra></extra>"
 )
 
 
 def _event_traces(curve: charts.RunCurve, i: int) -> list[dict[str, Any]]:
     """``charts._event_trace`` of one run, one trace per event kind, its hover drawn from
-    ``customdata`` (tokens after, saved, messages touched)."""
+    ``customdata`` (tokens after, saved, messages touched, " · compaction #K" or "")."""
     by_kind: dict[str, list[charts.EventPoint]] = {}
     for e in curve.events:
         by_kind.setdefault(e.kind, []).append(e)
@@ -286,8 +286,14 @@ def _event_traces(curve: charts.RunCurve, i: int) -> list[dict[str, Any]]:
             "x": [e.step for e in events],
             "y": [e.tokens_before for e in events],
             "customdata": [
-                [e.tokens_after, e.tokens_before - e.tokens_after, e.messages] for e in events
-            ],
+                [
+                    e.tokens_after,
+                    e.tokens_before - e.tokens_after,
+                    e.messages,
+                    "" if e.compaction is None else f" · compaction #{e.compaction}",
+                ]
+                for e in events
+            ],  # fmt: skip
             "hovertemplate": EVENT_HOVER.format(label=html.escape(event_label(kind))),
             "marker": {
                 "color": charts.RUN_COLOURS[i % len(charts.RUN_COLOURS)],

@@ -24,7 +24,7 @@ from ctxlab.engine.core.records import Fate
 from ctxlab.engine.evaluate.lost import FactIndex
 from replay_app import memo, run_rows
 from replay_app.compare.compare_steps import fates_at, message_link
-from replay_app.compare.pieces import MatrixCell, bucket_size, matrix_cells
+from replay_app.compare.pieces import Compaction, MatrixCell, bucket_size, matrix_cells
 from replay_app.display import vocabulary
 from replay_app.display.charts import EventPoint, RunCurve, Series
 from replay_app.models import Run, RunSummary
@@ -301,8 +301,10 @@ def stored_curves(runs: Sequence[Run], stored: Sequence[dict[str, Any]]) -> list
     for run, piece in zip(runs, stored, strict=True):
         c = piece["curve"]
         series = Series(steps=c["steps"], strategy=c["strategy"], reference=c["reference"])
+        # each compaction's K, as its row in "Summaries by compaction" has it
+        ordinals = {k.seq: k.ordinal for k in map(Compaction.from_row, piece["compactions"])}
         events = [
-            EventPoint(step, kind, before, after, messages, seq=seq)
+            EventPoint(step, kind, before, after, messages, seq=seq, compaction=ordinals.get(seq))
             for seq, step, kind, before, after, messages in c["events"]
         ]
         out.append(RunCurve(f"{run.pk} {run.label}", series, events, c["window"], c["threshold"]))

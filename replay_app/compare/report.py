@@ -51,8 +51,9 @@ def _lost(ret: dict[str, Any]) -> dict[str, Any]:
             }
             for f in (e.get("lost") or [])[:LOST_FACTS_PER_EVENT]
         ]
-        events.append({**{k: e.get(k) for k in ("event", "kind", "step", "at_risk", "lost_count",
-                                                 "messages")}, "facts": facts})  # fmt: skip
+        events.append({**{k: e.get(k) for k in ("event", "compaction", "kind", "step", "at_risk",
+                                                 "lost_count", "messages")},
+                       "facts": facts})  # fmt: skip
     return {
         **{k: ret.get(k) for k in ("retention", "retained", "at_risk", "lost")},
         "events": events,

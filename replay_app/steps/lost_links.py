@@ -12,18 +12,21 @@ from typing import Any
 from django.urls import reverse
 
 from replay_app.models import Run
+from replay_app.runs.ordinals import compaction_ordinals
 from replay_app.runs.pages.runpage import EVENTS_PER_PAGE
 from sessions_app.views import MESSAGES_PER_PAGE
 
 
 def with_links(run: Run, data: dict[str, Any]) -> dict[str, Any]:
     """A copy of ``data`` (an ``inspect.retention`` analysis) whose events carry
-    ``event_url`` and whose lost facts carry ``message_url``; the cached analysis is left
+    ``event_url`` and ``compaction`` (its K, ``runs.ordinals``) and whose lost facts carry
+    ``message_url``; the cached analysis is left
     as it is. (A 20,000-message run loses ~20,000 facts: two ``reverse`` calls here, not
     one per fact.)"""
     run_url = reverse("run-detail", args=[run.pk])
     transcript_url = reverse("transcript-detail", args=[run.transcript_id])
     events = []
+    ordinals = compaction_ordinals(run) if data.get("events") else {}
     for event in data.get("events", ()):
         lost = [
             {
@@ -35,5 +38,7 @@ def with_links(run: Run, data: dict[str, Any]) -> dict[str, Any]:
         ]
         seq = event["event"]
         event_href = f"{run_url}?page={seq // EVENTS_PER_PAGE + 1}#event-{seq}"
-        events.append({**event, "event_url": event_href, "lost": lost})
+        events.append(
+            {**event, "event_url": event_href, "compaction": ordinals.get(seq), "lost": lost}
+        )
     return {**data, "events": events}

@@ -97,3 +97,25 @@ def test_chart_markers_name_the_compaction(client: Any, user: Any, transcript: A
     assert markers[0].kind == "compact_skipped" and markers[0].compaction is None
     assert markers[0].label == "Compaction skipped" or "compaction #" not in markers[0].label
     assert markers[1].compaction == 1 and markers[1].label.endswith("compaction #1")
+
+
+def test_lost_chart_and_report_name_the_compaction(client: Any, user: Any, transcript: Any) -> None:
+    cow = make_run(user, transcript, "cowagent")
+    pico = make_run(user, transcript, "picoclaw")
+    client.force_login(user)
+    # "What was lost" (run page JSON): each compaction with its K
+    for run in (cow, pico):
+        lost = client.get(f"/runs/{run.pk}/lost/", {"format": "json"}).json()
+        events = {e["seq"]: e for e in _events(client, run)}
+        assert lost["events"]
+        for entry in lost["events"]:
+            assert entry["compaction"] == events[entry["event"]]["compaction"] is not None
+    # the compare chart's markers and the downloaded report say "compaction #K"
+    ids = f"{cow.pk},{pico.pk}"
+    html = client.get("/compare/", {"runs": ids}).content.decode()
+    assert " · compaction #2" in html.replace("\\u00b7", "·")
+    report = client.get("/compare/", {"runs": ids, "format": "report"}).content.decode()
+    lost_cow = client.get(f"/runs/{cow.pk}/lost/", {"format": "json"}).json()["events"]
+    shown = [e for e in lost_cow if e["lost_count"]]
+    if shown:
+        assert f"Compaction #{shown[0]['compaction']}</span> · event #{shown[0]['event']}" in report
