@@ -3,16 +3,29 @@ starting a run (replay + retention analysis + ledger + row writes), against the 
 
 In a throwaway test database: import ``synth_realistic.realistic_bench_conversation`` (20,000
 messages, >= 95% distinct block texts) for a fresh user, then for each of the five presets,
-from the same cold caches: the engine replay alone (reference count included) on the
-stored conversation, and ``replay_app.runs.executor.run_execute`` (the worker's own call). CPU
-time of this process (the worker's heartbeat thread included).
+from the same cold caches (the process's decoded-conversation cache emptied too):
 
-Result line: ``real_worker_vs_replay_ratio=<worst> <preset> distinct_share=<share>``.
+- the replay as the worker replays it: the conversation decoded from its rows, the counts
+  stored at import read and seeded, the replay (``replay_s``);
+- ``replay_app.runs.executor.run_execute`` (the worker's own call), with the time spent in
+  each part of its work after (and around) the replay read off as it runs: row writes
+  while replaying (``writes``: building and flushing the step, event, summary rows),
+  metrics, the cost ledger, the analysis (retention and survival), the compare page's
+  inputs, the final writes; the rest is the replay itself (decode and seeding included).
+
+CPU time of this process (the worker's heartbeat thread included).
+
+Result lines: ``real_worker_vs_replay_ratio=<worst> <preset> distinct_share=<share>`` and
+``real_worker_after_replay_share=<worst> <preset>`` (the post-replay parts' share of the
+worker path).
 """
 
 from __future__ import annotations
 
 import time
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -21,12 +34,62 @@ from ._db import in_test_db
 CORPUS = Path(__file__).resolve().parents[2] / "tests" / "data" / "corpus"
 MESSAGES = 20_000
 
+# The worker's parts timed apart (``executor`` attribute or ``_BatchWriter`` method -> part)
+PARTS = {
+    "_BatchWriter.add": "writes",
+    "_BatchWriter.flush": "writes",
+    "compute_metrics": "metrics",
+    "agreement_rows": "metrics",
+    "run_costs.finish": "ledger",
+    "run_survival.finished": "analysis",
+    "compare_inputs.finished": "compare inputs",
+    "lost_analysis.store_retention": "final writes",
+    "run_survival.store": "final writes",
+    "compare_inputs.store": "final writes",
+}
+
+
+@contextmanager
+def timed_parts() -> Iterator[dict[str, float]]:
+    """CPU seconds spent in each of ``PARTS`` while the block runs (outermost calls)."""
+    from replay_app.runs import executor
+
+    spent: dict[str, float] = defaultdict(float)
+    undo: list[tuple[Any, str, Any]] = []
+    depth = [0]
+
+    def wrap(part: str, fn: Callable[..., Any]) -> Callable[..., Any]:
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            if depth[0]:
+                return fn(*args, **kwargs)
+            depth[0] += 1
+            start = time.process_time()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                spent[part] += time.process_time() - start
+                depth[0] -= 1
+
+        return timed
+
+    for dotted, part in PARTS.items():
+        *path, attr = dotted.split(".")
+        owner: Any = executor
+        for name in path:
+            owner = getattr(owner, name)
+        undo.append((owner, attr, getattr(owner, attr)))
+        setattr(owner, attr, wrap(part, getattr(owner, attr)))
+    try:
+        yield spent
+    finally:
+        for owner, attr, fn in reversed(undo):
+            setattr(owner, attr, fn)
+
 
 def _measure(out: TextIO) -> list[dict[str, Any]]:
     from django.contrib.auth import get_user_model
 
     from ctxlab.engine.evaluate import lost
-    from ctxlab.engine.replay import run as replay_run
     from ctxlab.engine.strategies import PRESETS
     from ctxlab.engine.synth import realistic as synth_realistic
     from ctxlab.engine.tokens.cl100k import block_text
@@ -34,6 +97,7 @@ def _measure(out: TextIO) -> list[dict[str, Any]]:
     from replay_app.runs import executor, services
     from replay_app.runs import survival as run_survival
     from sessions_app import services as session_services
+    from sessions_app.models import _CONVERSATIONS
 
     from .replay import _cold
 
@@ -50,16 +114,16 @@ def _measure(out: TextIO) -> list[dict[str, Any]]:
     transcript = outcome.upload.transcripts.get()
     out.write(f"  imported {transcript.message_count:,} messages in "
               f"{time.process_time() - start:.1f} s CPU\n")  # fmt: skip
-    stored = session_services.load_conversation(transcript.pk)
     rows: list[dict[str, Any]] = []
     ratios: dict[str, float] = {}
+    shares: dict[str, float] = {}
     for preset in PRESETS:
         _cold()
         lost.clear_caches()
-        start = time.process_time()
-        replay_run(stored, preset)
-        replay_s = time.process_time() - start
+        _CONVERSATIONS.clear()
+        replay_s = _worker_replay(transcript, preset)
         _cold()
+        _CONVERSATIONS.clear()
         lost.clear_caches()
         run_survival.clear_fact_indexes()  # each run reads the facts stored at import
         run = services.run_create(
@@ -67,20 +131,50 @@ def _measure(out: TextIO) -> list[dict[str, Any]]:
             spec=services.RunSpec(strategy=preset), enqueue=False,
         )  # fmt: skip
         start = time.process_time()
-        run = executor.run_execute(run=run)
+        with timed_parts() as spent:
+            run = executor.run_execute(run=run)
         worker_s = time.process_time() - start
         if run.status != RunStatus.DONE:
             raise RuntimeError(f"{preset} run failed: {run.error}")
         ratios[preset] = worker_s / replay_s if replay_s else float("inf")
+        after = sum(spent.values())
+        shares[preset] = after / worker_s if worker_s else 0.0
+        parts = ", ".join(f"{k} {v:.2f}" for k, v in sorted(spent.items(), key=lambda kv: -kv[1]))
         out.write(f"  {preset:<10} replay {replay_s:6.2f} s  worker path {worker_s:6.2f} s  "
-                  f"x{ratios[preset]:.2f}  (distinct share {share:.3f})\n")  # fmt: skip
+                  f"x{ratios[preset]:.2f}  (distinct share {share:.3f}); of the worker path, "
+                  f"{after:.2f} s ({shares[preset]:.0%}) outside the replay: {parts}\n")  # fmt: skip
         rows.append({"section": "worker", "name": preset, "replay_s": round(replay_s, 3),
                      "worker_s": round(worker_s, 3), "ratio": round(ratios[preset], 3),
+                     "after_replay_s": round(after, 3),
+                     **{f"{k.replace(' ', '_')}_s": round(v, 3) for k, v in spent.items()},
                      "distinct_share": round(share, 3)})  # fmt: skip
     worst = max(ratios, key=ratios.__getitem__)
+    most = max(shares, key=shares.__getitem__)
     rows.append({"line": f"real_worker_vs_replay_ratio={ratios[worst]:.3f} {worst} "
                          f"distinct_share={share:.3f}"})  # fmt: skip
+    rows.append({"line": f"real_worker_after_replay_share={shares[most]:.3f} {most}"})
     return rows
+
+
+def _worker_replay(transcript: Any, preset: str) -> float:
+    """The replay as the worker replays it (``executor._execute`` up to its loop): the
+    conversation decoded from the rows, the stored counts read and seeded, the replay."""
+    from ctxlab.engine.replay import run as replay_run
+    from ctxlab.engine.strategies import _copaw_stored as copaw_stored
+    from ctxlab.engine.strategies import make_strategy
+    from ctxlab.engine.tokens.reference import seed_reference_tokens
+
+    start = time.process_time()
+    conversation = transcript.to_conversation()
+    rows = transcript.messages.order_by("index").values_list(
+        "reference_tokens", "reference_tables", "qwen_counts"
+    )
+    stored, tables, qwen = zip(*rows, strict=True)
+    reference = seed_reference_tokens(conversation, list(stored), tables)
+    if copaw_stored.wants_stored_counts(make_strategy(preset)):
+        copaw_stored.seed_stored_counts(conversation.messages, list(qwen))
+    replay_run(conversation, preset, reference=reference)
+    return time.process_time() - start
 
 
 def run(out: TextIO) -> list[dict[str, Any]]:
