@@ -9,8 +9,9 @@ in its transcripts, on the files of that agent's format, with the ``recorded`` s
 the replay's (``recorded.agreements``).
 
 The directory is either an Entire checkpoints tree (``<2hex>/<10hex>/<n>/full.jsonl`` with
-``metadata.json`` beside it naming the agent: the format is the agent's) or a flat
-directory of transcripts (``*.jsonl`` / ``*.json``, format sniffed), or both.
+``metadata.json`` beside it naming the agent: each session counted once however many
+checkpoints hold it, ``sources.entire``) or a flat directory of transcripts (``*.jsonl`` /
+``*.json``, format sniffed).
 
 Result lines, per strategy (``name[strategy]=value``; ``n/a`` when nothing was measured):
 ``agreement_same_step_share``, ``agreement_within_1_step_share`` (over in-file original
@@ -28,13 +29,12 @@ original compaction (auto, manual, microcompact ...).
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import statistics
 import time
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -45,6 +45,7 @@ from ctxlab.engine.core.model import ParsedFile, TranscriptError
 from ctxlab.engine.core.records import ReplayResult
 from ctxlab.engine.importers.claude_code import ALTERNATE_OF
 from ctxlab.engine.replay import Replay
+from ctxlab.engine.sources import entire
 from ctxlab.engine.strategies import STRATEGIES
 from ctxlab.engine.summarize.recorded import (
     Agreement,
@@ -74,18 +75,6 @@ AGENT_FORMATS: dict[str, tuple[str, ...]] = {
 }
 PI_FORMAT_PREFIX = "pi"  # pi's importer: FORMAT "pi" or "pi-<something>"
 
-# Entire's metadata.json "agent" -> importer format (None: an agent with no strategy here);
-# an agent not listed ("Agent" in older checkpoints) is sniffed.
-METADATA_AGENTS: dict[str, str | None] = {
-    "Claude Code": "claude-code",
-    "Codex": "codex-rollout",
-    "Gemini CLI": "gemini-cli",
-    "OpenCode": "opencode",
-    "Copilot CLI": None,
-    "Cursor": None,
-}
-# Import warnings that make a file not clean (import_warnings.CODES).
-SIDE_FILES = frozenset({"metadata.json"})
 PROGRESS_EVERY = 100  # files between progress lines (the full dev sets take minutes)
 SUFFIXES = (".jsonl", ".json")
 
@@ -102,31 +91,25 @@ def strategy_formats() -> dict[str, tuple[str, ...]]:
 
 @dataclass(frozen=True, slots=True)
 class Session:
-    path: Path
-    format: str | None  # from metadata.json; None: sniff
-    skip: bool = False  # metadata names an agent without a strategy here
+    name: str  # relative to its directory
+    read: Callable[[], bytes]
+    format: str | None  # None: sniff
+    note: str = ""  # an Entire agent name the bytes contradict
 
 
 def sessions(root: Path) -> Iterator[Session]:
-    """Every transcript under ``root``, in path order (see the module docstring)."""
+    """Every session under ``root`` once: an Entire checkpoints tree's sessions rebuilt
+    across their checkpoints (``sources.entire``: a session committed three times is one
+    session, not three files), then each other ``*.jsonl`` / ``*.json`` file, in path order."""
+    tree = entire.open_tree(root)
+    for found in entire.sessions(tree) if tree is not None else ():
+        data = found.read()
+        fmt, note = entire.format_of(found, data)
+        yield Session(found.name, lambda data=data: data, fmt, note)  # type: ignore[misc]
     for path in sorted(p for p in root.rglob("*") if p.is_file()):
-        if path.suffix not in SUFFIXES:
-            continue
-        meta = path.with_name("metadata.json")
-        if path.name in SIDE_FILES and path.with_name("full.jsonl").exists():
-            continue
-        if path.name == "full.jsonl" and meta.exists():
-            try:
-                agent = str(json.loads(meta.read_text("utf-8")).get("agent", ""))
-            except (ValueError, AttributeError):  # unreadable metadata: sniff the file
-                agent = ""
-            if agent in METADATA_AGENTS:
-                fmt = METADATA_AGENTS[agent]
-                yield Session(path, fmt, skip=fmt is None)
-                continue
-        if path.name in SIDE_FILES:  # a checkpoint's session-level metadata.json
-            continue
-        yield Session(path, None)
+        name = path.relative_to(root).as_posix()
+        if path.suffix in SUFFIXES and not (tree and entire.in_checkpoint(name)):
+            yield Session(name, path.read_bytes, None)
 
 
 @dataclass(slots=True)
@@ -238,10 +221,9 @@ def counts_equal(rows: list[Agreement], results: list[ReplayResult]) -> bool:
     return original == replayed
 
 
-def _all_sessions(roots: Sequence[Path]) -> Iterator[tuple[Path, Session]]:
+def _all_sessions(roots: Sequence[Path]) -> Iterator[Session]:
     for root in roots:
-        for session in sessions(root):
-            yield root, session
+        yield from sessions(root)
 
 
 def measure(
@@ -253,11 +235,9 @@ def measure(
     by_strategy = {name: Tally() for name in wanted}
     by_version: dict[tuple[str, str], Tally] = {}
     overall = Tally()
-    for root, session in _all_sessions(roots):
-        if session.skip:
-            continue
-        data = session.path.read_bytes()
-        name = str(session.path.relative_to(root))
+    for session in _all_sessions(roots):
+        data = session.read()
+        name = session.name
         try:
             fmt = session.format or importers.detect(data, name)
         except TranscriptError:

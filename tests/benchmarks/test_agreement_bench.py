@@ -173,7 +173,7 @@ def test_agreement_version_table_sums_to_the_strategy_lines(vendored: Bench) -> 
             assert f"{strategy:<28} {r['version']:<10}" in printed
 
 
-def test_agreement_reads_a_flat_directory_and_skips_agents_without_a_strategy(
+def test_agreement_reads_flat_files_beside_checkpoints_and_the_bytes_decide(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     source = DATA / "entireio-cli" / "ca" / "fca7ea73ac" / "0" / "full.jsonl"
@@ -181,6 +181,7 @@ def test_agreement_reads_a_flat_directory_and_skips_agents_without_a_strategy(
     other = tmp_path / "aa" / "0123456789" / "0"
     other.mkdir(parents=True)
     shutil.copy(source, other / "full.jsonl")
+    # An agent name the bytes contradict (early Entire mislabelled Claude Code files).
     (other / "metadata.json").write_text(json.dumps({"agent": "Copilot CLI"}))
     (tmp_path / "notes.txt").write_text("not a transcript")
     broken = tmp_path / "bb" / "0123456789" / "0"  # unreadable metadata: the file is sniffed
@@ -188,8 +189,8 @@ def test_agreement_reads_a_flat_directory_and_skips_agents_without_a_strategy(
     shutil.copy(source, broken / "full.jsonl")
     (broken / "metadata.json").write_text("{not json")
     lines, _, _ = _bench(monkeypatch, tmp_path)
-    assert lines[("agreement_files", "")] == "2"
-    assert lines[("agreement_compactions", "claude_code")] == "2"  # one in each copy
+    assert lines[("agreement_files", "")] == "3"
+    assert lines[("agreement_compactions", "claude_code")] == "3"  # one in each copy
     assert "codex" in lines[("agreement_strategies_without_files", "")].split(",")
     assert ("agreement_compactions", "codex") not in lines
 

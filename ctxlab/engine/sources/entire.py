@@ -42,6 +42,14 @@ AGENT_FORMATS = {
 _SESSION_META = re.compile(r"(?:^|/)([0-9a-f]{2})/([0-9a-f]{10})/(?:(\d+)/)?metadata\.json$")
 
 
+_CHECKPOINT_FOLDER = re.compile(r"(?:^|/)[0-9a-f]{2}/[0-9a-f]{10}/")
+
+
+def in_checkpoint(path: str) -> bool:
+    """Whether ``path`` (in a branch's tree) lies inside a checkpoint's folder."""
+    return _CHECKPOINT_FOLDER.search(path) is not None
+
+
 class Tree(Protocol):
     """A checkpoints branch's files: their paths, and each one's bytes on demand."""
 
@@ -94,9 +102,7 @@ def sessions(tree: Tree) -> list[EntireSession]:
     for path, match in metas:
         if match.group(3) is None and path.removesuffix("metadata.json") in with_sessions:
             continue
-        meta = _metadata(tree.read(path))
-        if meta is None:
-            continue
+        meta = _metadata(tree.read(path)) or {}  # unreadable: the transcript still counts
         folder = path.rsplit("/", 1)[0]
         checkpoint = Checkpoint(
             checkpoint_id=str(meta.get("checkpoint_id") or match.group(1) + match.group(2)),
