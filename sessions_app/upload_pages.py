@@ -17,6 +17,7 @@ from .models import Transcript, Upload
 
 UPLOADS_PER_PAGE = 25
 CONVERSATIONS_PER_PAGE = 50
+TITLES_SHOWN = 5  # conversation titles the upload list shows under a file's name
 
 SORTS = {
     "name": "name",
@@ -64,6 +65,36 @@ def upload_json(upload: Upload) -> dict[str, Any]:
     }
 
 
+@dataclass(frozen=True)
+class TitleLine:
+    """One conversation of a file as the upload list names it."""
+
+    id: int
+    title: str  # ``Transcript.display_title``: its title, else its id
+    url: str
+
+    def as_json(self) -> dict[str, Any]:
+        return {"id": self.id, "title": self.title, "url": self.url}
+
+
+def conversation_titles(uploads: list[Upload], query: str) -> dict[int, list[TitleLine]]:
+    """Per upload, the titles of its first ``TITLES_SHOWN`` conversations in file order
+    (with a ``query``: those whose title matches it first, the reason the file is listed).
+    At most two queries for the whole page."""
+    ids = [u.pk for u in uploads]
+    rows = Transcript.objects.filter(upload__in=ids).only(
+        "pk", "upload_id", "title", "conversation_id", "position"
+    )
+    found: dict[int, list[TitleLine]] = {pk: [] for pk in ids}
+    picks = [rows.filter(title__icontains=query)] if query else []
+    for chosen in [*picks, rows.filter(position__lt=TITLES_SHOWN)]:
+        for t in chosen.order_by("upload_id", "position"):
+            lines = found[t.upload_id]
+            if len(lines) < TITLES_SHOWN and all(line.id != t.pk for line in lines):
+                lines.append(TitleLine(t.pk, t.display_title, t.get_absolute_url()))
+    return found
+
+
 def transcript_summary_json(t: Transcript) -> dict[str, Any]:
     return {
         "id": t.pk,
@@ -88,10 +119,17 @@ class UploadListPage:
     page: Page[Upload]
     query: str
     sort: str
+    titles: dict[int, list[TitleLine]]  # per upload: the conversations the row names
 
     def as_json(self) -> dict[str, Any]:
         return {
-            "uploads": [upload_json(u) for u in self.page],
+            "uploads": [
+                {
+                    **upload_json(u),
+                    "titles": [line.as_json() for line in self.titles.get(u.pk, [])],
+                }
+                for u in self.page
+            ],
             "page": self.page.number,
             "pages": self.page.paginator.num_pages,
             "count": self.page.paginator.count,
@@ -110,6 +148,10 @@ class UploadListPage:
             }
             for key, label in SORT_LABELS
         ]
+        for upload in self.page:
+            titles = self.titles.get(upload.pk, [])
+            upload.titles = titles  # type: ignore[attr-defined]
+            upload.titles_more = max(upload.conversation_count - len(titles), 0)  # type: ignore[attr-defined]
         return {"page_obj": self.page, "query": self.query, "sort": self.sort, "columns": columns}
 
 
@@ -141,7 +183,8 @@ def upload_list_page(user: Any, query: str, sort: str, page_number: str) -> Uplo
     )
     for upload in page:
         upload.single_transcript_id = singles.get(upload.pk)  # type: ignore[attr-defined]
-    return UploadListPage(page=page, query=query, sort=sort)
+    titles = conversation_titles(list(page), query)
+    return UploadListPage(page=page, query=query, sort=sort, titles=titles)
 
 
 # One upload
