@@ -23,6 +23,11 @@ tool outputs; pre-turn: before its user message). ``pre_tokens`` is the last rep
 replacement history holding the earlier replies as well (and, in Entire's copies, no
 encrypted item).
 
+Codex 0.145 multi-agent rollouts add ``agent_message`` response items (a sub-agent's message
+delivered into this agent's context: a user-role message named by its author, flagged
+``agent_message``), ``world_state`` and ``inter_agent_communication_metadata`` records (known,
+not context: see ``_STATE_RECORDS``).
+
 One bad line does not refuse the rollout (``_common.iter_jsonl_lenient``): JSON records
 written back to back on one line (0.118 rollouts hold a ``token_count`` and the next
 ``task_started`` so) are each read, any other unreadable line is skipped; both with a warning
