@@ -17,7 +17,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ctxlab.engine.core.catalogue import METRICS, OVERFLOW_KEY, best_flags, pathological, unit_note
+from ctxlab.engine.core.catalogue import (
+    METRICS,
+    OVERFLOW_KEYS,
+    best_flags,
+    overflowed,
+    pathological,
+    unit_note,
+)
 
 from .configs import fmt
 from .items import summary_row
@@ -268,7 +275,7 @@ def outlier_reasons(summary: dict[str, Any], status: str) -> tuple[str, ...]:
     reasons = []
     if pathological(summary):
         reasons.append("thrash")
-    if (summary.get("overflow_steps") or 0) > 0:
+    if overflowed(summary):  # in cl100k or in the strategy's own count
         reasons.append("overflow")
     return tuple(reasons)
 
@@ -330,13 +337,13 @@ def _mark_best(results: list[ConfigResult], columns: list[MetricColumn]) -> None
             {
                 "steps": c.median("steps") or 0,
                 "thrash": c.median("thrash") or 0,
-                OVERFLOW_KEY: c.median(OVERFLOW_KEY) or 0,
+                **{key: c.median(key) or 0 for key in OVERFLOW_KEYS},
             }
             for c in results
         ]
         flags = best_flags(
             medians, column.better, guarded=METRICS[column.key].guarded, runs=guard,  # type: ignore[arg-type]
-            overflow_guard=column.key != OVERFLOW_KEY,
+            overflow_guard=column.key not in OVERFLOW_KEYS,
         )  # fmt: skip
         for c, flag in zip(results, flags, strict=True):
             if flag:

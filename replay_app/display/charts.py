@@ -20,6 +20,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
+from ctxlab.engine.core.catalogue import event_category
 from ctxlab.web.plots import figure_html, whole_number_axis
 from replay_app.display import thinning
 from replay_app.display.vocabulary import event_label
@@ -88,6 +89,29 @@ def event_hover(event: EventPoint) -> str:
         f"{event.messages} message{'s' if event.messages != 1 else ''} touched"
         + (f"<br>{fates}" if fates else "")
     )
+
+
+# "Compaction skipped" and the other skip-category events (a compaction was due or prepared
+# and the strategy did nothing): open grey circles with their own legend entry, never the
+# diamonds of events that acted.
+SKIP_COLOUR = "#6b7280"
+SKIPPED_NAME = "compactions skipped (open circles: due, nothing done)"
+
+
+def split_skips(events: Sequence[EventPoint]) -> tuple[list[EventPoint], list[EventPoint]]:
+    """(events that acted, skip-category events) in their order (``catalogue`` categories)."""
+    acted: list[EventPoint] = []
+    skipped: list[EventPoint] = []
+    for e in events:
+        (skipped if event_category(e.kind) == "skip" else acted).append(e)
+    return acted, skipped
+
+
+def _skip_trace(events: Sequence[EventPoint], *, name: str, colour: str) -> dict[str, Any]:
+    trace = _event_trace(events, name=name, colour=colour)
+    trace["marker"] = {"color": colour, "size": 10, "symbol": "circle-open", "line": {"width": 2}}
+    trace["meta"] = {"role": "skipped"}
+    return trace
 
 
 def _event_trace(events: Sequence[EventPoint], *, name: str, colour: str) -> dict[str, Any]:
@@ -257,11 +281,15 @@ def token_curve(
                 connectgaps=False,
             )
         )
-    if events:
-        data.append(_drops(events, EVENT_COLOUR))
-        trace = _event_trace(events, name="events (at the count they acted on)",
+    acted, skipped = split_skips(events)
+    if acted:
+        data.append(_drops(acted, EVENT_COLOUR))
+        trace = _event_trace(acted, name="events (at the count they acted on)",
                              colour=EVENT_COLOUR)  # fmt: skip
-        data.append(_compact_hover(trace, events) if thin else trace)
+        data.append(_compact_hover(trace, acted) if thin else trace)
+    if skipped:
+        trace = _skip_trace(skipped, name=SKIPPED_NAME, colour=SKIP_COLOUR)
+        data.append(_compact_hover(trace, skipped) if thin else trace)
     layout = _layout(yaxis_title="context tokens")
     layout["xaxis"].update(whole_number_axis(series.steps))
     for value, label, colour, dash in (
@@ -286,6 +314,7 @@ def compare_curves(runs: Sequence[RunCurve]) -> dict[str, Any]:
     # legend group, so the entry toggles all three (legible with 6 runs).
     layout["legend"] = {"orientation": "h", "y": -0.18, "groupclick": "togglegroup"}
     layout["margin"] = {**layout["margin"], "b": 90}
+    shown_skips = False
     for i, run in enumerate(runs):
         colour = RUN_COLOURS[i % len(RUN_COLOURS)]
         group = f"run{i}"
@@ -304,10 +333,18 @@ def compare_curves(runs: Sequence[RunCurve]) -> dict[str, Any]:
                 opacity=0.6,
             )
         )
-        if run.events:
-            trace = _event_trace(run.events, name=f"{run.label} events", colour=colour)
+        acted, skipped = split_skips(run.events)
+        if acted:
+            trace = _event_trace(acted, name=f"{run.label} events", colour=colour)
             trace["legendgroup"] = group
             trace["showlegend"] = False
+            data.append(trace)
+        if skipped:
+            # in the run's colour but open circles, under one legend entry of their own
+            trace = _skip_trace(skipped, name=SKIPPED_NAME, colour=colour)
+            trace["legendgroup"] = "skipped"
+            trace["showlegend"] = not shown_skips
+            shown_skips = True
             data.append(trace)
         if run.threshold:
             # compared with the run's own count (its dotted line), not the reference

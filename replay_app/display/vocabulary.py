@@ -21,9 +21,9 @@ COST_KEYS: tuple[str, ...] = (
     "ledger_extra_cost",
     "ledger_total_cost",
 )
-# "Steps in overflow" and "Hidden overflows" sit side by side: two different counts, each
-# with its meaning next to it.
-OVERFLOW_KEYS: tuple[str, ...] = ("overflow_steps", "overflow_flags")
+# "Steps in overflow" in each count (cl100k, the strategy's own) and "Hidden overflows" sit
+# side by side: different counts, each with its meaning next to it.
+OVERFLOW_KEYS: tuple[str, ...] = ("overflow_steps", "overflow_steps_strategy", "overflow_flags")
 # The run page and the group table: headline metrics, in display order.
 # What the compactions did, shared by the run page and the compare page.
 _ACTIVITY_KEYS: tuple[str, ...] = (
@@ -74,6 +74,7 @@ SWEEP_KEYS: tuple[str, ...] = (
     "summary_input_tokens",
     "summary_output_tokens",
     "overflow_steps",
+    "overflow_steps_strategy",
     "findings_total",
 )
 SWEEP_COST_KEYS: tuple[str, ...] = ("llm_cost_usd", "ledger_total_cost")

@@ -435,6 +435,11 @@ PATHOLOGICAL_THRASH_SHARE = 0.25
 # compactions, most facts kept, lowest cost) describe a session that could not happen and
 # win nothing, unless every run overflows.
 OVERFLOW_KEY = "overflow_steps"
+# Over the window in each count: the reference tokenizer's (cl100k, ``OVERFLOW_KEY``) and the
+# strategy's own (what its trigger compares: reported usage where it reads it). A run is in
+# overflow when either count says so; neither figure is judged by the overflow rule itself.
+OVERFLOW_STRATEGY_KEY = "overflow_steps_strategy"
+OVERFLOW_KEYS: tuple[str, ...] = (OVERFLOW_KEY, OVERFLOW_STRATEGY_KEY)
 
 
 @dataclass(frozen=True, slots=True)
@@ -460,12 +465,9 @@ class Metric:
             f"the {'lowest' if self.better == 'lower' else 'highest'} value, unless all are equal"
         )
         if self.guarded:
-            rule += (
-                "; runs that thrash (re-compact near the threshold) at ≥ "
-                f"{PATHOLOGICAL_THRASH_SHARE:.0%} of their steps are not eligible"
-            )
-        if self.key != OVERFLOW_KEY:
-            rule += "; runs with steps in overflow are not eligible unless every run has some"
+            rule += f"; {THRASH_RULE}"
+        if self.key not in OVERFLOW_KEYS:
+            rule += f"; {OVERFLOW_RULE}"
         return rule
 
 
@@ -507,9 +509,13 @@ _METRICS: tuple[Metric, ...] = (
            "tokens sent to the summariser", True),
     Metric("summary_output_tokens", "Summary output tokens", "tokens", "lower",
            "tokens the summariser returned", True),
-    Metric("overflow_steps", "Steps in overflow", "steps", "lower",
+    Metric("overflow_steps", "Steps in overflow (cl100k)", "steps", "lower",
            "steps whose replayed request, counted with the reference tokenizer (cl100k), "
-           "exceeds the window (the 'overflow' finding)", True),
+           "exceeds the window (the 'overflow' finding); the same request in the strategy's "
+           "own count is 'Steps in overflow (own estimate)'", True),
+    Metric("overflow_steps_strategy", "Steps in overflow (own estimate)", "steps", "lower",
+           "steps whose replayed request, as the strategy counts it (what 'Peak context (own "
+           "estimate)' reads: reported usage where it reads it), exceeds the window", True),
     Metric("findings", "Findings by kind", "findings", None,
            "broken invariants, counted by kind (one per kind per step at most)"),
     Metric("findings_total", "Findings", "findings", "lower",
@@ -669,10 +675,29 @@ def pathological(metrics: Mapping[str, Any] | None) -> bool:
 
 
 def overflowed(metrics: Mapping[str, Any] | None) -> bool:
-    """Whether a run sent a request over its window at some step (``OVERFLOW_KEY``)."""
+    """Whether a run sent a request over its window at some step, in cl100k or in its own
+    count (``OVERFLOW_KEYS``)."""
     if not metrics:
         return False
-    return (_number(metrics.get(OVERFLOW_KEY)) or 0.0) > 0
+    return any((_number(metrics.get(key)) or 0.0) > 0 for key in OVERFLOW_KEYS)
+
+
+def not_eligible(runs: Sequence[Mapping[str, Any] | None]) -> list[list[str]]:
+    """Per run, what keeps it from being best (``BEST_RULE``), in words ([]: nothing):
+    steps in overflow (unless every run has some; then none is kept out for it) and, on
+    sizes and token sums, thrash."""
+    all_overflow = bool(runs) and all(overflowed(m) for m in runs)
+    out: list[list[str]] = []
+    for m in runs:
+        reasons = []
+        if overflowed(m) and not all_overflow:
+            reasons.append("steps in overflow")
+        if pathological(m):
+            reasons.append(
+                f"thrash at ≥ {PATHOLOGICAL_THRASH_SHARE:.0%} of its steps (sizes and sums)"
+            )
+        out.append(reasons)
+    return out
 
 
 def best_flags(
@@ -707,7 +732,7 @@ def metric_best_flags(
     """``best_flags`` with ``key``'s direction and guard from the catalogue."""
     row = metric(key)
     return best_flags(
-        values, row.better, guarded=row.guarded, runs=runs, overflow_guard=key != OVERFLOW_KEY
+        values, row.better, guarded=row.guarded, runs=runs, overflow_guard=key not in OVERFLOW_KEYS
     )
 
 
@@ -782,10 +807,12 @@ def vocabulary_markdown() -> str:
         "",
         "## Metrics",
         "",
-        "“Steps in overflow” (`overflow_steps`) and “Hidden overflows” (`overflow_flags`) "
-        "count different things: the first, requests the replay actually sent over the "
-        "window (reference tokenizer); the second, requests the strategy believed fit but "
-        "the provider's count would not.",
+        "“Steps in overflow (cl100k)” (`overflow_steps`), “Steps in overflow (own "
+        "estimate)” (`overflow_steps_strategy`) and “Hidden overflows” (`overflow_flags`) "
+        "count different things: the first two, requests the replay actually sent over the "
+        "window, in the reference tokenizer's count and in the strategy's own (the count "
+        "of “Peak context (own estimate)”); the third, requests the strategy believed fit "
+        "but the provider's count would not.",
         "",
         "| key | label | unit | better | meaning | best value |",
         "|---|---|---|---|---|---|",

@@ -14,7 +14,8 @@ Definitions (also shown in the UI):
 - ``messages_removed`` / ``tokens_removed``: distinct messages summarised or dropped, and
   their reference tokens; ``messages_modified``: distinct truncated/offloaded/pruned.
 - ``summary_input_tokens`` / ``summary_output_tokens``: summed summariser usage.
-- ``overflow_steps``: steps whose reference request exceeds the window.
+- ``overflow_steps``: steps whose reference request exceeds the window (cl100k);
+  ``overflow_steps_strategy``: steps whose request as the strategy counts it does.
 - ``findings``: findings by kind (one per kind per step at most).
 - ``firing_per_100_steps``: steps with a compaction per 100 steps; ``mean_steps_between``.
 - ``thrash``: compactions that fire within THRASH_STEPS steps of the previous one while
@@ -110,6 +111,9 @@ def compute_metrics(
         "summary_input_tokens": sum(s.input_tokens for s in result.summaries),
         "summary_output_tokens": sum(s.output_tokens for s in result.summaries),
         "overflow_steps": sum(1 for f in result.findings if f.kind == "overflow"),
+        "overflow_steps_strategy": sum(
+            1 for s in steps if s.zones.window and s.tokens.strategy > s.zones.window
+        ),
         "findings": dict(sorted(Counter(f.kind for f in result.findings).items())),
         "firing_per_100_steps": by_events["firing_per_100_steps"],
         "mean_steps_between": by_events["mean_steps_between"],

@@ -46,9 +46,13 @@ def test_every_page_metric_has_a_catalogue_row() -> None:
 def test_overflow_counts_sit_side_by_side_with_their_meanings() -> None:
     keys = [key for key, _, _ in run_page.METRICS]
     at = keys.index("overflow_steps")
-    assert keys[at + 1] == "overflow_flags"
+    assert keys[at + 1 : at + 3] == ["overflow_steps_strategy", "overflow_flags"]
     assert "never saw" in METRICS["overflow_flags"].meaning
     assert "reference tokenizer" in METRICS["overflow_steps"].meaning
+    # each overflow count names the count it uses (issue 31, item 11)
+    assert METRICS["overflow_steps"].label == "Steps in overflow (cl100k)"
+    assert METRICS["overflow_steps_strategy"].label == "Steps in overflow (own estimate)"
+    assert "as the strategy counts it" in METRICS["overflow_steps_strategy"].meaning
 
 
 @pytest.mark.parametrize(
