@@ -465,9 +465,12 @@ class Metric:
             f"the {'lowest' if self.better == 'lower' else 'highest'} value, unless all are equal"
         )
         if self.guarded:
-            rule += f"; {THRASH_RULE}"
+            rule += (
+                "; runs that thrash (re-compact near the threshold) at ≥ "
+                f"{PATHOLOGICAL_THRASH_SHARE:.0%} of their steps are not eligible"
+            )
         if self.key not in OVERFLOW_KEYS:
-            rule += f"; {OVERFLOW_RULE}"
+            rule += "; runs with steps in overflow are not eligible unless every run has some"
         return rule
 
 
@@ -680,24 +683,6 @@ def overflowed(metrics: Mapping[str, Any] | None) -> bool:
     if not metrics:
         return False
     return any((_number(metrics.get(key)) or 0.0) > 0 for key in OVERFLOW_KEYS)
-
-
-def not_eligible(runs: Sequence[Mapping[str, Any] | None]) -> list[list[str]]:
-    """Per run, what keeps it from being best (``BEST_RULE``), in words ([]: nothing):
-    steps in overflow (unless every run has some; then none is kept out for it) and, on
-    sizes and token sums, thrash."""
-    all_overflow = bool(runs) and all(overflowed(m) for m in runs)
-    out: list[list[str]] = []
-    for m in runs:
-        reasons = []
-        if overflowed(m) and not all_overflow:
-            reasons.append("steps in overflow")
-        if pathological(m):
-            reasons.append(
-                f"thrash at ≥ {PATHOLOGICAL_THRASH_SHARE:.0%} of its steps (sizes and sums)"
-            )
-        out.append(reasons)
-    return out
 
 
 def best_flags(
