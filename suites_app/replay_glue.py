@@ -40,19 +40,25 @@ def stale_seconds() -> int:
     return reaping.stale_seconds()
 
 
-def create_run(
-    *, owner: Any, transcript: Transcript, config: Mapping[str, Any], summarizer: str
-) -> Run:
+def spec_of(*, owner: Any, config: Mapping[str, Any]) -> replay_services.RunSpec:
+    """A suite configuration as the run spec its runs are made from (``resolve()``: its
+    strategy and complete parameters). StrategyConfig.DoesNotExist: its saved base is gone."""
     saved = None
     if config.get("config_id"):
         saved = StrategyConfig.objects.get(pk=config["config_id"], owner=owner)
-    spec = replay_services.RunSpec(
+    return replay_services.RunSpec(
         strategy="" if saved else str(config["strategy"]),
         params=dict(config.get("params") or {}),
         config=saved,
         label=str(config["label"]),
         window=config.get("window"),
     )
+
+
+def create_run(
+    *, owner: Any, transcript: Transcript, config: Mapping[str, Any], summarizer: str
+) -> Run:
+    spec = spec_of(owner=owner, config=config)
     return replay_services.run_create(
         owner=owner, transcript=transcript, spec=spec, summarizer=summarizer, enqueue=False
     )

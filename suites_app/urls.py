@@ -12,6 +12,16 @@ urlpatterns = [
     path("suites/<int:suite_id>/", views.suite_detail, name="suite-detail"),
     path("suites/<int:suite_id>/configs/<int:index>/", views.suite_config, name="suite-config"),
     path(
+        "suites/<int:suite_id>/configs/<int:index>/save-config/",
+        views.suite_config_save,
+        name="suite-config-save",
+    ),
+    path(
+        "suites/<int:suite_id>/configs/<int:index>/native/",
+        views.suite_config_native,
+        name="suite-config-native",
+    ),
+    path(
         "suites/<int:suite_id>/transcripts/<int:transcript_id>/compare/",
         views.suite_compare,
         name="suite-compare",

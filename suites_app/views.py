@@ -5,6 +5,8 @@ results as one self-contained HTML file to share (``?format=report``, ``report.p
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
@@ -16,9 +18,11 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from ctxlab.web.http import HtmxHttpRequest, json_response, wants, wants_json
 from ctxlab.web.ownership import get_owned_or_404, owned
+from replay_app.configs.views import adopt_native, adopt_saved
+from replay_app.models import StrategyConfig
 from replay_app.runs.transcript_picker import window_warnings
 
-from . import charts, report, results, services
+from . import charts, replay_glue, report, results, services
 from .configs import SuiteInputError
 from .forms import GRID_SLOTS, SuiteForm, grid_param_names
 from .models import Suite
@@ -181,3 +185,40 @@ def _back_to_suite(request: HtmxHttpRequest, suite: Suite) -> HttpResponse:
     if request.htmx:
         return HttpResponseClientRedirect(reverse("suite-detail", args=[suite.pk]))
     return redirect("suite-detail", suite.pk)
+
+
+# --- from a leaderboard row: save as configuration, export the agent's config ---------------
+
+
+def _winner(request: HttpRequest, suite_id: int, index: int) -> tuple[Suite, str, dict[str, Any]]:
+    """The suite's configuration ``index`` as its runs ran it: strategy, complete params."""
+    suite = get_owned_or_404(Suite.objects, request.user, pk=suite_id)
+    if not 0 <= index < len(suite.configs):
+        raise Http404("No such configuration.")
+    try:
+        spec = replay_glue.spec_of(owner=request.user, config=suite.configs[index])
+        strategy, params, _ = spec.resolve()
+    except (StrategyConfig.DoesNotExist, ValueError):
+        raise Http404("This configuration's saved base is gone.") from None
+    return suite, strategy, params
+
+
+@login_required
+@require_POST
+def suite_config_save(request: HttpRequest, suite_id: int, index: int) -> HttpResponse:
+    suite, strategy, params = _winner(request, suite_id, index)
+    label = str(suite.configs[index]["label"])
+    return adopt_saved(
+        request,
+        strategy=strategy,
+        params=params,
+        name=f"{label} (suite {suite.pk})",
+        description=f"Saved from suite “{suite.name}”, configuration {index + 1}: {label}.",
+    )
+
+
+@login_required
+@require_POST
+def suite_config_native(request: HttpRequest, suite_id: int, index: int) -> HttpResponse:
+    _, strategy, params = _winner(request, suite_id, index)
+    return adopt_native(strategy, params)

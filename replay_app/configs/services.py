@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ctxlab.engine.core.params import validate
-from ctxlab.engine.native_config import NativeConfig, native_config
+from ctxlab.engine.native_config import NATIVE_SHAPES, NativeConfig, native_config
 from ctxlab.engine.strategies import STRATEGIES, get_strategy_class
 from replay_app.models import (
     StrategyConfig,
@@ -126,3 +126,27 @@ def _unique_config_name(owner: Any, name: str) -> str:
 
 def config_native(config: StrategyConfig) -> NativeConfig:
     return native_config(config.strategy, config.params)
+
+
+# ---------------------------------------------------------------------------------------
+# Adopting a winner: a run's (or a suite configuration's) strategy and parameters
+# ---------------------------------------------------------------------------------------
+
+
+def config_adopt(
+    *, owner: Any, strategy: str, params: Mapping[str, Any], name: str, description: str
+) -> StrategyConfig:
+    """A saved configuration with exactly the winner's parameters (a run stores them
+    complete, window included), under ``name`` made unique among the owner's."""
+    return config_create(
+        owner=owner,
+        name=_unique_config_name(owner, name.strip()[:90] or strategy),
+        strategy=strategy,
+        params=params,
+        description=description,
+    )
+
+
+def has_native(strategy: str) -> bool:
+    """Whether ``strategy``'s original agent has a config file ctxlab can write."""
+    return strategy in NATIVE_SHAPES

@@ -17,4 +17,7 @@ urlpatterns = [
     path("strategies/<int:pk>/delete/", views.strategy_delete, name="strategy-delete"),
     path("strategies/<int:pk>/export/", views.strategy_export, name="strategy-export"),
     path("strategies/<int:pk>/native/", views.strategy_native, name="strategy-native"),
+    # one click from a winning run (compare page, comparison group)
+    path("runs/<int:pk>/save-config/", views.run_save_config, name="run-save-config"),
+    path("runs/<int:pk>/native/", views.run_native, name="run-native"),
 ]

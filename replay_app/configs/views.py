@@ -27,7 +27,7 @@ from replay_app.configs import services as config_services
 from replay_app.configs import stage_builder
 from replay_app.configs.forms import ImportConfigForm, StrategyConfigForm
 from replay_app.configs.list_page import StrategyListPage, config_json
-from replay_app.models import StrategyConfig
+from replay_app.models import Run, StrategyConfig
 
 CUSTOM = "custom"  # the strategy composed from stages (stage builder on its form)
 
@@ -206,3 +206,53 @@ def strategy_import(request: HttpRequest) -> HttpResponse:
             return redirect(config)
     context = {**StrategyListPage(request.user).context(), "import_form": form}
     return render(request, "replay_app/configs/strategy_list.html", context, status=400)
+
+
+# ---------------------------------------------------------------------------------------
+# From a winning run: save as a configuration, export the agent's own config (one click)
+# ---------------------------------------------------------------------------------------
+
+
+def adopt_saved(
+    request: HttpRequest, *, strategy: str, params: dict[str, Any], name: str, description: str
+) -> HttpResponse:
+    """Save the winner as a configuration and land on it (its edit page)."""
+    config = config_services.config_adopt(
+        owner=request.user, strategy=strategy, params=params, name=name, description=description
+    )
+    messages.success(request, f"Saved as configuration {config.name!r}.")
+    return redirect(config)
+
+
+def adopt_native(strategy: str, params: dict[str, Any]) -> HttpResponse:
+    """The winner's parameters as its original agent's config file, downloaded."""
+    if not config_services.has_native(strategy):
+        raise Http404("This strategy has no native configuration file.")
+    native = native_config(strategy, params)
+    return _download(native.text, native.filename, f"{native.media_type}; charset=utf-8")
+
+
+def _run_description(run: Run) -> str:
+    window = f", window {run.window:,}" if run.window else ""
+    return (
+        f"Saved from run {run.pk} ({run.label}) on “{run.transcript.display_title}”"
+        f"{window}, summariser {run.summarizer}."
+    )
+
+
+@require_POST
+def run_save_config(request: HttpRequest, pk: int) -> HttpResponse:
+    run = get_owned_or_404(Run.objects.select_related("transcript"), request.user, pk=pk)
+    return adopt_saved(
+        request,
+        strategy=run.strategy,
+        params=dict(run.params),
+        name=f"{run.label} (run {run.pk})",
+        description=_run_description(run),
+    )
+
+
+@require_POST
+def run_native(request: HttpRequest, pk: int) -> HttpResponse:
+    run = get_owned_or_404(Run.objects, request.user, pk=pk)
+    return adopt_native(run.strategy, dict(run.params))
