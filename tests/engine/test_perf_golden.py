@@ -60,21 +60,21 @@ CASES: dict[str, tuple[str, Any, dict[str, Any] | None]] = {
 }  # fmt: skip
 
 GOLDEN: dict[str, tuple[int, int, int, int, str]] = {
-    'mid-qwenpaw': (589, 86, 3, 0, 'c55c570505c7de0a7177d489220b90cab763d87985ee35ce4ed84fcd83c453a5'),
-    'mid-copaw': (589, 5, 5, 27, '3704896c503cccc6fed33f4ae1304d2da8dca1675bd1cffa254975316fad9c1a'),
-    'mid-copaw-toolcompact': (589, 231, 14, 151, 'cc86925f59594e33c58a94ca7ab596077e3547db5af1a1b3126f36187f8910e6'),
-    'mid-copaw-bytes4': (589, 19, 19, 175, '11a504a59fd97a0d630fb5f87e75cb491d5787d50c0d9503f1c7c1a51eccf48a'),
-    'mid-cowagent': (589, 45, 13, 0, '368182bc122e341fee18202d25e07d85944a93112573d4e3f83f5fc87dc65c6e'),
-    'mid-cowagent-small': (589, 93, 34, 2, 'f0e6a778d163200c743c2a2b419bcb5bf2060d7069c9f490746316872c286a24'),
-    'mid-picoclaw': (589, 63, 94, 0, '97a3ecf499d0d336627505240a910edac014893a8317773c2b5609cb3dcad717'),
-    'mid-baseagent': (589, 19, 2, 6, 'e6764bb16c3d9c9055f06e8a8697dada42de5b4b40a438ee3cc28dbcaf3862bf'),
-    'mid-baseagent-small': (589, 25, 16, 107, '2c52fa6aa327c8773f886b8eeaca4781aadf55f59298e66f94c480fd35914ed2'),
-    'mid-custom': (589, 143, 10, 53, '5dde3d758d518fb1250a8ad5179a7dba63fee16d69118cdabdde6a007045e058'),
-    'cc-qwenpaw-small': (10, 2, 2, 5, 'bb7605fd73adf21bd793efc5408a2a1c18bfc7b583c3dc986f3282c9250ab4ef'),
-    'cc-copaw-small': (10, 2, 2, 5, 'e97902a59ef0a60f60929ecd1334b74fa54ac19d5b1ff900755cbd6bb2c59921'),
+    'mid-qwenpaw': (589, 86, 3, 0, '0cdba1231a5df80f2708be6af396c83f5e4e1508ca8046e65b72b63fc1471a36'),
+    'mid-copaw': (589, 5, 5, 27, 'ffc83ce80644aaed7192339f29f7826edaf278879477499bc0f6ce32a6815992'),
+    'mid-copaw-toolcompact': (589, 231, 14, 151, '521fdde1cc632d71c0c3a9be8ecfbf0aaa8e33ddda175368b3d648ceea72bdca'),
+    'mid-copaw-bytes4': (589, 19, 19, 177, '05ae2d71a45ee309cdfef831663af92dc3c8d968cba6515b5bae9aff282dd24e'),
+    'mid-cowagent': (589, 45, 13, 0, 'a4e2be7254d758a9e300ba2bef1a74c16cea45a7bcad7c23a88b337d8d4eea88'),
+    'mid-cowagent-small': (589, 93, 34, 3, 'e9dbcf337aed25c57bc69c46c0b029edc773195f70fb8a938b90f1aa52ffa41b'),
+    'mid-picoclaw': (589, 63, 94, 0, '4267d3c41fecc49ae82f464cbeb16c9372f33ec9fa8d4f5d503409abbe6cb2ff'),
+    'mid-baseagent': (589, 19, 2, 6, 'a95904d7460bb5c3af38448fb48fb6503715942a7956be30f96e97395bed5e59'),
+    'mid-baseagent-small': (589, 25, 16, 107, '919a9a2ba9f6988232a8ae9fbead653c5bb8743ac11d31761cefd282aa5f13a4'),
+    'mid-custom': (589, 143, 10, 53, 'b21e3c6d2a9dddec21e27aed80762af89e3c670d4002804a1d89113655d7b223'),
+    'cc-qwenpaw-small': (10, 2, 2, 5, 'df2eedc8cfeb2a36ca88ec50df02b2d39a2528a70e9320cc3a6fa99a37d8eac9'),
+    'cc-copaw-small': (10, 2, 2, 5, '97a5d6e3b5e45e17ef94ae406eccb3847464699b8be41ecc0e99f138ba11973f'),
     'cc-cowagent-small': (10, 0, 0, 0, 'ef8a54a2442b892601ce30d9a202ddff55d11f2e84f31e0cc4b515eab39234bd'),
     'cc-picoclaw-small': (10, 5, 0, 1, '144ad9b1c6d06663be8ddbab6507a7e01dbed0b33418b373ffe068c758894d92'),
-    'cc-baseagent-small': (10, 1, 1, 4, '91691bb93b4d67fac4b2fd8ef5e0a4203d7537f16eb0d1300c1dd24ce3676757'),
+    'cc-baseagent-small': (10, 1, 1, 4, 'f5c1bf7904a6b48db21fb68629026822b45f9c1822abfb86b48557996a29f9fe'),
 }  # fmt: skip
 
 

@@ -227,6 +227,25 @@ def compaction_ordinals(events: Iterable[tuple[int, str]]) -> dict[int, int]:
     return out
 
 
+# Outcomes decided by what a summary says (its size, or that it is empty): a gemini_cli
+# "inflated" failure, an empty summary, a summary larger than its input. With the offline
+# (extractive) summariser they follow from its text, not from what a model would write.
+SUMMARY_TEXT_EVENTS = frozenset({"compact_failed", "summary_empty"})
+SUMMARY_TEXT_FINDINGS = frozenset({"summary_larger"})
+OFFLINE_SUMMARIZERS = frozenset({"offline"})
+OFFLINE_OUTCOME_NOTE = "this follows from the offline summary; a model's summary may differ"
+NOTE_KEY = "note"  # the detail key that carries it
+
+
+def offline_outcome_note(kind: str, summarizer: str, *, finding: bool = False) -> str:
+    """The note an event or finding of ``kind`` carries when the summary it follows from
+    (its ``summary_id``) was written by ``summarizer``: "" unless that is an offline one
+    and the kind's outcome is decided by the summary's text."""
+    kinds = SUMMARY_TEXT_FINDINGS if finding else SUMMARY_TEXT_EVENTS
+    name = kind if finding else canonical_event(kind)
+    return OFFLINE_OUTCOME_NOTE if summarizer in OFFLINE_SUMMARIZERS and name in kinds else ""
+
+
 def is_restore(kind: str) -> bool:
     return event_category(kind) == "restore"
 
@@ -430,20 +449,6 @@ AGREEMENT_MEASURES: dict[str, AgreementWord] = {w.key: w for w in _AGREEMENT_MEA
 # step whatever the window (QwenPaw fires at ~95 of 100 steps at any size).
 PATHOLOGICAL_THRASH_SHARE = 0.25
 
-# The best rule in words: one source for each metric's ``best_rule`` and for the sentence
-# the compare page, its CSV's header notes and the downloaded report state next to their
-# tables (``BEST_RULE``; ``not_eligible`` names what keeps a run out).
-THRASH_RULE = (
-    "runs that thrash (re-compact near the threshold) at ≥ "
-    f"{PATHOLOGICAL_THRASH_SHARE:.0%} of their steps are not eligible"
-)
-OVERFLOW_RULE = "runs with steps in overflow are not eligible unless every run has some"
-BEST_RULE = (
-    "Best (marked) in a row with a better direction: the lowest or highest value, unless "
-    f"all are equal; {OVERFLOW_RULE} (every row but the overflow counts); for sizes and "
-    f"token sums, {THRASH_RULE}."
-)
-
 # A run whose requests went over the window at some step did not keep its context in the
 # window: the provider would have refused those calls, so its other figures (fewest
 # compactions, most facts kept, lowest cost) describe a session that could not happen and
@@ -479,9 +484,12 @@ class Metric:
             f"the {'lowest' if self.better == 'lower' else 'highest'} value, unless all are equal"
         )
         if self.guarded:
-            rule += f"; {THRASH_RULE}"
+            rule += (
+                "; runs that thrash (re-compact near the threshold) at ≥ "
+                f"{PATHOLOGICAL_THRASH_SHARE:.0%} of their steps are not eligible"
+            )
         if self.key not in OVERFLOW_KEYS:
-            rule += f"; {OVERFLOW_RULE}"
+            rule += "; runs with steps in overflow are not eligible unless every run has some"
         return rule
 
 
@@ -694,24 +702,6 @@ def overflowed(metrics: Mapping[str, Any] | None) -> bool:
     if not metrics:
         return False
     return any((_number(metrics.get(key)) or 0.0) > 0 for key in OVERFLOW_KEYS)
-
-
-def not_eligible(runs: Sequence[Mapping[str, Any] | None]) -> list[list[str]]:
-    """Per run, what keeps it from being best (``BEST_RULE``), in words ([]: nothing):
-    steps in overflow (unless every run has some; then none is kept out for it) and, on
-    sizes and token sums, thrash."""
-    all_overflow = bool(runs) and all(overflowed(m) for m in runs)
-    out: list[list[str]] = []
-    for m in runs:
-        reasons = []
-        if overflowed(m) and not all_overflow:
-            reasons.append("steps in overflow")
-        if pathological(m):
-            reasons.append(
-                f"thrash at ≥ {PATHOLOGICAL_THRASH_SHARE:.0%} of its steps (sizes and sums)"
-            )
-        out.append(reasons)
-    return out
 
 
 def best_flags(

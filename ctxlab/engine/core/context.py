@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from ..tokens.reference import ReferenceTokens
+from .catalogue import NOTE_KEY, offline_outcome_note
 from .context_view import ContextView
 from .model import Conversation, Message, Role
 from .records import (
@@ -348,7 +349,7 @@ class ReplayContext:
             messages=messages,
             tokens_before=before,
             tokens_after=after,
-            detail=detail,
+            detail=self._with_summary_note(kind, detail, summary_id),
             changes=changes,
             summary_id=summary_id,
         )
@@ -356,7 +357,20 @@ class ReplayContext:
         self._new_events.append(event)
         return event
 
+    def _with_summary_note(
+        self, kind: str, detail: dict[str, Any], summary_id: Any, *, finding: bool = False
+    ) -> dict[str, Any]:
+        """``detail`` with the catalogue's note when the outcome follows from an offline
+        summary's text (``catalogue.offline_outcome_note``): every page, JSON twin and
+        report that shows the event or finding shows it beside it."""
+        if not isinstance(summary_id, int) or not 0 <= summary_id < len(self.result.summaries):
+            return detail
+        record = self.result.summaries[summary_id]
+        note = offline_outcome_note(kind, record.summarizer, finding=finding)
+        return {**detail, NOTE_KEY: note} if note and not record.error else detail
+
     def finding(self, kind: str, *, messages: Iterable[int] = (), **detail: Any) -> None:
+        detail = self._with_summary_note(kind, detail, detail.get("summary_id"), finding=True)
         finding = Finding(self.step, kind, tuple(messages), detail)
         self.result.findings.append(finding)
         self._new_findings.append(finding)

@@ -49,7 +49,7 @@ SCAN_MEMO_ENTRIES = 1024
 
 # Bumped whenever extraction changes what it finds: stored analyses of an older version
 # are recomputed instead of shown (replay_app.inspect.stored_retention).
-VERSION = 3
+VERSION = 4  # 4: the harnesses' protocol words are no identifiers
 
 KINDS = ("instructions", "paths", "commands", "errors", "identifiers", "numbers", "urls")
 
@@ -253,6 +253,12 @@ NOT_PROJECT_NAMES = _names(
     " str_replace_editor str_replace execute_bash execute_ipython_cell edit_file_by_replace"
     " run_ipython run_shell_command old_string new_string new_content to_replace file_path"
     " file_text replace_all tool_use tool_result tool_use_id tool_call_id tool_use_error"
+    # the harnesses' protocol words: item types (Codex, OpenAI, Gemini), plan statuses and
+    # fields (Claude Code's TodoWrite, Codex's update_plan), notebook-edit arguments
+    " function_call function_call_output functionCall functionResponse tool_calls tool_call"
+    " call_id custom_tool_call custom_tool_call_output local_shell_call web_search_call"
+    " reasoning_content input_text output_text in_progress activeForm todo_list"
+    " notebook_path new_source cell_number cell_id cell_type edit_mode"
 )
 BOILERPLATE_URL_RE = re.compile(r"^https?://www\.w3\.org/")  # XML namespaces and DTDs
 TOOL_ID_RE = re.compile(r"^(?:toolu|call|chatcmpl|msg|resp|fc|rs|srvtoolu)_", re.IGNORECASE)

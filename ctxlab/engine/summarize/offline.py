@@ -9,6 +9,17 @@ typed (never tool output, ``Caveat:`` lines, slash-command markup such as
 calls read as ``Read: /path`` rather than their JSON, tool ids (``toolu_…``, ``call_…``)
 are dropped, and key concepts come from decoded content. Its disclaimer line appears
 once, also when it summarises a summary (an earlier disclaimer is never carried along).
+
+Who wrote an item is decided by its source message when the request carries the
+conversation (``MaterialItem.index``): a goal or next step comes only from a user message
+a person typed (no tool result, not injected, not a summary, not a harness preamble:
+``core.harness``), whatever role or label a strategy rendered it with (Cline's
+``[User]:``/``[Tool result]:``, Codex's developer and tool items sent as "user"). Without it,
+the rendered text decides by the same rules. A done item is work done (a tool call other
+than plan bookkeeping, or a statement of completed work such as "Created …", "I've fixed
+…"), never chatter ("Great!", "You're right", "Let me …"); list markers and checkboxes
+of the material are dropped so a line is never bulleted twice. In Chinese summaries the
+disclaimer carries its English text and each heading an English gloss.
 """
 
 from __future__ import annotations
@@ -20,12 +31,15 @@ import json
 import math
 import re
 import weakref
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from functools import lru_cache
 from typing import Any, Literal
 
+from ..core import harness
+from ..core.model import Conversation, Message, Role
 from ..core.summary_request import (
     MaterialItem,
+    Section,
     SummarizerError,
     SummaryRequest,
     SummaryResponse,
@@ -42,11 +56,26 @@ from ..evaluate.extract import clear_caches as extract_clear_caches
 
 # --- offline extractive summariser -------------------------------------------------------
 
-NOTES = {
-    "en": "(Extractive summary assembled offline by ctxlab from the compacted messages; "
-    "no language model was called.)",
-    "zh": "（抽取式摘要：由 ctxlab 离线从被压缩的消息中摘录，未调用语言模型。）",
-}
+_NOTE_EN_TEXT = (
+    "(Extractive summary assembled offline by ctxlab from the compacted messages; "
+    "no language model was called.)"
+)
+_NOTE_ZH_TEXT = "（抽取式摘要：由 ctxlab 离线从被压缩的消息中摘录，未调用语言模型。）"
+# The Chinese disclaimer carries the English one beside it: a reader of either language
+# knows that no model wrote the summary.
+NOTES = {"en": _NOTE_EN_TEXT, "zh": f"{_NOTE_ZH_TEXT} {_NOTE_EN_TEXT}"}
+# English glosses of the Chinese section headings (QwenPaw/CoPaw/ReMe, as they write them)
+GLOSSES = {
+    "目标": "Goal", "约束和偏好": "Constraints & Preferences", "进展": "Progress",
+    "已完成": "Done", "进行中": "In Progress", "阻塞": "Blocked", "关键决策": "Key Decisions",
+    "下一步": "Next Steps", "关键上下文": "Critical Context",
+}  # fmt: skip
+SLOT_GLOSSES = {
+    "goal": "Goal", "constraints": "Constraints", "done": "Done", "in_progress": "In Progress",
+    "blocked": "Blocked", "decisions": "Key Decisions", "next": "Next Steps",
+    "critical": "Critical Context",
+}  # fmt: skip
+_CJK = re.compile(r"[\u3400-\u9fff]")
 NONE = {"en": "(none)", "zh": "（无）"}
 CONSTRAINT_RE = re.compile(
     r"\b(?:must|should|never|always|don't|do not|please|make sure|avoid|only|prefer)\b"
@@ -63,36 +92,65 @@ PER_SECTION = 6
 SCAN_CHARS = 4000  # per message: enough for headlines, bounded cost on huge tool outputs
 FACT_MESSAGES = 40  # critical context is extracted from the newest 40 compacted messages
 FACT_CHARS = 600  # ... and from the first 600 characters of each
+DONE_ITEMS = PER_SECTION * 4  # done items are read from at most the 24 newest assistant items
 
 
 # How strategies render tool blocks in the material: "[tool_use Read] {json}" (Claude Code),
 # "[tool_call bash] {json}" (OpenCode, BaseAgent), "[tool_result toolu_…] output",
 # AgentScope's "[tool_use]: …" / "<tool_result>…</tool_result>".
+# Also pi's "[tool call read] {json}", Codex's "[function_call exec_command] {json}",
+# Gemini CLI's "[functionCall read_file] {json}", and Cline's and pi's serialised
+# conversations: "[Bot tool calls]: Read(file_path=\"/x\")", "[Assistant tool calls]: …".
 TOOL_CALL_RE = re.compile(
-    r"^(?:\[(?:tool_use|tool_call) ([^\]]+)\]|\[tool_use\]:|<tool_use>) ?(.*)$"
+    r"^(?:\[(?:tool_use|tool_call|tool call|function_call|functionCall) ([^\]]+)\]"
+    r"|\[tool_use\]:|<tool_use>) ?(.*)$"
 )
-TOOL_OUTPUT_RE = re.compile(r"^(?:\[tool_result(?: [^\]]*)?\]:?|<tool_result>)")
+# Cline's and pi's serialised calls: name(key=JSON, …); their arguments read as a dict.
+# (A long call may be cut before its closing parenthesis.)
+SERIAL_CALL_RE = re.compile(r"^\[(?:Bot|Assistant) tool calls\]: ([\w.:-]+)\((.*?)\)?$")
+TOOL_OUTPUT_RE = re.compile(
+    r"^(?:\[(?:tool_result|tool result|function_call_output)(?: [^\]]*)?\]:?|<tool_result>"
+    r"|\[Tool result\]:)"
+)
+# Speaker labels of serialised conversations (Cline, pi, AgentScope): the text after them
+# is the message's own; the lines of thinking, files and images are nobody's words.
+LABEL_RE = re.compile(r"^\[(?:User|Bot|Assistant|text)\]: ?")
+UNSAID_RE = re.compile(
+    r"^\[(?:Bot thinking|Assistant thinking|think|(?:User|Bot) (?:file|image)[^\]]*"
+    r"|image:[^\]]*)\]"
+)
+# Every rendered tool call, output or label holds one of these.
+RENDER_MARKS = ("[tool_", "<tool_", "[tool call", "[tool result", "[function_call",
+                "[functionCall", " tool calls]: ", "[Tool result]", "[User]", "[Bot",
+                "[Assistant", "[text]", "[think]", "[image:")  # fmt: skip
+# Plan bookkeeping: a call of one of these is no work done
+BOOKKEEPING_TOOLS = frozenset(
+    [
+        "TodoWrite",
+        "TodoRead",
+        "todowrite",
+        "todoread",
+        "todo_write",
+        "todo_read",
+        "write_todos",
+        "update_plan",
+        "update_todos",
+        "ExitPlanMode",
+    ]
+)
 TOOL_ID_RE = re.compile(r"\b(?:toolu|srvtoolu|call|chatcmpl|fc)_[A-Za-z0-9_-]{6,}")
-# Lines the harness wrote into the user's turn, not the person
+# Lines the harness wrote into the user's turn, not the person (``core.harness``), and
+# the disclaimers of earlier offline summaries
 META_RE = re.compile(
-    r"^(?:Caveat:|</?(?:command-name|command-message|command-args|local-command-stdout"
-    r"|local-command-stderr|system-reminder|user-prompt-submit-hook|bash-input|bash-stdout"
-    r"|bash-stderr|tool_use_error)>|\[Request interrupted|This session is being continued"
-    r"|If you need specific details from before compaction|Continue the conversation from where"
-    r"|\(Extractive summary|（抽取式摘要|-? ?\(no content\))"
+    r"(?:" + harness.HARNESS_LINE_RE.pattern + r"|\(Extractive summary|（抽取式摘要)"
 )
 # The characters a ``META_RE`` match can start with: a line starting otherwise is no harness
 # line (a plain test, no regex: this runs for every line the summariser reads). Likewise
 # every rendered tool call or output starts with "[" or "<".
-_META_FIRST = frozenset("C<[TI(（- ")
+_META_FIRST = harness.LINE_FIRST | {"（"}
 _TOOL_FIRST = ("[", "<")
 # Every ``META_RE`` match holds one of these: a text without any holds no harness line.
-_META_NEEDLES = ("Caveat:", "command-", "system-reminder", "user-prompt-submit-hook",
-                 "bash-", "tool_use_error", "[Request interrupted",
-                 "This session is being continued",
-                 "If you need specific details from before compaction",
-                 "Continue the conversation from where", "(Extractive summary", "（抽取式摘要",
-                 "(no content)")  # fmt: skip
+_META_NEEDLES = (*harness.LINE_NEEDLES, "(Extractive summary", "（抽取式摘要")
 
 
 def _may_hold_meta(text: str) -> bool:
@@ -144,13 +202,51 @@ def _reads_back(value: Any, depth: int) -> bool:
     return False
 
 
+_KEY_RE = re.compile(r"\s*([A-Za-z_][\w-]*)=")
+_DECODE = json.JSONDecoder()
+
+
+def _kv_args(args: str) -> dict[str, Any] | None:
+    """Cline's and pi's ``key=JSON, key=JSON`` arguments as a dict (None when the text is
+    not of that form); a value that is no JSON ends the dict."""
+    out: dict[str, Any] = {}
+    at = 0
+    while at < len(args):
+        key = _KEY_RE.match(args, at)
+        if key is None:
+            break
+        try:
+            value, at = _DECODE.raw_decode(args, key.end())
+        except ValueError:
+            break
+        out[key.group(1)] = value
+        if not args.startswith(", ", at):
+            break
+        at += 2
+    return out or None
+
+
+def _call(line: str) -> tuple[str, str] | None:
+    """(tool name, its rendered arguments) of a rendered tool call line, else None."""
+    call = TOOL_CALL_RE.match(line)
+    if call is not None:
+        return call.group(1) or "", call.group(2)
+    serial = SERIAL_CALL_RE.match(line) if "tool calls]: " in line else None
+    return (serial.group(1), serial.group(2)) if serial is not None else None
+
+
 def _call_args(args: str) -> Any:
-    """A rendered tool call's arguments decoded: JSON, or the Python dict repr BaseAgent
-    renders (a literal only, size-bounded); the raw string when neither."""
+    """A rendered tool call's arguments decoded: JSON, Cline's ``key=JSON`` list, or the
+    Python dict repr BaseAgent renders (a literal only, size-bounded); the raw string when
+    none of them."""
     try:
         return json.loads(args)
     except ValueError:
         pass
+    if _KEY_RE.match(args):
+        pairs = _kv_args(args)
+        if pairs is not None:
+            return pairs
     if args.startswith("{") and len(args) <= LITERAL_MAX:
         known = _RENDERED.get(args)
         if known is not None:
@@ -170,6 +266,19 @@ def _is_note(line: str) -> bool:
     return _NOTE_EN in line or _NOTE_ZH in line
 
 
+# Markdown list markers, checkboxes and heading marks a material line may open with (the
+# summary writes its own: a line is never bulleted twice), and the summary's own labels.
+MARKER_RE = re.compile(
+    r"^(?:(?:[-*+•]|\d{1,3}[.)])[ \t]+|#{1,6}[ \t]+|\[[ xX]\][ \t]+"
+    r"|\*\*\[(?:Decision|决策)\]\*\*:[ \t]*)+"
+)
+
+
+def _bare(line: str) -> str:
+    """``line`` without its leading list markers, checkboxes, heading marks and labels."""
+    return MARKER_RE.sub("", line, count=1).strip() if line[:1] in "-*+•#[0123456789" else line
+
+
 def _readable(line: str, width: int = LINE) -> str:
     """One material line as a person would write it, or "" when it is none of theirs:
     harness lines go, a tool call reads ``Read: /path`` instead of its JSON, tool ids and
@@ -178,42 +287,146 @@ def _readable(line: str, width: int = LINE) -> str:
     if not line or _is_meta(line) or _is_note(line):
         return ""
     tool = line.startswith(_TOOL_FIRST)
-    if tool and TOOL_OUTPUT_RE.match(line):
+    if tool and (TOOL_OUTPUT_RE.match(line) or UNSAID_RE.match(line)):
         return ""
-    call = TOOL_CALL_RE.match(line) if tool else None
+    call = _call(line) if tool else None
     if call:
-        name, args = call.group(1) or "", call.group(2)
+        name, args = call
         first = next(input_strings(_call_args(args)), "")
         line = f"{name}: {first}" if name else first
         line = line.splitlines()[0].strip() if line.strip() else ""
     if "_" in line:  # every tool id holds one
         line = TOOL_ID_RE.sub("", line)
+    elif tool and line.startswith("[") and LABEL_RE.match(line):
+        line = LABEL_RE.sub("", line, count=1)
+        if not line.strip() or _is_meta(line.strip()):
+            return ""
     lead = line[:1]  # within a line a line-number prefix can only start it (\d: isdecimal)
     if lead == " " or lead.isdecimal() or "\n" in line:
         line = LINE_NUMBER_RE.sub("", line)
-    return line.strip()[:width]
+    return _bare(line.strip())[:width]
 
 
-def _person_text(item: MaterialItem) -> str:
-    """What the person typed in a user item: nothing when it is a tool output (Anthropic
-    carries tool results as user messages), else the text before any rendered result."""
+def _source(item: MaterialItem, conversation: Conversation | None) -> Message | None:
+    """The message ``item`` was rendered from, when the request carries the conversation."""
+    if conversation is None or item.index < 0:
+        return None
+    messages = conversation.messages
+    return messages[item.index] if item.index < len(messages) else None
+
+
+def _typed_by_a_person(message: Message) -> bool:
+    """The one rule of who wrote a user message: a person, unless it holds a tool result,
+    the importer marked it injected or a summary, or it is a harness preamble."""
+    if message.role is not Role.USER or message.tool_results:
+        return False
+    if message.flags & {"meta", "compact_summary"}:
+        return False
+    return not harness.is_preamble(message.text)
+
+
+def _person_text(item: MaterialItem, conversation: Conversation | None = None) -> str:
+    """What the person typed in a user item: nothing when its source message is no
+    person's (a tool output, an injected or harness message, a summary), or, without the
+    conversation, when the item is no user item or a harness preamble; else its text
+    before any rendered result, harness blocks and lines taken out."""
+    source = _source(item, conversation)
+    if source is not None:
+        if not _typed_by_a_person(source):
+            return ""
+    elif item.role != "user":
+        return ""
     head = item.text[:SCAN_CHARS]
+    if harness.is_preamble(head):
+        return ""
     lines: list[str] = []
     for line in head.splitlines():
-        if TOOL_OUTPUT_RE.match(line.strip()):
+        stripped = line.strip()
+        if TOOL_OUTPUT_RE.match(stripped):
             break
+        if stripped.startswith("[") and LABEL_RE.match(stripped):
+            line = LABEL_RE.sub("", stripped, count=1)
+            if harness.is_preamble(line):
+                continue
         lines.append(line)
-    return "\n".join(lines)
+    return harness.without_harness("\n".join(lines))
 
 
-def _typed(items: Iterable[MaterialItem]) -> Iterator[str]:
+def _typed(items: Iterable[MaterialItem], conversation: Conversation | None) -> Iterator[str]:
     """What the person typed in each user item that has a readable line, in order."""
-    return (t for t in map(_person_text, items) if _first_line(t))
+    return (t for t in (_person_text(m, conversation) for m in items) if _first_line(t))
 
 
-def _said(items: Iterable[MaterialItem]) -> Iterator[MaterialItem]:
-    """The assistant items with a readable line, in order."""
-    return (m for m in items if _first_line(m.text))
+def _said(
+    items: Iterable[MaterialItem], conversation: Conversation | None
+) -> Iterator[MaterialItem]:
+    """The assistant items with a readable line, in order (by their source's role when the
+    request carries the conversation)."""
+    for m in items:
+        source = _source(m, conversation)
+        said = source.role is Role.ASSISTANT if source is not None else m.role == "assistant"
+        if said and _first_line(m.text):
+            yield m
+
+
+# A sentence of chatter an assistant opens with: agreement, praise, "I see" ...
+CHATTER_RE = re.compile(
+    r"^(?:(?:You(?:'re| are) (?:absolutely |exactly |completely )?(?:right|correct)"
+    r"|Great|Perfect|Excellent|Good|Nice|Awesome|Wonderful|Fantastic|Much better|Better"
+    r"|I see|Now I see|I understand|Understood|Got it|OK|Okay|Alright|All right|Sure|Thanks"
+    r"|Thank you|Ah|Oh|Hmm|Yes|Right|Indeed|Interesting|好的|太好了|完美|明白了?|好)"
+    r"\b[^.!?。！？\n]{0,80}[.!?。！？]+\s*|[✅✓✔🎉👍]+\s*)+",
+    re.IGNORECASE,
+)
+# A statement of work done (after any chatter), and intent, which is no work done yet.
+DONE_RE = re.compile(
+    r"^(?:I(?:'ve| have)\s+(?!to\b|no\b|not\b)|We(?:'ve| have)\s+(?!to\b|no\b|not\b)"
+    r"|(?:I|We)\s+(?:created|added|fixed|updated|implemented|removed|wrote|changed|moved"
+    r"|renamed|refactored|installed|replaced|deleted|converted|built|made|ran|set up"
+    r"|finished|completed|resolved|solved|verified|tested|confirmed)\b"
+    r"|(?:Created|Added|Fixed|Updated|Implemented|Removed|Wrote|Written|Changed|Moved|Renamed"
+    r"|Refactored|Installed|Replaced|Deleted|Converted|Built|Finished|Completed|Resolved"
+    r"|Solved|Verified|Done|Successfully|Saved|Applied|Merged|Committed|Pushed|Deployed)\b"
+    r"|All (?:\d+ )?tests? (?:now )?pass|The (?:tests?|build|fix|change|changes) (?:now )?"
+    r"(?:pass|passes|passed|succeed|succeeds|succeeded|works?|is (?:done|complete|in place))"
+    r"|已|我已|完成了?|创建了|修复了|添加了|更新了)",
+    re.IGNORECASE,
+)
+
+
+def _without_chatter(line: str) -> str:
+    return CHATTER_RE.sub("", line, count=1).strip() if line else line
+
+
+@lru_cache(maxsize=SCAN_MEMO_ENTRIES)
+def _done_of(text: str) -> str:
+    """The work an assistant item records as done, or "" when it holds only chatter or
+    intent: its first tool call other than plan bookkeeping (``Edit: /path``), else its
+    first line stating completed work (after any opening chatter)."""
+    for raw in text[:SCAN_CHARS].splitlines():
+        stripped = raw.strip()
+        call = _call(stripped) if stripped.startswith(_TOOL_FIRST) else None
+        if call is not None:
+            if call[0].strip() in BOOKKEEPING_TOOLS:
+                continue
+            readable = _readable(stripped)
+            if readable:
+                return readable
+            continue
+        readable = _without_chatter(_readable(stripped))
+        if readable and DONE_RE.match(readable):
+            return readable
+    return ""
+
+
+def _doing(text: str) -> str:
+    """What the newest assistant item was doing: its first readable line without the
+    chatter it opens with (intent is fine here)."""
+    for raw in text[:SCAN_CHARS].splitlines():
+        readable = _without_chatter(_readable(raw))
+        if readable:
+            return readable
+    return _first_line(text)
 
 
 FIRST_LINE_CHUNK = 2048
@@ -245,10 +458,17 @@ def _lines(text: str) -> list[str]:
     return [r for r in (_readable(s) for s in text[:SCAN_CHARS].splitlines()) if r]
 
 
+def _may_hold_render(text: str) -> bool:
+    for mark in RENDER_MARKS:  # noqa: SIM110 (a loop, no generator: runs for every head)
+        if mark in text:
+            return True
+    return False
+
+
 def _fact_text(text: str) -> str:
     """The material's content for fact extraction: tool-call JSON decoded to its values,
     render headers and tool ids removed, disclaimers left out."""
-    if not ("[tool_" in text or "<tool_" in text or _is_note(text) or _may_hold_meta(text)):
+    if not (_may_hold_render(text) or _is_note(text) or _may_hold_meta(text)):
         # no line is a tool call or output, a disclaimer or a harness line: each line
         # stripped, tool ids removed (no id spans a line break, so the joined text's
         # matches are the lines' matches)
@@ -260,11 +480,13 @@ def _fact_text(text: str) -> str:
         if _is_note(stripped) or _is_meta(stripped):
             continue
         if stripped.startswith(_TOOL_FIRST):
-            call = TOOL_CALL_RE.match(stripped)
+            call = _call(stripped)
             if call:
-                out.extend(input_strings(_call_args(call.group(2))))
+                out.extend(input_strings(_call_args(call[1])))
                 continue
             stripped = TOOL_OUTPUT_RE.sub("", stripped)
+            stripped = LABEL_RE.sub("", stripped) if stripped.startswith("[") else stripped
+            stripped = UNSAID_RE.sub("", stripped) if stripped.startswith("[") else stripped
         out.append(TOOL_ID_RE.sub("", stripped) if "_" in stripped else stripped)
     return "\n".join(out)
 
@@ -290,7 +512,7 @@ _WORDS = {
 _QUOTE_PAIR = re.compile(r"['\"]\s*['\"]")
 # A list under a command key (``extract.COMMAND_KEYS``): its strings are joined with spaces
 # (``["make", "sure"]`` reads "make sure"). No other list is joined.
-_ARGV_LIST = re.compile(r"(?:command|cmd|commands|shell_command|script)[\"']\s*:\s*\[")
+_ARGV_LIST = re.compile(r"(?:command|cmd|commands|shell_command|script)(?:[\"']\s*:|=)\s*\[")
 
 
 def _cannot_match(head: str, words: tuple[str, ...]) -> bool:
@@ -303,7 +525,7 @@ def _cannot_match(head: str, words: tuple[str, ...]) -> bool:
     boundary. So every match contains one of the words, lowercased."""
     if not head.isascii() or "\\" in head:
         return False
-    if ("[tool_" in head or "<tool_use>" in head) and (
+    if any(mark in head for mark in _CALL_MARKS) and (
         _QUOTE_PAIR.search(head) or _ARGV_LIST.search(head)
     ):
         return False
@@ -316,7 +538,8 @@ def _cannot_match(head: str, words: tuple[str, ...]) -> bool:
 _LITERALS = {CONSTRAINT_RE: ("必须", "不要", "请", "务必", "避免", "只"),
              DECISION_RE: ("决定", "选择", "改用", "因为")}  # fmt: skip
 _FOLDS_TO_ASCII = ("\u0130", "\u0131", "\u017f", "\u212a")
-_CALL_MARKS = ("[tool_", "<tool_use>")
+_CALL_MARKS = ("[tool_", "<tool_use>", "[tool call", "[function_call", "[functionCall",
+               " tool calls]: ")  # fmt: skip
 # An escape that can decode to a letter, a space or a quote (JSON ``\u``; Python ``\'``,
 # ``\x``, octal, ``\N``): the others (``\n \t \r \" \\ \/ \b \f``) give none of them.
 _LETTER_ESCAPE = re.compile(r'\\(?:[^ntr"\\/bf]|$)')
@@ -327,10 +550,10 @@ def _call_may_match(line: str) -> bool:
     argument) is sure to hold no pattern word that ``line`` does not: no escape that makes
     a letter, space or quote, no adjacent quotes (Python's implicit concatenation) and no
     argv list (joined with spaces). Its decoded strings are then substrings."""
-    call = TOOL_CALL_RE.match(line.strip())
+    call = _call(line.strip())
     if call is None:
         return False  # not decoded: ``_readable`` only cuts and removes
-    args = call.group(2)
+    args = call[1]
     return (
         _ARGV_LIST.search(args) is not None
         or ("\\" in args and _LETTER_ESCAPE.search(args) is not None)
@@ -401,16 +624,29 @@ def clear_caches() -> None:
     extract_clear_caches()
 
 
+def _glossed(section: Section, lang: str) -> str:
+    """A heading as the original writes it, with an English gloss when it is Chinese:
+    ``## 目标 (Goal)``."""
+    heading = section.heading
+    if lang != "zh" or not _CJK.search(heading):
+        return heading
+    key = heading.strip().lstrip("#").strip()
+    gloss = GLOSSES.get(key) or SLOT_GLOSSES.get(section.slot)
+    return f"{heading} ({gloss})" if gloss else heading
+
+
 def _previous_sections(
-    summary: str, headings: frozenset[str] = frozenset()
+    summary: str, headings: Mapping[str, str] | frozenset[str] = frozenset()
 ) -> dict[str, list[str]]:
     """The previous summary's lines under each heading (markdown ``#`` headings, or the
-    request's own headings such as Claude Code's ``1. Primary Request and Intent:``)."""
+    request's own headings such as Claude Code's ``1. Primary Request and Intent:``);
+    ``headings`` maps a heading as written (glossed or not) to the request's own."""
+    names = headings if isinstance(headings, Mapping) else {h: h for h in headings}
     out: dict[str, list[str]] = {}
     current = ""
     for line in summary.splitlines():
-        if line.startswith("#") or line.strip() in headings:
-            current = line.strip()
+        if line.startswith("#") or line.strip() in names:
+            current = names.get(line.strip(), line.strip())
             out.setdefault(current, [])
         elif (
             current
@@ -464,7 +700,8 @@ class OfflineSummarizer:
         # decisions, done and in-progress lines): both ends are scanned lazily, so a long
         # material costs what is read, not a pass over every item.
         material = request.material
-        users = _typed(m for m in material if m.role == "user")
+        conv = request.conversation
+        users = _typed((m for m in material if conv is not None or m.role == "user"), conv)
         first_user = next(users, None)
         goal = [_first_line(first_user)] if first_user is not None else []
         # Only the first PER_SECTION lines are kept: stop scanning once they are found.
@@ -476,16 +713,23 @@ class OfflineSummarizer:
             if len(constraints) >= PER_SECTION:
                 break
         decisions: list[str] = []
-        for m in _said(m for m in material if m.role == "assistant"):
+        for m in _said(material, conv):
             decisions.extend(_matching_lines(m.text, DECISION_RE))
             if len(decisions) >= PER_SECTION:
                 break
-        # the newest PER_SECTION + 1 assistant items, newest first
-        newest = list(itertools.islice(
-            _said(m for m in reversed(material) if m.role == "assistant"), PER_SECTION + 1
-        ))  # fmt: skip
-        done = [_first_line(m.text) for m in reversed(newest[1:])]
-        in_progress = [_first_line(newest[0].text)] if newest else []
+        # the newest assistant items, newest first: the newest is in progress, the work
+        # done is read from the ones before it (at most DONE_ITEMS of them)
+        newest = _said(reversed(material), conv)
+        latest = next(newest, None)
+        in_progress = [_doing(latest.text)] if latest is not None else []
+        done_newest_first: list[str] = []
+        for m in itertools.islice(newest, DONE_ITEMS):
+            line = _done_of(m.text)
+            if line and line not in done_newest_first:
+                done_newest_first.append(line)
+                if len(done_newest_first) >= PER_SECTION:
+                    break
+        done = done_newest_first[::-1]
         if not full:
             return {"goal": goal, "constraints": [], "done": done, "in_progress": in_progress,
                     "blocked": [], "decisions": decisions[:PER_SECTION], "next": [],
@@ -495,7 +739,10 @@ class OfflineSummarizer:
         found = critical_facts_of_parts(
             (_fact_head(m.text[:FACT_CHARS]) for m in recent), limit=PER_SECTION
         )
-        last_user = next(_typed(m for m in reversed(material) if m.role == "user"), None)
+        last_user = next(
+            _typed((m for m in reversed(material) if conv is not None or m.role == "user"), conv),
+            None,
+        )
         nxt = [_first_line(last_user)] if last_user is not None else []
         critical = (
             [f"path: {p}" for p in found.paths]
@@ -516,19 +763,30 @@ class OfflineSummarizer:
 
     def _sections(self, request: SummaryRequest, lang: str) -> str:
         slots = self._slots(request, lang)
-        headings = frozenset(section.heading.strip() for section in request.sections)
+        shown = {section.heading: _glossed(section, lang) for section in request.sections}
+        # a previous summary's headings as this one writes them, glossed or not
+        headings = {h.strip(): h.strip() for h in shown} | {
+            g.strip(): h.strip() for h, g in shown.items()
+        }
         previous = _previous_sections(request.previous_summary, headings)
         out = [NOTES[lang], ""]
         for section in request.sections:
-            out.append(section.heading)
+            out.append(shown[section.heading])
             if section.slot in ("note", "none"):
                 continue
-            items = self._render(section.slot, slots.get(section.slot, []), lang)
-            old = [line for line in previous.get(section.heading, []) if line not in items]
+            new = [_bare(s) for s in slots.get(section.slot, [])]
+            old = [
+                line
+                for line in dict.fromkeys(
+                    _bare(o.strip()) for o in previous.get(section.heading.strip(), [])
+                )
+                if line and line not in new
+            ]
             if section.slot == "goal" and old:
-                items = old[:1]
+                kept = old[:1]
             else:
-                items = (old + items)[-PER_SECTION * (3 if section.slot == "critical" else 1) :]
+                kept = (old + new)[-PER_SECTION * (3 if section.slot == "critical" else 1) :]
+            items = self._render(section.slot, kept, lang)
             if not items and section.slot not in ("done", "in_progress", "blocked"):
                 items = [NONE[lang]]
             out.extend(items)

@@ -28,7 +28,7 @@ from django.db.models import Count, QuerySet
 from django.db.models.functions import Length, Substr
 from django.urls import reverse
 
-from ctxlab.engine.core import records
+from ctxlab.engine.core import catalogue, records
 from ctxlab.engine.core.fatelog import FATES_BY_CODE
 from ctxlab.engine.core.records import Event
 from replay_app.models import Run, RunEvent, RunStatus
@@ -73,10 +73,14 @@ def index_ranges(indexes: list[int], *, limit: int = 12) -> str:
 
 
 def detail_text(detail: dict[str, Any], *, limit: int = 60) -> str:
-    """``k=v; …`` with each value cut to ``limit`` characters (escaped by the template)."""
+    """``k=v; …`` with each value cut to ``limit`` characters (escaped by the template);
+    the catalogue's note (an outcome that follows from an offline summary) is never cut."""
     parts = []
     for key, value in detail.items():
         text = value if isinstance(value, str) else str(value)
+        if key == catalogue.NOTE_KEY:
+            parts.append(f"{key}={text}")
+            continue
         parts.append(f"{key}={text if len(text) <= limit else text[: limit - 1] + '…'}")
     return "; ".join(parts)
 
