@@ -139,6 +139,7 @@ class ComparePage:
             "chart": lambda: self.chart,
             "rows": lambda: self.metric_rows,
             "valueless_rows": lambda: [row for row in self.metric_rows if row.empty],
+            "best_note": lambda: overview.best_note(runs),
             "retentions": lambda: list(zip(runs, self.lost, strict=True)),
             "lost_events": pieces.LOST_EVENTS,
             "summary_rows": lambda: self.summaries[0],
@@ -190,6 +191,7 @@ class ComparePage:
                 }
                 for m in self.metric_rows
             ],
+            "best": overview.best_note(runs).as_json(),  # the rule stated by the table
             "lost": {str(r.pk): ret for r, ret in pairs},
             "curves": {str(r.pk): run_curve.curve(r).as_dict() for r in runs},
             "summaries": {

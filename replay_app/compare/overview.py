@@ -17,12 +17,14 @@ from typing import Any
 
 from django.http import Http404
 
+from ctxlab.engine.core import catalogue
 from ctxlab.engine.core.catalogue import METRICS as METRIC_ROWS
 from ctxlab.engine.core.catalogue import Better, metric_best_flags
 from ctxlab.engine.core.catalogue import best_flags as catalogue_best_flags
 from ctxlab.engine.core.records import Fate
 from ctxlab.engine.evaluate.lost import FactIndex
 from replay_app import memo, run_rows
+from replay_app.compare import inputs
 from replay_app.compare.compare_steps import fates_at, message_link
 from replay_app.compare.pieces import Compaction, MatrixCell, bucket_size, matrix_cells
 from replay_app.display import vocabulary
@@ -140,13 +142,54 @@ def best_flags(values: Sequence[Any], better: Better) -> list[bool]:
     return catalogue_best_flags(values, better)
 
 
+@dataclass(frozen=True, slots=True)
+class BestNote:
+    """The best rule stated next to a metrics table (compare page, its CSV, the report):
+    the catalogue's one sentence and the runs it keeps out here, with why."""
+
+    rule: str
+    excluded: list[tuple[Run, list[str]]]
+
+    @property
+    def lines(self) -> list[str]:
+        """The note as text lines (the CSV's header notes)."""
+        out = [f"best: {self.rule}"]
+        out += [f"not eligible: run {r.pk} {r.label}: {', '.join(why)}" for r, why in self.excluded]
+        return out
+
+    def as_json(self) -> dict[str, Any]:
+        return {"rule": self.rule, "not_eligible": {str(r.pk): why for r, why in self.excluded}}
+
+
+def best_note(runs: Sequence[Run]) -> BestNote:
+    reasons = catalogue.not_eligible([run.metrics or {} for run in runs])
+    excluded = [(run, why) for run, why in zip(runs, reasons, strict=True) if why]
+    return BestNote(catalogue.BEST_RULE, excluded)
+
+
+# One column list for every metrics CSV (the compare page's and the group page's): the
+# metric's key, its better direction, one column per run; rows in ``METRICS`` order.
+CSV_COLUMNS = ("metric", "better")
+
+
 def metrics_csv(runs: Sequence[Run], rows: Sequence[MetricRow]) -> str:
+    """Header notes (lines starting with "#": the best rule and the runs it keeps out),
+    then ``CSV_COLUMNS`` and a column per run."""
     out = io.StringIO()
     writer = csv.writer(out)
-    writer.writerow(["metric", "better", *[f"run {r.pk} {r.label}" for r in runs]])
+    for line in best_note(runs).lines:
+        writer.writerow([f"# {line}"])
+    writer.writerow([*CSV_COLUMNS, *[f"run {r.pk} {r.label}" for r in runs]])
     for row in rows:
         writer.writerow([row.key, row.better or "", *["" if v is None else v for v in row.values]])
     return out.getvalue()
+
+
+def runs_metrics_csv(runs: Sequence[Run]) -> str:
+    """``metrics_csv`` of finished runs, from their stored compare inputs (what the compare
+    page reads): the group page's CSV, the same columns, rows and values."""
+    heads = lost_heads(runs, inputs.for_runs(runs))
+    return metrics_csv(runs, metric_rows(runs, heads))
 
 
 # --- curves ------------------------------------------------------------------------------
@@ -290,9 +333,15 @@ def lost_heads(runs: Sequence[Run], stored: Sequence[dict[str, Any]]) -> list[di
     """The page's "What was lost" per run: the stored head of its analysis (figures, first
     compactions, first lost facts of each) with its links."""
     return [
-        with_links(run, lost_analysis.in_display_order(piece["lost"]))
+        with_links(run, lost_analysis.in_display_order(piece["lost"]), ordinals=ordinals(piece))
         for run, piece in zip(runs, stored, strict=True)
     ]
+
+
+def ordinals(piece: dict[str, Any]) -> dict[int, int]:
+    """Event seq -> compaction K from a run's stored compare inputs (numbered there by
+    ``catalogue.compaction_ordinals``): the compare page reads no event row."""
+    return {c.seq: c.ordinal for c in map(Compaction.from_row, piece["compactions"])}
 
 
 def stored_curves(runs: Sequence[Run], stored: Sequence[dict[str, Any]]) -> list[RunCurve]:
@@ -302,9 +351,11 @@ def stored_curves(runs: Sequence[Run], stored: Sequence[dict[str, Any]]) -> list
         c = piece["curve"]
         series = Series(steps=c["steps"], strategy=c["strategy"], reference=c["reference"])
         # each compaction's K, as its row in "Summaries by compaction" has it
-        ordinals = {k.seq: k.ordinal for k in map(Compaction.from_row, piece["compactions"])}
+        ordinals_of = ordinals(piece)
         events = [
-            EventPoint(step, kind, before, after, messages, seq=seq, compaction=ordinals.get(seq))
+            EventPoint(
+                step, kind, before, after, messages, seq=seq, compaction=ordinals_of.get(seq)
+            )
             for seq, step, kind, before, after, messages in c["events"]
         ]
         out.append(RunCurve(f"{run.pk} {run.label}", series, events, c["window"], c["threshold"]))

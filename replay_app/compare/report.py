@@ -107,6 +107,7 @@ def report_context(runs: Sequence[Run]) -> dict[str, Any]:
             for r in runs
         ],  # fmt: skip
         "rows": rows,
+        "best_note": overview.best_note(runs),  # the rule, stated under the table
         "summaries": summaries,
         "lost": [(r, _lost(ret)) for r, ret in zip(runs, retentions, strict=True)],
         "generated": datetime.now(UTC),

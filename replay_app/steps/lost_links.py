@@ -7,6 +7,7 @@ rows (0, 1, 2 ...), so the page holding each is known without a query.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from django.urls import reverse
@@ -17,7 +18,9 @@ from replay_app.runs.pages.runpage import EVENTS_PER_PAGE
 from sessions_app.views import MESSAGES_PER_PAGE
 
 
-def with_links(run: Run, data: dict[str, Any]) -> dict[str, Any]:
+def with_links(
+    run: Run, data: dict[str, Any], *, ordinals: Mapping[int, int] | None = None
+) -> dict[str, Any]:
     """A copy of ``data`` (an ``inspect.retention`` analysis) whose events carry
     ``event_url`` and ``compaction`` (its K, ``runs.ordinals``) and whose lost facts carry
     ``message_url``; the cached analysis is left
@@ -26,7 +29,8 @@ def with_links(run: Run, data: dict[str, Any]) -> dict[str, Any]:
     run_url = reverse("run-detail", args=[run.pk])
     transcript_url = reverse("transcript-detail", args=[run.transcript_id])
     events = []
-    ordinals = compaction_ordinals(run) if data.get("events") else {}
+    if ordinals is None:  # given by a page that has them stored (the compare page)
+        ordinals = compaction_ordinals(run) if data.get("events") else {}
     for event in data.get("events", ()):
         lost = [
             {

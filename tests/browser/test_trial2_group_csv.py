@@ -49,10 +49,11 @@ def test_group_results_download_as_csv_with_every_run(
     with page.expect_download() as info:
         page.click("#group-csv-link")
     rows = list(csv.reader(io.StringIO(Path(info.value.path()).read_text())))
+    rows = [row for row in rows if not row[0].startswith("# ")]  # header notes (best rule)
     runs = list(group.runs.order_by("pk"))
-    assert rows[0] == ["metric", *[f"run {r.pk} {r.label}" for r in runs]]
-    assert len(rows[0]) == 1 + len(PRESETS) > 1 + 6
-    by_key = {row[0]: row[1:] for row in rows[1:]}
+    assert rows[0] == ["metric", "better", *[f"run {r.pk} {r.label}" for r in runs]]
+    assert len(rows[0]) == 2 + len(PRESETS) > 2 + 6
+    by_key = {row[0]: row[2:] for row in rows[1:]}
     compared = 0
     for key in ("steps", "peak_strategy", "compaction_count", "tokens_removed"):
         shown = page.locator(f"#group-metrics tr[data-metric={key}] td").all_inner_texts()

@@ -449,6 +449,20 @@ AGREEMENT_MEASURES: dict[str, AgreementWord] = {w.key: w for w in _AGREEMENT_MEA
 # step whatever the window (QwenPaw fires at ~95 of 100 steps at any size).
 PATHOLOGICAL_THRASH_SHARE = 0.25
 
+# The best rule in words: one source for each metric's ``best_rule`` and for the sentence
+# the compare page, its CSV's header notes and the downloaded report state next to their
+# tables (``BEST_RULE``; ``not_eligible`` names what keeps a run out).
+THRASH_RULE = (
+    "runs that thrash (re-compact near the threshold) at ≥ "
+    f"{PATHOLOGICAL_THRASH_SHARE:.0%} of their steps are not eligible"
+)
+OVERFLOW_RULE = "runs with steps in overflow are not eligible unless every run has some"
+BEST_RULE = (
+    "Best (marked) in a row with a better direction: the lowest or highest value, unless "
+    f"all are equal; {OVERFLOW_RULE} (every row but the overflow counts); for sizes and "
+    f"token sums, {THRASH_RULE}."
+)
+
 # A run whose requests went over the window at some step did not keep its context in the
 # window: the provider would have refused those calls, so its other figures (fewest
 # compactions, most facts kept, lowest cost) describe a session that could not happen and
@@ -484,12 +498,9 @@ class Metric:
             f"the {'lowest' if self.better == 'lower' else 'highest'} value, unless all are equal"
         )
         if self.guarded:
-            rule += (
-                "; runs that thrash (re-compact near the threshold) at ≥ "
-                f"{PATHOLOGICAL_THRASH_SHARE:.0%} of their steps are not eligible"
-            )
+            rule += f"; {THRASH_RULE}"
         if self.key not in OVERFLOW_KEYS:
-            rule += "; runs with steps in overflow are not eligible unless every run has some"
+            rule += f"; {OVERFLOW_RULE}"
         return rule
 
 
@@ -702,6 +713,24 @@ def overflowed(metrics: Mapping[str, Any] | None) -> bool:
     if not metrics:
         return False
     return any((_number(metrics.get(key)) or 0.0) > 0 for key in OVERFLOW_KEYS)
+
+
+def not_eligible(runs: Sequence[Mapping[str, Any] | None]) -> list[list[str]]:
+    """Per run, what keeps it from being best (``BEST_RULE``), in words ([]: nothing):
+    steps in overflow (unless every run has some; then none is kept out for it) and, on
+    sizes and token sums, thrash."""
+    all_overflow = bool(runs) and all(overflowed(m) for m in runs)
+    out: list[list[str]] = []
+    for m in runs:
+        reasons = []
+        if overflowed(m) and not all_overflow:
+            reasons.append("steps in overflow")
+        if pathological(m):
+            reasons.append(
+                f"thrash at ≥ {PATHOLOGICAL_THRASH_SHARE:.0%} of its steps (sizes and sums)"
+            )
+        out.append(reasons)
+    return out
 
 
 def best_flags(

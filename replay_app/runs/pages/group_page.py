@@ -3,13 +3,12 @@ progress, results table, the sweep section) and its JSON twin both read."""
 
 from __future__ import annotations
 
-import csv
-import io
 from functools import cached_property
 from typing import Any
 
 from django.urls import reverse
 
+from replay_app.compare import overview
 from replay_app.models import Run, RunGroup
 from replay_app.runs import progress
 from replay_app.runs.pages.run_page import METRICS, run_json
@@ -57,16 +56,10 @@ class GroupPage:
         }
 
     def csv(self) -> str:
-        """The results table as CSV: the page's metric rows by their keys, one column per
-        run (any number of runs, where the compare page's CSV takes at most 6), the raw
-        values as the JSON twin has them."""
-        out = io.StringIO()
-        writer = csv.writer(out)
-        writer.writerow(["metric", *[f"run {r.pk} {r.label}" for r in self.runs]])
-        for key, _label, _hint in METRICS:
-            values = [r.metrics.get(key) for r in self.runs]
-            writer.writerow([key, *["" if v is None else v for v in values]])
-        return out.getvalue()
+        """The results as the compare page's CSV (``overview.runs_metrics_csv``: one column
+        list, its rows and values, the best rule in its header notes), one column per run
+        (any number of runs, where the compare page takes at most 6)."""
+        return overview.runs_metrics_csv(self.runs)
 
     def csv_filename(self) -> str:
         return f"comparison-{self.group.pk}.csv"

@@ -144,7 +144,10 @@ def test_compare_csv(client: Any, user: Any, three: list[Run]) -> None:
     response = client.get(f"/compare/?runs={ids(three)}&format=csv")
     assert response["Content-Type"].startswith("text/csv")
     assert "attachment" in response["Content-Disposition"]
-    table = list(csv.reader(io.StringIO(response.content.decode())))
+    rows = list(csv.reader(io.StringIO(response.content.decode())))
+    notes = [row for row in rows if row and row[0].startswith("# ")]
+    assert notes and notes[0][0].startswith("# best: ")  # the header notes: the best rule
+    table = rows[len(notes) :]
     assert table[0][:2] == ["metric", "better"] and len(table[0]) == 5
     keys = [row[0] for row in table[1:]]
     assert "peak_reference" in keys and "retention" in keys
