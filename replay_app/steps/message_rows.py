@@ -101,8 +101,15 @@ def _zone_line(model: ZoneModel) -> str:
         line = (
             f'{total} = window <strong class="num" data-line="window">{n(model.window)}</strong>'
             f' + <strong class="num zone-over-figure" data-line="over_window">{n(model.over)}'
-            f"</strong> over the window ({floatformat(model.over_percent, 1)}% of it)"
+            f"</strong> over the window ({floatformat(model.over_percent, 1)}% of it"
         )
+        alone = model.request - model.window
+        if alone > 0:  # the request itself does not fit, reserve aside
+            line += (
+                f'; the request alone: <span class="num" data-line="request_over">{n(alone)}'
+                "</span> over"
+            )
+        line += ")"
     else:
         line = f'{total} = window <strong class="num" data-line="window">{n(model.window)}</strong>'
     line += ", in the strategy's own count"
