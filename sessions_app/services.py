@@ -7,10 +7,11 @@ one transaction per file, so a file that fails stores nothing at all.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import logging
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, BinaryIO, TypeVar
 
 from django.conf import settings
@@ -21,6 +22,7 @@ from ctxlab.engine.core import codec, import_warnings
 from ctxlab.engine.core.model import Conversation, ParsedFile, TranscriptError
 from ctxlab.engine.core.model import Message as EngineMessage
 from ctxlab.engine.importers._stream import ConversationStream, StreamedFile, from_parsed
+from ctxlab.engine.sources import entire
 
 from . import import_store
 from .import_store import _column, message_reference_tokens_many, preview_of
@@ -81,6 +83,7 @@ class ImportOutcome:
     error: TranscriptError | None = None
     conversations: tuple[ConversationSummary, ...] = ()
     warnings: tuple[dict[str, Any], ...] = field(default=())
+    entire: dict[str, Any] | None = None  # the Entire session this file was rebuilt from
 
     @property
     def ok(self) -> bool:
@@ -118,6 +121,7 @@ class ImportOutcome:
             "upload": None if self.upload is None else self.upload.pk,
             "transcripts": [c.transcript_id for c in self.conversations],
             "size": self.size,
+            **({"entire": self.entire} if self.entire is not None else {}),
         }
 
 
@@ -189,6 +193,38 @@ def upload_import_file(
         error = TranscriptError(f"could not read the file: {exc.strerror or exc}", file=name)
         return ImportOutcome(name=name, size=size, error=error)
     return _import(owner=owner, name=name, data=data, format=format)
+
+
+def entire_import(*, owner: Any, tree: entire.Tree) -> Iterator[ImportOutcome]:
+    """Each agent session on an Entire checkpoints branch (``sources.entire``), imported
+    once through ``upload_import_file``, with its checkpoints and the commits naming them."""
+    commits = tree.commits() if isinstance(tree, entire.GitTree) else {}
+    for session in entire.sessions(tree):
+        data = session.read()
+        format, note = entire.format_of(session, data)
+        outcome = upload_import_file(
+            owner=owner, name=session.name, file=io.BytesIO(data), size=len(data), format=format
+        )
+        checkpoints = [
+            {
+                "id": c.checkpoint_id,
+                "created_at": c.created_at,
+                "folder": c.folder,
+                "branch": c.branch,
+                "commit": commits.get(c.checkpoint_id, ""),
+            }
+            for c in session.checkpoints
+        ]
+        yield replace(
+            outcome,
+            entire={
+                "session": session.session_id,
+                "agent": session.agent,
+                "note": note,
+                "checkpoints": checkpoints,
+                "linked": sum(1 for c in checkpoints if c["commit"]),
+            },
+        )
 
 
 def _import(

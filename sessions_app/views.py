@@ -14,6 +14,7 @@ from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_GET, require_POST
 
 from ctxlab.engine import TranscriptError
+from ctxlab.engine.sources import entire
 from ctxlab.serving.abandon import raise_if_abandoned
 from ctxlab.web.http import HtmxHttpRequest
 from ctxlab.web.http import wants_json as _wants_json
@@ -114,9 +115,14 @@ def _import_files(request: HtmxHttpRequest, form: UploadForm) -> list[services.I
     """Each uploaded file through the CLI's path (``upload_import_file``): refused from
     its first bytes when it is no transcript, read whole only when it looks like one."""
     fmt = form.cleaned_data["format"] or None
-    outcomes = []
+    outcomes: list[services.ImportOutcome] = []
     for uploaded in form.cleaned_data["files"]:
         raise_if_abandoned()  # the client went away: no more files for nobody
+        # A ZIP of an Entire checkpoints branch: each agent session on it, once.
+        tree = entire.open_zip(uploaded) if uploaded.name.lower().endswith(".zip") else None
+        if tree is not None and fmt is None:
+            outcomes.extend(services.entire_import(owner=request.user, tree=tree))
+            continue
         outcomes.append(
             services.upload_import_file(
                 owner=request.user,

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import io
 import json
+import zipfile
 from pathlib import Path
 from typing import Any
 
 import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
-from entire_branch import build_repo, git
+from django.urls import reverse
+from entire_branch import build_repo, build_tree, git
 
 from sessions_app.models import Transcript, Upload
 
@@ -62,3 +65,47 @@ def test_the_text_report_names_sessions_checkpoints_and_links(tmp_path: Path) ->
     assert text.count("Entire session ") == 3
     assert "2 checkpoint(s), 1 linked to a commit" in text
     assert "aa/00000000a2/0/full.jsonl" in text
+
+
+def test_a_zip_of_the_branch_uploaded_on_the_page_imports_each_session(
+    tmp_path: Path, alice_client: Any
+) -> None:
+    folder = tmp_path / "tree"
+    expected = build_tree(folder)
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for file in folder.rglob("*"):
+            if file.is_file():
+                archive.write(file, file.relative_to(folder).as_posix())
+    upload = SimpleUploadedFile("checkpoints.zip", buffer.getvalue())
+    response = alice_client.post(
+        reverse("upload-create") + "?format=json", {"files": [upload], "format": ""}
+    )
+    assert response.status_code == 200, response.content
+    results = response.json()["results"]
+    assert sorted(r["entire"]["session"] for r in results) == ["mis", "seg", "snap"]
+    for result in results:
+        assert (
+            bytes(Upload.objects.get(pk=result["upload"]).data)
+            == expected[result["entire"]["session"]]
+        )
+    page = alice_client.post(
+        reverse("upload-create"),
+        {"files": [SimpleUploadedFile("checkpoints.zip", buffer.getvalue())], "format": ""},
+        HTTP_HX_REQUEST="true",
+    )
+    text = page.content.decode()
+    assert text.count("Entire session") == 3 and "already imported" in text
+    assert "&#x27;Gemini CLI&#x27;" in text  # the mislabelled agent's note, escaped
+
+
+def test_a_zip_without_checkpoints_is_still_refused_with_a_reason(alice_client: Any) -> None:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("notes.txt", "hello")
+    upload = SimpleUploadedFile("notes.zip", buffer.getvalue())
+    response = alice_client.post(
+        reverse("upload-create") + "?format=json", {"files": [upload], "format": ""}
+    )
+    (result,) = response.json()["results"]
+    assert "ZIP" in result["error"]

@@ -22,7 +22,7 @@ import zipfile
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import BinaryIO, Protocol
 
 from ..core.model import TranscriptError
 from ..importers import IMPORTERS, detect
@@ -197,9 +197,8 @@ def open_tree(path: Path) -> Tree | None:
             return GitTree.open(path)
         folder = FolderTree(path)
         return folder if _looks_like_checkpoints(folder.paths()) else None
-    if path.suffix.lower() == ".zip" and zipfile.is_zipfile(path):
-        archive = ZipTree(path)
-        return archive if _looks_like_checkpoints(archive.paths()) else None
+    if path.suffix.lower() == ".zip":
+        return open_zip(path)
     return None
 
 
@@ -236,17 +235,26 @@ class FolderTree:
 
 
 class ZipTree:
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        with zipfile.ZipFile(path) as archive:
-            self._names = [n for n in archive.namelist() if not n.endswith("/")]
+    """The branch's tree in a ZIP archive (a path, or an open file such as an upload)."""
+
+    def __init__(self, source: Path | BinaryIO) -> None:
+        self._zip = zipfile.ZipFile(source)
+        self._names = [n for n in self._zip.namelist() if not n.endswith("/")]
 
     def paths(self) -> list[str]:
         return self._names
 
     def read(self, path: str) -> bytes:
-        with zipfile.ZipFile(self.path) as archive:
-            return archive.read(path)
+        return self._zip.read(path)
+
+
+def open_zip(source: Path | BinaryIO) -> ZipTree | None:
+    """A ZIP holding checkpoints as a tree, or None (not a ZIP, or no checkpoints in it)."""
+    try:
+        archive = ZipTree(source)
+    except (zipfile.BadZipFile, OSError):
+        return None
+    return archive if _looks_like_checkpoints(archive.paths()) else None
 
 
 class GitTree:

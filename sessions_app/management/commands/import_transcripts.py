@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import sys
@@ -96,49 +95,25 @@ class Command(BaseCommand):
 
     def _import_entire(self, raw: str, tree: entire.Tree, *, owner: Any, as_json: bool) -> int:
         """Each session on an Entire checkpoints branch, once; returns how many failed."""
-        commits = tree.commits() if isinstance(tree, entire.GitTree) else {}
-        found = entire.sessions(tree)
-        progress = Progress(len(found), enabled=sys.stderr.isatty() and not as_json)
         failed = 0
-        for session in found:
-            data = session.read()
-            format, note = entire.format_of(session, data)
-            outcome = services.upload_import_file(
-                owner=owner, name=session.name, file=io.BytesIO(data), size=len(data), format=format
-            )
-            progress.step(session.name)
+        for outcome in services.entire_import(owner=owner, tree=tree):
             failed += not outcome.ok
-            checkpoints = [
-                {
-                    "id": c.checkpoint_id,
-                    "created_at": c.created_at,
-                    "folder": c.folder,
-                    "branch": c.branch,
-                    "commit": commits.get(c.checkpoint_id, ""),
-                }
-                for c in session.checkpoints
-            ]
-            where = f"{raw}:{session.name}"
+            where = f"{raw}:{outcome.name}"
             if as_json:
-                line = outcome.to_json()
-                line["file"] = where
-                line["entire"] = {
-                    "session": session.session_id,
-                    "agent": session.agent,
-                    "note": note,
-                    "checkpoints": checkpoints,
-                }
-                self.stdout.write(json.dumps(line, ensure_ascii=False))
+                self.stdout.write(
+                    json.dumps({**outcome.to_json(), "file": where}, ensure_ascii=False)
+                )
                 continue
             self.stdout.write(self._describe(Path(where), outcome))
-            linked = sum(1 for c in checkpoints if c["commit"])
+            source = outcome.entire or {}
             self.stdout.write(
-                f"  Entire session {session.session_id} ({session.agent or 'agent not named'}): "
-                f"{len(checkpoints)} checkpoint(s), {linked} linked to a commit"
+                f"  Entire session {source.get('session')} "
+                f"({source.get('agent') or 'agent not named'}): "
+                f"{len(source.get('checkpoints', []))} checkpoint(s), "
+                f"{source.get('linked', 0)} linked to a commit"
             )
-            if note:
-                self.stdout.write(self.style.WARNING(f"  {note}"))
-        progress.close()
+            if source.get("note"):
+                self.stdout.write(self.style.WARNING(f"  {source['note']}"))
         return failed
 
     def _import_one(self, path: Path, *, owner: Any, format: str | None) -> services.ImportOutcome:
