@@ -18,7 +18,7 @@ from typing import Any
 import ahocorasick
 
 from ..core.model import Block, Conversation, Message, ToolDef
-from . import secret_rules
+from . import encoded, secret_rules
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +87,8 @@ _PATTERNS: tuple[tuple[str, str, re.Pattern[str], int], ...] = (
         re.compile(
             # No leading [\w\-]*: it only widened the match to the left (group 1 is the
             # value) and made the scan quadratic in word length (8 s on a 4 MB history).
-            r"(?i)(?:api[_\-]?key|secret|passw(?:or)?d|pwd|token|access[_\-]?key)[\w\-]*"
+            r"(?i)(?:api[_\-]?key|secret|passw(?:or)?d|pwd|token|access[_\-]?key"
+            r"|private[_\-]?key|(?:signing|encryption|client|master)[_\-]key)[\w\-]*"
             r"[\"']?\s*(?:=|:)\s*[\"']?([^\s\"',;<>{}()\[\]]{8,})"
         ),
         1,
@@ -105,7 +106,8 @@ _PATTERNS: tuple[tuple[str, str, re.Pattern[str], int], ...] = (
         "env",
         re.compile(
             r"(?:_(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASS|PWD|CREDENTIALS?|AUTH)"
-            r"|(?<=[A-Z0-9])PASSWORD)(?:\\?[\"'])?[ \t]*[:=][ \t]*(?:\\?[\"'])?"
+            r"|(?<=[A-Z0-9])PASSWORD)(?:_?B(?:ASE)?64|_ENC(?:ODED)?)?"
+            r"(?:\\?[\"'])?[ \t]*[:=][ \t]*(?:\\?[\"'])?"
             r"([^\s\"'`;&|<>{}()\[\]$\\,]{8,})"
         ),
         1,
@@ -138,6 +140,37 @@ _PATTERNS: tuple[tuple[str, str, re.Pattern[str], int], ...] = (
             r"=([A-Za-z0-9%._~+/\-]{12,}=*)"
         ),
         1,
+    ),
+    # Base64 credentials (encoded.py decides by what the value decodes to). "Basic …"
+    # anywhere (user:password), an "auth" key or variable (docker's config.json), and values
+    # that start like an encoded PEM block, JSON document, OpenSSH or DER private key.
+    (
+        "basic_auth",
+        "basic",
+        re.compile(r"(?i:\bbasic)[ \t]+([A-Za-z0-9+/]{6,}={0,2})(?![A-Za-z0-9+/=\-_])"),
+        1,
+    ),
+    (
+        "encoded_credential",
+        "authkey",
+        re.compile(
+            r"(?i)\bauth(?:\\?[\"'])?[ \t]*[:=][ \t]*(?:\\?[\"'])?"
+            r"([A-Za-z0-9+/\-_]{8,}={0,2})(?![A-Za-z0-9+/=\-_])"
+        ),
+        1,
+    ),
+    (
+        "encoded_credential",
+        "b64",
+        re.compile(
+            r"(?<![A-Za-z0-9+/\-_])"
+            r"(?:LS0tLS1CRUdJTi|eyJ|eyAi|ewog|ewoi|ew0K|b3BlbnNzaC1rZXktdjE|MI[IGH]|MHcC|MC4C)"
+            r"[A-Za-z0-9+/\-_]{13,}(?:(?:\r?\n|\\r?\\n)[ \t]*[A-Za-z0-9+/\-_]{16,})*"
+            # A wrapped body's short last line, alone on its line.
+            r"(?:(?:\r?\n|\\r?\\n)[ \t]*[A-Za-z0-9+/]{1,15}={0,2}(?=\r?\n|\\[rn]|$|[\"'`]))?"
+            r"={0,2}(?![A-Za-z0-9+/=\-_])"
+        ),
+        0,
     ),
     # Azure connection strings.
     (
@@ -172,6 +205,8 @@ ANCHORS: dict[str, tuple[str, ...]] = {
     "cookie": ("cookie",),
     "cred": (
         *(f"api{s}key" for s in ("_", "-", "")),
+        *(f"private{s}key" for s in ("_", "-", "")),
+        *(f"{w}{s}key" for w in ("signing", "encryption", "client", "master") for s in "_-"),
         "secret",
         "passw",
         "pwd",
@@ -183,9 +218,18 @@ ANCHORS: dict[str, tuple[str, ...]] = {
     "curl_cookie": ("-b", "--cookie"),
     "session": ("session=", "sessionid=", "session_id=", "sessid=", "connect.sid="),
     "azure": ("accountkey=", "sharedaccesskey=", "sharedaccesssignature="),
+    "basic": ("basic",),
+    "authkey": tuple(f"auth{c}" for c in "\"':= \t\\"),
+    "b64": (
+        *("ls0tls1crudjti", "eyj", "eyai", "ewog", "ewoi", "ew0k", "b3blbnnzac1rzxktdje"),
+        *("mii", "mig", "mih", "mhcc", "mc4c"),
+    ),
 }
 ANCHOR_BACKOFF = 8
-BACKOFF: dict[str, int] = {"url": 0, "env": 0, "curl_cookie": 1, "session": 9, "azure": 8}
+BACKOFF: dict[str, int] = {
+    **{"url": 0, "env": 0, "curl_cookie": 1, "session": 9, "azure": 8},
+    **{"basic": 0, "authkey": 0, "b64": 0},
+}
 DATA_BACKOFF = 64
 DATA_RULES = secret_rules.load_rules()
 DATA_ANCHORS: dict[str, tuple[str, ...]] = {f"rule:{r.id}": r.keywords for r in DATA_RULES}
@@ -345,11 +389,16 @@ def _scan(text: str, starts: dict[str, tuple[int, ...]]) -> list[SecretHit]:
         for match in _matches(pattern, text, candidates):
             value = match.group(group)
             start, end = match.span(group)
+            if kind in _ASSIGNED_KINDS and _plausible(kind, _trimmed(value)):
+                value = _trimmed(value)
+                end = start + len(value)
             if not _plausible(kind, value):
                 continue
             if _MASK.match(text, end) or "…[masked" in value:  # already masked
                 continue
             found.append(SecretHit(kind, start, end))
+    if "cred" in starts:  # every k8s Secret holds "secret": the anchor is exact
+        found.extend(_k8s_secret_values(text))
     for index in sorted(_DATA_INDEX[name] for name in starts if name in _DATA_INDEX):
         rule, candidates = DATA_RULES[index], starts[f"rule:{DATA_RULES[index].id}"]
         for match in _matches(rule.pattern, text, candidates):
@@ -374,7 +423,12 @@ _URL_PLACEHOLDERS = frozenset({"pass", "password", "passwd", "pw", "pwd", "secre
 def _plausible(kind: str, value: str) -> bool:
     """Checks that keep look-alikes (counts, ids, placeholders, references) visible."""
     if kind == "credential_assignment":
-        return _random_looking(value)
+        return _random_looking(value) or _encoded_text(value)
+    if kind == "basic_auth":
+        raw = encoded.decode(value)
+        return raw is not None and encoded.is_user_password(raw)
+    if kind == "encoded_credential":
+        return _encoded_credential(value)
     if kind == "bearer_token":
         return _token_like(value)
     if kind == "cookie":
@@ -386,6 +440,93 @@ def _plausible(kind: str, value: str) -> bool:
     if kind == "session_cookie":
         return _assigned(value) and any(c.isdigit() for c in value)
     return True
+
+
+_ASSIGNED_KINDS = frozenset({"credential_assignment", "env_secret"})
+_CLOSING = re.compile(r"[`.,!?:;|]+$")
+# Where an assigned value ends although its class goes on: the next URL query parameter
+# ("?token=…&page=2") or an escaped line end or quote ("…\\n" inside a JSON string).
+_VALUE_END = re.compile(r"&[\w.\-\[\]]+=|\\[nrt\"']")
+
+
+def _trimmed(value: str) -> str:
+    """An assigned value without what follows it: the next query parameter or an escaped
+    line end; a backtick; ``.,!?:;|`` when what stays is base64 (none of them is in its
+    alphabet; a password may end with them)."""
+    cut = _VALUE_END.search(value)
+    if cut is not None:
+        value = value[: cut.start()]
+    value = value.rstrip("`")
+    closing = _CLOSING.search(value)
+    if closing is None or closing.start() < 8:
+        return value
+    head = value[: closing.start()]
+    return head if encoded.decode(head) is not None else value
+
+
+def _encoded_credential(value: str) -> bool:
+    """Base64 that decodes to a credential: user:password, a private key, a JSON document
+    naming a secret, or a text holding one (``encoded.py``)."""
+    raw = encoded.decode(value)
+    if raw is None:
+        return False
+    if encoded.is_user_password(raw) or encoded.is_private_key(raw) or encoded.is_secret_json(raw):
+        return True
+    text = encoded.decoded_text(raw)
+    return text is not None and bool(find_secrets(text))
+
+
+def _encoded_text(value: str) -> bool:
+    """A secret-named key's base64 value that decodes to printable text (k8s Secret data,
+    ``password: aHVudGVyMg==``): the encoding hides the secret, not the name."""
+    if _PLACEHOLDER.match(value) or _reference(value) or len(value) < 8 or value.isdigit():
+        return False
+    raw = encoded.decode(value)
+    text = None if raw is None else encoded.decoded_text(raw)
+    return text is not None and len(text) >= 4 and text.isascii() and text.isprintable()
+
+
+# A Kubernetes Secret's data/stringData values are credentials whatever their keys are called
+# (``tls.key``, ``.dockerconfigjson``, ``username``): YAML documents and kubectl's JSON.
+_K8S_KIND_YAML = re.compile(r"(?m)(?:^|\s)kind:[ \t]*[\"']?Secret[\"']?[ \t]*\r?$")
+_K8S_DATA_YAML = re.compile(r"(?m)^([ \t]*)(?:data|stringData):[ \t]*\r?$")
+_K8S_ENTRY_YAML = re.compile(r"([ \t]+)[^\s:#][^:\n]*:[ \t]+[\"']?([^\s\"'|>][^\s\"']*)")
+_K8S_KIND_JSON = re.compile(r'"kind"\s*:\s*"Secret"')
+_K8S_DATA_JSON = re.compile(r'"(?:data|stringData)"\s*:\s*\{([^{}]*)\}')
+_K8S_ENTRY_JSON = re.compile(r'"[^"\n]+"\s*:\s*"([^"\n]+)"')
+_YAML_DOCUMENT = re.compile(r"(?m)^---[ \t]*\r?$")
+
+
+def _k8s_secret_values(text: str) -> list[SecretHit]:
+    if "Secret" not in text:
+        return []
+    hits: list[SecretHit] = []
+    starts = [0, *(m.end() for m in _YAML_DOCUMENT.finditer(text))]
+    ends = [*(m.start() for m in _YAML_DOCUMENT.finditer(text)), len(text)]
+    for start, end in zip(starts, ends, strict=True):
+        if _K8S_KIND_YAML.search(text, start, end):
+            hits.extend(_k8s_yaml_values(text, start, end))
+        if _K8S_KIND_JSON.search(text, start, end):
+            for block in _K8S_DATA_JSON.finditer(text, start, end):
+                for entry in _K8S_ENTRY_JSON.finditer(text, block.start(1), block.end(1)):
+                    hits.append(SecretHit("k8s_secret", *entry.span(1)))
+    return [h for h in hits if "…[masked" not in text[h.start : h.end + 9]]
+
+
+def _k8s_yaml_values(text: str, start: int, end: int) -> list[SecretHit]:
+    hits: list[SecretHit] = []
+    for block in _K8S_DATA_YAML.finditer(text, start, end):
+        indent = len(block.group(1).expandtabs())
+        at = block.end() + 1
+        while at < end:
+            line_end = text.find("\n", at, end)
+            line_end = end if line_end < 0 else line_end
+            entry = _K8S_ENTRY_YAML.match(text, at, line_end)
+            if entry is None or len(entry.group(1).expandtabs()) <= indent:
+                break
+            hits.append(SecretHit("k8s_secret", *entry.span(2)))
+            at = line_end + 1
+    return hits
 
 
 def _reference(value: str) -> bool:
