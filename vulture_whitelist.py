@@ -45,6 +45,7 @@ _.claude_finished_at  # judge_app/models.py
 # Read by templates.
 _.warning_total  # sessions_app/models.py: transcript_list.html
 _.single_transcript_id  # sessions_app/upload_pages.py: transcript_list.html
+_.titles_more  # sessions_app/upload_pages.py: transcript_list.html
 _.prev_step  # replay_app/compare/compare_steps.py, steps/at_step.py: compare_step.html
 _.next_step  # idem
 _.diffable  # replay_app/steps/at_step.py: _step_context.html

@@ -12,6 +12,7 @@ from ctxlab.engine.evaluate.probes import haystack as probe_haystack
 from ctxlab.engine.evaluate.probes import scoring as probe_scoring
 from ctxlab.engine.evaluate.probes.questions import PROBE_KINDS, PROBE_LABELS
 from ctxlab.engine.privacy.secrets import mask
+from ctxlab.web.display import counted
 from ctxlab.web.plots import figure_html
 from replay_app.models import Run, RunStatus
 from sessions_app.models import Transcript
@@ -49,7 +50,7 @@ def empty_note(run: Run, tokens: dict[str, Any] | None) -> str | None:
     if not empty:
         return None
     text = (
-        f"{empty} of {int(tokens.get('requests') or 0)} requests held no transcript message "
+        f"{empty} of {counted(int(tokens.get('requests') or 0), 'request')} held no transcript message "
         "and no summary (the system prompt at most): the strategy kept nothing there, so "
         "every probe asked "
         "there is lost and almost all its tokens count as saved."

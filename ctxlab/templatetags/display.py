@@ -1,4 +1,4 @@
-"""``num``, ``usd`` and ``when``: the one number and time format of every page (``ctxlab.web.display``).
+"""``num``, ``counted``, ``usd`` and ``when``: the one number and time format of every page (``ctxlab.web.display``).
 Registered as template builtins (settings), so no template needs ``{% load %}``."""
 
 from __future__ import annotations
@@ -17,6 +17,13 @@ register = template.Library()
 @register.filter
 def num(value: Any) -> str:
     return display.number(value)
+
+
+@register.filter
+def counted(value: Any, word: str) -> str:
+    """``{{ parts|counted:"part" }}`` -> ``1 part`` / ``3 parts``; irregular plurals after a
+    comma: ``{{ n|counted:"child,children" }}`` (``ctxlab.web.display.counted``)."""
+    return display.counted(value, word)
 
 
 @register.filter

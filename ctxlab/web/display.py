@@ -2,6 +2,8 @@
 
 - Counts: thousands separators, always ``12,345`` (never ``12345`` on one page and
   ``12,345`` on the next); ``—`` when there is no value.
+- Counted words: ``counted``: ``1 part``, ``2 parts``, ``1,204 messages`` (never ``1 parts``):
+  the one pluralisation rule of the site, the ``counted`` filter in templates.
 - Money: ``usd``: ``$0.0174``, ``-$0.0003`` (never ``$-0.0003``).
 - Times: ``<time datetime="ISO 8601">2026-11-25 16:08 UTC</time>``; ``static/js/localtime.js``
   rewrites the text to the reader's local time and keeps the UTC value as the hover title
@@ -37,6 +39,29 @@ def number(value: Any) -> str:
         except ValueError:
             return value
     return str(value)
+
+
+def plural_of(word: str) -> str:
+    """The English plural of a (lower-case, regular) noun: part -> parts, summary ->
+    summaries, match -> matches. Irregular ones are given: ``counted(n, "child", "children")``."""
+    if word.endswith("y") and word[-2:-1] not in ("", *"aeiou"):
+        return word[:-1] + "ies"
+    if word.endswith(("s", "x", "z", "ch", "sh")):
+        return word + "es"
+    return word + "s"
+
+
+def counted(count: Any, word: str, plural: str | None = None) -> str:
+    """``count`` as every page writes numbers (``number``), then ``word`` in the form the
+    number takes: ``1 part``, ``0 parts``, ``2 parts``, ``1,204 messages``. A sequence or
+    set counts its items. ``word`` may carry the plural after a comma (``"child,children"``,
+    the template filter's one argument)."""
+    if isinstance(count, (list, tuple, set, frozenset, dict)):
+        count = len(count)
+    if plural is None and "," in word:
+        word, plural = (part.strip() for part in word.split(",", 1))
+    one = count in (1, "1") or (isinstance(count, float) and count == 1.0)
+    return f"{number(count)} {word if one else (plural or plural_of(word))}"
 
 
 def _float(value: float) -> str:

@@ -14,7 +14,7 @@ from html import escape
 from django.urls import reverse
 from django.utils.safestring import SafeString, mark_safe
 
-from ctxlab.web.display import number
+from ctxlab.web.display import counted, number
 from replay_app.display.vocabulary import event_label, event_meaning
 from replay_app.models import Run
 from replay_app.steps.at_step import StepView
@@ -62,7 +62,7 @@ def _tokens(run: Run, view: StepView) -> str:
     parts.append(f' · <strong class="num">{number(view.tokens["reference"])}</strong> (cl100k)')
     if view.tokens.get("reported") is not None:
         parts.append(f' · <strong class="num">{number(view.tokens["reported"])}</strong> reported')
-    parts.append(f" · {view.context_len} messages in context")
+    parts.append(f" · {counted(view.context_len, 'message')} in context")
     if view.summary_seq is not None:
         summary = reverse("run-summary", args=[run.pk, view.summary_seq])
         parts.append(f' · <a href="{summary}">summary {view.summary_seq}</a> in force')

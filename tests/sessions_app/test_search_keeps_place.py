@@ -49,6 +49,7 @@ def test_links_in_the_transcript_keep_the_search(alice: Any, alice_client: Clien
     as_json = alice_client.get(hit["url"].split("#")[0] + "&format=json").json()
     assert keep in as_json["next"]  # the JSON twin's next page keeps it too
     assert f'data-search="navuser" data-hit-message="{hit["index"]}"' in page
+    assert '<a href="#search-results" class="back-to-hits">all hits</a>' in page
     current = re.findall(
         r'<li class="current-hit" aria-current="true"><a class="mono" href="([^"]+)"', page
     )

@@ -12,6 +12,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 
+from ctxlab.web.display import counted
 from sessions_app import services
 from sessions_app.models import Upload
 
@@ -70,4 +71,6 @@ class Command(BaseCommand):
             return
         state = "already loaded" if outcome.duplicate else "loaded"
         messages = sum(c.messages for c in outcome.conversations)
-        self.stdout.write(f"{state} {outcome.name} ({outcome.format}, {messages} messages)")
+        self.stdout.write(
+            f"{state} {outcome.name} ({outcome.format}, {counted(messages, 'message')})"
+        )
