@@ -73,6 +73,27 @@ def test_overflow_is_counted_in_the_strategys_own_count_too(
     assert by_key["overflow_steps"]["label"] == "Steps in overflow (cl100k)"
 
 
+def test_compare_csv_report_and_twin_carry_both_counts(
+    client: Any, user: Any, transcript: Any
+) -> None:
+    cc = make_run(user, transcript, "claude_code", context_window=WINDOW)
+    codex = make_run(user, transcript, "codex", model_context_window=WINDOW)
+    own = cc.metrics["overflow_steps_strategy"]
+    assert own > 0 and codex.metrics["overflow_steps_strategy"] == 0
+    client.force_login(user)
+    url = f"/compare/?runs={cc.pk},{codex.pk}"
+    csv = client.get(f"{url}&format=csv").content.decode()
+    rows = {line.split(",")[0]: line.split(",")[1:] for line in csv.splitlines()}
+    assert rows["overflow_steps"][-2:] == ["0", "0"]  # cl100k: neither run
+    assert rows["overflow_steps_strategy"][-2:] == [str(own), "0"]
+    report = client.get(f"{url}&format=report").content.decode()
+    assert "Steps in overflow (own estimate)" in report
+    page = client.get(url).content.decode()
+    assert "Steps in overflow (own estimate)" in page
+    twin = json.dumps(client.get(f"{url}&format=json").json())
+    assert '"overflow_steps_strategy"' in twin
+
+
 def test_a_run_over_its_window_in_its_own_count_wins_nothing() -> None:
     over_own = {"steps": 10, "thrash": 0, "overflow_steps": 0, "overflow_steps_strategy": 9}
     fits = {"steps": 10, "thrash": 0, "overflow_steps": 0, "overflow_steps_strategy": 0}
