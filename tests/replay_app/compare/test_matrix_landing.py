@@ -88,3 +88,22 @@ def test_matrix_detail_rows_link_the_step_view(client: Any, user: Any, two: list
     assert first["index"] == 10 and first["url"].endswith("&message=10#message-10")
     page = client.get(url).content.decode()
     assert f'href="{html_lib.escape(first["url"])}"' in page
+
+
+def test_a_message_after_the_steps_request_is_named_not_lost(
+    client: Any, user: Any, two: list[Any]
+) -> None:
+    """The matrix's last cells can hold messages after the final request (the last answer):
+    the step view says so instead of landing on a page without that row."""
+    client.force_login(user)
+    data = client.get(f"/compare/?runs={_ids(two)}&format=json").json()
+    last = data["matrix"]["runs"][str(two[0].pk)][-1]
+    messages = last["end"]
+    step = client.get(last["url"].split("&message=")[0] + "&format=json").json()
+    shown = step["count"]
+    assert shown < messages, (shown, messages)  # the last answer follows the last request
+    url = compare_steps.message_link(last["url"].split("&message=")[0], messages - 1)
+    page = client.get(url.split("#")[0]).content.decode()
+    assert 'id="message-after"' in page and f"Message #{messages - 1} comes after" in page
+    early = compare_steps.message_link(last["url"].split("&message=")[0], 0)
+    assert 'id="message-after"' not in client.get(early.split("#")[0]).content.decode()
