@@ -30,6 +30,7 @@ from replay_app.compare.pieces import Compaction, MatrixCell, bucket_size, matri
 from replay_app.display import vocabulary
 from replay_app.display.charts import EventPoint, RunCurve, Series
 from replay_app.models import Run, RunSummary
+from replay_app.runs.ordinals import compaction_ordinals_of
 from replay_app.steps import fatelog, lost_analysis, message_diffs, run_curve
 from replay_app.steps.lost_links import with_links
 
@@ -370,8 +371,11 @@ def retentions(runs: Sequence[Run]) -> list[dict[str, Any]]:
     # load_runs: every run is on one transcript, read (row and messages) only if needed
     shared_index = functools.cache(lambda: FactIndex(runs[0].transcript.to_conversation().messages))
 
+    numbers = functools.cache(lambda: compaction_ordinals_of(runs))  # one query for all
+
     def linked(run: Run) -> dict[str, Any]:
-        return with_links(run, lost_analysis.retention(run, fact_index=shared_index))
+        data = lost_analysis.retention(run, fact_index=shared_index)
+        return with_links(run, data, ordinals=numbers()[run.pk])
 
     # Finished runs never change: link their ~20,000 lost facts once, not per view.
     return [memo.cached(run, "retention-links", functools.partial(linked, run)) for run in runs]

@@ -6,9 +6,11 @@ read."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ctxlab.engine.core import catalogue
 from replay_app import memo
-from replay_app.models import Run
+from replay_app.models import Run, RunEvent
 
 
 def compaction_ordinals(run: Run) -> dict[int, int]:
@@ -21,3 +23,12 @@ def compaction_ordinals(run: Run) -> dict[int, int]:
             run.events.order_by("seq").values_list("seq", "kind")
         ),
     )
+
+
+def compaction_ordinals_of(runs: Sequence[Run]) -> dict[int, dict[int, int]]:
+    """``compaction_ordinals`` of several runs with one query: run id -> (seq -> K)."""
+    kinds: dict[int, list[tuple[int, str]]] = {run.pk: [] for run in runs}
+    rows = RunEvent.objects.filter(run_id__in=list(kinds)).order_by("run_id", "seq")
+    for run_id, seq, kind in rows.values_list("run_id", "seq", "kind"):
+        kinds[run_id].append((seq, kind))
+    return {run_id: catalogue.compaction_ordinals(pairs) for run_id, pairs in kinds.items()}
