@@ -169,8 +169,6 @@ def sniff(head: bytes, name: str) -> int:
 class _Thread:
     """The messages of one context: the session's or a sub-agent's."""
 
-    conv_id: str
-    parent_id: str | None = None
     messages: list[Message] = field(default_factory=list)
     compactions: list[OriginalCompaction] = field(default_factory=list)
     calls: dict[str, str] = field(default_factory=dict)  # toolCallId -> tool name
@@ -186,7 +184,7 @@ class _Reader:
     warnings: Warnings = field(default_factory=Warnings)
     session_id: str = ""
     facts: dict[str, str] = field(default_factory=dict)
-    main: _Thread = field(default_factory=lambda: _Thread(""))
+    main: _Thread = field(default_factory=_Thread)
     subagents: dict[str, _Thread] = field(default_factory=dict)
     prompts: dict[str, str] = field(default_factory=dict)  # task toolCallId -> its prompt
     model: str = ""
@@ -201,7 +199,7 @@ class _Reader:
             return self.main
         thread = self.subagents.get(parent)
         if thread is None:
-            thread = self.subagents[parent] = _Thread(parent, parent_id="")
+            thread = self.subagents[parent] = _Thread()
             prompt = self.prompts.get(parent, "")
             if prompt:
                 thread.messages.append(

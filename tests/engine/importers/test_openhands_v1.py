@@ -1,0 +1,113 @@
+"""OpenHands V1 (software-agent-sdk) events: a real log (tests/data/openhands-v1, MIT) and a
+conversation folder of every event kind the SDK writes, Condensation included; before this
+importer such logs were "no OpenHands events found"."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+
+from ctxlab.engine import importers
+from ctxlab.engine.core.model import Role, TranscriptError
+from ctxlab.engine.importers import openhands_v1
+from ctxlab.engine.sources import openhands
+
+DATA = Path(__file__).parents[2] / "data"
+REAL = DATA / "openhands-v1" / "pr-review.events.jsonl"
+FOLDER = DATA / "openhands-v1" / "conversations"
+
+
+def _folder_bytes() -> tuple[str, bytes]:
+    (conv,) = openhands.conversations(FOLDER)
+    return conv.name, conv.read()
+
+
+def test_detect_picks_v1_for_the_real_log_and_the_folder() -> None:
+    assert importers.detect(REAL.read_bytes(), "events.jsonl") == "openhands-v1"
+    name, data = _folder_bytes()
+    assert importers.detect(data, name) == "openhands-v1"
+
+
+def test_no_other_data_file_is_taken_for_v1() -> None:
+    files = [p for p in DATA.rglob("*") if p.is_file() and p.suffix in (".json", ".jsonl")]
+    files = [p for p in files if "openhands-v1" not in p.parts]
+    assert len(files) > 20
+    claimed = [p.name for p in files if openhands_v1.sniff(p.read_bytes()[:65536], p.name) >= 50]
+    assert claimed == []
+
+
+def test_the_real_log_every_call_and_result() -> None:
+    parsed = importers.parse(REAL.read_bytes(), name="events.jsonl")
+    (conv,) = parsed.conversations
+    assert [m.role for m in conv.messages] == [
+        Role.ASSISTANT, Role.TOOL, Role.TOOL, Role.ASSISTANT, Role.TOOL,
+    ]  # fmt: skip
+    assert conv.tool_call_count == 2 and conv.tool_result_count == 3
+    first = conv.messages[0].tool_uses[0]
+    assert (first.tool_id, first.tool_name) == ("chatcmpl-tool-9d0341c7a033ae28", "terminal")
+    assert first.tool_input["summary"] == "Build session URL from environment"
+    result = conv.messages[1].blocks[0]
+    assert result.is_error and result.text.startswith("[An error occurred during execution.]\n")
+    # the fixture is a slice: one observation answers an action not in it
+    assert [w.code for w in parsed.warnings] == ["tool-result-unknown-id"]
+    assert conv.model == "litellm_proxy/minimax-m2.7"
+
+
+def test_the_folder_every_kind_and_the_condensation() -> None:
+    name, data = _folder_bytes()
+    parsed = importers.parse(data, name=name)
+    assert parsed.warnings == ()
+    (conv,) = parsed.conversations
+    assert conv.id == "c0ffee00-0000-4000-8000-000000000001"
+    assert conv.title == "The test in test_calc.py fails. Fix calc.py."
+    assert [t.name for t in conv.tools] == ["terminal", "file_editor"]
+    roles = [m.role for m in conv.messages]
+    assert roles == [Role.SYSTEM, Role.USER, Role.ASSISTANT, Role.TOOL, Role.ASSISTANT, Role.TOOL,
+                     Role.TOOL, Role.USER, Role.ASSISTANT, Role.TOOL, Role.USER, Role.ASSISTANT,
+                     Role.TOOL, Role.ASSISTANT, Role.TOOL, Role.ASSISTANT]  # fmt: skip
+    assert "<REPOSITORY_INFO>" in conv.messages[1].text  # extended_content follows the message
+    parallel = conv.messages[4]
+    assert [b.tool_id for b in parallel.tool_uses] == ["call_2", "call_3"]
+    assert conv.tool_call_count == 6 and conv.tool_result_count == 6
+    error = conv.messages[6].blocks[0]
+    assert error.is_error and error.tool_id == "call_3"
+    assert conv.messages[9].blocks[0].text == "Action rejected: User rejected the action."
+    (condensation,) = conv.compactions
+    assert condensation.kind == "condensation" and condensation.summary_index == 7
+    summary = conv.messages[7]
+    assert summary.text.startswith("USER_CONTEXT: fix calc.py")
+    assert {"compact_summary", "meta"} <= summary.flags
+    detail = dict(condensation.detail)
+    assert detail == {"forgotten_events": "6", "forgotten_messages": "2-6", "summary_offset": "2"}
+    assert conv.model == "litellm_proxy/claude-sonnet-4-5"
+
+
+def test_eval_output_lines_with_a_v1_history_are_one_conversation_each() -> None:
+    _, data = _folder_bytes()
+    events = [json.loads(line) for line in data.splitlines()]
+    lines = [json.dumps({"instance_id": f"calc__{i}", "history": events}) for i in (1, 2)]
+    parsed = importers.parse("\n".join(lines).encode(), name="output.jsonl")
+    assert parsed.format == "openhands-v1"
+    assert [c.id for c in parsed.conversations] == ["calc__1", "calc__2"]
+    assert all(c.tool_call_count == 6 for c in parsed.conversations)
+
+
+def test_a_file_without_v1_events_is_refused() -> None:
+    with pytest.raises(TranscriptError, match="no OpenHands V1 events"):
+        importers.parse(b'[{"kind": "Nothing"}]', name="x.json", format="openhands-v1")
+
+
+@pytest.mark.django_db
+def test_import_transcripts_takes_a_conversation_folder_as_one_conversation() -> None:
+    from sessions_app.models import Transcript
+
+    out = io.StringIO()
+    call_command("import_transcripts", str(FOLDER), "--json", stdout=out)
+    (line,) = [json.loads(x) for x in out.getvalue().splitlines()]
+    assert line["format"] == "openhands-v1" and line["file"].endswith("/events")
+    transcript = Transcript.objects.get()
+    assert transcript.to_conversation().tool_call_count == 6
