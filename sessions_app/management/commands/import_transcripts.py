@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import sys
@@ -13,6 +14,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from ctxlab.engine import TranscriptError, importers
 from ctxlab.engine.sources import entire
+from ctxlab.engine.sources import openhands as openhands_folders
 from sessions_app import services
 
 from ._owner import resolve_owner
@@ -77,7 +79,16 @@ class Command(BaseCommand):
             for raw, tree in trees.items()
             if tree is not None
         )
-        files = list(iter_files([raw for raw, tree in trees.items() if tree is None]))
+        plain = [raw for raw, tree in trees.items() if tree is None]
+        folders = [c for raw in plain for c in openhands_folders.conversations(Path(raw))]
+        failed += sum(
+            self._import_openhands(c, owner=owner, as_json=options["json"]) for c in folders
+        )
+        files = [
+            path
+            for path in iter_files(plain)
+            if not any(path.is_relative_to(c.folder.parent) for c in folders)
+        ]
         progress = Progress(len(files), enabled=sys.stderr.isatty() and not options["json"])
         for path in files:
             outcome = self._import_one(path, owner=owner, format=options["format"])
@@ -115,6 +126,30 @@ class Command(BaseCommand):
             if source.get("note"):
                 self.stdout.write(self.style.WARNING(f"  {source['note']}"))
         return failed
+
+    def _import_openhands(
+        self, conv: openhands_folders.Conversation, *, owner: Any, as_json: bool
+    ) -> int:
+        """An OpenHands V1 conversation folder (``events/event-<n>-<id>.json``, found by
+        ``sources.openhands``), its events joined as one JSONL file; 1 if it failed."""
+        try:
+            data = conv.read()
+        except TranscriptError as exc:
+            outcome = services.ImportOutcome(name=conv.name, size=0, error=exc)
+        else:
+            outcome = services.upload_import_file(
+                owner=owner,
+                name=conv.name,
+                file=io.BytesIO(data),
+                size=len(data),
+                format=openhands_folders.FORMAT,
+            )
+        if as_json:
+            line = {**outcome.to_json(), "file": str(conv.folder)}
+            self.stdout.write(json.dumps(line, ensure_ascii=False))
+        else:
+            self.stdout.write(self._describe(conv.folder, outcome))
+        return int(not outcome.ok)
 
     def _import_one(self, path: Path, *, owner: Any, format: str | None) -> services.ImportOutcome:
         name = path.name
