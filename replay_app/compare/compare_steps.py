@@ -17,12 +17,11 @@ from django.urls import reverse
 
 from ctxlab.engine.core.catalogue import Trigger, trigger_of
 from ctxlab.engine.core.records import Fate
-from replay_app import memo
+from replay_app import memo, run_rows
 from replay_app.compare import inputs
 from replay_app.compare.pieces import Compaction
-from replay_app.models import Run, RunEvent, RunStep, RunSummary
+from replay_app.models import Run, RunEvent, RunSummary
 from replay_app.steps import at_step, fatelog, zone_bar
-from sessions_app.models import Message
 
 STEP_MESSAGES = 60  # message rows per page of the step view
 COMPACTION_ROWS = 5  # summaries table rows per page (five or six runs of summaries each)
@@ -286,16 +285,13 @@ def step_across(
 def _run_at(run: Run, step: int | None, found: Compaction | None) -> RunAtStep:
     if step is None:
         return RunAtStep(run, None, {}, None, {}, found)
-    row = (
-        RunStep.objects.filter(run=run, index=step)
-        .values_list(
-            "source_index", "zones", "tokens_reference", "tokens_strategy", "tokens_reported"
-        )  # fmt: skip
-        .first()
-    )
-    if row is None:
+    found_row = run_rows.step_row(run, step)  # compiled once per process, as the step page's
+    if found_row is None:
         return RunAtStep(run, None, {}, None, {}, found)
-    source, zones, reference, strategy, reported = row
+    row = dict(zip(run_rows.STEP_COLUMNS, found_row, strict=True))
+    source, zones = row["source_index"], row["zones"]
+    reference, strategy = row["tokens_reference"], row["tokens_strategy"]
+    reported = row["tokens_reported"]
     zones = dict(zones or {})
     tokens = {"reference": reference, "strategy": strategy, "reported": reported}
     zone = zone_bar.zone_model(zones, tokens, zone_bar.transcript_parts(run))
@@ -339,8 +335,10 @@ def _explain(runs: Sequence[Run], lines: Sequence[MessageLine]) -> None:
                 wanted.setdefault(cell.event, []).append((line.index, cell))
         if not wanted:
             continue
-        rows = RunEvent.objects.filter(run=run, seq__in=list(wanted)).values_list(
-            "seq", "kind", "detail", "changes", "tokens_before"
+        rows = (  # ordered by seq alone: the model's ordering joins the run for its own
+            RunEvent.objects.filter(run=run, seq__in=list(wanted))
+            .order_by("seq")
+            .values_list("seq", "kind", "detail", "changes", "tokens_before")
         )
         for seq, kind, detail, changes, before in rows.iterator(chunk_size=200):
             detail = detail or {}
@@ -359,10 +357,8 @@ def _fill_previews(transcript_id: int, lines: Sequence[MessageLine]) -> None:
     if not lines:
         return
     wanted = {line.index: line for line in lines}
-    rows = Message.objects.filter(
-        transcript_id=transcript_id, index__gte=min(wanted), index__lte=max(wanted)
-    ).values_list("index", "role", "preview", "reference_tokens")
-    for index, role, preview, tokens in rows:
+    rows = run_rows.message_rows(transcript_id, min(wanted), max(wanted) + 1)
+    for index, role, preview, tokens, _ in rows:
         line = wanted.get(index)
         if line is not None:
             line.role, line.preview, line.tokens = role, preview, tokens

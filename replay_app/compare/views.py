@@ -20,7 +20,7 @@ from ctxlab.web.http import int_param as _int
 from ctxlab.web.http import json_response as _json
 from ctxlab.web.http import wants as _wants
 from ctxlab.web.ownership import owned
-from replay_app.compare import compare_steps, overview, report
+from replay_app.compare import compare_steps, overview, report, step_rows
 from replay_app.compare.compare_page import ComparePage
 from replay_app.compare.matrix_page import matrix_page
 from replay_app.compare.picker_page import PickerPage, picker_page
@@ -68,7 +68,8 @@ def compare_step(request: HttpRequest, runs: list[Run]) -> HttpResponse:
             request,
             "replay_app/compare/compare_step.html",
             {"view": view, "runs": runs, "ids": ids, "message": message,
-             "fate_names": fatelog.FATES, **extra},
+             "rows_html": step_rows.rows_html(view, message), "fate_names": fatelog.FATES,
+             **extra},
         )  # fmt: skip
 
     # finished runs' step view (page and JSON twin) comes whole from the memo (whole_page)
