@@ -35,8 +35,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from ..core import harness
 from ..core.lru import BoundedLRU
-from ..core.model import Block, BlockKind, Message, Role
+from ..core.model import Block, BlockKind, Message
 from ..core.textkeys import clear_caches as clear_word_sets
 from ..core.textkeys import text_key
 
@@ -49,7 +50,7 @@ SCAN_MEMO_ENTRIES = 1024
 
 # Bumped whenever extraction changes what it finds: stored analyses of an older version
 # are recomputed instead of shown (replay_app.inspect.stored_retention).
-VERSION = 4  # 4: the harnesses' protocol words are no identifiers
+VERSION = 4  # 4: harness protocol words are no identifiers; instructions of typed text only
 
 KINDS = ("instructions", "paths", "commands", "errors", "identifiers", "numbers", "urls")
 
@@ -610,9 +611,7 @@ def _first_command_line(script: str) -> str:
 
 
 def _is_user_typed(message: Message) -> bool:
-    return message.role is Role.USER and not any(
-        b.kind is BlockKind.TOOL_RESULT for b in message.blocks
-    )
+    return harness.typed_by_a_person(message)  # the one rule (``core.harness``)
 
 
 # Bounds of the fact-set memo: a long-lived worker analyses many transcripts, so the memo

@@ -315,16 +315,6 @@ def _source(item: MaterialItem, conversation: Conversation | None) -> Message | 
     return messages[item.index] if item.index < len(messages) else None
 
 
-def _typed_by_a_person(message: Message) -> bool:
-    """The one rule of who wrote a user message: a person, unless it holds a tool result,
-    the importer marked it injected or a summary, or it is a harness preamble."""
-    if message.role is not Role.USER or message.tool_results:
-        return False
-    if message.flags & {"meta", "compact_summary"}:
-        return False
-    return not harness.is_preamble(message.text)
-
-
 def _person_text(item: MaterialItem, conversation: Conversation | None = None) -> str:
     """What the person typed in a user item: nothing when its source message is no
     person's (a tool output, an injected or harness message, a summary), or, without the
@@ -332,7 +322,7 @@ def _person_text(item: MaterialItem, conversation: Conversation | None = None) -
     before any rendered result, harness blocks and lines taken out."""
     source = _source(item, conversation)
     if source is not None:
-        if not _typed_by_a_person(source):
+        if not harness.typed_by_a_person(source):
             return ""
     elif item.role != "user":
         return ""

@@ -25,6 +25,7 @@ from ctxlab.engine.core import catalogue, harness
 from ctxlab.engine.core.model import Conversation
 from ctxlab.engine.core.summary_request import MaterialItem, Section, SummaryRequest
 from ctxlab.engine.evaluate import extract
+from ctxlab.engine.evaluate.probes import questions
 from ctxlab.engine.replay import run as replay_run
 from ctxlab.engine.summarize.offline import NOTES, OfflineSummarizer
 
@@ -336,3 +337,16 @@ def test_gemini_inflated_failure_says_it_follows_from_the_offline_summary() -> N
     # a model's summary (the recorded one, or any other) carries no such note
     assert catalogue.offline_outcome_note("compact_failed", "claude") == ""
     assert catalogue.offline_outcome_note("summary_larger", "offline", finding=True)
+
+
+def test_facts_and_probes_read_the_same_typed_request_rule() -> None:
+    conversation = parse(codex_rollout(turns=1), "rollout-2026-01-05T10-00-00-r1.jsonl")
+    users = [m for m in conversation.messages if m.role.value == "user" and not m.tool_results]
+    typed = [m for m in users if harness.typed_by_a_person(m)]
+    assert [m.text for m in typed] == ["Fix the rounding of checkout totals in cart.py"]
+    assert [m.text for m in users if questions.is_user_typed(m)] == [m.text for m in typed]
+    # the preamble a user item carries ("You can spawn sub-agents ...") is no instruction
+    instructions = {
+        value for m in users for kind, value in extract.message_facts(m) if kind == "instructions"
+    }
+    assert instructions == {"Fix the rounding of checkout totals in cart.py"}, instructions

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from ...core import harness
 from ...core.catalogue import is_compaction
 from ...core.model import Block, BlockKind, Message, Role
 from ...core.records import Event, Fate, StepRecord
@@ -171,9 +172,7 @@ def edited_paths(block: Block) -> list[str]:
 def is_user_typed(message: Message) -> bool:
     """A request the person typed: user role, no tool result, not injected or a summary,
     not harness markup (``<command-name>``, caveats, a continued-session preamble)."""
-    if message.role is not Role.USER or message.tool_results:
-        return False
-    if message.flags & {"meta", "compact_summary"}:
+    if not harness.typed_by_a_person(message):  # the one rule (``core.harness``)
         return False
     text = message.text.strip()
     return bool(text) and not extract.META_LINE_RE.match(text)
