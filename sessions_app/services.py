@@ -22,7 +22,7 @@ from ctxlab.engine.core import codec, import_warnings
 from ctxlab.engine.core.model import Conversation, ParsedFile, TranscriptError
 from ctxlab.engine.core.model import Message as EngineMessage
 from ctxlab.engine.importers._stream import ConversationStream, StreamedFile, from_parsed
-from ctxlab.engine.sources import entire
+from ctxlab.engine.sources import entire, opencode
 
 from . import import_store
 from .import_store import _column, message_reference_tokens_many, preview_of
@@ -84,6 +84,9 @@ class ImportOutcome:
     conversations: tuple[ConversationSummary, ...] = ()
     warnings: tuple[dict[str, Any], ...] = field(default=())
     entire: dict[str, Any] | None = None  # the Entire session this file was rebuilt from
+    # Where a session read from an agent's own store came from (an OpenCode storage
+    # folder or database): {"kind", "session", "where", "directory"}.
+    source: dict[str, Any] | None = None
 
     @property
     def ok(self) -> bool:
@@ -122,6 +125,7 @@ class ImportOutcome:
             "transcripts": [c.transcript_id for c in self.conversations],
             "size": self.size,
             **({"entire": self.entire} if self.entire is not None else {}),
+            **({"source": self.source} if self.source is not None else {}),
         }
 
 
@@ -223,6 +227,30 @@ def entire_import(*, owner: Any, tree: entire.Tree) -> Iterator[ImportOutcome]:
                 "note": note,
                 "checkpoints": checkpoints,
                 "linked": sum(1 for c in checkpoints if c["commit"]),
+            },
+        )
+
+
+def opencode_import(*, owner: Any, source: opencode.Source) -> Iterator[ImportOutcome]:
+    """Each session of an OpenCode storage folder or database (``sources.opencode``),
+    read as its ``opencode export`` JSON and imported once through ``upload_import_file``
+    (an unchanged session is a duplicate, as the same file uploaded twice)."""
+    for session in source.sessions():
+        data = session.read()
+        outcome = upload_import_file(
+            owner=owner,
+            name=session.name,
+            file=io.BytesIO(data),
+            size=len(data),
+            format=session.format_hint,
+        )
+        yield replace(
+            outcome,
+            source={
+                "kind": "opencode",
+                "session": session.session_id,
+                "where": session.where,
+                "directory": session.directory,
             },
         )
 

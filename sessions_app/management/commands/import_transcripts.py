@@ -13,7 +13,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from ctxlab.engine import TranscriptError, importers
-from ctxlab.engine.sources import entire
+from ctxlab.engine.sources import entire, opencode
 from ctxlab.engine.sources import openhands as openhands_folders
 from sessions_app import services
 
@@ -60,7 +60,9 @@ class Command(BaseCommand):
     help = (
         "Import transcript files (or folders, recursively) for a user. A git repository with "
         "an Entire checkpoints branch (entire/checkpoints/v1), a ZIP of that branch or a "
-        "folder it was extracted to imports each agent session on it once. "
+        "folder it was extracted to imports each agent session on it once, and so does "
+        "OpenCode's data folder (~/.local/share/opencode: storage/ and opencode.db), its "
+        "storage folder or an opencode.db file. "
         "--json prints one JSON object per file per line, with each conversation's stored "
         "transcript id (for replay --transcript ID). Exits non-zero if any file failed."
     )
@@ -79,7 +81,13 @@ class Command(BaseCommand):
             for raw, tree in trees.items()
             if tree is not None
         )
-        plain = [raw for raw, tree in trees.items() if tree is None]
+        stores = {raw: opencode.open_source(Path(raw)) for raw, t in trees.items() if t is None}
+        failed += sum(
+            self._import_opencode(raw, store, owner=owner, as_json=options["json"])
+            for raw, store in stores.items()
+            if store is not None
+        )
+        plain = [raw for raw, store in stores.items() if store is None]
         folders = [c for raw in plain for c in openhands_folders.conversations(Path(raw))]
         failed += sum(
             self._import_openhands(c, owner=owner, as_json=options["json"]) for c in folders
@@ -125,6 +133,27 @@ class Command(BaseCommand):
             )
             if source.get("note"):
                 self.stdout.write(self.style.WARNING(f"  {source['note']}"))
+        return failed
+
+    def _import_opencode(
+        self, raw: str, store: opencode.Source, *, owner: Any, as_json: bool
+    ) -> int:
+        """Each session of an OpenCode storage folder or database; returns how many failed."""
+        failed = 0
+        for outcome in services.opencode_import(owner=owner, source=store):
+            failed += not outcome.ok
+            where = f"{raw}:{outcome.name}"
+            if as_json:
+                self.stdout.write(
+                    json.dumps({**outcome.to_json(), "file": where}, ensure_ascii=False)
+                )
+                continue
+            self.stdout.write(self._describe(Path(where), outcome))
+            source = outcome.source or {}
+            self.stdout.write(
+                f"  OpenCode session {source.get('session')} from its {source.get('where')} "
+                f"({source.get('directory') or 'no directory'})"
+            )
         return failed
 
     def _import_openhands(
