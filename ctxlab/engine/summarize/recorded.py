@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..core.catalogue import canonical_event, is_compaction, original_kind_label, relation_label
-from ..core.model import Conversation, OriginalCompaction
+from ..core.model import BlockKind, Conversation, OriginalCompaction, Role
 from ..core.records import ReplayResult
 from ..core.summary_request import SummaryRequest, SummaryResponse, SummaryUsage, approx_tokens
 from .offline import OfflineSummarizer
@@ -44,7 +44,12 @@ def summary_text(conversation: Conversation, compaction: OriginalCompaction) -> 
     index = compaction.summary_index
     if index is None or not 0 <= index < len(conversation.messages):
         return ""
-    text = conversation.messages[index].text
+    message = conversation.messages[index]
+    text = message.text
+    if message.role is Role.ASSISTANT:  # a model's summary (OpenCode): not its reasoning
+        text = "\n".join(
+            b.text for b in message.blocks if b.kind is not BlockKind.THINKING and b.text
+        )
     for preamble in _PREAMBLES:
         if text.startswith(preamble):
             text = text[len(preamble) :]
