@@ -224,3 +224,33 @@ def test_unknown_events_and_bad_lines_are_counted_warnings() -> None:
 def test_a_file_without_copilot_events_is_refused_with_the_reason() -> None:
     with pytest.raises(TranscriptError, match="no Copilot CLI events"):
         importers.parse(b'{"type":"other","data":{}}\n', name="x.jsonl", format="copilot-cli")
+
+
+def test_the_real_sub_agent_session_splits_the_two_contexts() -> None:
+    """copilot-agent 1.0.55: the `task` tool's explore agent (claude-haiku-4.5) works in its
+    own context; its two parallel `view` calls are not in the main one."""
+    path = DATA / "copilot-cli" / "subagent-demo.events.jsonl"
+    assert importers.detect(path.read_bytes(), "events.jsonl") == "copilot-cli"
+    parsed = importers.parse(path.read_bytes(), name="events.jsonl")
+    assert parsed.warnings == ()
+    main, child = parsed.conversations
+    assert (main.model, main.tool_call_count, main.tool_result_count) == (
+        "claude-opus-4.7-1m-internal", 3, 3,
+    )  # fmt: skip
+    assert [b.tool_name for m in main.messages for b in m.tool_uses] == [
+        "view",
+        "report_intent",
+        "task",
+    ]
+    assert main.messages[-1].text.startswith("Subagent findings:")
+    assert child.parent_id == main.id and child.model == "claude-haiku-4.5"
+    assert [m.role for m in child.messages] == [
+        Role.USER, Role.ASSISTANT, Role.TOOL, Role.TOOL, Role.ASSISTANT,
+    ]  # fmt: skip
+    assert child.messages[0].text.startswith(
+        "In the directory /Users/testuser/workspace/demo-project"
+    )
+    assert [b.tool_id for b in child.messages[1].tool_uses] == [
+        "toolu_bdrk_01SteSnNRhtm3Bf9g9mQvj1t", "toolu_bdrk_011QTUCvCmSCC5NzxWsvC9Yj",
+    ]  # fmt: skip
+    assert child.messages[3].blocks[0].text.startswith("1. # Demo Project")

@@ -1,6 +1,6 @@
-"""Fuzz the Claude Code, Codex, Anthropic, Responses and cassette importers with mutated
-real samples: whatever the bytes, only ``TranscriptError`` may escape, and a success
-returns well-formed values."""
+"""Fuzz the Claude Code, Codex, Anthropic, Responses, cassette, pi, Copilot CLI and OpenHands V1
+importers with mutated real samples: whatever the bytes, only ``TranscriptError`` may escape,
+and a success returns well-formed values."""
 
 from __future__ import annotations
 
@@ -26,6 +26,8 @@ SAMPLES = {
     "openai-responses": None,  # built from a cassette twin's request + response
     "api-cassettes": "api-cassettes/pydanticai-test_multiple_agent_tool_calls.yaml",
     "pi-session": "../pi/before-compaction.jsonl",  # tests/data/pi (pi-mono, MIT)
+    "copilot-cli": "../copilot-cli/list-models.events.jsonl",  # copilot-session-viewer, MIT
+    "openhands-v1": "../openhands-v1/pr-review.events.jsonl",  # software-agent-sdk, MIT
 }
 
 
