@@ -35,6 +35,7 @@ AGENT_FORMATS = {
     "Claude Code": "claude-code",
     "Codex": "codex-rollout",
     "Gemini CLI": "gemini-cli",
+    "OpenCode": "opencode",  # full.jsonl holds the `opencode export` JSON, despite its name
     "pi": "pi-session",
 }
 

@@ -4,13 +4,14 @@ conversation as the real export they were built from (tests/opencode_store.py)."
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 
 from opencode_store import SAMPLES, export, write_database, write_storage
 
 from ctxlab.engine import importers
 from ctxlab.engine.core.model import Conversation
-from ctxlab.engine.sources import opencode
+from ctxlab.engine.sources import entire, opencode
 
 DATA = Path(__file__).parents[2] / "data"
 
@@ -85,3 +86,18 @@ def test_other_places_are_not_opencode(tmp_path: Path) -> None:
     other = tmp_path / "other.db"
     other.write_bytes(b"SQLite format 3\x00" + b"\x00" * 100)
     assert opencode.open_source(other) is None
+
+
+def test_an_entire_checkpoint_of_an_opencode_session_is_opencode(tmp_path: Path) -> None:
+    """Entire commits an OpenCode session as its export JSON in ``full.jsonl``."""
+    folder = tmp_path / "ab" / "cdef012345" / "0"
+    folder.mkdir(parents=True)
+    (folder / "full.jsonl").write_bytes(SAMPLES[1].read_bytes())
+    meta = {"session_id": "oc-1", "agent": "OpenCode", "created_at": "2026-02-16T00:00:00Z"}
+    (folder / "metadata.json").write_text(json.dumps(meta))
+    (session,) = entire.sessions(entire.FolderTree(tmp_path))
+    assert session.format_hint == "opencode"
+    assert entire.format_of(session, session.read()) == ("opencode", "")
+    read = importers.parse(session.read(), name=session.name).conversations[0]
+    _same(read, importers.parse(SAMPLES[1].read_bytes(), name=session.name).conversations[0])
+    assert len(read.compactions) == 1
