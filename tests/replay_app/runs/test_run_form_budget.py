@@ -12,10 +12,11 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from replay_testdata import agent_chat, import_transcript
 
+from ctxlab.benchmarks._rows import many_transcripts
 from ctxlab.engine import budget
 from replay_app.models import Run, RunStatus
 from replay_app.runs import transcript_picker
-from sessions_app.models import Transcript, Upload
+from sessions_app.models import Upload
 
 pytestmark = pytest.mark.django_db
 
@@ -73,23 +74,7 @@ def test_window_outside_a_strategys_range_is_refused_beside_the_field(
 
 
 def _many_transcripts(owner: Any, count: int) -> Upload:
-    upload = Upload.objects.create(owner=owner, name="big-export.jsonl", format="openai-chat",
-                                   size=1, sha256="0" * 64, data=b"", importer_version="t")  # fmt: skip
-    Transcript.objects.bulk_create(
-        [
-            Transcript(
-                owner=owner,
-                upload=upload,
-                position=i,
-                title=f"conversation number {i}",
-                format="openai-chat",
-                message_count=i % 50,
-            )  # fmt: skip
-            for i in range(count)
-        ],
-        batch_size=5000,
-    )
-    return upload
+    return many_transcripts(owner, count)
 
 
 def test_transcript_choice_lists_a_few_and_searches(
@@ -121,7 +106,7 @@ def test_transcript_search_escapes_the_query(auth_client: Client):
 
 def test_form_with_many_conversations_stays_small(auth_client: Client, user: Any):
     """20,000 conversations: the form and a search list a few, in a few queries (how long
-    they take is for ``manage.py bench``, not a test on a shared machine)."""
+    they take is ``manage.py bench --only request_times``, not a test on a shared machine)."""
     _many_transcripts(user, 20_000)
     auth_client.get("/runs/new/")  # warm templates
     with CaptureQueriesContext(connection) as queries:
