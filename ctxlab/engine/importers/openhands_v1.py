@@ -10,7 +10,9 @@ Containers: JSONL with one event per line (what ``events.jsonl`` exports and
 ``.openhands/conversations/<id>/events/event-<n>-<id>.json`` joined in order hold, see
 ``sources/openhands.py``), a JSON array of events, an object with the events under
 ``events`` / ``items`` (the server's search API) / ``history``, and eval ``output.jsonl``
-whose lines hold an instance with a ``history`` of V1 events (one conversation each).
+whose lines hold an instance with a ``history`` of V1 events (one conversation each). A log
+of a conversation tree (``parent_id``) is read along its active branch, as the SDK builds
+the view: from the last event back to the root (see ``_active_branch``).
 
 Events become messages as the SDK's ``events_to_messages`` builds them:
 
@@ -36,8 +38,7 @@ Not the model's context, not imported: ``CondensationRequest``, ``ConversationSt
 (its last ``stats`` give the metadata's token totals), ``TokenEvent``,
 ``LLMCompletionLogEvent``, ``StreamingDeltaEvent``, ``PauseEvent``, ``InterruptEvent``,
 ``HookExecutionEvent``, ``ACPToolCallEvent``. A kind not known here is an
-``unknown-record`` warning. Events of a tree (``parent_id``) are read in file order, the
-order the SDK appends them. Tool-call ids are the LLM's own; none is made up.
+``unknown-record`` warning. Tool-call ids are the LLM's own; none is made up.
 """
 
 from __future__ import annotations
@@ -365,6 +366,54 @@ def _runs(indexes: list[int]) -> str:
     return ",".join(runs)
 
 
+ROOT_PARENT_ID = "__root__"  # event/types.py: an explicit root
+_NOT_TREE = frozenset({"ConversationStateUpdateEvent", "ConversationErrorEvent"})
+
+
+def _active_branch(
+    items: list[tuple[int | None, Any]], warnings: Warnings, where: str
+) -> list[tuple[int, int | None, Any]]:
+    """The events on the active branch, root first, as ``(index, line, event)``: as the
+    SDK's ``EventLog.path_to_root`` from the last tree event (state updates and errors are
+    no tree nodes); an event's parent is its ``parent_id`` (``__root__``: none), or, for
+    events written before the tree, the event before it. Events off that branch (a
+    conversation navigated back and continued elsewhere) are counted in a warning. A log
+    without ``parent_id`` is one linear branch: every event, in order."""
+    events = [(i, line, e) for i, (line, e) in enumerate(items)]
+    if not any(isinstance(e, dict) and e.get("parent_id") for _, _, e in events):
+        return events
+    position: dict[str, int] = {}
+    for i, _line, e in events:
+        if isinstance(e, dict) and isinstance(e.get("id"), str):
+            position.setdefault(e["id"], i)
+    leaf = next((i for i, _line, e in reversed(events)
+                 if isinstance(e, dict) and e.get("kind") not in _NOT_TREE), None)  # fmt: skip
+    keep: set[int] = set()
+    current = leaf
+    while current is not None and current not in keep:
+        keep.add(current)
+        event = events[current][2]
+        parent = event.get("parent_id") if isinstance(event, dict) else None
+        if parent == ROOT_PARENT_ID:
+            current = None
+        elif isinstance(parent, str) and parent:
+            current = position.get(parent)
+        else:
+            current = current - 1 if current > 0 else None
+    off = [i for i, _line, e in events
+           if i not in keep and isinstance(e, dict) and e.get("kind") not in _SILENT]  # fmt: skip
+    if off:
+        warnings.add(f"{len(off)} event(s) on another branch of the conversation tree left out",
+                     where, code="off-branch-entries", count=len(off))  # fmt: skip
+    return [(i, line, e) for i, line, e in events
+            if i in keep or not isinstance(e, dict) or e.get("kind") in _SILENT]  # fmt: skip
+
+
+def _feed(builder: _Builder, items: list[tuple[int | None, Any]], warnings: Warnings) -> None:
+    for index, line, event in _active_branch(items, warnings, builder.name):
+        builder.add(index, event, line)
+
+
 def _is_event(value: Any) -> bool:
     return isinstance(value, dict) and isinstance(value.get("kind"), str) and "history" not in value
 
@@ -375,8 +424,7 @@ def _instance(record: dict[str, Any], index: int, name: str, line: int | None,
     conv_id = instance_id if instance_id and instance_id not in used else f"{name}#{index}"
     used.add(conv_id)
     builder = _Builder(conv_id, name, warnings, line=line)
-    for i, event in enumerate(as_list(record.get("history"))):
-        builder.add(i, event)
+    _feed(builder, [(None, e) for e in as_list(record.get("history"))], warnings)
     meta = [("instance_id", instance_id)] if instance_id else []
     conv = builder.conversation(title=instance_id, metadata=meta)
     return conv if conv.messages else None
@@ -398,19 +446,20 @@ def parse(data: bytes, *, name: str) -> ParsedFile:
             value = value.get("events", value.get("items", [value]))
         if isinstance(value, list):
             builder = _Builder(stem, name, warnings)
-            for i, event in enumerate(value):
-                builder.add(i, event)
+            _feed(builder, [(None, e) for e in value], warnings)
             if builder.seen and builder.messages:
                 conversations.append(builder.conversation())
     else:
         builder = _Builder(stem, name, warnings)
         used: set[str] = set()
+        events: list[tuple[int | None, Any]] = []
         for index, (line, record) in enumerate(iter_jsonl_lenient(data, name, warnings)):
             if isinstance(record, dict) and isinstance(record.get("history"), list):
                 conv = _instance(record, index, name, line, warnings, used)
                 conversations.extend([conv] if conv else [])
             else:
-                builder.add(index, record, line)
+                events.append((line, record))
+        _feed(builder, events, warnings)
         if builder.seen and builder.messages:
             conversations.insert(0, builder.conversation())
     if not conversations:

@@ -111,3 +111,33 @@ def test_import_transcripts_takes_a_conversation_folder_as_one_conversation() ->
     assert line["format"] == "openhands-v1" and line["file"].endswith("/events")
     transcript = Transcript.objects.get()
     assert transcript.to_conversation().tool_call_count == 6
+
+
+def test_a_conversation_tree_is_read_along_its_active_branch() -> None:
+    """parent_id (SDK tree, navigate_to): the view is the chain from the last event back to
+    the root; the abandoned branch's events are counted, not imported."""
+
+    def message(event_id: str, parent: str | None, text: str, source: str = "user") -> str:
+        role = "user" if source == "user" else "assistant"
+        return json.dumps({
+            "id": event_id, "parent_id": parent, "source": source, "kind": "MessageEvent",
+            "llm_message": {"role": role, "content": [{"type": "text", "text": text}]},
+        })  # fmt: skip
+
+    lines = [
+        message("e1", None, "first question"),
+        message("e2", "e1", "first answer", "agent"),
+        message("e3", "e2", "abandoned follow-up"),
+        message("e4", "e3", "abandoned answer", "agent"),
+        message("e5", "e2", "the follow-up kept"),
+        message("e6", "e5", "the answer kept", "agent"),
+        json.dumps({"id": "s1", "kind": "ConversationStateUpdateEvent", "source": "environment",
+                    "key": "execution_status", "value": "finished", "parent_id": "e4"}),
+    ]  # fmt: skip
+    parsed = importers.parse("\n".join(lines).encode(), name="tree.jsonl")
+    (conv,) = parsed.conversations
+    assert [m.text for m in conv.messages] == [
+        "first question", "first answer", "the follow-up kept", "the answer kept",
+    ]  # fmt: skip
+    (warning,) = parsed.warnings
+    assert (warning.code, warning.count) == ("off-branch-entries", 2)
