@@ -374,6 +374,10 @@ _ORIGINAL_KINDS: tuple[AgreementWord, ...] = (
     AgreementWord("compaction", "pi compaction",
                   "pi replaced the entries before its first kept entry by a summary (its "
                   "compaction entry: summary, tokensBefore, read and modified files)"),
+    AgreementWord("opencode_compaction", "OpenCode compaction",
+                  "OpenCode summarised the session, on its own when the reported context "
+                  "overflowed (auto) or on /compact (manual): a request with a compaction part "
+                  "answered by a summary message; later requests start at that request"),
     AgreementWord("compact_request", "compaction request (HTTP traffic)",
                   "a Claude Code compaction seen in its HTTP traffic (claude-trace): a request "
                   "closed by the compact prompt, answered by the summary the continued session "

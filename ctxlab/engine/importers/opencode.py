@@ -37,7 +37,7 @@ What the model saw, as ``toModelMessages`` builds it:
   ``excluded-from-context`` warning.
 - **Compactions**: a user message with a ``compaction`` part (``auto``, ``overflow``)
   followed by the summary assistant message (``summary: true``, agent ``compaction``)
-  becomes an ``OriginalCompaction(kind="compaction")``: ``before_index`` is that user
+  becomes an ``OriginalCompaction(kind="opencode_compaction")``: ``before_index`` is that user
   message (the next request starts there, as ``filterCompacted`` keeps it), the summary
   message (flag ``compact_summary``) its ``summary_index``, ``pre_tokens`` the last
   reported context before it. A compaction whose summary did not finish (an error, or
@@ -340,7 +340,7 @@ class _Reader:
             detail.append(("tail_start_id", as_str(part.get("tail_start_id"))))
         self.compactions.append(
             OriginalCompaction(
-                before_index=at, kind="compaction",
+                before_index=at, kind="opencode_compaction",
                 trigger="auto" if part.get("auto") is True else "manual",
                 pre_tokens=self.last_tokens, summary_index=first, source=source,
                 detail=tuple(detail),

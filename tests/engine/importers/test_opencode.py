@@ -12,9 +12,10 @@ from typing import Any
 import pytest
 
 from ctxlab.engine import importers
+from ctxlab.engine.core.catalogue import original_kind_label
 from ctxlab.engine.core.model import BlockKind, Conversation, Role, TranscriptError
 from ctxlab.engine.importers import opencode
-from ctxlab.engine.summarize.recorded import summary_text
+from ctxlab.engine.summarize.recorded import original_kind_key, summary_text
 
 DATA = Path(__file__).parents[2] / "data"
 PLAIN = DATA / "opencode" / "nimble-pixel.json"
@@ -181,7 +182,8 @@ def test_each_step_carries_its_reported_tokens(path: Path) -> None:
 def test_the_real_manual_compaction_is_recorded() -> None:
     conversation = _conversation(COMPACTED)
     (compaction,) = conversation.compactions
-    assert compaction.kind == "compaction"
+    assert compaction.kind == "opencode_compaction"
+    assert original_kind_label(original_kind_key(compaction)) == "OpenCode compaction"
     assert compaction.trigger == "manual"
     request = conversation.messages[compaction.before_index]
     assert request.role is Role.USER
