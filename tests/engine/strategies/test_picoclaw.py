@@ -478,8 +478,10 @@ def test_golden_sniffly_small_window_proactive_only() -> None:
     params = {"context_window": 20_000, "max_tokens": 2000, "simulate_overflow": False}
     res, kinds, findings, firsts = _golden(params)
     assert kinds == {"force_compression": 2, "summarise": 3}
-    # the offline summary of these messages is no longer larger than what it replaced
-    assert findings == {"overflow": 18}
+    # the offline summary of these messages is no longer larger than what it replaced; its
+    # summaries (375, 520, 771 characters: no chatter, no duplicated bullets) leave one step
+    # fewer over the window than the previous summariser's (534, 679, 1,106: 18)
+    assert findings == {"overflow": 17}
     assert firsts == {"summarise": 21, "force_compression": 21}
     assert len(res.summaries) == 3  # type: ignore[attr-defined]
 
