@@ -378,6 +378,16 @@ _ORIGINAL_KINDS: tuple[AgreementWord, ...] = (
                   "OpenCode summarised the session, on its own when the reported context "
                   "overflowed (auto) or on /compact (manual): a request with a compaction part "
                   "answered by a summary message; later requests start at that request"),
+    AgreementWord("copilot_compaction", "Copilot CLI compaction",
+                  "GitHub Copilot CLI summarised the conversation (session.compaction_complete: "
+                  "its summary, the tokens and messages before and removed), on its own at its "
+                  "threshold or on a context-limit error (auto) or on /compact (manual)"),
+    AgreementWord("copilot_truncation", "Copilot CLI truncation",
+                  "GitHub Copilot CLI dropped the oldest messages to fit its token limit "
+                  "(session.truncation: messages and tokens removed), no summary"),
+    AgreementWord("copilot_context_cleared", "Copilot CLI /clear",
+                  "the user cleared GitHub Copilot CLI's context (session.context_cleared): "
+                  "an act, not a threshold"),
     AgreementWord("compact_request", "compaction request (HTTP traffic)",
                   "a Claude Code compaction seen in its HTTP traffic (claude-trace): a request "
                   "closed by the compact prompt, answered by the summary the continued session "
@@ -385,7 +395,8 @@ _ORIGINAL_KINDS: tuple[AgreementWord, ...] = (
     AgreementWord("server_compaction", "server-side compaction",
                   "the API compacted the context itself (a compaction block in the response)"),
     AgreementWord("condensation", "condensation",
-                  "OpenHands' condenser replaced events by a summary"),
+                  "OpenHands' condenser replaced events by a summary (V0 condensation action, "
+                  "V1 SDK Condensation event: the forgotten events and the summary)"),
 )  # fmt: skip
 
 _RELATIONS: tuple[AgreementWord, ...] = (

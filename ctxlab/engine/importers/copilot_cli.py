@@ -34,10 +34,10 @@ events of a sub-agent). What reaches the model:
 - **Compactions**: a successful ``session.compaction_complete`` (``summaryContent``,
   ``preCompactionTokens``, ``messagesRemoved``, ``trigger``, ...) becomes the summary as a
   user message (flags ``compact_summary``, ``meta``) and an ``OriginalCompaction(kind=
-  "compaction")``; ``session.truncation`` (``preTruncationTokensInMessages``,
+  "copilot_compaction")``; ``session.truncation`` (``preTruncationTokensInMessages``,
   ``tokensRemovedDuringTruncation``, ``messagesRemovedDuringTruncation``, ...) an
-  ``OriginalCompaction(kind="truncation")``; ``session.context_cleared`` (``/clear``) one of
-  kind ``context_cleared``. Older messages stay in the list, as in the file; a failed
+  ``OriginalCompaction(kind="copilot_truncation")``; ``session.context_cleared`` (``/clear``) one of
+  kind ``copilot_context_cleared``. Older messages stay in the list, as in the file; a failed
   compaction is a warning.
 
 Not the model's context, not imported: hooks (``hook.*``), turn markers, deltas, intents,
@@ -406,7 +406,7 @@ class _Reader:
         thread.compactions.append(
             OriginalCompaction(
                 before_index=summary_index if summary_index is not None else len(thread.messages),
-                kind="compaction",
+                kind="copilot_compaction",
                 trigger=_trigger(as_str(data.get("trigger"))),
                 pre_tokens=_opt_int(data.get("preCompactionTokens")),
                 summary_index=summary_index,
@@ -423,7 +423,7 @@ class _Reader:
         thread.compactions.append(
             OriginalCompaction(
                 before_index=len(thread.messages),
-                kind="truncation",
+                kind="copilot_truncation",
                 trigger="auto",
                 pre_tokens=_opt_int(data.get("preTruncationTokensInMessages")),
                 source=self.pos(line),
@@ -444,7 +444,7 @@ class _Reader:
         thread = self.thread(data, event)
         thread.compactions.append(
             OriginalCompaction(
-                before_index=len(thread.messages), kind="context_cleared", trigger="manual",
+                before_index=len(thread.messages), kind="copilot_context_cleared", trigger="manual",
                 source=self.pos(line), agent_version=self.facts.get("copilot_version", ""),
                 detail=_details(data, (("messages_removed", "messagesCleared"),)),
             )

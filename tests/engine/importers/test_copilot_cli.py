@@ -11,8 +11,10 @@ from typing import Any
 import pytest
 
 from ctxlab.engine import importers
+from ctxlab.engine.core.catalogue import original_kind_label
 from ctxlab.engine.core.model import BlockKind, Role, TranscriptError
 from ctxlab.engine.importers import copilot_cli
+from ctxlab.engine.summarize.recorded import original_kind_key
 
 DATA = Path(__file__).parents[2] / "data"
 REAL = DATA / "copilot-cli" / "list-models.events.jsonl"
@@ -181,7 +183,7 @@ def test_compaction_and_truncation_are_original_compactions() -> None:
     (conv,) = parsed.conversations
     compaction, truncation = conv.compactions
     assert (compaction.kind, compaction.trigger, compaction.pre_tokens) == (
-        "compaction",
+        "copilot_compaction",
         "auto",
         151234,
     )
@@ -190,11 +192,14 @@ def test_compaction_and_truncation_are_original_compactions() -> None:
     assert compaction.before_index == 4 and dict(compaction.detail)["messages_removed"] == "3"
     assert compaction.agent_version == "1.0.55-1"
     assert (truncation.kind, truncation.pre_tokens, truncation.tokens_saved) == (
-        "truncation",
+        "copilot_truncation",
         130000,
         30000,
     )
     assert truncation.before_index == 6 and dict(truncation.detail)["messages_removed"] == "2"
+    # named as Copilot's own on every page that names an original compaction
+    labels = [original_kind_label(original_kind_key(c)) for c in conv.compactions]
+    assert labels == ["Copilot CLI compaction", "Copilot CLI truncation"]
     assert [w.message for w in parsed.warnings] == [
         "a compaction the CLI reports as failed: nothing compacted"
     ]
