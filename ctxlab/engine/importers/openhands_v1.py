@@ -30,8 +30,10 @@ Events become messages as the SDK's ``events_to_messages`` builds them:
   ``OriginalCompaction(kind="condensation")``. Its summary, when there is one, is the user
   message the SDK puts into the view (flags ``compact_summary``, ``meta``). ``detail``
   holds ``forgotten_events`` (how many ids), ``forgotten_messages`` (the indexes of the
-  messages built from the forgotten events, as ``first-last`` runs), ``summary_offset``
-  and the ids not in this log (``forgotten_not_in_log``). The forgotten messages stay in
+  messages built from the forgotten events, as ``first-last`` runs), ``summary_offset``,
+  the ids not in this log (``forgotten_not_in_log``) and ``requested`` when a
+  ``CondensationRequest`` came before it (the context window was exceeded or the user asked:
+  the log does not say which). The forgotten messages stay in
   the list, as the events stay in the log.
 
 Not the model's context, not imported: ``CondensationRequest``, ``ConversationStateUpdateEvent``
@@ -128,6 +130,7 @@ class _Builder:
     last_response: str = ""
     facts: dict[str, str] = field(default_factory=dict)
     seen: bool = False
+    requested: bool = False  # a CondensationRequest since the last Condensation
 
     def pos(self, index: int, line: int | None) -> SourcePos:
         return SourcePos(self.name, line=line if line is not None else self.line, record=index)
@@ -141,6 +144,8 @@ class _Builder:
         kind = event["kind"]
         if kind in _SILENT:
             self.seen = True
+            if kind == "CondensationRequest":
+                self.requested = True
             if kind == "ConversationStateUpdateEvent" and event.get("key") == "stats":
                 self._stats(event.get("value"))
             return
@@ -283,6 +288,9 @@ class _Builder:
             detail.append(("summary_offset", str(offset)))
         if missing:
             detail.append(("forgotten_not_in_log", str(missing)))
+        if self.requested:  # asked for (context window exceeded, or conversation.condense())
+            detail.append(("requested", "CondensationRequest"))
+        self.requested = False
         self.compactions.append(
             OriginalCompaction(
                 before_index=summary_index if summary_index is not None else len(self.messages),

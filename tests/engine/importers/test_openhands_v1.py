@@ -82,7 +82,12 @@ def test_the_folder_every_kind_and_the_condensation() -> None:
     assert summary.text.startswith("USER_CONTEXT: fix calc.py")
     assert {"compact_summary", "meta"} <= summary.flags
     detail = dict(condensation.detail)
-    assert detail == {"forgotten_events": "6", "forgotten_messages": "2-6", "summary_offset": "2"}
+    assert detail == {
+        "forgotten_events": "6",
+        "forgotten_messages": "2-6",
+        "summary_offset": "2",
+        "requested": "CondensationRequest",
+    }
     assert conv.model == "litellm_proxy/claude-sonnet-4-5"
 
 
