@@ -1,7 +1,9 @@
 """OpenCode sessions: the ``opencode export <sessionID>`` JSON.
 
 ``{"info": <session>, "messages": [{"info": <message>, "parts": [<part>, ...]}, ...]}``
-(``JSON.stringify(…, null, 2)``; newer releases add ``todos``). The storage folder
+(``JSON.stringify(…, null, 2)``; newer releases add ``todos``), also with the
+"Exporting session: ..." line the command writes to stderr before it, or the messages
+alone (``[{"info", "parts"}]``, the server's ``GET /session/<id>/message``). The storage folder
 (``~/.local/share/opencode/storage/``) and the SQLite ``opencode.db`` hold the same
 objects; ``ctxlab.engine.sources.opencode`` reads them into this shape, so one parser
 handles all three.
@@ -90,13 +92,19 @@ _BOOKKEEPING = {"step-start", "step-finish", "patch", "snapshot", "retry", "agen
 _DEFAULT_TITLE = re.compile(r"^(New session|Child session) - \d{4}-\d\d-\d\dT")
 
 _HEAD = re.compile(rb'^\s*\{\s*"info"\s*:\s*\{')
+_LIST_HEAD = re.compile(rb'^\s*\[\s*\{\s*"info"\s*:\s*\{')
+_STDERR_LINE = re.compile(rb"\A\s*Exporting session: [^\n]{0,200}\n")
 _SESSION_ID = re.compile(rb'"id"\s*:\s*"ses_')
 _PART_KEYS = (b'"sessionID"', b'"messageID"', b'"parts"')
 
 
 def sniff(head: bytes, name: str) -> int:
     """An export starts with the session's ``info`` (``"id": "ses_..."``, ``projectID``);
-    a head cut inside a long first message still shows message parts' ids."""
+    a head cut inside a long first message still shows message parts' ids. The messages
+    alone (the server's ``GET /session/<id>/message``: ``[{"info", "parts"}]``) count too."""
+    head = _body(head)
+    if _LIST_HEAD.match(head):
+        return 90 if b'"sessionID"' in head and b'"parts"' in head else 0
     if not head.lstrip().startswith(b"{"):
         return 0
     if _HEAD.match(head) and _SESSION_ID.search(head[:4096]):
@@ -104,6 +112,13 @@ def sniff(head: bytes, name: str) -> int:
     if b'"messages"' in head and all(k in head for k in _PART_KEYS) and b'"providerID"' in head:
         return 88
     return 0
+
+
+def _body(data: bytes) -> bytes:
+    """``data`` without the line ``opencode export`` writes to stderr ("Exporting session:
+    ses_..."), kept when both streams were saved to the file."""
+    found = _STDERR_LINE.match(data)
+    return data[found.end() :] if found else data
 
 
 def _iso(ms: Any) -> str | None:
@@ -350,7 +365,10 @@ class _Reader:
 
 def parse(data: bytes, *, name: str) -> ParsedFile:
     require_content(data, name, _EXPECTED)
-    doc = load_json(data, name)
+    doc = load_json(_body(data), name)
+    if isinstance(doc, list):  # the messages alone: the session is named by their sessionID
+        first = as_dict(as_dict(doc[0]).get("info")) if doc else {}
+        doc = {"info": {"id": as_str(first.get("sessionID"))}, "messages": doc}
     if not isinstance(doc, dict) or not isinstance(doc.get("messages"), list):
         raise TranscriptError("no OpenCode messages", file=name, expected=_EXPECTED)
     session = as_dict(doc.get("info"))

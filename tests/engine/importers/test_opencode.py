@@ -346,3 +346,18 @@ def test_a_broken_export_is_refused_as_opencode() -> None:
     with pytest.raises(TranscriptError) as err:
         importers.parse(json.dumps(broken, indent=2).encode(), name="e.json")
     assert err.value.looks_like == "OpenCode session"
+
+
+def test_an_export_saved_with_its_stderr_line_and_the_messages_alone() -> None:
+    """``opencode export ID > f 2>&1`` keeps "Exporting session: ID" before the JSON; the
+    server's ``GET /session/ID/message`` gives the messages alone. Both read as the export."""
+    data = PLAIN.read_bytes()
+    whole = _conversation(PLAIN)
+    noisy = b"Exporting session: ses_39b4c1891ffezxPVc5OPmcqF33\n" + data
+    assert importers.detect(noisy, "x.json") == "opencode"
+    (read,) = importers.parse(noisy, name=PLAIN.name).conversations
+    assert read.messages == whole.messages
+    alone = json.dumps(_doc(PLAIN)["messages"], indent=2).encode()
+    assert importers.detect(alone, "m.json") == "opencode"
+    (read,) = importers.parse(alone, name=PLAIN.name).conversations
+    assert read.id == whole.id and read.messages == whole.messages
