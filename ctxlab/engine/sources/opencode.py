@@ -62,7 +62,8 @@ def export_bytes(info: dict[str, Any], messages: list[dict[str, Any]]) -> bytes:
 
 
 class Source:
-    """A place holding OpenCode sessions (``open_source``)."""
+    """A place holding OpenCode sessions (``open_source``); ``sessions`` lists those with
+    at least one message."""
 
     def sessions(self) -> list[OpenCodeSession]:
         raise NotImplementedError
@@ -140,8 +141,8 @@ class Storage(Source):
         found = []
         for file in sorted((self.root / "session").glob("*/*.json")):
             info = _json_file(file)
-            if info is None:
-                continue
+            if info is None or not any((self.root / "message" / file.stem).glob("*.json")):
+                continue  # unreadable, or a session opened and never used: no transcript
             session_id = file.stem
             info = {**info, "id": session_id}
             info.setdefault("projectID", file.parent.name)
@@ -192,7 +193,10 @@ class Database(Source):
 
     def sessions(self) -> list[OpenCodeSession]:
         with closing(_connect(self.path)) as db:
-            cursor = db.execute("SELECT * FROM session ORDER BY time_created, id")
+            cursor = db.execute(  # a session opened and never used is no transcript
+                "SELECT * FROM session WHERE EXISTS (SELECT 1 FROM message "
+                "WHERE message.session_id = session.id) ORDER BY time_created, id"
+            )
             names = [d[0] for d in cursor.description]
             rows = [dict(zip(names, values, strict=True)) for values in cursor.fetchall()]
         found = []

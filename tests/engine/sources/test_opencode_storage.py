@@ -79,6 +79,20 @@ def test_a_data_folder_with_both_lists_each_session_once(tmp_path: Path) -> None
     assert where[export(SAMPLES[1])["info"]["id"]] == "storage"
 
 
+def test_a_session_never_used_is_not_listed(tmp_path: Path) -> None:
+    """OpenCode creates a session before its first prompt: one left empty is no transcript
+    (importing it would only fail)."""
+    empty = {**export(SAMPLES[0]), "messages": []}
+    empty["info"] = {**empty["info"], "id": "ses_empty"}
+    exports = [export(SAMPLES[0]), empty]
+    for source in (
+        opencode.open_source(write_storage(tmp_path / "a", exports)),
+        opencode.open_source(write_database(tmp_path / "b" / "opencode.db", exports)),
+    ):
+        assert source is not None
+        assert [s.session_id for s in source.sessions()] == [export(SAMPLES[0])["info"]["id"]]
+
+
 def test_other_places_are_not_opencode(tmp_path: Path) -> None:
     assert opencode.open_source(tmp_path) is None
     assert opencode.open_source(DATA / "pi") is None
