@@ -422,10 +422,6 @@ def _feed(builder: _Builder, items: list[tuple[int | None, Any]], warnings: Warn
         builder.add(index, event, line)
 
 
-def _is_event(value: Any) -> bool:
-    return isinstance(value, dict) and isinstance(value.get("kind"), str) and "history" not in value
-
-
 def _instance(record: dict[str, Any], index: int, name: str, line: int | None,
               warnings: Warnings, used: set[str]) -> Conversation | None:  # fmt: skip
     instance_id = as_str(record.get("instance_id")) or as_str(record.get("id"))
