@@ -62,7 +62,9 @@ class Command(BaseCommand):
         "an Entire checkpoints branch (entire/checkpoints/v1), a ZIP of that branch or a "
         "folder it was extracted to imports each agent session on it once, and so does "
         "OpenCode's data folder (~/.local/share/opencode: storage/ and opencode.db), its "
-        "storage folder or an opencode.db file. "
+        "storage folder or an opencode.db file. Each OpenHands V1 conversation folder at or "
+        "under a path (~/.openhands/conversations/<id>/events/event-*.json) is one "
+        "conversation. "
         "--json prints one JSON object per file per line, with each conversation's stored "
         "transcript id (for replay --transcript ID). Exits non-zero if any file failed."
     )
