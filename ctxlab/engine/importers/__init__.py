@@ -36,7 +36,9 @@ SNIFF_BYTES = 64 * 1024
 # thread (parallel calls, boundaries, sub-agent progress), microcompactions, continued
 # files; pi sessions; Codex replacement histories and window chains; claude-trace /compact
 # joined; lenient JSONL (bad lines skipped with a warning, a cut last line left out).
-VERSION = "3"
+# 4: OpenCode exports, GitHub Copilot CLI event logs and OpenHands V1 events (read before as
+# other formats or refused); Codex multi-agent messages; one title rule skipping preambles.
+VERSION = "4"
 
 
 def _discover() -> dict[str, ModuleType]:
