@@ -17,12 +17,11 @@ from typing import Any, BinaryIO, TypeVar
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 
-from ctxlab.engine import importers
+from ctxlab.engine import importers, sources
 from ctxlab.engine.core import codec, import_warnings
 from ctxlab.engine.core.model import Conversation, ParsedFile, TranscriptError
 from ctxlab.engine.core.model import Message as EngineMessage
 from ctxlab.engine.importers._stream import ConversationStream, StreamedFile, from_parsed
-from ctxlab.engine.sources import entire, opencode
 
 from . import import_store
 from .import_store import _column, message_reference_tokens_many, preview_of
@@ -83,9 +82,8 @@ class ImportOutcome:
     error: TranscriptError | None = None
     conversations: tuple[ConversationSummary, ...] = ()
     warnings: tuple[dict[str, Any], ...] = field(default=())
-    entire: dict[str, Any] | None = None  # the Entire session this file was rebuilt from
-    # Where a session read from an agent's own store came from (an OpenCode storage
-    # folder or database): {"kind", "session", "where", "directory"}.
+    # What the place a session came from says about it (``sources.Loaded``: "kind",
+    # its facts, "summary", "note"); None for a file imported as a file.
     source: dict[str, Any] | None = None
 
     @property
@@ -124,7 +122,6 @@ class ImportOutcome:
             "upload": None if self.upload is None else self.upload.pk,
             "transcripts": [c.transcript_id for c in self.conversations],
             "size": self.size,
-            **({"entire": self.entire} if self.entire is not None else {}),
             **({"source": self.source} if self.source is not None else {}),
         }
 
@@ -199,60 +196,28 @@ def upload_import_file(
     return _import(owner=owner, name=name, data=data, format=format)
 
 
-def entire_import(*, owner: Any, tree: entire.Tree) -> Iterator[ImportOutcome]:
-    """Each agent session on an Entire checkpoints branch (``sources.entire``), imported
-    once through ``upload_import_file``, with its checkpoints and the commits naming them."""
-    commits = tree.commits() if isinstance(tree, entire.GitTree) else {}
-    for session in entire.sessions(tree):
-        data = session.read()
-        format, note = entire.format_of(session, data)
-        outcome = upload_import_file(
-            owner=owner, name=session.name, file=io.BytesIO(data), size=len(data), format=format
-        )
-        checkpoints = [
-            {
-                "id": c.checkpoint_id,
-                "created_at": c.created_at,
-                "folder": c.folder,
-                "branch": c.branch,
-                "commit": commits.get(c.checkpoint_id, ""),
-            }
-            for c in session.checkpoints
-        ]
-        yield replace(
-            outcome,
-            entire={
-                "session": session.session_id,
-                "agent": session.agent,
-                "note": note,
-                "checkpoints": checkpoints,
-                "linked": sum(1 for c in checkpoints if c["commit"]),
-            },
-        )
-
-
-def opencode_import(*, owner: Any, source: opencode.Source) -> Iterator[ImportOutcome]:
-    """Each session of an OpenCode storage folder or database (``sources.opencode``),
-    read as its ``opencode export`` JSON and imported once through ``upload_import_file``
-    (an unchanged session is a duplicate, as the same file uploaded twice)."""
-    for session in source.sessions():
-        data = session.read()
+def import_found(
+    *, owner: Any, found: Iterable[sources.Found]
+) -> Iterator[tuple[sources.Found, ImportOutcome]]:
+    """Sessions a place holds (``sources.find``: an Entire branch, an OpenCode store,
+    OpenHands folders), each read and imported once through ``upload_import_file``; the
+    outcome's ``source`` is what the place says about it."""
+    for item in found:
+        try:
+            loaded = item.load()
+        except (TranscriptError, OSError) as exc:
+            error = exc if isinstance(exc, TranscriptError) else TranscriptError(str(exc))
+            yield item, ImportOutcome(name=item.name, size=0, error=error)
+            continue
         outcome = upload_import_file(
             owner=owner,
-            name=session.name,
-            file=io.BytesIO(data),
-            size=len(data),
-            format=session.format_hint,
+            name=item.name,
+            file=io.BytesIO(loaded.data),
+            size=len(loaded.data),
+            format=loaded.format,
         )
-        yield replace(
-            outcome,
-            source={
-                "kind": "opencode",
-                "session": session.session_id,
-                "where": session.where,
-                "directory": session.directory,
-            },
-        )
+        facts = {**loaded.facts, "summary": loaded.summary, "note": loaded.note}
+        yield item, replace(outcome, source=facts)
 
 
 def _import(

@@ -121,7 +121,8 @@ def _import_files(request: HtmxHttpRequest, form: UploadForm) -> list[services.I
         # A ZIP of an Entire checkpoints branch: each agent session on it, once.
         tree = entire.open_zip(uploaded) if uploaded.name.lower().endswith(".zip") else None
         if tree is not None and fmt is None:
-            outcomes.extend(services.entire_import(owner=request.user, tree=tree))
+            found = entire.found(tree, uploaded.name)
+            outcomes.extend(o for _, o in services.import_found(owner=request.user, found=found))
             continue
         outcomes.append(
             services.upload_import_file(

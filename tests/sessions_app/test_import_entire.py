@@ -30,18 +30,18 @@ def test_a_repository_imports_each_session_once_with_its_commits(tmp_path: Path)
     repo = tmp_path / "repo"
     expected = build_repo(repo)
     lines = _import(str(repo))
-    by_session = {line["entire"]["session"]: line for line in lines}
+    by_session = {line["source"]["session"]: line for line in lines}
     assert sorted(by_session) == ["mis", "seg", "snap"]
     for session_id, line in by_session.items():
         assert line["error"] is None, line
         assert line["format"] == "claude-code"
         upload = Upload.objects.get(pk=line["upload"])
         assert bytes(upload.data) == expected[session_id]  # every byte, rebuilt once
-    snap = by_session["snap"]["entire"]
+    snap = by_session["snap"]["source"]
     assert [c["id"] for c in snap["checkpoints"]] == ["aa00000000a1", "aa00000000a2"]
     assert snap["checkpoints"][1]["commit"] == git(repo, "rev-parse", "main")
     assert snap["checkpoints"][0]["commit"] == ""
-    assert "Gemini CLI" in by_session["mis"]["entire"]["note"]
+    assert "Gemini CLI" in by_session["mis"]["source"]["note"]
     # The 87-line session split over two checkpoints is one conversation, not two.
     seg = Transcript.objects.get(pk=by_session["seg"]["transcripts"][0])
     whole = _import_file(tmp_path, expected["seg"])
@@ -83,11 +83,11 @@ def test_a_zip_of_the_branch_uploaded_on_the_page_imports_each_session(
     )
     assert response.status_code == 200, response.content
     results = response.json()["results"]
-    assert sorted(r["entire"]["session"] for r in results) == ["mis", "seg", "snap"]
+    assert sorted(r["source"]["session"] for r in results) == ["mis", "seg", "snap"]
     for result in results:
         assert (
             bytes(Upload.objects.get(pk=result["upload"]).data)
-            == expected[result["entire"]["session"]]
+            == expected[result["source"]["session"]]
         )
     page = alice_client.post(
         reverse("upload-create"),

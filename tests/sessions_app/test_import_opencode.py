@@ -44,12 +44,14 @@ def test_each_session_is_imported_once_with_every_message(tmp_path: Path, store:
         line = by_session[doc["info"]["id"]]
         assert line["error"] is None, line
         assert line["format"] == "opencode"
-        assert line["source"] == {
+        source = line["source"]
+        assert {k: source[k] for k in ("kind", "session", "where", "directory")} == {
             "kind": "opencode",
             "session": doc["info"]["id"],
             "where": store,
             "directory": "/Users/alex/repos/vfp/dark-factory",
         }
+        assert source["summary"].startswith(f"OpenCode session {doc['info']['id']} from its")
         assert line["file"] == f"{root}:{doc['info']['id']}.json"
         transcript = Transcript.objects.get(pk=line["transcripts"][0])
         messages, calls, compactions = _expected(path)

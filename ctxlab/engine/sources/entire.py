@@ -26,6 +26,7 @@ from typing import BinaryIO, Protocol
 
 from ..core.model import TranscriptError
 from ..importers import IMPORTERS, detect
+from .found import Found, Loaded
 
 BRANCH = "entire/checkpoints/v1"
 
@@ -185,6 +186,44 @@ def format_of(session: EntireSession, data: bytes) -> tuple[str | None, str]:
         label = IMPORTERS[found].LABEL
         return found, f"metadata.json names {session.agent!r}, but this is a {label}: read as one"
     return found, ""
+
+
+def found(tree: Tree, root: str) -> list[Found]:
+    """The branch's sessions for the import, with their checkpoints and the commits that
+    name them (a git repository's code branches: ``Entire-Checkpoint:`` trailers)."""
+    commits = tree.commits() if isinstance(tree, GitTree) else {}
+    return [
+        Found(session.name, f"{root}:{session.name}", lambda s=session: _load(s, commits))  # type: ignore[misc]
+        for session in sessions(tree)
+    ]
+
+
+def _load(session: EntireSession, commits: dict[str, str]) -> Loaded:
+    data = session.read()
+    fmt, note = format_of(session, data)
+    checkpoints = [
+        {
+            "id": c.checkpoint_id,
+            "created_at": c.created_at,
+            "folder": c.folder,
+            "branch": c.branch,
+            "commit": commits.get(c.checkpoint_id, ""),
+        }
+        for c in session.checkpoints
+    ]
+    linked = sum(1 for c in checkpoints if c["commit"])
+    facts = {
+        "kind": "entire",
+        "session": session.session_id,
+        "agent": session.agent,
+        "checkpoints": checkpoints,
+        "linked": linked,
+    }
+    summary = (
+        f"Entire session {session.session_id} ({session.agent or 'agent not named'}): "
+        f"{len(checkpoints)} checkpoint(s), {linked} linked to a commit"
+    )
+    return Loaded(data, fmt, facts, summary, note)
 
 
 # Where the branch lives

@@ -29,6 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .found import Found, Loaded
+
 FORMAT = "opencode"
 DB_NAME = "opencode.db"
 STORAGE = "storage"
@@ -67,6 +69,28 @@ class Source:
 
     def sessions(self) -> list[OpenCodeSession]:
         raise NotImplementedError
+
+
+def found(source: Source, root: str) -> list[Found]:
+    """The store's sessions for the import, each read as its ``opencode export`` JSON."""
+    return [
+        Found(session.name, f"{root}:{session.name}", lambda s=session: _load(s))  # type: ignore[misc]
+        for session in source.sessions()
+    ]
+
+
+def _load(session: OpenCodeSession) -> Loaded:
+    facts = {
+        "kind": "opencode",
+        "session": session.session_id,
+        "where": session.where,
+        "directory": session.directory,
+    }
+    summary = (
+        f"OpenCode session {session.session_id} from its {session.where} "
+        f"({session.directory or 'no directory'})"
+    )
+    return Loaded(session.read(), FORMAT, facts, summary)
 
 
 def open_source(path: Path) -> Source | None:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.model import TranscriptError
+from .found import Found, Loaded
 
 FORMAT = "openhands-v1"
 EVENTS_DIR = "events"
@@ -87,3 +88,17 @@ def conversations(path: Path) -> list[Conversation]:
             found.append(Conversation(here / EVENTS_DIR))
             dirs.remove(EVENTS_DIR)
     return found
+
+
+def found(path: Path) -> list[Found]:
+    """Each conversation folder at or under ``path`` for the import, as one session."""
+    return [
+        Found(c.name, str(c.folder), lambda c=c: _load(c), covers=c.folder.parent)  # type: ignore[misc]
+        for c in conversations(path)
+    ]
+
+
+def _load(conversation: Conversation) -> Loaded:
+    facts = {"kind": "openhands", "conversation": conversation.conversation_id}
+    summary = f"OpenHands conversation {conversation.conversation_id}"
+    return Loaded(conversation.read(), FORMAT, facts, summary)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import sys
@@ -12,9 +11,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from ctxlab.engine import TranscriptError, importers
-from ctxlab.engine.sources import entire, opencode
-from ctxlab.engine.sources import openhands as openhands_folders
+from ctxlab.engine import TranscriptError, importers, sources
 from sessions_app import services
 
 from ._owner import resolve_owner
@@ -77,110 +74,39 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         owner = resolve_owner(options["user"])
-        trees = {raw: entire.open_tree(Path(raw)) for raw in options["paths"]}
-        failed = sum(
-            self._import_entire(raw, tree, owner=owner, as_json=options["json"])
-            for raw, tree in trees.items()
-            if tree is not None
-        )
-        stores = {raw: opencode.open_source(Path(raw)) for raw, t in trees.items() if t is None}
-        failed += sum(
-            self._import_opencode(raw, store, owner=owner, as_json=options["json"])
-            for raw, store in stores.items()
-            if store is not None
-        )
-        plain = [raw for raw, store in stores.items() if store is None]
-        folders = [c for raw in plain for c in openhands_folders.conversations(Path(raw))]
-        failed += sum(
-            self._import_openhands(c, owner=owner, as_json=options["json"]) for c in folders
-        )
+        as_json = options["json"]
+        places = [(raw, sources.find(Path(raw))) for raw in options["paths"]]
+        failed = 0
+        for _, place in places:
+            for item, outcome in services.import_found(owner=owner, found=place.sessions):
+                failed += not outcome.ok
+                self._report(item.where, outcome, as_json=as_json)
+        covered = [item.covers for _, p in places for item in p.sessions if item.covers]
         files = [
             path
-            for path in iter_files(plain)
-            if not any(path.is_relative_to(c.folder.parent) for c in folders)
+            for path in iter_files([raw for raw, place in places if not place.whole])
+            if not any(path.is_relative_to(folder) for folder in covered)
         ]
-        progress = Progress(len(files), enabled=sys.stderr.isatty() and not options["json"])
+        progress = Progress(len(files), enabled=sys.stderr.isatty() and not as_json)
         for path in files:
             outcome = self._import_one(path, owner=owner, format=options["format"])
             progress.step(path.name)
             failed += not outcome.ok
-            if options["json"]:
-                line = outcome.to_json()
-                line["file"] = str(path)
-                self.stdout.write(json.dumps(line, ensure_ascii=False))
-            else:
-                self.stdout.write(self._describe(path, outcome))
+            self._report(str(path), outcome, as_json=as_json)
         progress.close()
         if failed:
             raise CommandError(f"{failed} file(s) or session(s) failed", returncode=1)
 
-    def _import_entire(self, raw: str, tree: entire.Tree, *, owner: Any, as_json: bool) -> int:
-        """Each session on an Entire checkpoints branch, once; returns how many failed."""
-        failed = 0
-        for outcome in services.entire_import(owner=owner, tree=tree):
-            failed += not outcome.ok
-            where = f"{raw}:{outcome.name}"
-            if as_json:
-                self.stdout.write(
-                    json.dumps({**outcome.to_json(), "file": where}, ensure_ascii=False)
-                )
-                continue
-            self.stdout.write(self._describe(Path(where), outcome))
-            source = outcome.entire or {}
-            self.stdout.write(
-                f"  Entire session {source.get('session')} "
-                f"({source.get('agent') or 'agent not named'}): "
-                f"{len(source.get('checkpoints', []))} checkpoint(s), "
-                f"{source.get('linked', 0)} linked to a commit"
-            )
-            if source.get("note"):
-                self.stdout.write(self.style.WARNING(f"  {source['note']}"))
-        return failed
-
-    def _import_opencode(
-        self, raw: str, store: opencode.Source, *, owner: Any, as_json: bool
-    ) -> int:
-        """Each session of an OpenCode storage folder or database; returns how many failed."""
-        failed = 0
-        for outcome in services.opencode_import(owner=owner, source=store):
-            failed += not outcome.ok
-            where = f"{raw}:{outcome.name}"
-            if as_json:
-                self.stdout.write(
-                    json.dumps({**outcome.to_json(), "file": where}, ensure_ascii=False)
-                )
-                continue
-            self.stdout.write(self._describe(Path(where), outcome))
-            source = outcome.source or {}
-            self.stdout.write(
-                f"  OpenCode session {source.get('session')} from its {source.get('where')} "
-                f"({source.get('directory') or 'no directory'})"
-            )
-        return failed
-
-    def _import_openhands(
-        self, conv: openhands_folders.Conversation, *, owner: Any, as_json: bool
-    ) -> int:
-        """An OpenHands V1 conversation folder (``events/event-<n>-<id>.json``, found by
-        ``sources.openhands``), its events joined as one JSONL file; 1 if it failed."""
-        try:
-            data = conv.read()
-        except TranscriptError as exc:
-            outcome = services.ImportOutcome(name=conv.name, size=0, error=exc)
-        else:
-            outcome = services.upload_import_file(
-                owner=owner,
-                name=conv.name,
-                file=io.BytesIO(data),
-                size=len(data),
-                format=openhands_folders.FORMAT,
-            )
+    def _report(self, where: str, outcome: services.ImportOutcome, *, as_json: bool) -> None:
         if as_json:
-            line = {**outcome.to_json(), "file": str(conv.folder)}
-            self.stdout.write(json.dumps(line, ensure_ascii=False))
-        else:
-            self.stdout.write(self._describe(conv.folder, outcome))
-        return int(not outcome.ok)
+            self.stdout.write(json.dumps({**outcome.to_json(), "file": where}, ensure_ascii=False))
+            return
+        self.stdout.write(self._describe(Path(where), outcome))
+        source = outcome.source or {}
+        if source.get("summary"):
+            self.stdout.write(f"  {source['summary']}")
+        if source.get("note"):
+            self.stdout.write(self.style.WARNING(f"  {source['note']}"))
 
     def _import_one(self, path: Path, *, owner: Any, format: str | None) -> services.ImportOutcome:
         name = path.name
