@@ -99,8 +99,13 @@ def test_zone_bar_overhead_and_one_before_after_per_compaction(
     )
     from replay_app.display.vocabulary import event_label
 
-    label = html.escape(event_label("compact"))  # hovers name a kind by its label
-    assert [(b, a) for name, b, a in hovers if name == label] == expected
+    # hovers name a kind by its label, and a compaction by its one number (#K)
+    label = html.escape(event_label("compact"))
+    named = [(name, b, a) for name, b, a in hovers if name.startswith(label)]
+    assert [(b, a) for _, b, a in named] == expected
+    assert [name for name, _, _ in named] == [
+        f"{label} · compaction #{k}" for k in range(1, len(expected) + 1)
+    ]
     template = page.evaluate(
         "() => document.getElementById('token-curve-plot').data"
         ".find(t => t.meta && t.meta.role === 'events').hovertemplate"
