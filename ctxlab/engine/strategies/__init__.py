@@ -136,6 +136,8 @@ LIBRARY: tuple[str, ...] = PRESETS + (
     "openhands_condenser",
     "anthropic_server_compaction",
     "pi",
+    "roo_code",
+    "goose",
 )
 
 
