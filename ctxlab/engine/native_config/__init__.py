@@ -41,6 +41,8 @@ Shapes (each strategy's page in docs/strategies/ names its original's sources):
   is the embedding app's ``CoreSessionConfig.compaction`` or model info).
 - pi: ``~/.pi/agent/settings.json`` (or ``<cwd>/.pi/settings.json``) ->
   ``compaction.{enabled, reserveTokens, keepRecentTokens}``; the window is the model's.
+- Goose: ``~/.config/goose/config.yaml`` -> ``GOOSE_AUTO_COMPACT_THRESHOLD`` (the context
+  limit is the model's, or the environment variable ``GOOSE_CONTEXT_LIMIT``).
 - LangChain: Python, not a config file: the ``SummarizationMiddleware(...)`` constructor call,
   and the ``trim_messages(...)`` pre-model hook (``content`` holds the keyword arguments).
 
@@ -118,6 +120,7 @@ WRITES: dict[str, frozenset[str]] = {
     "gemini_cli": frozenset({"compression_threshold", "truncate_tool_output_threshold"}),
     "cline": frozenset({"strategy"}),
     "pi": frozenset({"enabled", "reserveTokens", "keepRecentTokens"}),
+    "goose": frozenset({"GOOSE_AUTO_COMPACT_THRESHOLD"}),
 }  # fmt: skip
 
 NATIVE_SHAPES: dict[str, Callable[[Mapping[str, Any]], NativeConfig]] = {

@@ -216,6 +216,22 @@ def _pi(p: Mapping[str, Any]) -> NativeConfig:
     return NativeConfig("pi", "settings.json", content, json_text(content), notes)
 
 
+def _goose(p: Mapping[str, Any]) -> NativeConfig:
+    """Goose reads ``GOOSE_AUTO_COMPACT_THRESHOLD`` through ``Config::global().get_param``:
+    ``~/.config/goose/config.yaml`` (or the environment variable of the same name)."""
+    content = {"GOOSE_AUTO_COMPACT_THRESHOLD": p["GOOSE_AUTO_COMPACT_THRESHOLD"]}
+    text = "".join(f"{key}: {value}\n" for key, value in content.items())
+    notes = (
+        "~/.config/goose/config.yaml, or the environment variable of the same name; a "
+        "threshold <= 0 or >= 1 turns auto-compaction off.",
+        f"context_limit={p['context_limit']}: the model's context limit, or the environment "
+        "variable GOOSE_CONTEXT_LIMIT (model.rs reads it with std::env::var).",
+        f"removal_percentages={p['removal_percentages']!r}: the constant in "
+        "context_mgmt/mod.rs do_compact, not configuration.",
+    )
+    return NativeConfig("goose", "config.yaml", content, text, notes)
+
+
 SHAPES: dict[str, Callable[[Mapping[str, Any]], NativeConfig]] = {
     "anthropic_edits": _anthropic_edits,
     "codex": _codex,
@@ -225,4 +241,5 @@ SHAPES: dict[str, Callable[[Mapping[str, Any]], NativeConfig]] = {
     "gemini_cli": _gemini_cli,
     "cline": _cline,
     "pi": _pi,
+    "goose": _goose,
 }

@@ -17,6 +17,7 @@ from ctxlab.engine import cli
 from ctxlab.engine.core.model import Block, BlockKind, Message, Role
 from ctxlab.engine.core.records import ReplayResult
 from ctxlab.engine.core.summary_request import SummaryRequest, SummaryResponse
+from ctxlab.engine.native_config import native_config
 from ctxlab.engine.replay import run
 from ctxlab.engine.strategies import LIBRARY, PRESETS, STRATEGIES
 from ctxlab.engine.strategies import goose as g
@@ -301,3 +302,15 @@ def test_replays_every_corpus_transcript(name: str) -> None:
     for limit in (128_000, 6_000):
         res = run(conversation, "goose", params={"context_limit": limit})
         assert len(res.steps) >= 0
+
+
+# -- native export -----------------------------------------------------------------------------
+
+
+def test_native_config_writes_the_threshold_and_notes_the_limit() -> None:
+    native = native_config("goose", {"GOOSE_AUTO_COMPACT_THRESHOLD": 0.7, "context_limit": 64000})
+    assert native.filename == "config.yaml" and native.media_type == "application/yaml"
+    assert native.content == {"GOOSE_AUTO_COMPACT_THRESHOLD": 0.7}
+    assert "GOOSE_AUTO_COMPACT_THRESHOLD: 0.7\n" in native.text
+    assert ("context_limit", 64000) in native.unexpressed
+    assert any("GOOSE_CONTEXT_LIMIT" in note for note in native.notes)
