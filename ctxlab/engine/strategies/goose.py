@@ -215,7 +215,6 @@ class _State:
     turn_started: bool = False  # a user text message joined since the last call
     compaction_attempts: int = 0  # provider overflows in this reply (reply_internal)
     zone: tuple[PromptMessage, ...] = ()  # the agent-only summary + continuation
-    compactions: int = 0
 
 
 class GooseStrategy(Strategy):
@@ -412,7 +411,6 @@ class GooseStrategy(Strategy):
             )  # fmt: skip
             act.summary_id = record.id
         st.zone = zone
-        st.compactions += 1
         check_summary_size(
             ctx, summary_rendered=rendered, replaced=removed, summary_id=record.id,
             previous_ref=previous_ref,
