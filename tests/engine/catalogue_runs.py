@@ -41,6 +41,7 @@ SMALL: dict[str, dict[str, Any]] = {
                                 "masking_n": 1},
     "aider": {"max_chat_history_tokens": 1024},
     "pi": {"contextWindow": 12000, "reserveTokens": 2000, "keepRecentTokens": 1500},
+    "roo_code": {"contextWindow": 12000, "maxTokens": 2000, "autoCondenseContextPercent": 60},
     "goose": {"context_limit": 6000},
 }  # fmt: skip
 # BaseAgent's request-view prune (and its lifting) needs a longer session: 250 messages

@@ -43,6 +43,9 @@ Shapes (each strategy's page in docs/strategies/ names its original's sources):
   ``compaction.{enabled, reserveTokens, keepRecentTokens}``; the window is the model's.
 - Goose: ``~/.config/goose/config.yaml`` -> ``GOOSE_AUTO_COMPACT_THRESHOLD`` (the context
   limit is the model's, or the environment variable ``GOOSE_CONTEXT_LIMIT``).
+- Roo Code: the settings export ``roo-code-settings.json`` -> ``globalSettings.{autoCondenseContext,
+  autoCondenseContextPercent, customSupportPrompts.CONDENSE}`` (``providerProfiles`` required
+  by the import; the window and max tokens are the model's).
 - LangChain: Python, not a config file: the ``SummarizationMiddleware(...)`` constructor call,
   and the ``trim_messages(...)`` pre-model hook (``content`` holds the keyword arguments).
 
@@ -121,6 +124,9 @@ WRITES: dict[str, frozenset[str]] = {
     "cline": frozenset({"strategy"}),
     "pi": frozenset({"enabled", "reserveTokens", "keepRecentTokens"}),
     "goose": frozenset({"GOOSE_AUTO_COMPACT_THRESHOLD"}),
+    "roo_code": frozenset(
+        {"autoCondenseContext", "autoCondenseContextPercent", "customCondensingPrompt"}
+    ),
 }  # fmt: skip
 
 NATIVE_SHAPES: dict[str, Callable[[Mapping[str, Any]], NativeConfig]] = {

@@ -232,6 +232,31 @@ def _goose(p: Mapping[str, Any]) -> NativeConfig:
     return NativeConfig("goose", "config.yaml", content, text, notes)
 
 
+def _roo_code(p: Mapping[str, Any]) -> NativeConfig:
+    """Roo Code's settings export (``src/core/config/importExport.ts``): ``{providerProfiles,
+    globalSettings}``; import requires ``providerProfiles`` and merges its ``apiConfigs``
+    into the existing ones, so an empty map keeps every provider profile."""
+    settings: dict[str, Any] = {
+        "autoCondenseContext": p["autoCondenseContext"],
+        "autoCondenseContextPercent": p["autoCondenseContextPercent"],
+    }
+    prompt = str(p["customCondensingPrompt"]).strip()
+    if prompt:
+        settings["customSupportPrompts"] = {"CONDENSE": prompt}
+    content = {
+        "providerProfiles": {"currentApiConfigName": "default", "apiConfigs": {}},
+        "globalSettings": settings,
+    }
+    notes = (
+        "roo-code-settings.json: Settings -> About -> Import (or the roo-cline."
+        "autoImportSettingsPath setting); currentApiConfigName names the profile made "
+        "current ('default' is Roo Code's first profile: rename it to yours).",
+        f"contextWindow={p['contextWindow']}, maxTokens={p['maxTokens']}: the model's info "
+        "(contextWindow, maxTokens), not settings.",
+    )
+    return NativeConfig("roo_code", "roo-code-settings.json", content, json_text(content), notes)
+
+
 SHAPES: dict[str, Callable[[Mapping[str, Any]], NativeConfig]] = {
     "anthropic_edits": _anthropic_edits,
     "codex": _codex,
@@ -242,4 +267,5 @@ SHAPES: dict[str, Callable[[Mapping[str, Any]], NativeConfig]] = {
     "cline": _cline,
     "pi": _pi,
     "goose": _goose,
+    "roo_code": _roo_code,
 }
