@@ -255,7 +255,7 @@ class RooCodeStrategy(Strategy):
         if self.params["autoCondenseContext"] and due and self._condense(ctx, tokens, detail):
             return
         if tokens > self.allowed():
-            self._truncate(ctx, detail)
+            self._truncate(ctx, {"estimate": tokens, "limit": math.floor(self.allowed())})
 
     # --- condense -----------------------------------------------------------------------
     def _condense(self, ctx: ContextView, tokens: int, detail: dict[str, Any]) -> bool:
@@ -402,7 +402,7 @@ class RooCodeStrategy(Strategy):
         st.stored.insert(boundary, Entry(MARKER, "user"))
         marker = f"[Sliding window truncation: {n} messages hidden to reduce context]"
         with ctx.action(
-            "truncate",
+            "drop",
             reason="request over the allowed tokens: the sliding window hides half of the "
             "stored messages after the first",
             messages_removed=n,
