@@ -90,3 +90,23 @@ def test_replayed_requests_carry_the_original_prompts(
     ]
     assert second.messages[0].text.endswith(update_tail)
     assert update_tail in want["update"]
+
+
+def test_roo_code_condense_prompt_is_byte_exact() -> None:
+    """Roo Code's CONDENSE support prompt (RooCodeInc/Roo-Code @ d1e74cb3,
+    src/shared/support-prompt.ts), the summary call's system prompt, and its last message."""
+    from ctxlab.engine.strategies import roo_code
+
+    data = roo_code.SUMMARY_PROMPT.encode("utf-8")
+    assert hashlib.sha256(data).hexdigest() == (
+        "ee9b4cf88a3424cd145743d6f097a3ba405647c29492f6ca84e56f1c6c5277da"
+    )
+    echo = EchoSummarizer()
+    run(conv(system(), *cycle(6, size=900)), "roo_code",
+        params={"contextWindow": 2000, "maxTokens": 200, "autoCondenseContextPercent": 50},
+        summarizer=echo)  # fmt: skip
+    request = echo.requests[0]
+    assert request.system.encode() == data
+    assert request.messages[-1].text == (
+        "Summarize the conversation so far, as described in the prompt instructions."
+    )
