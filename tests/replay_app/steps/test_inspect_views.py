@@ -194,7 +194,7 @@ def test_summary_next_to_its_input(client: Any, user: Any, cow_run: Run) -> None
     html = client.get(f"/runs/{cow_run.pk}/summaries/{summary.seq}/").content.decode()
     assert "summary-input" in html and "summary-output" in html
     fragment = client.get(f"/runs/{cow_run.pk}/summaries/{summary.seq}/", **HX).content.decode()
-    assert fragment.startswith('<pre class="summary-text summary-input">')
+    assert fragment.startswith('<pre class="summary-text summary-input" tabindex="0"')
     data = client.get(f"/runs/{cow_run.pk}/summaries/{summary.seq}/?format=json").json()
     # the exact input the engine gave the summariser, though stored by reference
     replayed = replay_run(cow_run.transcript.to_conversation(), "cowagent", params=cow_run.params)
