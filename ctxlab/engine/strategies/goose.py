@@ -355,13 +355,17 @@ class GooseStrategy(Strategy):
         attempts: list[dict[str, int]] = []
         request: SummaryRequest | None = None
         kept: list[int] = []
+        # The summary request's size: the prompt around the messages plus each message's
+        # own count (already kept by the context), not a fresh pass over the rendered text.
+        weights = [self.count_message(m) for m in zone_items] + [ctx.tokens(i) for i in live]
+        base = self.count_text(render_prompt("")) + self.count_text(SUMMARIZE_USER_TEXT)
         for percent in steps:
             kept = filter_tool_responses(visible, percent)
-            text = "\n".join(format_message_for_compacting(visible[k]) for k in kept)
-            system = render_prompt(text)
-            size = self.count_text(system) + self.count_text(SUMMARIZE_USER_TEXT)
+            size = base + sum(weights[k] for k in kept)
             attempts.append({"remove_percent": percent, "request_tokens": size})
             if size <= limit:
+                text = "\n".join(format_message_for_compacting(visible[k]) for k in kept)
+                system = render_prompt(text)
                 request = self._request(ctx, system, visible, kept, live, len(zone_items))
                 break
         threshold = self.threshold(ctx)
