@@ -324,41 +324,6 @@ def _message_lines(
     return lines
 
 
-@dataclass(frozen=True, slots=True)
-class _Explained:
-    """What the step view says of one event: its kind, the reason of each change that has
-    one, the event's own reason (else its kind) for the others, and the trigger in words."""
-
-    kind: str
-    reasons: dict[int, str]
-    fallback: str
-    trigger: str
-
-
-def _explained(run: Run, seq: int) -> _Explained | None:
-    """Event ``seq`` of ``run`` explained (memoised per event while the run stays finished:
-    one event explains the fates of many messages over many steps, and its changes are
-    the largest value a view would otherwise unpack again)."""
-    return memo.cached(run, f"explained:{seq}", lambda: _explain_event(run, seq))
-
-
-def _explain_event(run: Run, seq: int) -> _Explained | None:
-    rows = list(  # ordered by seq alone: the model's ordering joins the run for its own
-        RunEvent.objects.filter(run=run, seq=seq)
-        .order_by("seq")
-        .values_list("kind", "detail", "changes", "tokens_before")
-    )
-    if not rows:
-        return None
-    kind, detail, changes, before = rows[0]
-    detail = detail or {}
-    fired = trigger_of(kind, detail)
-    if fired.measured is None:
-        fired = Trigger(before or None, fired.limit, "context", fired.limit_name)
-    reasons = {int(c["index"]): str(c["reason"]) for c in changes if c.get("reason")}
-    return _Explained(kind, reasons, str(detail.get("reason") or kind), fired.words())
-
-
 def _explain(runs: Sequence[Run], lines: Sequence[MessageLine]) -> None:
     """Fill each shown cell's event kind and the reason in words (the change's own reason,
     then the trigger: 'context 27,410 ≥ threshold 26,214')."""
@@ -368,14 +333,23 @@ def _explain(runs: Sequence[Run], lines: Sequence[MessageLine]) -> None:
             cell = line.cells[col]
             if cell is not None and cell.event is not None:
                 wanted.setdefault(cell.event, []).append((line.index, cell))
-        for seq, cells in wanted.items():
-            explained = _explained(run, seq)
-            if explained is None:
-                continue
-            trigger = explained.trigger
-            for index, cell in cells:
-                why = explained.reasons.get(index) or explained.fallback
-                cell.kind = explained.kind
+        if not wanted:
+            continue
+        rows = (  # ordered by seq alone: the model's ordering joins the run for its own
+            RunEvent.objects.filter(run=run, seq__in=list(wanted))
+            .order_by("seq")
+            .values_list("seq", "kind", "detail", "changes", "tokens_before")
+        )
+        for seq, kind, detail, changes, before in rows.iterator(chunk_size=200):
+            detail = detail or {}
+            fired = trigger_of(kind, detail)
+            if fired.measured is None:
+                fired = Trigger(before or None, fired.limit, "context", fired.limit_name)
+            trigger = fired.words()
+            reasons = {int(c["index"]): str(c.get("reason") or "") for c in changes}
+            for index, cell in wanted[seq]:
+                why = reasons.get(index) or str(detail.get("reason") or kind)
+                cell.kind = kind
                 cell.reason = f"{why}; {trigger}" if trigger else why
 
 

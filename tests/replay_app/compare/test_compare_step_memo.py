@@ -89,25 +89,3 @@ def test_a_page_reads_only_its_messages_fates(
         got = [(m.index, [c.fate if c else None for c in m.cells]) for m in view.messages]
         assert got == expect[(page - 1) * 4 : page * 4]
     assert asked and all(indexes is not None and len(indexes) <= 4 for indexes in asked)
-
-
-def test_an_event_is_explained_once_for_every_view(
-    runs: list[Run], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    step = max(r.steps_total for r in runs) - 1
-    first = compare_steps.step_across(runs, step=step, page=1)
-    reasons = [(c.kind, c.reason) for m in first.messages for c in m.cells if c and c.event]
-    assert reasons, "the first page shows messages an event changed"
-    built: list[int] = []
-    real = compare_steps._explain_event
-
-    def counted(run: Run, seq: int) -> Any:
-        built.append(seq)
-        return real(run, seq)
-
-    monkeypatch.setattr(compare_steps, "_explain_event", counted)
-    again = compare_steps.step_across(runs, step=step, page=1)
-    assert built == []  # every event read from the memo
-    assert [(c.kind, c.reason) for m in again.messages for c in m.cells if c and c.event] == (
-        reasons
-    )
