@@ -611,6 +611,7 @@ def clear_caches() -> None:
     _matching_lines.cache_clear()
     _fact_head.cache_clear()
     _first_line.cache_clear()
+    _done_of.cache_clear()
     extract_clear_caches()
 
 
