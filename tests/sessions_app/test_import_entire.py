@@ -64,7 +64,7 @@ def test_the_text_report_names_sessions_checkpoints_and_links(tmp_path: Path) ->
     text = out.getvalue()
     assert text.count("Entire session ") == 3
     assert "2 checkpoint(s), 1 linked to a commit" in text
-    assert "aa/00000000a2/0/full.jsonl" in text
+    assert "repo:snap.jsonl" in text
 
 
 def test_a_zip_of_the_branch_uploaded_on_the_page_imports_each_session(

@@ -85,9 +85,11 @@ class EntireSession:
 
     @property
     def name(self) -> str:
-        """The upload name: the last checkpoint's transcript path on the branch."""
-        with_file = [c for c in self.checkpoints if c.has_transcript]
-        return f"{(with_file or self.checkpoints)[-1].folder}/full.jsonl"
+        """The upload name: the session id, as agents name their own session files (a
+        checkpoint's folder when the metadata names no session)."""
+        if "/" in self.session_id:
+            return f"{self.session_id}/full.jsonl"
+        return f"{self.session_id}.jsonl"
 
     @property
     def format_hint(self) -> str | None:
@@ -157,15 +159,19 @@ def _reader(tree: Tree, checkpoints: tuple[Checkpoint, ...]) -> Callable[[], byt
 
 
 def join_segments(parts: Iterable[bytes]) -> bytes:
-    """One transcript from a session's checkpoint files, oldest first. A file that begins
-    as the transcript so far begins (the same first line: Entire re-redacts, so earlier
-    lines can differ by a few bytes) is a newer snapshot and replaces it; any other file
-    carries on from it (older Entire versions stored only the lines since the last one)."""
-    whole = b""
+    """One transcript from a session's checkpoint files, oldest first. Files that begin as
+    the first one begins (the same first line) are copies of the whole transcript at some
+    point: the longest is kept (Entire re-redacts, so copies can differ by a few bytes, and
+    a backfill writes them newest first, so the last written is not the most complete).
+    Any other file carries on from them: older Entire versions stored only the lines since
+    the previous checkpoint, and those are joined in order."""
+    parts = list(parts)
+    if not parts:
+        return b""
+    head = _first_line(parts[0])
+    whole = max((p for p in parts if _first_line(p) == head), key=len)
     for part in parts:
-        if not whole or _first_line(part) == _first_line(whole):
-            whole = part
-        else:
+        if _first_line(part) != head:
             whole += part if whole.endswith(b"\n") else b"\n" + part
     return whole
 

@@ -23,7 +23,7 @@ def test_snapshots_replace_and_segments_join(tmp_path: Path) -> None:
     for session_id, data in expected.items():
         assert found[session_id].read() == data, session_id
     assert [c.checkpoint_id for c in found["snap"].checkpoints] == ["aa00000000a1", "aa00000000a2"]
-    assert found["snap"].name == "aa/00000000a2/0/full.jsonl"
+    assert found["snap"].name == "snap.jsonl"  # named by its session, as agents name theirs
     assert found["snap"].checkpoints[1].transcript_start == 90
 
 
@@ -79,6 +79,12 @@ def test_places_without_checkpoints_are_not_taken(tmp_path: Path, kind: str) -> 
         with zipfile.ZipFile(path, "w") as out:
             out.writestr("session.jsonl", "{}\n")
     assert entire.open_tree(path) is None
+
+
+def test_a_backfill_written_newest_first_keeps_the_most_complete_copy() -> None:
+    # Entire's backfill wrote a session's checkpoints within seconds, the longest first.
+    parts = [b"a\nb\nc\nd\n", b"a\nb\nc\n", b"a\nb\n"]
+    assert entire.join_segments(parts) == b"a\nb\nc\nd\n"
 
 
 def test_join_segments_keeps_every_byte() -> None:
