@@ -32,11 +32,14 @@ def runs(user: Any, django_capture_on_commit_callbacks: Any) -> list[Any]:
     from replay_app.models import RunSummary
 
     runs = make_comparison(user, django_capture_on_commit_callbacks)
-    summary = RunSummary.objects.filter(run=runs[0]).order_by("seq").first()
-    assert summary is not None, "the qwenpaw run summarised"
+    # claude_code's first summary is its compaction #1, on the compare page's first rows
+    # (qwenpaw's offloads are compactions too: its one summary is many rows down).
+    run = next(r for r in runs if r.strategy == "claude_code")
+    summary = RunSummary.objects.filter(run=run).order_by("seq").first()
+    assert summary is not None, "the claude_code run summarised"
     summary.output = HOSTILE_SUMMARY
     summary.save(update_fields=["output"])
-    return runs
+    return [run, *(r for r in runs if r != run)]  # the planted run first
 
 
 def assert_formatted_and_inert(html: str) -> None:
