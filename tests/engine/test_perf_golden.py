@@ -62,8 +62,8 @@ CASES: dict[str, tuple[str, Any, dict[str, Any] | None]] = {
 GOLDEN: dict[str, tuple[int, int, int, int, str]] = {
     'mid-qwenpaw': (589, 86, 3, 0, '0cdba1231a5df80f2708be6af396c83f5e4e1508ca8046e65b72b63fc1471a36'),
     'mid-copaw': (589, 5, 5, 27, 'ffc83ce80644aaed7192339f29f7826edaf278879477499bc0f6ce32a6815992'),
-    'mid-copaw-toolcompact': (589, 231, 14, 151, '521fdde1cc632d71c0c3a9be8ecfbf0aaa8e33ddda175368b3d648ceea72bdca'),
-    'mid-copaw-bytes4': (589, 19, 19, 177, '05ae2d71a45ee309cdfef831663af92dc3c8d968cba6515b5bae9aff282dd24e'),
+    'mid-copaw-toolcompact': (589, 231, 14, 151, 'aae67b70ab3daa56d2ff93ae8e391dc35ca41b3da9d4c220b0f83734c1e53b7f'),
+    'mid-copaw-bytes4': (589, 19, 19, 177, '584069cc8fabe08ad961f8924b30fd177c2268e706a06694a12398099465cb42'),
     'mid-cowagent': (589, 45, 13, 0, 'a4e2be7254d758a9e300ba2bef1a74c16cea45a7bcad7c23a88b337d8d4eea88'),
     'mid-cowagent-small': (589, 93, 34, 3, 'e9dbcf337aed25c57bc69c46c0b029edc773195f70fb8a938b90f1aa52ffa41b'),
     'mid-picoclaw': (589, 63, 94, 0, '4267d3c41fecc49ae82f464cbeb16c9372f33ec9fa8d4f5d503409abbe6cb2ff'),

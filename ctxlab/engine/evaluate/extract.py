@@ -90,6 +90,21 @@ def _run_end(text: str, at: int) -> int:
     return run.end() if run else at
 
 
+def _is_path_fact(match: str) -> bool:
+    return bool((path := _path(match)) and not _is_product_name(path))
+
+
+def _outside_paths(rest: str, found: list[str], cut: str, kept: int) -> str:
+    """``rest`` without the path matches that are path facts: a name inside a path is part
+    of that fact, a name inside a match that is no path (a product name) is its own. Decided
+    match by match, so the facts of a text are the facts of its lines (``facts_of_parts``)."""
+    if kept == len(found):
+        return cut
+    if not kept:
+        return rest
+    return PATH_RE.sub(lambda m: " " if _is_path_fact(m.group()) else m.group(), rest)
+
+
 def _path_scan(text: str) -> tuple[list[str], str]:
     """``_scan(PATH_RE, text)``, scanning only the runs of path characters around a seed.
 
@@ -357,7 +372,7 @@ def facts(text: str, *, limit: int | None = None, error_width: int = 200) -> Fac
     found, cut = _path_scan(rest)
     paths = [p for p in map(_path, found) if p and not _is_product_name(p)]
     # names inside a path or URL are part of that fact, not facts of their own
-    words = cut if paths else rest
+    words = _outside_paths(rest, found, cut, len(paths))
     return Facts(
         paths=_unique(paths, limit),
         commands=_unique([c for c in commands if c], limit),
@@ -472,7 +487,7 @@ def _part_critical(text: str, error_width: int) -> tuple[tuple[str, ...], ...]:
     urls, errors, rest = _urls_and_errors(_normalise(text), error_width)
     found, cut = _path_scan(rest)
     paths = [p for p in map(_path, found) if p and not _is_product_name(p)]
-    words = cut if paths else rest
+    words = _outside_paths(rest, found, cut, len(paths))
     return (
         _unique(paths, None),
         _unique((w for w in identifiers_found(words) if _is_identifier(w)), None),

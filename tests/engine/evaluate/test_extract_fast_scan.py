@@ -74,7 +74,8 @@ def _plain_facts(text: str) -> list[tuple[str, str]]:
     paths = [
         p for p in map(x._path, PLAIN_PATH_RE.findall(rest)) if p and not x._is_product_name(p)
     ]
-    words = PLAIN_PATH_RE.sub(" ", rest) if paths else rest
+    # names inside a path fact are part of it; a match that is no path keeps its names
+    words = PLAIN_PATH_RE.sub(lambda m: " " if x._is_path_fact(m.group()) else m.group(), rest)
     found = x.Facts(
         paths=x._unique(paths, None),
         commands=x._unique([c for c in commands if c], None),
