@@ -50,7 +50,8 @@ SCAN_MEMO_ENTRIES = 1024
 
 # Bumped whenever extraction changes what it finds: stored analyses of an older version
 # are recomputed instead of shown (replay_app.inspect.stored_retention).
-VERSION = 4  # 4: harness protocol words are no identifiers; instructions of typed text only
+VERSION = 5  # 4: harness protocol words are no identifiers; instructions of typed text only
+# 5: names inside a path-like match that is no path are identifiers, line by line
 
 KINDS = ("instructions", "paths", "commands", "errors", "identifiers", "numbers", "urls")
 
