@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 ADDR   ?= 127.0.0.1:8000
 
-.PHONY: run test test-fast lint typecheck test-unit test-browser test-distributed env clean help
+.PHONY: run test test-fast lint typecheck test-unit test-browser test-distributed conformance env clean help
 
 help:
 	@echo "make run               serve http://$(ADDR) (SQLite, in-process Celery worker, in-memory channels)"
@@ -15,6 +15,7 @@ help:
 	@echo "make test              lint (ruff, vulture) + mypy + unit/db tests + browser tests"
 	@echo "make test-fast         the inner loop: unit/db tests not marked slow (under a minute)"
 	@echo "make test-distributed  db-backed tests against DATABASE_URL / CELERY_BROKER_URL / CHANNEL_LAYER_URL"
+	@echo "make conformance       the originals (tests/conformance/requirements.txt) against our strategies"
 
 env: $(STAMP)
 
@@ -79,6 +80,25 @@ test-distributed: $(STAMP)
 	$(BIN)/pytest -q -p no:playwright -rs $(DISTRIBUTED_TEST)
 	$(BIN)/pytest -q -p no:playwright --ignore=tests/browser --ignore=tests/engine \
 		--ignore=$(DISTRIBUTED_TEST) -m "not browser"
+
+# Conformance (development time, not in `make test`): the originals that are installable
+# (tests/conformance/requirements.txt, pinned) in a venv of their own, .venv-conformance
+# (git-ignored), with ctxlab's engine installed from this tree; each test runs an original
+# and our strategy on the same messages and compares what they keep. Only tests/conformance/
+# runs there (its own pytest.ini: none of the Django suite's configuration or conftests).
+CONFORMANCE_VENV := .venv-conformance
+CONFORMANCE_REQS := tests/conformance/requirements.txt
+CONFORMANCE_STAMP := $(CONFORMANCE_VENV)/.installed-stamp
+$(CONFORMANCE_STAMP): $(CONFORMANCE_REQS) pyproject.toml
+	@test -x $(CONFORMANCE_VENV)/bin/python || $(PYTHON) -m venv $(CONFORMANCE_VENV)
+	@echo "Installing the originals and ctxlab into $(CONFORMANCE_VENV)/ (once per requirements change)"
+	@$(CONFORMANCE_VENV)/bin/python -m pip install --quiet --disable-pip-version-check \
+		-e . -r $(CONFORMANCE_REQS) pytest
+	@touch $(CONFORMANCE_STAMP)
+
+conformance: $(CONFORMANCE_STAMP)
+	$(CONFORMANCE_VENV)/bin/python -m pytest -c tests/conformance/pytest.ini \
+		--rootdir tests/conformance -q -rs tests/conformance
 
 clean:
 	rm -rf var/test_db_* .pytest_cache .mypy_cache .ruff_cache artifacts
