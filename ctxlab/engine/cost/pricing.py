@@ -381,3 +381,56 @@ def estimate_summary_cost(
         raise ValueError("calls and token counts must not be negative")
     per_call = Usage(input_uncached=avg_input_tokens, output=max_output_tokens)
     return n_calls * cost(per_call, model)
+
+
+# --- models of other providers (the OpenAI-compatible summariser) ------------------------------
+
+
+def _price_value(value: object, tiers: dict[int, str]) -> tuple[Decimal, Decimal]:
+    """(base, above the tier) of one dataset price, flat or with one tier."""
+    from genai_prices.types import TieredPrices
+
+    if isinstance(value, TieredPrices):
+        if len(value.tiers) != 1:
+            raise ValueError(f"{len(value.tiers)} price tiers, ctxlab knows one")
+        tiers[value.tiers[0].start] = ""
+        return value.base, value.tiers[0].price
+    assert isinstance(value, Decimal)
+    return value, value
+
+
+@cache
+def find_priced_model(model: str, provider: str = "openai") -> ModelInfo | None:
+    """A model of any provider the pinned genai-prices dataset prices, as a ``ModelInfo``
+    (``provider`` looked at first, then the others in the dataset's order); None when no
+    provider knows it. Cache writes absent from a row cost the input rate (OpenAI's
+    convention: writing the prompt cache is free, the prompt is billed as input)."""
+    from genai_prices.data import providers
+
+    name = model.strip()
+    ordered = sorted(providers, key=lambda p: p.id != provider)  # stable: the rest in order
+    for source in ordered:
+        row = source.find_model(name)
+        if row is None:
+            continue
+        prices = row.get_prices(datetime.fromisoformat(PRICES_AS_OF).replace(tzinfo=UTC))
+        if getattr(prices, "input_mtok", None) is None or prices.output_mtok is None:
+            continue
+        tiers: dict[int, str] = {}
+        try:
+            inp = _price_value(prices.input_mtok, tiers)
+            out = _price_value(prices.output_mtok, tiers)
+            read = _price_value(prices.cache_read_mtok or prices.input_mtok, tiers)
+            write = _price_value(prices.cache_write_mtok or prices.input_mtok, tiers)
+        except ValueError:
+            continue
+        if len(tiers) > 1:
+            continue
+        base = Rates(inp[0], out[0], write[0], write[0], read[0])
+        high = Rates(inp[1], out[1], write[1], write[1], read[1])
+        tier = LongPromptTier(next(iter(tiers)), high) if tiers else None
+        return ModelInfo(
+            row.id, row.name or row.id, source.id, row.context_window or 0, 0, base,
+            long_prompt=tier, thinking="none", note=f"{PRICES_SOURCE}: {source.id}",
+        )  # fmt: skip
+    return None

@@ -20,69 +20,39 @@ returns an empty text with ``error`` set, which takes the same path.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
-import threading
-import time
-from dataclasses import dataclass
-from decimal import Decimal
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from ...core.model import Usage
-from ...core.summary_request import SummarizerError, SummaryRequest, SummaryResponse, SummaryUsage
-from ...cost.pricing import DEFAULT_SUMMARY_MODEL, ModelInfo, cost, find_model
+from ...core.summary_request import SummarizerError, SummaryRequest
+from ...cost.pricing import DEFAULT_SUMMARY_MODEL, find_model
+from .llm_common import (
+    Answer,
+    CallRecord,
+    MemorySummaryCache,
+    ProviderSummarizer,
+    SummaryCache,
+    cache_key,
+)
 
 if TYPE_CHECKING:
     import anthropic
+
+__all__ = [  # the shared pieces, imported from here by earlier code
+    "AnthropicSummarizer",
+    "CallRecord",
+    "MemorySummaryCache",
+    "SummaryCache",
+    "build_params",
+    "cache_key",
+    "describe_error",
+    "usage_from_sdk",
+]
 
 DEFAULT_MAX_TOKENS = 4096  # when a strategy sends no cap (the API requires one)
 DEFAULT_TIMEOUT = 120.0  # seconds per attempt (PicoClaw's own summary timeout)
 DEFAULT_MAX_RETRIES = 2  # the SDK's default
 KEY_ENV = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
-
-
-class SummaryCache(Protocol):
-    """Where summaries are kept between runs (the web app stores them in its database)."""
-
-    def get(self, key: str) -> SummaryResponse | None: ...
-
-    def put(self, key: str, response: SummaryResponse) -> None: ...
-
-
-class MemorySummaryCache:
-    """A process-local ``SummaryCache`` (tests, CLI runs without a database)."""
-
-    def __init__(self) -> None:
-        self._data: dict[str, SummaryResponse] = {}
-        self._lock = threading.Lock()
-
-    def get(self, key: str) -> SummaryResponse | None:
-        with self._lock:
-            return self._data.get(key)
-
-    def put(self, key: str, response: SummaryResponse) -> None:
-        with self._lock:
-            self._data[key] = response
-
-    def __len__(self) -> int:
-        return len(self._data)
-
-
-@dataclass(frozen=True, slots=True)
-class CallRecord:
-    """One ``summarize`` call as it went: for per-run accounting and the event's detail."""
-
-    strategy: str
-    key: str
-    model: str
-    cached: bool
-    usage: Usage | None
-    cost_usd: Decimal
-    error: str = ""
-    stop_reason: str = ""
-    request_id: str = ""
-    seconds: float = 0.0
 
 
 def build_params(
@@ -115,13 +85,6 @@ def build_params(
     if disable_thinking and info is not None and info.thinking == "optional":
         params["thinking"] = {"type": "disabled"}
     return params
-
-
-def cache_key(params: dict[str, Any]) -> str:
-    """sha256 over the exact request body (model, system, messages, max_tokens and the
-    sampling/thinking settings sent): the same prompt to the same model is paid once."""
-    blob = json.dumps(params, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
 def usage_from_sdk(usage: Any) -> Usage:
@@ -161,10 +124,11 @@ def describe_error(exc: BaseException, *, timeout: float, attempts: int) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-class AnthropicSummarizer:
+class AnthropicSummarizer(ProviderSummarizer):
     """Claude as the summariser. Options are per instance (one per run)."""
 
     name = "anthropic"
+    provider_label = "anthropic"
 
     def __init__(
         self,
@@ -179,17 +143,13 @@ class AnthropicSummarizer:
     ) -> None:
         if max_retries < 0 or timeout <= 0:
             raise ValueError("max_retries must be ≥ 0 and timeout > 0")
-        self.model = model
-        self.info: ModelInfo | None = find_model(model)
+        super().__init__(model=model, info=find_model(model), cache=cache)
         self.max_retries = max_retries
         self.timeout = timeout
         self.base_url = base_url
-        self.cache = cache
         self.default_max_tokens = default_max_tokens
         self.disable_thinking = disable_thinking
-        self.calls: list[CallRecord] = []
         self._client: anthropic.Anthropic | None = None
-        self._lock = threading.Lock()
 
     def __repr__(self) -> str:
         return (
@@ -197,16 +157,7 @@ class AnthropicSummarizer:
             f"timeout={self.timeout:g}, cache={type(self.cache).__name__ if self.cache else None})"
         )
 
-    # -- accounting --------------------------------------------------------------------------
-    @property
-    def total_cost(self) -> Decimal:
-        return sum((c.cost_usd for c in self.calls if not c.cached), Decimal(0))
-
-    @property
-    def cache_hits(self) -> int:
-        return sum(1 for c in self.calls if c.cached)
-
-    # -- the seam ----------------------------------------------------------------------------
+    # -- the provider's part -----------------------------------------------------------------
     def params(self, request: SummaryRequest) -> dict[str, Any]:
         return build_params(
             request,
@@ -215,49 +166,28 @@ class AnthropicSummarizer:
             disable_thinking=self.disable_thinking,
         )
 
-    def key(self, request: SummaryRequest) -> str:
-        return cache_key(self.params(request))
-
-    def summarize(self, request: SummaryRequest) -> SummaryResponse:
-        params = self.params(request)
-        key = cache_key(params)
-        if self.cache is not None:
-            hit = self.cache.get(key)
-            if hit is not None:
-                self._record(request, key, cached=True, usage=None)
-                return hit
-        if not params["messages"]:
-            raise SummarizerError("nothing to summarise: the request has no non-empty message")
-        client = self._get_client()
-        started = time.monotonic()
-        try:
-            raw = client.messages.with_raw_response.create(**_sdk_kwargs(params))
-            message = raw.parse()
-        except Exception as exc:  # the SDK already retried what is retryable
-            if not _is_sdk_error(exc):
-                raise
-            reason = describe_error(exc, timeout=self.timeout, attempts=self.max_retries + 1)
-            self._record(request, key, cached=False, usage=None, error=reason, started=started)
-            raise SummarizerError(f"anthropic {self.model}: {reason}") from None
-        usage = usage_from_sdk(message.usage)
+    def _send(self, params: dict[str, Any]) -> Answer:
+        raw = self._get_client().messages.with_raw_response.create(**_sdk_kwargs(params))
+        message = raw.parse()
         text = "".join(b.text for b in message.content if getattr(b, "type", "") == "text")
         stop = str(message.stop_reason or "")
-        error = "refusal: the model declined to summarise" if stop == "refusal" else ""
-        response = SummaryResponse(
-            text="" if error else text,
-            usage=SummaryUsage(input_tokens=usage.prompt_tokens, output_tokens=usage.output),
-            error=error,
+        return Answer(
+            text=text,
+            usage=usage_from_sdk(message.usage),
             model=str(message.model or self.model),
+            stop_reason=stop,
+            request_id=raw.headers.get("request-id", ""),
+            error="refusal: the model declined to summarise" if stop == "refusal" else "",
         )
-        self._record(
-            request, key, cached=False, usage=usage, error=error, stop=stop,
-            request_id=raw.headers.get("request-id", ""), started=started,
-        )  # fmt: skip
-        if self.cache is not None and not error:
-            self.cache.put(key, response)
-        return response
 
-    # -- internals ---------------------------------------------------------------------------
+    def _is_sdk_error(self, exc: BaseException) -> bool:
+        import anthropic
+
+        return isinstance(exc, anthropic.AnthropicError)
+
+    def _describe(self, exc: BaseException) -> str:
+        return describe_error(exc, timeout=self.timeout, attempts=self.max_retries + 1)
+
     def _get_client(self) -> anthropic.Anthropic:
         with self._lock:
             if self._client is None:
@@ -273,36 +203,6 @@ class AnthropicSummarizer:
                 )
             return self._client
 
-    def _record(
-        self,
-        request: SummaryRequest,
-        key: str,
-        *,
-        cached: bool,
-        usage: Usage | None,
-        error: str = "",
-        stop: str = "",
-        request_id: str = "",
-        started: float | None = None,
-    ) -> None:
-        price = Decimal(0)
-        if usage is not None and self.info is not None:
-            price = cost(usage, self.info)
-        record = CallRecord(
-            strategy=request.strategy,
-            key=key,
-            model=self.model,
-            cached=cached,
-            usage=usage,
-            cost_usd=price,
-            error=error,
-            stop_reason=stop,
-            request_id=request_id,
-            seconds=time.monotonic() - started if started is not None else 0.0,
-        )
-        with self._lock:
-            self.calls.append(record)
-
 
 def _sdk_kwargs(params: dict[str, Any]) -> dict[str, Any]:
     """SDK 2.x has no sampling arguments any more (current models reject them): older
@@ -311,9 +211,3 @@ def _sdk_kwargs(params: dict[str, Any]) -> dict[str, Any]:
     if "temperature" in kwargs:
         kwargs["extra_body"] = {"temperature": kwargs.pop("temperature")}
     return kwargs
-
-
-def _is_sdk_error(exc: BaseException) -> bool:
-    import anthropic
-
-    return isinstance(exc, anthropic.AnthropicError)
