@@ -55,7 +55,7 @@ from ctxlab.engine.replay import run as replay_run
 from ctxlab.engine.stages import agentscope
 from ctxlab.engine.strategies import _copaw_stored as copaw_stored
 from ctxlab.engine.strategies import _gemini_cli_rules as gemini_rules
-from ctxlab.engine.strategies import make_strategy
+from ctxlab.engine.strategies import aider, make_strategy
 from ctxlab.engine.summarize import offline
 from ctxlab.engine.tokens import qwen_tokens, reference_stored
 from ctxlab.engine.tokens import reference as reference_mod
@@ -132,20 +132,22 @@ def fork_reference(reference: ReferenceTokens, conversation: Conversation) -> Re
 class Stored:
     """A conversation as the worker finds it: the JSON text its rows hold (decoded fresh
     for each replay) and what the import stored per message: the reference counts, the
-    long texts' running counts and CoPaw's Qwen2.5 entries (counted here, before any
+    long texts' running counts, CoPaw's Qwen2.5 entries and Aider's counts (counted here, before any
     timer)."""
 
     text: str
     reference: list[int]
     tables: Any
     qwen: Any
+    aider: list[int]  # Aider's count of each message (``aider.stored_counts``)
 
     @classmethod
     def of(cls, conversation: Conversation) -> Stored:
         reference, tables = reference_stored.stored_counts(conversation.messages)
         qwen = copaw_stored.message_entries(conversation.messages)
         text = json.dumps(codec.conversation_to_dict(conversation), ensure_ascii=True)
-        return cls(text, list(reference), tables, qwen)
+        aider_counts = aider.stored_counts(conversation.messages)
+        return cls(text, list(reference), tables, qwen, aider_counts)
 
     def decode(self) -> Conversation:
         """A fresh conversation, as ``Transcript.to_conversation`` decodes the rows."""
@@ -160,6 +162,7 @@ def worker_replay(stored: Stored, name: str) -> float:
     cold_caches()
     start = cpu()
     reference = seed_reference_tokens(conversation, stored.reference, stored.tables)
+    reference.seed_rule(aider.STORED_RULE, stored.aider)
     if stored.qwen is not None and copaw_stored.wants_stored_counts(make_strategy(name)):
         copaw_stored.seed_stored_counts(conversation.messages, stored.qwen)
     result = replay_run(conversation, name, reference=reference)

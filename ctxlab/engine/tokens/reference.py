@@ -55,6 +55,8 @@ class ReferenceTokens:
         self._long_calls: BlockValues[int] = BlockValues()  # (a long input) block -> count
         self._heads: dict[tuple[int, int], tuple[str, int]] = {}  # see ``text``
         self.tools = _tools_tokens(conversation, counter.count)
+        # per-message counts of a strategy's own rule, stored at import (``seed_rule``)
+        self._rules: dict[str, list[int]] = {}
         # Every message costs at least PER_MESSAGE_OVERHEAD: a 0 was never counted.
         if (
             stored is not None
@@ -164,6 +166,27 @@ class ReferenceTokens:
             else:
                 total += self.text(block_text(block))
         return total
+
+    def seed_rule(self, rule: str, counts: Sequence[int | None]) -> bool:
+        """Hand over the per-message counts of a strategy's own counting ``rule`` (e.g.
+        Aider's cl100k of each message's JSON), computed once at import; ignored unless
+        there is one for every message (a transcript imported before they were stored
+        counts in the replay, as before). True when seeded."""
+        if len(counts) != len(self._messages) or any(c is None for c in counts):
+            return False
+        self._rules[rule] = [int(c) for c in counts if c is not None]
+        return True
+
+    def rule_of(self, rule: str, message: Message) -> int | None:
+        """The stored count of ``message`` under ``rule`` when it is an original (the very
+        object of the conversation) and counts were seeded; None: count it."""
+        counts = self._rules.get(rule)
+        if counts is None:
+            return None
+        index = self._original_index().get(id(message))
+        if index is not None and self._messages[index] is message:
+            return counts[index]
+        return None
 
     def _tool_call(self, block: Block) -> int:
         """``text(block_text(block))`` of a tool call, memoised without a text made for it
