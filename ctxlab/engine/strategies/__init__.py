@@ -138,6 +138,8 @@ LIBRARY: tuple[str, ...] = PRESETS + (
     "pi",
     "roo_code",
     "goose",
+    "semantic_kernel_truncation",
+    "semantic_kernel_summarization",
 )
 
 
