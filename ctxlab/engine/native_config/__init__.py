@@ -20,7 +20,8 @@ Shapes (each strategy's page in docs/strategies/ names its original's sources):
 - OpenCode: ``opencode.json`` -> ``compaction.{auto, prune, reserved}`` (``reserved`` omitted
   when unset); model limits live in the models.dev entry or ``provider.*.models.*.limit``.
 - Codex CLI: ``~/.codex/config.toml`` top-level keys (``model_context_window``,
-  ``model_auto_compact_token_limit``, ``tool_output_token_limit``); unset keys are omitted.
+  ``model_auto_compact_token_limit``, ``tool_output_token_limit``, ``compact_prompt``); unset
+  keys are omitted.
 - Claude Code: ``settings.json`` -> ``autoCompactEnabled`` + ``env.{CLAUDE_AUTOCOMPACT_PCT_OVERRIDE,
   DISABLE_AUTO_COMPACT, CLAUDE_CODE_AUTO_COMPACT_WINDOW}`` (set ones only; values as strings);
   a ``context_window`` below the default becomes ``CLAUDE_CODE_AUTO_COMPACT_WINDOW`` (it caps
@@ -93,7 +94,8 @@ WRITES: dict[str, frozenset[str]] = {
          "clear_tool_inputs", "clear_thinking", "thinking_keep", "thinking_keep_all"}
     ),
     "codex": frozenset(
-        {"model_context_window", "model_auto_compact_token_limit", "tool_output_token_limit"}
+        {"model_context_window", "model_auto_compact_token_limit", "tool_output_token_limit",
+         "compact_prompt"}
     ),
     "opencode": frozenset({"compaction_auto", "compaction_prune", "compaction_reserved"}),
     "claude_code": frozenset(

@@ -54,7 +54,9 @@ def _codex(p: Mapping[str, Any]) -> NativeConfig:
         content["model_auto_compact_token_limit"] = p["model_auto_compact_token_limit"]
     if p["tool_output_token_limit"]:
         content["tool_output_token_limit"] = p["tool_output_token_limit"]
-    text = "".join(f"{key} = {value}\n" for key, value in content.items())
+    if p["compact_prompt"]:
+        content["compact_prompt"] = p["compact_prompt"]
+    text = "".join(f"{key} = {toml_value(value)}\n" for key, value in content.items())
     notes = (
         "model_auto_compact_token_limit omitted = 90% of model_context_window."
         if not p["model_auto_compact_token_limit"]
@@ -64,8 +66,18 @@ def _codex(p: Mapping[str, Any]) -> NativeConfig:
         "and model family, not config keys.",
         f"compact_user_message_max_tokens={p['compact_user_message_max_tokens']}: "
         "COMPACT_USER_MESSAGE_MAX_TOKENS in codex-rs/core/src/compact.rs.",
+        "compact_prompt replaces the whole compaction prompt; experimental_compact_prompt_file "
+        "(an absolute path) reads it from a file instead: set one of the two.",
     )
     return NativeConfig("codex", "config.toml", content, text, notes)
+
+
+def toml_value(value: Any) -> str:
+    """A TOML value: integers as they are, strings as basic strings (JSON's escapes are
+    TOML's, plus DEL, which TOML does not allow unescaped)."""
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False).replace("\x7f", "\\u007f")
+    return str(value)
 
 
 def _opencode(p: Mapping[str, Any]) -> NativeConfig:

@@ -251,6 +251,15 @@ class CodexStrategy(Strategy):
             origin="templates/compact/prompt.md",
         ),
         Param(
+            "compact_prompt",
+            "",
+            "Replaces the compaction prompt (prompt_version's text) when not empty: config.toml "
+            "compact_prompt, or the file experimental_compact_prompt_file names.",
+            "str",
+            origin="config.toml compact_prompt (Config.compact_prompt; "
+            "experimental_compact_prompt_file reads it from a file)",
+        ),
+        Param(
             "truncation_policy",
             "tokens",
             "Tool-output truncation when recorded: tokens (codex model families), bytes "
@@ -654,7 +663,7 @@ class CodexStrategy(Strategy):
     def _compact(
         self, ctx: ContextView, *, total: int, usage_source: str, limit: int, phase: str = ""
     ) -> None:
-        prompt = rules.PROMPTS[self.params["prompt_version"]]
+        prompt = str(self.params["compact_prompt"]) or rules.PROMPTS[self.params["prompt_version"]]
         items = self._request_items(ctx)
         sizes = [self.count_text(m.text) for _, m in items]
         budget = self.window(ctx) - ctx.system_tokens - self.count_text(prompt)
