@@ -33,6 +33,7 @@ from .llm_common import (
     ProviderSummarizer,
     SummaryCache,
     cache_key,
+    describe_sdk_error,
 )
 
 if TYPE_CHECKING:
@@ -106,22 +107,7 @@ def describe_error(exc: BaseException, *, timeout: float, attempts: int) -> str:
     """A readable one-line reason for a failed call (never includes credentials)."""
     import anthropic
 
-    if isinstance(exc, anthropic.APITimeoutError):
-        return f"timeout: no answer within {timeout:g}s (after {attempts} attempts)"
-    if isinstance(exc, anthropic.APIStatusError):
-        body: dict[str, Any] = exc.body if isinstance(exc.body, dict) else {}
-        raw_err = body.get("error")
-        err: dict[str, Any] = raw_err if isinstance(raw_err, dict) else {}
-        kind = str(err.get("type") or type(exc).__name__)
-        message = str(err.get("message") or exc.message)
-        rid = f" [request {exc.request_id}]" if exc.request_id else ""
-        status = exc.status_code
-        retried = status in (408, 409, 429) or status >= 500  # what the SDK retries
-        tail = f" (after {attempts} attempts)" if retried else ""
-        return f"HTTP {status} {kind}: {message}{rid}{tail}"
-    if isinstance(exc, anthropic.APIConnectionError):
-        return f"connection error: {exc.message} (after {attempts} attempts)"
-    return f"{type(exc).__name__}: {exc}"
+    return describe_sdk_error(exc, anthropic, timeout=timeout, attempts=attempts)
 
 
 class AnthropicSummarizer(ProviderSummarizer):

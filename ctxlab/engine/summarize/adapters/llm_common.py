@@ -94,6 +94,27 @@ def is_local_endpoint(base_url: str | None) -> bool:
     return address.is_loopback or address.is_private or address.is_link_local
 
 
+def describe_sdk_error(exc: BaseException, sdk: Any, *, timeout: float, attempts: int) -> str:
+    """A readable one-line reason for a failed call (never includes credentials). ``sdk`` is
+    the provider's SDK module: ``anthropic`` and ``openai`` name their errors alike."""
+    if isinstance(exc, sdk.APITimeoutError):
+        return f"timeout: no answer within {timeout:g}s (after {attempts} attempts)"
+    if isinstance(exc, sdk.APIStatusError):
+        body: dict[str, Any] = exc.body if isinstance(exc.body, dict) else {}
+        raw_err = body.get("error", body)  # anthropic wraps the error, openai hands it over
+        err: dict[str, Any] = raw_err if isinstance(raw_err, dict) else {}
+        kind = str(err.get("type") or type(exc).__name__)
+        message = str(err.get("message") or exc.message)
+        rid = f" [request {exc.request_id}]" if exc.request_id else ""
+        status = exc.status_code
+        retried = status in (408, 409, 429) or status >= 500  # what the SDKs retry
+        tail = f" (after {attempts} attempts)" if retried else ""
+        return f"HTTP {status} {kind}: {message}{rid}{tail}"
+    if isinstance(exc, sdk.APIConnectionError):
+        return f"connection error: {exc.message} (after {attempts} attempts)"
+    return f"{type(exc).__name__}: {exc}"
+
+
 @dataclass(frozen=True, slots=True)
 class Answer:
     """What a provider's call returned, in the engine's terms."""
