@@ -36,7 +36,7 @@ from ctxlab.serving.abandon import raise_if_abandoned
 
 from . import facts, json_text, secrets_glue
 from .json_text import JSONTextField
-from .models import Message, Transcript, Upload, message_fields
+from .models import Message, MessageFacts, Transcript, Upload, message_fields
 
 MESSAGE_BATCH = 2000
 # A batch is also cut at this many characters of message text: 2,000 rows of big tool
@@ -66,6 +66,98 @@ def store_stream(
         transcripts.append(transcript)
     for stale in existing.values():
         stale.delete()
+    _finish_upload(upload, streamed, transcripts)
+    return transcripts
+
+
+class Diverged(Exception):
+    """The file, read again, no longer starts with the messages stored from it."""
+
+
+def append_stream(
+    upload: Upload, streamed: StreamedFile, *, existing: dict[int, Transcript]
+) -> list[Transcript]:
+    """Store what a grown file adds: ``streamed`` is the whole file read again. Each
+    stored conversation's messages are compared with the file's (masked, as stored): the
+    ones that are still the same are kept with their counts and facts; from the first
+    that is not (an agent's message completed by a later line, a tool result attached),
+    or from the start of its facts chunk, the rest is masked, counted and written again.
+    The totals, compactions, metadata, secrets and revision are set anew. Raises
+    ``Diverged`` (the caller's transaction then rolls back) when a stored conversation is
+    no longer in the file."""
+    transcripts: list[Transcript] = []
+    writer = _MessageWriter()
+    for position, stream in enumerate(streamed.conversations):
+        transcript = existing.pop(position, None)
+        if transcript is None:
+            transcript = Transcript(owner_id=upload.owner_id, upload=upload, position=position)
+            transcript.save()
+            written = writer.write(transcript, stream.messages)
+        else:
+            written = _Written(first_file=transcript.source_file)
+            rest = _keep_stored(transcript, list(stream.messages), written)
+            written = writer.write(transcript, iter(rest), written=written)
+        _finish_transcript(transcript, stream, written, format=streamed.format)
+        transcripts.append(transcript)
+    if existing:
+        raise Diverged(f"{len(existing)} stored conversation(s) are no longer in the file")
+    _finish_upload(upload, streamed, transcripts)
+    return transcripts
+
+
+_COMPARED = ("role", "blocks", "source_line", "source_record", "timestamp", "model",
+             "source_id", "name", "has_usage", "usage_input_uncached", "usage_cache_read",
+             "usage_cache_write_5m", "usage_cache_write_1h", "usage_output",
+             "usage_reasoning", "usage_convention", "flags", "source_file")  # fmt: skip
+
+
+def _keep_stored(
+    transcript: Transcript, messages: list[EngineMessage], written: _Written
+) -> list[EngineMessage]:
+    """Keep the transcript's stored rows that are still ``messages``' first ones (added
+    to ``written`` from their stored counts: nothing is counted again), delete the others
+    and their facts; returns the messages to write after the kept ones."""
+    masked, _ = secrets_glue.mask_conversation(
+        Conversation(id="", title="", messages=tuple(messages[: transcript.message_count]))
+    )
+    rows = Message.objects.filter(transcript=transcript).order_by("index")
+    keep = 0
+    tokens: list[int] = []
+    for row in rows.values_list(*_COMPARED, "reference_tokens").iterator(chunk_size=2000):
+        if keep >= len(masked.messages):
+            break
+        fields = message_fields(masked.messages[keep], default_file=transcript.source_file)
+        if tuple(fields[name] for name in _COMPARED) != row[:-1]:
+            break
+        tokens.append(row[-1])
+        keep += 1
+    # Facts are stored by chunks: one the first changed message is in is extracted again.
+    chunks = MessageFacts.objects.filter(transcript=transcript)
+    for start, count in chunks.values_list("start", "count"):
+        if start < keep < start + count:
+            keep = start
+    chunks.filter(start__gte=keep).delete()
+    rows.filter(index__gte=keep).delete()
+    for finding in transcript.secrets:
+        message = finding.get("message")
+        if message is not None and message < keep:  # the conversation's own: found again
+            written.findings.append(finding)
+    for message, count in zip(messages[:keep], tokens, strict=False):
+        written.tool_calls += len(message.tool_uses)
+        written.tool_results += len(message.tool_results)
+        written.files[message.source.file] += 1
+        written.request_peak.add(message.role.value, count)
+        written.tokens += count
+        if message.usage is not None:
+            peak = message.usage.context_tokens
+            if written.reported_peak is None or peak > written.reported_peak:
+                written.reported_peak = peak
+    written.count = keep
+    written.system_tokens = (transcript.system_tokens or 0) if keep else 0
+    return messages[keep:]
+
+
+def _finish_upload(upload: Upload, streamed: StreamedFile, transcripts: list[Transcript]) -> None:
     _link_parents(transcripts)
     # Warnings may quote the file (a bad tool argument, a line): masked like the rest.
     upload.warnings = [
@@ -81,7 +173,6 @@ def store_stream(
     upload.secret_count = sum(t.secret_count for t in transcripts)
     # Never the kept bytes again (a 20 MB blob rewritten for a few counters).
     upload.save(update_fields=_UPLOAD_FIELDS_BUT_DATA)
-    return transcripts
 
 
 _UPLOAD_FIELDS_BUT_DATA = [
@@ -185,8 +276,15 @@ class _MessageWriter:
             elif isinstance(f, models.JSONField):
                 self.adapters.append((c, to_json, to_json([])))
 
-    def write(self, transcript: Transcript, messages: Iterator[EngineMessage]) -> _Written:
-        written = _Written()
+    def write(
+        self,
+        transcript: Transcript,
+        messages: Iterator[EngineMessage],
+        *,
+        written: _Written | None = None,
+    ) -> _Written:
+        """Write ``messages`` after the ``written.count`` already stored (none by default)."""
+        written = _Written() if written is None else written
         for batch in _batches(messages):
             raise_if_abandoned()  # the uploader went away: roll back instead of finishing
             self._write_batch(transcript, batch, written)

@@ -47,7 +47,11 @@ class Upload(models.Model):
     forced_format = models.CharField(max_length=40, blank=True)  # "" = auto-detected
     size = models.PositiveBigIntegerField()
     sha256 = models.CharField(max_length=64)
-    data = models.BinaryField()  # the original bytes, never modified
+    data = models.BinaryField()  # the original bytes, never modified (a grown file: appended)
+    # The absolute path it was read from on this machine ("" = uploaded through the page, or
+    # one session of a place): a file there that has grown is appended to this upload
+    # (``services.refresh_upload``).
+    source_path = models.TextField(blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
     importer_version = models.CharField(max_length=40)
     warnings = models.JSONField(default=list)  # codec.warning_to_dict items

@@ -12,6 +12,7 @@ import json
 import logging
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any, BinaryIO, TypeVar
 
 from django.conf import settings
@@ -23,7 +24,7 @@ from ctxlab.engine.core.model import Conversation, ParsedFile, TranscriptError
 from ctxlab.engine.core.model import Message as EngineMessage
 from ctxlab.engine.importers._stream import ConversationStream, StreamedFile, from_parsed
 
-from . import import_store
+from . import import_store, live
 from .import_store import _column, message_reference_tokens_many, preview_of
 from .models import Transcript, Upload
 
@@ -285,6 +286,178 @@ def upload_reparse(*, upload: Upload) -> ImportOutcome:
         upload.refresh_from_db()
         return ImportOutcome(name=upload.name, size=upload.size, upload=upload, error=exc)
     return _stored_outcome(upload)
+
+
+# A file that grows
+
+
+@dataclass(frozen=True, slots=True)
+class RefreshOutcome:
+    """What reading a transcript's file again did.
+
+    ``new_messages``: messages appended to this transcript (0: nothing new); ``messages``:
+    its total now; ``grown``: bytes were appended to its upload (another conversation of
+    the same file may be the one that grew); ``reason``: why nothing was appended when the
+    file could not be (gone, changed before its end, unreadable): "" otherwise."""
+
+    transcript_id: int
+    new_messages: int = 0
+    messages: int = 0
+    grown: bool = False
+    reason: str = ""
+
+
+def refresh_transcript(transcript: Transcript) -> RefreshOutcome:
+    """Read the file the transcript was imported from again (``Upload.source_path``) and
+    append what it gained; the transcript keeps its id. See ``refresh_upload``."""
+    outcomes = refresh_upload(transcript.upload)
+    for outcome in outcomes:
+        if outcome.transcript_id == transcript.pk:
+            transcript.refresh_from_db()
+            return outcome
+    return RefreshOutcome(transcript.pk, reason="the file no longer holds this conversation")
+
+
+def refresh_upload(upload: Upload, *, data: bytes | None = None) -> list[RefreshOutcome]:
+    """Append what the upload's file gained since it was imported (one outcome per
+    transcript, new conversations of the file included).
+
+    The file must still start with every kept byte (same path, same first bytes: a file
+    an agent appends to); the bytes kept become the file's (up to its last complete line
+    when its last line is still being written, so an open session imports what is
+    complete). Only the messages after the stored ones are written; the transcripts keep
+    their ids, get a new ``revision`` (no decoded cache survives), their counts, facts,
+    secrets and compactions are set anew and their stored derived analyses dropped. When
+    the stored messages are not the file's first ones any more, the whole file is stored
+    again as a re-parse does (transcripts kept by position). After the commit, each
+    transcript that gained messages is announced to its channel-layer group
+    (``live.send_grown``)."""
+    stored = Upload.objects.defer("data").get(pk=upload.pk)
+    transcripts = list(stored.transcripts.order_by("position"))
+    before = {t.pk: t.message_count for t in transcripts}
+
+    def unchanged(reason: str = "") -> list[RefreshOutcome]:
+        return [RefreshOutcome(t.pk, messages=t.message_count, reason=reason) for t in transcripts]
+
+    if not stored.source_path:
+        return unchanged("the upload was not read from a file on this machine")
+    if data is None:
+        try:
+            data = Path(stored.source_path).read_bytes()
+        except OSError as exc:
+            return unchanged(f"could not read {stored.source_path}: {exc.strerror or exc}")
+    if len(data) <= stored.size:
+        if hashlib.sha256(data).hexdigest() == stored.sha256:
+            return unchanged()
+        return unchanged("the file changed before its end: import it as a new file")
+    kept = bytes(Upload.objects.values_list("data", flat=True).get(pk=stored.pk))
+    if not data.startswith(kept):
+        return unchanged("the file changed before its end: import it as a new file")
+    data = _complete_lines(data)
+    if len(data) <= len(kept):
+        return unchanged()  # the one new line is still being written
+    try:
+        _append(stored, data, transcripts)
+    except TranscriptError as exc:
+        return unchanged(f"the grown file does not parse: {exc}")
+    after = list(stored.transcripts.order_by("position"))
+    outcomes = [
+        RefreshOutcome(
+            t.pk,
+            new_messages=max(0, t.message_count - before.get(t.pk, 0)),
+            messages=t.message_count,
+            grown=True,
+        )
+        for t in after
+    ]
+    grown = [(o.transcript_id, o.messages) for o in outcomes if o.new_messages]
+    transaction.on_commit(lambda: [live.send_grown(pk, total) for pk, total in grown])
+    return outcomes
+
+
+def _complete_lines(data: bytes) -> bytes:
+    """``data`` up to its last complete line: a last line that is no JSON value yet is
+    still being written (a line-per-record session the agent is appending to)."""
+    cut = data.rfind(b"\n") + 1
+    if cut == len(data):
+        return data
+    try:
+        json.loads(data[cut:])
+    except ValueError:
+        return data[:cut]
+    return data
+
+
+def _append(upload: Upload, data: bytes, transcripts: list[Transcript]) -> None:
+    """Store ``data`` (the upload's kept bytes and more) as the upload's, appending the
+    messages it adds; one transaction."""
+    streamed = _open(data, name=upload.name, format=upload.forced_format or upload.format)
+    try:
+        with transaction.atomic():
+            _store_grown(upload, data, streamed, transcripts)
+    except import_store.Diverged:
+        log.info("upload %s: stored messages differ from the file's, stored again", upload.pk)
+        streamed = _open(data, name=upload.name, format=upload.forced_format or upload.format)
+        with transaction.atomic():
+            upload.size, upload.sha256 = len(data), hashlib.sha256(data).hexdigest()
+            _write_data(upload, data)
+            existing = {t.position: t for t in transcripts}
+            import_store.store_stream(upload, streamed, existing=existing)
+            _drop_derived([t.pk for t in transcripts])
+
+
+def _store_grown(
+    upload: Upload, data: bytes, streamed: StreamedFile, transcripts: list[Transcript]
+) -> None:
+    upload.size, upload.sha256 = len(data), hashlib.sha256(data).hexdigest()
+    upload.importer_version = importer_version()
+    _write_data(upload, data)
+    existing = {t.position: t for t in transcripts}
+    import_store.append_stream(upload, streamed, existing=existing)
+    _drop_derived([t.pk for t in transcripts])
+
+
+def _drop_derived(transcript_ids: list[int]) -> None:
+    """What was derived from a transcript's messages and stored beside them (the survival
+    of its own compactions, built on first view) is built again from the grown messages."""
+    from django.apps import apps
+
+    survival = apps.get_model("replay_app", "OriginalSurvival")
+    survival.objects.filter(transcript_id__in=transcript_ids).delete()
+
+
+def import_path(
+    *, owner: Any, path: Path, format: str | None = None
+) -> tuple[ImportOutcome, list[RefreshOutcome] | None]:
+    """A file on this machine: when the owner already imported this path and the file
+    has only grown since, what it gained is appended to that upload (refresh outcomes
+    second); otherwise imported as any file (``upload_import_file``), its path kept."""
+    where = str(path.absolute())
+    name = path.name
+    previous = (
+        Upload.objects.defer("data")
+        .filter(owner=owner, source_path=where)
+        .order_by("-created_at", "-id")
+        .first()
+    )
+    try:
+        size = path.stat().st_size
+        if previous is not None and size >= previous.size:
+            data = path.read_bytes()
+            refreshed = refresh_upload(previous, data=data)
+            if not any(o.reason for o in refreshed):
+                previous.refresh_from_db()
+                return _stored_outcome(previous), refreshed
+        file = path.open("rb")
+    except OSError as exc:
+        error = TranscriptError(exc.strerror or str(exc), file=where)
+        return ImportOutcome(name=name, size=0, error=error), None
+    with file:
+        outcome = upload_import_file(owner=owner, name=name, file=file, size=size, format=format)
+    if outcome.upload is not None and outcome.ok and not outcome.upload.source_path:
+        Upload.objects.filter(pk=outcome.upload.pk).update(source_path=where)
+        outcome.upload.source_path = where
+    return outcome, None
 
 
 def upload_delete(*, upload: Upload) -> None:
