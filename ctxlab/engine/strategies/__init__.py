@@ -140,6 +140,8 @@ LIBRARY: tuple[str, ...] = PRESETS + (
     "goose",
     "semantic_kernel_truncation",
     "semantic_kernel_summarization",
+    "ag2_history_limiter",
+    "ag2_token_limiter",
 )
 
 
