@@ -13,6 +13,7 @@ ZONE_ORDER = (
     ("system", "System prompt"),
     ("tools", "Tool definitions"),
     ("unseen", "Strategy overhead"),
+    ("instruction_files", "Instruction files"),
     ("not_in_file", "Not in this file"),
     ("summary", "Summary"),
     ("compactable", "Compactable history"),
@@ -26,6 +27,7 @@ REQUEST_ZONES = (
     "system",
     "tools",
     "unseen",
+    "instruction_files",
     "not_in_file",
     "summary",
     "compactable",
@@ -88,18 +90,30 @@ def transcript_parts(run: Run) -> TranscriptParts:
     return cached(run, "parts", build)
 
 
-def zone_segments(zones: dict[str, Any], parts: TranscriptParts | None = None) -> list[ZoneSegment]:
+# Zones listed only where a step has some (a replay's steps never hold instruction files:
+# only the original's view, ctxlab.engine.evaluate.session_now, carves them out).
+OPTIONAL_ZONES = ("unseen", "not_in_file", "instruction_files")
+
+
+def zone_segments(
+    zones: dict[str, Any],
+    parts: TranscriptParts | None = None,
+    labels: dict[str, str] | None = None,
+) -> list[ZoneSegment]:
     """Every zone with its share of the window (``percent``: % of the window, over 100 when a
     request overflows it; see ``zone_model`` for what the bar draws). A system prompt or tool
     zone of 0 says why instead of showing 0 (``parts``: what the transcript carries; None:
-    unknown, the number shows); the strategy overhead is listed only when there is one."""
+    unknown, the number shows); the strategy overhead is listed only when there is one.
+    ``labels``: other names for some zones (the original session's view names them in the
+    agent's terms); the keys and the rule stay the same."""
     window = max(int(zones.get("window") or 0), 0)
-    values = [(key, label, max(int(zones.get(key) or 0), 0)) for key, label in ZONE_ORDER]
+    names = {**dict(ZONE_ORDER), **(labels or {})}
+    values = [(key, names[key], max(int(zones.get(key) or 0), 0)) for key, _ in ZONE_ORDER]
     scale = window or max(sum(v for _, _, v in values), 1)
     out = []
     for key, label, tokens in values:
         note = ""
-        if key in ("unseen", "not_in_file") and not tokens:
+        if key in OPTIONAL_ZONES and not tokens:
             continue
         if key in ("system", "tools") and not tokens and parts is not None:
             note = NOT_COUNTED if getattr(parts, key) else NOT_IN_TRANSCRIPT
@@ -192,12 +206,14 @@ def zone_model(
     zones: dict[str, Any],
     tokens: dict[str, int | None] | None = None,
     parts: TranscriptParts | None = None,
+    labels: dict[str, str] | None = None,
 ) -> ZoneModel:
     """The one zone model of a step: ``zones`` as stored (``Zones.as_dict``), ``tokens`` the
     step's counts (``strategy``, ``reference``, ``reported``), ``parts`` what the transcript
-    carries (for "not in transcript" / "not counted by this strategy")."""
+    carries (for "not in transcript" / "not counted by this strategy"), ``labels`` other
+    names for some zones (``zone_segments``)."""
     tokens = tokens or {}
-    legend = tuple(zone_segments(zones, parts))
+    legend = tuple(zone_segments(zones, parts, labels))
     window = max(int(zones.get("window") or 0), 0)
     request = request_total(zones)
     reserve = max(int(zones.get("output_reserve") or 0), 0)

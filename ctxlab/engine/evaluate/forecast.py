@@ -1,0 +1,116 @@
+"""When will the agent's own auto-compact fire: the forecast rule (issue 38).
+
+One rule, read by the session page (``evaluate/session_now.py``), its JSON twin, the
+``forecast`` bench and ``ctxlab statusline``; plain Python with nothing but the standard
+library at module level, so the statusline stays fast.
+
+- A *turn* is one model call (an assistant response with reported usage): the unit the
+  agent checks its threshold at (Claude Code's ``autoCompactIfNeeded`` runs before every
+  call; Codex checks before every request too).
+- The *count* of a turn is the agent's own count after it: the response's reported usage
+  (prompt + output, ``Usage.context_tokens``), which is what Claude Code's
+  ``tokenCountWithEstimation`` starts from and Codex's ``total_token_usage`` reports.
+- The *growth rate* is the mean growth per turn over the last ``RATE_TURNS`` turns since the
+  agent's last compaction (``(count[k] - count[k - n]) / n``); fewer than two turns since the
+  compaction: unknown (never guessed). Chosen on the agreement corpus (docs/your-session-now.md):
+  the mean over 40 turns predicted best of the windows tried (5, 10, 20, 40, all; medians,
+  EWMA, trimmed means), which is still only about half the compactions within 2 turns
+  10 turns ahead: per-turn growth is bursty (one file read adds thousands of tokens).
+- *Turns to auto-compact*: the smallest ``n >= 0`` with ``count + n * rate >= threshold``
+  (0: the next check fires); None when the rate is not positive or unknown.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+RATE_TURNS = 40  # turns the growth rate is averaged over (see the module docstring)
+MIN_TURNS = 2  # turns since the last compaction needed for a rate at all
+
+# What the measurement calls a hit: predicted turns within TOLERANCE of the real ones,
+# HORIZON turns before the agent's own compaction.
+HORIZON = 10
+TOLERANCE = 2
+
+
+@dataclass(frozen=True, slots=True)
+class TurnsEstimate:
+    """How many more turns until the agent's count reaches its threshold."""
+
+    turns: int | None  # None: unknown (no rate, or the count does not grow)
+    rate: float | None  # tokens per turn over ``basis`` turns
+    basis: int  # turns the rate is the mean over
+    count: int | None  # the count now
+    threshold: int | None
+    why: str  # the words shown when ``turns`` is None, else how it was reached
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "turns": self.turns,
+            "growth_per_turn": None if self.rate is None else round(self.rate, 1),
+            "basis_turns": self.basis,
+            "count": self.count,
+            "threshold": self.threshold,
+            "why": self.why,
+        }
+
+
+def growth_rate(counts: Sequence[int], turns: int = RATE_TURNS) -> tuple[float | None, int]:
+    """(mean growth per turn over the last ``turns`` turns of ``counts``, turns used);
+    (None, 0) with fewer than ``MIN_TURNS`` counts. ``counts``: the counts since the last
+    compaction, oldest first."""
+    if len(counts) < MIN_TURNS:
+        return None, 0
+    span = min(turns, len(counts) - 1)
+    return (counts[-1] - counts[-1 - span]) / span, span
+
+
+def turns_to_trigger(counts: Sequence[int], threshold: int | None) -> TurnsEstimate:
+    """The forecast rule (module docstring): ``counts`` since the agent's last compaction,
+    oldest first, the last one the count now."""
+    count = counts[-1] if counts else None
+    if threshold is None:
+        return TurnsEstimate(None, None, 0, count, None, "no auto-compact threshold known")
+    if count is None:
+        return TurnsEstimate(None, None, 0, None, threshold, "no reported usage yet")
+    if count >= threshold:
+        return TurnsEstimate(0, None, 0, count, threshold, "the count is at the threshold")
+    rate, basis = growth_rate(counts)
+    if rate is None:
+        why = f"fewer than {MIN_TURNS} turns since the last compaction: no growth rate yet"
+        return TurnsEstimate(None, None, 0, count, threshold, why)
+    if rate <= 0:
+        why = f"the context did not grow over the last {basis} turns"
+        return TurnsEstimate(None, rate, basis, count, threshold, why)
+    turns = math.ceil((threshold - count) / rate)
+    why = f"{threshold - count:,} tokens to go at {rate:,.0f} a turn (mean of the last {basis})"
+    return TurnsEstimate(turns, rate, basis, count, threshold, why)
+
+
+def claude_code_threshold(window: int, output_reserve: int, buffer: int) -> int:
+    """Claude Code's auto-compact threshold with its default settings (``claude_code``
+    strategy, ``auto_compact_threshold``): window - the version's output reserve - its
+    buffer (``AUTOCOMPACT_BUFFER_TOKENS``). tests/engine/evaluate/test_forecast.py checks
+    it against the strategy for every version range."""
+    return window - output_reserve - buffer
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """One agent compaction seen ``HORIZON`` turns ahead."""
+
+    session: str
+    at_message: int  # the compaction's first message after it
+    predicted: int | None
+    actual: int
+
+    @property
+    def within(self) -> bool:
+        return self.predicted is not None and abs(self.predicted - self.actual) <= TOLERANCE
+
+
+def share_within(hits: Sequence[Hit]) -> float | None:
+    return round(sum(h.within for h in hits) / len(hits), 4) if hits else None

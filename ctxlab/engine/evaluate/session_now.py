@@ -1,0 +1,419 @@
+"""The original session, step by step, and what its next compaction would take (issue 38).
+
+For one imported transcript (no replay): at each model call of the agent itself,
+
+- ``zones``: what the request held, ``/context``-style, from what the transcript proves:
+  the reported usage (prompt tokens) split into the fixed part the transcript does not show
+  (system prompt + tools + attachments, *measured once*: the first reported usage minus the
+  agent's estimate of the file's messages before it; ``stages.originals.outside_context``,
+  the rule the ``claude_code`` strategy uses), instruction files (CLAUDE.md / AGENTS.md
+  contents the log carries), the agent's last summary, the messages (the rest of the
+  reported usage) and, beyond the request, the agent's auto-compact buffer (window -
+  threshold) and what is free. A file that starts after a compaction or mid-session cannot
+  tell the fixed part from earlier conversation: all of it is "not in this file", never a
+  guessed system prompt. A step without reported usage is drawn from the estimate and says
+  so. The zones are the same dict every replay step stores (``Zones.as_dict``), drawn by the
+  one zone model of the pages (``replay_app.steps.zone_bar.zone_model``).
+- ``forecast``: "if the agent compacted now": the messages its own strategy (the version
+  the transcript names) would summarise, the facts and instruction sources among them by
+  category (the survival machinery's at-risk set: ``extract.message_facts`` and
+  ``survival.extra_facts``; ``instructions.sources``) and the turns left before its
+  auto-compact threshold at the session's recent growth (``forecast.turns_to_trigger``).
+
+``forecast_hits`` measures that last number against the agent's real compactions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..core.model import Conversation, Message, Role
+from ..stages.originals import outside_context, starts_after_compaction
+from . import extract, instructions, survival
+from .forecast import HORIZON, Hit, TurnsEstimate, claude_code_threshold, turns_to_trigger
+
+# Importer formats whose agent's auto-compact ctxlab models (a strategy of the same agent).
+AGENT_OF_FORMAT = {"claude-code": "claude_code", "codex-rollout": "codex"}
+MICROCOMPACT = "microcompact"
+RISK_EXAMPLES = 5  # facts named per category (the counts stay exact)
+
+# The labels of the zones in the original's own terms (the zone keys are the replay's).
+LABELS = {
+    "unseen": "System prompt + tools (not in the transcript)",
+    "instruction_files": "Instruction files",
+    "summary": "Agent's summary",
+    "compactable": "Messages",
+    "output_reserve": "Auto-compact buffer",
+}
+HINTS = {
+    "unseen": (
+        "the first reported usage minus the agent's estimate of the file's messages before "
+        "it: system prompt, tool definitions, MCP servers and attachments, which the "
+        "transcript does not hold; one measured figure, not split further"
+    ),
+    "not_in_file": (
+        "the file starts after a compaction or mid-session: the reported usage holds "
+        "context the file does not (earlier conversation, and the system prompt, which "
+        "cannot be told apart from it)"
+    ),
+    "instruction_files": "CLAUDE.md / AGENTS.md / rules files the transcript carries",
+    "compactable": "the rest of the reported usage: the conversation's messages",
+    "output_reserve": "window minus the auto-compact threshold: the output reserve and buffer",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class AgentRules:
+    """The agent's own auto-compact geometry for this transcript."""
+
+    agent: str  # a strategy name ("claude_code", "codex"), "" when not modelled
+    version: str
+    rules: str  # the version range whose rules apply
+    window: int
+    threshold: int | None
+    why: str  # where the window and threshold come from
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "agent": self.agent,
+            "version": self.version,
+            "rules": self.rules,
+            "window": self.window,
+            "threshold": self.threshold,
+            "why": self.why,
+        }
+
+
+def agent_rules(conversation: Conversation, fmt: str, version: str = "") -> AgentRules:
+    """The auto-compact rules the agent that wrote ``conversation`` ran (``version``: the
+    CLI version in force, default the transcript's)."""
+    agent = AGENT_OF_FORMAT.get(fmt, "")
+    meta = dict(conversation.metadata)
+    if agent == "claude_code":
+        from ..strategies.claude_code import DEFAULT_WINDOW, ClaudeCodeStrategy
+
+        strategy = ClaudeCodeStrategy()
+        found = version or meta.get("version") or meta.get("first_version", "")
+        rules, used, reason = strategy.resolve_rules(found, f"the transcript's version {found}")
+        shown, shown_why = strategy.window_shown(conversation, rules)
+        window = shown or DEFAULT_WINDOW
+        threshold = claude_code_threshold(window, rules.output_reserve, rules.buffer)
+        why = (
+            f"Claude Code {used} ({reason}; rules {rules.label}): {window:,} window "
+            f"- {rules.output_reserve:,} output reserve - {rules.buffer:,} buffer"
+            + (f"; {shown_why}" if shown_why else "")
+        )
+        return AgentRules(agent, used, rules.label, window, threshold, why)
+    if agent == "codex":
+        from ..strategies import _codex_versions as cv
+        from ..strategies.codex import DEFAULT_WINDOW as CODEX_WINDOW
+        from ..strategies.codex import CodexStrategy
+
+        found = version or meta.get("cli_version", "")
+        crules, rules_why = cv.rules_for(found)
+        reported = int(meta.get("model_context_window", "0") or 0)
+        window = cv.context_window_from_reported(reported) if reported else CODEX_WINDOW
+        if crules is cv.LEGACY:
+            limit = CodexStrategy().auto_compact_limit(window)
+        else:
+            limit = cv.auto_compact_limit(window, 0, crules.auto_compact_percent)
+        source = f"the rollout's model_context_window {reported:,}" if reported else "default"
+        why = f"Codex {found or '?'} ({rules_why}): {window:,} window ({source}), limit {limit:,}"
+        return AgentRules(agent, found, crules.name, window, limit, why)
+    return AgentRules("", "", "", 0, None, "ctxlab does not model this agent's auto-compact")
+
+
+def _counter(agent: str) -> Any:
+    """The agent's own message estimator (Claude Code: length / 4 per block)."""
+    if agent == "codex":
+        from ..strategies.codex import CodexStrategy
+
+        return CodexStrategy().count_message
+    from ..strategies.claude_code import ClaudeCodeStrategy
+
+    return ClaudeCodeStrategy().count_message
+
+
+# --- steps ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Boundary:
+    """One of the agent's own compactions, as the page marks it."""
+
+    before_index: int
+    kind: str
+    trigger: str
+    pre_tokens: int | None
+    version: str
+
+
+@dataclass(frozen=True, slots=True)
+class OriginalStep:
+    """One model call of the agent itself."""
+
+    step: int  # 0-based among the file's calls
+    message: int  # the assistant message (its response)
+    span_start: int  # first message since the agent's last compaction
+    reported: int | None  # the request's prompt tokens as the provider reported them
+    count: int | None  # the agent's count after it (prompt + output), the forecast's input
+    zones: dict[str, Any]
+    estimated: bool  # no reported usage at this step: the zones are the estimate
+    compacted_before: Boundary | None  # an agent compaction right before this call
+    version: str
+
+    def tokens(self) -> dict[str, int | None]:
+        return {"strategy": self.reported, "reference": None, "reported": self.reported}
+
+
+@dataclass(slots=True)
+class SessionNow:
+    """Every call of the original, with the agent's rules."""
+
+    conversation: Conversation
+    fmt: str
+    rules: AgentRules
+    steps: list[OriginalStep] = field(default_factory=list)
+    boundaries: list[Boundary] = field(default_factory=list)
+    overhead_note: str = ""
+
+    def rules_at(self, step: OriginalStep) -> AgentRules:
+        if step.version and step.version != self.rules.version:
+            return agent_rules(self.conversation, self.fmt, step.version)
+        return self.rules
+
+    def counts_before(self, step: OriginalStep) -> list[int]:
+        """The counts since the agent's last compaction, up to this step."""
+        return [
+            s.count
+            for s in self.steps[: step.step + 1]
+            if s.span_start == step.span_start and s.count is not None
+        ]
+
+
+def _boundaries(conversation: Conversation) -> list[Boundary]:
+    return [
+        Boundary(c.before_index, c.kind, c.trigger, c.pre_tokens, c.agent_version)
+        for c in sorted(conversation.compactions, key=lambda c: c.before_index)
+    ]
+
+
+def session_now(conversation: Conversation, fmt: str) -> SessionNow:
+    """The original step by step (module docstring)."""
+    rules = agent_rules(conversation, fmt)
+    out = SessionNow(conversation, fmt, rules, boundaries=_boundaries(conversation))
+    messages = conversation.messages
+    count_message = _counter(rules.agent or "claude_code")
+    sizes = [0 if m.role is Role.SYSTEM else int(count_message(m)) for m in messages]
+    sources = instructions.sources(messages)
+    rules_at = {s.message for s in sources if s.kind == "project_rules"}
+    by_start = {b.before_index: b for b in out.boundaries}
+    continued = starts_after_compaction(conversation)
+    overhead: int | None = None
+    not_in_file = 0
+    start = 0
+    version = ""
+    pending: Boundary | None = None
+    seen = 0  # estimate of the file's messages before the first reported call
+    reset_seen = False
+    for index, message in enumerate(messages):
+        boundary = by_start.get(index)
+        if boundary is not None:
+            start, pending = index, boundary
+            version = boundary.version or version
+            if boundary.kind != MICROCOMPACT:
+                reset_seen = True  # earlier conversation is gone from the context
+        if message.role is not Role.ASSISTANT:
+            seen += sizes[index]
+            continue
+        usage = message.usage
+        reported = usage.prompt_tokens if usage is not None and usage.prompt_tokens else None
+        if reported is not None and overhead is None:
+            split = outside_context(reported, seen, continued)
+            overhead, not_in_file = split.overhead, split.not_in_file
+            if split.reason:
+                out.overhead_note = split.reason
+        live = range(start, index)
+        summary = sum(sizes[i] for i in live if "compact_summary" in messages[i].flags)
+        rule_files = sum(sizes[i] for i in live if i in rules_at)
+        estimate = sum(sizes[i] for i in live)
+        fixed = overhead or 0
+        own = max(estimate - summary - rule_files, 0)  # the agent's estimate of the rest
+        if reported is not None:
+            # context not in the file, at most what the reported usage leaves beyond the
+            # file's own messages (a microcompaction clears some of it too)
+            known = fixed + summary + rule_files
+            outside = 0 if reset_seen else min(not_in_file, max(reported - known - own, 0))
+            rest = max(reported - known - outside, 0)
+        else:
+            outside, rest = (0 if reset_seen else not_in_file), own
+        step_rules = out.rules if not version else agent_rules(conversation, fmt, version)
+        threshold = step_rules.threshold
+        zones: dict[str, Any] = {
+            "system": 0,
+            "tools": 0,
+            "unseen": fixed,
+            "instruction_files": rule_files,
+            "summary": summary,
+            "compactable": rest,
+            "reserved_recent": 0,
+            "output_reserve": (step_rules.window - threshold) if threshold else 0,
+            "free": 0,
+            "window": step_rules.window,
+            "threshold": threshold,
+        }
+        if outside:
+            zones["not_in_file"] = outside
+        count = usage.context_tokens if usage is not None and usage.context_tokens else None
+        out.steps.append(
+            OriginalStep(
+                step=len(out.steps),
+                message=index,
+                span_start=start,
+                reported=reported,
+                count=count,
+                zones=zones,
+                estimated=reported is None,
+                compacted_before=pending,
+                version=version or out.rules.version,
+            )
+        )
+        pending = None
+        seen += sizes[index]
+    return out
+
+
+# --- the forecast -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Forecast:
+    """If the agent compacted right after ``step``."""
+
+    step: int
+    span: tuple[int, int]  # source messages [start, end) its compaction would take
+    summarised: int  # how many messages it would summarise
+    kept: tuple[int, ...]  # messages of the span the agent keeps (Codex: user messages)
+    how: str  # what the agent's compaction does, in words
+    facts: dict[str, int]  # category -> facts at risk
+    examples: dict[str, list[str]]
+    instructions: list[dict[str, Any]]  # the instruction sources at risk
+    turns: TurnsEstimate
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "step": self.step,
+            "span": list(self.span),
+            "summarised": self.summarised,
+            "kept": list(self.kept),
+            "how": self.how,
+            "facts_at_risk": self.facts,
+            "fact_examples": self.examples,
+            "instructions_at_risk": self.instructions,
+            "instructions_at_risk_count": len(self.instructions),
+            "turns_to_auto_compact": self.turns.as_dict(),
+        }
+
+
+HOW = {
+    "claude_code": (
+        "auto-compact summarises every message since its last compaction into one summary "
+        "message (compactConversation); files it re-reads afterwards are not modelled"
+    ),
+    "codex": (
+        "compaction replaces the history with a summary and keeps the user's own messages "
+        "(collect_user_messages, up to 20,000 tokens)"
+    ),
+}
+
+
+def _kept(agent: str, messages: Sequence[Message], span: range) -> tuple[int, ...]:
+    if agent != "codex":
+        return ()
+    from ..strategies.codex import is_real_user_message
+
+    return tuple(i for i in span if is_real_user_message(messages[i]))
+
+
+def forecast(now: SessionNow, step: OriginalStep) -> Forecast:
+    """What the agent's own compaction would take right after ``step`` (module docstring)."""
+    messages = now.conversation.messages
+    later = [s.message for s in now.steps if s.step > step.step]
+    end = later[0] if later else len(messages)
+    nxt = [b.before_index for b in now.boundaries if step.message < b.before_index <= end]
+    end = min([end, *nxt])
+    span = range(step.span_start, end)
+    rules = now.rules_at(step)
+    kept = _kept(rules.agent, messages, span)
+    going = [i for i in span if i not in set(kept) and messages[i].role is not Role.SYSTEM]
+    risk: set[tuple[str, str]] = set()
+    last_todo = next((i for i in reversed(going) if survival._has_todo(messages[i])), None)
+    for i in going:
+        risk |= extract.message_facts(messages[i])
+        extra = survival.extra_facts(messages[i])
+        risk |= {f for f in extra if f[0] != "open_tasks" or i == last_todo}
+    facts: dict[str, int] = {}
+    examples: dict[str, list[str]] = {}
+    for kind, value in sorted(risk):
+        facts[kind] = facts.get(kind, 0) + 1
+        shown = examples.setdefault(kind, [])
+        if len(shown) < RISK_EXAMPLES:
+            shown.append(value)
+    going_set = set(going)
+    at_risk = [
+        {"kind": s.kind, "label": s.label, "message": s.message}
+        for s in instructions.sources(messages)
+        if s.message in going_set
+    ]
+    turns = turns_to_trigger(now.counts_before(step), rules.threshold)
+    return Forecast(
+        step=step.step,
+        span=(span.start, span.stop),
+        summarised=len(going),
+        kept=kept,
+        how=HOW.get(rules.agent, "ctxlab does not model this agent's compaction"),
+        facts={c: facts[c] for c in survival.CATEGORIES if c in facts},
+        examples={c: examples[c] for c in survival.CATEGORIES if c in examples},
+        instructions=at_risk,
+        turns=turns,
+    )
+
+
+# --- the measurement ----------------------------------------------------------------------
+
+
+def forecast_hits(
+    conversation: Conversation, fmt: str, name: str = "", horizon: int = HORIZON
+) -> list[Hit]:
+    """For each automatic compaction of the agent with at least ``horizon`` calls before
+    it since the previous one: the turns ``turns_to_trigger`` predicted ``horizon`` calls
+    earlier, against ``horizon`` (the calls that really came before it)."""
+    now = session_now(conversation, fmt)
+    if now.rules.threshold is None:
+        return []
+    hits = []
+    for boundary in now.boundaries:
+        if boundary.kind == MICROCOMPACT or boundary.trigger != "auto":
+            continue
+        before = [
+            s
+            for s in now.steps
+            if s.message < boundary.before_index and s.count is not None
+            and not any(
+                s.message < b.before_index < boundary.before_index for b in now.boundaries
+            )
+            and s.span_start <= s.message
+        ]  # fmt: skip
+        before = [s for s in before if s.span_start == before[-1].span_start] if before else []
+        if len(before) < horizon + 1:
+            continue
+        at = before[-1 - horizon]
+        predicted = forecast_turns(now, at)
+        hits.append(Hit(name, boundary.before_index, predicted, horizon))
+    return hits
+
+
+def forecast_turns(now: SessionNow, step: OriginalStep) -> int | None:
+    return turns_to_trigger(now.counts_before(step), now.rules_at(step).threshold).turns

@@ -1,0 +1,98 @@
+"""The forecast rule and the original session's steps (issue 38), on real sessions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ctxlab.engine import cli
+from ctxlab.engine.evaluate import forecast as fc
+from ctxlab.engine.evaluate.session_now import forecast, forecast_hits, session_now
+from ctxlab.engine.strategies import _claude_code_versions as versions
+from ctxlab.engine.strategies.claude_code import ClaudeCodeStrategy
+
+DATA = Path(__file__).resolve().parents[2] / "data"
+AGREEMENT = DATA / "agreement"
+# Claude Code 2.1.14: a microcompact (line 33), then an auto compact_boundary (preTokens 155,068)
+MICRO_THEN_AUTO = AGREEMENT / "entireio-cli" / "76" / "62d755ef9f" / "2" / "full.jsonl"
+FROM_START = DATA / "claude-code-2.1" / "parallel-calls-hooks.jsonl"
+
+
+@pytest.mark.parametrize("rules", versions.RANGES, ids=lambda r: r.label)
+@pytest.mark.parametrize("window", [200_000, 1_000_000])
+def test_the_threshold_is_the_strategys(rules: versions.VersionRules, window: int) -> None:
+    strategy = ClaudeCodeStrategy()
+    expected = strategy.auto_compact_threshold(rules, window)
+    assert fc.claude_code_threshold(window, rules.output_reserve, rules.buffer) == expected
+
+
+def test_turns_to_trigger_rule() -> None:
+    assert fc.turns_to_trigger([], 100).turns is None
+    one = fc.turns_to_trigger([50], 100)
+    assert one.turns is None and "no growth rate" in one.why
+    assert fc.turns_to_trigger([10, 20, 30], 100).turns == 7  # 70 to go at 10 a turn
+    assert fc.turns_to_trigger([10, 20, 31], 100).turns == 7  # 69 at 10.5: ceil(6.57)
+    assert fc.turns_to_trigger([10, 120], 100).turns == 0
+    flat = fc.turns_to_trigger([40, 40, 40], 100)
+    assert flat.turns is None and "did not grow" in flat.why
+    assert fc.turns_to_trigger([10, 20], None).turns is None
+    # the rate is the mean over the last RATE_TURNS turns only
+    counts = [0] * 10 + [i * 100 for i in range(fc.RATE_TURNS + 1)]
+    estimate = fc.turns_to_trigger(counts, counts[-1] + 1_000)
+    assert estimate.rate == 100 and estimate.basis == fc.RATE_TURNS and estimate.turns == 10
+
+
+def test_steps_of_a_real_session_mark_its_compactions_and_reset_the_span() -> None:
+    conv = cli.load_file(MICRO_THEN_AUTO)
+    now = session_now(conv, "claude-code")
+    assert now.rules.agent == "claude_code" and now.rules.version == "2.1.14"
+    assert now.rules.threshold == 155_000  # 200,000 - 32,000 - 13,000 before 2.1.21
+    marked = [(s.step, s.compacted_before.kind) for s in now.steps if s.compacted_before]
+    assert [kind for _, kind in marked] == ["microcompact", "compact_boundary"]
+    after = now.steps[-1]
+    assert after.compacted_before is not None and after.span_start == 61
+    # the request after the agent's compaction: its summary has a zone of its own
+    assert after.zones["summary"] > 0 and "not_in_file" not in after.zones
+    # every step's zones add up to what the provider reported
+    for step in now.steps:
+        request = sum(
+            step.zones.get(k, 0)
+            for k in ("unseen", "not_in_file", "instruction_files", "summary", "compactable")
+        )
+        assert request == step.reported
+    # a file that starts mid-session: the fixed part is not told from earlier conversation
+    first = now.steps[0]
+    assert first.zones["unseen"] == 0 and first.zones["not_in_file"] > 100_000
+    assert now.overhead_note
+
+
+def test_the_fixed_part_is_measured_at_the_first_reported_usage() -> None:
+    conv = cli.load_file(FROM_START)
+    now = session_now(conv, "claude-code")
+    first = now.steps[0]
+    assert not now.overhead_note and "not_in_file" not in first.zones
+    # system prompt + tools + attachments: the first usage minus the messages before it
+    assert first.reported is not None and 20_000 < first.zones["unseen"] < first.reported
+    assert all(s.zones["unseen"] == first.zones["unseen"] for s in now.steps)
+
+
+def test_forecast_before_the_real_compaction() -> None:
+    conv = cli.load_file(MICRO_THEN_AUTO)
+    now = session_now(conv, "claude-code")
+    step = now.steps[-2]  # the agent's last call before its compaction
+    got = forecast(now, step)
+    assert got.span == (13, 61)  # since the microcompact, up to the boundary
+    assert got.summarised == 48 and got.kept == ()
+    assert got.facts["paths"] > 0 and got.facts["commands"] > 0
+    assert set(got.facts) <= set(got.examples)
+    # its count is 154,769, under 155,000: the next turn's growth passes it
+    assert got.turns.count == 154_769 and got.turns.turns == 1
+
+
+def test_forecast_measured_ten_turns_ahead_on_the_vendored_sessions() -> None:
+    conv = cli.load_file(MICRO_THEN_AUTO)
+    (hit,) = forecast_hits(conv, "claude-code", "76/62d755ef9f/2")
+    assert hit.actual == fc.HORIZON and hit.at_message == 61
+    assert hit.predicted == 8 and hit.within  # 9,355 tokens to go at ~1,100 a turn
+    assert fc.share_within([hit]) == 1.0
