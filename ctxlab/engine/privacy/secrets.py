@@ -172,6 +172,28 @@ _PATTERNS: tuple[tuple[str, str, re.Pattern[str], int], ...] = (
         ),
         0,
     ),
+    # Passwords given on a command line: mysql's glued -pSECRET, --password VALUE (the
+    # "=" form is a credential_assignment), sshpass -p VALUE; and a .netrc line.
+    (
+        "cli_password",
+        "mysql",
+        re.compile(
+            r"(?i)\b(?:mysql|mysqldump|mysqladmin|mariadb)\b[^\n|;&]*?[ \t]-p[\"']?([^\s\"'`|;&]{3,})"
+        ),
+        1,
+    ),
+    (
+        "cli_password",
+        "cli_pw",
+        re.compile(r"(?i)(?:--pass(?:word|wd)?|\bsshpass[ \t]+-p)[ \t]+[\"']?([^\s\"'`|;&]{3,})"),
+        1,
+    ),
+    (
+        "netrc_password",
+        "netrc",
+        re.compile(r"(?i)\blogin[ \t]+\S+[ \t]+password[ \t]+([^\s\"'`]{3,})"),
+        1,
+    ),
     # Azure connection strings.
     (
         "azure_key",
@@ -217,6 +239,9 @@ ANCHORS: dict[str, tuple[str, ...]] = {
     "env": ("_key", "_token", "_secret", "_pass", "_pwd", "_cred", "_auth", "password"),
     "curl_cookie": ("-b", "--cookie"),
     "session": ("session=", "sessionid=", "session_id=", "sessid=", "connect.sid="),
+    "mysql": ("mysql", "mariadb"),
+    "cli_pw": ("--pass", "sshpass"),
+    "netrc": ("login",),
     "azure": ("accountkey=", "sharedaccesskey=", "sharedaccesssignature="),
     "basic": ("basic",),
     "authkey": tuple(f"auth{c}" for c in "\"':= \t\\"),
@@ -228,7 +253,7 @@ ANCHORS: dict[str, tuple[str, ...]] = {
 ANCHOR_BACKOFF = 8
 BACKOFF: dict[str, int] = {
     **{"url": 0, "env": 0, "curl_cookie": 1, "session": 9, "azure": 8},
-    **{"basic": 0, "authkey": 0, "b64": 0},
+    **{"basic": 0, "authkey": 0, "b64": 0, "mysql": 0, "cli_pw": 0, "netrc": 0},
 }
 DATA_BACKOFF = 64
 DATA_RULES = secret_rules.load_rules()
@@ -435,7 +460,7 @@ def _plausible(kind: str, value: str) -> bool:
         return not value.startswith("<") and len(value.strip()) >= 8
     if kind == "url_password":
         return value.lower() not in _URL_PLACEHOLDERS and not _reference(value)
-    if kind == "env_secret":
+    if kind in ("env_secret", "cli_password", "netrc_password"):
         return _assigned(value)
     if kind == "session_cookie":
         return _assigned(value) and any(c.isdigit() for c in value)

@@ -94,3 +94,35 @@ def test_plain_json_values_stay_as_they_are() -> None:
     conversation = _call(arguments)
     assert not scan_conversation(conversation)
     assert mask_conversation(conversation).messages[0].blocks[0].tool_input == arguments
+
+
+# Passwords on a command line and in a .netrc line: masked; the flags' everyday uses and
+# references to variables stay as they are.
+@pytest.mark.parametrize(
+    "text,secret",
+    [
+        ("mysql -h db -uroot -pXk29vLq8 app", "Xk29vLq8"),
+        ("mysqldump --single-transaction -u me -p'Sup3rS3cret99' db", "Sup3rS3cret99"),
+        ("sshpass -p hunter22x ssh deploy@host", "hunter22x"),
+        ("./manage --password Tr0ub4dor3x --user bob", "Tr0ub4dor3x"),
+        ("machine api.example.com login bob password Xk29vLq8pMw3nZ", "Xk29vLq8pMw3nZ"),
+    ],
+)
+def test_command_line_and_netrc_passwords_are_masked(text: str, secret: str) -> None:
+    assert secret not in mask(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "mkdir -p build/out",
+        "git log -p HEAD~3",
+        "mysql -u root -p mydb",
+        "mysql -u root -p$MYSQL_PWD db",
+        'psql --password "$PW"',
+        "login: please enter your password now",
+        "machine x login bob password $NETRC_PW",
+    ],
+)
+def test_flags_and_references_that_are_not_passwords_stay(text: str) -> None:
+    assert mask(text) == text
