@@ -447,6 +447,8 @@ def import_path(
             refreshed = refresh_upload(previous, data=data)
             if not any(o.reason for o in refreshed):
                 previous.refresh_from_db()
+                if not any(o.grown for o in refreshed):  # the same bytes: nothing to do
+                    return _duplicate_outcome(previous, name=name), refreshed
                 return _stored_outcome(previous), refreshed
         file = path.open("rb")
     except OSError as exc:

@@ -11,7 +11,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from ctxlab.engine import TranscriptError, importers, sources
+from ctxlab.engine import importers, sources
 from sessions_app import services
 
 from ._owner import resolve_owner
@@ -109,26 +109,13 @@ class Command(BaseCommand):
             self.stdout.write(self.style.WARNING(f"  {source['note']}"))
 
     def _import_one(self, path: Path, *, owner: Any, format: str | None) -> services.ImportOutcome:
-        name = path.name
-        try:
-            size = path.stat().st_size
-        except OSError as exc:
-            return services.ImportOutcome(
-                name=name, size=0, error=TranscriptError(exc.strerror or str(exc), file=str(path))
-            )
-        try:
-            file = path.open("rb")
-        except OSError as exc:
-            return services.ImportOutcome(
-                name=name,
-                size=size,
-                error=TranscriptError(exc.strerror or str(exc), file=str(path)),
-            )
-        # The web upload's path: over the limit or no transcript, refused before read whole.
-        with file:
-            return services.upload_import_file(
-                owner=owner, name=name, file=file, size=size, format=format
-            )
+        # The web upload's path (over the limit or no transcript: refused before read
+        # whole), its path kept: a file imported before that has grown is appended to.
+        outcome, refreshed = services.import_path(owner=owner, path=path, format=format)
+        if refreshed is not None:
+            grown = sum(o.new_messages for o in refreshed)
+            self.stderr.write(f"{path}: grown since its import, {grown} new message(s) appended")
+        return outcome
 
     def _describe(self, path: Path, outcome: services.ImportOutcome) -> str:
         if outcome.error is not None:
