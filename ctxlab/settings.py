@@ -116,6 +116,7 @@ INSTALLED_APPS = [
     "replay_app",
     "judge_app",  # probes and after-effects
     "suites_app",  # many transcripts × many configurations
+    "prompts_app",  # the prompt editor: versions of a compaction prompt, replayed, exported
 ]
 
 MIDDLEWARE = [

@@ -33,4 +33,5 @@ urlpatterns = [
     path("", include("replay_app.urls")),
     path("", include("judge_app.urls")),
     path("", include("suites_app.urls")),
+    path("", include("prompts_app.urls")),
 ]

@@ -26,7 +26,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from ..core.summary_request import PromptMessage, Summarizer, SummaryRequest, SummaryResponse
+from ..core.summary_request import (
+    PromptMessage,
+    Summarizer,
+    SummaryRequest,
+    SummaryResponse,
+    approx_tokens,
+)
 
 NativeMode = Literal["replace", "append", ""]
 
@@ -307,7 +313,11 @@ class EditingSummarizer:
         if not lines:
             return response
         block = OFFLINE_RULES_HEADING + "\n" + "\n".join(f"- {line}" for line in lines)
-        return replace(response, text=f"{response.text.rstrip()}\n\n{block}")
+        text = f"{response.text.rstrip()}\n\n{block}"
+        usage = response.usage
+        if usage is not None and usage.estimated:  # the local estimate of the longer text
+            usage = replace(usage, output_tokens=approx_tokens(text))
+        return replace(response, text=text, usage=usage)
 
 
 def wrap(summarizer: Summarizer, data: Mapping[str, Any] | None) -> Summarizer:
