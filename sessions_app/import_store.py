@@ -25,6 +25,7 @@ from ctxlab.engine.core.model import BlockKind, Conversation
 from ctxlab.engine.core.model import Message as EngineMessage
 from ctxlab.engine.importers._stream import ConversationStream, StreamedFile
 from ctxlab.engine.strategies import _copaw_stored as copaw_stored
+from ctxlab.engine.strategies import aider
 from ctxlab.engine.tokens import reference_stored
 from ctxlab.engine.tokens.cl100k import (
     MEDIA_TOKENS,
@@ -303,6 +304,7 @@ class _MessageWriter:
             written.findings.append({**found, "message": found["message"] + offset})
         tokens, tables = reference_stored.stored_counts(masked.messages)
         qwen = copaw_stored.message_entries(masked.messages)  # read by CoPaw's replays
+        aider_tokens = aider.stored_counts(masked.messages)  # read by Aider's replays
         if written.first_file is None and batch:
             written.first_file = batch[0].source.file
         rows = []
@@ -315,6 +317,7 @@ class _MessageWriter:
                 "secrets": where.get(i, []),
                 "qwen_counts": qwen[i] if qwen is not None else None,
                 "reference_tables": tables[i],
+                "aider_tokens": aider_tokens[i],
                 **message_fields(message, default_file=written.first_file or ""),
             }
             row = [values[f.attname] for f in self.columns]

@@ -266,6 +266,9 @@ class Message(models.Model):
     # running cl100k counts of its long texts (None: none, or imported before): a copy of
     # one is counted from them (ctxlab/engine/tokens/reference_stored.py)
     reference_tables = models.JSONField(null=True, blank=True, default=None)
+    # Aider's count of the message (cl100k of its JSON, ``Model.token_count``), computed at
+    # import (None: imported before): ctxlab.engine.strategies.aider.stored_counts
+    aider_tokens = models.PositiveIntegerField(null=True, blank=True, default=None)
 
     class Meta:
         ordering = ["transcript", "index"]
