@@ -32,7 +32,7 @@ cases as a table (``tests/engine/strategies/test_ag2.py``).
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -73,6 +73,36 @@ def truncate_tokens(text: str, n_tokens: int) -> str:
     if n_tokens >= len(tokens):
         return text
     return str(enc.decode(tokens[:n_tokens]))
+
+
+def walk(
+    contents: list[str | None],
+    tokens: list[int],
+    max_tokens: int,
+    per_message: int,
+    capped_tokens: Callable[[int], int],
+    *,
+    floor: int = 0,
+) -> tuple[int, dict[int, int]]:
+    """``apply_transform``'s walk, newest first, down to ``floor``: (the oldest position
+    kept, {position: tokens it is cut to} for the messages cut). ``tokens[p]`` counts
+    ``contents[p]``, ``capped_tokens(p)`` its first ``per_message`` tokens re-counted."""
+    processed = 0
+    cut: dict[int, int] = {}
+    for p in range(len(contents) - 1, floor - 1, -1):
+        if contents[p] is None:
+            continue
+        if max_tokens - processed - per_message < 0:
+            keep = max_tokens - processed
+            if keep < tokens[p]:
+                cut[p] = keep
+            return p, cut
+        if per_message < tokens[p]:
+            cut[p] = per_message
+            processed += capped_tokens(p)
+        else:
+            processed += tokens[p]
+    return floor, cut
 
 
 @dataclass(slots=True)
@@ -139,31 +169,18 @@ class AG2TokenLimiterStrategy(ReferenceEstimator, Strategy):
         st: _State = ctx.state
         if self.min_tokens and st.total < self.min_tokens:
             return
-        n = len(st.sources)
-        processed = 0
-        oldest = 0
-        cut: dict[int, int] = {}  # position -> tokens it is cut to
-        for p in range(n - 1, st.oldest - 1, -1):
-            content = st.contents[p]
-            if content is None:
-                continue
-            if self.max_tokens - processed - self.per_message < 0:
-                keep = self.max_tokens - processed
-                if keep < st.tokens[p]:
-                    cut[p] = keep
-                oldest = p
-                break
-            if self.per_message < st.tokens[p]:
-                cut[p] = self.per_message
-                capped = st.capped.get(p)
-                if capped is None:
-                    capped = ctx.reference.text(truncate_tokens(content, self.per_message))
-                    st.capped[p] = capped
-                processed += capped
-            else:
-                processed += st.tokens[p]
-        else:
-            oldest = st.oldest
+        capped = st.capped
+
+        def capped_tokens(p: int) -> int:
+            value = capped.get(p)
+            if value is None:
+                content = st.contents[p] or ""
+                value = ctx.reference.text(truncate_tokens(content, self.per_message))
+                capped[p] = value
+            return value
+
+        oldest, cut = walk(st.contents, st.tokens, self.max_tokens, self.per_message,
+                           capped_tokens, floor=st.oldest)  # fmt: skip
         changed: list[int] = []
         desired: dict[int, Any] = {}
         for p in range(st.oldest, oldest):
