@@ -27,6 +27,7 @@ usage: ctxlab COMMAND [ARGS...]
   replay ...            replay a transcript through strategies (manage.py replay)
   report --runs 1,2,3   one self-contained HTML file of a comparison
   bench ...             the benchmark (manage.py bench)
+  statusline            Claude Code's status line: context, turns to auto-compact
   migrate, createsuperuser, load_demo, ... any other manage.py command
 
 Data (database, secret key, media): {data_dir}  (CTXLAB_DATA_DIR to change)
@@ -63,6 +64,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(USAGE.format(data_dir=paths.data_dir()))
         return 0
     command, rest = args[0], args[1:]
+    if command == "statusline":  # Claude Code's status line: no Django, the engine only
+        from ctxlab.engine.statusline import main as statusline
+
+        return statusline(rest)
     serving = command == "serve" and not ({"-h", "--help"} & set(rest))
     prepare_environment(serving)
     from django.core.management import execute_from_command_line

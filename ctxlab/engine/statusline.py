@@ -1,0 +1,332 @@
+"""``ctxlab statusline``: one short line for Claude Code's status line (issue 38).
+
+Claude Code runs the ``statusLine`` command after each assistant message with the session's
+JSON on stdin (``transcript_path``, ``version``, ``model``, ``context_window`` with
+``context_window_size`` ...: https://code.claude.com/docs/en/statusline) and shows the first
+line it prints. This prints::
+
+    ctx 154.8k/200k 77% | auto-compact in ~4 turns (155k) | 2 instructions at risk
+
+- *context used*: the last response's reported usage (prompt + output: the count Claude
+  Code's auto-compact starts from), of the window (the JSON's ``context_window_size``, else
+  200,000, or 1,000,000 for a ``[1m]`` model);
+- *turns to auto-compact*: ``evaluate.forecast.turns_to_trigger`` (the rule the session page
+  reads) over the responses since the last ``compact_boundary`` / ``microcompact_boundary``,
+  against the threshold of the JSON's Claude Code version (``_claude_code_versions``);
+- *instructions at risk*: the instruction sources (CLAUDE.md contents, skills, the user's
+  constraints: ``evaluate.instructions``) in the span the next compaction would summarise.
+
+Fast: the file is read from its end backwards until the last compaction boundary (a tail
+read: a 5 MB session compacted once reads only what followed), only the lines that matter
+are JSON-decoded, and nothing of Django or the strategy registry is imported (the version
+table is loaded on its own). ``--file PATH`` reads a session without the JSON (tmux, a
+shell prompt); ``--json`` prints the figures as JSON. Never fails loudly: a status line
+that raises shows nothing, so errors print a short line.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any, TextIO
+
+from .evaluate.forecast import RATE_TURNS, TurnsEstimate, claude_code_threshold, turns_to_trigger
+
+CHUNK = 1 << 20  # bytes read per step backwards
+DEFAULT_WINDOW = 200_000
+LARGE_WINDOW = 1_000_000
+# Claude Code writes compact JSON; other writers of the same records put spaces after colons
+BOUNDARY = re.compile(rb'"subtype":\s*"(?:micro)?compact_boundary"')
+MARK_MAX = 40  # bytes of the longest boundary mark (the chunk overlap)
+ASSISTANT = re.compile(rb'"type":\s*"assistant"')
+USER = re.compile(rb'"type":\s*"user"')
+SIDECHAIN = re.compile(rb'"isSidechain":\s*true')
+USAGE_RE = re.compile(rb'"usage":\s*\{')
+# The first "type" of a line: a response's message object comes before the record's own
+# type ("message"), a user record's type comes first; a progress line (a sub-agent's
+# messages nested in it) says "progress" first.
+FIRST_TYPE = re.compile(rb'"type":\s*"([a-z_-]+)"')
+
+
+def _first_type(raw: bytes) -> bytes:
+    found = FIRST_TYPE.search(raw)
+    return found.group(1) if found else b""
+
+
+def _versions() -> ModuleType:
+    """``strategies/_claude_code_versions.py`` without the strategy registry (whose import
+    discovers every strategy: ~100 ms)."""
+    name = "ctxlab.engine.strategies._claude_code_versions"
+    loaded = sys.modules.get(name)
+    if loaded is not None:
+        return loaded
+    path = Path(__file__).resolve().parent / "strategies" / "_claude_code_versions.py"
+    spec = importlib.util.spec_from_file_location("_ctxlab_statusline_versions", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses resolve the module by name
+    spec.loader.exec_module(module)
+    return module
+
+
+def tail_lines(path: Path) -> tuple[list[bytes], bool]:
+    """The file's lines from its last compaction boundary (that line first) to its end,
+    read backwards in chunks, each searched once; (lines, whether a boundary was found)."""
+    chunks: list[bytes] = []
+    with path.open("rb") as handle:
+        position = handle.seek(0, os.SEEK_END)
+        while position > 0:
+            step = min(CHUNK, position)
+            position -= step
+            handle.seek(position)
+            chunk = handle.read(step)
+            # a mark cut by the chunk's end is found with the start of the next chunk
+            window = chunk + (chunks[0][: MARK_MAX - 1] if chunks else b"")
+            cut = _last(BOUNDARY, window)
+            if cut < 0:
+                chunks.insert(0, chunk)
+                continue
+            start = chunk.rfind(b"\n", 0, cut) + 1
+            if start == 0 and position > 0:
+                # the boundary line starts in an earlier chunk: read back to its start
+                head = _line_start(handle, position)
+                return (head + chunk + b"".join(chunks)).splitlines(), True
+            return (chunk[start:] + b"".join(chunks)).splitlines(), True
+    return b"".join(chunks).splitlines(), False
+
+
+def _line_start(handle: Any, position: int) -> bytes:
+    """The bytes from the start of the line that holds ``position`` up to it."""
+    parts: list[bytes] = []
+    while position > 0:
+        step = min(CHUNK, position)
+        position -= step
+        handle.seek(position)
+        chunk = handle.read(step)
+        newline = chunk.rfind(b"\n")
+        if newline >= 0:
+            parts.insert(0, chunk[newline + 1 :])
+            break
+        parts.insert(0, chunk)
+    return b"".join(parts)
+
+
+@dataclass(frozen=True, slots=True)
+class Status:
+    used: int | None
+    window: int
+    version: str
+    turns: TurnsEstimate
+    instructions: tuple[str, ...]
+    compacted: bool  # the span starts at a compaction boundary
+
+    def line(self) -> str:
+        parts = []
+        if self.used is None:
+            parts.append(f"ctx ?/{_k(self.window)}")
+        else:
+            share = round(100 * self.used / self.window) if self.window else 0
+            parts.append(f"ctx {_k(self.used)}/{_k(self.window)} {share}%")
+        t = self.turns
+        threshold = f" ({_k(t.threshold)})" if t.threshold else ""
+        if t.turns is None:
+            parts.append(f"auto-compact: ?{threshold}")
+        elif t.turns == 0:
+            parts.append(f"auto-compact next{threshold}")
+        else:
+            plural = "turn" if t.turns == 1 else "turns"
+            parts.append(f"auto-compact in ~{t.turns} {plural}{threshold}")
+        n = len(self.instructions)
+        parts.append(f"{n} instruction{'' if n == 1 else 's'} at risk")
+        return " | ".join(parts)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "used": self.used,
+            "window": self.window,
+            "version": self.version,
+            "turns_to_auto_compact": self.turns.as_dict(),
+            "instructions_at_risk": list(self.instructions),
+            "since_compaction": self.compacted,
+        }
+
+
+def _k(tokens: int) -> str:
+    if tokens >= 1_000_000 and tokens % 1_000_000 == 0:
+        return f"{tokens // 1_000_000}M"
+    if tokens >= 1000:
+        value = f"{tokens / 1000:.1f}".removesuffix(".0")
+        return f"{value}k"
+    return str(tokens)
+
+
+_DECODER = json.JSONDecoder()
+_MESSAGE_ID = re.compile(rb'"id":\s*"(msg_[^"]+)"')
+_VERSION = re.compile(rb'"version":\s*"([0-9][0-9.]*)"')
+
+
+def _last(pattern: re.Pattern[bytes], data: bytes) -> int:
+    """Where the last match of ``pattern`` in ``data`` starts (-1: none)."""
+    at = -1
+    for found in pattern.finditer(data):
+        at = found.start()
+    return at
+
+
+def _usage_total(raw: bytes) -> int:
+    """The usage of an assistant line (prompt + output), decoding only its usage object."""
+    at = _last(USAGE_RE, raw)
+    if at < 0:
+        return 0
+    brace = raw.index(b"{", at)
+    try:
+        usage, _ = _DECODER.raw_decode(raw[brace:].decode("utf-8", "replace"))
+    except ValueError:
+        return 0
+    if not isinstance(usage, dict):
+        return 0
+    keys = (
+        "input_tokens",
+        "cache_creation_input_tokens",
+        "cache_read_input_tokens",
+        "output_tokens",
+    )
+    return sum(int(usage.get(key) or 0) for key in keys if isinstance(usage.get(key), int))
+
+
+def _user_record(raw: bytes) -> dict[str, Any] | None:
+    """A user line that may hold instructions (not a tool result), decoded."""
+    if b'"tool_result"' in raw:
+        return None
+    try:
+        record = json.loads(raw)
+    except ValueError:
+        return None  # a line still being written, or not JSON
+    return record if isinstance(record, dict) else None
+
+
+def _user_texts(record: dict[str, Any]) -> list[str]:
+    message = record.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    if isinstance(content, str):
+        return [content]
+    if not isinstance(content, list):
+        return []
+    return [
+        str(b.get("text") or "")
+        for b in content
+        if isinstance(b, dict) and b.get("type") == "text" and b.get("text")
+    ]
+
+
+def status_of(path: Path, payload: dict[str, Any] | None = None) -> Status:
+    """The status of the Claude Code session at ``path`` (``payload``: the statusline JSON)."""
+    from .core.model import Block, BlockKind, Message, Role
+    from .evaluate import instructions
+
+    payload = payload or {}
+    lines, compacted = tail_lines(path)
+    version = str(payload.get("version") or "")
+    found: list[str] = []
+    # the counts: the last responses only, newest first (the rule reads RATE_TURNS + 1)
+    newest: list[tuple[str, int]] = []
+    for raw in reversed(lines):
+        if len(newest) > RATE_TURNS + 1:
+            break
+        if not ASSISTANT.search(raw) or SIDECHAIN.search(raw):
+            continue
+        if _first_type(raw) not in (b"message", b"assistant"):
+            continue
+        total = _usage_total(raw)
+        if not total:
+            continue
+        found_id = _MESSAGE_ID.search(raw)
+        msg_id = found_id.group(1).decode() if found_id else ""
+        if not (msg_id and newest and newest[-1][0] == msg_id):
+            newest.append((msg_id, total))  # a response's last line carries its numbers
+    counts = [total for _, total in reversed(newest)][-(RATE_TURNS + 1) :]
+    for index, raw in enumerate(lines):
+        if not USER.search(raw) or SIDECHAIN.search(raw) or _first_type(raw) != b"user":
+            continue
+        record = _user_record(raw)
+        texts = _user_texts(record) if record is not None else []
+        if not texts:
+            continue
+        blocks = tuple(Block(BlockKind.TEXT, text) for text in texts)
+        meta = frozenset({"meta"}) if record and record.get("isMeta") is True else frozenset()
+        user = Message(Role.USER, blocks, flags=meta)
+        found.extend(s.label for s in instructions.message_sources(index, user))
+    if not version and lines:
+        got = _VERSION.search(lines[-1])
+        version = got.group(1).decode() if got else ""
+    window = _window(payload)
+    rules = _versions().rules_for(version)
+    threshold = claude_code_threshold(window, rules.output_reserve, rules.buffer)
+    turns = turns_to_trigger(counts, threshold)
+    return Status(counts[-1] if counts else None, window, version, turns, tuple(found), compacted)
+
+
+def _window(payload: dict[str, Any]) -> int:
+    context = payload.get("context_window")
+    size = context.get("context_window_size") if isinstance(context, dict) else None
+    if isinstance(size, int) and size > 0:
+        return size
+    model = payload.get("model")
+    model_id = str(model.get("id") or "") if isinstance(model, dict) else ""
+    return LARGE_WINDOW if "[1m]" in model_id.lower() else DEFAULT_WINDOW
+
+
+USAGE = """\
+usage: ctxlab statusline [--file PATH] [--json]
+
+Reads Claude Code's statusline JSON on stdin (its transcript_path), or the session
+at PATH, and prints: context used / window, turns to auto-compact, instructions at risk.
+"""
+
+
+def main(argv: Sequence[str] | None = None, stdin: TextIO | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if {"-h", "--help"} & set(args):
+        print(USAGE, end="")
+        return 0
+    as_json = "--json" in args
+    path: Path | None = None
+    if "--file" in args:
+        at = args.index("--file")
+        if at + 1 >= len(args):
+            print("ctxlab statusline: --file needs a path")
+            return 2
+        path = Path(args[at + 1]).expanduser()
+    payload: dict[str, Any] = {}
+    if path is None:
+        try:
+            payload = json.loads((stdin or sys.stdin).read() or "{}")
+        except ValueError:
+            print("ctxlab: no statusline JSON on stdin")
+            return 0
+        given = payload.get("transcript_path") if isinstance(payload, dict) else None
+        if not given:
+            print("ctxlab: no transcript_path yet")
+            return 0
+        path = Path(str(given)).expanduser()
+    if not path.is_file():
+        print(f"ctxlab: no transcript at {path.name}")
+        return 0
+    try:
+        status = status_of(path, payload)
+    except (OSError, ValueError) as exc:  # a status line must print something
+        print(f"ctxlab: {type(exc).__name__}")
+        return 0
+    print(json.dumps(status.as_dict()) if as_json else status.line())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,157 @@
+"""``ctxlab statusline`` (issue 38): Claude Code's documented statusline JSON in, one line out,
+the same figures as the session page's rule, without Django."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ctxlab.engine import cli, statusline
+from ctxlab.engine.evaluate.session_now import forecast, session_now
+
+ROOT = Path(__file__).resolve().parents[2]
+# Claude Code 2.1.14: a microcompact_boundary (line 33), an auto compact_boundary (line 155)
+SESSION = ROOT / "tests" / "data" / "agreement" / "entireio-cli" / "76" / "62d755ef9f" / "2"
+FULL = SESSION / "full.jsonl"
+
+
+def documented(transcript: Path, **extra: object) -> dict[str, object]:
+    """The statusline JSON with the fields Claude Code's statusline page documents."""
+    return {
+        "hook_event_name": "Status",
+        "session_id": "abc123",
+        "transcript_path": str(transcript),
+        "cwd": "/work/project",
+        "model": {"id": "claude-opus-4-5", "display_name": "Opus"},
+        "workspace": {"current_dir": "/work/project", "project_dir": "/work/project"},
+        "version": "2.1.14",
+        "output_style": {"name": "default"},
+        "cost": {"total_cost_usd": 0.42, "total_duration_ms": 180000},
+        "context_window": {
+            "total_input_tokens": 15234,
+            "total_output_tokens": 4521,
+            "context_window_size": 200000,
+        },
+        **extra,
+    }
+
+
+def run_main(payload: dict[str, object] | None, *args: str) -> str:
+    out = io.StringIO()
+    stdin = io.StringIO(json.dumps(payload) if payload is not None else "")
+    saved = sys.stdout
+    sys.stdout = out
+    try:
+        assert statusline.main(list(args), stdin=stdin) == 0
+    finally:
+        sys.stdout = saved
+    return out.getvalue().strip()
+
+
+def cut(tmp_path: Path, lines: int) -> Path:
+    """The session's first ``lines`` lines: the session as it was at that moment."""
+    path = tmp_path / "session.jsonl"
+    path.write_bytes(b"\n".join(FULL.read_bytes().splitlines()[:lines]) + b"\n")
+    return path
+
+
+def test_the_line_from_the_documented_json(tmp_path: Path) -> None:
+    # after the microcompact, 10 responses before the agent's auto-compact
+    path = cut(tmp_path, 135)
+    line = run_main(documented(path))
+    assert line.startswith("ctx 1")
+    assert "/200k" in line and "auto-compact in ~" in line and "(155k)" in line
+    assert line.endswith("instructions at risk")
+    assert "\n" not in line
+
+
+def test_the_same_figures_as_the_session_page(tmp_path: Path) -> None:
+    for lines in (60, 100, 135, 150, 160):
+        path = cut(tmp_path, lines)
+        status = statusline.status_of(path, documented(path))
+        now = session_now(cli.load_file(path, format="claude-code"), "claude-code")
+        last = now.steps[-1]
+        page = forecast(now, last)
+        assert status.used == last.count, lines
+        assert status.turns.turns == page.turns.turns, lines
+        assert status.turns.threshold == page.turns.threshold == 155_000
+        assert list(status.instructions) == [i["label"] for i in page.instructions], lines
+
+
+def test_after_the_compaction_only_its_span_is_read(tmp_path: Path) -> None:
+    status = statusline.status_of(FULL, documented(FULL))
+    assert status.compacted
+    assert status.turns.turns is None  # one response since the compaction: no rate yet
+    assert "no growth rate" in status.turns.why
+
+
+def test_a_boundary_cut_by_a_chunk_edge_is_found(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    whole = statusline.tail_lines(FULL)
+    for chunk in (97, 1000, 4096):
+        monkeypatch.setattr(statusline, "CHUNK", chunk)
+        assert statusline.tail_lines(FULL) == whole
+    lines, found = whole
+    assert found and b'"compact_boundary"' in lines[0]
+
+
+def test_window_from_the_json_or_the_model() -> None:
+    assert statusline._window({"context_window": {"context_window_size": 1_000_000}}) == 1_000_000
+    assert statusline._window({"model": {"id": "claude-opus-4-6[1m]"}}) == 1_000_000
+    assert statusline._window({}) == 200_000
+
+
+def test_without_a_transcript_it_still_prints_one_line(tmp_path: Path) -> None:
+    assert run_main({"session_id": "x"}) == "ctxlab: no transcript_path yet"
+    assert run_main(None) == "ctxlab: no transcript_path yet"
+    missing = documented(tmp_path / "gone.jsonl")
+    assert run_main(missing) == "ctxlab: no transcript at gone.jsonl"
+
+
+def test_file_and_json_options(tmp_path: Path) -> None:
+    path = cut(tmp_path, 135)
+    figures = json.loads(run_main(None, "--file", str(path), "--json"))
+    assert figures["window"] == 200_000 and figures["turns_to_auto_compact"]["turns"] >= 1
+
+
+def test_the_console_command_does_not_load_django() -> None:
+    code = (
+        "import sys; from ctxlab.console import main; "
+        f"main(['statusline', '--file', {str(FULL)!r}]); "
+        "print('django' in sys.modules, 'ctxlab.engine.strategies' in sys.modules)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    first, loaded = done.stdout.strip().splitlines()
+    assert first.startswith("ctx ")
+    assert loaded == "False False"
+
+
+VENDORED = sorted(
+    [
+        *(ROOT / "tests" / "data" / "claude-code-2.1").glob("*.jsonl"),
+        *(ROOT / "tests" / "data" / "corpus" / "claude-code").glob("*.jsonl"),
+        *(ROOT / "tests" / "data" / "agreement" / "entireio-cli").rglob("full.jsonl"),
+    ]
+)
+
+
+@pytest.mark.parametrize("path", VENDORED, ids=lambda p: p.parent.name + "/" + p.name)
+def test_every_vendored_claude_code_session_reads_as_the_page_does(path: Path) -> None:
+    """The tail read (boundaries, a response's lines, progress lines of sub-agents, meta
+    reminders, files written with spaces) gives the page's figures at the file's end."""
+    now = session_now(cli.load_file(path, format="claude-code"), "claude-code")
+    if not now.steps:
+        pytest.skip("no model call in the file")
+    page = forecast(now, now.steps[-1])
+    status = statusline.status_of(path, {})
+    assert status.used == now.steps[-1].count
+    assert status.turns.turns == page.turns.turns
+    assert list(status.instructions) == [i["label"] for i in page.instructions]
