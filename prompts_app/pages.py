@@ -58,7 +58,7 @@ def run_numbers(run: Run) -> dict[str, Any]:
         "probe_score": (probes or {}).get("score"),
         "summary_input_tokens": metrics.get("summary_input_tokens"),
         "summary_output_tokens": metrics.get("summary_output_tokens"),
-        "summary_cost_usd": metrics.get("summary_cost_usd"),
+        "cost_usd": metrics.get("llm_cost_usd"),
     }
 
 
