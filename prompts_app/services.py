@@ -14,8 +14,9 @@ from ctxlab.engine.native_config.prompts import prompt_export
 from ctxlab.engine.summarize import prompt_edit
 from ctxlab.web.ownership import owned
 from prompts_app.models import PromptVersion
+from replay_app.configs import services as config_services
 from replay_app.costs.run_budget import LLMOptions
-from replay_app.models import Run, RunGroup
+from replay_app.models import Run, RunGroup, StrategyConfig
 from replay_app.runs import services as run_services
 from sessions_app.models import Transcript
 
@@ -144,3 +145,23 @@ def version_replay(
             run.save(update_fields=["llm"])
             run_services.run_enqueue(run)
     return group
+
+
+def version_adopt(*, owner: Any, version: PromptVersion) -> StrategyConfig:
+    """A strategy configuration with the version's native setting (for suites and the run
+    form). A lab-only edit cannot be saved so: refused."""
+    resolved = version_resolved(version)
+    if not resolved.params:
+        raise ValueError(
+            f"{version.strategy} v{version.number} has no setting of the agent's own to save"
+        )
+    described = f"From the prompt editor: {version}."
+    if not resolved.expressible:
+        described += " Only the agent's own setting is saved; the edited prompt text is not."
+    return config_services.config_adopt(
+        owner=owner,
+        strategy=version.strategy,
+        params=resolved.params,
+        name=f"{version.strategy} prompt v{version.number}",
+        description=described,
+    )

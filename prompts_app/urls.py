@@ -13,5 +13,6 @@ urlpatterns = [
     path("prompts/<int:pk>/save/", views.prompt_save, name="prompt-save"),
     path("prompts/<int:pk>/replay/", views.prompt_replay, name="prompt-replay"),
     path("prompts/<int:pk>/export/", views.prompt_export, name="prompt-export"),
+    path("prompts/<int:pk>/adopt/", views.prompt_adopt, name="prompt-adopt"),
     path("prompts/<int:a>/diff/<int:b>/", views.prompt_diff, name="prompt-diff"),
 ]

@@ -97,6 +97,19 @@ def prompt_replay(request: HttpRequest, pk: int) -> HttpResponse:
     return redirect(version)
 
 
+@require_POST
+def prompt_adopt(request: HttpRequest, pk: int) -> HttpResponse:
+    """Save the version's own setting as a strategy configuration (suites, the run form)."""
+    version = get_owned_or_404(PromptVersion.objects, request.user, pk=pk)
+    try:
+        config = services.version_adopt(owner=request.user, version=version)
+    except ValueError as exc:
+        page = VersionPage(version, error=str(exc))
+        return render(request, "prompts_app/version.html", page.context(), status=400)
+    messages.success(request, f"Saved as configuration {config.name!r}.")
+    return redirect(config)
+
+
 @require_GET
 def prompt_diff(request: HttpRequest, a: int, b: int) -> HttpResponse:
     left = get_owned_or_404(PromptVersion.objects, request.user, pk=a)

@@ -193,3 +193,18 @@ def test_replay_refuses_an_unknown_summarizer(auth_client: Any, user: Any, trans
     response = _replay(auth_client, v1, transcript, summarizer="recorded")
     assert response.status_code == 400
     assert not Run.objects.filter(owner=user).exists()
+
+
+def test_adopt_saves_the_native_setting_as_a_configuration(auth_client: Any, user: Any) -> None:
+    from replay_app.models import StrategyConfig
+
+    v1 = _start(auth_client, "codex")
+    refused = auth_client.post(reverse("prompt-adopt", args=[v1.pk]))
+    assert refused.status_code == 400 and not StrategyConfig.objects.exists()
+    auth_client.post(reverse("prompt-save", args=[v1.pk]), {"text": "Short.", "rules": "a.py"})
+    v2 = PromptVersion.objects.get(owner=user, number=2)
+    response = auth_client.post(reverse("prompt-adopt", args=[v2.pk]))
+    config = StrategyConfig.objects.get(owner=user)
+    assert response.url == config.get_absolute_url()
+    assert config.params == {"compact_prompt": prompt_edit.compose("Short.", ["a.py"])}
+    assert config.name == "codex prompt v2"
