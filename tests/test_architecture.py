@@ -189,7 +189,7 @@ def import_cycles(package_dir: Path, package_name: str) -> list[list[str]]:
 
 
 @pytest.mark.parametrize(
-    "package", ["ctxlab", "replay_app", "sessions_app", "judge_app", "suites_app"]
+    "package", ["ctxlab", "replay_app", "sessions_app", "judge_app", "suites_app", "prompts_app"]
 )
 def test_no_import_circles(package: str) -> None:
     # The engine's own circles are the engine's test's; here every other module of the package.
