@@ -138,10 +138,16 @@ LIBRARY: tuple[str, ...] = PRESETS + (
     "pi",
     "roo_code",
     "goose",
+    "strands_sliding_window",
+    "strands_summarizing",
+    "autogen_buffered",
+    "autogen_head_and_tail",
+    "autogen_token_limited",
     "semantic_kernel_truncation",
     "semantic_kernel_summarization",
     "ag2_history_limiter",
     "ag2_token_limiter",
+    "vercel_prune_messages",
 )
 
 

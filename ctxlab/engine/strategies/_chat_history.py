@@ -41,6 +41,10 @@ def split(message: Message, source: int) -> list[Chat]:
     """One chat message per OpenAI message: tool results first (one each), then the rest."""
     role = _role(message)
     blocks = message.blocks
+    if message.role is Role.TOOL:  # a tool message holding text only is a TOOL message too
+        results = tuple(b.tool_id for b in blocks if b.kind is BlockKind.TOOL_RESULT)
+        if not results:
+            return [Chat("tool", source, tuple(range(len(blocks))))]
     if role != "user":
         calls = tuple(b.tool_id for b in blocks if b.kind is BlockKind.TOOL_USE)
         return [Chat(role, source, tuple(range(len(blocks))), calls=calls)]
@@ -62,7 +66,7 @@ def whole(message: Message, source: int) -> Chat:
     blocks = message.blocks
     calls = tuple(b.tool_id for b in blocks if b.kind is BlockKind.TOOL_USE)
     results = tuple(b.tool_id for b in blocks if b.kind is BlockKind.TOOL_RESULT)
-    if role == "user" and results:
+    if role == "user" and (results or message.role is Role.TOOL):
         role = "tool"
     return Chat(role, source, tuple(range(len(blocks))), calls=calls, results=results)
 
