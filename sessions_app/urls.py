@@ -8,6 +8,7 @@ urlpatterns = [
     path("transcripts/", views.transcript_list, name="transcript-list"),
     path("transcripts/upload/", views.upload_create, name="upload-create"),
     path("transcripts/<int:pk>/", views.transcript_detail, name="transcript-detail"),
+    path("transcripts/<int:pk>/now/", views.transcript_now, name="transcript-now"),
     path(
         "transcripts/<int:pk>/messages/<int:index>/blocks/<int:block>/text/",
         views.message_block_text,

@@ -20,7 +20,7 @@ from ctxlab.web.http import HtmxHttpRequest
 from ctxlab.web.http import wants_json as _wants_json
 from ctxlab.web.ownership import get_owned_or_404
 
-from . import conversation, huge, services, transcript_page, upload_pages
+from . import conversation, huge, services, session_now_page, transcript_page, upload_pages
 from .forms import UploadForm
 from .models import Message, Transcript, Upload
 from .uploads import SizeLimitUploadHandler, close_uploads
@@ -230,6 +230,20 @@ def _message_page(request: HttpRequest, transcript: Transcript) -> tuple[Page[Me
         per_page = MESSAGES_PER_PAGE
     messages = transcript.messages.order_by("index")
     return Paginator(messages, per_page).get_page(_page_number(request)), per_page
+
+
+@require_GET
+def transcript_now(request: HtmxHttpRequest, pk: int) -> HttpResponse:
+    """The original session at one of its model calls (the newest, followed live, unless
+    ``?step=``): what the agent sent and what its next compaction would take (issue 38)."""
+    transcript = get_owned_or_404(
+        Transcript.objects.select_related("upload").defer("upload__data"), request.user, pk=pk
+    )
+    step = request.GET.get("step", "")
+    shown = session_now_page.session_now_page(transcript, int(step) if step.isdigit() else None)
+    if _wants_json(request):
+        return JsonResponse(shown.as_json(), json_dumps_params={"ensure_ascii": False})
+    return render(request, "sessions_app/session_now.html", shown.context())
 
 
 @require_GET

@@ -112,7 +112,10 @@ def _zone_line(model: ZoneModel) -> str:
         line += ")"
     else:
         line = f'{total} = window <strong class="num" data-line="window">{n(model.window)}</strong>'
-    line += ", in the strategy's own count"
+    if model.origin == "original":
+        line += ", the agent's own request: its reported usage, the messages what remains of it"
+    else:
+        line += ", in the strategy's own count"
     if model.reference is not None:
         line += f' (cl100k: <span class="num" data-line="reference">{n(model.reference)}</span>)'
     line += ". Widths and percentages are of the window"
@@ -181,7 +184,13 @@ def zone_bar(model: ZoneModel) -> SafeString:
     )
     keys = {s.key for s in model.legend if s.tokens}
     note = ""
-    if "unseen" in keys:
+    if "unseen" in keys and model.origin == "original":
+        note = (
+            '<p class="small muted zone-unseen-note">System prompt + tools: the first reported '
+            "usage minus the agent's estimate of the file's messages before it, measured once; "
+            "the transcript holds neither, so it is not split further.</p>"
+        )
+    elif "unseen" in keys:
         note = (
             '<p class="small muted zone-unseen-note">Strategy overhead: what the strategy '
             "counts beyond the transcript's messages (the provider's reported usage includes "

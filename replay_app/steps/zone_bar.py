@@ -50,10 +50,11 @@ class ZoneSegment:
     tokens: int
     percent: float
     note: str = ""  # shown instead of the number: why a part has no tokens
+    about: str = ""  # what the part is, where the page names it its own way
 
     @property
     def hint(self) -> str:
-        return ZONE_HINTS.get(self.key, "")
+        return self.about or ZONE_HINTS.get(self.key, "")
 
 
 ZONE_HINTS = {
@@ -99,6 +100,7 @@ def zone_segments(
     zones: dict[str, Any],
     parts: TranscriptParts | None = None,
     labels: dict[str, str] | None = None,
+    hints: dict[str, str] | None = None,
 ) -> list[ZoneSegment]:
     """Every zone with its share of the window (``percent``: % of the window, over 100 when a
     request overflows it; see ``zone_model`` for what the bar draws). A system prompt or tool
@@ -117,7 +119,8 @@ def zone_segments(
             continue
         if key in ("system", "tools") and not tokens and parts is not None:
             note = NOT_COUNTED if getattr(parts, key) else NOT_IN_TRANSCRIPT
-        out.append(ZoneSegment(key, label, tokens, round(100 * tokens / scale, 3), note))
+        about = (hints or {}).get(key, "")
+        out.append(ZoneSegment(key, label, tokens, round(100 * tokens / scale, 3), note, about))
     return out
 
 
@@ -164,6 +167,9 @@ class ZoneModel:
     counted: int | None  # the count the strategy compares (tokens_strategy)
     reference: int | None  # cl100k
     reported: int | None
+    # "replay": a strategy's own count of a replayed request; "original": the agent's own
+    # request as its reported usage shows it (ctxlab.engine.evaluate.session_now)
+    origin: str = "replay"
 
     @property
     def scale(self) -> str:
@@ -190,6 +196,7 @@ class ZoneModel:
             "counted": self.counted,
             "reference": self.reference,
             "reported": self.reported,
+            **({"origin": self.origin} if self.origin != "replay" else {}),
             "zones": [
                 {"key": s.key, "label": s.label, "tokens": s.tokens,
                  "percent_of_window": s.percent, "note": s.note}
@@ -207,13 +214,16 @@ def zone_model(
     tokens: dict[str, int | None] | None = None,
     parts: TranscriptParts | None = None,
     labels: dict[str, str] | None = None,
+    hints: dict[str, str] | None = None,
+    origin: str = "replay",
 ) -> ZoneModel:
     """The one zone model of a step: ``zones`` as stored (``Zones.as_dict``), ``tokens`` the
     step's counts (``strategy``, ``reference``, ``reported``), ``parts`` what the transcript
     carries (for "not in transcript" / "not counted by this strategy"), ``labels`` other
-    names for some zones (``zone_segments``)."""
+    names for some zones and ``hints`` what they are (``zone_segments``); ``origin`` whose
+    count it is (``ZoneModel.origin``)."""
     tokens = tokens or {}
-    legend = tuple(zone_segments(zones, parts, labels))
+    legend = tuple(zone_segments(zones, parts, labels, hints))
     window = max(int(zones.get("window") or 0), 0)
     request = request_total(zones)
     reserve = max(int(zones.get("output_reserve") or 0), 0)
@@ -226,7 +236,9 @@ def zone_model(
     length = max(window, used, 1)
     # The free zone is what the window has left after this request and its reserve.
     legend = tuple(
-        ZoneSegment(s.key, s.label, free, round(100 * free / window, 3) if window else 0.0)
+        ZoneSegment(
+            s.key, s.label, free, round(100 * free / window, 3) if window else 0.0, "", s.about
+        )
         if s.key == "free"
         else s
         for s in legend
@@ -258,4 +270,5 @@ def zone_model(
         counted=tokens.get("strategy"),
         reference=tokens.get("reference"),
         reported=tokens.get("reported"),
+        origin=origin,
     )
