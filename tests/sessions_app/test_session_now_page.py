@@ -186,3 +186,10 @@ async def test_a_stranger_socket_is_refused(alice: Any, bob: Any) -> None:
     comm = Communicator(application, f"/ws/transcripts/{transcript.pk}/now/", headers=headers)
     connected, _ = await comm.connect()
     assert not connected
+
+
+@pytest.mark.django_db
+def test_the_transcript_page_links_to_it(alice: Any, alice_client: Client) -> None:
+    transcript = _import(alice, 60)
+    html = alice_client.get(reverse("transcript-detail", args=[transcript.pk])).content.decode()
+    assert f'href="{reverse("transcript-now", args=[transcript.pk])}"' in html
