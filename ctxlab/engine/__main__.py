@@ -6,7 +6,9 @@
 The same replay and the same JSON as ``manage.py replay --file`` (both call
 ``ctxlab.engine.cli``), without starting Django: a few tenths of a second instead of more
 than a second. Stored transcripts, saved configurations, sweeps and the Claude summariser
-need the database: use ``manage.py replay`` for those.
+need the database: use ``manage.py replay`` for those. ``--summarizer openai --model NAME``
+sends each summary request to an OpenAI-compatible endpoint (``OPENAI_BASE_URL``,
+``OPENAI_API_KEY``), cached in memory for the run.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from pathlib import Path
 
 from . import cli
 from .core.model import TranscriptError
-from .summarize.summarizers import SUMMARIZERS
+from .summarize.adapters.openai_summarizer import OpenAISummarizer
+from .summarize.summarizers import NEEDS_MODEL, SUMMARIZERS, get_summarizer
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -32,7 +35,8 @@ def _parser() -> argparse.ArgumentParser:
     cli.add_replay_arguments(replay)
     replay.add_argument(
         "--summarizer", default="offline", choices=sorted(SUMMARIZERS),
-        help="offline summarisers only (Claude needs the database: manage.py replay)",
+        help="openai: an OpenAI-compatible endpoint (OPENAI_BASE_URL / OPENAI_API_KEY) with "
+        "--model; Claude needs the database (manage.py replay)",
     )  # fmt: skip
     return parser
 
@@ -49,23 +53,35 @@ def main(argv: Sequence[str] | None = None) -> int:
         conversation = cli.load_file(args.file, format=args.format, conversation=args.conversation)
         if warning := cli.window_warning(conversation, args.window):
             print(warning, file=sys.stderr)
+        summarizer = args.summarizer
+        if summarizer in NEEDS_MODEL:
+            summarizer = get_summarizer(
+                summarizer, model=args.model, api=args.openai_api, stream=args.stream
+            )
         result = cli.replay_conversation(
             conversation,
             strategy=args.strategy,
             assignments=args.assignments,
-            summarizer=args.summarizer,
+            summarizer=summarizer,
             window=args.window,
         )
     except (TranscriptError, ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    llm = summarizer if isinstance(summarizer, OpenAISummarizer) else None
     if args.json:
-        data = json.dumps(cli.result_to_json(result, detail=args.detail), ensure_ascii=False)
+        record = cli.result_to_json(result, detail=args.detail)
+        if llm is not None:
+            record["llm"] = {"model": llm.model, "base_url": llm.base_url, "local": llm.local,
+                             **llm.totals()}  # fmt: skip
+        data = json.dumps(record, ensure_ascii=False)
         if args.json == "-":
             print(data)
             return 0
         Path(args.json).write_text(data, encoding="utf-8")
     print(cli.format_table(result))
+    if llm is not None:
+        print(cli.llm_line(f"{llm.model} at {llm.base_url}", llm.totals(), local=llm.local))
     if args.json:
         print(f"\nJSON written to {args.json}")
     return 0

@@ -289,3 +289,24 @@ def add_replay_arguments(parser: Any, *, window_help: str = "") -> None:
         help="write the JSON record here ('-' or no value = stdout)",
     )  # fmt: skip
     parser.add_argument("--detail", action="store_true", help="add a fate per context index")
+    parser.add_argument(
+        "--model", default=None,
+        help="the model of a model summariser: with --summarizer openai any name the endpoint "
+        "serves (required); with anthropic a Claude model (default CTXLAB_DEFAULT_SUMMARY_MODEL)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--openai-api", choices=("chat", "responses"), default="chat",
+        help="--summarizer openai: /v1/chat/completions (default) or /v1/responses",
+    )  # fmt: skip
+    parser.add_argument(
+        "--stream", action="store_true", help="--summarizer openai: stream the answers"
+    )
+
+
+def llm_line(label: str, totals: Mapping[str, Any], *, local: bool = False) -> str:
+    """The one line both CLIs print after a replay with a model summariser."""
+    price = "$0 (local endpoint)" if local else f"${totals['cost_usd']:.6f}"
+    return (
+        f"summariser {label}: {totals['calls']} calls, {totals['paid_calls']} paid, "
+        f"{totals['cache_hits']} cache hits, {totals['errors']} failed · {price}"
+    )

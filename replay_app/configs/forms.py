@@ -17,6 +17,7 @@ SUMMARIZER_LABELS = {
     "offline": "offline (no model)",
     "recorded": "recorded (the transcript's own summaries, else offline)",
     "anthropic": "Claude (Anthropic API)",
+    "openai": "OpenAI-compatible endpoint (OpenAI, a router, vLLM, Ollama, llama.cpp, LM Studio)",
 }
 
 

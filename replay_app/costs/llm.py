@@ -1,4 +1,8 @@
-"""The Claude summariser and exact counter as the web app (and ``manage.py replay``) use them.
+"""The model summarisers (Claude, any OpenAI-compatible endpoint) and the exact counter as
+the web app (and ``manage.py replay``) use them.
+
+- ``PROVIDERS``: the summariser names that call a model; ``make_llm`` builds one with the
+  database cache, ``key_available``/``no_key_message`` say whether it can authenticate.
 
 - ``DBSummaryCache`` implements the adapter's cache hook in the database (``SummaryCache``
   rows by the sha256 of the request body), so a replay from the web or the CLI never pays
@@ -8,8 +12,9 @@
   call order (= the replay's summary ids), and a spend cap: once the calls paid so far reach
   the budget, further calls fail (the strategy takes its own failure path) instead of paying.
 
-The API key is never read, stored or shown here: the SDK takes it from the environment;
-``key_available`` only checks that it is set.
+The API keys are never read, stored or shown here: each SDK takes its own from the
+environment (``ANTHROPIC_API_KEY``, ``OPENAI_API_KEY``); ``key_available`` only checks that
+it is set (an OpenAI-compatible endpoint on this machine or a private network needs none).
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from collections.abc import Iterator, MutableMapping
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
@@ -32,17 +38,25 @@ from ctxlab.engine.core.summary_request import (
     SummaryUsage,
 )
 from ctxlab.engine.cost.pricing import find_model
+from ctxlab.engine.summarize.adapters import openai_summarizer
 from ctxlab.engine.summarize.adapters.anthropic_counter import AnthropicCounter
 from ctxlab.engine.summarize.adapters.anthropic_summarizer import (
     KEY_ENV,
     AnthropicSummarizer,
     CallRecord,
 )
+from ctxlab.engine.summarize.adapters.llm_common import ProviderSummarizer, is_local_endpoint
+from ctxlab.engine.summarize.adapters.openai_summarizer import OpenAISummarizer
 from replay_app.models import SummaryCache, TokenCountCache
 
+PROVIDERS = ("anthropic", "openai")  # the summarisers that call a model
 
-def key_available() -> bool:
-    """Whether the SDK will find a key in this process's environment (never its value)."""
+
+def key_available(provider: str = "anthropic") -> bool:
+    """Whether the SDK will find a key in this process's environment (never its value); an
+    OpenAI-compatible endpoint on this machine or a private network needs none."""
+    if provider == "openai":
+        return openai_summarizer.key_available()
     return any(os.environ.get(name) for name in KEY_ENV)
 
 
@@ -51,6 +65,26 @@ NO_KEY_MESSAGE = (
     "not set. Set it where the server and worker run (it is never stored or shown here), "
     "or use the offline summariser."
 )
+NO_OPENAI_KEY_MESSAGE = (
+    "The OpenAI-compatible summariser needs OPENAI_API_KEY in the server's environment for "
+    "a remote endpoint (OPENAI_BASE_URL, default OpenAI's), and it is not set. Set it where "
+    "the server and worker run (it is never stored or shown here), point OPENAI_BASE_URL at "
+    "a local server (vLLM, Ollama, llama.cpp, LM Studio: no key needed), or use the offline "
+    "summariser."
+)
+
+
+def endpoint_label() -> str:
+    """The OpenAI-compatible endpoint as the pages show it: scheme, host and path (never a
+    user or password a URL may carry), and whether it is local."""
+    url = urlsplit(openai_summarizer.endpoint_url())
+    host = url.hostname or ""
+    shown = f"{url.scheme}://{host}{f':{url.port}' if url.port else ''}{url.path}"
+    return f"{shown} (local: no cost)" if is_local_endpoint(shown) else shown
+
+
+def no_key_message(provider: str) -> str:
+    return NO_OPENAI_KEY_MESSAGE if provider == "openai" else NO_KEY_MESSAGE
 
 
 def summary_models() -> list[str]:
@@ -78,6 +112,8 @@ def summarizer_label(summarizer: str, model: str) -> str:
     """What the run page shows: ``Claude (claude-haiku-5-5)`` / ``offline``."""
     if summarizer == "anthropic":
         return f"Claude ({model or default_model()})"
+    if summarizer == "openai":
+        return f"OpenAI-compatible ({model})"
     return summarizer
 
 
@@ -257,6 +293,24 @@ class MeteredSummarizer:
 def make_anthropic(*, model: str | None = None) -> AnthropicSummarizer:
     """Claude with the database cache; key and base URL from the environment (the SDK's)."""
     return AnthropicSummarizer(model=model or default_model(), cache=DBSummaryCache())
+
+
+def make_llm(
+    provider: str, model: str, *, api: str = "chat", stream: bool = False, cached: bool = True
+) -> ProviderSummarizer:
+    """The model summariser ``provider`` names (one of ``PROVIDERS``), with the database
+    cache (``cached=False``: none, to read its endpoint and price only). Key and base URL
+    come from the environment (each SDK's own variables)."""
+    cache = DBSummaryCache() if cached else None
+    if provider == "openai":
+        if api not in openai_summarizer.APIS:
+            raise ValueError(f"unknown OpenAI API {api!r} (known: chat, responses)")
+        return OpenAISummarizer(model=model, api=api, stream=stream, cache=cache)
+    if provider == "anthropic":
+        if cached:
+            return make_anthropic(model=model)
+        return AnthropicSummarizer(model=model or default_model())
+    raise ValueError(f"unknown model summariser {provider!r} (known: {', '.join(PROVIDERS)})")
 
 
 def make_counter(*, model: str | None = None) -> AnthropicCounter:

@@ -1,4 +1,5 @@
-"""A Claude run's options and its budget check before it starts."""
+"""A model run's options (Claude or an OpenAI-compatible endpoint) and its budget check
+before it starts."""
 
 from __future__ import annotations
 
@@ -7,19 +8,23 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from ctxlab.engine.cost.pricing import find_model
+from ctxlab.engine.cost.pricing import PRICES_SOURCE, find_model
+from ctxlab.engine.summarize.adapters.openai_summarizer import OpenAISummarizer
 from replay_app.costs import llm, run_costs
 from sessions_app.models import Transcript
 
 
 @dataclass(frozen=True, slots=True)
 class LLMOptions:
-    """Per-run Claude options: the Claude model, the budget cap (USD; None: the
-    CTXLAB_RUN_BUDGET_USD setting) and exact ``count_tokens`` counts."""
+    """Per-run model options: the model (Claude's, or the name an OpenAI-compatible
+    endpoint serves), the budget cap (USD; None: the CTXLAB_RUN_BUDGET_USD setting), exact
+    ``count_tokens`` counts, and for ``openai`` the API (chat / responses) and streaming."""
 
     model: str = ""
     budget_usd: Decimal | None = None
     exact_counts: bool = False
+    api: str = "chat"
+    stream: bool = False
 
 
 class BudgetError(ValueError):
@@ -27,11 +32,17 @@ class BudgetError(ValueError):
 
 
 def llm_estimate(
-    *, transcript: Transcript, strategy: str, params: Mapping[str, Any], model: str, label: str = ""
+    *,
+    transcript: Transcript,
+    strategy: str,
+    params: Mapping[str, Any],
+    model: str,
+    label: str = "",
+    provider: str = "anthropic",
 ) -> run_costs.Estimate:
     return run_costs.estimate(
         transcript.to_conversation(), strategy=strategy, params=params, model=model,
-        label=label, memo_key=f"transcript:{transcript.pk}",
+        label=label, memo_key=f"transcript:{transcript.pk}", provider=provider,
     )  # fmt: skip
 
 
@@ -44,21 +55,42 @@ def llm_check(
     summarizer: str,
     options: LLMOptions,
 ) -> dict[str, Any]:
-    """The run's ``llm`` JSON; refuses (ValueError/BudgetError) a Claude run without a key,
+    """The run's ``llm`` JSON; refuses (ValueError/BudgetError) a model run without a key,
     with an unknown model or with an estimate above the budget."""
-    if summarizer != "anthropic" and not options.exact_counts:
+    if summarizer not in llm.PROVIDERS and not options.exact_counts:
         return {}
-    if not llm.key_available():
-        raise ValueError(llm.NO_KEY_MESSAGE)
-    model = options.model or llm.default_model()
-    if find_model(model) is None:
-        raise ValueError(f"no price known for model {model!r}: choose one of the listed models")
+    provider = summarizer if summarizer in llm.PROVIDERS else "anthropic"
+    if options.exact_counts and not llm.key_available():
+        raise ValueError(llm.NO_KEY_MESSAGE)  # count_tokens is Anthropic's
+    if not llm.key_available(provider):
+        raise ValueError(llm.no_key_message(provider))
+    out: dict[str, Any] = {}
+    if provider == "openai":
+        if not options.model:
+            raise ValueError("the OpenAI-compatible summariser needs a model name")
+        model = options.model
+        probe = llm.make_llm("openai", model, api=options.api, cached=False)
+        assert isinstance(probe, OpenAISummarizer)
+        if not probe.priced:
+            raise ValueError(
+                f"no price known for model {model!r} at {probe.base_url} ({PRICES_SOURCE}): "
+                "a remote endpoint's spend must be capped; use a model the dataset prices, "
+                "or a local endpoint"
+            )
+        out = {"provider": "openai", "model": model, "base_url": probe.base_url,
+               "local": probe.local, "api": options.api, "stream": options.stream}  # fmt: skip
+    else:
+        model = options.model or llm.default_model()
+        if find_model(model) is None:
+            raise ValueError(f"no price known for model {model!r}: choose one of the listed models")
+        out = {"model": model}
     budget = options.budget_usd if options.budget_usd is not None else llm.budget_default()
-    out: dict[str, Any] = {"model": model, "budget_usd": float(budget)}
-    if summarizer == "anthropic":
+    out["budget_usd"] = float(budget)
+    if summarizer in llm.PROVIDERS:
         est = llm_estimate(
-            transcript=transcript, strategy=strategy, params=params, model=model, label=label
-        )
+            transcript=transcript, strategy=strategy, params=params, model=model, label=label,
+            provider=provider,
+        )  # fmt: skip
         out["estimate"] = est.as_dict()
         if est.cost_usd > budget:
             raise BudgetError(

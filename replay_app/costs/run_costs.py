@@ -42,6 +42,7 @@ from ctxlab.engine.replay import Replay
 from ctxlab.engine.summarize.adapters.anthropic_summarizer import build_params
 from ctxlab.engine.summarize.offline import OfflineSummarizer
 from ctxlab.engine.tokens.cl100k import reference_counter
+from replay_app.costs import llm
 from replay_app.costs.llm import MeteredSummarizer
 from replay_app.display import charts
 
@@ -64,8 +65,10 @@ class Estimate:
     output_cap_tokens: int
     cost_usd: Decimal
     error: str = ""
+    note: str = ""  # "local endpoint: no cost per token"
 
     def as_dict(self) -> dict[str, Any]:
+        extra = {"note": self.note} if self.note else {}
         return {
             "strategy": self.strategy,
             "label": self.label,
@@ -74,7 +77,7 @@ class Estimate:
             "output_cap_tokens": self.output_cap_tokens,
             "cost_usd": float(self.cost_usd),
             "error": self.error,
-        }
+        } | extra
 
 
 class _Counting:
@@ -108,11 +111,17 @@ def estimate(
     model: str,
     label: str = "",
     memo_key: str = "",
+    provider: str = "anthropic",
 ) -> Estimate:
-    """Summary calls and their upper-bound cost for one planned run (see module doc)."""
+    """Summary calls and their upper-bound cost for one planned run (see module doc). With
+    ``provider="openai"`` the price is the adapter's own (genai-prices; 0 at a local
+    endpoint, said in ``error``'s place as a note)."""
     key = ""
     if memo_key:
-        blob = json.dumps([memo_key, strategy, dict(params), model], sort_keys=True, default=str)
+        parts = [memo_key, strategy, dict(params), model]
+        if provider != "anthropic":  # the anthropic keys stay as they were
+            parts.append([provider, str(llm.make_llm(provider, model, cached=False).base_url)])
+        blob = json.dumps(parts, sort_keys=True, default=str)
         key = hashlib.sha256(blob.encode()).hexdigest()
         hit = _memo.get(key)
         if hit is not None:
@@ -122,7 +131,12 @@ def estimate(
         Replay(conversation, strategy, params=params, summarizer=counting).exhaust()
     except Exception as exc:  # a bad transcript/params: say so beside the estimate
         return Estimate(strategy, label or strategy, 0, 0, 0, Decimal(0), error=str(exc)[:300])
-    info = find_model(model)
+    info, note = find_model(model), ""
+    if provider != "anthropic":
+        summarizer = llm.make_llm(provider, model, cached=False)
+        info = summarizer.info
+        if getattr(summarizer, "local", False):
+            info, note = None, "local endpoint: no cost per token"
     total = Decimal(0)
     for tokens, cap in counting.calls:
         if info is not None:
@@ -134,7 +148,8 @@ def estimate(
         input_tokens=sum(t for t, _ in counting.calls),
         output_cap_tokens=sum(c for _, c in counting.calls),
         cost_usd=total,
-        error="" if info is not None else f"no price known for {model!r}",
+        error="" if info is not None or note else f"no price known for {model!r}",
+        note=note,
     )
     if key:
         _memo.set(key, result)
@@ -317,6 +332,8 @@ def finish(
     if metered is not None:
         llm.update(metered.totals())
         llm["model"] = metered.model
+    # The ledger prices summary calls at a Claude model's rates; an OpenAI-compatible run's
+    # spend is the adapter's own (``llm``), so its summaries are not priced there.
     summary_model = run.summarizer_model if run.summarizer == "anthropic" else None
     try:
         ledger = ledger_json(

@@ -27,24 +27,36 @@ def _budget(raw: str) -> Decimal:
 
 @require_GET
 def run_estimate(request: HttpRequest) -> HttpResponse:
-    """``?transcript=&presets=&configs=&summarizer=&model=&budget_usd=`` → the preview."""
+    """``?transcript=&presets=&configs=&summarizer=&model=&openai_model=&budget_usd=`` →
+    the preview (``model`` is Claude's, ``openai_model`` an OpenAI-compatible endpoint's)."""
     get = request.GET
-    context: dict[str, Any] = {"summarizer": get.get("summarizer", "offline"), "rows": []}
-    model = get.get("model") or llm.default_model()
-    if model not in llm.summary_models():
-        model = llm.default_model()
+    summarizer = get.get("summarizer", "offline")
+    context: dict[str, Any] = {"summarizer": summarizer, "rows": []}
     budget = _budget(get.get("budget_usd", ""))
-    context.update(model=model, model_label=llm.model_label(model), budget=budget,
-                   key_available=llm.key_available())  # fmt: skip
+    if summarizer == "openai":
+        model = get.get("openai_model", "").strip()[:100]
+        context.update(model=model, model_label=llm.summarizer_label("openai", model),
+                       endpoint=llm.endpoint_label())  # fmt: skip
+    else:
+        model = get.get("model") or llm.default_model()
+        if model not in llm.summary_models():
+            model = llm.default_model()
+        context.update(model=model, model_label=llm.model_label(model))
+    context.update(budget=budget, key_available=llm.key_available(
+        summarizer if summarizer in llm.PROVIDERS else "anthropic"))  # fmt: skip
     transcript = None
     if get.get("transcript", "").isdigit():
         owned_transcripts = owned(Transcript.objects, request.user)
         transcript = owned_transcripts.filter(pk=int(get["transcript"])).first()
-    if context["summarizer"] == "anthropic" and transcript is not None:
-        specs = [services.RunSpec(strategy=p) for p in get.getlist("presets") if p in LIBRARY]
+    if summarizer in llm.PROVIDERS and transcript is not None and model:
+        # The form's one window, as the runs it starts will have it (``RunSpec.resolve``).
+        window = int(get["window"]) if get.get("window", "").isdigit() else None
+        presets = [p for p in get.getlist("presets") if p in LIBRARY]
+        specs = [services.RunSpec(strategy=p, window=window) for p in presets]
         ids = [int(c) for c in get.getlist("configs") if c.isdigit()]
         specs += [
-            services.RunSpec(config=c) for c in owned(StrategyConfig.objects, request.user)
+            services.RunSpec(config=c, window=window) for c in owned(StrategyConfig.objects,
+                                                                     request.user)
             .filter(pk__in=ids)
         ]  # fmt: skip
         for spec in specs:
@@ -54,8 +66,9 @@ def run_estimate(request: HttpRequest) -> HttpResponse:
                 context["rows"].append({"label": spec.label or spec.strategy, "error": str(exc)})
                 continue
             est = run_budget.llm_estimate(
-                transcript=transcript, strategy=strategy, params=params, model=model, label=label
-            )
+                transcript=transcript, strategy=strategy, params=params, model=model,
+                label=label, provider=summarizer,
+            )  # fmt: skip
             row = est.as_dict()
             row["over"] = est.cost_usd > budget
             context["rows"].append(row)

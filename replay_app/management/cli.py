@@ -22,6 +22,8 @@ def save_run(
     assignments: Sequence[str],
     summarizer: str = "offline",
     model: str | None = None,
+    api: str = "chat",
+    stream: bool = False,
     window: int | None = None,
 ) -> Run:
     """Create and execute a run; ValueError says what is wrong (bad id, name, params)."""
@@ -41,7 +43,7 @@ def save_run(
         spec=spec,
         summarizer=summarizer,
         enqueue=False,
-        llm=run_budget.LLMOptions(model=model or ""),
+        llm=run_budget.LLMOptions(model=model or "", api=api, stream=stream),
     )
     return executor.run_execute(run=run, on_progress=ChannelProgress())
 
@@ -74,6 +76,8 @@ def save_sweep(
     assignments: Sequence[str] = (),
     summarizer: str = "offline",
     model: str | None = None,
+    api: str = "chat",
+    stream: bool = False,
     window: int | None = None,
 ) -> tuple[RunGroup, list[Run]]:
     """``--sweep key=v1,v2`` (or ``key=start:stop:step``): a sweep group created as the web
@@ -103,7 +107,7 @@ def save_sweep(
         summarizer=summarizer,
         name=sweep.default_name(base, spec.name),
         enqueue=False,
-        llm=run_budget.LLMOptions(model=model or ""),
+        llm=run_budget.LLMOptions(model=model or "", api=api, stream=stream),
     )
     runs = [
         executor.run_execute(run=run, on_progress=ChannelProgress())

@@ -52,10 +52,21 @@ class RunCreateForm(forms.Form):
         "recorded: the original agent's own compaction summaries from the transcript (Claude "
         "Code, Codex), the nearest one to each compaction; offline where none is left. "
         "Claude: the strategy's exact prompt sent to the model below (costs money; summaries "
-        "are cached, so replaying again never pays twice).",
+        "are cached, so replaying again never pays twice). OpenAI-compatible: the same, sent "
+        "to the server's OPENAI_BASE_URL endpoint with the model named below (a local "
+        "endpoint costs nothing).",
     )
     # Claude runs: model, budget cap, exact counts (replay_app.costs / llm).
     model = forms.ChoiceField(choices=(), required=False, label="Claude model")
+    # OpenAI-compatible runs: the model name the endpoint serves, and which API to call.
+    openai_model = forms.CharField(
+        max_length=100, required=False, label="OpenAI-compatible model",
+        help_text="The name the endpoint serves (gpt-4o-mini, qwen3:8b, ...).",
+    )  # fmt: skip
+    openai_api = forms.ChoiceField(
+        choices=[("chat", "/v1/chat/completions"), ("responses", "/v1/responses")],
+        initial="chat", required=False, label="OpenAI-compatible API",
+    )  # fmt: skip
     budget_usd = forms.DecimalField(
         required=False, min_value=0, decimal_places=2, label="Budget per run (USD)"
     )
@@ -89,6 +100,8 @@ class RunCreateForm(forms.Form):
             f"(at most ${cap:.2f}, the server's CTXLAB_RUN_BUDGET_USD)."
         )
         self.key_available = llm.key_available()
+        self.openai_key_available = llm.key_available("openai")
+        self.openai_endpoint = llm.endpoint_label()
 
     def clean_transcript(self) -> Any:
         """A conversation with no messages (an aider session that was opened and closed)
@@ -134,7 +147,13 @@ class RunCreateForm(forms.Form):
         return window_hint(self.owner, self["transcript"].value(), self["window"].value())
 
     def check_key(self, cleaned: dict[str, Any]) -> None:
-        """Claude or exact counts need the API key (also used by the sweep form)."""
+        """Claude or exact counts need the API key, an OpenAI-compatible run a model name and
+        a key unless its endpoint is local (also used by the sweep form)."""
+        if cleaned.get("summarizer") == "openai":
+            if not (cleaned.get("openai_model") or "").strip():
+                self.add_error("openai_model", "Name the model the endpoint serves.")
+            elif not self.openai_key_available:
+                self.add_error("summarizer", llm.NO_OPENAI_KEY_MESSAGE)
         wants_key = cleaned.get("summarizer") == "anthropic" or cleaned.get("exact_counts")
         if wants_key and not self.key_available:
             field = "summarizer" if cleaned.get("summarizer") == "anthropic" else "exact_counts"
@@ -144,6 +163,13 @@ class RunCreateForm(forms.Form):
         from replay_app.costs.run_budget import LLMOptions
 
         data = self.cleaned_data
+        if data.get("summarizer") == "openai":
+            return LLMOptions(
+                model=(data.get("openai_model") or "").strip(),
+                budget_usd=data.get("budget_usd"),
+                exact_counts=bool(data.get("exact_counts")),
+                api=data.get("openai_api") or "chat",
+            )
         return LLMOptions(
             model=data.get("model") or llm.default_model(),
             budget_usd=data.get("budget_usd"),

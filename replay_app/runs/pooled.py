@@ -23,6 +23,7 @@ from django.db import connections
 from django.utils import timezone
 
 from ctxlab.serving import embedded_pool
+from replay_app.costs import llm
 from replay_app.models import Run, RunStatus
 from replay_app.runs import executor
 from replay_app.runs.progress import ProgressSink, RunProgressData, run_state
@@ -32,7 +33,7 @@ log = logging.getLogger(__name__)
 
 def in_child_ok(run: Run) -> bool:
     """Whether the run can execute in a child process (it calls no network service)."""
-    return run.summarizer != "anthropic" and not run.exact_counts
+    return run.summarizer not in llm.PROVIDERS and not run.exact_counts
 
 
 def execute(run: Run, *, on_progress: ProgressSink | None = None) -> Run:

@@ -37,7 +37,7 @@ from replay_app.runs.progress import (
 from replay_app.runs.tasks import execute_run
 from sessions_app.models import Transcript
 
-SUMMARIZERS = ("offline", "recorded", "anthropic")
+SUMMARIZERS = ("offline", "recorded", "anthropic", "openai")
 
 
 # ---------------------------------------------------------------------------------------
@@ -103,9 +103,7 @@ def run_create(
         params=params,
         window=spec.window,
         summarizer=summarizer,
-        summarizer_model=(llm.model or llm_mod.default_model())
-        if summarizer == "anthropic"
-        else "",
+        summarizer_model=llm_json.get("model", "") if summarizer in llm_mod.PROVIDERS else "",
         exact_counts=llm.exact_counts,
         llm=llm_json,
         estimator=str(get_strategy_class(strategy)(params).estimator)[:200],

@@ -45,7 +45,7 @@ def _save(options: dict[str, Any]) -> str:
             transcript_id=options["transcript"], strategy=options["strategy"],
             config_name=options["config"], assignments=options["assignments"],
             summarizer=options["summarizer"], model=options.get("model"),
-            window=options.get("window"),
+            window=options.get("window"), api=options["openai_api"], stream=options["stream"],
         )  # fmt: skip
     except ValueError as exc:
         raise CommandError(str(exc)) from None
@@ -64,6 +64,7 @@ def _save_sweep(options: dict[str, Any]) -> str:
             config_name=options["config"], sweep_text=options["sweep"],
             assignments=options["assignments"], summarizer=options["summarizer"],
             model=options.get("model"), window=options.get("window"),
+            api=options["openai_api"], stream=options["stream"],
         )  # fmt: skip
     except ValueError as exc:
         raise CommandError(str(exc)) from None
@@ -85,18 +86,31 @@ def _stored_window_warnings(options: dict[str, Any]) -> list[str]:
 
 
 def _summarizer(options: dict[str, Any]) -> tuple[Any, Any]:
-    """The summariser for a file/stored replay: a name, or Claude with the DB cache."""
-    if options["summarizer"] != "anthropic":
-        return options["summarizer"], None
-    from ctxlab.engine.cost.pricing import find_model
+    """The summariser for a file/stored replay: a name, or a model one (Claude, an
+    OpenAI-compatible endpoint) with the DB cache."""
     from replay_app.costs import llm
 
-    if not llm.key_available():
-        raise ValueError(llm.NO_KEY_MESSAGE)
-    model = options["model"] or llm.default_model()
-    if model not in llm.summary_models() and find_model(model) is None:
-        raise ValueError(f"no price known for model {model!r}")
-    metered = llm.MeteredSummarizer(llm.make_anthropic(model=model))
+    provider = options["summarizer"]
+    if provider not in llm.PROVIDERS:
+        return provider, None
+    from ctxlab.engine.cost.pricing import find_model
+
+    if not llm.key_available(provider):
+        raise ValueError(llm.no_key_message(provider))
+    if provider == "openai":
+        if not options["model"]:
+            raise ValueError(
+                "--summarizer openai needs --model NAME (the name the endpoint serves)"
+            )
+        inner = llm.make_llm(
+            "openai", options["model"], api=options["openai_api"], stream=options["stream"]
+        )
+    else:
+        model = options["model"] or llm.default_model()
+        if model not in llm.summary_models() and find_model(model) is None:
+            raise ValueError(f"no price known for model {model!r}")
+        inner = llm.make_anthropic(model=model)
+    metered = llm.MeteredSummarizer(inner)
     return metered, metered
 
 
@@ -126,12 +140,10 @@ class Command(BaseCommand):
         )  # fmt: skip
         parser.add_argument(
             "--summarizer", default="offline", choices=sorted({*SUMMARIZERS, "anthropic"}),
-            help="anthropic: Claude via ANTHROPIC_API_KEY / ANTHROPIC_BASE_URL (environment "
-            "only); summaries are cached in the database, so a rerun never pays twice",
-        )  # fmt: skip
-        parser.add_argument(
-            "--model", default=None,
-            help="Claude model for --summarizer anthropic (default CTXLAB_DEFAULT_SUMMARY_MODEL)",
+            help="anthropic: Claude via ANTHROPIC_API_KEY / ANTHROPIC_BASE_URL; openai: any "
+            "OpenAI-compatible endpoint via OPENAI_BASE_URL / OPENAI_API_KEY with --model NAME "
+            "(environment only); summaries are cached in the database, so a rerun never pays "
+            "twice",
         )  # fmt: skip
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -179,10 +191,10 @@ class Command(BaseCommand):
             Path(options["json"]).write_text(data, encoding="utf-8")
         self.stdout.write(cli.format_table(result))
         if metered is not None:
-            t = metered.totals()
-            self.stdout.write(
-                f"summariser Claude ({metered.model}): {t['calls']} calls, {t['paid_calls']} paid, "
-                f"{t['cache_hits']} cache hits, {t['errors']} failed · ${t['cost_usd']:.6f}"
-            )
+            from replay_app.costs import llm
+
+            label = llm.summarizer_label(options["summarizer"], metered.model)
+            local = bool(getattr(metered.inner, "local", False))
+            self.stdout.write(cli.llm_line(label, metered.totals(), local=local))
         if options["json"]:
             self.stdout.write(f"\nJSON written to {options['json']}")

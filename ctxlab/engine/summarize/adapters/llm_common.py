@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import ipaddress
 import json
+import socket
 import threading
 import time
 from dataclasses import dataclass
@@ -90,7 +91,10 @@ def is_local_endpoint(base_url: str | None) -> bool:
     try:
         address = ipaddress.ip_address(host)
     except ValueError:
-        return False
+        try:  # the short IPv4 forms the resolver also takes: 127.1, 0x7f000001
+            address = ipaddress.ip_address(socket.inet_aton(host))
+        except OSError:
+            return False
     return address.is_loopback or address.is_private or address.is_link_local
 
 
@@ -136,6 +140,7 @@ class ProviderSummarizer:
 
     name = ""
     provider_label = ""  # "anthropic", "openai": the error messages' prefix
+    base_url: str | None = None  # the endpoint (None: the SDK's default)
 
     def __init__(self, *, model: str, info: ModelInfo | None, cache: SummaryCache | None) -> None:
         self.model = model
@@ -152,6 +157,16 @@ class ProviderSummarizer:
     @property
     def cache_hits(self) -> int:
         return sum(1 for c in self.calls if c.cached)
+
+    def totals(self) -> dict[str, Any]:
+        """The calls so far, as the command lines print them."""
+        return {
+            "calls": len(self.calls),
+            "paid_calls": sum(1 for c in self.calls if c.usage is not None and not c.cached),
+            "cache_hits": self.cache_hits,
+            "errors": sum(1 for c in self.calls if c.error),
+            "cost_usd": float(self.total_cost),
+        }
 
     # -- what a provider says ----------------------------------------------------------------
     def params(self, request: SummaryRequest) -> dict[str, Any]:

@@ -16,7 +16,8 @@ placeholder is sent, which such servers ignore. This object never prints or logs
 (it is not in ``repr``, in the records or in an error).
 
 Cost: genai-prices where it knows the model (``pricing.find_priced_model``, OpenAI's rows
-first); a local endpoint costs 0 (``local``), a remote model the dataset does not price is
+first); a local endpoint costs 0 (``local``: decided by the address, or by
+``CTXLAB_OPENAI_LOCAL=1``/``0``), a remote model the dataset does not price is
 ``priced = False`` (the web app refuses to start it without a price).
 
 Failures: 429 (honouring ``retry-after``), 5xx and timeouts are retried by the SDK
@@ -50,6 +51,9 @@ if TYPE_CHECKING:
 KEY_ENV = "OPENAI_API_KEY"
 BASE_URL_ENV = "OPENAI_BASE_URL"
 OPENAI_BASE_URL = "https://api.openai.com/v1"  # the SDK's default endpoint
+# "1": the endpoint costs nothing whatever its address (your own GPU server on a public
+# address); "0": it is priced even on a private network (a paid router on the LAN).
+LOCAL_ENV = "CTXLAB_OPENAI_LOCAL"
 LOCAL_KEY = "no-key-local-endpoint"  # sent to a local endpoint when no key is set
 DEFAULT_TIMEOUT = 120.0
 DEFAULT_MAX_RETRIES = 2  # the SDK's default
@@ -169,6 +173,8 @@ class OpenAISummarizer(ProviderSummarizer):
         if not model:
             raise ValueError("the OpenAI-compatible summariser needs a model name")
         self.base_url = endpoint_url(base_url)
+        if local is None and os.environ.get(LOCAL_ENV) in ("0", "1"):
+            local = os.environ[LOCAL_ENV] == "1"
         self.local = is_local_endpoint(self.base_url) if local is None else local
         super().__init__(
             model=model, info=None if self.local else find_priced_model(model), cache=cache
