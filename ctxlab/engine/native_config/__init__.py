@@ -47,6 +47,8 @@ Shapes (each strategy's page in docs/strategies/ names its original's sources):
 - Roo Code: the settings export ``roo-code-settings.json`` -> ``globalSettings.{autoCondenseContext,
   autoCondenseContextPercent, customSupportPrompts.CONDENSE}`` (``providerProfiles`` required
   by the import; the window and max tokens are the model's).
+- Crush: ``crushrc`` (Bash) -> ``option auto-summarize`` (the deprecated ``crush.json``:
+  ``options.disable_auto_summarize``); the window is the model's.
 - LangChain: Python, not a config file: the ``SummarizationMiddleware(...)`` constructor call,
   and the ``trim_messages(...)`` pre-model hook (``content`` holds the keyword arguments).
 
@@ -129,6 +131,7 @@ WRITES: dict[str, frozenset[str]] = {
     "roo_code": frozenset(
         {"autoCondenseContext", "autoCondenseContextPercent", "customCondensingPrompt"}
     ),
+    "crush": frozenset({"disable_auto_summarize"}),
 }  # fmt: skip
 
 NATIVE_SHAPES: dict[str, Callable[[Mapping[str, Any]], NativeConfig]] = {

@@ -269,6 +269,22 @@ def _roo_code(p: Mapping[str, Any]) -> NativeConfig:
     return NativeConfig("roo_code", "roo-code-settings.json", content, json_text(content), notes)
 
 
+def _crush(p: Mapping[str, Any]) -> NativeConfig:
+    """Crush's ``crushrc`` (Bash, ``docs/config/README.md``): ``option auto-summarize``;
+    the deprecated ``crush.json`` holds ``options.disable_auto_summarize`` instead."""
+    enabled = not p["disable_auto_summarize"]
+    content = {"option": {"auto-summarize": enabled}}
+    text = f"option auto-summarize {'true' if enabled else 'false'}\n"
+    notes = (
+        "~/.config/crush/crushrc (global) or ./.crushrc / ./crushrc (project); the legacy "
+        'crush.json writes it as {"options": {"disable_auto_summarize": '
+        f"{'false' if enabled else 'true'}" + "}}.",
+        f"context_window={p['context_window']}: the model's catwalk entry, or "
+        "`model add <provider>/<model> --context-window N` for a model you register.",
+    )
+    return NativeConfig("crush", "crushrc", content, text, notes)
+
+
 SHAPES: dict[str, Callable[[Mapping[str, Any]], NativeConfig]] = {
     "anthropic_edits": _anthropic_edits,
     "codex": _codex,
@@ -280,4 +296,5 @@ SHAPES: dict[str, Callable[[Mapping[str, Any]], NativeConfig]] = {
     "pi": _pi,
     "goose": _goose,
     "roo_code": _roo_code,
+    "crush": _crush,
 }

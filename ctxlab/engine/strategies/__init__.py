@@ -148,6 +148,7 @@ LIBRARY: tuple[str, ...] = PRESETS + (
     "ag2_history_limiter",
     "ag2_token_limiter",
     "vercel_prune_messages",
+    "crush",
 )
 
 
