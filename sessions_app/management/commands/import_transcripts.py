@@ -6,12 +6,14 @@ import json
 import os
 import sys
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from ctxlab.engine import importers, sources
+from ctxlab.engine.sources import discover
 from sessions_app import services
 
 from ._owner import resolve_owner
@@ -62,17 +64,34 @@ class Command(BaseCommand):
         "storage folder or an opencode.db file. Each OpenHands V1 conversation folder at or "
         "under a path (~/.openhands/conversations/<id>/events/event-*.json) is one "
         "conversation. "
+        "Cline / Roo Code task folders (tasks/<id>/api_conversation_history.json ...) at or "
+        "under a path are one conversation each. "
+        "--discover looks where each agent keeps its sessions in the home folder (--home), "
+        "lists what it found per agent (sessions, size, newest first) and imports it on "
+        "confirmation (--yes: without asking; --dry-run: list only); a file imported before "
+        "that has grown since has only what it gained added. "
         "--json prints one JSON object per file per line, with each conversation's stored "
         "transcript id (for replay --transcript ID). Exits non-zero if any file failed."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("paths", nargs="+", metavar="PATH")
+        parser.add_argument("paths", nargs="*", metavar="PATH")
+        parser.add_argument(
+            "--discover", action="store_true", help="find every agent's sessions in --home"
+        )
+        parser.add_argument("--home", default=None, help="the home folder --discover looks in")
+        parser.add_argument("--yes", action="store_true", help="--discover: import, no question")
+        parser.add_argument("--dry-run", action="store_true", help="--discover: only list")
         parser.add_argument("--format", choices=importers.FORMATS, default=None)
         parser.add_argument("--user", default=None, help="owner (default: the local account)")
         parser.add_argument("--json", action="store_true", help="one JSON line per file")
 
     def handle(self, *args: Any, **options: Any) -> None:
+        if options["discover"]:
+            self._discover(options)
+            return
+        if not options["paths"]:
+            raise CommandError("name a PATH to import, or --discover")
         owner = resolve_owner(options["user"])
         as_json = options["json"]
         places = [(raw, sources.find(Path(raw))) for raw in options["paths"]]
@@ -97,9 +116,59 @@ class Command(BaseCommand):
         if failed:
             raise CommandError(f"{failed} file(s) or session(s) failed", returncode=1)
 
-    def _report(self, where: str, outcome: services.ImportOutcome, *, as_json: bool) -> None:
+    def _discover(self, options: dict[str, Any]) -> None:
+        home = Path(options["home"]).expanduser() if options["home"] else Path.home()
+        agents = discover.discover(home)
+        as_json = options["json"]
+        out = self.stderr if as_json else self.stdout
+        if not agents:
+            out.write(f"no agent's sessions found under {home}")
+            return
+        out.write(f"Sessions under {home}:")
+        for agent in agents:
+            newest = (
+                datetime.fromtimestamp(agent.newest, tz=UTC).strftime("%Y-%m-%d %H:%M UTC")
+                if agent.newest
+                else "-"
+            )
+            roots = ", ".join(str(r.relative_to(home)) for r in agent.roots)
+            count = len(agent.sessions)
+            out.write(
+                f"  {agent.label:<20} {count:>5} session{'s' if count != 1 else ' '} "
+                f"{_size(agent.size):>9}  newest {newest}  ({roots})"
+            )
+        total = sum(len(a.sessions) for a in agents)
+        if options["dry_run"] or not total:
+            return
+        if not options["yes"]:
+            if not sys.stdin.isatty():
+                out.write(f"{total} session(s) found: run again with --yes to import them")
+                return
+            answer = input(f"Import these {total} session(s)? [y/N] ")
+            if answer.strip().lower() not in {"y", "yes"}:
+                return
+        owner = resolve_owner(options["user"])
+        failed = 0
+        for agent in agents:
+            for session in agent.sessions:
+                if session.found is not None:
+                    pairs = services.import_found(owner=owner, found=[session.found])
+                    for item, outcome in pairs:
+                        failed += not outcome.ok
+                        self._report(item.where, outcome, as_json=as_json, agent=agent.key)
+                elif session.path is not None:
+                    outcome = self._import_one(session.path, owner=owner, format=None)
+                    failed += not outcome.ok
+                    self._report(session.where, outcome, as_json=as_json, agent=agent.key)
+        if failed:
+            raise CommandError(f"{failed} file(s) or session(s) failed", returncode=1)
+
+    def _report(
+        self, where: str, outcome: services.ImportOutcome, *, as_json: bool, agent: str = ""
+    ) -> None:
         if as_json:
-            self.stdout.write(json.dumps({**outcome.to_json(), "file": where}, ensure_ascii=False))
+            line = {**outcome.to_json(), "file": where, **({"agent": agent} if agent else {})}
+            self.stdout.write(json.dumps(line, ensure_ascii=False))
             return
         self.stdout.write(self._describe(Path(where), outcome))
         source = outcome.source or {}
@@ -137,3 +206,12 @@ class Command(BaseCommand):
             label = f"{w['label']}: " if w.get("label") else ""
             details.append(f"  warning{count}: {label}{w['message']}{where}")
         return "\n".join([head, *details])
+
+
+def _size(size: int) -> str:
+    value = float(size)
+    for unit in ("B", "KB", "MB"):
+        if value < 1024:
+            return f"{size:,} B" if unit == "B" else f"{value:,.1f} {unit}"
+        value /= 1024
+    return f"{value:,.1f} GB"
