@@ -43,6 +43,7 @@ SMALL: dict[str, dict[str, Any]] = {
     "pi": {"contextWindow": 12000, "reserveTokens": 2000, "keepRecentTokens": 1500},
     "roo_code": {"contextWindow": 12000, "maxTokens": 2000, "autoCondenseContextPercent": 60},
     "goose": {"context_limit": 6000},
+    "crush": {"context_window": 8000},
 }  # fmt: skip
 # BaseAgent's request-view prune (and its lifting) needs a longer session: 250 messages
 # mixed from the corpus (synth.bench_conversation) with a prune-happy setting.
