@@ -163,7 +163,13 @@ def session_now_page(transcript: Transcript, step: int | None) -> SessionNowPage
     )
     if chosen is not None:
         page.zone = zone_model(
-            chosen.zones, chosen.tokens(), parts, engine.LABELS, engine.HINTS, "original"
+            chosen.zones,
+            chosen.tokens(),
+            parts,
+            engine.LABELS,
+            engine.HINTS,
+            "original",
+            frozenset({"reserved_recent"}),
         )
         page.forecast = engine.forecast(now, chosen)
         end = page.forecast.span[1]

@@ -101,6 +101,7 @@ def zone_segments(
     parts: TranscriptParts | None = None,
     labels: dict[str, str] | None = None,
     hints: dict[str, str] | None = None,
+    omit: frozenset[str] = frozenset(),
 ) -> list[ZoneSegment]:
     """Every zone with its share of the window (``percent``: % of the window, over 100 when a
     request overflows it; see ``zone_model`` for what the bar draws). A system prompt or tool
@@ -115,7 +116,7 @@ def zone_segments(
     out = []
     for key, label, tokens in values:
         note = ""
-        if key in OPTIONAL_ZONES and not tokens:
+        if (key in OPTIONAL_ZONES or key in omit) and not tokens:
             continue
         if key in ("system", "tools") and not tokens and parts is not None:
             note = NOT_COUNTED if getattr(parts, key) else NOT_IN_TRANSCRIPT
@@ -216,14 +217,16 @@ def zone_model(
     labels: dict[str, str] | None = None,
     hints: dict[str, str] | None = None,
     origin: str = "replay",
+    omit: frozenset[str] = frozenset(),
 ) -> ZoneModel:
     """The one zone model of a step: ``zones`` as stored (``Zones.as_dict``), ``tokens`` the
     step's counts (``strategy``, ``reference``, ``reported``), ``parts`` what the transcript
     carries (for "not in transcript" / "not counted by this strategy"), ``labels`` other
     names for some zones and ``hints`` what they are (``zone_segments``); ``origin`` whose
-    count it is (``ZoneModel.origin``)."""
+    count it is (``ZoneModel.origin``); ``omit`` zones not listed when they hold nothing
+    (the original has no "reserved recent")."""
     tokens = tokens or {}
-    legend = tuple(zone_segments(zones, parts, labels, hints))
+    legend = tuple(zone_segments(zones, parts, labels, hints, omit))
     window = max(int(zones.get("window") or 0), 0)
     request = request_total(zones)
     reserve = max(int(zones.get("output_reserve") or 0), 0)
