@@ -65,8 +65,9 @@ class SemanticKernelSummarizationStrategy(SemanticKernelReducer):
     estimator: ClassVar[str] = "reference cl100k counts (the reducer counts messages, not tokens)"
     PARAMS: ClassVar[tuple[Param, ...]] = (
         *base_params(3, 2),
-        Param("summarization_instructions", DEFAULT_SUMMARIZATION_PROMPT, "The instruction "
-              "message appended after the messages to summarise.", "str",
+        Param("summarization_instructions", "", "The instruction message appended after "
+              "the messages to summarise (empty: DEFAULT_SUMMARIZATION_PROMPT, the field's "
+              "default).", "str",
               origin="ChatHistorySummarizationReducer.summarization_instructions"),
         Param("use_single_summary", True, "Summarise from the start, earlier summaries "
               "included, into one summary (false: keep earlier summaries, add another).",
@@ -103,7 +104,9 @@ class SemanticKernelSummarizationStrategy(SemanticKernelReducer):
             role = "assistant" if e.role == "assistant" else "user"
             prompt.append(PromptMessage(role, text))
             material.append(MaterialItem(role, text, e.source))
-        instructions = str(self.params["summarization_instructions"])
+        instructions = str(self.params["summarization_instructions"]) or (
+            DEFAULT_SUMMARIZATION_PROMPT
+        )
         role = "user" if self.params["instruction_role"] == "user" else "system"
         prompt.append(PromptMessage(role, instructions))
         request = SummaryRequest(

@@ -77,8 +77,15 @@ def test_registered_with_the_sample_defaults(name: str) -> None:
 
 def test_summarization_prompt_byte_exact() -> None:
     assert sks.DEFAULT_SUMMARIZATION_PROMPT.encode() == PROMPT.encode()
-    assert STRATEGIES["semantic_kernel_summarization"]().params[
-        "summarization_instructions"] == PROMPT  # fmt: skip
+    summ = EchoSummarizer()
+    run(conv(*chat(2)), "semantic_kernel_summarization", summarizer=summ,
+        params={"target_count": 2, "threshold_count": 0})  # fmt: skip
+    assert summ.requests[0].messages[-1].text.encode() == PROMPT.encode()
+    summ = EchoSummarizer()
+    run(conv(*chat(2)), "semantic_kernel_summarization", summarizer=summ,
+        params={"target_count": 2, "threshold_count": 0,
+                "summarization_instructions": "Summarise."})  # fmt: skip
+    assert summ.requests[0].messages[-1].text == "Summarise."
 
 
 # -- chat_history_reducer_utils ----------------------------------------------------------------
