@@ -9,6 +9,14 @@ SWE-agent writes it), the action becomes a tool_use (name = the command's first 
 bytes not kept in blocks then are the fence markers around the command. Any other shape stays
 plain text (counted in a warning). ``trajectory[]`` steps are used only when ``history`` is
 missing. ``info.model_stats`` is run-level, so it goes to conversation metadata.
+
+mini-swe-agent's ``.traj.json`` (``{info, messages, trajectory_format}``, checked on a real
+2.3.0 trajectory, ``trajectory_format`` ``mini-swe-agent-1.1``): ``messages`` are OpenAI
+chat messages (``tool_calls`` / ``tool`` results in 2.x, fenced commands in 1.x); the last
+one, role ``exit`` (the submission, ``extra.exit_status``), never reaches the model and is
+left out (``info.exit_status`` is in the metadata); ``info.config.model.model_name`` is the
+model. ``trajectory_format`` is written after the messages, so the file is also known by
+``info.mini_version`` at its start.
 """
 
 from __future__ import annotations
@@ -206,6 +214,18 @@ def _metadata(doc: dict[str, Any]) -> tuple[tuple[str, str], ...]:
     return tuple(meta)
 
 
+def _pr_description(messages: list[Message]) -> str:
+    """The task of a SWE-bench style prompt (mini-swe-agent's ``<pr_description>``)."""
+    for message in messages[:3]:
+        text = message.text
+        start = text.find("<pr_description>")
+        if message.role is Role.USER and start >= 0:
+            body = text[start + len("<pr_description>") :].split("</pr_description>", 1)[0]
+            body = body.replace("Consider the following PR description:", "", 1)
+            return body.strip()
+    return ""
+
+
 def parse(data: bytes, *, name: str) -> ParsedFile:
     require_content(data, name, _EXPECTED)
     doc = load_json(data, name)
@@ -218,7 +238,11 @@ def parse(data: bytes, *, name: str) -> ParsedFile:
         messages = _history(history, conv_id=conv_id, name=name, warn=warn)
     elif isinstance(doc.get("messages"), list) and doc["messages"]:  # mini-swe-agent
         converter = MessageConverter(conv_id, warn, lambda i: SourcePos(name, record=i))
-        messages = [m for i, r in enumerate(doc["messages"]) if (m := converter.convert(i, r))]
+        messages = [
+            m
+            for i, r in enumerate(doc["messages"])
+            if as_dict(r).get("role") != "exit" and (m := converter.convert(i, r))
+        ]
     elif isinstance(doc.get("trajectory"), list) and doc["trajectory"]:
         warn.add("no history: rebuilt from trajectory steps (no system or task prompt)")
         messages = _steps(doc["trajectory"], conv_id=conv_id, name=name, warn=warn)
@@ -228,8 +252,10 @@ def parse(data: bytes, *, name: str) -> ParsedFile:
         raise TranscriptError("no usable history messages", file=name, expected=_EXPECTED)
     config = _replay_config(doc)
     problem = as_dict(config.get("problem_statement"))
-    model = as_str(as_dict(as_dict(config.get("agent")).get("model")).get("name"))
-    first_user = title_from(messages, fallback="")
+    model = as_str(as_dict(as_dict(config.get("agent")).get("model")).get("name")) or as_str(
+        as_dict(as_dict(as_dict(doc.get("info")).get("config")).get("model")).get("model_name")
+    )
+    first_user = title_from(messages, fallback="") or _pr_description(messages)
     title = as_str(problem.get("id")) or short_title(first_user) or conv_id
     conversation = Conversation(
         id=conv_id,
@@ -247,6 +273,8 @@ def sniff(head: bytes, name: str) -> int:
         return 0
     if b'"trajectory_format"' in text and b"mini-swe-agent" in text:
         return 90
+    if b'"mini_version"' in text and b'"messages"' in text:
+        return 92  # mini-swe-agent 2.x: its trajectory_format comes after the messages
     markers = sum(
         marker in text
         for marker in (b'"history"', b'"trajectory"', b'"model_stats"', b'"exit_status"')
