@@ -226,6 +226,35 @@ def _user_texts(record: dict[str, Any]) -> list[str]:
     ]
 
 
+def is_claude_code(path: Path) -> bool:
+    """A Claude Code session file: its records carry ``sessionId`` (a Codex rollout's
+    first line is its ``session_meta``)."""
+    with path.open("rb") as handle:
+        head = handle.read(65_536)
+    return b'"sessionId"' in head and b'"session_meta"' not in head
+
+
+def status_of_any(path: Path) -> Status:
+    """Another agent's session (a Codex rollout, for ``--file``): parsed whole by the
+    engine's importer and read by the session page's own code (slower: no status line
+    of theirs runs a command, so no time budget applies)."""
+    from . import importers
+    from .evaluate.session_now import forecast, session_now
+
+    parsed = importers.parse(path.read_bytes(), name=path.name)
+    main = next(c for c in parsed.conversations if c.parent_id is None)
+    now = session_now(main, parsed.format)
+    if not now.steps:
+        turns = turns_to_trigger([], now.rules.threshold)
+        return Status(None, now.rules.window, now.rules.version, turns, (), False)
+    last = now.steps[-1]
+    ahead = forecast(now, last)
+    labels = tuple(str(i["label"]) for i in ahead.instructions)
+    compacted = last.span_start > 0
+    used = last.count if last.count is not None else ahead.turns.count  # the last reported
+    return Status(used, now.rules.window, now.rules.version, ahead.turns, labels, compacted)
+
+
 def status_of(path: Path, payload: dict[str, Any] | None = None) -> Status:
     """The status of the Claude Code session at ``path`` (``payload``: the statusline JSON)."""
     from .core.model import Block, BlockKind, Message, Role
@@ -320,8 +349,8 @@ def main(argv: Sequence[str] | None = None, stdin: TextIO | None = None) -> int:
         print(f"ctxlab: no transcript at {path.name}")
         return 0
     try:
-        status = status_of(path, payload)
-    except (OSError, ValueError) as exc:  # a status line must print something
+        status = status_of(path, payload) if is_claude_code(path) else status_of_any(path)
+    except (OSError, ValueError, StopIteration) as exc:  # a status line must print something
         print(f"ctxlab: {type(exc).__name__}")
         return 0
     print(json.dumps(status.as_dict()) if as_json else status.line())

@@ -87,9 +87,10 @@ def _zone_line(model: ZoneModel) -> str:
     """The sentence under the bar: its numbers add up to the bar (request + output reserve +
     free = window, or = window + over the window), all in the strategy's own count."""
     n = number
+    reserve = "auto-compact buffer" if model.origin == "original" else "output reserve"
     parts = [
         f'Request <strong class="num" data-line="request">{n(model.request)}</strong>',
-        f'output reserve <strong class="num" data-line="output_reserve">'
+        f'{reserve} <strong class="num" data-line="output_reserve">'
         f"{n(model.output_reserve)}</strong>",
     ]
     if model.window and not model.over:

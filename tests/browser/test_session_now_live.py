@@ -108,5 +108,10 @@ def test_a_growing_claude_code_session_updates_the_open_page(
         assert "/now/" in page.url and "step=" not in page.url  # no reload, still following
         assert not page.errors
         screenshot("after")
+        # the README's pictures (docs/images/session-now-*.png are copies of these)
+        shots = screenshot("after").parent
+        page.set_viewport_size({"width": 1280, "height": 900})
+        for part in ("now-zones", "now-forecast"):
+            page.locator(f"#{part}").screenshot(path=str(shots / f"session-now-{part}.png"))
     finally:
         next(server, None)

@@ -155,3 +155,19 @@ def test_every_vendored_claude_code_session_reads_as_the_page_does(path: Path) -
     assert status.used == now.steps[-1].count
     assert status.turns.turns == page.turns.turns
     assert list(status.instructions) == [i["label"] for i in page.instructions]
+
+
+def test_a_codex_rollout_by_file_reads_as_the_page_does() -> None:
+    """Codex has no command status line: ``--file`` reads a rollout through the importer
+    and the session page's own code (its window and auto-compact limit)."""
+    rollout = ROOT / "tests" / "data" / "agreement" / "agentv" / "00" / "34f597b72d" / "1"
+    path = rollout / "full.jsonl"
+    assert not statusline.is_claude_code(path) and statusline.is_claude_code(FULL)
+    status = statusline.status_of_any(path)
+    now = session_now(cli.load_file(path), "codex-rollout")
+    page = forecast(now, now.steps[-1])
+    assert now.rules.agent == "codex" and status.window == now.rules.window
+    assert status.turns.threshold == now.rules.threshold and status.turns.turns == page.turns.turns
+    assert status.used is not None
+    line = run_main(None, "--file", str(path))
+    assert f"({statusline._k(now.rules.threshold or 0)})" in line
