@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import weakref
 import zipfile
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -25,7 +26,7 @@ from pathlib import Path
 from typing import BinaryIO, Protocol
 
 from ..core.model import TranscriptError
-from ..importers import IMPORTERS, detect
+from ..importers import HEAD_BYTES, IMPORTERS, detect_head
 from .found import Found, Loaded
 
 BRANCH = "entire/checkpoints/v1"
@@ -184,10 +185,12 @@ def format_of(session: EntireSession, data: bytes) -> tuple[str | None, str]:
     """The importer for a session's transcript, and a note when the metadata's agent and the
     bytes disagree. The bytes decide; the agent is the fallback when they cannot tell."""
     hint = session.format_hint
-    try:
-        found = detect(data, session.name)
+    try:  # the head says as much as the whole (``detect_head``), without scanning it
+        found = detect_head(data[:HEAD_BYTES], session.name, whole=len(data) <= HEAD_BYTES)
     except TranscriptError:
         return hint, ""  # the importer (or detection again) says what is wrong with it
+    if found is None:
+        return hint, ""
     if hint and found != hint:
         label = IMPORTERS[found].LABEL
         return found, f"metadata.json names {session.agent!r}, but this is a {label}: read as one"
@@ -267,6 +270,55 @@ def _git(repo: Path, *args: str, data: bytes | None = None) -> bytes:
     return result.stdout
 
 
+class _CatFile:
+    """One ``git cat-file --batch`` process for every blob a tree reads (started on the
+    first read, ended by ``close`` or when the tree is collected), not a process per blob:
+    a branch of a thousand checkpoints is a thousand metadata files."""
+
+    def __init__(self, repo: Path) -> None:
+        self.repo = repo
+        self._process: subprocess.Popen[bytes] | None = None
+
+    def read(self, sha: str) -> bytes:
+        process = self._process
+        if process is None or process.poll() is not None:
+            process = self._process = subprocess.Popen(
+                ["git", "-C", str(self.repo), "cat-file", "--batch"],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            )  # fmt: skip
+            weakref.finalize(self, _stop, process)
+        assert process.stdin is not None and process.stdout is not None
+        process.stdin.write(sha.encode() + b"\n")
+        process.stdin.flush()
+        header = process.stdout.readline().split()
+        if len(header) != 3 or header[1] != b"blob":
+            raise OSError(f"git cat-file could not read blob {sha} in {self.repo}")
+        size = int(header[2])
+        data = process.stdout.read(size)
+        process.stdout.read(1)  # the newline after each object
+        if len(data) != size:
+            raise OSError(f"git cat-file ended inside blob {sha} in {self.repo}")
+        return data
+
+    def close(self) -> None:
+        if self._process is not None:
+            _stop(self._process)
+            self._process = None
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        if process.stdin is not None:
+            process.stdin.close()  # cat-file ends at the end of its input
+        try:
+            process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+    if process.stdout is not None:
+        process.stdout.close()
+
+
 class FolderTree:
     def __init__(self, root: Path) -> None:
         self.root = root
@@ -308,6 +360,7 @@ class GitTree:
 
     def __init__(self, repo: Path, ref: str, blobs: dict[str, str]) -> None:
         self.repo, self.ref, self._blobs = repo, ref, blobs
+        self._cat = _CatFile(repo)
 
     @classmethod
     def open(cls, repo: Path) -> GitTree | None:
@@ -329,7 +382,10 @@ class GitTree:
         return list(self._blobs)
 
     def read(self, path: str) -> bytes:
-        return _git(self.repo, "cat-file", "blob", self._blobs[path])
+        return self._cat.read(self._blobs[path])
+
+    def close(self) -> None:
+        self._cat.close()
 
     def commits(self) -> dict[str, str]:
         """Checkpoint id -> the code commit that names it (``Entire-Checkpoint:`` trailer)."""

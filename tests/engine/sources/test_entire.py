@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from entire_branch import build_repo, build_tree
 
+from ctxlab.engine import importers
 from ctxlab.engine.sources import entire
 
 
@@ -92,3 +93,56 @@ def test_join_segments_keeps_every_byte() -> None:
     assert entire.join_segments([b"a\nb", b"c\n"]) == b"a\nb\nc\n"
     # The same first line but redacted differently later: the newer snapshot wins.
     assert entire.join_segments([b"a\nSECRET\n", b"a\nREDACTED\nd\n"]) == b"a\nREDACTED\nd\n"
+
+
+def test_a_repository_s_blobs_are_read_by_one_git_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    expected = build_repo(tmp_path / "repo")
+    import subprocess
+
+    started: list[list[str]] = []
+    popen, run = subprocess.Popen, subprocess.run
+
+    def counting_popen(args: list[str], *a: object, **k: object) -> object:
+        started.append(list(args))
+        return popen(args, *a, **k)  # type: ignore[call-overload]
+
+    def counting_run(args: list[str], *a: object, **k: object) -> object:
+        started.append(list(args))
+        return run(args, *a, **k)  # type: ignore[call-overload]
+
+    monkeypatch.setattr(subprocess, "Popen", counting_popen)
+    monkeypatch.setattr(subprocess, "run", counting_run)
+    tree = entire.GitTree.open(tmp_path / "repo")
+    assert tree is not None
+    found = _by_id(tree)
+    for session_id, data in expected.items():
+        assert found[session_id].read() == data, session_id
+    reads = len([p for p in tree.paths() if p.endswith(("metadata.json", "full.jsonl"))])
+    cat_files = [args for args in started if "cat-file" in args]
+    assert reads > 5 and len(cat_files) == 1  # before: one git process per blob read
+    assert "--batch" in cat_files[0]
+    tree.close()
+    assert found["snap"].read() == expected["snap"]  # read again after close: a new one
+    assert len([args for args in started if "cat-file" in args]) == 2
+    tree.close()
+
+
+def test_the_format_is_told_from_a_bounded_head(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    build_tree(tmp_path)
+    found = _by_id(entire.FolderTree(tmp_path))
+    data = found["snap"].read() * 8  # a big transcript
+    assert len(data) > importers.HEAD_BYTES
+    seen: list[int] = []
+    detect_head = importers.detect_head
+
+    def recording(head: bytes, name: str = "", *, whole: bool) -> str | None:
+        seen.append(len(head))
+        return detect_head(head, name, whole=whole)
+
+    monkeypatch.setattr(entire, "detect_head", recording)
+    assert entire.format_of(found["snap"], data) == ("claude-code", "")
+    assert seen == [importers.HEAD_BYTES]
