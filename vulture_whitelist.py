@@ -32,6 +32,7 @@ _.output_field  # replay_app/runs/run_size.py: Django Func attribute
 _.as_sqlite  # replay_app/runs/run_size.py: Django's per-vendor SQL hook
 _.value_to_string  # sessions_app/json_text.py: Django serialisers (dumpdata) call it
 _.suite_progress  # suites_app/consumers.py: Channels handler of "suite.progress" messages
+_.transcript_grown  # sessions_app/consumers.py: Channels handler of "transcript.grown" messages
 _.single_thread_executor  # tests/browser/conftest.py: asgiref's sync_to_async setting
 _.my_total  # tests/engine/strategies/test_strategy_run_state.py: the write that must fail
 
@@ -68,6 +69,9 @@ _.process_request  # ctxlab/serving/page_server.py: socketserver calls it for ea
 _._session_key  # ctxlab/session_rows.py: Django's session store reads it (a new key when saved)
 _.request_queue_size  # ctxlab/serving/page_server.py: socketserver's listen backlog
 _.kind_label  # replay_app/compare/originals.py: runs/_originals.html, compare/_originals.html
+_.fact_rows  # sessions_app/session_now_page.py: session_now.html
+_.ws_path  # idem
+_.previous_url  # idem
 _.not_reproduced  # replay_app/compare/originals.py: compare/_originals.html
 _.lineLengthExceeded  # ctxlab/serving/bounded_server.py: Twisted's line parser calls it (414/431)
 _._parsePOSTFormSubmission  # ctxlab/serving/bounded_server.py: Twisted reads it (form bodies unparsed)
