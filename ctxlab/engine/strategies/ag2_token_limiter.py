@@ -18,6 +18,8 @@ Sources in ``_ag2`` (ag2ai/ag2 @ 70badeefcefcefca9a52b5f43636a616a7952fee,
 - A stored ``tool`` message's content is cut and counted, but the request is built from its
   ``tool_responses`` (``conversable_agent._generate_oai_reply_from_client``): the results
   are sent whole. Only user and assistant texts are shown cut (PRUNED).
+- ``_validate_max_tokens``: a limit over the model's (``get_max_token_limit``, 4,096 for
+  the default ``gpt-3.5-turbo-0613``) is capped to it.
 - Counting: ``token_count_utils.count_token`` on the content, ``gpt-3.5-turbo-0613`` (the
   default ``model``): cl100k_base, the lab's reference tokenizer (``encode_ordinary``:
   the original's ``encode`` raises on special-token text instead).
@@ -47,11 +49,15 @@ if TYPE_CHECKING:
     from ..core.context_view import ContextView
 
 _ORIGIN = "transforms.MessageTokenLimiter"
+# token_count_utils.get_max_token_limit("gpt-3.5-turbo-0613"), the default model's: a limit
+# set above it is capped to it ("Capping it to 4096", _validate_max_tokens).
+MODEL_MAX_TOKENS = 4096
 
 
 def limit(value: int) -> int:
-    """A limit parameter: -1 stands for None (``sys.maxsize``)."""
-    return sys.maxsize if value < 0 else value
+    """A limit parameter: -1 stands for None (``sys.maxsize``); a set one is capped at the
+    default model's limit."""
+    return sys.maxsize if value < 0 else min(value, MODEL_MAX_TOKENS)
 
 
 def content_of(message: Message) -> str | None:
@@ -131,7 +137,8 @@ class AG2TokenLimiterStrategy(ReferenceEstimator, Strategy):
     WINDOW = "context_window"
     State: ClassVar[type[Any]] = _State
     PARAMS: ClassVar[tuple[Param, ...]] = (
-        Param("max_tokens", 1000, "Tokens kept over all messages (-1: None).", min=-1,
+        Param("max_tokens", 1000, "Tokens kept over all messages (-1: None; capped at 4,096, "
+              "the default model's limit).", min=-1,
               origin=f"{_ORIGIN}(max_tokens=...)"),
         Param("max_tokens_per_message", 50, "Tokens kept of each message (-1: None).",
               min=-1, origin=f"{_ORIGIN}(max_tokens_per_message=...)"),

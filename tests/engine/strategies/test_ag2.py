@@ -195,3 +195,9 @@ def test_replays_every_corpus_transcript(name: str) -> None:
     ):
         res = run(conversation, strategy, params=params)
         assert len(res.steps) >= 0
+
+
+def test_token_limits_capped_at_the_default_models() -> None:
+    s = STRATEGIES["ag2_token_limiter"]({"max_tokens": 10_000, "max_tokens_per_message": 5000})
+    assert (s.max_tokens, s.per_message) == (4096, 4096)
+    assert STRATEGIES["ag2_token_limiter"]({"max_tokens": -1}).max_tokens == sys.maxsize
