@@ -178,19 +178,28 @@ class SessionNow:
     steps: list[OriginalStep] = field(default_factory=list)
     boundaries: list[Boundary] = field(default_factory=list)
     overhead_note: str = ""
+    _by_version: dict[str, AgentRules] = field(default_factory=dict)
+
+    def rules_for(self, version: str) -> AgentRules:
+        """The rules of the CLI ``version`` ("" or the transcript's: ``rules``), once each."""
+        if not version or version == self.rules.version:
+            return self.rules
+        if version not in self._by_version:
+            self._by_version[version] = agent_rules(self.conversation, self.fmt, version)
+        return self._by_version[version]
 
     def rules_at(self, step: OriginalStep) -> AgentRules:
-        if step.version and step.version != self.rules.version:
-            return agent_rules(self.conversation, self.fmt, step.version)
-        return self.rules
+        return self.rules_for(step.version)
 
     def counts_before(self, step: OriginalStep) -> list[int]:
         """The counts since the agent's last compaction, up to this step."""
-        return [
-            s.count
-            for s in self.steps[: step.step + 1]
-            if s.span_start == step.span_start and s.count is not None
-        ]
+        out: list[int] = []
+        for s in reversed(self.steps[: step.step + 1]):  # back to the compaction only
+            if s.span_start != step.span_start:
+                break
+            if s.count is not None:
+                out.append(s.count)
+        return out[::-1]
 
 
 def _boundaries(conversation: Conversation) -> list[Boundary]:
@@ -209,6 +218,12 @@ def session_now(conversation: Conversation, fmt: str) -> SessionNow:
     sizes = [0 if m.role is Role.SYSTEM else int(count_message(m)) for m in messages]
     sources = instructions.sources(messages)
     rules_at = {s.message for s in sources if s.kind == "project_rules"}
+    # running sums, so a step's span is two lookups (index i: the messages before i)
+    totals, summaries, rule_sizes = [0], [0], [0]
+    for i, m in enumerate(messages):
+        totals.append(totals[-1] + sizes[i])
+        summaries.append(summaries[-1] + (sizes[i] if "compact_summary" in m.flags else 0))
+        rule_sizes.append(rule_sizes[-1] + (sizes[i] if i in rules_at else 0))
     by_start = {b.before_index: b for b in out.boundaries}
     continued = starts_after_compaction(conversation)
     overhead: int | None = None
@@ -235,10 +250,9 @@ def session_now(conversation: Conversation, fmt: str) -> SessionNow:
             overhead, not_in_file = split.overhead, split.not_in_file
             if split.reason:
                 out.overhead_note = split.reason
-        live = range(start, index)
-        summary = sum(sizes[i] for i in live if "compact_summary" in messages[i].flags)
-        rule_files = sum(sizes[i] for i in live if i in rules_at)
-        estimate = sum(sizes[i] for i in live)
+        summary = summaries[index] - summaries[start]
+        rule_files = rule_sizes[index] - rule_sizes[start]
+        estimate = totals[index] - totals[start]
         fixed = overhead or 0
         own = max(estimate - summary - rule_files, 0)  # the agent's estimate of the rest
         if reported is not None:
@@ -249,7 +263,7 @@ def session_now(conversation: Conversation, fmt: str) -> SessionNow:
             rest = max(reported - known - outside, 0)
         else:
             outside, rest = (0 if reset_seen else not_in_file), own
-        step_rules = out.rules if not version else agent_rules(conversation, fmt, version)
+        step_rules = out.rules_for(version)
         threshold = step_rules.threshold
         zones: dict[str, Any] = {
             "system": 0,
