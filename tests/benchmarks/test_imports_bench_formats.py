@@ -4,6 +4,8 @@ peak memory."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from ctxlab.benchmarks import imports
@@ -26,3 +28,18 @@ def test_each_scaled_sample_is_its_format_and_measured(fmt: str) -> None:
 
 def test_opencode_is_covered() -> None:
     assert "opencode" in imports.SCALED
+
+
+def test_the_new_formats_are_covered() -> None:
+    assert {"copilot-cli", "openhands-v1", "opencode", "cline", "pi-session"} <= set(imports.SCALED)
+
+
+def test_an_entire_branch_is_measured_from_a_git_repository(tmp_path: Path) -> None:
+    row = imports.measure_entire(tmp_path)
+    assert row["format"] == "entire" and row["ok"], row
+    assert row["bytes"] >= imports.SCALED_BYTES
+    rounds = -(-imports.SCALED_BYTES // sum(
+        (imports.CORPUS / r).stat().st_size for r in imports.ENTIRE_SESSIONS
+    ))  # fmt: skip
+    assert row["conversations"] == rounds * len(imports.ENTIRE_SESSIONS)
+    assert row["messages"] > 0 and row["mb_per_s"] > 0
