@@ -193,3 +193,56 @@ def test_the_transcript_page_links_to_it(alice: Any, alice_client: Client) -> No
     transcript = _import(alice, 60)
     html = alice_client.get(reverse("transcript-detail", args=[transcript.pk])).content.decode()
     assert f'href="{reverse("transcript-now", args=[transcript.pk])}"' in html
+
+
+def _claude_lines(user_text: str, usage: bool = True) -> bytes:
+    import json
+
+    user = {
+        "type": "user",
+        "uuid": "u1",
+        "parentUuid": None,
+        "sessionId": "s",
+        "version": "2.1.14",
+        "message": {"role": "user", "content": user_text},
+    }
+    reply = {
+        "type": "assistant",
+        "uuid": "a1",
+        "parentUuid": "u1",
+        "sessionId": "s",
+        "version": "2.1.14",
+        "message": {
+            "id": "msg_1",
+            "role": "assistant",
+            "model": "claude",
+            "content": [{"type": "text", "text": "ok"}],
+            **({"usage": {"input_tokens": 10, "output_tokens": 5}} if usage else {}),
+        },
+    }
+    return (json.dumps(user) + "\n" + json.dumps(reply) + "\n").encode()
+
+
+@pytest.mark.django_db
+def test_secrets_in_what_is_shown_are_masked(alice: Any, alice_client: Client) -> None:
+    key = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    data = _claude_lines(f"git clone https://{key}@github.com/o/r and always run the tests")
+    outcome = services.upload_import(owner=alice, name="s.jsonl", data=data)
+    transcript = Transcript.objects.get(pk=outcome.conversations[0].transcript_id or 0)
+    url = reverse("transcript-now", args=[transcript.pk])
+    html = alice_client.get(url).content.decode()
+    twin = alice_client.get(url, {"format": "json"}).content.decode()
+    assert key not in html and key not in twin
+    assert "git clone" in html  # the message is listed, its key masked
+
+
+@pytest.mark.django_db
+def test_a_transcript_without_a_model_call(alice: Any, alice_client: Client) -> None:
+    data = _claude_lines("hello").splitlines()[0] + b"\n"
+    outcome = services.upload_import(owner=alice, name="one.jsonl", data=data)
+    transcript = Transcript.objects.get(pk=outcome.conversations[0].transcript_id or 0)
+    url = reverse("transcript-now", args=[transcript.pk])
+    data_json = alice_client.get(url, {"format": "json"}).json()
+    assert data_json["steps"] == 0 and data_json["zones"] is None
+    assert data_json["forecast"] is None
+    assert 'id="no-steps"' in alice_client.get(url).content.decode()
