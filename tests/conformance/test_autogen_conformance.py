@@ -127,3 +127,30 @@ def test_token_limited(file: str, limit: int, openai_client: Any) -> None:
     compare("autogen_token_limited", {"token_limit": limit},
             lambda store: model_context.TokenLimitedChatCompletionContext(
                 openai_client, token_limit=limit, initial_messages=store), file, most=6)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("name", "params", "attrs"),
+    [
+        ("autogen_buffered", {"buffer_size": 7}, {"_buffer_size": 7}),
+        ("autogen_head_and_tail", {"head_size": 4, "tail_size": 6},
+         {"_head_size": 4, "_tail_size": 6}),
+        ("autogen_token_limited", {"token_limit": 3000}, {"_token_limit": 3000}),
+        ("autogen_token_limited", {}, {"_token_limit": None}),
+    ],
+)  # fmt: skip
+def test_native_export_loads_as_the_component(
+    name: str, params: dict[str, Any], attrs: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Our native export (model_context.json) is a component AutoGen loads, with our
+    parameters."""
+    from ctxlab.engine.native_config import native_config
+
+    if name == "autogen_token_limited":
+        pytest.importorskip("autogen_ext.models.openai", reason="autogen-ext[openai] missing")
+        monkeypatch.setenv("OPENAI_API_KEY", "test")
+    context = model_context.ChatCompletionContext.load_component(
+        native_config(name, params).content
+    )
+    for attr, value in attrs.items():
+        assert getattr(context, attr) == value

@@ -49,6 +49,12 @@ Shapes (each strategy's page in docs/strategies/ names its original's sources):
   by the import; the window and max tokens are the model's).
 - Crush: ``crushrc`` (Bash) -> ``option auto-summarize`` (the deprecated ``crush.json``:
   ``options.disable_auto_summarize``); the window is the model's.
+- AutoGen model contexts: ``model_context.json``, the declarative component
+  (``{"provider": "autogen_core.model_context.<Kind>ChatCompletionContext",
+  "component_type": "chat_completion_context", "config": {...}}``) that
+  ``ChatCompletionContext.load_component`` reads; the token-limited one names its model
+  client (``OpenAIChatCompletionClient``, ``gpt-4-turbo``). Strands Agents has no config
+  file (the managers are constructor calls).
 - LangChain: Python, not a config file: the ``SummarizationMiddleware(...)`` constructor call,
   and the ``trim_messages(...)`` pre-model hook (``content`` holds the keyword arguments).
 
@@ -132,6 +138,9 @@ WRITES: dict[str, frozenset[str]] = {
         {"autoCondenseContext", "autoCondenseContextPercent", "customCondensingPrompt"}
     ),
     "crush": frozenset({"disable_auto_summarize"}),
+    "autogen_buffered": frozenset({"buffer_size"}),
+    "autogen_head_and_tail": frozenset({"head_size", "tail_size"}),
+    "autogen_token_limited": frozenset({"token_limit"}),
 }  # fmt: skip
 
 NATIVE_SHAPES: dict[str, Callable[[Mapping[str, Any]], NativeConfig]] = {

@@ -1,4 +1,4 @@
-"""Frameworks' and papers' shapes: LangChain, observation masking, the Complexity Trap summary, Aider, OpenHands."""
+"""Frameworks' and papers' shapes: LangChain, observation masking, the Complexity Trap summary, Aider, OpenHands, AutoGen."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .base import NativeConfig, param_default
+from .base import NativeConfig, json_text, param_default
 
 
 def _py_arg(value: Any) -> str:
@@ -182,7 +182,46 @@ def _openhands_condenser(p: Mapping[str, Any]) -> NativeConfig:
     )
 
 
+# AutoGen's declarative components (ComponentModel, what dump_component() writes and
+# ChatCompletionContext.load_component() reads; AutoGen Studio's JSON).
+_AUTOGEN_CONTEXT = "autogen_core.model_context.{}ChatCompletionContext"
+_AUTOGEN_CLIENT = "autogen_ext.models.openai.OpenAIChatCompletionClient"
+
+
+def _autogen_context(
+    strategy: str, kind: str, config: dict[str, Any], p: Mapping[str, Any]
+) -> NativeConfig:
+    content = {"provider": _AUTOGEN_CONTEXT.format(kind),
+               "component_type": "chat_completion_context", "config": config}  # fmt: skip
+    notes = (
+        f"model_token_limit={p['model_token_limit']}: the model's (autogen-ext _model_info), "
+        "not a context key.",
+        "Load it with ChatCompletionContext.load_component(...) and pass it as "
+        "AssistantAgent(model_context=...).",
+    )
+    return NativeConfig(strategy, "model_context.json", content, json_text(content), notes)
+
+
+def _autogen_buffered(p: Mapping[str, Any]) -> NativeConfig:
+    return _autogen_context("autogen_buffered", "Buffered", {"buffer_size": p["buffer_size"]}, p)
+
+
+def _autogen_head_and_tail(p: Mapping[str, Any]) -> NativeConfig:
+    config = {"head_size": p["head_size"], "tail_size": p["tail_size"]}
+    return _autogen_context("autogen_head_and_tail", "HeadAndTail", config, p)
+
+
+def _autogen_token_limited(p: Mapping[str, Any]) -> NativeConfig:
+    config = {"model_client": {"provider": _AUTOGEN_CLIENT, "component_type": "model",
+                               "config": {"model": "gpt-4-turbo"}},
+              "token_limit": p["token_limit"] or None}  # fmt: skip
+    return _autogen_context("autogen_token_limited", "TokenLimited", config, p)
+
+
 SHAPES: dict[str, Callable[[Mapping[str, Any]], NativeConfig]] = {
+    "autogen_buffered": _autogen_buffered,
+    "autogen_head_and_tail": _autogen_head_and_tail,
+    "autogen_token_limited": _autogen_token_limited,
     "langchain_summarization": _langchain_summarization,
     "langchain_trim": _langchain_trim,
     "observation_masking": _observation_masking,

@@ -223,3 +223,22 @@ def test_every_corpus_transcript_replays(name: str) -> None:
         for params in ({}, small[strategy]):
             result = run(conversation, strategy, params=params, summarizer=OfflineSummarizer())
             assert {e.kind for e in result.events} <= {"trim", "restore_request"}
+
+
+def test_native_export_is_the_declarative_component() -> None:
+    from ctxlab.engine.native_config import native_config
+
+    buffered = native_config("autogen_buffered", {"buffer_size": 7})
+    assert buffered.filename == "model_context.json"
+    assert buffered.content == {
+        "provider": "autogen_core.model_context.BufferedChatCompletionContext",
+        "component_type": "chat_completion_context",
+        "config": {"buffer_size": 7},
+    }
+    ht = native_config("autogen_head_and_tail")
+    assert ht.content["config"] == {"head_size": 3, "tail_size": 2}
+    limited = native_config("autogen_token_limited", {"token_limit": 3000})
+    assert limited.content["config"]["token_limit"] == 3000
+    assert native_config("autogen_token_limited").content["config"]["token_limit"] is None
+    wide = native_config("autogen_buffered", {"model_token_limit": 64_000})
+    assert wide.unexpressed == (("model_token_limit", 64_000),)
