@@ -1,8 +1,8 @@
 """A stored transcript that grows: the channel-layer event its live page listens to.
 
-The contract (issue 35, read by the live page of issue 38): after every refresh that
-added messages to transcript ``pk``, the group ``transcript-<pk>`` receives
-``{"type": "transcript.grown", "messages": <the transcript's total message count>}``.
+The contract (read by the transcript's live page, ``sessions_app/consumers.py``): after
+every refresh that added messages to transcript ``pk``, the group ``transcript-<pk>``
+receives ``{"type": "transcript.grown", "messages": <the transcript's total message count>}``.
 """
 
 from __future__ import annotations

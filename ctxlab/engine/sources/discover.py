@@ -2,8 +2,7 @@
 
 ``discover(home)`` looks in every place below (nothing else is read: no file is opened,
 only listed) and returns, per agent, the sessions found there, newest first. Paths, as the
-agents write them (sources: ``docs/import-formats.md``, ``../shared/reference/formats.md``
-and the modules of this package):
+agents write them (sources: ``docs/import-formats.md`` and the modules of this package):
 
 - Claude Code: ``~/.claude/projects/<slug>/<session>.jsonl`` (sub-agents'
   ``agent-<id>.jsonl`` beside them);
