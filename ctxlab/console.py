@@ -24,6 +24,8 @@ usage: ctxlab COMMAND [ARGS...]
 
   serve [ADDR]          migrate, ensure the local login, serve http://127.0.0.1:8000
   import PATH...        import transcript files (manage.py import_transcripts)
+  import --discover     find every agent's sessions in your home folder and import them
+  watch PATH...         keep importing session files as they grow (manage.py watch)
   replay ...            replay a transcript through strategies (manage.py replay)
   report --runs 1,2,3   one self-contained HTML file of a comparison
   bench ...             the benchmark (manage.py bench)

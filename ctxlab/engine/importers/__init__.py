@@ -38,7 +38,8 @@ SNIFF_BYTES = 64 * 1024
 # joined; lenient JSONL (bad lines skipped with a warning, a cut last line left out).
 # 4: OpenCode exports, GitHub Copilot CLI event logs and OpenHands V1 events (read before as
 # other formats or refused); Codex multi-agent messages; one title rule skipping preambles.
-# 5: Cline / Roo Code tasks (a lone api_conversation_history.json was read as OpenAI chat).
+# 5: Cline / Roo Code tasks (a lone api_conversation_history.json was read as OpenAI chat);
+# mini-swe-agent 2.x trajectories (read as OpenAI chat), their exit message left out.
 VERSION = "5"
 
 
