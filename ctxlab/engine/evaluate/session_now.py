@@ -31,7 +31,7 @@ from typing import Any
 
 from ..core.model import Conversation, Message, Role
 from ..stages.originals import outside_context, starts_after_compaction
-from . import extract, instructions, survival
+from . import instructions, survival
 from .forecast import HORIZON, Hit, TurnsEstimate, claude_code_threshold, turns_to_trigger
 
 # Importer formats whose agent's auto-compact ctxlab models (a strategy of the same agent).
@@ -362,12 +362,7 @@ def forecast(now: SessionNow, step: OriginalStep) -> Forecast:
     rules = now.rules_at(step)
     kept = _kept(rules.agent, messages, span)
     going = [i for i in span if i not in set(kept) and messages[i].role is not Role.SYSTEM]
-    risk: set[tuple[str, str]] = set()
-    last_todo = next((i for i in reversed(going) if survival._has_todo(messages[i])), None)
-    for i in going:
-        risk |= extract.message_facts(messages[i])
-        extra = survival.extra_facts(messages[i])
-        risk |= {f for f in extra if f[0] != "open_tasks" or i == last_todo}
+    risk = survival.facts_at_risk(messages, going)
     facts: dict[str, int] = {}
     examples: dict[str, list[str]] = {}
     for kind, value in sorted(risk):

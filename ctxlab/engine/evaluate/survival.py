@@ -387,6 +387,19 @@ def analyse_replay_parts(
 # --- the original agent's own compactions ---------------------------------------------------
 
 
+def facts_at_risk(messages: Sequence[Message], replaced: Sequence[int]) -> set[Fact]:
+    """The facts a compaction replacing the messages ``replaced`` (source indexes, in
+    order) puts at risk: each one's facts and decisions, and the open items of the latest
+    to-do list among them. The agent's own compactions (``analyse_original``) and the
+    forecast of its next one (``session_now.forecast``) read this one rule."""
+    risk: set[Fact] = set()
+    last_todo = next((i for i in reversed(replaced) if _has_todo(messages[i])), None)
+    for i in replaced:
+        risk |= extract.message_facts(messages[i])
+        risk |= {f for f in extra_facts(messages[i]) if f[0] != "open_tasks" or i == last_todo}
+    return risk
+
+
 def analyse_original(conversation: Conversation) -> RunSurvival:
     """Survival through the compactions the transcript's agent really made (see module)."""
     from ..summarize.recorded import (
@@ -415,11 +428,7 @@ def analyse_original(conversation: Conversation) -> RunSurvival:
         for i in after:
             available |= extract.message_facts(messages[i]) | extra_facts(messages[i])
         comp = CompactionSurvival(compaction.kind, None, compaction.before_index, len(replaced))
-        risk: set[Fact] = set()
-        last_todo = next((i for i in reversed(replaced) if _has_todo(messages[i])), None)
-        for i in replaced:
-            risk |= extract.message_facts(messages[i])
-            risk |= {f for f in extra_facts(messages[i]) if f[0] != "open_tasks" or i == last_todo}
+        risk = facts_at_risk(messages, replaced)
         for fact in sorted(risk):
             by_summary = lost.kept_by_summary(fact, sfacts, swords)
             comp.count(fact, by_summary or fact in available, by_summary)
