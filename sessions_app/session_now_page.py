@@ -43,6 +43,7 @@ class StepRow:
     reported: int | None
     compaction: str  # the agent's compaction right before this call ("" = none)
     url: str
+    turns: int | None  # turns to auto-compact as forecast at this call
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -50,6 +51,7 @@ class StepRow:
             "message": self.message,
             "reported": self.reported,
             "compaction_before": self.compaction or None,
+            "turns_to_auto_compact": self.turns,
         }
 
 
@@ -193,5 +195,6 @@ def session_now_page(transcript: Transcript, step: int | None) -> SessionNowPage
     for s in reversed(steps[-STEP_LIST:]):
         mark = s.compacted_before
         kind = "" if mark is None or mark.before_index not in after else mark.kind
-        page.rows.append(StepRow(s.step, s.message, s.reported, kind, page.step_url(s.step)))
+        turns = engine.forecast_turns(now, s)
+        page.rows.append(StepRow(s.step, s.message, s.reported, kind, page.step_url(s.step), turns))
     return page

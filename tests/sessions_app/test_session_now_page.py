@@ -246,3 +246,18 @@ def test_a_transcript_without_a_model_call(alice: Any, alice_client: Client) -> 
     assert data_json["steps"] == 0 and data_json["zones"] is None
     assert data_json["forecast"] is None
     assert 'id="no-steps"' in alice_client.get(url).content.decode()
+
+
+@pytest.mark.django_db
+def test_the_step_table_shows_each_calls_forecast(alice: Any, alice_client: Client) -> None:
+    transcript = _import(alice, 135)
+    data = alice_client.get(
+        reverse("transcript-now", args=[transcript.pk]), {"format": "json"}
+    ).json()
+    rows = {r["step"]: r for r in data["step_rows"]}
+    newest = rows[data["step"]]
+    assert newest["turns_to_auto_compact"] == data["forecast"]["turns_to_auto_compact"]["turns"]
+    # the first call after the microcompact has no growth rate yet
+    (micro,) = data["agent_compactions"]
+    assert rows[micro["first_step_after"]]["turns_to_auto_compact"] is None
+    assert rows[micro["first_step_after"]]["compaction_before"] == "microcompact"
