@@ -16,16 +16,12 @@ from channels.generic.websocket import WebsocketConsumer
 from django.template.loader import render_to_string
 
 from ctxlab.web.ownership import owned
+from sessions_app.live import transcript_group_name
 from sessions_app.models import Transcript
 from sessions_app.session_now_page import session_now_page
 
 CLOSE_UNAUTHENTICATED = 4401
 CLOSE_NOT_FOUND = 4404
-
-
-def transcript_group(transcript_id: int) -> str:
-    """The group growth events of one transcript go to (issue 35's contract)."""
-    return f"transcript-{transcript_id}"
 
 
 def render_live(transcript: Transcript) -> str:
@@ -47,7 +43,7 @@ class SessionNowConsumer(WebsocketConsumer):
             return
         self.transcript_id = pk
         self.accept()
-        self.group = transcript_group(pk)
+        self.group = transcript_group_name(pk)
         async_to_sync(self.channel_layer.group_add)(self.group, self.channel_name)
         self.send_live()  # join first, then catch up: no growth is missed in between
 
@@ -56,7 +52,7 @@ class SessionNowConsumer(WebsocketConsumer):
         if group is not None:
             async_to_sync(self.channel_layer.group_discard)(group, self.channel_name)
 
-    def transcript_grown(self, event: dict[str, Any]) -> None:
+    def transcript_grown(self, event: dict[str, Any]) -> None:  # live.GROWN
         self.send_live()
 
     def send_live(self) -> None:

@@ -27,7 +27,6 @@ DATA = Path(__file__).resolve().parents[1] / "data"
 # Claude Code 2.1.14: a microcompact (line 33), then an auto compact_boundary (line 155)
 SESSION = DATA / "agreement" / "entireio-cli" / "76" / "62d755ef9f" / "2" / "full.jsonl"
 BEFORE, AFTER = 100, 135  # lines: both after the microcompact, before the auto-compact
-GROWN = hasattr(services, "import_path") and hasattr(services, "refresh_transcript")
 
 
 def _grow_when_asked(trigger: Path, session: Path, username: str) -> None:
@@ -51,7 +50,6 @@ def _lines(count: int) -> bytes:
     return b"\n".join(SESSION.read_bytes().splitlines()[:count]) + b"\n"
 
 
-@pytest.mark.skipif(not GROWN, reason="issue 35's services.import_path has not landed")
 def test_a_growing_claude_code_session_updates_the_open_page(
     page: Any, login: Any, screenshot: Any, tmp_path: Path, django_user_model: Any
 ) -> None:

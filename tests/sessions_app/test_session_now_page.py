@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 from channels.db import database_sync_to_async
-from channels.layers import get_channel_layer
 from django.test import Client
 from django.urls import reverse
 
@@ -148,8 +147,21 @@ def anyio_backend() -> str:
 
 @pytest.mark.anyio
 @pytest.mark.django_db(transaction=True)
-async def test_the_socket_follows_the_growth_group(alice: Any) -> None:
-    transcript = await database_sync_to_async(_import)(alice, 135)
+async def test_the_socket_follows_the_sessions_growth(alice: Any, tmp_path: Path) -> None:
+    """Issue 35's re-import of a grown file (``services.import_path``) announces it; the
+    page's socket answers with the newer state."""
+    import re
+
+    path = tmp_path / "session.jsonl"
+    lines = SESSION.read_bytes().splitlines()
+    path.write_bytes(b"\n".join(lines[:100]) + b"\n")
+
+    def first_import() -> int:
+        outcome, _ = services.import_path(owner=alice, path=path)
+        assert outcome.ok, outcome.error
+        return outcome.conversations[0].transcript_id or 0
+
+    transcript_id = await database_sync_to_async(first_import)()
 
     def cookie() -> bytes:
         client = Client()
@@ -157,18 +169,25 @@ async def test_the_socket_follows_the_growth_group(alice: Any) -> None:
         return f"sessionid={client.cookies['sessionid'].value}".encode()
 
     headers = [*HEADERS, (b"cookie", await database_sync_to_async(cookie)())]
-    comm = Communicator(application, f"/ws/transcripts/{transcript.pk}/now/", headers=headers)
+    comm = Communicator(application, f"/ws/transcripts/{transcript_id}/now/", headers=headers)
     connected, _ = await comm.connect()
     assert connected
     first = await comm.receive_from()  # the catch-up
     assert 'id="now-live"' in first and 'hx-swap-oob="true"' in first
-    layer = get_channel_layer()
-    assert layer is not None
-    await layer.group_send(
-        f"transcript-{transcript.pk}", {"type": "transcript.grown", "messages": 999}
-    )
+
+    def steps(fragment: str) -> int:
+        found = re.search(r'data-steps="(\d+)"', fragment)
+        assert found, fragment[:200]
+        return int(found.group(1))
+
+    def grow() -> None:
+        path.write_bytes(b"\n".join(lines[:135]) + b"\n")
+        _, refreshed = services.import_path(owner=alice, path=path)
+        assert refreshed and refreshed[0].new_messages > 0
+
+    await database_sync_to_async(grow)()
     again = await comm.receive_from()
-    assert 'id="now-live"' in again and 'data-turns="' in again
+    assert steps(again) > steps(first)
     await comm.disconnect()
 
 
