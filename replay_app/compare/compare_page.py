@@ -188,6 +188,7 @@ class ComparePage:
                     "best_rule": m.best_rule,
                     "values": m.values,
                     "best": m.best,
+                    "spreads": m.spreads,  # per run: its replicates' spread, else None
                 }
                 for m in self.metric_rows
             ],

@@ -30,6 +30,7 @@ from replay_app.compare.pieces import Compaction, MatrixCell, bucket_size, matri
 from replay_app.display import vocabulary
 from replay_app.display.charts import EventPoint, RunCurve, Series
 from replay_app.models import Run, RunSummary
+from replay_app.runs import replicates
 from replay_app.runs.ordinals import compaction_ordinals_of
 from replay_app.steps import fatelog, lost_analysis, message_diffs, run_curve
 from replay_app.steps.lost_links import with_links
@@ -102,10 +103,14 @@ class MetricRow:
     help: str
     values: list[Any]
     best: list[bool] = field(default_factory=list)
+    # Per run, its replicates' spread (``replicates.family_spreads``; None: no replicates).
+    spreads: list[dict[str, Any] | None] = field(default_factory=list)
 
     @property
-    def cells(self) -> list[tuple[Any, bool]]:
-        return list(zip(self.values, self.best, strict=True))
+    def cells(self) -> list[tuple[Any, bool, str]]:
+        """(value, best, the spread of its replicates in words or "")."""
+        texts = [_spread_text(s) for s in self.spreads] or [""] * len(self.values)
+        return list(zip(self.values, self.best, texts, strict=True))
 
     @property
     def empty(self) -> bool:
@@ -132,9 +137,18 @@ def metric_rows(runs: Sequence[Run], retentions: Sequence[dict[str, Any]]) -> li
                 values.append(ret.get("lost"))
             else:
                 values.append((run.metrics or {}).get(key))
-        flags = metric_best_flags(key, values, [run.metrics or {} for run in runs])
-        rows.append(MetricRow(key, label, better, help_text, values, flags))
+        flags = metric_best_flags(
+            key, values, [run.metrics or {} for run in runs], families=replicates.families(runs)
+        )
+        spreads = [s.as_dict() if s else None for s in replicates.family_spreads(values, runs)]
+        rows.append(MetricRow(key, label, better, help_text, values, flags, spreads))
     return rows
+
+
+def _spread_text(found: dict[str, Any] | None) -> str:
+    if not found:
+        return ""
+    return f"{found['min']:g}–{found['max']:g}, sd {found['stdev']:g} over {found['n']} replicates"
 
 
 def best_flags(values: Sequence[Any], better: Better) -> list[bool]:

@@ -25,6 +25,7 @@ class LLMOptions:
     exact_counts: bool = False
     api: str = "chat"
     stream: bool = False
+    replicates: int = 1  # runs of each configuration (replay_app/runs/replicates.py)
 
 
 class BudgetError(ValueError):

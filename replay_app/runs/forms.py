@@ -7,6 +7,7 @@ from typing import Any, TypeVar
 from django import forms
 
 from ctxlab.engine.budget import window_params
+from ctxlab.engine.core.spread import MAX_REPLICATES
 from ctxlab.web.ownership import owned
 from replay_app.configs.forms import SUMMARIZER_LABELS, preset_choices
 from replay_app.costs import llm
@@ -66,6 +67,12 @@ class RunCreateForm(forms.Form):
     openai_api = forms.ChoiceField(
         choices=[("chat", "/v1/chat/completions"), ("responses", "/v1/responses")],
         initial="chat", required=False, label="OpenAI-compatible API",
+    )  # fmt: skip
+    replicates = forms.IntegerField(
+        required=False, min_value=1, max_value=MAX_REPLICATES, initial=1,
+        label="Replicates (model summarisers)",
+        help_text="Runs of each configuration: a model does not summarise the same way twice; "
+        "the compare page shows their spread and marks best only a lead larger than it.",
     )  # fmt: skip
     budget_usd = forms.DecimalField(
         required=False, min_value=0, decimal_places=2, label="Budget per run (USD)"
@@ -169,9 +176,11 @@ class RunCreateForm(forms.Form):
                 budget_usd=data.get("budget_usd"),
                 exact_counts=bool(data.get("exact_counts")),
                 api=data.get("openai_api") or "chat",
+                replicates=data.get("replicates") or 1,
             )
         return LLMOptions(
             model=data.get("model") or llm.default_model(),
             budget_usd=data.get("budget_usd"),
             exact_counts=bool(data.get("exact_counts")),
+            replicates=data.get("replicates") or 1,
         )

@@ -15,6 +15,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from ctxlab.engine.budget import window_params
+from ctxlab.engine.core.spread import MAX_REPLICATES
 from ctxlab.engine.strategies import PRESETS, get_strategy_class
 from replay_app.configs.services import params_validate
 from replay_app.costs import llm as llm_mod
@@ -83,8 +84,10 @@ def run_create(
     group: RunGroup | None = None,
     enqueue: bool = True,
     llm: LLMOptions | None = None,
+    replicate: tuple[int, int, str] | None = None,
 ) -> Run:
-    """A queued run; its task starts when the surrounding transaction commits."""
+    """A queued run; its task starts when the surrounding transaction commits.
+    ``replicate``: (which, of how many, the family id) for a replicate (``replicates.py``)."""
     if summarizer not in SUMMARIZERS:
         raise ValueError(f"unknown summarizer {summarizer!r} (known: {', '.join(SUMMARIZERS)})")
     strategy, params, label = spec.resolve()
@@ -93,6 +96,10 @@ def run_create(
         transcript=transcript, strategy=strategy, params=params, label=label,
         summarizer=summarizer, options=llm,
     )  # fmt: skip
+    if replicate is not None:
+        which, count, family = replicate
+        llm_json = {**llm_json, "replicate": which, "replicates": count, "family": family}
+        label = f"{label} #{which + 1}"
     run = Run.objects.create(
         owner=owner,
         transcript=transcript,
@@ -124,21 +131,28 @@ def group_create(
     enqueue: bool = True,
     llm: LLMOptions | None = None,
 ) -> RunGroup:
-    """A comparison: one run per spec, all queued together (atomically)."""
+    """A comparison: one run per spec (``llm.replicates`` runs of each with a model
+    summariser: ``replicates.py``), all queued together (atomically)."""
     if not specs:
         raise ValueError("choose at least one strategy or configuration")
+    count = llm.replicates if llm is not None and summarizer in llm_mod.PROVIDERS else 1
+    if not 1 <= count <= MAX_REPLICATES:
+        raise ValueError(f"replicates: 1 to {MAX_REPLICATES}, not {count}")
     with transaction.atomic():
         group = RunGroup.objects.create(owner=owner, transcript=transcript, name=name[:200])
         for spec in specs:
-            run_create(
-                owner=owner,
-                transcript=transcript,
-                spec=spec,
-                summarizer=summarizer,
-                group=group,
-                enqueue=enqueue,
-                llm=llm,
-            )
+            family = uuid.uuid4().hex[:12]
+            for replicate in range(count):
+                run_create(
+                    owner=owner,
+                    transcript=transcript,
+                    spec=spec,
+                    summarizer=summarizer,
+                    group=group,
+                    enqueue=enqueue,
+                    llm=llm,
+                    replicate=(replicate, count, family) if count > 1 else None,
+                )
     return group
 
 

@@ -16,9 +16,11 @@ and a test keeps it in step.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
+
+from .spread import SPREAD_RULE, clear_lead
 
 Category = Literal["compaction", "restore", "repair", "failure", "skip", "info"]
 Better = Literal["lower", "higher"] | None
@@ -475,7 +477,7 @@ OVERFLOW_RULE = "runs with steps in overflow are not eligible unless every run h
 BEST_RULE = (
     "Best (marked) in a row with a better direction: the lowest or highest value, unless "
     f"all are equal; {OVERFLOW_RULE} (every row but the overflow counts); for sizes and "
-    f"token sums, {THRASH_RULE}."
+    f"token sums, {THRASH_RULE}; {SPREAD_RULE}."
 )
 
 # A run whose requests went over the window at some step did not keep its context in the
@@ -755,11 +757,14 @@ def best_flags(
     guarded: bool = False,
     runs: Sequence[Mapping[str, Any] | None] | None = None,
     overflow_guard: bool = False,
+    families: Sequence[Hashable] | None = None,
 ) -> list[bool]:
     """Which values are the best: the lowest or highest number, none when there is no
     direction or all numbers are equal. With each value's run metrics in ``runs``:
     ``guarded`` makes pathological runs not eligible (the best is among the others), and
-    ``overflow_guard`` runs that overflowed, unless every run did."""
+    ``overflow_guard`` runs that overflowed, unless every run did. ``families``: which
+    values are replicates of one configuration (``spread.clear_lead``: best only by a lead
+    larger than the replicates' spread)."""
     numbers = [_number(v) for v in values]
     if not better or len({n for n in numbers if n is not None}) < 2:
         return [False] * len(values)
@@ -770,18 +775,25 @@ def best_flags(
     eligible = [n for n in numbers if n is not None]
     if not eligible:
         return [False] * len(values)
+    if families is not None and len(set(families)) < len(families):
+        return clear_lead(numbers, families, better)
     target = min(eligible) if better == "lower" else max(eligible)
     return [n == target for n in numbers]
 
 
 def metric_best_flags(
-    key: str, values: Sequence[Any], runs: Sequence[Mapping[str, Any] | None]
+    key: str,
+    values: Sequence[Any],
+    runs: Sequence[Mapping[str, Any] | None],
+    families: Sequence[Hashable] | None = None,
 ) -> list[bool]:
-    """``best_flags`` with ``key``'s direction and guard from the catalogue."""
+    """``best_flags`` with ``key``'s direction and guard from the catalogue (``families``:
+    which runs are replicates of one configuration)."""
     row = metric(key)
     return best_flags(
-        values, row.better, guarded=row.guarded, runs=runs, overflow_guard=key not in OVERFLOW_KEYS
-    )
+        values, row.better, guarded=row.guarded, runs=runs,
+        overflow_guard=key not in OVERFLOW_KEYS, families=families,
+    )  # fmt: skip
 
 
 # --- docs ---------------------------------------------------------------------------------

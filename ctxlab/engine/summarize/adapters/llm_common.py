@@ -147,6 +147,7 @@ class ProviderSummarizer:
         self.info = info
         self.cache = cache
         self.calls: list[CallRecord] = []
+        self.replicate = 0  # which of N replicates this call is (``key``)
         self._lock = threading.Lock()
 
     # -- accounting --------------------------------------------------------------------------
@@ -173,7 +174,14 @@ class ProviderSummarizer:
         raise NotImplementedError
 
     def key(self, request: SummaryRequest) -> str:
-        return cache_key(self.params(request))
+        """The cache key: the request body (``_key_parts``) and, from the second replicate
+        on, the replicate's number, so each replicate is its own call (replicate 0 keeps
+        the plain key: the summaries cached before replicates existed still answer)."""
+        parts = self._key_parts(request)
+        return cache_key({"replicate": self.replicate, **parts} if self.replicate else parts)
+
+    def _key_parts(self, request: SummaryRequest) -> dict[str, Any]:
+        return self.params(request)
 
     def _has_input(self, params: dict[str, Any]) -> bool:
         return bool(params.get("messages"))

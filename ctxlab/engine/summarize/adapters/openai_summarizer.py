@@ -40,7 +40,6 @@ from .llm_common import (
     MalformedAnswer,
     ProviderSummarizer,
     SummaryCache,
-    cache_key,
     describe_sdk_error,
     is_local_endpoint,
 )
@@ -204,10 +203,10 @@ class OpenAISummarizer(ProviderSummarizer):
             return build_responses_params(request, model=self.model)
         return build_chat_params(request, model=self.model, cap_field=self.cap_field)
 
-    def key(self, request: SummaryRequest) -> str:
+    def _key_parts(self, request: SummaryRequest) -> dict[str, Any]:
         """The body, the API and the endpoint: the same model name on another server is
         another model."""
-        return cache_key({"openai": [self.base_url, self.api], **self.params(request)})
+        return {"openai": [self.base_url, self.api], **self.params(request)}
 
     def _has_input(self, params: dict[str, Any]) -> bool:
         return bool(params.get("messages") or params.get("input"))
