@@ -48,9 +48,9 @@ class Upload(models.Model):
     size = models.PositiveBigIntegerField()
     sha256 = models.CharField(max_length=64)
     data = models.BinaryField()  # the original bytes, never modified (a grown file: appended)
-    # The absolute path it was read from on this machine ("" = uploaded through the page, or
-    # one session of a place): a file there that has grown is appended to this upload
-    # (``services.refresh_upload``).
+    # Where it was read from on this machine ("" = uploaded through the page): a file's path
+    # (grown, it is appended to: ``services.refresh_upload``) or where a place's session was
+    # found (``sources.Found.where``: ``services.refresh_place``).
     source_path = models.TextField(blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
     importer_version = models.CharField(max_length=40)

@@ -201,7 +201,9 @@ def import_found(
     *, owner: Any, found: Iterable[sources.Found]
 ) -> Iterator[tuple[sources.Found, ImportOutcome]]:
     """Sessions a place holds (``sources.find``: an Entire branch, an OpenCode store,
-    OpenHands folders), each read and imported once through ``upload_import_file``; the
+    OpenHands folders, Cline / Roo Code tasks), each read and imported once through
+    ``upload_import_file``, where it was found kept (``Upload.source_path``): found there
+    again with more messages, they are added to that upload (``refresh_place``); the
     outcome's ``source`` is what the place says about it."""
     for item in found:
         try:
@@ -210,6 +212,23 @@ def import_found(
             error = exc if isinstance(exc, TranscriptError) else TranscriptError(str(exc))
             yield item, ImportOutcome(name=item.name, size=0, error=error)
             continue
+        facts = {**loaded.facts, "summary": loaded.summary, "note": loaded.note}
+        # Imported from here before: what the session gained is added to that upload.
+        previous = (
+            Upload.objects.defer("data")
+            .filter(owner=owner, source_path=item.where)
+            .order_by("-created_at", "-id")
+            .first()
+        )
+        if previous is not None:
+            refreshed = refresh_place(previous, loaded.data)
+            if not any(o.reason for o in refreshed):
+                previous.refresh_from_db()
+                if any(o.grown for o in refreshed):
+                    yield item, replace(_stored_outcome(previous), source=facts)
+                else:
+                    yield item, replace(_duplicate_outcome(previous, name=item.name), source=facts)
+                continue
         outcome = upload_import_file(
             owner=owner,
             name=item.name,
@@ -217,7 +236,9 @@ def import_found(
             size=len(loaded.data),
             format=loaded.format,
         )
-        facts = {**loaded.facts, "summary": loaded.summary, "note": loaded.note}
+        if outcome.upload is not None and outcome.ok and not outcome.upload.source_path:
+            Upload.objects.filter(pk=outcome.upload.pk).update(source_path=item.where)
+            outcome.upload.source_path = item.where
         yield item, replace(outcome, source=facts)
 
 
@@ -334,7 +355,6 @@ def refresh_upload(upload: Upload, *, data: bytes | None = None) -> list[Refresh
     (``live.send_grown``)."""
     stored = Upload.objects.defer("data").get(pk=upload.pk)
     transcripts = list(stored.transcripts.order_by("position"))
-    before = {t.pk: t.message_count for t in transcripts}
 
     def unchanged(reason: str = "") -> list[RefreshOutcome]:
         return [RefreshOutcome(t.pk, messages=t.message_count, reason=reason) for t in transcripts]
@@ -356,10 +376,29 @@ def refresh_upload(upload: Upload, *, data: bytes | None = None) -> list[Refresh
     data = _complete_lines(data)
     if len(data) <= len(kept):
         return unchanged()  # the one new line is still being written
+    return _appended(stored, data, transcripts)
+
+
+def refresh_place(upload: Upload, data: bytes) -> list[RefreshOutcome]:
+    """``refresh_upload`` for a session of a place (a Cline task folder, an OpenHands
+    conversation, an OpenCode or Entire session: ``sources``), whose bytes the place
+    rebuilds each time (a bundle of its files: no longer the kept bytes and more): the
+    stored messages the new bytes still start with are kept, the rest written as for a
+    grown file; the same bytes change nothing."""
+    stored = Upload.objects.defer("data").get(pk=upload.pk)
+    transcripts = list(stored.transcripts.order_by("position"))
+    if hashlib.sha256(data).hexdigest() == stored.sha256:
+        return [RefreshOutcome(t.pk, messages=t.message_count) for t in transcripts]
+    return _appended(stored, data, transcripts)
+
+
+def _appended(stored: Upload, data: bytes, transcripts: list[Transcript]) -> list[RefreshOutcome]:
+    before = {t.pk: t.message_count for t in transcripts}
     try:
         _append(stored, data, transcripts)
     except TranscriptError as exc:
-        return unchanged(f"the grown file does not parse: {exc}")
+        reason = f"the grown file does not parse: {exc}"
+        return [RefreshOutcome(t.pk, messages=t.message_count, reason=reason) for t in transcripts]
     after = list(stored.transcripts.order_by("position"))
     outcomes = [
         RefreshOutcome(

@@ -137,3 +137,42 @@ def test_discover_imports_every_session_then_only_what_grew(tmp_path: Path, alic
     assert Transcript.objects.filter(owner=alice).count() == sum(
         len(line["conversations"]) for line in again
     )
+
+
+def test_a_task_folder_that_grew_adds_to_its_transcript(
+    tmp_path: Path, alice: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    """A place's session (here a Cline task folder, rebuilt as a bundle each time) found
+    again with more messages keeps its upload and transcript; only the new ones are added."""
+    task = _copy(CLINE, tmp_path / "tasks" / CLINE.name)
+    history_file = task / "api_conversation_history.json"
+    history = json.loads(history_file.read_bytes())
+    history_file.write_text(json.dumps(history[:8]))  # the task earlier on
+    out = io.StringIO()
+    call_command(
+        "import_transcripts", str(tmp_path / "tasks"), "--json", "--user", "alice", stdout=out
+    )
+    (first,) = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert first["conversations"][0]["messages"] == 8
+    history_file.write_text(json.dumps(history))  # and now
+    out = io.StringIO()
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        call_command(
+            "import_transcripts", str(tmp_path / "tasks"), "--json", "--user", "alice", stdout=out
+        )
+    (again,) = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert again["upload"] == first["upload"] and not again["duplicate"]
+    assert again["transcripts"] == first["transcripts"]
+    assert again["conversations"][0]["messages"] == len(history) == 14
+    assert callbacks  # the growth is announced after the commit
+    transcript = Transcript.objects.get(pk=first["transcripts"][0])
+    assert [m.role.value for m in transcript.to_conversation().messages] == [
+        h["role"] for h in history
+    ]
+    out = io.StringIO()
+    call_command(
+        "import_transcripts", str(tmp_path / "tasks"), "--json", "--user", "alice", stdout=out
+    )
+    (third,) = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert third["duplicate"] and third["upload"] == first["upload"]
+    assert Upload.objects.count() == 1
