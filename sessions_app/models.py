@@ -47,7 +47,9 @@ class Upload(models.Model):
     forced_format = models.CharField(max_length=40, blank=True)  # "" = auto-detected
     size = models.PositiveBigIntegerField()
     sha256 = models.CharField(max_length=64)
-    data = models.BinaryField()  # the original bytes, never modified (a grown file: appended)
+    # the original bytes, never modified; a session that grew: its bytes now (a file: the
+    # kept ones and what it gained)
+    data = models.BinaryField()
     # Where it was read from on this machine ("" = uploaded through the page): a file's path
     # (grown, it is appended to: ``services.refresh_upload``) or where a place's session was
     # found (``sources.Found.where``: ``services.refresh_place``).

@@ -198,13 +198,15 @@ def upload_import_file(
 
 
 def import_found(
-    *, owner: Any, found: Iterable[sources.Found]
+    *, owner: Any, found: Iterable[sources.Found], remember: bool = False
 ) -> Iterator[tuple[sources.Found, ImportOutcome]]:
     """Sessions a place holds (``sources.find``: an Entire branch, an OpenCode store,
     OpenHands folders, Cline / Roo Code tasks), each read and imported once through
-    ``upload_import_file``, where it was found kept (``Upload.source_path``): found there
-    again with more messages, they are added to that upload (``refresh_place``); the
-    outcome's ``source`` is what the place says about it."""
+    ``upload_import_file``; the outcome's ``source`` is what the place says about it.
+    ``remember`` (a place on this machine: the command, not an uploaded ZIP whose name
+    says nothing of where it came from): where each was found is kept
+    (``Upload.source_path``), and a session found there again with more messages has them
+    added to that upload (``refresh_place``)."""
     for item in found:
         try:
             loaded = item.load()
@@ -219,6 +221,8 @@ def import_found(
             .filter(owner=owner, source_path=item.where)
             .order_by("-created_at", "-id")
             .first()
+            if remember
+            else None
         )
         if previous is not None:
             refreshed = refresh_place(previous, loaded.data)
@@ -236,7 +240,12 @@ def import_found(
             size=len(loaded.data),
             format=loaded.format,
         )
-        if outcome.upload is not None and outcome.ok and not outcome.upload.source_path:
+        if (
+            remember
+            and outcome.upload is not None
+            and outcome.ok
+            and not outcome.upload.source_path
+        ):
             Upload.objects.filter(pk=outcome.upload.pk).update(source_path=item.where)
             outcome.upload.source_path = item.where
         yield item, replace(outcome, source=facts)

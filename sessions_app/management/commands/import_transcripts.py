@@ -97,7 +97,8 @@ class Command(BaseCommand):
         places = [(raw, sources.find(Path(raw))) for raw in options["paths"]]
         failed = 0
         for _, place in places:
-            for item, outcome in services.import_found(owner=owner, found=place.sessions):
+            pairs = services.import_found(owner=owner, found=place.sessions, remember=True)
+            for item, outcome in pairs:
                 failed += not outcome.ok
                 self._report(item.where, outcome, as_json=as_json)
         covered = [item.covers for _, p in places for item in p.sessions if item.covers]
@@ -152,7 +153,7 @@ class Command(BaseCommand):
         for agent in agents:
             for session in agent.sessions:
                 if session.found is not None:
-                    pairs = services.import_found(owner=owner, found=[session.found])
+                    pairs = services.import_found(owner=owner, found=[session.found], remember=True)
                     for item, outcome in pairs:
                         failed += not outcome.ok
                         self._report(item.where, outcome, as_json=as_json, agent=agent.key)
