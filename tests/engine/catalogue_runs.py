@@ -43,6 +43,11 @@ SMALL: dict[str, dict[str, Any]] = {
     "pi": {"contextWindow": 12000, "reserveTokens": 2000, "keepRecentTokens": 1500},
     "roo_code": {"contextWindow": 12000, "maxTokens": 2000, "autoCondenseContextPercent": 60},
     "goose": {"context_limit": 6000},
+    "strands_sliding_window": {"window_size": 6, "context_window_limit": 3000},
+    "strands_summarizing": {"context_window_limit": 3000, "preserve_recent_messages": 4},
+    "autogen_buffered": {"buffer_size": 3},
+    "autogen_head_and_tail": {"head_size": 2, "tail_size": 3},
+    "autogen_token_limited": {"token_limit": 3000},
     "crush": {"context_window": 8000},
 }  # fmt: skip
 # BaseAgent's request-view prune (and its lifting) needs a longer session: 250 messages

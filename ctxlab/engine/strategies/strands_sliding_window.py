@@ -203,9 +203,12 @@ class StrandsSlidingWindowStrategy(Strategy):
         st: _State = ctx.state
         live = st.units[st.head :]
         window_size = int(self.params["window_size"])
+        # Under the catalogue's words for a drop (estimate, limit); a truncate or a skip
+        # declares none, so they carry the same numbers under their own names.
         detail: dict[str, Any] = {
-            "tokens": tokens, "limit": self.window(ctx), "window_size": window_size,
-            "agent_messages": len(live), "trigger": "overflow" if error else why,
+            "request_tokens": tokens, "context_window_limit": self.window(ctx),
+            "window_size": window_size, "agent_messages": len(live),
+            "trigger": "overflow" if error else why,
         }  # fmt: skip
         if window_size == 0:
             if not live:
@@ -243,7 +246,8 @@ class StrandsSlidingWindowStrategy(Strategy):
     def _drop(self, ctx: ContextView, k: int, reason: str, detail: dict[str, Any]) -> None:
         st: _State = ctx.state
         gone = [i for u in st.units[st.head : st.head + k] for i in u.sources]
-        with ctx.action("drop", reason=reason, removed_messages=k, **detail) as act:
+        with ctx.action("drop", reason=reason, removed_messages=k, estimate=detail[
+            "request_tokens"], limit=detail["context_window_limit"], **detail) as act:  # fmt: skip
             act.remove(gone, Fate.DROPPED)
         st.head += k
 

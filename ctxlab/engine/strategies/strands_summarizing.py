@@ -227,7 +227,7 @@ class StrandsSummarizingStrategy(Strategy):
         messages = self._messages(st)
         limit = self.window(ctx)
         detail: dict[str, Any] = {
-            "tokens": tokens, "limit": limit, "threshold": self.threshold(ctx),
+            "context_window_limit": limit, "threshold": self.threshold(ctx),
             "agent_messages": len(messages), "trigger": "overflow" if error else "proactive",
         }  # fmt: skip
         try:
@@ -235,7 +235,7 @@ class StrandsSummarizingStrategy(Strategy):
                 messages, self.summary_ratio, int(self.params["preserve_recent_messages"])
             )
         except sr.NoSplit as exc:
-            self._failed(ctx, str(exc), error, detail)
+            self._failed(ctx, str(exc), error, tokens, detail)
             return False
         chosen = messages[:count]
         had_summary = st.summary is not None
@@ -264,8 +264,8 @@ class StrandsSummarizingStrategy(Strategy):
             ctx.emit("summary_failed", summary_id=record.id, error=record.error,
                      estimate=tokens, outcome=self._outcome(error), **detail)  # fmt: skip
             if error:
-                self._failed(ctx, f"summarization failed: {record.error}", error, detail,
-                             emit_skip=False)  # fmt: skip
+                self._failed(ctx, f"summarization failed: {record.error}", error, tokens,
+                             detail, emit_skip=False)  # fmt: skip
             return False
         summary = record.output
         previous_ref = ctx.summary_ref
@@ -293,14 +293,15 @@ class StrandsSummarizingStrategy(Strategy):
         return "proactive: swallowed, the model call proceeds"
 
     def _failed(
-        self, ctx: ContextView, why: str, error: bool, detail: dict[str, Any],
+        self, ctx: ContextView, why: str, error: bool, tokens: int, detail: dict[str, Any],
         *, emit_skip: bool = True,
     ) -> None:  # fmt: skip
         if error:
             ctx.emit("compact_failed", outcome=f"ContextWindowOverflowException: {why}; "
-                     + self._outcome(True), **detail)  # fmt: skip
+                     + self._outcome(True), tokens=tokens,
+                     limit=detail["context_window_limit"], **detail)  # fmt: skip
         elif emit_skip:
-            ctx.emit("compact_skipped", reason=why, **detail)
+            ctx.emit("compact_skipped", reason=why, total_tokens=tokens, **detail)
 
 
 STRATEGY = StrandsSummarizingStrategy
