@@ -33,6 +33,8 @@ def _score_dict(score: ProbeScore | None) -> dict[str, Any] | None:
             cached=score.cached,
             reason=mask(str(score.detail.get("judge_reason", ""))),
         )
+        if "replicates" in score.detail:  # each replicate's score and their spread
+            out.update(replicates=score.detail["replicates"], spread=score.detail.get("spread"))
     else:
         out.update(found=[mask(x) for x in score.detail.get("found", [])],
                    missing=[mask(x) for x in score.detail.get("missing", [])],

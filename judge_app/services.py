@@ -24,6 +24,7 @@ from django.utils import timezone
 
 from ctxlab.engine.core.model import Message, Usage
 from ctxlab.engine.core.records import Event, StepRecord, StepTokens, Zones
+from ctxlab.engine.core.spread import spread
 from ctxlab.engine.core.summary_request import SummarizerError
 from ctxlab.engine.cost.pricing import cost, find_model
 from ctxlab.engine.evaluate.probes import questions as probes
@@ -204,13 +205,18 @@ def engine_probe(row: Probe) -> probes.Probe:
     )  # fmt: skip
 
 
-# --- Claude scoring ------------------------------------------------------------------------
+# --- model scoring (Claude, or an OpenAI-compatible judge) ------------------------------------
 
 
-def estimate_usd(row: ProbeSet, model: str) -> Decimal:
-    """An upper estimate of a Claude scoring: every probe's capped context (4 characters a
-    token) plus its output cap, and a judge call for continuation/decision probes."""
-    info = find_model(model)
+def estimate_usd(row: ProbeSet, model: str, replicates: int = 1) -> Decimal:
+    """An upper estimate of a model scoring: every probe's capped context (4 characters a
+    token) plus its output cap, and a judge call for continuation/decision probes, for each
+    replicate. ``model``: a Claude model or ``openai:NAME`` (``llm.split_model``); 0 at a
+    local endpoint."""
+    provider, name = llm.split_model(model)
+    info = llm.make_llm(provider, name, cached=False).info if provider == "openai" else None
+    if provider != "openai":
+        info = find_model(name)
     if info is None:
         return Decimal(0)
     replay = stored_replay(row.run)
@@ -222,37 +228,57 @@ def estimate_usd(row: ProbeSet, model: str) -> Decimal:
         total += cost(Usage(input_uncached=prompt, output=ANSWER_TOKENS), info)
         if p.kind not in probe_scoring.EXACT_KINDS:
             total += cost(Usage(input_uncached=600, output=JUDGE_TOKENS), info)
-    return total
+    return total * max(1, replicates)
 
 
-def score_with_claude(set_id: int, model: str, budget_usd: Decimal) -> ProbeSet:
-    """Answer and score every probe with Claude (see the module docstring)."""
+def score_with_claude(
+    set_id: int, model: str, budget_usd: Decimal, replicates: int = 1
+) -> ProbeSet:
+    """Answer and score every probe with the model, ``replicates`` times (see the module
+    docstring); a probe's stored score is the mean of its replicates, its detail keeps each
+    replicate's score and their spread; the set's summary keeps the spread of the overall
+    score across replicates."""
     row = ProbeSet.objects.select_related("run").get(pk=set_id)
     ProbeSet.objects.filter(pk=set_id).update(claude_status=ClaudeStatus.RUNNING)
-    metered = llm.MeteredSummarizer(llm.make_anthropic(model=model), budget_usd=budget_usd)
+    provider, name = llm.split_model(model)
+    metered = llm.MeteredSummarizer(llm.make_llm(provider, name), budget_usd=budget_usd)
     rows = list(row.probes.order_by("seq"))
     texts = contexts(stored_replay(row.run), {p.step for p in rows})
-    scores: list[ProbeScore] = []
-    values: dict[str, float] = {}
-    for p in rows:
-        probe = engine_probe(p)
-        spent_before = len(metered.infos)
-        try:
-            found = _score_one(metered, probe, texts.get(p.step, ""))
-        except SummarizerError as exc:
-            if metered.refused:
-                return _refused(set_id, metered, str(exc))
-            found = {"score": None, "error": str(exc)[:500]}
-        infos = metered.infos[spent_before:]
-        found["cost_usd"] = sum(i.cost_usd for i in infos if not i.cached)
-        found["cached"] = bool(infos) and all(i.cached for i in infos)
-        if found["score"] is not None:
-            values[p.key] = found["score"]
-        scores.append(ProbeScore(probe=p, method=ProbeScore.Method.CLAUDE, **found))
+    count = max(1, replicates)
+    found_by: dict[str, list[dict[str, Any]]] = {p.key: [] for p in rows}
+    for replicate in range(count):
+        metered.inner.replicate = replicate  # type: ignore[attr-defined]
+        for p in rows:
+            probe = engine_probe(p)
+            spent_before = len(metered.infos)
+            try:
+                found = _score_one(metered, probe, texts.get(p.step, ""))
+            except SummarizerError as exc:
+                if metered.refused:
+                    return _refused(set_id, metered, str(exc))
+                found = {"score": None, "error": str(exc)[:500]}
+            infos = metered.infos[spent_before:]
+            found["cost_usd"] = sum(i.cost_usd for i in infos if not i.cached)
+            found["cached"] = bool(infos) and all(i.cached for i in infos)
+            found_by[p.key].append(found)
+    scores = [ProbeScore(probe=p, method=ProbeScore.Method.CLAUDE,
+                         **_replicates_of(p.kind, found_by[p.key])) for p in rows]  # fmt: skip
     engine = [engine_probe(p) for p in rows]
+    values = {s.probe.key: s.score for s in scores if s.score is not None}
+    per_replicate = [
+        probe_scoring.summarise(
+            engine, {k: f[r]["score"] for k, f in found_by.items() if f[r]["score"] is not None}
+        )["score"]
+        for r in range(count)
+    ]
     failed = sum(1 for s in scores if s.score is None)
     summary = {**probe_scoring.summarise(engine, values), "failed": failed,
-               "calls": metered.totals()}  # fmt: skip
+               "calls": metered.totals(), "replicates": count,
+               "judge": llm.summarizer_label(provider, name)}  # fmt: skip
+    found_spread = spread(per_replicate)
+    if count > 1 and found_spread is not None:
+        summary["spread"] = found_spread.as_dict()
+        summary["spread_text"] = found_spread.text()
     status = ClaudeStatus.FAILED if rows and failed == len(rows) else ClaudeStatus.DONE
     message = f"{failed} of {len(rows)} probes failed (see each)." if failed else ""
     with transaction.atomic():
@@ -263,6 +289,28 @@ def score_with_claude(set_id: int, model: str, budget_usd: Decimal) -> ProbeSet:
             claude_finished_at=timezone.now(),
         )  # fmt: skip
     return ProbeSet.objects.get(pk=set_id)
+
+
+def _replicates_of(kind: str, found: list[dict[str, Any]]) -> dict[str, Any]:
+    """One probe's stored score from its replicates: the first replicate's answer and
+    detail, the mean score (None when every replicate failed), the summed cost."""
+    if len(found) == 1:
+        return found[0]
+    first = dict(found[0])
+    numbers = [f["score"] for f in found if f.get("score") is not None]
+    found_spread = spread(numbers)
+    first["cost_usd"] = sum(f.get("cost_usd", 0) for f in found)
+    first["cached"] = all(f.get("cached") for f in found)
+    detail = dict(first.get("detail") or {})
+    detail["replicates"] = [f.get("score") for f in found]
+    if found_spread is None:
+        first["detail"] = detail
+        return first
+    detail["spread"] = found_spread.as_dict()
+    first.update(score=round(found_spread.mean, 4),
+                 verdict=probe_scoring.verdict(kind, found_spread.mean), detail=detail)  # fmt: skip
+    first.pop("error", None)
+    return first
 
 
 def _score_one(metered: Any, probe: probes.Probe, context: str) -> dict[str, Any]:

@@ -152,19 +152,29 @@ def _start(key: str, task: Any, args: tuple[Any, ...], total: int) -> SharedScor
 # --- Claude scoring of a run's probe set ------------------------------------------------
 
 
-def request_claude(row: ProbeSet, *, model: str, budget_usd: Decimal) -> str:
-    """Queue Claude scoring, or say why not ("" when queued). Refused before anything is
-    written when the key is missing or the estimate is over the budget."""
-    if not llm.key_available():
-        return llm.NO_KEY_MESSAGE
+def request_claude(row: ProbeSet, *, model: str, budget_usd: Decimal, replicates: int = 1) -> str:
+    """Queue model scoring (Claude, or ``openai:NAME``: ``llm.split_model``), ``replicates``
+    times, or say why not ("" when queued). Refused before anything is written when the key
+    is missing, the model unpriced at a remote endpoint or the estimate over the budget."""
+    provider, name = llm.split_model(model)
+    if not llm.key_available(provider):
+        return llm.no_key_message(provider)
+    if provider == "openai":
+        probe = llm.make_llm(provider, name, cached=False)
+        if not (getattr(probe, "priced", False)):
+            return (
+                f"Refused: no price known for {name!r} at {probe.base_url}, a remote endpoint; "
+                "use a model genai-prices knows or a local endpoint. Nothing was sent."
+            )
     if row.claude_status in (ClaudeStatus.QUEUED, ClaudeStatus.RUNNING) and not _claude_stale(row):
         return "Claude scoring is already under way for this run."
     if not row.probes.exists():
         return "This run has no probes: none of its compactions removed anything probed."
-    estimate = services.estimate_usd(row, model)
+    estimate = services.estimate_usd(row, model, replicates)
     if estimate > budget_usd:
+        times = f" x {replicates} replicates" if replicates > 1 else ""
         return (
-            f"Refused: scoring {row.probes.count()} probes with {model} would cost up to "
+            f"Refused: scoring {row.probes.count()} probes{times} with {model} would cost up to "
             f"${estimate:.4f}, over the ${budget_usd:.2f} budget. Raise the budget or use "
             "the offline scores. Nothing was sent or stored."
         )
@@ -173,7 +183,9 @@ def request_claude(row: ProbeSet, *, model: str, budget_usd: Decimal) -> str:
         claude_status=ClaudeStatus.QUEUED, claude_model=model, claude_budget_usd=budget_usd,
         claude_message="", claude_task_id=task_id, claude_requested_at=timezone.now(),
     )  # fmt: skip
-    score_probes_with_claude.apply_async((row.pk, model, str(budget_usd)), task_id=task_id)
+    score_probes_with_claude.apply_async(
+        (row.pk, model, str(budget_usd), replicates), task_id=task_id
+    )
     return ""
 
 

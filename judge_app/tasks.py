@@ -14,9 +14,9 @@ log = logging.getLogger(__name__)
 
 
 @shared_task(name="judge_app.score_probes_with_claude")
-def score_probes_with_claude(set_id: int, model: str, budget_usd: str) -> str:
+def score_probes_with_claude(set_id: int, model: str, budget_usd: str, replicates: int = 1) -> str:
     try:
-        row = services.score_with_claude(set_id, model, Decimal(budget_usd))
+        row = services.score_with_claude(set_id, model, Decimal(budget_usd), replicates)
     except Exception as exc:  # a failed scoring is said on the page, never raised at a run
         log.exception("probe set %s: Claude scoring failed", set_id)
         services.mark_failed(set_id, f"Claude scoring failed: {type(exc).__name__}: {exc}")

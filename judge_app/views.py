@@ -13,6 +13,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from ctxlab.engine.core.spread import DEFAULT_JUDGE_REPLICATES, MAX_REPLICATES
 from ctxlab.engine.evaluate import aftereffects
 from ctxlab.engine.evaluate.probes.questions import PROBE_KINDS, PROBE_LABELS
 from ctxlab.web.ownership import get_owned_or_404, owned
@@ -58,6 +59,10 @@ def run_probes(request: HttpRequest, pk: int) -> HttpResponse:
         "row": row,
         "kinds": [(k, PROBE_LABELS[k]) for k in PROBE_KINDS],
         "key_available": llm.key_available(),
+        "openai_key_available": llm.key_available("openai"),
+        "openai_endpoint": llm.endpoint_label(),
+        "replicates": DEFAULT_JUDGE_REPLICATES,
+        "max_replicates": MAX_REPLICATES,
         "models": llm.summary_models(),
         "default_model": llm.default_model(),
         "budget": llm.budget_default(),
@@ -79,9 +84,21 @@ def run_probes_claude(request: HttpRequest, pk: int) -> HttpResponse:
             else "The run has not finished: it has no probes yet.",
         )
         return redirect(target)
-    model = request.POST.get("model") or llm.default_model()
-    if model not in llm.summary_models():
-        messages.error(request, f"Unknown model {model!r}: pick one of the list.")
+    if request.POST.get("provider") == "openai":
+        name = (request.POST.get("openai_model") or "").strip()[:90]
+        if not name:
+            messages.error(request, "Name the model the OpenAI-compatible endpoint serves.")
+            return redirect(target)
+        model = f"openai:{name}"
+    else:
+        model = request.POST.get("model") or llm.default_model()
+        if model not in llm.summary_models():
+            messages.error(request, f"Unknown model {model!r}: pick one of the list.")
+            return redirect(target)
+    raw = request.POST.get("replicates") or str(DEFAULT_JUDGE_REPLICATES)
+    replicates = int(raw) if raw.isdigit() else 0
+    if not 1 <= replicates <= MAX_REPLICATES:
+        messages.error(request, f"Replicates: 1 to {MAX_REPLICATES}.")
         return redirect(target)
     try:
         budget = Decimal(request.POST.get("budget_usd") or llm.budget_default())
@@ -90,11 +107,12 @@ def run_probes_claude(request: HttpRequest, pk: int) -> HttpResponse:
     if not budget.is_finite() or budget <= 0:
         messages.error(request, "The budget must be a positive amount in USD.")
         return redirect(target)
-    problem = shared_jobs.request_claude(row, model=model, budget_usd=budget)
+    problem = shared_jobs.request_claude(row, model=model, budget_usd=budget, replicates=replicates)
     if problem:
         messages.error(request, problem)
     else:
-        messages.success(request, f"Claude scoring queued with {model}.")
+        label = llm.summarizer_label(*llm.split_model(model))
+        messages.success(request, f"Scoring queued with {label}, {replicates} replicate(s).")
     return redirect(target)
 
 

@@ -74,6 +74,15 @@ NO_OPENAI_KEY_MESSAGE = (
 )
 
 
+def split_model(spec: str) -> tuple[str, str]:
+    """A judge's model as one string: ``openai:NAME`` is an OpenAI-compatible endpoint's
+    model, anything else a Claude model (the probe pages store it as one field)."""
+    provider, sep, name = spec.partition(":")
+    if sep and provider in PROVIDERS:
+        return provider, name
+    return "anthropic", spec
+
+
 def endpoint_label() -> str:
     """The OpenAI-compatible endpoint as the pages show it: scheme, host and path (never a
     user or password a URL may carry), and whether it is local."""

@@ -45,7 +45,9 @@ def test_claude_scores_every_probe(auth_client: Any, fake: FakeAnthropic, qwen_r
     probes = list(row.probes.order_by("seq"))
     judged = [p for p in probes if p.kind in ("continuation", "decision")]
     response = auth_client.post(
-        f"/runs/{qwen_run.pk}/probes/claude/", {"budget_usd": "5", "model": ""}, follow=True
+        f"/runs/{qwen_run.pk}/probes/claude/",
+        {"budget_usd": "5", "model": "", "replicates": "1"},
+        follow=True,
     )
     assert response.status_code == 200
     row.refresh_from_db()
