@@ -141,11 +141,10 @@ class Echo:
         return SummaryResponse(text=SUMMARY)
 
 
-class Summarizing(cm.SummarizingConversationManager):  # type: ignore[misc,name-defined]
-    """The original, its model call answered with SUMMARY (the request is checked apart)."""
-
-    def _generate_summary(self, messages: list[Any], agent: Any) -> dict[str, Any]:
-        return {"role": "user", "content": [{"text": SUMMARY}]}
+def fixed_summary(messages: list[Any], agent: Any) -> dict[str, Any]:
+    """The original's ``_generate_summary``, its model call answered with SUMMARY (the
+    request itself is checked apart)."""
+    return {"role": "user", "content": [{"text": SUMMARY}]}
 
 
 def proactive(params: dict[str, Any]) -> dict[str, float] | None:
@@ -200,12 +199,13 @@ SUMMARIZING = [
 
 @pytest.mark.parametrize("file", CORPUS_FILES)
 @pytest.mark.parametrize("params", SUMMARIZING, ids=[str(i) for i in range(len(SUMMARIZING))])
-def test_summarizing(file: str, params: dict[str, Any]) -> None:
-    manager = Summarizing(
+def test_summarizing(file: str, params: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    manager = cm.SummarizingConversationManager(
         summary_ratio=params.get("summary_ratio", 0.3),
         preserve_recent_messages=params.get("preserve_recent_messages", 10),
         proactive_compression=proactive(params),
     )
+    monkeypatch.setattr(manager, "_generate_summary", fixed_summary)
     compare("strands_summarizing", manager, params, file)
 
 
