@@ -119,6 +119,11 @@ class ImportOutcome:
             "warnings": self.described_warnings,
             "set_aside": self.set_aside,
             "error": None if self.error is None else str(self.error),
+            # no importer took the file: each format considered and what it looks for
+            "declined": [
+                {"format": fmt, "looks_for": why}
+                for fmt, why in (self.error.declined if self.error is not None else ())
+            ],
             "duplicate": self.duplicate,
             "upload": None if self.upload is None else self.upload.pk,
             "transcripts": [c.transcript_id for c in self.conversations],

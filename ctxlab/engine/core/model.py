@@ -311,10 +311,14 @@ class TranscriptError(ValueError):
         offset: int | None = None,
         expected: str = "",
         looks_like: str = "",
+        declined: tuple[tuple[str, str], ...] = (),
     ) -> None:
         self.file, self.line, self.offset, self.expected = file, line, offset, expected
         self.reason = message
         self.looks_like = looks_like  # the format the file was read as, when one was
+        # When no importer took the file: each format considered, and what it looks for
+        # that the file's start does not have (not part of the one-line message).
+        self.declined = declined
         super().__init__(self._render())
 
     def _render(self) -> str:
@@ -341,4 +345,5 @@ class TranscriptError(ValueError):
             offset=self.offset,
             expected=self.expected,
             looks_like=self.looks_like,
+            declined=self.declined,
         )

@@ -125,6 +125,15 @@ def _json_scalar(line: bytes) -> str:
 _KEY = re.compile(rb'"((?:[^"\\\n]|\\.){1,40})"\s*:')
 
 
+def declined() -> tuple[tuple[str, str], ...]:
+    """Each format, with what its importer looks for in a file's start (its own
+    ``_EXPECTED`` words, else its label's markers): said when none of them took a file."""
+    return tuple(
+        (fmt, str(getattr(module, "_EXPECTED", "")) or f"the markers of a {module.LABEL}")
+        for fmt, module in IMPORTERS.items()
+    )
+
+
 def _unrecognised(head: bytes, name: str) -> TranscriptError:
     """Why no format fits, said of what the file's start is: JSON of the wrong kind, a
     JSON object or array without any format's fields (its first keys named), or text."""
@@ -140,6 +149,7 @@ def _unrecognised(head: bytes, name: str) -> TranscriptError:
             "format is a single JSON value of that kind",
             file=name, line=line, offset=at,
             expected="a JSON object or array (or one JSON object per line) of " + formats,
+            declined=declined(),
         )  # fmt: skip
     if first in (b"{", b"["):
         keys = list(dict.fromkeys(k.decode("utf-8", "replace") for k in _KEY.findall(text)))
@@ -148,12 +158,12 @@ def _unrecognised(head: bytes, name: str) -> TranscriptError:
         return TranscriptError(
             f"a JSON {kind} with none of the fields a known transcript format has "
             f"(its first keys: {shown})",
-            file=name, line=line, offset=at, expected=formats,
+            file=name, line=line, offset=at, expected=formats, declined=declined(),
         )  # fmt: skip
     start = text.split(b"\n", 1)[0][:60].decode("utf-8", "replace")
     return TranscriptError(
         f"plain text in no known transcript format (it starts {start!r})",
-        file=name, line=line, offset=at, expected=formats,
+        file=name, line=line, offset=at, expected=formats, declined=declined(),
     )  # fmt: skip
 
 

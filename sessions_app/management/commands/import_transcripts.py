@@ -189,7 +189,14 @@ class Command(BaseCommand):
 
     def _describe(self, path: Path, outcome: services.ImportOutcome) -> str:
         if outcome.error is not None:
-            return self.style.ERROR(f"FAILED {path}: {outcome.error}")
+            failed = self.style.ERROR(f"FAILED {path}: {outcome.error}")
+            if outcome.error.declined:
+                names = ", ".join(fmt for fmt, _ in outcome.error.declined)
+                failed += (
+                    f"\n  considered {len(outcome.error.declined)} formats, each declined "
+                    f"(none found what it looks for; --json says what that is): {names}"
+                )
+            return failed
         messages = sum(c.messages for c in outcome.conversations)
         state = "duplicate" if outcome.duplicate else "imported"
         warnings = sum(int(w.get("count", 1)) for w in outcome.warnings)
