@@ -11,7 +11,8 @@ whole entireio/cli checkpoints branch at development time. A session found twice
 vendored files are cut from the full branch) is counted once, by session and place.
 
 Lines: ``forecast_within_2_turns_share`` (the share of compactions predicted within
-``TOLERANCE`` turns), ``forecast_compactions``, ``forecast_median_abs_error``.
+``TOLERANCE`` turns), ``forecast_in_range_share`` (the share whose real turns lay in the
+forecast's range), ``forecast_compactions``, ``forecast_median_abs_error``.
 """
 
 from __future__ import annotations
@@ -25,7 +26,13 @@ from typing import Any, TextIO
 from ctxlab.benchmarks.agreement import DEFAULT_DIR, sessions
 from ctxlab.engine import importers
 from ctxlab.engine.core.model import TranscriptError
-from ctxlab.engine.evaluate.forecast import HORIZON, TOLERANCE, Hit, share_within
+from ctxlab.engine.evaluate.forecast import (
+    HORIZON,
+    TOLERANCE,
+    Hit,
+    share_in_range,
+    share_within,
+)
 from ctxlab.engine.evaluate.session_now import AGENT_OF_FORMAT, forecast_hits
 
 
@@ -68,13 +75,15 @@ def run(out: TextIO) -> list[dict[str, Any]]:
     )
     for hit in hits:
         out.write(
-            f"  {hit.session} @ message {hit.at_message}: predicted {hit.predicted}, "
-            f"actual {hit.actual}\n"
+            f"  {hit.session} @ message {hit.at_message}: predicted {hit.predicted} "
+            f"({hit.low}-{'' if hit.high is None else hit.high}), actual {hit.actual}\n"
         )
     share = share_within(hits)
+    in_range = share_in_range(hits)
     median = statistics.median(errors) if errors else None
     return [
         {"line": f"forecast_within_{TOLERANCE}_turns_share={'-' if share is None else share}"},
+        {"line": f"forecast_in_range_share={'-' if in_range is None else in_range}"},
         {"line": f"forecast_compactions={len(hits)}"},
         {"line": f"forecast_median_abs_error={'-' if median is None else median}"},
     ]

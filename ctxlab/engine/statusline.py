@@ -5,7 +5,7 @@ JSON on stdin (``transcript_path``, ``version``, ``model``, ``context_window`` w
 ``context_window_size`` ...: https://code.claude.com/docs/en/statusline) and shows the first
 line it prints. This prints::
 
-    ctx 154.8k/200k 77% | auto-compact in ~4 turns (155k) | 2 instructions at risk
+    ctx 150.8k/200k 75% | auto-compact in ~4 turns (155k, 3-7) | 2 instructions at risk
 
 - *context used*: the last response's reported usage (prompt + output: the count Claude
   Code's auto-compact starts from), of the window (the JSON's ``context_window_size``, else
@@ -142,7 +142,10 @@ class Status:
             parts.append(f"auto-compact next{threshold}")
         else:
             plural = "turn" if t.turns == 1 else "turns"
-            parts.append(f"auto-compact in ~{t.turns} {plural}{threshold}")
+            about = [_k(t.threshold)] if t.threshold else []
+            about += [t.range_text] if t.range_text else []
+            detail = f" ({', '.join(about)})" if about else ""
+            parts.append(f"auto-compact in ~{t.turns} {plural}{detail}")
         n = len(self.instructions)
         parts.append(f"{n} instruction{'' if n == 1 else 's'} at risk")
         return " | ".join(parts)

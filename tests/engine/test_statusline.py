@@ -65,7 +65,7 @@ def test_the_line_from_the_documented_json(tmp_path: Path) -> None:
     path = cut(tmp_path, 135)
     line = run_main(documented(path))
     assert line.startswith("ctx 1")
-    assert "/200k" in line and "auto-compact in ~" in line and "(155k)" in line
+    assert "/200k" in line and "auto-compact in ~" in line and "(155k" in line
     assert line.endswith("instructions at risk")
     assert "\n" not in line
 
@@ -170,4 +170,4 @@ def test_a_codex_rollout_by_file_reads_as_the_page_does() -> None:
     assert status.turns.threshold == now.rules.threshold and status.turns.turns == page.turns.turns
     assert status.used is not None
     line = run_main(None, "--file", str(path))
-    assert f"({statusline._k(now.rules.threshold or 0)})" in line
+    assert f"({statusline._k(now.rules.threshold or 0)}" in line

@@ -18,6 +18,11 @@ library at module level, so the statusline stays fast.
   10 turns ahead: per-turn growth is bursty (one file read adds thousands of tokens).
 - *Turns to auto-compact*: the smallest ``n >= 0`` with ``count + n * rate >= threshold``
   (0: the next check fires); None when the rate is not positive or unknown.
+- *Its range*: the same over the growth of the same turns' ``RANGE_WINDOW``-turn stretches,
+  at their ``RANGE_QUANTILES`` (the fastest stretches give the low end, the slowest the
+  high end; ``high`` None: some stretches did not grow). On the agreement corpus the 10-90 %
+  range of 5-turn stretches held the real number of turns for 78 % of compactions 10 turns
+  ahead (median width 15 turns), where the point estimate was within 2 turns for 48 %.
 """
 
 from __future__ import annotations
@@ -29,6 +34,8 @@ from typing import Any
 
 RATE_TURNS = 40  # turns the growth rate is averaged over (see the module docstring)
 MIN_TURNS = 2  # turns since the last compaction needed for a rate at all
+RANGE_WINDOW = 5  # turns per stretch whose growth gives the range
+RANGE_QUANTILES = (0.1, 0.9)
 
 # What the measurement calls a hit: predicted turns within TOLERANCE of the real ones,
 # HORIZON turns before the agent's own compaction.
@@ -46,10 +53,19 @@ class TurnsEstimate:
     count: int | None  # the count now
     threshold: int | None
     why: str  # the words shown when ``turns`` is None, else how it was reached
+    low: int | None = None  # the range (module docstring); None: no range
+    high: int | None = None  # None with ``low`` set: unbounded (a stretch did not grow)
+
+    @property
+    def range_text(self) -> str:
+        if self.turns is None or self.low is None or self.low == self.high:
+            return ""
+        return f"{self.low}-{self.high}" if self.high is not None else f"{self.low} or more"
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "turns": self.turns,
+            "range": None if self.low is None else [self.low, self.high],
             "growth_per_turn": None if self.rate is None else round(self.rate, 1),
             "basis_turns": self.basis,
             "count": self.count,
@@ -87,7 +103,24 @@ def turns_to_trigger(counts: Sequence[int], threshold: int | None) -> TurnsEstim
         return TurnsEstimate(None, rate, basis, count, threshold, why)
     turns = math.ceil((threshold - count) / rate)
     why = f"{threshold - count:,} tokens to go at {rate:,.0f} a turn (mean of the last {basis})"
-    return TurnsEstimate(turns, rate, basis, count, threshold, why)
+    low, high = turns_range(counts[-1 - basis :], threshold - count, turns)
+    return TurnsEstimate(turns, rate, basis, count, threshold, why, low, high)
+
+
+def turns_range(counts: Sequence[int], gap: int, turns: int) -> tuple[int, int | None]:
+    """(low, high) turns for ``gap`` tokens at the growth of ``counts``' stretches of
+    ``RANGE_WINDOW`` turns, at ``RANGE_QUANTILES``; always around ``turns``."""
+    steps = [b - a for a, b in zip(counts, counts[1:], strict=False)]
+    width = min(RANGE_WINDOW, len(steps))
+    rates = sorted(sum(steps[i : i + width]) / width for i in range(len(steps) - width + 1))
+
+    def at(share: float) -> float:
+        return rates[min(len(rates) - 1, int(share * (len(rates) - 1) + 0.5))]
+
+    slow, fast = at(RANGE_QUANTILES[0]), at(RANGE_QUANTILES[1])
+    low = min(math.ceil(gap / fast), turns) if fast > 0 else turns
+    high = max(math.ceil(gap / slow), turns) if slow > 0 else None
+    return low, high
 
 
 def claude_code_threshold(window: int, output_reserve: int, buffer: int) -> int:
@@ -106,11 +139,23 @@ class Hit:
     at_message: int  # the compaction's first message after it
     predicted: int | None
     actual: int
+    low: int | None = None
+    high: int | None = None
 
     @property
     def within(self) -> bool:
         return self.predicted is not None and abs(self.predicted - self.actual) <= TOLERANCE
 
+    @property
+    def in_range(self) -> bool:
+        if self.low is None:
+            return False
+        return self.low <= self.actual and (self.high is None or self.actual <= self.high)
+
 
 def share_within(hits: Sequence[Hit]) -> float | None:
     return round(sum(h.within for h in hits) / len(hits), 4) if hits else None
+
+
+def share_in_range(hits: Sequence[Hit]) -> float | None:
+    return round(sum(h.in_range for h in hits) / len(hits), 4) if hits else None

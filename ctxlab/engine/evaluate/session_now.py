@@ -419,8 +419,10 @@ def forecast_hits(
         if len(before) < horizon + 1:
             continue
         at = before[-1 - horizon]
-        predicted = forecast_turns(now, at)
-        hits.append(Hit(name, boundary.before_index, predicted, horizon))
+        estimate = turns_to_trigger(now.counts_before(at), now.rules_at(at).threshold)
+        hits.append(
+            Hit(name, boundary.before_index, estimate.turns, horizon, estimate.low, estimate.high)
+        )
     return hits
 
 

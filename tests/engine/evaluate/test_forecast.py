@@ -96,3 +96,33 @@ def test_forecast_measured_ten_turns_ahead_on_the_vendored_sessions() -> None:
     assert hit.actual == fc.HORIZON and hit.at_message == 61
     assert hit.predicted == 8 and hit.within  # 9,355 tokens to go at ~1,100 a turn
     assert fc.share_within([hit]) == 1.0
+
+
+def test_the_range_comes_from_the_growth_of_5_turn_stretches() -> None:
+    # steady growth: a range of one point
+    steady = fc.turns_to_trigger([i * 100 for i in range(11)], 2_000)
+    assert (steady.turns, steady.low, steady.high) == (10, 10, 10)
+    assert steady.range_text == ""  # nothing to say beyond the point
+    # bursty growth: the fastest stretches give the low end, the slowest the high end
+    slow_then_fast = [0]
+    for step in [50] * 5 + [1_000] * 5:
+        slow_then_fast.append(slow_then_fast[-1] + step)
+    got = fc.turns_to_trigger(slow_then_fast, slow_then_fast[-1] + 5_250)  # 525 a turn
+    assert got.turns == 10 and got.low is not None and got.high is not None
+    # the stretches grow 50, 240, 430, 620, 810, 1,000 a turn; the 10 % and 90 % ones
+    # (240 and 1,000) give 5,250 / 1,000 -> 6 and 5,250 / 240 -> 22 turns
+    assert (got.low, got.high) == (6, 22)
+    assert got.range_text == "6-22"
+    assert got.as_dict()["range"] == [got.low, got.high]
+    # a stretch that did not grow: no upper end
+    flat_then_up = [0] * 9 + [1_000, 2_000]
+    open_ended = fc.turns_to_trigger(flat_then_up, 4_000)  # 200 a turn: 10 turns
+    assert open_ended.high is None and open_ended.range_text.endswith("or more")
+
+
+def test_hits_say_whether_the_real_turns_were_in_the_range() -> None:
+    hit = fc.Hit("s", 1, 8, 10, 7, 12)
+    assert hit.within and hit.in_range
+    assert not fc.Hit("s", 1, 8, 10, 7, 9).in_range
+    assert fc.Hit("s", 1, 8, 10, 7, None).in_range
+    assert fc.share_in_range([hit, fc.Hit("s", 2, None, 10)]) == 0.5
