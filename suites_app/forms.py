@@ -19,7 +19,7 @@ from sessions_app.models import Transcript
 
 from . import configs
 from .configs import Base, SuiteInputError
-from .replay_glue import SUMMARIZERS, StrategyConfig, TranscriptPicker
+from .replay_glue import SUMMARIZERS, LLMOptions, StrategyConfig, TranscriptPicker, llm
 
 GRID_SLOTS = 3
 
@@ -78,6 +78,12 @@ class SuiteForm(forms.Form):
     )
     uploads = MultipleFileField(required=False, label="Upload transcripts")
     summarizer = forms.ChoiceField(choices=[(s, s) for s in SUMMARIZERS], initial="offline")
+    # summarizer=openai: the model the OpenAI-compatible endpoint serves, and its API.
+    openai_model = forms.CharField(required=False, max_length=100, label="OpenAI-compatible model")
+    openai_api = forms.ChoiceField(
+        choices=[("chat", "/v1/chat/completions"), ("responses", "/v1/responses")],
+        initial="chat", required=False, label="API",
+    )  # fmt: skip
     presets = forms.MultipleChoiceField(
         choices=[(s, s) for s in LIBRARY], required=False, widget=forms.CheckboxSelectMultiple
     )
@@ -121,6 +127,11 @@ class SuiteForm(forms.Form):
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
+        if data.get("summarizer") == "openai":
+            if not (data.get("openai_model") or "").strip():
+                self.add_error("openai_model", "Name the model the endpoint serves.")
+            elif not llm.key_available("openai"):
+                self.add_error("summarizer", llm.NO_OPENAI_KEY_MESSAGE)
         if self.errors:
             return data
         try:
@@ -130,6 +141,15 @@ class SuiteForm(forms.Form):
         except SuiteInputError as exc:
             raise forms.ValidationError(str(exc)) from None
         return data
+
+    def llm_options(self) -> LLMOptions | None:
+        """The model options of an OpenAI-compatible suite (None for the others)."""
+        data = self.cleaned_data
+        if data.get("summarizer") != "openai":
+            return None
+        return LLMOptions(
+            model=(data.get("openai_model") or "").strip(), api=data.get("openai_api") or "chat"
+        )
 
     def _configs(self, data: dict[str, Any]) -> list[dict[str, Any]]:
         window = data.get("window")

@@ -12,6 +12,8 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from replay_app.costs import llm
+from replay_app.costs.run_budget import LLMOptions
 from replay_app.models import Run, RunAnalysis, RunStatus, StrategyConfig
 from replay_app.runs import pooled, reaping
 from replay_app.runs import services as replay_services
@@ -20,19 +22,23 @@ from replay_app.runs.transcript_picker import TranscriptPicker
 from sessions_app.models import Transcript
 
 __all__ = [
+    "LLMOptions",
     "Run",
     "RunStatus",
     "StrategyConfig",
     "TranscriptPicker",
     "create_run",
     "execute_run",
+    "llm",
     "refresh_probes",
     "requeue_run",
     "stale_seconds",
     "SUMMARIZERS",
 ]
 
-SUMMARIZERS = ("offline", "recorded")  # Claude summaries cost money: one run at a time
+# Claude summaries cost money: one run at a time. An OpenAI-compatible endpoint is allowed
+# (a local one costs nothing; a remote one's every run is checked against the run budget).
+SUMMARIZERS = ("offline", "recorded", "openai")
 TERMINAL = (RunStatus.DONE, RunStatus.FAILED, RunStatus.CANCELLED)
 
 
@@ -56,12 +62,19 @@ def spec_of(*, owner: Any, config: Mapping[str, Any]) -> replay_services.RunSpec
 
 
 def create_run(
-    *, owner: Any, transcript: Transcript, config: Mapping[str, Any], summarizer: str
+    *,
+    owner: Any,
+    transcript: Transcript,
+    config: Mapping[str, Any],
+    summarizer: str,
+    llm: LLMOptions | None = None,
 ) -> Run:
+    """``llm``: the model, API and budget of a model summariser (the run form's options)."""
     spec = spec_of(owner=owner, config=config)
     return replay_services.run_create(
-        owner=owner, transcript=transcript, spec=spec, summarizer=summarizer, enqueue=False
-    )
+        owner=owner, transcript=transcript, spec=spec, summarizer=summarizer, enqueue=False,
+        llm=llm,
+    )  # fmt: skip
 
 
 def execute_run(run: Run, *, live: bool = True) -> Run:

@@ -46,6 +46,7 @@ def suite_create(
     source: Mapping[str, Any] | None = None,
     max_attempts: int = 2,
     enqueue: bool = True,
+    llm: glue.LLMOptions | None = None,
 ) -> Suite:
     """A suite with one queued run per transcript × configuration (all or nothing)."""
     name = name.strip()
@@ -76,8 +77,9 @@ def suite_create(
             for index, config in enumerate(configs):
                 try:
                     run = glue.create_run(
-                        owner=owner, transcript=transcript, config=config, summarizer=summarizer
-                    )
+                        owner=owner, transcript=transcript, config=config,
+                        summarizer=summarizer, llm=llm,
+                    )  # fmt: skip
                 except ValueError as exc:
                     raise SuiteInputError(str(exc)) from None
                 SuiteItem.objects.create(

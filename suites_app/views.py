@@ -66,6 +66,7 @@ def suite_new(request: HttpRequest) -> HttpResponse:
                 grid_keys=form.grid_keys,
                 source=form.source,
                 max_attempts=form.cleaned_data["max_attempts"],
+                llm=form.llm_options(),
             )
         except SuiteInputError as exc:
             form.add_error(None, str(exc))

@@ -32,7 +32,16 @@ from suites_app.configs import Base, SuiteInputError
 from suites_app.forms import filter_transcripts
 from suites_app.models import Suite
 from suites_app.progress import suite_progress_data
-from suites_app.replay_glue import SUMMARIZERS, StrategyConfig
+from suites_app.replay_glue import SUMMARIZERS, LLMOptions, StrategyConfig
+
+
+def _llm_options(options: dict[str, Any]) -> LLMOptions | None:
+    """``--summarizer openai --model NAME [--openai-api responses]`` as the run options."""
+    if options["summarizer"] != "openai":
+        return None
+    if not options["model"]:
+        raise CommandError("--summarizer openai needs --model NAME (the name the endpoint serves)")
+    return LLMOptions(model=options["model"], api=options["openai_api"])
 
 
 class Command(BaseCommand):
@@ -62,7 +71,13 @@ class Command(BaseCommand):
         group.add_argument(
             "--grid", action="append", default=[], help="KEY=v1,v2 or KEY=start:stop:step (≤ 3)"
         )
-        group.add_argument("--summarizer", default="offline", choices=SUMMARIZERS)
+        group.add_argument(
+            "--summarizer", default="offline", choices=SUMMARIZERS,
+            help="openai: an OpenAI-compatible endpoint (OPENAI_BASE_URL / OPENAI_API_KEY) "
+            "with --model NAME",
+        )  # fmt: skip
+        group.add_argument("--model", default="", help="--summarizer openai: the model name")
+        group.add_argument("--openai-api", choices=("chat", "responses"), default="chat")
         group.add_argument("--max-attempts", type=int, default=2)
         group.add_argument("--no-run", action="store_true", help="create without queueing")
         parser.add_argument("--wait", action="store_true", help="run: wait until finished")
@@ -182,7 +197,7 @@ class Command(BaseCommand):
             owner=owner, name=options["name"], transcripts=list(chosen.values()),
             configs=found_configs, summarizer=options["summarizer"], grid_keys=grid_keys,
             source={"cli": {k: v for k, v in filters.items() if v not in ("", None)}},
-            max_attempts=options["max_attempts"], enqueue=False,
+            max_attempts=options["max_attempts"], enqueue=False, llm=_llm_options(options),
         )  # fmt: skip
 
     def _run(self, suite: Suite, options: dict[str, Any]) -> None:
