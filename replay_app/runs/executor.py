@@ -74,11 +74,16 @@ def make_summarizer(run: Run) -> Summarizer:
         return OfflineSummarizer()
     if run.summarizer == "recorded":  # the transcript's own compaction summaries
         return RecordedSummarizer()
-    if run.summarizer == "anthropic":
-        budget = (run.llm or {}).get("budget_usd")
+    if run.summarizer in llm.PROVIDERS:  # Claude, an OpenAI-compatible endpoint
+        options = run.llm or {}
+        budget = options.get("budget_usd")
+        inner = llm.make_llm(
+            run.summarizer, run.summarizer_model, api=str(options.get("api") or "chat"),
+            stream=bool(options.get("stream")),
+        )  # fmt: skip
+        inner.replicate = int(options.get("replicate") or 0)  # each replicate its own calls
         return llm.MeteredSummarizer(
-            llm.make_anthropic(model=run.summarizer_model),
-            budget_usd=Decimal(str(budget)) if budget is not None else llm.budget_default(),
+            inner, budget_usd=Decimal(str(budget)) if budget is not None else llm.budget_default()
         )
     raise ValueError(f"unknown summarizer {run.summarizer!r}")
 
