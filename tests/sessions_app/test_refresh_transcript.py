@@ -5,6 +5,7 @@ recomputed, and each growth announced to ``transcript-<pk>`` (``transcript.grown
 from __future__ import annotations
 
 import io
+import json
 from pathlib import Path
 from typing import Any
 
@@ -166,4 +167,32 @@ def test_watch_imports_a_new_file_and_appends_its_growth(alice: Any, tmp_path: P
     call_command("watch", str(tmp_path), "--user", "alice", "--polls", "1", stdout=out)
     assert f"grown {path}: transcript {transcript.pk}" in out.getvalue()
     assert Transcript.objects.get(owner=alice).pk == transcript.pk
+    assert Upload.objects.filter(owner=alice).count() == 1
+
+
+def test_watch_follows_a_task_folder_as_it_grows(alice: Any, tmp_path: Path) -> None:
+    """A place under the watched folder (a Cline task) is one session, not three files."""
+    task_source = (
+        Path(__file__).resolve().parents[1]
+        / "data/cline/saoudrizwan.claude-dev/tasks/1769053680585"
+    )
+    tasks = tmp_path / "tasks"
+    task = tasks / task_source.name
+    task.mkdir(parents=True)
+    for file in task_source.iterdir():
+        (task / file.name).write_bytes(file.read_bytes())
+    history_file = task / "api_conversation_history.json"
+    history = json.loads(history_file.read_bytes())
+    history_file.write_text(json.dumps(history[:6]))
+    out, err = io.StringIO(), io.StringIO()
+    call_command("watch", str(tmp_path), "--user", "alice", "--polls", "1", stdout=out, stderr=err)
+    assert err.getvalue() == ""  # ui_messages.json / task_metadata.json not tried as files
+    (transcript,) = Transcript.objects.filter(owner=alice)
+    assert transcript.message_count == 6 and transcript.format == "cline"
+    history_file.write_text(json.dumps(history))
+    out = io.StringIO()
+    call_command("watch", str(tmp_path), "--user", "alice", "--polls", "1", stdout=out)
+    assert f"imported {task}" in out.getvalue()
+    (again,) = Transcript.objects.filter(owner=alice)
+    assert again.pk == transcript.pk and again.message_count == len(history)
     assert Upload.objects.filter(owner=alice).count() == 1

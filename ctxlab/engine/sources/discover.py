@@ -96,7 +96,8 @@ def _files(pattern: Callable[[Path], bool]) -> Callable[[Path], Iterator[Session
     return collect
 
 
-def _folder_stat(folder: Path | None) -> tuple[int, float]:
+def folder_stat(folder: Path | None) -> tuple[int, float]:
+    """Bytes and newest modification time of a file, or of the files under a folder."""
     if folder is None or not folder.exists():
         return 0, 0.0
     if folder.is_file():
@@ -117,7 +118,7 @@ def _folder_stat(folder: Path | None) -> tuple[int, float]:
 def _places(find: Callable[[Path], list[Found]]) -> Callable[[Path], Iterator[Session]]:
     def collect(root: Path) -> Iterator[Session]:
         for item in find(root):
-            size, modified = _folder_stat(item.covers or Path(item.where))
+            size, modified = folder_stat(item.covers or Path(item.where))
             yield Session(item.where, size, modified, found=item)
 
     return collect
