@@ -4,6 +4,7 @@ export it (keyword-only, ``<entity>_<verb>``)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from django.db import transaction
@@ -15,6 +16,7 @@ from ctxlab.engine.summarize import prompt_edit
 from ctxlab.web.ownership import owned
 from prompts_app.models import PromptVersion
 from replay_app.configs import services as config_services
+from replay_app.costs import llm as llm_mod
 from replay_app.costs.run_budget import LLMOptions
 from replay_app.models import Run, RunGroup, StrategyConfig
 from replay_app.runs import services as run_services
@@ -120,6 +122,8 @@ def version_replay(
     if base.strategy != version.strategy:
         raise ValueError("a version is compared with a version of the same strategy")
     sides = [base] if base.pk == version.pk else [base, version]
+    if llm is not None and not llm.model and summarizer == "anthropic":
+        llm = replace(llm, model=llm_mod.default_model())
     with transaction.atomic():
         group = RunGroup.objects.create(
             owner=owner,

@@ -18,7 +18,7 @@ from ctxlab.web.ownership import get_owned_or_404
 from prompts_app import services
 from prompts_app.models import PromptVersion
 from prompts_app.pages import DiffPage, PromptListPage, VersionPage
-from replay_app.costs.run_budget import BudgetError
+from replay_app.costs.run_budget import BudgetError, LLMOptions
 from sessions_app.models import Transcript
 
 
@@ -89,6 +89,7 @@ def prompt_replay(request: HttpRequest, pk: int) -> HttpResponse:
             summarizer=request.POST.get("summarizer", "offline"),
             baseline=baseline,
             window=int_param(request.POST.get("window")),
+            llm=LLMOptions(model=request.POST.get("model", "").strip()[:100]),
         )
     except (ValueError, BudgetError) as exc:
         page = VersionPage(version, error=str(exc))

@@ -208,3 +208,16 @@ def test_adopt_saves_the_native_setting_as_a_configuration(auth_client: Any, use
     assert response.url == config.get_absolute_url()
     assert config.params == {"compact_prompt": prompt_edit.compose("Short.", ["a.py"])}
     assert config.name == "codex prompt v2"
+
+
+def test_openai_replay_needs_a_model_name(
+    auth_client: Any, user: Any, transcript: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if "openai" not in services.replay_summarizers():
+        pytest.skip("no OpenAI-compatible summariser in this tree")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-prompts")
+    v1 = _start(auth_client, "codex")
+    response = _replay(auth_client, v1, transcript, summarizer="openai")
+    assert response.status_code == 400
+    assert b"needs a model name" in response.content
+    assert not Run.objects.filter(owner=user).exists()
