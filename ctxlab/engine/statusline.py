@@ -37,7 +37,13 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, TextIO
 
-from .evaluate.forecast import RATE_TURNS, TurnsEstimate, claude_code_threshold, turns_to_trigger
+from .evaluate.forecast import (
+    RATE_TURNS,
+    TurnsEstimate,
+    claude_code_threshold,
+    reattached,
+    turns_to_trigger,
+)
 
 CHUNK = 1 << 20  # bytes read per step backwards
 DEFAULT_WINDOW = 200_000
@@ -252,7 +258,7 @@ def status_of_any(path: Path) -> Status:
         return Status(None, now.rules.window, now.rules.version, turns, (), False)
     last = now.steps[-1]
     ahead = forecast(now, last)
-    labels = tuple(str(i["label"]) for i in ahead.instructions)
+    labels = tuple(str(i["label"]) for i in ahead.instructions_at_risk)
     compacted = last.span_start > 0
     used = last.count if last.count is not None else ahead.turns.count  # the last reported
     return Status(used, now.rules.window, now.rules.version, ahead.turns, labels, compacted)
@@ -294,7 +300,11 @@ def status_of(path: Path, payload: dict[str, Any] | None = None) -> Status:
         blocks = tuple(Block(BlockKind.TEXT, text) for text in texts)
         meta = frozenset({"meta"}) if record and record.get("isMeta") is True else frozenset()
         user = Message(Role.USER, blocks, flags=meta)
-        found.extend(s.label for s in instructions.message_sources(index, user))
+        found.extend(
+            s.label
+            for s in instructions.message_sources(index, user)
+            if not reattached("claude_code", s.kind)  # CLAUDE.md comes back by itself
+        )
     if not version and lines:
         got = _VERSION.search(lines[-1])
         version = got.group(1).decode() if got else ""

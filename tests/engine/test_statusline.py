@@ -80,7 +80,7 @@ def test_the_same_figures_as_the_session_page(tmp_path: Path) -> None:
         assert status.used == last.count, lines
         assert status.turns.turns == page.turns.turns, lines
         assert status.turns.threshold == page.turns.threshold == 155_000
-        assert list(status.instructions) == [i["label"] for i in page.instructions], lines
+        assert list(status.instructions) == [i["label"] for i in page.instructions_at_risk], lines
 
 
 def test_after_the_compaction_only_its_span_is_read(tmp_path: Path) -> None:
@@ -154,7 +154,7 @@ def test_every_vendored_claude_code_session_reads_as_the_page_does(path: Path) -
     status = statusline.status_of(path, {})
     assert status.used == now.steps[-1].count
     assert status.turns.turns == page.turns.turns
-    assert list(status.instructions) == [i["label"] for i in page.instructions]
+    assert list(status.instructions) == [i["label"] for i in page.instructions_at_risk]
 
 
 def test_a_codex_rollout_by_file_reads_as_the_page_does() -> None:
@@ -171,3 +171,46 @@ def test_a_codex_rollout_by_file_reads_as_the_page_does() -> None:
     assert status.used is not None
     line = run_main(None, "--file", str(path))
     assert f"({statusline._k(now.rules.threshold or 0)}" in line
+
+
+def test_claude_md_is_not_at_risk_a_users_rule_is(tmp_path: Path) -> None:
+    """Claude Code puts CLAUDE.md back after compacting (a re-attached source): listed in
+    the span, not counted at risk; the user's own constraint is at risk, on the page and in
+    the status line alike."""
+
+    def line(kind: str, uuid: str, parent: str | None, message: dict[str, object]) -> str:
+        record = {
+            "type": kind,
+            "uuid": uuid,
+            "parentUuid": parent,
+            "sessionId": "s",
+            "version": "2.1.14",
+            "message": message,
+        }
+        return json.dumps(record)
+
+    def reply(n: int, parent: str, total: int) -> str:
+        usage = {"input_tokens": 10, "cache_read_input_tokens": total, "output_tokens": 5}
+        body = {"id": f"msg_{n}", "role": "assistant", "model": "claude",
+                "content": [{"type": "text", "text": "ok"}], "usage": usage}  # fmt: skip
+        return line("assistant", f"a{n}", parent, body)
+
+    rules = "Contents of /repo/CLAUDE.md (project instructions):\n\nUse pnpm, never npm."
+    lines = [
+        line("user", "u0", None, {"role": "user", "content": rules}),
+        line("user", "u1", "u0", {"role": "user", "content": "Never touch the migrations."}),
+        reply(1, "u1", 30_000),
+        line("user", "u2", "a1", {"role": "user", "content": "go on"}),
+        reply(2, "u2", 31_000),
+    ]
+    path = tmp_path / "s.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    now = session_now(cli.load_file(path, format="claude-code"), "claude-code")
+    page = forecast(now, now.steps[-1])
+    kinds = {i["kind"]: i["reattached"] for i in page.instructions}
+    assert kinds == {"project_rules": True, "user_constraint": False}
+    assert [i["kind"] for i in page.instructions_at_risk] == ["user_constraint"]
+    assert page.as_dict()["instructions_at_risk_count"] == 1
+    status = statusline.status_of(path, {})
+    assert list(status.instructions) == [i["label"] for i in page.instructions_at_risk]
+    assert status.line().endswith("| 1 instruction at risk")

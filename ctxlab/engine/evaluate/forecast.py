@@ -131,6 +131,14 @@ def claude_code_threshold(window: int, output_reserve: int, buffer: int) -> int:
     return window - output_reserve - buffer
 
 
+def reattached(agent: str, kind: str) -> bool:
+    """Whether the agent puts an instruction source (an ``evaluate.instructions`` kind) back
+    by itself after compacting, so that its compaction does not put it at risk: Claude Code
+    re-injects CLAUDE.md (``instructions``: ``reattached``), Codex rebuilds its initial
+    context with the AGENTS.md instructions (``codex._initial_context``)."""
+    return kind == "project_rules" and agent in ("claude_code", "codex")
+
+
 @dataclass(frozen=True, slots=True)
 class Hit:
     """One agent compaction seen ``HORIZON`` turns ahead."""

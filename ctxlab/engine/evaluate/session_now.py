@@ -32,7 +32,14 @@ from typing import Any
 from ..core.model import Conversation, Message, Role
 from ..stages.originals import outside_context, starts_after_compaction
 from . import instructions, survival
-from .forecast import HORIZON, Hit, TurnsEstimate, claude_code_threshold, turns_to_trigger
+from .forecast import (
+    HORIZON,
+    Hit,
+    TurnsEstimate,
+    claude_code_threshold,
+    reattached,
+    turns_to_trigger,
+)
 
 # Importer formats whose agent's auto-compact ctxlab models (a strategy of the same agent).
 AGENT_OF_FORMAT = {"claude-code": "claude_code", "codex-rollout": "codex"}
@@ -313,8 +320,13 @@ class Forecast:
     how: str  # what the agent's compaction does, in words
     facts: dict[str, int]  # category -> facts at risk
     examples: dict[str, list[str]]
-    instructions: list[dict[str, Any]]  # the instruction sources at risk
+    instructions: list[dict[str, Any]]  # the instruction sources in what would go
     turns: TurnsEstimate
+
+    @property
+    def instructions_at_risk(self) -> list[dict[str, Any]]:
+        """Those the agent does not put back by itself after compacting."""
+        return [i for i in self.instructions if not i["reattached"]]
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -325,8 +337,8 @@ class Forecast:
             "how": self.how,
             "facts_at_risk": self.facts,
             "fact_examples": self.examples,
-            "instructions_at_risk": self.instructions,
-            "instructions_at_risk_count": len(self.instructions),
+            "instructions_in_span": self.instructions,
+            "instructions_at_risk_count": len(self.instructions_at_risk),
             "turns_to_auto_compact": self.turns.as_dict(),
         }
 
@@ -372,7 +384,12 @@ def forecast(now: SessionNow, step: OriginalStep) -> Forecast:
             shown.append(value)
     going_set = set(going)
     at_risk = [
-        {"kind": s.kind, "label": s.label, "message": s.message}
+        {
+            "kind": s.kind,
+            "label": s.label,
+            "message": s.message,
+            "reattached": reattached(rules.agent, s.kind),
+        }
         for s in instructions.sources(messages)
         if s.message in going_set
     ]
