@@ -7,6 +7,7 @@ import io
 import json
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -178,7 +179,7 @@ def test_claude_md_is_not_at_risk_a_users_rule_is(tmp_path: Path) -> None:
     the span, not counted at risk; the user's own constraint is at risk, on the page and in
     the status line alike."""
 
-    def line(kind: str, uuid: str, parent: str | None, message: dict[str, object]) -> str:
+    def line(kind: str, uuid: str, parent: str | None, message: Mapping[str, object]) -> str:
         record = {
             "type": kind,
             "uuid": uuid,
