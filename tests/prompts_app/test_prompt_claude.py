@@ -1,5 +1,6 @@
-"""Prompt versions replayed with Claude, against the local fake Messages API (real HTTP, the
-real SDK): what the fake receives is the version's prompt, byte for byte, and the original
+"""Prompt versions replayed with Claude (the local fake Messages API) and an OpenAI-compatible
+endpoint (the local fake chat completions server), over real HTTP with the real SDKs: what
+the fake receives is the version's prompt, byte for byte, and the original
 prompt for the run beside it; the cost of each run is on the version page."""
 
 from __future__ import annotations
@@ -93,3 +94,35 @@ def test_claude_code_lab_edit_reaches_claude(
     assert len(changed) == mine.summaries.count() >= 1
     assert all("Additional Instructions:\nkeep tests" in t for t in changed)
     assert not any("keep tests" in t for t in original)
+
+
+def test_codex_version_through_the_openai_compatible_summariser(
+    auth_client: Any, user: Any, transcript: Any, monkeypatch: pytest.MonkeyPatch,
+    django_capture_on_commit_callbacks: Any,
+) -> None:  # fmt: skip
+    """The same version through an OpenAI-compatible endpoint (the local fake): the
+    original prompt and the version's, byte for byte, as the last chat message."""
+    if "openai" not in services.replay_summarizers():
+        pytest.skip("no OpenAI-compatible summariser in this tree")
+    from fake_openai import CHAT, FakeOpenAI
+    from fake_openai import Reply as OpenAIReply
+
+    key = "sk-openai-prompts-DO-NOT-LEAK-9191"
+    v1 = services.version_start(owner=user, strategy="codex")
+    v2 = services.version_save(owner=user, parent=v1, text="Summarise, keep <paths>.")
+    with FakeOpenAI(api_key=key, default_reply=OpenAIReply.ok(SUMMARY)) as server:
+        monkeypatch.setenv("OPENAI_API_KEY", key)
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        with django_capture_on_commit_callbacks(execute=True):
+            response = auth_client.post(
+                reverse("prompt-replay", args=[v2.pk]),
+                {"transcript": transcript.pk, "summarizer": "openai", "model": "gpt-4o-mini",
+                 "window": 12000},
+            )  # fmt: skip
+        assert response.status_code == 302, response.content[:500]
+        sent = [r.body["messages"][-1]["content"] for r in server.requests_to(CHAT)]
+    base, mine = Run.objects.filter(owner=user).order_by("pk")
+    assert base.status == mine.status == "done", (base.error, mine.error)
+    assert sent.count(_codex_rules.PROMPT_GOAL) == base.summaries.count() >= 1
+    assert sent.count("Summarise, keep <paths>.") == mine.summaries.count() >= 1
+    assert mine.summarizer_model == "gpt-4o-mini"
