@@ -13,8 +13,9 @@ line it prints. This prints::
 - *turns to auto-compact*: ``evaluate.forecast.turns_to_trigger`` (the rule the session page
   reads) over the responses since the last ``compact_boundary`` / ``microcompact_boundary``,
   against the threshold of the JSON's Claude Code version (``_claude_code_versions``);
-- *instructions at risk*: the instruction sources (CLAUDE.md contents, skills, the user's
-  constraints: ``evaluate.instructions``) in the span the next compaction would summarise.
+- *instructions at risk*: the instruction sources (skills, the user's constraints:
+  ``evaluate.instructions``) in the span the next compaction would summarise; CLAUDE.md
+  contents are not, Claude Code puts them back (``forecast.reattached``).
 
 Fast: the file is read from its end backwards until the last compaction boundary (a tail
 read: a 5 MB session compacted once reads only what followed), only the lines that matter
