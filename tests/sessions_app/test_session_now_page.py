@@ -280,3 +280,18 @@ def test_the_step_table_shows_each_calls_forecast(alice: Any, alice_client: Clie
     (micro,) = data["agent_compactions"]
     assert rows[micro["first_step_after"]]["turns_to_auto_compact"] is None
     assert rows[micro["first_step_after"]]["compaction_before"] == "microcompact"
+
+
+@pytest.mark.django_db
+def test_an_agent_ctxlab_does_not_model(
+    tau_upload: services.ImportOutcome, alice_client: Client
+) -> None:
+    transcript = Transcript.objects.get(upload=tau_upload.upload)
+    url = reverse("transcript-now", args=[transcript.pk])
+    data = alice_client.get(url, {"format": "json"}).json()
+    assert data["agent"]["agent"] == "" and data["agent"]["threshold"] is None
+    if data["steps"]:
+        assert data["forecast"]["turns_to_auto_compact"]["turns"] is None
+        assert "threshold" in data["forecast"]["turns_to_auto_compact"]["why"]
+    html = alice_client.get(url).content.decode()
+    assert "does not model this agent" in html
