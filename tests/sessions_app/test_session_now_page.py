@@ -295,3 +295,20 @@ def test_an_agent_ctxlab_does_not_model(
         assert "threshold" in data["forecast"]["turns_to_auto_compact"]["why"]
     html = alice_client.get(url).content.decode()
     assert "does not model this agent" in html
+
+
+@pytest.mark.django_db
+def test_the_fixed_part_says_it_comes_from_the_first_reported_usage(
+    alice: Any, alice_client: Client
+) -> None:
+    data = (DATA / "claude-code-2.1" / "parallel-calls-hooks.jsonl").read_bytes()
+    outcome = services.upload_import(owner=alice, name="p.jsonl", data=data)
+    transcript = Transcript.objects.get(pk=outcome.conversations[0].transcript_id or 0)
+    url = reverse("transcript-now", args=[transcript.pk])
+    twin = alice_client.get(url, {"format": "json"}).json()
+    html = alice_client.get(url).content.decode()
+    fixed = next(z for z in twin["zones"]["zones"] if z["key"] == "unseen")
+    assert fixed["label"] == "System prompt + tools (not in the transcript)"
+    assert fixed["tokens"] > 20_000 and not twin["fixed_part_note"]
+    assert "System prompt + tools: the first reported usage" in html
+    assert 'id="now-overhead-note"' not in html
