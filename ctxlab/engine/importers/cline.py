@@ -22,9 +22,12 @@ Messages: each entry of ``api_conversation_history`` is one message, in order (i
 is the message's index): Anthropic ``role`` / ``content`` (text, thinking, tool_use,
 tool_result, image blocks); ``modelInfo.modelId`` is the message's model. Cline (3.x,
 native tool calls) writes a tool's result as the next user message's text block
-``[<tool> for '<argument>'] Result:`` (or ``[<tool>] Result:``): such a block right after
-an assistant message calling ``<tool>`` is read as that call's result (its ``raw_type``
-stays ``text``). A request's figures are those of its ``api_req_started`` UI message
+``[<tool> for '<argument>'] Result:`` (or ``[<tool>] Result:``; the argument may hold
+brackets and newlines): such a block right after an assistant message calling ``<tool>``
+is read as that call's result (its ``raw_type`` stays ``text``); a label that names no
+pending call (a tool's description: ``[subagents]`` for ``use_subagents``) answers the
+calls left, in order. A call the task was interrupted after (``[TASK RESUMPTION]``) has
+no result, as in the file. Checked on two real tasks (Cline 3.x): every result found. A request's figures are those of its ``api_req_started`` UI message
 (``tokensIn``, ``tokensOut``, ``cacheWrites``, ``cacheReads``), the usage of the assistant
 message that answered it (``conversationHistoryIndex + 2``: that UI message is said before
 the request's user message joins the history; checked against the assistant messages'
@@ -77,7 +80,9 @@ _EXPECTED = (
     "a Cline / Roo Code task: its api_conversation_history.json (a JSON array of "
     'messages with "role" and "content"), or the task folder read as one bundle'
 )
-_RESULT = re.compile(r"^\[(?P<tool>[A-Za-z0-9_\-.:]+)(?: for [^\]]*)?\] Result:")
+# The argument may hold brackets and newlines (a search regex, a question): up to the first
+# "] Result:".
+_RESULT = re.compile(r"^\[(?P<tool>[A-Za-z0-9_\-.:]+)(?: for .*?)?\] Result:", re.S)
 
 
 def sniff(head: bytes, name: str) -> int:
@@ -292,18 +297,31 @@ def _title(ui: list[Any], messages: list[Message]) -> str:
 
 
 def _results(blocks: list[Block], pending: list[tuple[str, str]]) -> list[Block]:
-    """``[<tool> ...] Result:`` text blocks answering the calls just made, in order."""
-    out: list[Block] = []
+    """``[<label>] Result:`` text blocks answering the calls just made: a label naming a
+    pending call's tool answers the first such call; the others (a label that is the
+    tool's description, ``[subagents]`` for ``use_subagents``) answer the calls left, in
+    order."""
+    results = [
+        (n, match.group("tool"))
+        for n, block in enumerate(blocks)
+        if block.kind is BlockKind.TEXT and (match := _RESULT.match(block.text))
+    ]
     calls = list(pending)
-    for block in blocks:
-        match = _RESULT.match(block.text) if block.kind is BlockKind.TEXT else None
-        if match and calls and calls[0][0] == match.group("tool"):
-            _, tool_id = calls.pop(0)
-            out.append(Block(BlockKind.TOOL_RESULT, text=block.text, tool_id=tool_id,
-                             raw_type="text"))  # fmt: skip
-        else:
-            out.append(block)
-    return out
+    answer: dict[int, str] = {}
+    for n, label in results:
+        named = next((c for c in calls if c[0] == label), None)
+        if named is not None:
+            calls.remove(named)
+            answer[n] = named[1]
+    for n, _label in results:
+        if n not in answer and calls:
+            answer[n] = calls.pop(0)[1]
+    return [
+        Block(BlockKind.TOOL_RESULT, text=block.text, tool_id=answer[n], raw_type="text")
+        if n in answer
+        else block
+        for n, block in enumerate(blocks)
+    ]
 
 
 def _usage_by_index(ui: list[Any]) -> dict[int, Usage]:

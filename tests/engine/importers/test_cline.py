@@ -105,3 +105,42 @@ def test_sources_find_every_task_folder_with_its_agent() -> None:
     assert loaded.format == "cline" and loaded.facts["kind"] == "roo"
     assert json.loads(loaded.data)["cline_task"]["agent"] == "roo"
     assert sources.find(CLINE).sessions[0].load().facts["kind"] == "cline"
+
+
+def test_results_with_brackets_newlines_and_a_described_tool() -> None:
+    """Shapes seen in a real Cline task: a search regex with brackets, a question over
+    several lines, a sub-agents call answered as ``[subagents]``, an interrupted call."""
+
+    def call(n: int, name: str) -> dict[str, object]:
+        return {"type": "tool_use", "id": f"toolu_{n}", "name": name, "input": {}}
+
+    def said(text: str) -> dict[str, object]:
+        return {"role": "user", "content": [{"type": "text", "text": text}]}
+
+    history = [
+        said("<task>\nfind the imports\n</task>"),
+        {"role": "assistant", "content": [call(1, "search_files"), call(2, "use_subagents")]},
+        {
+            "role": "user",
+            "content": [
+                {
+                    "type": "text",
+                    "text": "[search_files for 'from ['\"]@/lib[\"']'] Result:\nFound 4",
+                },
+                {"type": "text", "text": "[subagents] Result:\nSubagent results: 5"},
+            ],
+        },  # fmt: skip
+        {"role": "assistant", "content": [call(3, "ask_followup_question")]},
+        said("[ask_followup_question for '## Phase 1\n\n[x] done'] Result:\n<answer>yes</answer>"),
+        {"role": "assistant", "content": [call(4, "execute_command")]},
+        said("[TASK RESUMPTION] This task was interrupted 3 days ago."),
+    ]
+    data = json.dumps(history).encode()
+    (conversation,) = importers.parse(data, name="api_conversation_history.json").conversations
+    answered = [
+        b.tool_id
+        for m in conversation.messages
+        for b in m.blocks
+        if b.kind is BlockKind.TOOL_RESULT
+    ]
+    assert answered == ["toolu_1", "toolu_2", "toolu_3"]  # toolu_4 was interrupted
