@@ -28,6 +28,8 @@ _.polling_interval  # ctxlab/celery.py: kombu's SQLAlchemy transport
 _.sender  # sessions_app/models.py: Django signal receiver argument
 _.file_size  # sessions_app/uploads.py: Django upload handler argument
 _.max_value  # replay_app/runs/forms.py: Django form field attribute
+_.openai_endpoint  # replay_app/runs/forms.py: read by runs/run_new.html
+_.openai_model  # replay_app/runs/forms.py, suites_app/forms.py: form fields (cleaned_data)
 _.output_field  # replay_app/runs/run_size.py: Django Func attribute
 _.as_sqlite  # replay_app/runs/run_size.py: Django's per-vendor SQL hook
 _.value_to_string  # sessions_app/json_text.py: Django serialisers (dumpdata) call it

@@ -142,6 +142,9 @@ class SuiteForm(forms.Form):
             raise forms.ValidationError(str(exc)) from None
         return data
 
+    def clean_openai_model(self) -> str:
+        return str(self.cleaned_data.get("openai_model") or "").strip()
+
     def llm_options(self) -> LLMOptions | None:
         """The model options of an OpenAI-compatible suite (None for the others)."""
         data = self.cleaned_data

@@ -121,6 +121,9 @@ class RunCreateForm(forms.Form):
             )
         return transcript
 
+    def clean_openai_model(self) -> str:
+        return str(self.cleaned_data.get("openai_model") or "").strip()
+
     def clean_budget_usd(self) -> Any:
         value = self.cleaned_data.get("budget_usd")
         cap = llm.budget_default()
