@@ -413,6 +413,11 @@ def _appended(stored: Upload, data: bytes, transcripts: list[Transcript]) -> lis
     except TranscriptError as exc:
         reason = f"the grown file does not parse: {exc}"
         return [RefreshOutcome(t.pk, messages=t.message_count, reason=reason) for t in transcripts]
+    except IntegrityError:  # another upload of the owner already holds these very bytes
+        stored.refresh_from_db()
+        same = _existing_upload(owner=stored.owner, sha256=hashlib.sha256(data).hexdigest())
+        reason = f"these bytes are already stored (upload {same.pk if same else '?'})"
+        return [RefreshOutcome(t.pk, messages=t.message_count, reason=reason) for t in transcripts]
     after = list(stored.transcripts.order_by("position"))
     outcomes = [
         RefreshOutcome(

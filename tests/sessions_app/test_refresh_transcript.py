@@ -196,3 +196,23 @@ def test_watch_follows_a_task_folder_as_it_grows(alice: Any, tmp_path: Path) -> 
     (again,) = Transcript.objects.filter(owner=alice)
     assert again.pk == transcript.pk and again.message_count == len(history)
     assert Upload.objects.filter(owner=alice).count() == 1
+
+
+def test_growing_into_bytes_already_stored_is_said_not_raised(alice: Any, tmp_path: Path) -> None:
+    """Two copies of one session: the first copy has grown to the whole and been
+    imported; the second grows to the same bytes (unique per owner): refused in words,
+    nothing changed."""
+    lines = CODEX.read_bytes().splitlines(keepends=True)
+    whole = tmp_path / "whole.jsonl"
+    whole.write_bytes(b"".join(lines))
+    assert services.import_path(owner=alice, path=whole)[0].ok
+    copy = tmp_path / "copy.jsonl"
+    copy.write_bytes(b"".join(lines[:50]))
+    first, _ = services.import_path(owner=alice, path=copy)
+    transcript = _transcript(first)
+    copy.write_bytes(b"".join(lines))
+    outcome = services.refresh_transcript(transcript)
+    assert outcome.new_messages == 0 and "already stored" in outcome.reason
+    assert Transcript.objects.get(pk=transcript.pk).message_count == transcript.message_count
+    again, refreshed = services.import_path(owner=alice, path=copy)  # no crash either
+    assert again.duplicate and refreshed is None
