@@ -31,6 +31,7 @@ from typing import Any
 from django.db import IntegrityError
 from django.utils import timezone
 
+from ctxlab.engine.summarize.adapters.llm_common import public_url
 from replay_app.costs import llm
 from replay_app.models import Run, RunStatus
 
@@ -163,7 +164,8 @@ def request_claude(row: ProbeSet, *, model: str, budget_usd: Decimal, replicates
         probe = llm.make_llm(provider, name, cached=False)
         if not (getattr(probe, "priced", False)):
             return (
-                f"Refused: no price known for {name!r} at {probe.base_url}, a remote endpoint; "
+                f"Refused: no price known for {name!r} at {public_url(str(probe.base_url))}, a "
+                "remote endpoint; "
                 "use a model genai-prices knows or a local endpoint. Nothing was sent."
             )
     if row.claude_status in (ClaudeStatus.QUEUED, ClaudeStatus.RUNNING) and not _claude_stale(row):

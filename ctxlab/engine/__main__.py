@@ -72,7 +72,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.json:
         record = cli.result_to_json(result, detail=args.detail)
         if llm is not None:
-            record["llm"] = {"model": llm.model, "base_url": llm.base_url, "local": llm.local,
+            record["llm"] = {"model": llm.model, "base_url": llm.endpoint, "local": llm.local,
                              **llm.totals()}  # fmt: skip
         data = json.dumps(record, ensure_ascii=False)
         if args.json == "-":
@@ -81,7 +81,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         Path(args.json).write_text(data, encoding="utf-8")
     print(cli.format_table(result))
     if llm is not None:
-        print(cli.llm_line(f"{llm.model} at {llm.base_url}", llm.totals(), local=llm.local))
+        print(cli.llm_line(f"{llm.model} at {llm.endpoint}", llm.totals(), local=llm.local))
     if args.json:
         print(f"\nJSON written to {args.json}")
     return 0

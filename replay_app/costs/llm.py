@@ -24,7 +24,6 @@ from collections.abc import Iterator, MutableMapping
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
-from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
@@ -45,7 +44,11 @@ from ctxlab.engine.summarize.adapters.anthropic_summarizer import (
     AnthropicSummarizer,
     CallRecord,
 )
-from ctxlab.engine.summarize.adapters.llm_common import ProviderSummarizer, is_local_endpoint
+from ctxlab.engine.summarize.adapters.llm_common import (
+    ProviderSummarizer,
+    is_local_endpoint,
+    public_url,
+)
 from ctxlab.engine.summarize.adapters.openai_summarizer import OpenAISummarizer
 from replay_app.models import SummaryCache, TokenCountCache
 
@@ -84,11 +87,9 @@ def split_model(spec: str) -> tuple[str, str]:
 
 
 def endpoint_label() -> str:
-    """The OpenAI-compatible endpoint as the pages show it: scheme, host and path (never a
-    user or password a URL may carry), and whether it is local."""
-    url = urlsplit(openai_summarizer.endpoint_url())
-    host = url.hostname or ""
-    shown = f"{url.scheme}://{host}{f':{url.port}' if url.port else ''}{url.path}"
+    """The OpenAI-compatible endpoint as the pages show it (``public_url``: never a user or
+    password a URL may carry), and whether it is local."""
+    shown = public_url(openai_summarizer.endpoint_url())
     return f"{shown} (local: no cost)" if is_local_endpoint(shown) else shown
 
 

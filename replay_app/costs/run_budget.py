@@ -74,11 +74,11 @@ def llm_check(
         assert isinstance(probe, OpenAISummarizer)
         if not probe.priced:
             raise ValueError(
-                f"no price known for model {model!r} at {probe.base_url} ({PRICES_SOURCE}): "
+                f"no price known for model {model!r} at {probe.endpoint} ({PRICES_SOURCE}): "
                 "a remote endpoint's spend must be capped; use a model the dataset prices, "
                 "or a local endpoint"
             )
-        out = {"provider": "openai", "model": model, "base_url": probe.base_url,
+        out = {"provider": "openai", "model": model, "base_url": probe.endpoint,
                "local": probe.local, "api": options.api, "stream": options.stream}  # fmt: skip
     else:
         model = options.model or llm.default_model()

@@ -408,10 +408,15 @@ def truth_chart(run: Any) -> str:
     return charts.chart_html(spec, div_id="truth-plot", filename=f"run-{run.pk}-ground-truth")
 
 
+def summarizer_label(run: Any) -> str:
+    """The run's summariser as its page and JSON twin name it (``llm.summarizer_label``)."""
+    return _label(run)
+
+
 def run_costs_json(run: Any) -> dict[str, Any]:
     """The JSON twin's ``cost`` and ``ledger`` blocks."""
     return {
-        "summarizer_label": _label(run),
+        "summarizer_label": summarizer_label(run),
         "llm": run.llm or {},
         "ledger": run.ledger or {},
         "ground_truth": run.ground_truth or {},

@@ -205,7 +205,8 @@ class RunPage:
             "events", "summaries", "findings", "metrics", "originals", "costs", "survival", "chart",
         )  # fmt: skip
         context = {name: partial(getattr, self, name) for name in (*sections, "view")}
-        context.update(run=self.run, state=self.state, window_keys=self.window_keys)
+        context.update(run=self.run, state=self.state, window_keys=self.window_keys,
+                       summarizer_label=run_costs.summarizer_label(self.run))  # fmt: skip
         context["param_rows"] = lambda: self.param_rows  # built only when rendered
         return context
 

@@ -95,6 +95,16 @@ def test_local_endpoint_costs_nothing_and_needs_no_key(
     assert not is_local_endpoint("https://openrouter.example.com/api/v1")
 
 
+def test_credentials_in_a_base_url_are_never_shown(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    summ = OpenAISummarizer(model="m", base_url="https://user:pa55word@llm.example.com/v1?k=1")
+    assert summ.endpoint == "https://llm.example.com/v1"
+    assert "pa55word" not in repr(summ)
+    with pytest.raises(SummarizerError) as caught:
+        summ.summarize(request())
+    assert "pa55word" not in str(caught.value) and "llm.example.com" in str(caught.value)
+
+
 def test_remote_endpoint_without_key_fails_before_any_request(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

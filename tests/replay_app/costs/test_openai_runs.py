@@ -196,7 +196,10 @@ def test_web_form_starts_an_openai_run(
     sent = fake.requests_to(CHAT)
     assert sent and {r.body["model"] for r in sent} == {"qwen3:8b"}
     detail = client.get(f"/runs/{run.pk}/?format=json").json()
-    assert "OpenAI-compatible (qwen3:8b)" in json.dumps(detail)
+    assert detail["cost"]["summarizer_label"] == "OpenAI-compatible (qwen3:8b)"
+    page = client.get(f"/runs/{run.pk}/").content.decode()
+    assert '<dd id="run-summarizer">OpenAI-compatible (qwen3:8b)</dd>' in page
+    assert f"local endpoint ({fake.base_url}): no cost per token" in page
 
 
 def test_web_form_needs_a_model_name(fake: FakeOpenAI, user: Any, llm_transcript: Any) -> None:

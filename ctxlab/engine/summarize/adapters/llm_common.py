@@ -80,6 +80,14 @@ def cache_key(params: dict[str, Any]) -> str:
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
+def public_url(url: str) -> str:
+    """A URL as it may be stored, shown or logged: scheme, host, port and path, never a user,
+    password or query a base URL may carry."""
+    parts = urlsplit(url)
+    port = f":{parts.port}" if parts.port else ""
+    return f"{parts.scheme}://{parts.hostname or ''}{port}{parts.path}"
+
+
 def is_local_endpoint(base_url: str | None) -> bool:
     """Whether a base URL is this machine or a private network (a local vLLM, Ollama,
     llama.cpp or LM Studio): such an endpoint costs nothing per token."""

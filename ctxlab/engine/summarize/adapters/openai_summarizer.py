@@ -42,6 +42,7 @@ from .llm_common import (
     SummaryCache,
     describe_sdk_error,
     is_local_endpoint,
+    public_url,
 )
 
 if TYPE_CHECKING:
@@ -175,6 +176,7 @@ class OpenAISummarizer(ProviderSummarizer):
         if local is None and os.environ.get(LOCAL_ENV) in ("0", "1"):
             local = os.environ[LOCAL_ENV] == "1"
         self.local = is_local_endpoint(self.base_url) if local is None else local
+        self.endpoint = public_url(self.base_url)  # what may be stored and shown
         super().__init__(
             model=model, info=None if self.local else find_priced_model(model), cache=cache
         )
@@ -193,7 +195,7 @@ class OpenAISummarizer(ProviderSummarizer):
 
     def __repr__(self) -> str:
         return (
-            f"OpenAISummarizer(model={self.model!r}, base_url={self.base_url!r}, "
+            f"OpenAISummarizer(model={self.model!r}, base_url={self.endpoint!r}, "
             f"api={self.api!r}, stream={self.stream}, local={self.local})"
         )
 
@@ -306,7 +308,7 @@ class OpenAISummarizer(ProviderSummarizer):
                 key = self._api_key or os.environ.get(KEY_ENV)
                 if not key and not self.local:
                     raise SummarizerError(
-                        f"openai: no API key for {self.base_url} — set OPENAI_API_KEY in the "
+                        f"openai: no API key for {self.endpoint} — set OPENAI_API_KEY in the "
                         "environment (a local endpoint needs none)"
                     )
                 import openai
