@@ -164,8 +164,9 @@ class CrushStrategy(ReferenceEstimator, Strategy):
         if not live and not ctx.summary:
             return
         cw = int(self.params["context_window"])
-        detail = {"tokens": tokens, "context_window": cw,
-                  "remaining": cw - tokens, "buffer": summarize_threshold(cw)}  # fmt: skip
+        buffer = summarize_threshold(cw)
+        detail = {"estimate": tokens, "threshold": cw - buffer, "context_window": cw,
+                  "remaining": cw - tokens, "buffer": buffer}  # fmt: skip
         messages: list[PromptMessage] = []
         material: list[MaterialItem] = []
         if ctx.summary:
