@@ -52,7 +52,8 @@ def run_numbers(run: Run) -> dict[str, Any]:
         "status": run.status,
         "summarizer": run.summarizer,
         "url": run.get_absolute_url(),
-        "compactions": metrics.get("compactions"),
+        "compactions": metrics.get("compactions"),  # by kind
+        "compactions_total": _total(metrics.get("compactions")),
         "survival": (survival or {}).get("survival"),
         "categories": {k: c for k, c in categories.items() if c.get("at_risk")},
         "probe_score": (probes or {}).get("score"),
@@ -60,6 +61,12 @@ def run_numbers(run: Run) -> dict[str, Any]:
         "summary_output_tokens": metrics.get("summary_output_tokens"),
         "cost_usd": metrics.get("llm_cost_usd"),
     }
+
+
+def _total(value: Any) -> int | None:
+    if isinstance(value, dict):
+        return sum(int(v) for v in value.values() if isinstance(v, int | float))
+    return int(value) if isinstance(value, int | float) else None
 
 
 @dataclass

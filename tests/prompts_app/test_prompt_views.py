@@ -171,6 +171,7 @@ def test_replay_runs_both_versions_and_the_edit_reaches_the_summary(
     assert replay["compare_url"].endswith(f"?runs={base.pk},{mine.pk}")
     numbers = {n["run"]: n for n in replay["runs"]}
     assert numbers[base.pk]["survival"] is not None
+    assert numbers[base.pk]["compactions_total"] == sum(base.metrics["compactions"].values()) >= 1
     assert numbers[mine.pk]["survival"] > numbers[base.pk]["survival"]
     paths = [numbers[r.pk]["categories"]["paths"]["survived"] for r in (base, mine)]
     assert paths[1] > paths[0]
