@@ -189,7 +189,8 @@ CSV_COLUMNS = ("metric", "better")
 
 def metrics_csv(runs: Sequence[Run], rows: Sequence[MetricRow]) -> str:
     """Header notes (lines starting with "#": the best rule and the runs it keeps out),
-    then ``CSV_COLUMNS`` and a column per run."""
+    then ``CSV_COLUMNS`` and a column per run; with replicates, a ``<key> spread`` row under
+    a metric's row gives each run's family spread."""
     out = io.StringIO()
     writer = csv.writer(out)
     for line in best_note(runs).lines:
@@ -197,6 +198,8 @@ def metrics_csv(runs: Sequence[Run], rows: Sequence[MetricRow]) -> str:
     writer.writerow([*CSV_COLUMNS, *[f"run {r.pk} {r.label}" for r in runs]])
     for row in rows:
         writer.writerow([row.key, row.better or "", *["" if v is None else v for v in row.values]])
+        if any(row.spreads):  # replicates: their spread under the values (``cells``)
+            writer.writerow([f"{row.key} spread", "", *[text for _, _, text in row.cells]])
     return out.getvalue()
 
 

@@ -319,6 +319,10 @@ def test_replicates_are_separate_calls_and_the_compare_page_shows_their_spread(
     assert row["values"][3:] == [4, 4, 4] and first["max"] - first["min"] > first["mean"] - 4
     assert row["best"] == [False] * 6
     assert SPREAD_RULE in data["best"]["rule"]
+    csv_text = client.get(f"/compare/?runs={ids}&format=csv").content.decode()
+    (spread_line,) = [line for line in csv_text.splitlines()
+                      if line.startswith("summary_output_tokens spread,")]  # fmt: skip
+    assert "544–1632, sd 544 over 3 replicates" in spread_line
 
 
 def test_sweep_form_with_the_openai_summarizer(
