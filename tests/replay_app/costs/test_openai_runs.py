@@ -166,6 +166,9 @@ def test_the_key_is_in_no_log_record(
     run = _run(user, llm_transcript)
     assert run.status == RunStatus.DONE and caplog.records
     assert SECRET not in "\n".join(f"{r.getMessage()} {r.__dict__!r}" for r in caplog.records)
+    stored = [*Run.objects.values(), *SummaryCache.objects.values(), *run.summaries.values(),
+              *run.events.values()]  # fmt: skip
+    assert stored and SECRET not in repr(stored)
 
 
 # --- the web form (Django test client; the Celery task eager, as the Claude tests) ------------
