@@ -40,6 +40,11 @@ from .summary_input import PackedInput
 from .summary_request import Summarizer, SummarizerError, SummaryRequest
 from .tool_pairs import ToolLedger, _ids_and_result, has_tool_result, tool_ids
 
+# Removals of at most this many messages outside the oldest cut ``live`` and the context
+# ranges in place; more are rebuilt once when the step is recorded.
+_FEW_REMOVED = 64
+_AFTER_ANY = 1 << 62  # sorts after any end in a (start, end) range
+
 if TYPE_CHECKING:
     from .strategy import Strategy
 
@@ -436,11 +441,35 @@ class ReplayContext:
             alive = self.alive
             if not any(alive[i] for i in live[:k]):  # the k oldest are exactly the gone ones
                 self.live = live[k:]
+            elif k <= _FEW_REMOVED:  # a few from the middle: cut them out (C-level moves)
+                cut = live[:]
+                for i in sorted(gone, reverse=True):
+                    del cut[bisect.bisect_left(cut, i)]
+                self.live = cut
             else:
                 self.live = [i for i in live if self.alive[i]]
-            self._ranges_dirty = True  # rebuilt once, when the step is recorded
+            if self._ranges_dirty or k > _FEW_REMOVED or not self._cut_ranges(gone):
+                self._ranges_dirty = True  # rebuilt once, when the step is recorded
             self._recount_turn()
         return gone
+
+    def _cut_ranges(self, gone: list[int]) -> bool:
+        """Take the ``gone`` indexes out of the context ranges in place (a strategy that
+        drops a few messages per request from a long history would otherwise rebuild every
+        range, O(history), at each step). False when one is not found: rebuild instead."""
+        ranges = self._ranges
+        for i in gone:
+            k = bisect.bisect_right(ranges, (i, _AFTER_ANY)) - 1
+            if k < 0:
+                return False
+            start, end = ranges[k]
+            if not start <= i < end:
+                return False
+            pieces = [(start, i)] if start < i else []
+            if i + 1 < end:
+                pieces.append((i + 1, end))
+            ranges[k : k + 1] = pieces
+        return True
 
     def _restore(self, indexes: Iterable[int]) -> list[int]:
         back = sorted({i for i in indexes if not self.alive[i] and i != self.system_index})
