@@ -40,7 +40,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, overload
 
 from ..core.model import BlockKind, Message, Role
 from ..core.params import Param
@@ -91,7 +91,7 @@ def entries_of(message: Message, source: int) -> list[Entry]:
     if message.role is Role.TOOL:  # a tool message, whatever its blocks
         return [Entry("tool", source, tuple(range(len(blocks))),
                       tuple(blocks[p].tool_id for p in results))]  # fmt: skip
-    rest = tuple(p for p in range(len(blocks)) if p not in results)
+    rest = tuple(p for p, b in enumerate(blocks) if b.kind is not BlockKind.TOOL_RESULT)
     out: list[Entry] = []
     if results:
         out.append(Entry("tool", source, results, tuple(blocks[p].tool_id for p in results)))
@@ -102,7 +102,7 @@ def entries_of(message: Message, source: int) -> list[Entry]:
 
 def prune(
     messages: Sequence[Message],
-    entries: list[Entry],
+    entries: Sequence[Entry],
     *,
     reasoning: str,
     tool_calls: str,
@@ -149,16 +149,52 @@ def prune(
     return out
 
 
+class Entries(Sequence[Entry]):
+    """The model messages of the history so far, made on demand from their source message
+    (a long replay keeps ints and strings per message, not objects the garbage collector
+    walks at every collection)."""
+
+    def __init__(self, messages: Sequence[Message]) -> None:
+        self.messages = messages
+        self.source: list[int] = []  # position -> source message
+        self.first: dict[int, int] = {}  # source -> its first position
+        self.sizes: dict[int, int] = {}  # source -> how many positions
+
+    def add(self, source: int) -> list[Entry]:
+        made = entries_of(self.messages[source], source)
+        self.first[source] = len(self.source)
+        self.sizes[source] = len(made)
+        self.source.extend([source] * len(made))
+        return made
+
+    def positions(self, source: int) -> range:
+        first = self.first[source]
+        return range(first, first + self.sizes[source])
+
+    def __len__(self) -> int:
+        return len(self.source)
+
+    @overload
+    def __getitem__(self, p: int) -> Entry: ...
+    @overload
+    def __getitem__(self, p: slice) -> list[Entry]: ...
+    def __getitem__(self, p: int | slice) -> Entry | list[Entry]:
+        if isinstance(p, slice):
+            return [self[q] for q in range(*p.indices(len(self.source)))]
+        source = self.source[p]
+        return entries_of(self.messages[source], source)[p - self.first[source]]
+
+
 @dataclass(slots=True)
 class _State:
-    entries: list[Entry] = field(default_factory=list)
-    by_source: dict[int, list[int]] = field(default_factory=dict)  # source -> positions
+    entries: Entries | None = None
     names: dict[str, str] = field(default_factory=dict)  # tool call id -> tool name
     view: dict[int, tuple[int, ...] | None] = field(default_factory=dict)  # position -> kept
     shown: dict[int, tuple[int, ...] | None] = field(default_factory=dict)  # source -> kept
     done: int = 0  # positions below it can only lose parts kept by a call id
     pending: set[int] = field(default_factory=set)  # positions with parts kept by a call id
-    id_pos: dict[str, list[int]] = field(default_factory=dict)  # call id -> positions
+    id_pos: dict[str, int] = field(default_factory=dict)  # call id -> its first position
+    id_more: dict[str, list[int]] = field(default_factory=dict)  # a reused id's others
     turn_open: bool = False
 
 
@@ -205,15 +241,24 @@ class VercelPruneMessagesStrategy(ReferenceEstimator, Strategy):
     def window(self, ctx: ContextView) -> int:
         return int(self.params["context_window"])
 
+    def prepare(self, ctx: ContextView) -> None:
+        st: _State = ctx.state
+        st.entries = Entries(ctx.originals)
+
     def after_append(self, ctx: ContextView, index: int) -> None:
         st: _State = ctx.state
-        message = ctx.original(index)
-        made = entries_of(message, index)
-        st.by_source[index] = list(range(len(st.entries), len(st.entries) + len(made)))
+        entries = st.entries
+        assert entries is not None
+        start = len(entries)
+        made = entries.add(index)
+        id_pos = st.id_pos
         for offset, e in enumerate(made):
             for call_id in e.ids:
-                st.id_pos.setdefault(call_id, []).append(len(st.entries) + offset)
-        st.entries.extend(made)
+                if call_id in id_pos:
+                    st.id_more.setdefault(call_id, []).append(start + offset)
+                else:
+                    id_pos[call_id] = start + offset
+        message = ctx.original(index)
         for b in message.blocks:
             if b.kind is BlockKind.TOOL_USE and b.tool_id:
                 st.names[b.tool_id] = b.tool_name
@@ -225,19 +270,23 @@ class VercelPruneMessagesStrategy(ReferenceEstimator, Strategy):
         if self.params["apply_at"] == "turn" and not st.turn_open:
             return
         st.turn_open = False
-        n = len(st.entries)
+        entries = st.entries
+        assert entries is not None
+        n = len(entries)
         # Candidates: what arrived or left the window since, the former last message, and
         # the parts kept by a call id last time. Older positions cannot change any more.
         settled = max(0, n - max(self.k or 1, 1))  # the last message's reasoning may go
         candidates = set(range(max(0, st.done - 1), n)) | st.pending
         if self.k is not None and self.k > 0:  # a call id reused in the last messages
-            for e in st.entries[max(0, n - self.k) :]:
+            for e in entries[max(0, n - self.k) :]:
                 if e.role != "user":
                     for call_id in e.ids:
-                        candidates.update(st.id_pos.get(call_id, ()))
+                        if call_id in st.id_more:
+                            candidates.add(st.id_pos[call_id])
+                            candidates.update(st.id_more[call_id])
         st.done = n
         changes = prune(
-            ctx.originals, st.entries, reasoning=str(self.params["reasoning"]),
+            ctx.originals, entries, reasoning=str(self.params["reasoning"]),
             tool_calls=str(self.params["toolCalls"]), tools=self.tools,
             empty_messages=str(self.params["emptyMessages"]),
             positions=sorted(candidates), names=st.names,
@@ -250,13 +299,14 @@ class VercelPruneMessagesStrategy(ReferenceEstimator, Strategy):
                     st.view.pop(p, None)
                 else:
                     st.view[p] = new
-                touched.add(st.entries[p].source)
+                touched.add(entries.source[p])
         st.pending = {p for p in candidates if p >= settled or self._kept_by_id(ctx, p, n)}
         self._apply(ctx, touched, n)
 
     def _kept_by_id(self, ctx: ContextView, p: int, n: int) -> bool:
         """Does the entry still hold tool parts (kept by a call id in the last messages)?"""
         st: _State = ctx.state
+        assert st.entries is not None
         e = st.entries[p]
         if not e.ids or e.role == "user":
             return False
@@ -277,12 +327,15 @@ class VercelPruneMessagesStrategy(ReferenceEstimator, Strategy):
         gone: list[int] = []
         cut: list[tuple[int, tuple[int, ...]]] = []
         for s in sorted(touched):
-            positions = st.by_source[s]
+            assert st.entries is not None
+            positions = st.entries.positions(s)
+            made = entries_of(ctx.original(s), s)
             desired: tuple[int, ...] | None = None
             whole = all(p not in st.view for p in positions)
             if not whole and not all(st.view.get(p, ...) is None for p in positions):
                 desired = tuple(sorted(q for p in positions for q in (
-                    st.view[p] if p in st.view else st.entries[p].parts) or ()))  # fmt: skip
+                    st.view[p] if p in st.view else made[p - positions.start].parts)
+                    or ()))  # fmt: skip
             before = st.shown.get(s, ...)
             if (whole and before is ...) or (not whole and before == desired):
                 continue
