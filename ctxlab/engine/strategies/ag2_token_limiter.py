@@ -33,6 +33,7 @@ cases as a table (``tests/engine/strategies/test_ag2.py``).
 
 from __future__ import annotations
 
+import functools
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
@@ -41,7 +42,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from ..core.model import Block, BlockKind, Message
 from ..core.params import Param
 from ..core.strategy import ReferenceEstimator, Strategy
-from ..tokens.cl100k import _encoding
+from ..tokens.cl100k import PER_MESSAGE_OVERHEAD, _encoding
 from . import _ag2
 from . import _chat_history as ch
 
@@ -73,12 +74,36 @@ def content_of(message: Message) -> str | None:
 
 
 def truncate_tokens(text: str, n_tokens: int) -> str:
-    """``_truncate_tokens``: the first ``n_tokens`` tokens, decoded."""
+    """``_truncate_tokens``: the first ``n_tokens`` tokens, decoded.
+
+    Only a head of the text is encoded: tiktoken splits a text into pieces with its
+    pattern before encoding each piece alone, and every piece of a head but its last is a
+    piece of the whole text (a piece's match reads at most one character past its end), so
+    the head less its last piece encodes to the first tokens of the whole. The head doubles
+    until those hold ``n_tokens`` tokens."""
     enc = _encoding()
+    if n_tokens <= 0:
+        return ""
+    size = 8 * n_tokens + 64
+    while size < len(text):
+        pieces = _pieces().findall(text[:size])
+        head = "".join(pieces[:-1])
+        tokens = enc.encode_ordinary(head)
+        if len(tokens) > n_tokens:
+            return str(enc.decode(tokens[:n_tokens]))
+        size *= 2
     tokens = enc.encode_ordinary(text)
     if n_tokens >= len(tokens):
         return text
     return str(enc.decode(tokens[:n_tokens]))
+
+
+@functools.cache
+def _pieces() -> Any:
+    """tiktoken's pre-tokenisation pattern of cl100k_base."""
+    import regex  # type: ignore[import-untyped]  # tiktoken's own dependency
+
+    return regex.compile(_encoding()._pat_str)
 
 
 def walk(
@@ -168,7 +193,12 @@ class AG2TokenLimiterStrategy(ReferenceEstimator, Strategy):
         st.sources.append(index)
         st.contents.append(content)
         st.tool.append(ch.whole(message, index).role == "tool")
-        n = ctx.reference.text(content) if content else 0
+        blocks = message.blocks
+        if len(blocks) == 1 and blocks[0].kind in (BlockKind.TEXT, BlockKind.TOOL_RESULT):
+            # the content is the block's text: its count is the message's stored one
+            n = ctx.reference.message_of(message) - PER_MESSAGE_OVERHEAD if content else 0
+        else:
+            n = ctx.reference.text(content) if content else 0
         st.tokens.append(n)
         st.total += n
 

@@ -201,3 +201,20 @@ def test_token_limits_capped_at_the_default_models() -> None:
     s = STRATEGIES["ag2_token_limiter"]({"max_tokens": 10_000, "max_tokens_per_message": 5000})
     assert (s.max_tokens, s.per_message) == (4096, 4096)
     assert STRATEGIES["ag2_token_limiter"]({"max_tokens": -1}).max_tokens == sys.maxsize
+
+
+def test_truncate_tokens_encodes_a_head_only_and_equals_the_whole_encoding() -> None:
+    """The first n tokens from a head of the text (its last pattern piece left out) are
+    the first n of the whole text's encoding, on every corpus text and sizes around the
+    head's first guess (8 n + 64 characters)."""
+    from ctxlab.engine.tokens.cl100k import _encoding
+
+    enc = _encoding()
+    texts = [b.text for name in CORPUS_FILES for m in cli.load_file(CORPUS / name).messages
+             for b in m.blocks if b.text]  # fmt: skip
+    texts += ["a" * 5000, " " * 3000 + "x", "word " * 2000, "\n\n" * 700 + "end"]
+    for text in texts:
+        tokens = enc.encode_ordinary(text)
+        for n in (0, 1, 7, 50, 333):
+            want = text if n >= len(tokens) else enc.decode(tokens[:n])
+            assert tl.truncate_tokens(text, n) == want, (text[:40], n)
