@@ -101,15 +101,21 @@ def sqlite_database(path: Path, *, test_path: Path) -> dict[str, Any]:
     }
 
 
+# Every read of the Redis channel layer times out after this; its receives block for less
+# (ctxlab/serving/channel_layer.py says why). redis-py 8's default, set explicitly.
+CHANNEL_LAYER_SOCKET_TIMEOUT = 5.0
+
+
 def channel_layers_from_url(url: str | None) -> dict[str, Any]:
     """``redis://host:port/db`` → channels_redis; unset → the in-process memory layer."""
     if not url or url.startswith("memory://"):
         return {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
     if url.startswith(("redis://", "rediss://", "unix://")):
+        host = {"address": url, "socket_timeout": CHANNEL_LAYER_SOCKET_TIMEOUT}
         return {
             "default": {
-                "BACKEND": "channels_redis.core.RedisChannelLayer",
-                "CONFIG": {"hosts": [url]},
+                "BACKEND": "ctxlab.serving.channel_layer.RedisChannelLayer",
+                "CONFIG": {"hosts": [host]},
             }
         }
     raise ValueError(

@@ -39,6 +39,18 @@ def _celery_eager(request: pytest.FixtureRequest) -> Iterator[None]:
         app.conf.task_always_eager = previous
 
 
+@pytest.fixture(autouse=True)
+def _websockets_closed_in_their_test() -> Iterator[None]:
+    """A test that connects a websocket disconnects it (tests/waiting.py's Communicator):
+    a consumer left running keeps a channel-layer receive alive until the event loop
+    closes, where on the Redis layer a run once hung instead of failing."""
+    yield
+    from waiting import Communicator
+
+    left = Communicator.open_sockets()
+    assert not left, f"websockets left open by this test (disconnect them): {left}"
+
+
 @pytest.fixture(scope="session")
 def _embedded_worker_session(django_db_setup: Any, django_db_blocker: Any) -> Iterator[Any]:
     # One worker for the whole session: starting one costs ~0.1 s, stopping and restarting

@@ -99,8 +99,9 @@ def test_settings_redis_urls_select_redis_broker_and_layer() -> None:
     assert result.returncode == 0, result.stderr
     broker, layers = json.loads(result.stdout)
     assert broker == "redis://127.0.0.1:6390/0"
-    assert layers["default"]["BACKEND"] == "channels_redis.core.RedisChannelLayer"
-    assert layers["default"]["CONFIG"]["hosts"] == ["redis://127.0.0.1:6390/1"]
+    assert layers["default"]["BACKEND"] == "ctxlab.serving.channel_layer.RedisChannelLayer"
+    (host,) = layers["default"]["CONFIG"]["hosts"]
+    assert host == {"address": "redis://127.0.0.1:6390/1", "socket_timeout": 5.0}
 
 
 @pytest.mark.parametrize(
@@ -145,12 +146,31 @@ def test_database_from_url_refuses(url: str, message: str) -> None:
         (None, "channels.layers.InMemoryChannelLayer"),
         ("", "channels.layers.InMemoryChannelLayer"),
         ("memory://", "channels.layers.InMemoryChannelLayer"),
-        ("redis://127.0.0.1:6379/1", "channels_redis.core.RedisChannelLayer"),
+        ("redis://127.0.0.1:6379/1", "ctxlab.serving.channel_layer.RedisChannelLayer"),
     ],
     ids=["unset", "empty", "memory", "redis"],
 )
 def test_channel_layers_from_url(url: str | None, backend: str) -> None:
     assert channel_layers_from_url(url)["default"]["BACKEND"] == backend
+
+
+def test_redis_channel_layer_answers_an_idle_receive_well_before_its_reads_time_out() -> None:
+    """channels_redis blocks BZPOPMIN for brpop_timeout seconds and redis-py reads the
+    answer with the pool's socket_timeout: equal (5 s and 5 s, the libraries' defaults), an
+    idle receive raised on a loaded machine. The block is 1 s, the read timeout stays 5 s
+    (a longer one, 30 s, kept the distributed leg waiting on a refused socket's receive)."""
+    from channels_redis.core import RedisChannelLayer as LibraryLayer
+    from django.utils.module_loading import import_string
+
+    layers = channel_layers_from_url("redis://127.0.0.1:6390/1")["default"]
+    layer_class = import_string(layers["BACKEND"])
+    assert issubclass(layer_class, LibraryLayer)
+    layer = layer_class(**layers["CONFIG"])
+    pool = layer.create_pool(0)
+    timeout = pool.connection_kwargs["socket_timeout"]
+    assert timeout - layer.brpop_timeout >= 3, (timeout, layer.brpop_timeout)
+    assert LibraryLayer.brpop_timeout >= timeout  # what the library alone would race
+    assert timeout == 5.0 and pool.connection_kwargs["db"] == 1
 
 
 def test_channel_layers_from_url_refuses_unknown_scheme() -> None:

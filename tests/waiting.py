@@ -14,7 +14,7 @@ import asyncio
 import os
 import time
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from channels.testing import WebsocketCommunicator
 
@@ -22,6 +22,7 @@ T = TypeVar("T")
 
 WAIT_SECONDS = float(os.environ.get("CTXLAB_TEST_WAIT_SECONDS", "300"))
 POLL_SECONDS = 0.1
+REFUSED_WAIT = 5.0  # a refused socket's consumer: ended by the disconnect, else cancelled
 
 
 def wait_until(
@@ -90,10 +91,25 @@ class Communicator(WebsocketCommunicator):
     """channels' test communicator, waiting up to ``WAIT_SECONDS`` instead of 1 s.
 
     A consumer that fails or closes ends the wait at once; only a message that never comes
-    costs the whole limit."""
+    costs the whole limit.
+
+    Every socket ends inside its test, as a server ends it: a refused handshake is followed
+    by the ``websocket.disconnect`` Daphne sends after a close, and a connected socket left
+    open fails its test (``open_sockets``, checked by tests/conftest.py). A consumer left
+    running holds a channel-layer receive that would otherwise only be cancelled when the
+    event loop closes: on the Redis layer that is where a run hung (issue 32)."""
+
+    _open: ClassVar[set[Communicator]] = set()
 
     async def connect(self, timeout: float = WAIT_SECONDS) -> Any:
-        return await super().connect(timeout)
+        connected, code = await super().connect(timeout)
+        if connected:
+            Communicator._open.add(self)
+        else:
+            # The consumer ends on the disconnect; if it has not within the wait, the wait
+            # cancels it, here, in its test's loop (REFUSED_WAIT bounds a refused test).
+            await self.disconnect(timeout=REFUSED_WAIT)
+        return connected, code
 
     async def receive_from(self, timeout: float = WAIT_SECONDS) -> Any:
         return await super().receive_from(timeout)
@@ -102,7 +118,15 @@ class Communicator(WebsocketCommunicator):
         return await super().receive_json_from(timeout)
 
     async def disconnect(self, code: int = 1000, timeout: float = WAIT_SECONDS) -> None:
+        Communicator._open.discard(self)
         await super().disconnect(code, timeout)
+
+    @classmethod
+    def open_sockets(cls) -> list[str]:
+        """Paths of the sockets connected and not yet disconnected (forgotten: emptied)."""
+        paths = sorted(str(c.scope.get("path")) for c in cls._open)
+        cls._open.clear()
+        return paths
 
     # ``wait`` (let the consumer end) keeps channels' 1 s: its timeout fails nothing, it
     # only stops waiting, and a refused socket's consumer never ends by itself (with the

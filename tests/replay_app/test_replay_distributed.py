@@ -21,6 +21,7 @@ from urllib.parse import urlsplit, urlunsplit
 import pytest
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
+from channels_redis.core import RedisChannelLayer
 from django.conf import settings
 from django.db import connection
 from replay_testdata import agent_chat, import_transcript
@@ -111,7 +112,7 @@ def test_comparison_runs_on_separate_worker_with_redis_progress(
     )
     runs = list(group.runs.order_by("pk"))
     layer = get_channel_layer()
-    assert type(layer).__module__.startswith("channels_redis")
+    assert isinstance(layer, RedisChannelLayer)
     channel = async_to_sync(layer.new_channel)()
     for run in runs:
         async_to_sync(layer.group_add)(run_group_name(run.pk), channel)

@@ -7,7 +7,7 @@ import logging
 from typing import Any
 
 import pytest
-from channels.testing import WebsocketCommunicator
+from waiting import Communicator
 
 from ctxlab.asgi import application
 
@@ -27,7 +27,7 @@ async def test_unknown_websocket_path_is_refused_without_error(
     path: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.DEBUG)
-    comm = WebsocketCommunicator(application, path, headers=HEADERS)
+    comm = Communicator(application, path, headers=HEADERS)
     connected, _ = await comm.connect()
     assert not connected
     await comm.disconnect()
@@ -52,7 +52,7 @@ async def test_known_websocket_path_still_routes(user: Any, small_transcript: An
         return f"sessionid={client.cookies['sessionid'].value}".encode()
 
     headers = [*HEADERS, (b"cookie", await database_sync_to_async(cookie)())]
-    comm = WebsocketCommunicator(application, f"/ws/runs/{run.pk}/", headers=headers)
+    comm = Communicator(application, f"/ws/runs/{run.pk}/", headers=headers)
     connected, _ = await comm.connect()
     assert connected
     await comm.disconnect()

@@ -75,7 +75,7 @@ def test_every_variable_is_a_setting_and_every_url_parses() -> None:
         assert db["USER"] == services["postgres"]["environment"]["POSTGRES_USER"]
         assert env["CELERY_BROKER_URL"].startswith("redis://redis:")
         layer = channel_layers_from_url(env["CHANNEL_LAYER_URL"])["default"]
-        assert layer["BACKEND"] == "channels_redis.core.RedisChannelLayer"
+        assert layer["BACKEND"] == "ctxlab.serving.channel_layer.RedisChannelLayer"
         assert env["DJANGO_DEBUG"] == "0"  # so the secret key is required, as it is set
 
 
