@@ -25,6 +25,7 @@ from ctxlab.engine.core.summary_request import Summarizer
 from ctxlab.engine.evaluate.metrics import compute_metrics
 from ctxlab.engine.replay import Replay, call_starts
 from ctxlab.engine.strategies import _copaw_stored as copaw_stored
+from ctxlab.engine.summarize import prompt_edit
 from ctxlab.engine.summarize.offline import OfflineSummarizer
 from ctxlab.engine.summarize.recorded import RecordedSummarizer, agreement_rows
 from ctxlab.engine.tokens.reference import seed_reference_tokens
@@ -147,6 +148,9 @@ def _execute(
     stored, tables = zip(*rows, strict=True) if rows else ((), ())
     reference = seed_reference_tokens(conversation, list(stored), tables)
     summarizer = make_summarizer(run)
+    metered = summarizer if isinstance(summarizer, llm.MeteredSummarizer) else None
+    # A prompt editor version's request edit (prompts_app), when the run has one.
+    summarizer = prompt_edit.wrap(summarizer, (run.llm or {}).get("prompt_edit"))
     job = Replay(
         conversation, run.strategy, params=run.params, summarizer=summarizer, reference=reference
     )
@@ -158,7 +162,7 @@ def _execute(
     run.steps_total = total
     writer = _BatchWriter(run, attempt)
     writer.texts = textstore.TextWriter(run, conversation.messages)
-    writer.metered = summarizer if isinstance(summarizer, llm.MeteredSummarizer) else None
+    writer.metered = metered
     last_flush = time.monotonic()
     with existing_heap_frozen():  # see ctxlab.engine.core.heap: full collections skip the input
         for record in job:
