@@ -1,6 +1,6 @@
-"""The session page's websocket (issue 38): it follows a transcript that grows.
+"""The session page's websocket: it follows a transcript that grows.
 
-``sessions_app.services.refresh_transcript`` (issue 35) re-imports a growing session file
+``sessions_app.services.refresh_transcript`` re-imports a growing session file
 and sends the transcript's group ``transcript-<pk>`` the event
 ``{"type": "transcript.grown", "messages": N}``. This consumer joins that group, sends the
 page's live part at once (catch-up on every (re)connect), then again after every growth:

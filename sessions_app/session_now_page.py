@@ -1,4 +1,4 @@
-"""The original session, now (issue 38): one page-data object for the page, its JSON twin
+"""The original session, now: one page-data object for the page, its JSON twin
 and the live consumer's fragment.
 
 Everything is computed by the engine (``ctxlab.engine.evaluate.session_now``: the steps,

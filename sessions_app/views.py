@@ -235,7 +235,7 @@ def _message_page(request: HttpRequest, transcript: Transcript) -> tuple[Page[Me
 @require_GET
 def transcript_now(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     """The original session at one of its model calls (the newest, followed live, unless
-    ``?step=``): what the agent sent and what its next compaction would take (issue 38)."""
+    ``?step=``): what the agent sent and what its next compaction would take."""
     transcript = get_owned_or_404(
         Transcript.objects.select_related("upload").defer("upload__data"), request.user, pk=pk
     )

@@ -1,5 +1,5 @@
 """``bench --only forecast``: the turns-to-auto-compact forecast against the agents' own
-compactions (issue 38).
+compactions.
 
 For every automatic compaction of a Claude Code or Codex session with at least
 ``HORIZON + 1`` model calls since the previous one, the forecast rule

@@ -1,4 +1,4 @@
-"""``bench --only statusline``: ``ctxlab statusline`` on a 5 MB Claude Code session (issue 38).
+"""``bench --only statusline``: ``ctxlab statusline`` on a 5 MB Claude Code session.
 
 The session is made of the vendored Claude Code session with its compaction boundaries
 left out, repeated to 5 MB: no boundary, so the whole file is the span the next

@@ -1,4 +1,4 @@
-"""``ctxlab statusline``: one short line for Claude Code's status line (issue 38).
+"""``ctxlab statusline``: one short line for Claude Code's status line.
 
 Claude Code runs the ``statusLine`` command after each assistant message with the session's
 JSON on stdin (``transcript_path``, ``version``, ``model``, ``context_window`` with

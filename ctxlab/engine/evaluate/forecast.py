@@ -1,4 +1,4 @@
-"""When will the agent's own auto-compact fire: the forecast rule (issue 38).
+"""When will the agent's own auto-compact fire: the forecast rule.
 
 One rule, read by the session page (``evaluate/session_now.py``), its JSON twin, the
 ``forecast`` bench and ``ctxlab statusline``; plain Python with nothing but the standard

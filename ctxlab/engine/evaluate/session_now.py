@@ -1,4 +1,4 @@
-"""The original session, step by step, and what its next compaction would take (issue 38).
+"""The original session, step by step, and what its next compaction would take.
 
 For one imported transcript (no replay): at each model call of the agent itself,
 
