@@ -85,18 +85,20 @@ def sk_message(conversation: Conversation, entry: ch.Chat) -> ChatMessageContent
 
 
 def fake_service(summaries: list[list[ChatMessageContent]]) -> Any:
+    """A chat service (a mock of the base class, as SK's own tests use) answering each
+    summary request with a new summary message and keeping what it was sent."""
     from unittest.mock import AsyncMock, MagicMock
-
-    service = MagicMock(spec=ChatCompletionClientBase)
-    service.get_prompt_execution_settings_from_settings.return_value = MagicMock(
-        spec=["instruction_role"], instruction_role=AuthorRole.SYSTEM
-    )
 
     async def answer(chat_history: Any, settings: Any) -> ChatMessageContent:
         summaries.append(list(chat_history.messages))
         return ChatMessageContent(role=AuthorRole.ASSISTANT, content=f"SUMMARY {len(summaries)}")
 
-    service.get_chat_message_content = AsyncMock(side_effect=answer)
+    service = MagicMock(spec=ChatCompletionClientBase)
+    settings = MagicMock(spec=["instruction_role"], instruction_role=AuthorRole.SYSTEM)
+    service.configure_mock(**{
+        "get_prompt_execution_settings_from_settings.return_value": settings,
+        "get_chat_message_content": AsyncMock(side_effect=answer),
+    })  # fmt: skip
     return service
 
 
