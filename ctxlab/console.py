@@ -11,11 +11,11 @@ embedded worker. The short names map to the management commands (``import`` →
 from __future__ import annotations
 
 import os
-import secrets
 import sys
 from collections.abc import Sequence
 
-from ctxlab import paths
+# Imports stay inside the commands that need them: ``statusline`` runs at every prompt
+# of Claude Code and pays for each module a fresh interpreter loads.
 
 ALIASES = {"import": "import_transcripts", "bench": "bench"}
 
@@ -50,6 +50,10 @@ def prepare_environment(serving: bool) -> None:
 
 
 def _stored_secret_key() -> str:
+    import secrets
+
+    from ctxlab import paths
+
     data = paths.data_dir()
     data.mkdir(parents=True, exist_ok=True)
     key_file = data / "secret_key"
@@ -63,6 +67,8 @@ def _stored_secret_key() -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] in {"-h", "--help", "help"}:
+        from ctxlab import paths
+
         print(USAGE.format(data_dir=paths.data_dir()))
         return 0
     command, rest = args[0], args[1:]
