@@ -21,6 +21,8 @@ from replay_app.costs.run_budget import LLMOptions
 from replay_app.models import Run, RunGroup, StrategyConfig
 from replay_app.runs import services as run_services
 from sessions_app.models import Transcript
+from suites_app import services as suite_services
+from suites_app.models import Suite
 
 MAX_TEXT = 200_000  # characters of a prompt, rules or instructions
 LLM_KEY = "prompt_version"  # Run.llm: the version a run replayed
@@ -102,6 +104,67 @@ def version_runs(version: PromptVersion) -> list[Run]:
     )
 
 
+def _tag(run: Run, version: PromptVersion) -> None:
+    """The run replays ``version``: its id, and the lab's edit when it has one."""
+    resolved = version_resolved(version)
+    extra: dict[str, Any] = {LLM_KEY: version.pk}
+    if resolved.edit is not None:
+        extra[EDIT_KEY] = resolved.edit.as_json()
+    run.llm = {**(run.llm or {}), **extra}
+    run.save(update_fields=["llm"])
+
+
+def _sides(owner: Any, version: PromptVersion, baseline: PromptVersion | None) -> list[Any]:
+    base = baseline or version_start(owner=owner, strategy=version.strategy)
+    if base.strategy != version.strategy:
+        raise ValueError("a version is compared with a version of the same strategy")
+    return [base] if base.pk == version.pk else [base, version]
+
+
+def _llm(summarizer: str, llm: LLMOptions | None) -> LLMOptions | None:
+    if llm is not None and not llm.model and summarizer == "anthropic":
+        return replace(llm, model=llm_mod.default_model())
+    return llm
+
+
+def version_suite(
+    *,
+    owner: Any,
+    version: PromptVersion,
+    transcripts: list[Transcript],
+    summarizer: str = "offline",
+    baseline: PromptVersion | None = None,
+    window: int | None = None,
+    llm: LLMOptions | None = None,
+    name: str = "",
+) -> Suite:
+    """A suite: the baseline and ``version`` (two configurations) over ``transcripts``; each
+    run carries its version as a replay from the version page does (a lab edit included)."""
+    if summarizer not in replay_summarizers():
+        raise ValueError(f"unknown summarizer {summarizer!r}")
+    sides = _sides(owner, version, baseline)
+    configs = [
+        {
+            "strategy": side.strategy,
+            "params": version_resolved(side).params,
+            "label": f"{side.strategy} prompt v{side.number}",
+            "window": window,
+        }
+        for side in sides
+    ]
+    label = name.strip() or f"{version.strategy} prompt v{sides[0].number} vs v{version.number}"
+    with transaction.atomic():
+        suite = suite_services.suite_create(
+            owner=owner, name=label[:200], transcripts=transcripts, configs=configs,
+            summarizer=summarizer, enqueue=False, llm=_llm(summarizer, llm),
+        )  # fmt: skip
+        for item in suite.items.select_related("run"):
+            if item.run is not None:
+                _tag(item.run, sides[item.config_index])
+        transaction.on_commit(lambda: suite_services.suite_enqueue(suite))
+    return suite
+
+
 def version_replay(
     *,
     owner: Any,
@@ -118,23 +181,18 @@ def version_replay(
     and its ``llm`` the version and the lab's edit."""
     if summarizer not in replay_summarizers():
         raise ValueError(f"unknown summarizer {summarizer!r}")
-    base = baseline or version_start(owner=owner, strategy=version.strategy)
-    if base.strategy != version.strategy:
-        raise ValueError("a version is compared with a version of the same strategy")
-    sides = [base] if base.pk == version.pk else [base, version]
-    if llm is not None and not llm.model and summarizer == "anthropic":
-        llm = replace(llm, model=llm_mod.default_model())
+    sides = _sides(owner, version, baseline)
+    llm = _llm(summarizer, llm)
     with transaction.atomic():
         group = RunGroup.objects.create(
             owner=owner,
             transcript=transcript,
-            name=f"{version.strategy} prompt v{base.number} vs v{version.number}"[:200],
+            name=f"{version.strategy} prompt v{sides[0].number} vs v{version.number}"[:200],
         )
         for side in sides:
-            resolved = version_resolved(side)
             spec = run_services.RunSpec(
                 strategy=side.strategy,
-                params={**(params or {}), **resolved.params},
+                params={**(params or {}), **version_resolved(side).params},
                 label=f"{side.strategy} prompt v{side.number}",
                 window=window,
             )
@@ -142,11 +200,7 @@ def version_replay(
                 owner=owner, transcript=transcript, spec=spec, summarizer=summarizer,
                 group=group, enqueue=False, llm=llm,
             )  # fmt: skip
-            extra: dict[str, Any] = {LLM_KEY: side.pk}
-            if resolved.edit is not None:
-                extra[EDIT_KEY] = resolved.edit.as_json()
-            run.llm = {**(run.llm or {}), **extra}
-            run.save(update_fields=["llm"])
+            _tag(run, side)
             run_services.run_enqueue(run)
     return group
 

@@ -14,5 +14,6 @@ urlpatterns = [
     path("prompts/<int:pk>/replay/", views.prompt_replay, name="prompt-replay"),
     path("prompts/<int:pk>/export/", views.prompt_export, name="prompt-export"),
     path("prompts/<int:pk>/adopt/", views.prompt_adopt, name="prompt-adopt"),
+    path("prompts/<int:pk>/suite/", views.prompt_suite, name="prompt-suite"),
     path("prompts/<int:a>/diff/<int:b>/", views.prompt_diff, name="prompt-diff"),
 ]

@@ -14,7 +14,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from ctxlab.engine.summarize import prompt_edit
 from ctxlab.web.http import int_param, json_response, wants_json
-from ctxlab.web.ownership import get_owned_or_404
+from ctxlab.web.ownership import get_owned_or_404, owned
 from prompts_app import services
 from prompts_app.models import PromptVersion
 from prompts_app.pages import DiffPage, PromptListPage, VersionPage
@@ -96,6 +96,37 @@ def prompt_replay(request: HttpRequest, pk: int) -> HttpResponse:
         return render(request, "prompts_app/version.html", page.context(), status=400)
     messages.success(request, f"Replaying {group.name}.")
     return redirect(version)
+
+
+@require_POST
+def prompt_suite(request: HttpRequest, pk: int) -> HttpResponse:
+    """This version and another over several of the owner's transcripts, as a suite."""
+    version = get_owned_or_404(PromptVersion.objects, request.user, pk=pk)
+    ids = [i for i in (int_param(v) for v in request.POST.getlist("transcripts")) if i]
+    transcripts = list(owned(Transcript.objects, request.user).filter(pk__in=ids))
+    baseline = None
+    if request.POST.get("baseline"):
+        baseline = get_owned_or_404(
+            PromptVersion.objects, request.user, pk=int_param(request.POST.get("baseline")) or 0
+        )
+    try:
+        if len(transcripts) != len(set(ids)) or not transcripts:
+            raise ValueError("choose one or more of your transcripts")
+        suite = services.version_suite(
+            owner=request.user,
+            version=version,
+            transcripts=transcripts,
+            summarizer=request.POST.get("summarizer", "offline"),
+            baseline=baseline,
+            window=int_param(request.POST.get("window")),
+            llm=LLMOptions(model=request.POST.get("model", "").strip()[:100]),
+            name=request.POST.get("name", ""),
+        )
+    except (ValueError, BudgetError) as exc:
+        page = VersionPage(version, error=str(exc))
+        return render(request, "prompts_app/version.html", page.context(), status=400)
+    messages.success(request, f"Started suite {suite.name!r}.")
+    return redirect("suite-detail", suite_id=suite.pk)
 
 
 @require_POST

@@ -222,3 +222,40 @@ def test_openai_replay_needs_a_model_name(
     assert response.status_code == 400
     assert b"needs a model name" in response.content
     assert not Run.objects.filter(owner=user).exists()
+
+
+def test_suite_runs_both_versions_over_several_transcripts(
+    auth_client: Any, user: Any, transcript: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    from replay_testdata import agent_chat, import_transcript
+
+    from suites_app.models import Suite
+
+    second = import_transcript(user, agent_chat(turns=20, size=3000, seed=2), name="b.json")
+    v1 = _start(auth_client, "opencode")
+    auth_client.post(reverse("prompt-save", args=[v1.pk]), {"text": v1.text, "rules": "srv/app/f1"})
+    v2 = PromptVersion.objects.get(owner=user, number=2)
+    with django_capture_on_commit_callbacks(execute=True):
+        response = auth_client.post(
+            reverse("prompt-suite", args=[v2.pk]),
+            {"transcripts": [transcript.pk, second.pk], "summarizer": "offline",
+             "window": 12000, "name": "paths kept"},
+        )  # fmt: skip
+    suite = Suite.objects.get(owner=user)
+    assert response.url == reverse("suite-detail", kwargs={"suite_id": suite.pk})
+    assert suite.name == "paths kept" and len(suite.configs) == 2
+    runs = Run.objects.filter(owner=user)
+    assert runs.count() == 4
+    tagged = sorted(r.llm["prompt_version"] for r in runs)
+    assert tagged == [v1.pk, v1.pk, v2.pk, v2.pk]
+    assert all(("prompt_edit" in r.llm) == (r.llm["prompt_version"] == v2.pk) for r in runs)
+    assert all(r.status == "done" for r in runs), [(r.status, r.error) for r in runs]
+    for run in runs:
+        outputs = " ".join(run.summaries.values_list("output", flat=True))
+        kept = prompt_edit.OFFLINE_RULES_HEADING in outputs
+        assert run.summaries.exists() and kept == (run.llm["prompt_version"] == v2.pk), run.pk
+    # another user's transcript is refused, and nothing is created
+    other = auth_client.post(
+        reverse("prompt-suite", args=[v2.pk]), {"transcripts": [transcript.pk, 999999]}
+    )
+    assert other.status_code == 400 and Suite.objects.count() == 1
