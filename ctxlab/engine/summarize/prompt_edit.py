@@ -93,9 +93,11 @@ def _gemini_cli(p: Mapping[str, Any]) -> tuple[str, ...]:
 
 
 def _pi(p: Mapping[str, Any]) -> tuple[str, ...]:
+    """The first summary's prompt only: pi's UPDATE prompt (a summary merged into the
+    previous one) is another text, sent as it is."""
     from ..strategies import _pi_rules as rules
 
-    return (rules.SUMMARIZATION_PROMPT, rules.UPDATE_SUMMARIZATION_PROMPT)
+    return (rules.SUMMARIZATION_PROMPT,)
 
 
 TARGETS: dict[str, PromptTarget] = {
