@@ -182,7 +182,7 @@ def preset_configs(names: Sequence[str], *, window: int | None) -> list[dict[str
     return [make_config(Base(check_strategy(n)), window=window) for n in names]
 
 
-def check_size(configs: Sequence[Mapping[str, Any]], transcripts: int) -> None:
+def check_size(configs: Sequence[Mapping[str, Any]], transcripts: int, replicates: int = 1) -> None:
     """Refuse empty or oversized suites with a message saying which limit."""
     if not configs:
         raise SuiteInputError("choose at least one configuration (saved, preset or a grid)")
@@ -194,8 +194,9 @@ def check_size(configs: Sequence[Mapping[str, Any]], transcripts: int) -> None:
     repeated = sorted({x for x in labels if labels.count(x) > 1})
     if repeated:
         raise SuiteInputError(f"configurations repeat: {', '.join(repeated)}")
-    if transcripts * len(configs) > MAX_RUNS:
+    if transcripts * len(configs) * replicates > MAX_RUNS:
+        times = f" × {replicates} replicates" if replicates > 1 else ""
         raise SuiteInputError(
-            f"{transcripts} transcripts × {len(configs)} configurations = "
-            f"{transcripts * len(configs)} runs; at most {MAX_RUNS}"
+            f"{transcripts} transcripts × {len(configs)} configurations{times} = "
+            f"{transcripts * len(configs) * replicates} runs; at most {MAX_RUNS}"
         )

@@ -19,7 +19,14 @@ from sessions_app.models import Transcript
 
 from . import configs
 from .configs import Base, SuiteInputError
-from .replay_glue import SUMMARIZERS, LLMOptions, StrategyConfig, TranscriptPicker, llm
+from .replay_glue import (
+    MAX_REPLICATES,
+    SUMMARIZERS,
+    LLMOptions,
+    StrategyConfig,
+    TranscriptPicker,
+    llm,
+)
 
 GRID_SLOTS = 3
 
@@ -84,6 +91,12 @@ class SuiteForm(forms.Form):
         choices=[("chat", "/v1/chat/completions"), ("responses", "/v1/responses")],
         initial="chat", required=False, label="API",
     )  # fmt: skip
+    replicates = forms.IntegerField(
+        min_value=1, max_value=MAX_REPLICATES, required=False, label="Replicates",
+        widget=forms.NumberInput(attrs={"placeholder": "1"}),
+        help_text="runs of each transcript × configuration with a model summariser (blank: "
+        "1); the results show their spread and mark best only beyond it",
+    )  # fmt: skip
     presets = forms.MultipleChoiceField(
         choices=[(s, s) for s in LIBRARY], required=False, widget=forms.CheckboxSelectMultiple
     )
@@ -132,12 +145,18 @@ class SuiteForm(forms.Form):
                 self.add_error("openai_model", "Name the model the endpoint serves.")
             elif not llm.key_available("openai"):
                 self.add_error("summarizer", llm.NO_OPENAI_KEY_MESSAGE)
+        if (data.get("replicates") or 1) > 1 and data.get("summarizer") not in llm.PROVIDERS:
+            self.add_error(
+                "replicates", "Replicates need a model summariser: these summaries repeat exactly."
+            )
         if self.errors:
             return data
         try:
             self.configs = self._configs(data)
             self.chosen_transcripts = self._transcripts(data)
-            configs.check_size(self.configs, len(self.chosen_transcripts))
+            configs.check_size(
+                self.configs, len(self.chosen_transcripts), data.get("replicates") or 1
+            )
         except SuiteInputError as exc:
             raise forms.ValidationError(str(exc)) from None
         return data

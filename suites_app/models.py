@@ -3,8 +3,8 @@
 Storage stays the runs themselves (replay_app.Run and its rows) plus one ``SuiteItem`` per
 run: which transcript × configuration it answers, and a flat summary of the run's numeric
 metrics once it finished (what the results page aggregates without reading the runs).
-The unique (suite, transcript, config_index) key makes creating and resuming idempotent:
-a pair has at most one item and one run, however often it is queued.
+The unique (suite, transcript, config_index, replicate) key makes creating and resuming idempotent:
+a pair has at most one item and one run per replicate, however often it is queued.
 """
 
 from __future__ import annotations
@@ -24,6 +24,9 @@ class Suite(models.Model):
     grid_keys = models.JSONField(default=list)  # the grid's parameter names (0-3)
     source = models.JSONField(default=dict)  # how the transcripts were chosen
     max_attempts = models.PositiveSmallIntegerField(default=2)
+    # Runs of each transcript × configuration (replicates of a model summariser's runs:
+    # replay_app/runs/replicates.py; the results compare them by core/spread.py's rule).
+    replicates = models.PositiveSmallIntegerField(default=1)
     cancel_requested = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -44,6 +47,7 @@ class SuiteItem(models.Model):
         "sessions_app.Transcript", on_delete=models.CASCADE, related_name="suite_items"
     )
     config_index = models.PositiveSmallIntegerField()
+    replicate = models.PositiveSmallIntegerField(default=0)  # 0-based, of Suite.replicates
     run = models.OneToOneField(
         "replay_app.Run",
         null=True,
@@ -61,14 +65,17 @@ class SuiteItem(models.Model):
         ordering = ["pk"]
         constraints = [
             models.UniqueConstraint(
-                fields=["suite", "transcript", "config_index"], name="suite_item_key"
+                fields=["suite", "transcript", "config_index", "replicate"],
+                name="suite_item_replicate_key",
             ),
         ]
 
     def __str__(self) -> str:
-        return f"{self.suite_id}:{self.transcript_id}:{self.config_index}"
+        tail = f":r{self.replicate}" if self.replicate else ""
+        return f"{self.suite_id}:{self.transcript_id}:{self.config_index}{tail}"
 
     @property
     def key(self) -> str:
-        """The idempotent run key: one run per (suite, transcript, configuration)."""
-        return f"suite-{self.suite_id}-t{self.transcript_id}-c{self.config_index}"
+        """The idempotent run key: one run per (suite, transcript, configuration, replicate)."""
+        tail = f"-r{self.replicate}" if self.replicate else ""
+        return f"suite-{self.suite_id}-t{self.transcript_id}-c{self.config_index}{tail}"

@@ -12,6 +12,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from ctxlab.engine.core.spread import MAX_REPLICATES
 from replay_app.costs import llm
 from replay_app.costs.run_budget import LLMOptions
 from replay_app.models import Run, RunAnalysis, RunStatus, StrategyConfig
@@ -23,6 +24,7 @@ from sessions_app.models import Transcript
 
 __all__ = [
     "LLMOptions",
+    "MAX_REPLICATES",
     "Run",
     "RunStatus",
     "StrategyConfig",
@@ -68,12 +70,14 @@ def create_run(
     config: Mapping[str, Any],
     summarizer: str,
     llm: LLMOptions | None = None,
+    replicate: tuple[int, int, str] | None = None,
 ) -> Run:
-    """``llm``: the model, API and budget of a model summariser (the run form's options)."""
+    """``llm``: the model, API and budget of a model summariser (the run form's options);
+    ``replicate``: (which, of how many, the family id), as ``run_create`` takes it."""
     spec = spec_of(owner=owner, config=config)
     return replay_services.run_create(
         owner=owner, transcript=transcript, spec=spec, summarizer=summarizer, enqueue=False,
-        llm=llm,
+        llm=llm, replicate=replicate,
     )  # fmt: skip
 
 

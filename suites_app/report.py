@@ -67,6 +67,8 @@ def report_context(suite: Suite) -> dict[str, Any]:
         "title": _masked(suite.name),
         "suite": suite,
         "progress": page.progress,
+        "replicates": page.replicates,
+        "best_rule": page.best_rule,
         "columns": columns,
         "cost_label": f"{cost.label} ({cost.unit})" if cost else "",
         "leaderboard": [_leader(c, page.cost_key) for c in page.leaderboard],

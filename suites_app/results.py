@@ -25,6 +25,7 @@ from ctxlab.engine.core.catalogue import (
     pathological,
     unit_note,
 )
+from ctxlab.engine.core.spread import SPREAD_RULE, Spread, clear_lead, spread
 
 from .configs import fmt
 from .items import summary_row
@@ -94,6 +95,10 @@ class ConfigResult:
     best: set[str] = field(default_factory=set)
     pareto: bool = False
     rank: int = 0
+    # With replicates: per metric, the spread of the replicates' medians over the
+    # transcripts (replicate r's value is the median of its runs), and those values.
+    spreads: dict[str, Spread] = field(default_factory=dict)
+    replicate_values: dict[str, list[float]] = field(default_factory=dict)
 
     def median(self, key: str) -> float | None:
         stat = self.stats.get(key)
@@ -143,9 +148,21 @@ class SuiteResults:
     def leaderboard(self) -> list[ConfigResult]:
         return sorted(self.configs, key=lambda c: c.rank)
 
+    @property
+    def replicates(self) -> int:
+        return int(self.suite.replicates or 1)
+
+    @property
+    def best_rule(self) -> str:
+        """How "best" is decided here: the catalogue's rule, and with replicates also
+        ``core/spread.py``'s (only a lead larger than the spread)."""
+        return SPREAD_RULE if self.replicates > 1 else "the catalogue's rule"
+
     def as_json(self) -> dict[str, Any]:
         return {
             "suite": {"id": self.suite.pk, "name": self.suite.name},
+            "replicates": self.replicates,
+            "best_rule": self.best_rule,
             "progress": dict(self.progress),
             "metrics": [
                 {"key": c.key, "label": c.label, "unit": c.unit, "better": c.better}
@@ -164,6 +181,7 @@ class SuiteResults:
                     "pareto": c.pareto,
                     "best": sorted(c.best),
                     "stats": {k: s.as_dict() for k, s in c.stats.items()},
+                    "spread": {k: s.as_dict() for k, s in c.spreads.items()},
                     "outliers": [o.as_dict() for o in c.outliers],
                 }
                 for c in self.configs
@@ -186,19 +204,25 @@ class SuiteResults:
         """One row per configuration × metric: the same numbers as the page."""
         out = io.StringIO()
         writer = csv.writer(out)
+        with_spread = self.replicates > 1  # the replicates' spread: 5 more columns
+        spread_head = ["replicates", "spread mean", "spread min", "spread max", "spread sd"]
         writer.writerow(
             ["configuration", "rank", "pareto", "metric", "unit", "n", "median", "p25", "p75",
-             "min", "max", "best"]
+             "min", "max", "best", *(spread_head if with_spread else [])]
         )  # fmt: skip
         for c in self.leaderboard:
             for column in self.columns:
                 stat = c.stats.get(column.key)
                 if stat is None:
                     continue
-                writer.writerow(
-                    [_csv_text(c.label), c.rank, c.pareto, column.key, column.unit, stat.n,
-                     stat.median, stat.p25, stat.p75, stat.low, stat.high, column.key in c.best]
-                )  # fmt: skip
+                row = [_csv_text(c.label), c.rank, c.pareto, column.key, column.unit, stat.n,
+                       stat.median, stat.p25, stat.p75, stat.low, stat.high, column.key in c.best]  # fmt: skip
+                if with_spread:
+                    sp = c.spreads.get(column.key)
+                    row += ["", "", "", "", ""] if sp is None else [
+                        sp.n, round(sp.mean, 6), sp.low, sp.high, round(sp.stdev, 6)
+                    ]  # fmt: skip
+                writer.writerow(row)
         return out.getvalue()
 
 
@@ -210,7 +234,7 @@ def _csv_text(text: str) -> str:
 def _items(suite: Suite) -> list[SuiteItem]:
     items = list(
         suite.items.select_related("transcript", "run").only(
-            "suite", "config_index", "status", "summary", "run", "transcript",
+            "suite", "config_index", "replicate", "status", "summary", "run", "transcript",
             "run__status", "transcript__title", "transcript__source_file",
         )
     )  # fmt: skip
@@ -305,6 +329,7 @@ def build(suite: Suite) -> SuiteResults:
             values = [v for v in found if v is not None]
             if values:
                 stats[key] = Stat.of(values)
+        per_replicate, spreads = _replicate_spreads(members, keys, suite.replicates or 1)
         outliers = []
         for it in members:
             status = it.run.status if it.run is not None else it.status
@@ -312,10 +337,12 @@ def build(suite: Suite) -> SuiteResults:
             if reasons:
                 outliers.append(Outlier(it.transcript_id, transcript_name(it), it.run_id, reasons))
         config = suite.configs[index] if index < len(suite.configs) else {}
-        results.append(
-            ConfigResult(index, str(config.get("label", index)), config, counts, stats, outliers)
+        result = ConfigResult(
+            index, str(config.get("label", index)), config, counts, stats, outliers
         )
-    _mark_best(results, columns)
+        result.spreads, result.replicate_values = spreads, per_replicate
+        results.append(result)
+    _mark_best(results, columns, replicates=suite.replicates or 1)
     cost_key = next((k for k in COST_KEYS if any(k in c.stats for c in results)), None)
     _rank(results, cost_key)
     return SuiteResults(
@@ -328,7 +355,35 @@ def build(suite: Suite) -> SuiteResults:
     )
 
 
-def _mark_best(results: list[ConfigResult], columns: list[MetricColumn]) -> None:
+def _replicate_spreads(
+    members: list[SuiteItem], keys: list[str], replicates: int
+) -> tuple[dict[str, list[float]], dict[str, Spread]]:
+    """With replicates, per metric: each replicate's median over the transcripts it has a
+    value for (replicate r of every transcript is one pass of the configuration), and the
+    spread of those medians. Without replicates: nothing."""
+    if replicates < 2:
+        return {}, {}
+    values: dict[str, list[float]] = {}
+    spreads: dict[str, Spread] = {}
+    for key in keys:
+        medians = []
+        for r in range(replicates):
+            found = (metric_value(it.summary or {}, key) for it in members if it.replicate == r)
+            numbers = [v for v in found if v is not None]
+            if numbers:
+                medians.append(statistics.median(numbers))
+        described = spread(medians)
+        if described is not None and described.n > 1:
+            values[key], spreads[key] = medians, described
+    return values, spreads
+
+
+def _mark_best(
+    results: list[ConfigResult], columns: list[MetricColumn], replicates: int = 1
+) -> None:
+    """Best per the catalogue's rule on the medians; with replicates, a configuration so
+    marked keeps it only when its replicates lead beyond the spread
+    (``core.spread.clear_lead``, the one rule the run pages use too)."""
     for column in columns:
         medians = [c.median(column.key) for c in results]
         # A configuration whose median run thrashes cannot win a guarded metric, nor one
@@ -345,6 +400,16 @@ def _mark_best(results: list[ConfigResult], columns: list[MetricColumn]) -> None
             medians, column.better, guarded=METRICS[column.key].guarded, runs=guard,  # type: ignore[arg-type]
             overflow_guard=column.key not in OVERFLOW_KEYS,
         )  # fmt: skip
+        if replicates > 1 and column.better in ("lower", "higher"):
+            numbers: list[float | None] = []
+            families: list[int] = []
+            for c in results:
+                for v in c.replicate_values.get(column.key, []):
+                    numbers.append(v)
+                    families.append(c.index)
+            leads = clear_lead(numbers, families, column.better)  # type: ignore[arg-type]
+            lead = {f for f, ok in zip(families, leads, strict=True) if ok}
+            flags = [flag and c.index in lead for c, flag in zip(results, flags, strict=True)]
         for c, flag in zip(results, flags, strict=True):
             if flag:
                 c.best.add(column.key)
@@ -464,8 +529,14 @@ def stat_rows(
     configs: Sequence[ConfigResult], columns: Sequence[MetricColumn]
 ) -> list[dict[str, Any]]:
     """One row per metric: each configuration's Stat (or None: no run of it has the
-    metric) and whether it is best. The suite page and its report both show these."""
+    metric), whether it is best and, with replicates, the spread of its replicates. The
+    suite page and its report both show these."""
     return [
-        {"column": col, "cells": [(c.stats.get(col.key), col.key in c.best) for c in configs]}
+        {
+            "column": col,
+            "cells": [
+                (c.stats.get(col.key), col.key in c.best, c.spreads.get(col.key)) for c in configs
+            ],
+        }
         for col in columns
     ]

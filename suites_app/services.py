@@ -47,8 +47,11 @@ def suite_create(
     max_attempts: int = 2,
     enqueue: bool = True,
     llm: glue.LLMOptions | None = None,
+    replicates: int = 1,
 ) -> Suite:
-    """A suite with one queued run per transcript × configuration (all or nothing)."""
+    """A suite with one queued run per transcript × configuration (all or nothing);
+    ``replicates``: N runs of each with a model summariser (one family per transcript ×
+    configuration: ``replay_app/runs/replicates.py``)."""
     name = name.strip()
     if not name:
         raise SuiteInputError("give the suite a name")
@@ -57,10 +60,17 @@ def suite_create(
     if summarizer not in glue.SUMMARIZERS:
         known = ", ".join(glue.SUMMARIZERS)
         raise SuiteInputError(f"unknown summarizer {summarizer!r} for a suite (known: {known})")
+    if not 1 <= replicates <= glue.MAX_REPLICATES:
+        raise SuiteInputError(f"replicates: 1 to {glue.MAX_REPLICATES}, not {replicates}")
+    if replicates > 1 and summarizer not in glue.llm.PROVIDERS:
+        raise SuiteInputError(
+            f"replicates need a model summariser: the {summarizer} summaries are the same "
+            "every time"
+        )
     unique = list({t.pk: t for t in transcripts}.values())
     if any(t.owner_id != owner.pk for t in unique):
         raise SuiteInputError("a suite can only hold your own transcripts")
-    check_size(configs, len(unique))
+    check_size(configs, len(unique), replicates)
     if Suite.objects.filter(owner=owner, name=name).exists():
         raise SuiteInputError(f"you already have a suite named {name!r}")
     with transaction.atomic():
@@ -72,19 +82,24 @@ def suite_create(
             grid_keys=list(grid_keys),
             source=dict(source or {}),
             max_attempts=max(1, max_attempts),
+            replicates=replicates,
         )
         for transcript in unique:
             for index, config in enumerate(configs):
-                try:
-                    run = glue.create_run(
-                        owner=owner, transcript=transcript, config=config,
-                        summarizer=summarizer, llm=llm,
+                family = f"suite-{suite.pk}-t{transcript.pk}-c{index}"
+                for replicate in range(replicates):
+                    try:
+                        run = glue.create_run(
+                            owner=owner, transcript=transcript, config=config,
+                            summarizer=summarizer, llm=llm,
+                            replicate=(replicate, replicates, family) if replicates > 1 else None,
+                        )  # fmt: skip
+                    except ValueError as exc:
+                        raise SuiteInputError(str(exc)) from None
+                    SuiteItem.objects.create(
+                        suite=suite, transcript=transcript, config_index=index,
+                        replicate=replicate, run=run,
                     )  # fmt: skip
-                except ValueError as exc:
-                    raise SuiteInputError(str(exc)) from None
-                SuiteItem.objects.create(
-                    suite=suite, transcript=transcript, config_index=index, run=run
-                )
         if enqueue:
             transaction.on_commit(lambda: suite_enqueue(suite))
     return suite

@@ -67,6 +67,7 @@ def suite_new(request: HttpRequest) -> HttpResponse:
                 source=form.source,
                 max_attempts=form.cleaned_data["max_attempts"],
                 llm=form.llm_options(),
+                replicates=form.cleaned_data.get("replicates") or 1,
             )
         except SuiteInputError as exc:
             form.add_error(None, str(exc))

@@ -78,6 +78,10 @@ class Command(BaseCommand):
         )  # fmt: skip
         group.add_argument("--model", default="", help="--summarizer openai: the model name")
         group.add_argument("--openai-api", choices=("chat", "responses"), default="chat")
+        group.add_argument(
+            "--replicates", type=int, default=1,
+            help="runs of each transcript x configuration (a model summariser's replicates)",
+        )  # fmt: skip
         group.add_argument("--max-attempts", type=int, default=2)
         group.add_argument("--no-run", action="store_true", help="create without queueing")
         parser.add_argument("--wait", action="store_true", help="run: wait until finished")
@@ -198,6 +202,7 @@ class Command(BaseCommand):
             configs=found_configs, summarizer=options["summarizer"], grid_keys=grid_keys,
             source={"cli": {k: v for k, v in filters.items() if v not in ("", None)}},
             max_attempts=options["max_attempts"], enqueue=False, llm=_llm_options(options),
+            replicates=options["replicates"],
         )  # fmt: skip
 
     def _run(self, suite: Suite, options: dict[str, Any]) -> None:
