@@ -120,6 +120,25 @@ def parse(data: bytes, *, name: str) -> ParsedFile:
     return ParsedFile(FORMAT, (conversation,), warnings.freeze())
 
 
+# Keys only Roo Code's ``ApiMessage`` has; Cline's own (``ClineStorageMessage``) are
+# ``modelInfo`` and ``metrics`` on assistant messages. Both write ``ts`` (Cline 3.x does: a
+# real task of Cline 3.x has it on every message), so ``ts`` alone names nobody.
+_ROO_KEYS = ("isSummary", "condenseId", "condenseParent", "truncationId",
+             "truncationParent", "isTruncationMarker")  # fmt: skip
+_CLINE_KEYS = ("modelInfo", "metrics")
+
+
+def _looks_like_roo(history: list[Any]) -> bool:
+    """A lone history file (no folder to name its agent): Roo Code when a message has a key
+    only Roo writes, Cline when one has Cline's own, else Roo when messages carry ``ts``."""
+    head = [e for e in history[:50] if isinstance(e, dict)]
+    if any(k in e for e in head for k in _ROO_KEYS):
+        return True
+    if any(k in e for e in head for k in _CLINE_KEYS):
+        return False
+    return any("ts" in e for e in head)
+
+
 class _Reader:
     def __init__(self, name: str, warnings: Warnings) -> None:
         self.name = name
@@ -135,9 +154,7 @@ class _Reader:
         metadata: dict[str, Any],
     ) -> Conversation:
         usage = _usage_by_index(ui)
-        roo = task.get("agent") == "roo" or any(
-            isinstance(e, dict) and ("ts" in e or "isSummary" in e) for e in history[:50]
-        )
+        roo = task.get("agent") == "roo" or _looks_like_roo(history)
         pending: list[tuple[str, str]] = []  # the last assistant message's (name, id) calls
         condensed: dict[str, list[int]] = {}
         hidden: dict[str, list[int]] = {}

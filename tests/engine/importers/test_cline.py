@@ -144,3 +144,33 @@ def test_results_with_brackets_newlines_and_a_described_tool() -> None:
         if b.kind is BlockKind.TOOL_RESULT
     ]
     assert answered == ["toolu_1", "toolu_2", "toolu_3"]  # toolu_4 was interrupted
+
+
+def test_a_lone_cline_3_history_with_ts_is_cline_not_roo() -> None:
+    """Cline 3.x writes ``ts`` on every message too (a real task of Cline 3.x, its
+    ``api_conversation_history.json`` alone): its ``modelInfo`` / ``metrics`` name it Cline;
+    only Roo Code's own keys (or ``ts`` without either) name Roo Code."""
+    history = [
+        {"role": "user", "content": [{"type": "text", "text": "<task>\nlist files\n</task>"}],
+         "ts": 1777073160794},
+        {"role": "assistant", "ts": 1777073173494,
+         "modelInfo": {"modelId": "claude_4_5_opus", "providerId": "openai", "mode": "plan"},
+         "metrics": {"tokens": {"prompt": 10049, "completion": 640, "cached": 0}},
+         "content": [{"type": "tool_use", "id": "toolu_1", "name": "list_files",
+                      "input": {"path": "src"}}]},
+        {"role": "user", "ts": 1777073260137,
+         "content": [{"type": "text", "text": "[list_files for 'src'] Result:\na.ts"}]},
+    ]  # fmt: skip
+    data = json.dumps(history).encode()
+    parsed = importers.parse(data, name="api_conversation_history.json")
+    conversation = parsed.conversations[0]
+    assert dict(conversation.metadata)["agent"] == "cline"
+    assert [m.role for m in conversation.messages] == [Role.USER, Role.ASSISTANT, Role.USER]
+    assert conversation.messages[2].blocks[0].kind is BlockKind.TOOL_RESULT
+    # ``ts`` alone (no Cline key) stays Roo Code, as do Roo's own keys
+    bare = [{k: v for k, v in m.items() if k not in ("modelInfo", "metrics")} for m in history]
+    parsed = importers.parse(json.dumps(bare).encode(), name="api_conversation_history.json")
+    assert dict(parsed.conversations[0].metadata)["agent"] == "roo"
+    roo = ROO / "api_conversation_history.json"
+    parsed = importers.parse(roo.read_bytes(), name=roo.name)
+    assert dict(parsed.conversations[0].metadata)["agent"] == "roo"
