@@ -68,7 +68,8 @@ def _engine_caches() -> dict[str, int]:
 
 # Caches of configuration, not of texts: one entry whatever was replayed.
 CONFIGURATION = {"_encoding", "reference_counter", "qwen_counter", "_fast_count", "_tokenizer",
-                 "qwenpaw_constants", "reme_yaml", "compression_prompt", "load_rules"}  # fmt: skip
+                 "qwenpaw_constants", "reme_yaml", "compression_prompt", "load_rules",
+                 "_pieces"}  # fmt: skip
 
 
 def _clear_engine_caches() -> None:
