@@ -21,6 +21,7 @@ from pathlib import Path
 
 from . import cli
 from .core.model import TranscriptError
+from .core.summary_request import SummarizerError
 from .summarize.adapters.openai_summarizer import OpenAISummarizer
 from .summarize.summarizers import NEEDS_MODEL, SUMMARIZERS, get_summarizer
 
@@ -38,12 +39,96 @@ def _parser() -> argparse.ArgumentParser:
         help="openai: an OpenAI-compatible endpoint (OPENAI_BASE_URL / OPENAI_API_KEY) with "
         "--model; Claude needs the database (manage.py replay)",
     )  # fmt: skip
+    lic = commands.add_parser(
+        "lost-in-compaction",
+        help="the 'Lost in Compaction' study (profff/lost-in-compaction): its grep table from "
+        "the published contexts, or with --condition its recall side with a model",
+    )
+    lic.add_argument("--study", required=True, metavar="PATH", help="a clone of the study")
+    lic.add_argument(
+        "--condition", metavar="RUN/dN_CL",
+        help="recall side for one condition, e.g. compaction_v5_R4_20260224_1353/d80_C4",
+    )  # fmt: skip
+    lic.add_argument("--summarizer", choices=("openai", "anthropic"), default="openai")
+    lic.add_argument("--model", default=None, help="the model that answers and judges")
+    lic.add_argument("--openai-api", choices=("chat", "responses"), default="chat")
+    lic.add_argument("--replicates", type=int, default=3)
+    lic.add_argument("-q", "--questions-per-prompt", type=int, default=5, help="the paper's Q")
+    lic.add_argument("--judge", choices=("model", "keywords"), default="model")
+    lic.add_argument("--limit", type=int, default=None, help="only the first N facts")
+    lic.add_argument(
+        "--budget-usd", type=float, default=5.0,
+        help="refuse when the estimated cost is above this (default 5)",
+    )  # fmt: skip
+    lic.add_argument(
+        "--unpriced", action="store_true",
+        help="run a remote model whose price ctxlab does not know (no cost estimate)",
+    )  # fmt: skip
+    lic.add_argument("--json", action="store_true", help="print JSON")
     return parser
+
+
+def _lost_in_compaction(args: argparse.Namespace) -> int:
+    from decimal import Decimal
+
+    from .evaluate import lost_in_compaction as lic
+    from .summarize.adapters.anthropic_summarizer import AnthropicSummarizer
+
+    try:
+        tree = lic.open_study(Path(args.study))
+        if not args.condition:
+            rows = lic.table(lic.grep_all(tree))
+            if args.json:
+                print(json.dumps([r.as_dict() for r in rows], ensure_ascii=False))
+            else:
+                print(lic.format_table(rows))
+            return 0
+        condition = lic.find_condition(tree, args.condition)
+        if args.summarizer == "anthropic":
+            llm: lic.Asker = (
+                AnthropicSummarizer(model=args.model) if args.model else AnthropicSummarizer()
+            )
+        else:
+            llm = get_summarizer("openai", model=args.model, api=args.openai_api)  # type: ignore[assignment]
+        calls, tokens, usd = lic.estimate_usd(
+            llm, tree, condition, replicates=args.replicates, q=args.questions_per_prompt,
+            judge=args.judge, limit=args.limit,
+        )  # fmt: skip
+        if usd is None and not args.unpriced:
+            print(f"error: no price is known for {llm.model}: {calls} calls of ~{tokens:,} "
+                  "tokens each; check its price and pass --unpriced, or use a priced or "
+                  "local model", file=sys.stderr)  # fmt: skip
+            return 2
+        if usd is not None and usd > Decimal(str(args.budget_usd)):
+            print(f"error: {calls} calls of ~{tokens:,} tokens each are estimated at "
+                  f"${usd:.2f}, above --budget-usd {args.budget_usd}", file=sys.stderr)  # fmt: skip
+            return 2
+        result = lic.recall(
+            tree, condition, llm, replicates=args.replicates,
+            questions_per_prompt=args.questions_per_prompt, judge=args.judge, limit=args.limit,
+        )  # fmt: skip
+    except (TranscriptError, ValueError, OSError, SummarizerError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    record = result.as_dict()
+    if args.json:
+        print(json.dumps(record, ensure_ascii=False))
+        return 0
+    for zone in ("all", "compacted", "remaining"):
+        described = result.spread_of(zone)
+        print(f"recall {zone:<10} {'-' if described is None else described.text(3)}")
+    published = lic.PUBLISHED_RECALL.get(condition.level)
+    low, high = lic.PUBLISHED_RECALL_ZONE[condition.level]
+    print(f"published (Haiku 4.5, Q=5, d80): all {published}, compacted zone {low}-{high}")
+    print(cli.llm_line(llm.model, llm.totals(), local=bool(getattr(llm, "local", False))))
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
+    if args.command == "lost-in-compaction":
+        return _lost_in_compaction(args)
     if args.list_strategies:
         print(cli.library_listing(as_json=args.json is not None))
         return 0

@@ -19,6 +19,12 @@ Beside the study's rule the table gives how many compacted facts the **summary a
 holds (every keyword in the summary message): grep's survival in the compacted zone is
 mostly keywords the re-padding and the untouched part happen to contain ("Yes", "50"),
 not what the summary kept.
+
+The recall side (``recall``) needs a model: the study's questions, Q per prompt, are asked
+after the whole compacted context through one of the lab's model summarisers (an
+OpenAI-compatible endpoint or Claude), with the study's own prompts, ``replicates`` times,
+and judged by the same model with the study's judge prompt (or offline, by the fact's
+keywords in the answer). ``python -m ctxlab.engine lost-in-compaction`` runs either side.
 """
 
 from __future__ import annotations
@@ -29,10 +35,14 @@ import re
 import subprocess
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from decimal import Decimal
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..core.spread import Spread, spread
+from ..core.model import Role
+from ..core.spread import MAX_REPLICATES, Spread, spread
+from ..core.summary_request import PromptMessage, SummaryRequest, SummaryResponse
+from ..cost.pricing import estimate_summary_cost
 from ..importers import parse
 from .lost import message_text
 
@@ -338,3 +348,283 @@ def format_table(rows: Sequence[LevelRow]) -> str:
             f"{'yes' if r.within else 'NO':<7} {_range(r.summary):<28} {recall}"
         )
     return "\n".join(lines)
+
+
+# --- the recall side: a model answers the study's questions over a compacted context ------
+# The study's own prompts (benchmark_recall_v5.py @ STUDY_COMMIT), so an answer here is
+# asked and judged as the paper's were: Q questions per prompt, answers as a JSON array,
+# an LLM judge saying whether each answer recalls the expected information.
+RECALL_SYSTEM = (
+    "You are a helpful assistant working on a complex software project. "
+    "Answer questions precisely from memory."
+)
+RECALL_PROMPT = """Answer each of the following questions based ONLY on what you know from our conversation.
+Be specific: include exact numbers, names, paths, versions.
+If you don't remember or aren't sure, say "I don't recall".
+
+{questions}
+
+Reply with a JSON array of objects, one per question:
+[{{"id": "LM_0001", "answer": "your answer"}}, ...]
+
+IMPORTANT: Return ONLY the JSON array, no other text."""  # noqa: E501
+JUDGE_PROMPT = """Evaluate whether each answer is correct.
+
+{entries}
+
+For each entry, check:
+1. "recalled": Does the answer demonstrate knowledge of the expected information? "I don't recall" = false.
+2. "accurate": Does the answer match the expected answer? Partial matches or wrong values = false.
+   Example: expected "17 days", answer "10 days" → recalled=true (knows about days), accurate=false (wrong number).
+
+Reply with ONLY a JSON array:
+[{{"id": "LM_0001", "recalled": true/false, "accurate": true/false, "notes": "brief reason"}}, ...]"""  # noqa: E501
+JUDGE_SYSTEM = "You are an objective evaluator. Answer ONLY with valid JSON."
+ANSWER_TOKENS = 4_096
+JUDGES = ("model", "keywords")  # the study's LLM judge, or its keywords found in the answer
+
+
+class Asker(Protocol):
+    """A model summariser of the lab (``OpenAISummarizer``, ``AnthropicSummarizer``): one
+    request in, its text out, each replicate its own call (``replicate`` keys the cache)."""
+
+    model: str
+    replicate: int
+
+    def summarize(self, request: SummaryRequest) -> SummaryResponse: ...
+
+    def totals(self) -> dict[str, Any]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class StudyFact:
+    fact_id: str
+    question: str
+    answer: str
+    keywords: tuple[str, ...]
+    compacted: bool
+
+
+@dataclass(frozen=True, slots=True)
+class RecallResult:
+    """One condition's recall over its replicates: per replicate the share of facts
+    recalled (every fact, the compacted zone, the rest), and what was sent."""
+
+    condition: Condition
+    judge: str
+    questions_per_prompt: int
+    facts: int
+    per_replicate: tuple[dict[str, float | None], ...]
+    unanswered: int  # answers missing from a reply (counted as not recalled)
+    llm: dict[str, Any]
+
+    def spread_of(self, zone: str) -> Spread | None:
+        return spread(r[zone] for r in self.per_replicate)
+
+    def as_dict(self) -> dict[str, Any]:
+        def described(zone: str) -> dict[str, Any] | None:
+            s = self.spread_of(zone)
+            return None if s is None else s.as_dict()
+
+        return {
+            "run": self.condition.run,
+            "density": self.condition.density,
+            "level": self.condition.level,
+            "judge": self.judge,
+            "questions_per_prompt": self.questions_per_prompt,
+            "facts": self.facts,
+            "replicates": [dict(r) for r in self.per_replicate],
+            "recall": described("all"),
+            "recall_compacted": described("compacted"),
+            "recall_remaining": described("remaining"),
+            "unanswered": self.unanswered,
+            "published_recall": PUBLISHED_RECALL.get(self.condition.level),
+            "published_recall_compacted": list(PUBLISHED_RECALL_ZONE[self.condition.level]),
+            "llm": self.llm,
+        }
+
+
+def study_facts(tree: Tree, condition: Condition) -> list[StudyFact]:
+    meta = json.loads(tree.read(condition.meta))
+    compacted = set((meta.get("compaction") or {}).get("facts_compacted") or ())
+    return [
+        StudyFact(
+            str(f["fact_id"]),
+            str(f.get("question") or ""),
+            str(f.get("answer") or ""),
+            tuple(str(k) for k in f.get("keywords") or ()),
+            f["fact_id"] in compacted,
+        )  # fmt: skip
+        for f in meta.get("facts") or ()
+    ]
+
+
+def context_messages(tree: Tree, condition: Condition) -> tuple[PromptMessage, ...]:
+    """The compacted context as the conversation history the question follows."""
+    parsed = parse(tree.read(condition.context), name=condition.context, format="openai-chat")
+    (conversation,) = parsed.conversations
+    return tuple(
+        PromptMessage("assistant" if m.role is Role.ASSISTANT else "user", message_text(m))
+        for m in conversation.messages
+    )
+
+
+def recall_requests(
+    history: tuple[PromptMessage, ...], facts: Sequence[StudyFact], q: int
+) -> list[tuple[list[StudyFact], SummaryRequest]]:
+    """The question prompts: ``q`` facts per prompt, after the whole context."""
+    out = []
+    for start in range(0, len(facts), q):
+        batch = list(facts[start : start + q])
+        questions = "\n".join(f"- [{f.fact_id}] {f.question}" for f in batch)
+        request = SummaryRequest(
+            strategy="lost-in-compaction",
+            system=RECALL_SYSTEM,
+            messages=(*history, PromptMessage("user", RECALL_PROMPT.format(questions=questions))),
+            max_output_tokens=ANSWER_TOKENS,
+            temperature=0.0,
+            purpose="probe",
+        )
+        out.append((batch, request))
+    return out
+
+
+def judge_request(batch: Sequence[tuple[StudyFact, str]]) -> SummaryRequest:
+    entries = "\n\n".join(
+        f'[{f.fact_id}]\nQuestion: {f.question}\nExpected: {f.answer}\nGiven answer: "{a}"'
+        for f, a in batch
+    )
+    return SummaryRequest(
+        strategy="lost-in-compaction-judge",
+        system=JUDGE_SYSTEM,
+        messages=(PromptMessage("user", JUDGE_PROMPT.format(entries=entries)),),
+        max_output_tokens=ANSWER_TOKENS,
+        temperature=0.0,
+        purpose="probe-judge",
+    )
+
+
+def json_items(text: str) -> dict[str, dict[str, Any]]:
+    """A reply's JSON array of ``{"id": ...}`` objects by id ({} when it holds none)."""
+    start, end = text.find("["), text.rfind("]")
+    if start < 0 or end <= start:
+        return {}
+    try:
+        items = json.loads(text[start : end + 1])
+    except ValueError:
+        return {}
+    if not isinstance(items, list):
+        return {}
+    return {str(i["id"]): i for i in items if isinstance(i, dict) and "id" in i}
+
+
+def keyword_recalled(fact: StudyFact, answer: str) -> bool:
+    """The offline judge: every keyword of the fact in the answer (the grep rule)."""
+    lowered = answer.lower()
+    return bool(fact.keywords) and all(k.lower() in lowered for k in fact.keywords)
+
+
+def estimate_calls(facts: int, q: int, replicates: int, judge: str) -> int:
+    per = -(-facts // q)
+    return per * replicates * (2 if judge == "model" else 1)
+
+
+def recall(
+    tree: Tree,
+    condition: Condition,
+    llm: Asker,
+    *,
+    replicates: int = 3,
+    questions_per_prompt: int = 5,
+    judge: str = "model",
+    limit: int | None = None,
+) -> RecallResult:
+    """Ask the model the study's questions over the compacted context, ``replicates``
+    times (each replicate its own calls), and judge each answer; per replicate, the share
+    of facts recalled. A failed call fails the whole measure (``SummarizerError``)."""
+    if judge not in JUDGES:
+        raise ValueError(f"judge: one of {', '.join(JUDGES)}, not {judge!r}")
+    if not 1 <= replicates <= MAX_REPLICATES or questions_per_prompt < 1:
+        raise ValueError(f"replicates: 1 to {MAX_REPLICATES}; questions per prompt: 1 or more")
+    facts = study_facts(tree, condition)[: limit if limit else None]
+    history = context_messages(tree, condition)
+    requests = recall_requests(history, facts, questions_per_prompt)
+    per_replicate: list[dict[str, float | None]] = []
+    unanswered = 0
+    for replicate in range(replicates):
+        llm.replicate = replicate
+        recalled: dict[str, bool] = {}
+        for batch, request in requests:
+            answers = json_items(llm.summarize(request).text)
+            given = [(f, str((answers.get(f.fact_id) or {}).get("answer") or "")) for f in batch]
+            unanswered += sum(1 for f in batch if f.fact_id not in answers)
+            if judge == "keywords":
+                recalled.update((f.fact_id, keyword_recalled(f, a)) for f, a in given)
+                continue
+            verdicts = json_items(llm.summarize(judge_request(given)).text)
+            for f, a in given:
+                verdict = verdicts.get(f.fact_id) or {}
+                recalled[f.fact_id] = bool(a) and verdict.get("recalled") is True
+        per_replicate.append(
+            {
+                zone: _recall_share(facts, recalled, zone)
+                for zone in ("all", "compacted", "remaining")
+            }
+        )
+    llm.replicate = 0
+    return RecallResult(
+        condition, judge, questions_per_prompt, len(facts), tuple(per_replicate), unanswered,
+        {"model": llm.model, **llm.totals()},
+    )  # fmt: skip
+
+
+def _recall_share(
+    facts: Sequence[StudyFact], recalled: Mapping[str, bool], zone: str
+) -> float | None:
+    chosen = [f for f in facts if zone == "all" or f.compacted == (zone == "compacted")]
+    return sum(recalled.get(f.fact_id, False) for f in chosen) / len(chosen) if chosen else None
+
+
+def find_condition(tree: Tree, name: str) -> Condition:
+    """``RUN/dN_CL`` (or ``dN_CL`` when one run has it) among the study's conditions."""
+    run, _, label = name.rpartition("/")
+    matches = [
+        c for c in conditions(tree)
+        if f"d{c.density}_{c.level}" == label and (not run or c.run == run)
+    ]  # fmt: skip
+    if not matches:
+        raise ValueError(
+            f"no condition {name!r} in the study (e.g. compaction_v5_R4_20260224_1353/d80_C4)"
+        )
+    if len(matches) > 1:
+        runs = ", ".join(sorted(c.run for c in matches))
+        raise ValueError(f"{label} is in several runs: name one ({runs})")
+    return matches[0]
+
+
+def estimate_usd(
+    llm: Any,
+    tree: Tree,
+    condition: Condition,
+    *,
+    replicates: int,
+    q: int,
+    judge: str,
+    limit: int | None = None,
+) -> tuple[int, int, Decimal | None]:
+    """(calls, input tokens of one question prompt, USD upper bound or None when the
+    model has no known price); a local endpoint costs 0. Tokens are the study's own
+    estimate (characters / 4)."""
+    facts = len(study_facts(tree, condition)[: limit if limit else None])
+    calls = estimate_calls(facts, q, replicates, judge)
+    tokens = sum(len(m.text) for m in context_messages(tree, condition)) // 4
+    if getattr(llm, "local", False):
+        return calls, tokens, Decimal(0)
+    info = getattr(llm, "info", None)
+    if info is None:
+        return calls, tokens, None
+    asks = estimate_calls(facts, q, replicates, "keywords")
+    usd = estimate_summary_cost(asks, tokens, ANSWER_TOKENS, info)
+    if judge == "model":
+        usd += estimate_summary_cost(calls - asks, 200 * q, ANSWER_TOKENS, info)
+    return calls, tokens, usd
