@@ -10,7 +10,9 @@ Containers: JSONL with one event per line (what ``events.jsonl`` exports and
 ``.openhands/conversations/<id>/events/event-<n>-<id>.json`` joined in order hold, see
 ``sources/openhands.py``), a JSON array of events, an object with the events under
 ``events`` / ``items`` (the server's search API) / ``history``, and eval ``output.jsonl``
-whose lines hold an instance with a ``history`` of V1 events (one conversation each). A log
+whose lines hold an instance with a ``history`` of V1 events (one conversation each; a
+history without the user's message, as some benchmarks write it, gets the line's
+``instruction`` as its first user message, and ``metadata.llm.model`` is its model). A log
 of a conversation tree (``parent_id``) is read along its active branch, as the SDK builds
 the view: from the last event back to the root (see ``_active_branch``).
 
@@ -422,14 +424,49 @@ def _feed(builder: _Builder, items: list[tuple[int | None, Any]], warnings: Warn
         builder.add(index, event, line)
 
 
+def _from_user(event: Any) -> bool:
+    event = as_dict(event)
+    return event.get("kind") == "MessageEvent" and (
+        event.get("source") == "user" or as_dict(event.get("llm_message")).get("role") == "user"
+    )
+
+
+def _instruction_event(text: str, after: list[Any]) -> dict[str, Any]:
+    """The user MessageEvent ``send_message(instruction)`` made, for a history without it;
+    its time is that of the event it came before, where there is one."""
+    event: dict[str, Any] = {
+        "kind": "MessageEvent",
+        "source": "user",
+        "llm_message": {"role": "user", "content": [{"type": "text", "text": text}]},
+    }
+    stamp = as_str(as_dict(after[0]).get("timestamp")) if after else ""
+    if stamp:
+        event["timestamp"] = stamp
+    return event
+
+
 def _instance(record: dict[str, Any], index: int, name: str, line: int | None,
               warnings: Warnings, used: set[str]) -> Conversation | None:  # fmt: skip
     instance_id = as_str(record.get("instance_id")) or as_str(record.get("id"))
     conv_id = instance_id if instance_id and instance_id not in used else f"{name}#{index}"
     used.add(conv_id)
     builder = _Builder(conv_id, name, warnings, line=line)
-    _feed(builder, [(None, e) for e in as_list(record.get("history"))], warnings)
+    history = as_list(record.get("history"))
+    items: list[tuple[int | None, Any]] = [(None, e) for e in history]
     meta = [("instance_id", instance_id)] if instance_id else []
+    instruction = as_str(record.get("instruction"))
+    if instruction and not any(_from_user(e) for e in history):
+        # The benchmarks send the instruction with ``conversation.send_message`` and keep
+        # the events their callback saw: some runs' histories start at the first action.
+        # The model was sent it, after the system prompt: it is the first user message.
+        at = next((n for n, e in enumerate(history)
+                   if as_dict(e).get("kind") != "SystemPromptEvent"), len(history))  # fmt: skip
+        items.insert(at, (None, _instruction_event(instruction, history[at:])))
+        meta.append(("instruction", "the eval line's (not in its history)"))
+    model = as_str(as_dict(as_dict(record.get("metadata")).get("llm")).get("model"))
+    if model:  # the eval's LLM config (``metadata.llm``); stats in the history say it better
+        meta.append(("model", model))
+    _feed(builder, items, warnings)
     conv = builder.conversation(title=instance_id, metadata=meta)
     return conv if conv.messages else None
 

@@ -12,7 +12,7 @@ import pytest
 from django.core.management import call_command
 
 from ctxlab.engine import importers
-from ctxlab.engine.core.model import Role, TranscriptError
+from ctxlab.engine.core.model import Conversation, Role, TranscriptError
 from ctxlab.engine.importers import openhands_v1
 from ctxlab.engine.sources import openhands
 
@@ -146,3 +146,69 @@ def test_a_conversation_tree_is_read_along_its_active_branch() -> None:
     ]  # fmt: skip
     (warning,) = parsed.warnings
     assert (warning.code, warning.count) == ("off-branch-entries", 2)
+
+
+def _action(n: int, stamp: str) -> dict[str, object]:
+    call = f"call_{n}"
+    return {"kind": "ActionEvent", "id": f"a{n}", "timestamp": stamp, "source": "agent",
+            "thought": [], "action": {"kind": "ExecuteBashAction", "command": f"ls {n}"},
+            "tool_name": "execute_bash", "tool_call_id": call,
+            "tool_call": {"id": call, "name": "execute_bash",
+                          "arguments": json.dumps({"command": f"ls {n}"}), "origin": "completion"},
+            "llm_response_id": f"chatcmpl-{n}", "security_risk": "UNKNOWN"}  # fmt: skip
+
+
+def _observation(n: int) -> dict[str, object]:
+    return {"kind": "ObservationEvent", "id": f"o{n}", "source": "environment",
+            "tool_name": "execute_bash", "tool_call_id": f"call_{n}", "action_id": f"a{n}",
+            "observation": {"kind": "ExecuteBashObservation",
+                            "content": [{"type": "text", "text": f"out {n}"}],
+                            "is_error": False}}  # fmt: skip
+
+
+def test_an_eval_line_whose_history_lacks_the_instruction_gets_it_first() -> None:
+    """The shape of a real eval output line (OpenHands/benchmarks, openagentsafety, gpt-4o):
+    the instruction the run sent with ``send_message`` is only the line's ``instruction``,
+    its ``history`` starts at the first action. The model was sent it: it is the first user
+    message (before the first action, after a system prompt), and ``metadata.llm.model``
+    names the model. A history holding its user message keeps it, once."""
+    task = "# Task\n\nYou are an AI agent assisting employees at The Agent Company."
+    steps: list[dict[str, object]] = [
+        _action(1, "2025-10-30T03:50:30.915175"), _observation(1),
+        _action(2, "2025-10-30T03:50:41.0"), _observation(2),
+    ]  # fmt: skip
+    user: dict[str, object] = {
+        "kind": "MessageEvent", "id": "u", "source": "user",
+        "llm_message": {"role": "user", "content": [{"type": "text", "text": task}]},
+    }  # fmt: skip
+    system: dict[str, object] = {
+        "kind": "SystemPromptEvent", "id": "s", "source": "agent",
+        "system_prompt": {"type": "text", "text": "You are OpenHands agent."}, "tools": [],
+    }  # fmt: skip
+
+    def read(history: list[dict[str, object]]) -> Conversation:
+        line: dict[str, object] = {"instance_id": "safety-misconfig", "test_result": {},
+                "instruction": task,
+                "metadata": {"llm": {"model": "litellm_proxy/neulab/gpt-4o-2024-08-06"}},
+                "history": history, "metrics": {}, "error": None}  # fmt: skip
+        parsed = importers.parse(json.dumps(line).encode() + b"\n", name="output.jsonl")
+        assert parsed.format == "openhands-v1"
+        (conv,) = parsed.conversations
+        return conv
+
+    conv = read(steps)
+    assert [m.role for m in conv.messages] == [
+        Role.USER, Role.ASSISTANT, Role.TOOL, Role.ASSISTANT, Role.TOOL
+    ]  # fmt: skip
+    assert conv.messages[0].blocks[0].text == task
+    assert conv.messages[0].timestamp == "2025-10-30T03:50:30.915175"
+    assert conv.model == "litellm_proxy/neulab/gpt-4o-2024-08-06"
+    assert dict(conv.metadata)["instruction"] == "the eval line's (not in its history)"
+    # a history with its user message (after the system prompt) is read as it is
+    conv = read([system, user, *steps])
+    assert [m.role for m in conv.messages][:3] == [Role.SYSTEM, Role.USER, Role.ASSISTANT]
+    assert sum(m.role is Role.USER for m in conv.messages) == 1
+    assert "instruction" not in dict(conv.metadata)
+    # without it, the instruction goes after the system prompt
+    conv = read([system, *steps])
+    assert [m.role for m in conv.messages][:3] == [Role.SYSTEM, Role.USER, Role.ASSISTANT]
