@@ -40,7 +40,9 @@ SNIFF_BYTES = 64 * 1024
 # other formats or refused); Codex multi-agent messages; one title rule skipping preambles.
 # 5: Cline / Roo Code tasks (a lone api_conversation_history.json was read as OpenAI chat);
 # mini-swe-agent 2.x trajectories (read as OpenAI chat), their exit message left out.
-VERSION = "5"
+# 6: a lone Cline 3.x history named Cline (not Roo Code); an OpenHands V1 eval line's
+# instruction as its first user message when its history lacks it.
+VERSION = "6"
 
 
 def _discover() -> dict[str, ModuleType]:
