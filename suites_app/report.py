@@ -77,8 +77,11 @@ def report_context(suite: Suite) -> dict[str, Any]:
         "metrics": results.stat_rows(page.configs, columns),
         "heatmap": _heatmap_table(page),
         "transcripts": _transcripts(
-            results.all_transcript_rows(suite, columns), labels, [c.key for c in columns]
-        ),
+            results.all_transcript_rows(suite, columns),
+            labels,
+            [c.key for c in columns],
+            replicates=page.replicates,
+        ),  # fmt: skip
         "charts": _charts(page),
         "generated": datetime.now(UTC),
         **report_shell.shell_context(),
@@ -137,9 +140,12 @@ def _transcripts(
     rows_by_config: dict[int, list[results.TranscriptRow]],
     labels: dict[int, str],
     keys: list[str],
+    *,
+    replicates: int = 1,
 ) -> list[dict[str, Any]]:
-    """One table per transcript: a row per configuration, the best value per column marked
-    by the catalogue's rule among that transcript's runs."""
+    """One table per transcript: a row per configuration (per replicate), the best value
+    per column marked by the catalogue's rule among that transcript's runs; with
+    replicates, only where the configuration leads beyond their spread (``beyond_spread``)."""
     by_transcript: dict[int, list[tuple[int, results.TranscriptRow]]] = {}
     for index in sorted(rows_by_config):
         for row in rows_by_config[index]:
@@ -151,6 +157,15 @@ def _transcripts(
             metric_best_flags(key, [m.values[col] for _, m in members], summaries)
             for col, key in enumerate(keys)
         ]
+        if replicates > 1:
+            families = [index for index, _ in members]
+            flags_by_column = [
+                results.beyond_spread(
+                    flags, [_number_or_none(m.values[col]) for _, m in members], families,
+                    METRICS[key].better,
+                )
+                for col, (key, flags) in enumerate(zip(keys, flags_by_column, strict=True))
+            ]  # fmt: skip
         out.append(
             {
                 "id": transcript_id,
@@ -158,7 +173,8 @@ def _transcripts(
                 "rows": [
                     {
                         "config": index,
-                        "label": labels.get(index, str(index)),
+                        "label": labels.get(index, str(index))
+                        + (f" #{m.item.replicate + 1}" if replicates > 1 else ""),
                         "run": m.item.run_id,
                         "status": m.status,
                         "reasons": m.reasons,
@@ -171,6 +187,12 @@ def _transcripts(
             }
         )
     return out
+
+
+def _number_or_none(value: Any) -> float | None:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    return None
 
 
 def _charts(page: results.SuiteResults) -> list[dict[str, Any]]:

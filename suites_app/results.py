@@ -378,6 +378,22 @@ def _replicate_spreads(
     return values, spreads
 
 
+def beyond_spread(
+    flags: Sequence[bool],
+    numbers: Sequence[float | None],
+    families: Sequence[int],
+    better: str | None,
+) -> list[bool]:
+    """Best flags kept only where ``core.spread.clear_lead`` agrees: the family (a
+    configuration's replicates) leads every other by more than the spread. ``flags`` and
+    ``numbers`` are per value, ``families`` names each value's configuration."""
+    if better not in ("lower", "higher"):
+        return list(flags)
+    leads = clear_lead(numbers, families, better)  # type: ignore[arg-type]
+    lead = {f for f, ok in zip(families, leads, strict=True) if ok}
+    return [flag and family in lead for flag, family in zip(flags, families, strict=True)]
+
+
 def _mark_best(
     results: list[ConfigResult], columns: list[MetricColumn], replicates: int = 1
 ) -> None:
@@ -400,15 +416,15 @@ def _mark_best(
             medians, column.better, guarded=METRICS[column.key].guarded, runs=guard,  # type: ignore[arg-type]
             overflow_guard=column.key not in OVERFLOW_KEYS,
         )  # fmt: skip
-        if replicates > 1 and column.better in ("lower", "higher"):
+        if replicates > 1:
             numbers: list[float | None] = []
             families: list[int] = []
             for c in results:
                 for v in c.replicate_values.get(column.key, []):
                     numbers.append(v)
                     families.append(c.index)
-            leads = clear_lead(numbers, families, column.better)  # type: ignore[arg-type]
-            lead = {f for f, ok in zip(families, leads, strict=True) if ok}
+            kept = beyond_spread([True] * len(numbers), numbers, families, column.better)
+            lead = {f for f, ok in zip(families, kept, strict=True) if ok}
             flags = [flag and c.index in lead for c, flag in zip(results, flags, strict=True)]
         for c, flag in zip(results, flags, strict=True):
             if flag:
@@ -520,7 +536,7 @@ def runs_of_transcript(suite: Suite, transcript_id: int) -> list[int]:
     """Every finished run of one transcript in the suite (for /compare/, which takes 2-6)."""
     return list(
         suite.items.filter(transcript_id=transcript_id, run__status="done")
-        .order_by("config_index")
+        .order_by("config_index", "replicate")
         .values_list("run_id", flat=True)
     )
 

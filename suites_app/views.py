@@ -136,6 +136,7 @@ def suite_config(request: HttpRequest, suite_id: int, index: int) -> HttpRespons
                     {
                         "transcript": r.item.transcript_id,
                         "name": r.name,
+                        "replicate": r.item.replicate,
                         "run": r.item.run_id,
                         "status": r.status,
                         "outlier": list(r.reasons),

@@ -139,6 +139,25 @@ def test_best_marked_when_the_lead_is_beyond_the_spread(user: Any, fake: FakeOpe
     page = results.build(suite)
     assert "retention" in page.configs[0].best and "retention" not in page.configs[1].best
     assert page.as_json()["configurations"][0]["best"] == ["retention"]
+    (table,) = report.report_context(suite)["transcripts"]
+    best = [(r["label"], r["cells"][0][1]) for r in table["rows"]]
+    assert best == [("qwenpaw @6000 #1", False), ("qwenpaw @6000 #2", True), ("qwenpaw @6000 #3", False),
+                    ("codex @6000 #1", False), ("codex @6000 #2", False), ("codex @6000 #3", False)]  # fmt: skip
+
+
+def test_per_transcript_rows_follow_the_spread_rule(user: Any, fake: FakeOpenAI) -> None:
+    suite = _suite_with(user, {0: [0.5, 0.9, 0.6], 1: [0.55, 0.6, 0.58]})
+    (table,) = report.report_context(suite)["transcripts"]
+    # qwenpaw #2's 0.9 is the plain best of the six runs, but not beyond the spread
+    assert [r["cells"][0] for r in table["rows"]][1] == (0.9, False)
+    assert not any(r["cells"][0][1] for r in table["rows"])
+    client = Client()
+    client.force_login(user)
+    rows = client.get(f"/suites/{suite.pk}/configs/0/?format=json").json()["transcripts"]
+    assert [(r["replicate"], r["values"]["retention"]) for r in rows] == [
+        (0, 0.5), (1, 0.9), (2, 0.6)
+    ]  # fmt: skip
+    assert "replicate 3" in client.get(f"/suites/{suite.pk}/configs/0/").content.decode()
 
 
 def test_suite_form_asks_for_replicates(user: Any, fake: FakeOpenAI) -> None:
