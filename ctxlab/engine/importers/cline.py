@@ -92,6 +92,8 @@ def sniff(head: bytes, name: str) -> int:
         return 99
     if not text.startswith(b"["):
         return 0
+    if _UI_HEAD.match(compact[1:].lstrip()):
+        return 60  # a task's ui_messages.json alone: named, then refused by ``parse``
     if not compact[1:].lstrip().startswith(b'{"role":'):
         return 0
     if name.rsplit("/", 1)[-1] == HISTORY_FILE:
@@ -100,9 +102,20 @@ def sniff(head: bytes, name: str) -> int:
     return 85 if any(m in head for m in markers) else 0
 
 
+# A ``ui_messages.json`` (``ClineMessage[]``): ``{"ts": <ms>, "type": "say" | "ask", ...}``.
+_UI_HEAD = re.compile(rb'\{\s*"ts":\s*\d+\s*,\s*"type":\s*"(say|ask)"')
+
+
 def parse(data: bytes, *, name: str) -> ParsedFile:
     require_content(data, name, _EXPECTED)
     document = load_json(data, name)
+    if isinstance(document, list) and _is_ui_messages(document):
+        raise TranscriptError(
+            "a Cline / Roo Code ui_messages.json: what the task's chat showed, not the "
+            "messages the model was sent (those are its api_conversation_history.json)",
+            file=name,
+            expected="the task folder (tasks/<id>/), or its api_conversation_history.json",
+        )
     task: dict[str, Any] = {}
     ui: list[Any] = []
     metadata: dict[str, Any] = {}
@@ -137,6 +150,11 @@ def _looks_like_roo(history: list[Any]) -> bool:
     if any(k in e for e in head for k in _CLINE_KEYS):
         return False
     return any("ts" in e for e in head)
+
+
+def _is_ui_messages(document: list[Any]) -> bool:
+    head = [e for e in document[:20] if isinstance(e, dict)]
+    return bool(head) and all(e.get("type") in ("say", "ask") and "role" not in e for e in head)
 
 
 class _Reader:

@@ -6,8 +6,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from ctxlab.engine import importers, sources
-from ctxlab.engine.core.model import BlockKind, ParsedFile, Role
+from ctxlab.engine.core.model import BlockKind, ParsedFile, Role, TranscriptError
 from ctxlab.engine.sources import cline as cline_source
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "cline"
@@ -174,3 +176,27 @@ def test_a_lone_cline_3_history_with_ts_is_cline_not_roo() -> None:
     roo = ROO / "api_conversation_history.json"
     parsed = importers.parse(roo.read_bytes(), name=roo.name)
     assert dict(parsed.conversations[0].metadata)["agent"] == "roo"
+
+
+def test_a_lone_ui_messages_json_is_named_and_refused_in_words() -> None:
+    """A task's ``ui_messages.json`` alone (a real one of Cline 3.x: ``say`` / ``ask``
+    messages with ``ts``, ``modelInfo``, ``conversationHistoryIndex``) was "a JSON array
+    with none of the fields a known transcript format has": it is named as Cline's, and
+    refused saying what to import instead."""
+    ui = [
+        {"ts": 1767644899093, "type": "say", "say": "text", "text": "yo wassup", "images": [],
+         "files": [], "modelInfo": {"providerId": "cline", "modelId": "x-ai/grok-code-fast-1",
+                                    "mode": "act"}, "conversationHistoryIndex": -1},
+        {"ts": 1767644899120, "type": "say", "say": "api_req_started",
+         "text": json.dumps({"request": "yo wassup", "tokensIn": 10, "tokensOut": 5}),
+         "conversationHistoryIndex": -1},
+        {"ts": 1767644901000, "type": "ask", "ask": "followup", "text": "{}",
+         "conversationHistoryIndex": 1},
+    ]  # fmt: skip
+    data = json.dumps(ui).encode()
+    assert importers.detect(data, "ui_messages.json") == "cline"
+    with pytest.raises(TranscriptError) as caught:
+        importers.parse(data, name="ui_messages.json")
+    assert "ui_messages.json: what the task's chat showed" in str(caught.value)
+    assert "api_conversation_history.json" in caught.value.expected
+    assert caught.value.looks_like == "Cline / Roo Code task"
