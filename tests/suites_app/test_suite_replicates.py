@@ -119,6 +119,7 @@ def test_best_only_beyond_the_replicates_spread(user: Any, fake: FakeOpenAI) -> 
     html = client.get(f"/suites/{suite.pk}/").content.decode()
     assert "replicates 0.50–0.90" in html or "replicates 0.5–0.9" in html
     assert "With 3 replicates" in html
+    assert "2 configurations × 1 transcript × 3 replicates = 6 runs" in html
     twin = client.get(f"/suites/{suite.pk}/?format=json").json()
     assert twin["configurations"][0]["spread"]["retention"]["min"] == 0.5
     assert twin["configurations"][0]["best"] == []
@@ -129,9 +130,9 @@ def test_best_only_beyond_the_replicates_spread(user: Any, fake: FakeOpenAI) -> 
     assert (first["best"], first["replicates"], first["spread min"], first["spread max"]) == (
         "False", "3", "0.5", "0.9"
     )  # fmt: skip
-    assert "replicates 0.50–0.90" in report.report_html(suite) or (
-        "replicates 0.5–0.9" in report.report_html(suite)
-    )
+    shared = report.report_html(suite)
+    assert "replicates 0.50–0.90" in shared or "replicates 0.5–0.9" in shared
+    assert "1 transcript × 3 replicates" in shared
 
 
 def test_best_marked_when_the_lead_is_beyond_the_spread(user: Any, fake: FakeOpenAI) -> None:
