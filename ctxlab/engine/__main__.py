@@ -9,6 +9,10 @@ than a second. Stored transcripts, saved configurations, sweeps and the Claude s
 need the database: use ``manage.py replay`` for those. ``--summarizer openai --model NAME``
 sends each summary request to an OpenAI-compatible endpoint (``OPENAI_BASE_URL``,
 ``OPENAI_API_KEY``), cached in memory for the run.
+
+``lost-in-compaction --study PATH`` prints the grep table of the "Lost in Compaction" study
+from its published contexts; with ``--condition RUN/dN_CL --summarizer openai|anthropic
+--model NAME`` it runs the study's recall side with that model (docs/lost-in-compaction.md).
 """
 
 from __future__ import annotations
