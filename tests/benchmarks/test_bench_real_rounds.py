@@ -17,7 +17,7 @@ from ctxlab.engine import synth
 from ctxlab.engine.core import lru
 from ctxlab.engine.core.model import Conversation
 from ctxlab.engine.replay import run as replay_run
-from ctxlab.engine.strategies import LIBRARY, STRATEGIES
+from ctxlab.engine.strategies import LIBRARY, STRATEGIES, aider
 from ctxlab.engine.tokens import qwen_tokens
 from ctxlab.engine.tokens.cl100k import reference_counter
 from ctxlab.engine.tokens.reference import ReferenceTokens
@@ -168,3 +168,24 @@ def test_the_floor_counts_each_distinct_text_once() -> None:
     encode = reference_counter().count
     _, tokens = timing.floor_pass(conversation)
     assert tokens == sum(encode(t) for t in set(texts))
+
+
+def test_the_worker_path_replays_aider_from_its_stored_counts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # As the worker: Aider's count of each original message comes from the import's
+    # (``Stored.aider``), only what the replay writes (summaries, "Ok.") is counted.
+    conversation = _conversation(300)
+    stored = timing.Stored.of(conversation)
+    assert stored.aider == aider.stored_counts(conversation.messages)
+    asked: list[str] = []
+    real = aider.AiderStrategy.count_dict
+
+    def spy(self: aider.AiderStrategy, role: str, content: str) -> int:
+        asked.append(content)
+        return real(self, role, content)
+
+    monkeypatch.setattr(aider.AiderStrategy, "count_dict", spy)
+    timing.worker_replay(stored, "aider")
+    originals = {aider.content_of(m) for m in conversation.messages}
+    assert not [c for c in asked if c in originals]
