@@ -27,7 +27,7 @@ def test_login_form_signs_in_and_shows_nav(
     page.wait_for_selector("nav.site-nav")
     assert page.url == f"{live_server.url}/compare/"
     nav = page.locator("nav.site-nav a").all_inner_texts()
-    assert nav == ["Transcripts", "Strategies", "Runs", "Compare", "Suites"]
+    assert nav == ["Transcripts", "Strategies", "Runs", "Compare", "Suites", "Prompts"]
     assert page.locator("nav.site-nav a[aria-current=page]").inner_text() == "Compare"
     assert page.locator(".user-name").inner_text() == "alice"
     # htmx (local static file) loaded and initialised under our CSP.
