@@ -27,9 +27,13 @@ import json
 import math
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..core.model import Block, BlockKind, Message, ToolDef
+from ..core.strategy import Strategy
+
+if TYPE_CHECKING:
+    from ..core.context_view import ContextView
 
 DEFAULT_COMPRESSION_THRESHOLD = 0.7
 DEFAULT_CONTEXT_WINDOW_LIMIT = 200_000
@@ -225,3 +229,25 @@ def truncate_results(message: Message) -> Message | None:
         else:
             blocks.append(block)
     return replace(message, blocks=tuple(blocks)) if changed else None
+
+
+class StrandsStrategy(Strategy):
+    """What both Strands conversation managers share: Strands' own estimate (characters / 4,
+    JSON / 2) and the window geometry (``context_window_limit``, the optional proactive
+    threshold)."""
+
+    def count_text(self, text: str) -> int:
+        return text_tokens(text)
+
+    def count_message(self, message: Message) -> int:
+        return message_tokens(message)
+
+    def count_tools(self, tools: Sequence[ToolDef]) -> int:
+        return tools_tokens(tools)
+
+    def window(self, ctx: ContextView) -> int:
+        return int(self.params["context_window_limit"])
+
+    def threshold(self, ctx: ContextView) -> int | None:
+        share = float(self.params["proactive_compression"])
+        return int(share * self.window(ctx)) if share > 0 else None

@@ -39,14 +39,11 @@ when the message carries it: usage from before a trim would describe another his
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ..core.model import Message, ToolDef
 from ..core.params import Param
 from ..core.records import Fate
-from ..core.strategy import Strategy
 from . import _agent_units as au
 from . import _strands_rules as sr
 
@@ -64,7 +61,7 @@ class _State:
     model_call_count: int = 0  # per_turn's counter (every BeforeModelCallEvent)
 
 
-class StrandsSlidingWindowStrategy(Strategy):
+class StrandsSlidingWindowStrategy(sr.StrandsStrategy):
     name: ClassVar[str] = "strands_sliding_window"
     State = _State
     label: ClassVar[str] = "Strands Agents sliding window (sdk-python 1.40.0)"
@@ -124,24 +121,6 @@ class StrandsSlidingWindowStrategy(Strategy):
             origin="model config context_window_limit",
         ),
     )
-
-    # --- estimator ----------------------------------------------------------------------
-    def count_text(self, text: str) -> int:
-        return sr.text_tokens(text)
-
-    def count_message(self, message: Message) -> int:
-        return sr.message_tokens(message)
-
-    def count_tools(self, tools: Sequence[ToolDef]) -> int:
-        return sr.tools_tokens(tools)
-
-    # --- geometry -----------------------------------------------------------------------
-    def window(self, ctx: ContextView) -> int:
-        return int(self.params["context_window_limit"])
-
-    def threshold(self, ctx: ContextView) -> int | None:
-        share = float(self.params["proactive_compression"])
-        return int(share * self.window(ctx)) if share > 0 else None
 
     # --- hooks --------------------------------------------------------------------------
     def after_append(self, ctx: ContextView, index: int) -> None:

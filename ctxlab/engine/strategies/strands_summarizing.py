@@ -32,15 +32,13 @@ text (``PromptMessage``); a ``summarization_agent`` (an agent with tools) is not
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..core.findings import check_summary_size
-from ..core.model import BlockKind, Message, ToolDef
+from ..core.model import BlockKind, Message
 from ..core.params import Param
 from ..core.records import Fate
-from ..core.strategy import Strategy
 from ..core.summary_request import MaterialItem, PromptMessage, SummaryRequest
 from . import _agent_units as au
 from . import _strands_rules as sr
@@ -105,7 +103,7 @@ class _State:
     summary_text: str = ""
 
 
-class StrandsSummarizingStrategy(Strategy):
+class StrandsSummarizingStrategy(sr.StrandsStrategy):
     name: ClassVar[str] = "strands_summarizing"
     State = _State
     label: ClassVar[str] = "Strands Agents summarizing (sdk-python 1.40.0)"
@@ -169,24 +167,6 @@ class StrandsSummarizingStrategy(Strategy):
     def __init__(self, params: Any = None) -> None:
         super().__init__(params)
         self.summary_ratio = max(0.1, min(0.8, float(self.params["summary_ratio"])))
-
-    # --- estimator ----------------------------------------------------------------------
-    def count_text(self, text: str) -> int:
-        return sr.text_tokens(text)
-
-    def count_message(self, message: Message) -> int:
-        return sr.message_tokens(message)
-
-    def count_tools(self, tools: Sequence[ToolDef]) -> int:
-        return sr.tools_tokens(tools)
-
-    # --- geometry -----------------------------------------------------------------------
-    def window(self, ctx: ContextView) -> int:
-        return int(self.params["context_window_limit"])
-
-    def threshold(self, ctx: ContextView) -> int | None:
-        share = float(self.params["proactive_compression"])
-        return int(share * self.window(ctx)) if share > 0 else None
 
     def system_prompt(self) -> str:
         return str(self.params["summarization_system_prompt"]) or DEFAULT_SUMMARIZATION_PROMPT
