@@ -76,11 +76,7 @@ def prompt_replay(request: HttpRequest, pk: int) -> HttpResponse:
     transcript = get_owned_or_404(
         Transcript.objects, request.user, pk=int_param(request.POST.get("transcript")) or 0
     )
-    baseline = None
-    if request.POST.get("baseline"):
-        baseline = get_owned_or_404(
-            PromptVersion.objects, request.user, pk=int_param(request.POST.get("baseline")) or 0
-        )
+    baseline = _posted_baseline(request)
     try:
         group = services.version_replay(
             owner=request.user,
@@ -104,11 +100,7 @@ def prompt_suite(request: HttpRequest, pk: int) -> HttpResponse:
     version = get_owned_or_404(PromptVersion.objects, request.user, pk=pk)
     ids = [i for i in (int_param(v) for v in request.POST.getlist("transcripts")) if i]
     transcripts = list(owned(Transcript.objects, request.user).filter(pk__in=ids))
-    baseline = None
-    if request.POST.get("baseline"):
-        baseline = get_owned_or_404(
-            PromptVersion.objects, request.user, pk=int_param(request.POST.get("baseline")) or 0
-        )
+    baseline = _posted_baseline(request)
     try:
         if len(transcripts) != len(set(ids)) or not transcripts:
             raise ValueError("choose one or more of your transcripts")
@@ -127,6 +119,15 @@ def prompt_suite(request: HttpRequest, pk: int) -> HttpResponse:
         return render(request, "prompts_app/version.html", page.context(), status=400)
     messages.success(request, f"Started suite {suite.name!r}.")
     return redirect("suite-detail", suite_id=suite.pk)
+
+
+def _posted_baseline(request: HttpRequest) -> PromptVersion | None:
+    """The owner's version posted as ``baseline`` (None: the strategy's original prompt)."""
+    if not request.POST.get("baseline"):
+        return None
+    return get_owned_or_404(
+        PromptVersion.objects, request.user, pk=int_param(request.POST.get("baseline")) or 0
+    )
 
 
 @require_POST
