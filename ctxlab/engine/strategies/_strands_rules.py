@@ -30,6 +30,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..core.model import Block, BlockKind, Message, ToolDef
+from ..core.params import Param
 from ..core.strategy import Strategy
 
 if TYPE_CHECKING:
@@ -229,6 +230,17 @@ def truncate_results(message: Message) -> Message | None:
         else:
             blocks.append(block)
     return replace(message, blocks=tuple(blocks)) if changed else None
+
+
+# The model's window, as both conversation managers declare it.
+CONTEXT_WINDOW_LIMIT = Param(
+    "context_window_limit",
+    DEFAULT_CONTEXT_WINDOW_LIMIT,
+    "The model's context window; a request over it overflows "
+    "(DEFAULT_CONTEXT_WINDOW_LIMIT when the model config sets none).",
+    min=1_000,
+    origin="model config context_window_limit",
+)
 
 
 class StrandsStrategy(Strategy):

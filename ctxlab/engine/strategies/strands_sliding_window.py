@@ -112,14 +112,7 @@ class StrandsSlidingWindowStrategy(sr.StrandsStrategy):
             origin="proactive_compression={'compression_threshold': ...} "
             "(DEFAULT_COMPRESSION_THRESHOLD = 0.7)",
         ),
-        Param(
-            "context_window_limit",
-            sr.DEFAULT_CONTEXT_WINDOW_LIMIT,
-            "The model's context window; a request over it overflows "
-            "(DEFAULT_CONTEXT_WINDOW_LIMIT when the model config sets none).",
-            min=1_000,
-            origin="model config context_window_limit",
-        ),
+        sr.CONTEXT_WINDOW_LIMIT,
     )
 
     # --- hooks --------------------------------------------------------------------------
