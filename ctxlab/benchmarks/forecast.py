@@ -12,7 +12,9 @@ vendored files are cut from the full branch) is counted once, by session and pla
 
 Lines: ``forecast_within_2_turns_share`` (the share of compactions predicted within
 ``TOLERANCE`` turns), ``forecast_in_range_share`` (the share whose real turns lay in the
-forecast's range), ``forecast_compactions``, ``forecast_median_abs_error``.
+forecast's range), ``forecast_oracle_within_2_turns_share`` (the same rule at each span's own
+mean growth, the turns still to come included: the ceiling of any forecast from a growth rate,
+``forecast.oracle_turns``), ``forecast_compactions``, ``forecast_median_abs_error``.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from ctxlab.engine.evaluate.forecast import (
     TOLERANCE,
     Hit,
     share_in_range,
+    share_oracle_within,
     share_within,
 )
 from ctxlab.engine.evaluate.session_now import AGENT_OF_FORMAT, forecast_hits
@@ -76,14 +79,19 @@ def run(out: TextIO) -> list[dict[str, Any]]:
     for hit in hits:
         out.write(
             f"  {hit.session} @ message {hit.at_message}: predicted {hit.predicted} "
-            f"({hit.low}-{'' if hit.high is None else hit.high}), actual {hit.actual}\n"
+            f"({hit.low}-{'' if hit.high is None else hit.high}), oracle {hit.oracle}, "
+            f"actual {hit.actual}\n"
         )
     share = share_within(hits)
     in_range = share_in_range(hits)
+    oracle = share_oracle_within(hits)
     median = statistics.median(errors) if errors else None
     return [
         {"line": f"forecast_within_{TOLERANCE}_turns_share={'-' if share is None else share}"},
         {"line": f"forecast_in_range_share={'-' if in_range is None else in_range}"},
+        {
+            "line": f"forecast_oracle_within_{TOLERANCE}_turns_share={'-' if oracle is None else oracle}"
+        },
         {"line": f"forecast_compactions={len(hits)}"},
         {"line": f"forecast_median_abs_error={'-' if median is None else median}"},
     ]

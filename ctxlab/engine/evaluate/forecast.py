@@ -149,6 +149,10 @@ class Hit:
     actual: int
     low: int | None = None
     high: int | None = None
+    # The same rule at the span's own mean growth over all its turns, the HORIZON still to
+    # come included: what a forecaster knowing the span's true average rate would say (the
+    # ceiling of any rate-based forecast; ``oracle_turns``).
+    oracle: int | None = None
 
     @property
     def within(self) -> bool:
@@ -163,6 +167,25 @@ class Hit:
 
 def share_within(hits: Sequence[Hit]) -> float | None:
     return round(sum(h.within for h in hits) / len(hits), 4) if hits else None
+
+
+def oracle_turns(span: Sequence[int], now: int, threshold: int) -> int | None:
+    """Turns to ``threshold`` from ``span[now]`` at the mean growth per turn of the whole
+    ``span`` (the counts between two compactions, oldest first: the future included)."""
+    if len(span) < MIN_TURNS or now >= len(span):
+        return None
+    rate = (span[-1] - span[0]) / (len(span) - 1)
+    if span[now] >= threshold:
+        return 0
+    return math.ceil((threshold - span[now]) / rate) if rate > 0 else None
+
+
+def share_oracle_within(hits: Sequence[Hit]) -> float | None:
+    """``share_within`` for the oracle's turns (``Hit.oracle``)."""
+    if not hits:
+        return None
+    near = sum(h.oracle is not None and abs(h.oracle - h.actual) <= TOLERANCE for h in hits)
+    return round(near / len(hits), 4)
 
 
 def share_in_range(hits: Sequence[Hit]) -> float | None:

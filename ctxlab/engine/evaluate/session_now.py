@@ -37,6 +37,7 @@ from .forecast import (
     Hit,
     TurnsEstimate,
     claude_code_threshold,
+    oracle_turns,
     reattached,
     turns_to_trigger,
 )
@@ -436,9 +437,20 @@ def forecast_hits(
         if len(before) < horizon + 1:
             continue
         at = before[-1 - horizon]
-        estimate = turns_to_trigger(now.counts_before(at), now.rules_at(at).threshold)
+        threshold = now.rules_at(at).threshold
+        estimate = turns_to_trigger(now.counts_before(at), threshold)
+        span = [s.count for s in before if s.count is not None]
+        oracle = oracle_turns(span, len(span) - 1 - horizon, threshold) if threshold else None
         hits.append(
-            Hit(name, boundary.before_index, estimate.turns, horizon, estimate.low, estimate.high)
+            Hit(
+                name,
+                boundary.before_index,
+                estimate.turns,
+                horizon,
+                estimate.low,
+                estimate.high,
+                oracle,
+            )  # fmt: skip
         )
     return hits
 

@@ -126,3 +126,20 @@ def test_hits_say_whether_the_real_turns_were_in_the_range() -> None:
     assert not fc.Hit("s", 1, 8, 10, 7, 9).in_range
     assert fc.Hit("s", 1, 8, 10, 7, None).in_range
     assert fc.share_in_range([hit, fc.Hit("s", 2, None, 10)]) == 0.5
+
+
+def test_the_oracle_forecasts_at_the_spans_own_mean_growth() -> None:
+    # 11 counts growing 0, 0, ..., then 1,000 a turn: the whole span's mean is 500 a turn
+    span = [0] * 6 + [1_000, 2_000, 3_000, 4_000, 5_000]
+    assert fc.oracle_turns(span, 0, 5_000) == 10  # 5,000 to go at 500 a turn
+    assert fc.oracle_turns(span, 10, 5_000) == 0  # at the threshold
+    assert fc.oracle_turns([7, 7, 7], 0, 100) is None  # no growth: no forecast
+    assert fc.oracle_turns([7], 0, 100) is None  # one count: no rate
+    hits = [fc.Hit("s", 1, 8, 10, oracle=13), fc.Hit("s", 2, 3, 10, oracle=9)]
+    assert fc.share_oracle_within(hits) == 0.5 and fc.share_within(hits) == 0.5
+
+
+def test_the_vendored_hit_carries_its_oracle() -> None:
+    conv = cli.load_file(MICRO_THEN_AUTO)
+    (hit,) = forecast_hits(conv, "claude-code", "76/62d755ef9f/2")
+    assert hit.oracle == 9  # the span's own mean growth, the 10 calls to come included
