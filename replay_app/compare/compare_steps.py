@@ -324,33 +324,70 @@ def _message_lines(
     return lines
 
 
+@dataclass(frozen=True, slots=True)
+class EventWords:
+    """What the step view says about one event that set fates: its kind, its own reason
+    (or the kind), the trigger in words ('context 27,410 ≥ threshold 26,214') and each
+    change's own reason by message index (only the changes that have one)."""
+
+    kind: str
+    why: str
+    trigger: str
+    reasons: dict[int, str]
+
+    def reason(self, index: int) -> str:
+        why = self.reasons.get(index) or self.why
+        return f"{why}; {self.trigger}" if self.trigger else why
+
+
+def event_words(run: Run) -> dict[int, EventWords]:
+    """Every fate-setting event of the run by seq, read once while the run stays finished
+    (memoised with its fate log): a scrubbing user's every view is a first view of its
+    step, and unpacking the shown events' changes on each was a sixth of the view."""
+    return memo.cached(run, "event-words", lambda: _event_words(run))
+
+
+def _event_words(run: Run) -> dict[int, EventWords]:
+    rows = (  # ordered by seq alone: the model's ordering joins the run for its own
+        RunEvent.objects.filter(run=run)
+        .order_by("seq")
+        .values_list("seq", "kind", "detail", "changes", "tokens_before")
+    )
+    words: dict[str, str] = {}  # one copy of each repeated reason
+    out: dict[int, EventWords] = {}
+    for seq, kind, detail, changes, before in rows.iterator(chunk_size=200):
+        if not changes:  # sets no fate: no cell ever names it
+            continue
+        detail = detail or {}
+        fired = trigger_of(kind, detail)
+        if fired.measured is None:
+            fired = Trigger(before or None, fired.limit, "context", fired.limit_name)
+        reasons = {}
+        for change in changes:
+            index, text = int(change["index"]), str(change.get("reason") or "")
+            if text:
+                reasons[index] = words.setdefault(text, text)
+            else:  # a later change of the same message without one: the event's own
+                reasons.pop(index, None)
+        out[seq] = EventWords(kind, str(detail.get("reason") or kind), fired.words(), reasons)
+    return out
+
+
 def _explain(runs: Sequence[Run], lines: Sequence[MessageLine]) -> None:
     """Fill each shown cell's event kind and the reason in words (the change's own reason,
-    then the trigger: 'context 27,410 ≥ threshold 26,214')."""
+    then the trigger: 'context 27,410 ≥ threshold 26,214'), from ``event_words``."""
     for col, run in enumerate(runs):
-        wanted: dict[int, list[tuple[int, FateCell]]] = {}
+        events: dict[int, EventWords] | None = None
         for line in lines:
             cell = line.cells[col]
-            if cell is not None and cell.event is not None:
-                wanted.setdefault(cell.event, []).append((line.index, cell))
-        if not wanted:
-            continue
-        rows = (  # ordered by seq alone: the model's ordering joins the run for its own
-            RunEvent.objects.filter(run=run, seq__in=list(wanted))
-            .order_by("seq")
-            .values_list("seq", "kind", "detail", "changes", "tokens_before")
-        )
-        for seq, kind, detail, changes, before in rows.iterator(chunk_size=200):
-            detail = detail or {}
-            fired = trigger_of(kind, detail)
-            if fired.measured is None:
-                fired = Trigger(before or None, fired.limit, "context", fired.limit_name)
-            trigger = fired.words()
-            reasons = {int(c["index"]): str(c.get("reason") or "") for c in changes}
-            for index, cell in wanted[seq]:
-                why = reasons.get(index) or str(detail.get("reason") or kind)
-                cell.kind = kind
-                cell.reason = f"{why}; {trigger}" if trigger else why
+            if cell is None or cell.event is None:
+                continue
+            if events is None:
+                events = event_words(run)
+            said = events.get(cell.event)
+            if said is not None:
+                cell.kind = said.kind
+                cell.reason = said.reason(line.index)
 
 
 def _fill_previews(transcript_id: int, lines: Sequence[MessageLine]) -> None:
