@@ -32,6 +32,7 @@ from ctxlab.serving.abandon import raise_if_abandoned
 from replay_app.compare import pieces, survival_table
 from replay_app.display import thinning
 from replay_app.models import Run, RunAnalysis, RunEvent, RunStatus, RunStep
+from replay_app.runs import analysis_state
 from replay_app.runs import survival as run_survival
 from replay_app.steps import lost_analysis
 
@@ -198,7 +199,9 @@ def for_runs(runs: Sequence[Run]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for run in runs:
         attempts, data = stored.get(run.pk, (None, {}))
-        done = run.status == RunStatus.DONE
+        # (a run its worker is still analysing has its pieces stored in a moment: built
+        # per view meanwhile, its analysis shown as pending, and not stored)
+        done = run.status == RunStatus.DONE and not analysis_state.pending(run)
         ours = attempts == run.attempts and data.get("attempts") == run.attempts
         if not (done and ours and current(data)):
             raise_if_abandoned()  # the viewer went away: build nothing more for nobody

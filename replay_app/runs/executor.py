@@ -174,7 +174,7 @@ def _execute(
                 last_flush = time.monotonic()
                 _emit(on_progress, run, writer.latest)
     writer.flush(job.result.offloads)
-    _emit(on_progress, run, writer.latest)  # 100 %: pages say it is finishing (metrics, analysis)
+    _emit(on_progress, run, writer.latest)  # 100 %: pages say it is finishing (metrics, ledger)
     result = job.result
     metrics = compute_metrics(
         result, threshold=job.strategy.threshold(job.ctx.view), reference=job.ctx.reference
@@ -184,30 +184,47 @@ def _execute(
     metrics = {**metrics, **extra.pop("metrics")}
     if conversation.compactions:  # the original's own compactions next to the replay's
         metrics["original_compactions"] = agreement_rows(conversation, result)
-    # What each compaction lost, off the page request (None when it failed: logged).
-    # and which facts survived, by category: one pass (``runs.survival``)
-    retention, survival = run_survival.finished(run, result, conversation.messages)
-    # and what the compare page derives from this run alone (built once, not per view)
     run.metrics = _jsonable(metrics)
-    pieces = compare_inputs.finished(run, retention, survival, job)
-    with transaction.atomic():  # done and its analysis become visible together
-        done = Run.objects.filter(pk=run.pk, attempts=attempt, status=RunStatus.RUNNING).update(
-            status=RunStatus.DONE,
-            finished_at=timezone.now(),
-            heartbeat_at=timezone.now(),
-            metrics=_jsonable(metrics),
-            **_jsonable(extra),
-            steps_done=len(result.steps),
-            steps_total=len(result.steps),
-        )
-        if done and retention is not None:
-            lost_analysis.store_retention(run, attempt, retention)
-        if done and survival is not None:
-            run_survival.store(run, attempt, survival)
-        if done and pieces is not None:
-            compare_inputs.store(run, attempt, pieces)
+    done_at = timezone.now()
+    # Done: its rows, metrics and ledger are there. ``finished_at`` follows with the analysis
+    # (``analysis_state``: meanwhile the pages say it is analysing and memoise nothing).
+    done = Run.objects.filter(pk=run.pk, attempts=attempt, status=RunStatus.RUNNING).update(
+        status=RunStatus.DONE,
+        heartbeat_at=done_at,
+        metrics=run.metrics,
+        **_jsonable(extra),
+        steps_done=len(result.steps),
+        steps_total=len(result.steps),
+    )
     if not done:
         raise _Stop(cancelled=False)
+    run.status, run.heartbeat_at = RunStatus.DONE, done_at
+    run.steps_done = run.steps_total = len(result.steps)
+    _emit(on_progress, run, writer.latest)
+    _analyse(run, attempt, job, done_at)
+
+
+def _analyse(run: Run, attempt: int, job: Replay, done_at: Any) -> None:
+    """After the run is done, from the replay still in memory: what each compaction lost
+    and which facts survived, by category (one pass: ``runs.survival``), and what the
+    compare page derives from this run alone (built once, not per view), stored with
+    the run's ``finished_at``. A failure leaves the run done without them (logged): the
+    pages compute them from the stored rows on first view."""
+    retention = survival = pieces = None
+    try:
+        retention, survival = run_survival.finished(run, job.result, job.conversation.messages)
+        pieces = compare_inputs.finished(run, retention, survival, job)
+    finally:
+        with transaction.atomic():  # the analysis and finished_at become visible together
+            if retention is not None:
+                lost_analysis.store_retention(run, attempt, retention)
+            if survival is not None:
+                run_survival.store(run, attempt, survival)
+            if pieces is not None:
+                compare_inputs.store(run, attempt, pieces)
+            Run.objects.filter(
+                pk=run.pk, attempts=attempt, status=RunStatus.DONE, finished_at=None
+            ).update(finished_at=done_at)
 
 
 class _BatchWriter:

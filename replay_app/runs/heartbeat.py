@@ -1,7 +1,8 @@
 """A running run's heartbeat, kept fresh by a thread while its executor works.
 
 The executor stamps ``heartbeat_at`` with each stored batch, but a single step (a Claude
-summary) or the end-of-run analysis of a long transcript can take minutes without one;
+summary) or the end-of-run analysis of a long transcript can take minutes without one (the
+analysis runs after the run is marked done: ``analysis_state``, stamped here too);
 with this pulse every ``CTXLAB_RUN_HEARTBEAT_SECONDS`` the reaper can declare a run dead
 after ``CTXLAB_RUN_STALE_SECONDS`` (under a minute) without failing live ones.
 """
@@ -46,12 +47,17 @@ def pulse(run_id: int, attempt: int) -> Iterator[None]:
 
 
 def _beat(run_id: int, attempt: int, stop: threading.Event) -> None:
+    from django.db.models import Q
+
     from replay_app.models import Run, RunStatus
+
+    # running, or done and still analysing (``analysis_state``: no finished_at yet)
+    alive = Q(status=RunStatus.RUNNING) | Q(status=RunStatus.DONE, finished_at=None)
 
     try:
         while not stop.wait(interval()):
             try:
-                Run.objects.filter(pk=run_id, attempts=attempt, status=RunStatus.RUNNING).update(
+                Run.objects.filter(alive, pk=run_id, attempts=attempt).update(
                     heartbeat_at=timezone.now()
                 )
             except Exception:  # a missed beat is not worth a failed run

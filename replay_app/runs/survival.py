@@ -39,7 +39,7 @@ from ..models import (
     RunStep,
     RunSummary,
 )
-from . import textstore
+from . import analysis_state, textstore
 
 log = logging.getLogger(__name__)
 
@@ -109,8 +109,9 @@ def store(run: Run, attempt: int, table: dict[str, Any]) -> bool:
 
 def run_survival(run: Run) -> dict[str, Any] | None:
     """The run's survival table: stored for its current attempt, else computed from the
-    stored rows (and stored when the run is finished). None for an unfinished run."""
-    if run.status != RunStatus.DONE:
+    stored rows (and stored when the run is finished). None for an unfinished run, and
+    for one its worker is still analysing (``analysis_state.pending``: stored shortly)."""
+    if run.status != RunStatus.DONE or analysis_state.pending(run):
         return None
     stored = (
         RunAnalysis.objects.filter(run_id=run.pk, attempts=run.attempts)

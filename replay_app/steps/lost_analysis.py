@@ -20,7 +20,7 @@ from ctxlab.engine.evaluate.lost import (
 )
 from replay_app.memo import cached
 from replay_app.models import Run, RunAnalysis, RunStatus, RunStep
-from replay_app.runs import textstore
+from replay_app.runs import analysis_state, textstore
 
 log = logging.getLogger(__name__)
 
@@ -63,13 +63,22 @@ FactIndexSource = FactIndex | Callable[[], FactIndex] | None
 def retention(run: Run, *, fact_index: FactIndexSource = None) -> dict[str, Any]:
     """``lost.analyse`` over the stored run, memoised for finished runs: the analysis stored
     for the run's current attempt (the worker stores it at run end), else computed from the
-    stored rows and, for a finished run, stored (so an older run pays once). ``fact_index``
+    stored rows and, for a finished run, stored (so an older run pays once); while its
+    worker is still analysing it, ``pending_retention()``. ``fact_index``
     (an index or a function building one, called only when computing) lets a caller
     analysing several runs of one transcript extract its facts once."""
     return cached(run, "retention", lambda: _stored_or_computed(run, fact_index))
 
 
+def pending_retention() -> dict[str, Any]:
+    """What ``retention`` answers while the run's worker is still analysing it
+    (``analysis_state.pending``): no figures, ``pending`` true."""
+    return {**Retention(0, 0, ()).as_dict(), "retention": None, "pending": True}
+
+
 def _stored_or_computed(run: Run, fact_index: FactIndexSource) -> dict[str, Any]:
+    if analysis_state.pending(run):
+        return pending_retention()  # stored by the worker in a moment: not a second copy
     stored = stored_retention(run)
     if stored is not None:
         return stored

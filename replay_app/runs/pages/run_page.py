@@ -25,7 +25,7 @@ from replay_app.compare import survival_table
 from replay_app.costs import run_costs
 from replay_app.display import charts, vocabulary
 from replay_app.models import Run, RunStatus
-from replay_app.runs import progress
+from replay_app.runs import analysis_state, progress
 from replay_app.runs.pages import runpage
 from replay_app.steps import at_step, run_curve
 
@@ -158,8 +158,14 @@ class RunPage:
         return [(k, v, helps.get(k, "")) for k, v in (self.run.params or {}).items()]
 
     @cached_property
+    def analysis_pending(self) -> bool:
+        """Done, and its worker is still analysing it (``analysis_state``): the survival
+        panel says so (and asks again) instead of computing a second copy."""
+        return analysis_state.pending(self.run)
+
+    @cached_property
     def survival(self) -> survival_table.Table | None:
-        if self.run.status != RunStatus.DONE:
+        if self.run.status != RunStatus.DONE or self.analysis_pending:
             return None
         return survival_table.table([self.run], original=False)
 
@@ -208,6 +214,7 @@ class RunPage:
         context.update(run=self.run, state=self.state, window_keys=self.window_keys,
                        summarizer_label=run_costs.summarizer_label(self.run))  # fmt: skip
         context["param_rows"] = lambda: self.param_rows  # built only when rendered
+        context["analysis_pending"] = self.analysis_pending
         return context
 
     def as_json(self) -> dict[str, Any]:
@@ -219,6 +226,7 @@ class RunPage:
             {"step": f.step, "kind": f.kind, "messages": f.messages, "detail": f.detail}
             for f in run.findings.order_by("step", "id")
         ]
+        data["analysis_pending"] = self.analysis_pending  # then "survival" is None: not yet
         (row,) = survival_table.table([run], original=False).rows
         data["survival"] = row.as_dict() if row.data is not None else None
         # The original agent's compactions as the page's table shows them (the stored rows

@@ -1,0 +1,154 @@
+"""A run is done as soon as its rows, metrics and ledger are written; its analysis follows in
+the same task (``executor._analyse``) and lands with ``finished_at``. Meanwhile the pages say
+"analysing…" from the one rule (``analysis_state.pending``) instead of computing a second
+copy, nothing of the run is memoised, and a retried run is never written by the stale
+attempt; a run whose worker stopped in between reads like a run whose analysis failed."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.test import override_settings
+from django.utils import timezone
+from inspect_helpers import make_run
+from replay_testdata import import_transcript
+from waiting import wait_until
+
+from replay_app import memo
+from replay_app.compare import inputs as compare_inputs
+from replay_app.models import Run, RunAnalysis, RunStatus
+from replay_app.runs import analysis_state, executor
+from replay_app.runs.heartbeat import pulse
+from replay_app.steps import lost_analysis
+from sessions_app.models import Transcript
+from tests.engine.builders import SMALL_WINDOWS as SMALL
+
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_memo")]
+
+CORPUS = Path(__file__).resolve().parents[2] / "data" / "corpus"
+SESSION = "claude-code/agentcmd-full-session-four.jsonl"
+
+
+@pytest.fixture
+def session(user: Any) -> Transcript:
+    data = (CORPUS / SESSION).read_bytes()
+    return import_transcript(user, data, name=Path(SESSION).name)
+
+
+def in_the_window(monkeypatch: pytest.MonkeyPatch, look: Any) -> None:
+    """Call ``look(run_id)`` when the worker starts analysing a done run."""
+    real = executor.run_survival.finished
+
+    def finished(run: Run, *args: Any) -> Any:
+        look(run.pk)
+        return real(run, *args)
+
+    monkeypatch.setattr(executor.run_survival, "finished", finished)
+
+
+def test_a_run_is_done_before_its_analysis_and_the_pages_say_analysing(
+    monkeypatch: pytest.MonkeyPatch, client: Any, user: Any, session: Transcript
+) -> None:
+    client.force_login(user)
+    seen: dict[str, Any] = {}
+    computed: list[int] = []
+    real_retention = lost_analysis._retention
+    monkeypatch.setattr(
+        lost_analysis,
+        "_retention",
+        lambda run, index: computed.append(run.pk) or real_retention(run, index),
+    )
+
+    def look(pk: int) -> None:
+        run = Run.objects.get(pk=pk)
+        seen["status"], seen["finished_at"] = run.status, run.finished_at
+        seen["pending"], seen["keeps"] = analysis_state.pending(run), memo.keeps(run)
+        seen["metrics"] = bool(run.metrics) and "ledger_total_cost" in run.metrics
+        seen["json"] = client.get(f"/runs/{pk}/?format=json").json()
+        seen["html"] = client.get(f"/runs/{pk}/").content.decode()
+        seen["lost"] = client.get(f"/runs/{pk}/lost/?format=json").json()
+        seen["lost_html"] = client.get(f"/runs/{pk}/lost/").content.decode()
+        seen["stored"] = RunAnalysis.objects.filter(run_id=pk).exists()
+        seen["memo"] = memo.MEMO.chars
+
+    in_the_window(monkeypatch, look)
+    run = make_run(user, session, "qwenpaw", **SMALL["qwenpaw"])
+    assert seen["status"] == RunStatus.DONE and seen["finished_at"] is None
+    assert seen["pending"] and not seen["keeps"] and seen["metrics"]
+    assert seen["json"]["status"] == "done" and seen["json"]["analysis_pending"] is True
+    assert seen["json"]["survival"] is None
+    assert "Analysing…" in seen["html"] and 'hx-trigger="every 2s"' in seen["html"]
+    assert seen["lost"]["pending"] is True and seen["lost"]["events"] == []
+    assert "Analysing…" in seen["lost_html"]
+    assert not seen["stored"] and seen["memo"] == 0, "nothing stored or memoised meanwhile"
+    assert computed == [], "no page computed a second copy from the rows"
+    # ... and once the task returns: analysed, stored, finished at the time it was done.
+    assert run.finished_at is not None and run.finished_at == run.heartbeat_at
+    assert not analysis_state.pending(run)
+    stored = RunAnalysis.objects.get(run=run)
+    assert stored.retention["events"] and stored.survival and compare_inputs.current(stored.compare)
+    data = client.get(f"/runs/{run.pk}/?format=json").json()
+    assert data["analysis_pending"] is False and data["survival"] is not None
+    assert "Analysing…" not in client.get(f"/runs/{run.pk}/").content.decode()
+    assert computed == []
+
+
+def test_a_run_retried_while_analysed_is_never_written_by_the_stale_attempt(
+    monkeypatch: pytest.MonkeyPatch, user: Any, session: Transcript
+) -> None:
+    def retried(pk: int) -> None:  # what services.run_retry does to the row
+        Run.objects.filter(pk=pk).update(status=RunStatus.QUEUED, attempts=2)
+
+    in_the_window(monkeypatch, retried)
+    from replay_app.runs import services
+
+    run = services.run_create(
+        owner=user, transcript=session,
+        spec=services.RunSpec(strategy="cowagent", params=SMALL["cowagent"]), enqueue=False,
+    )  # fmt: skip
+    run = executor.run_execute(run=run)
+    assert run.status == RunStatus.QUEUED and run.attempts == 2
+    assert run.finished_at is None
+    assert not RunAnalysis.objects.filter(run=run).exists()
+
+
+def test_a_done_run_whose_worker_stopped_while_analysing_reads_as_analysis_missing(
+    client: Any, user: Any, session: Transcript
+) -> None:
+    run = make_run(user, session, "cowagent", **SMALL["cowagent"])
+    expected = RunAnalysis.objects.get(run=run).retention
+    RunAnalysis.objects.filter(run=run).delete()
+    stopped = timezone.now() - timedelta(minutes=10)
+    Run.objects.filter(pk=run.pk).update(finished_at=None, heartbeat_at=stopped)
+    run.refresh_from_db()
+    assert not analysis_state.pending(run)
+    assert Run.objects.get(pk=run.pk).finished_at == stopped, "settled at its last heartbeat"
+    client.force_login(user)
+    data = client.get(f"/runs/{run.pk}/lost/?format=json").json()  # computed from the rows
+    assert "pending" not in data and data["events"]
+    assert RunAnalysis.objects.get(run=run).retention == expected
+
+
+@pytest.mark.django_db(transaction=True)
+@override_settings(CTXLAB_RUN_HEARTBEAT_SECONDS=0.05)
+def test_the_heartbeat_pulses_while_a_done_run_is_analysed_and_stops_after(
+    user: Any, session: Transcript
+) -> None:
+    run = make_run(user, session, "cowagent", **SMALL["cowagent"])
+    old = timezone.now() - timedelta(minutes=5)
+    Run.objects.filter(pk=run.pk).update(finished_at=None, heartbeat_at=old)
+    with pulse(run.pk, run.attempts):
+        wait_until(
+            lambda: Run.objects.get(pk=run.pk).heartbeat_at > old + timedelta(minutes=4),
+            "a heartbeat while the done run is analysed",
+            seen=lambda: Run.objects.get(pk=run.pk).heartbeat_at,
+            interval=0.05,
+        )
+    assert analysis_state.pending(Run.objects.get(pk=run.pk))
+    Run.objects.filter(pk=run.pk).update(finished_at=timezone.now(), heartbeat_at=old)
+    with pulse(run.pk, run.attempts):  # a finished run: nothing to stamp
+        wait_until(lambda: True, "one pulse interval")
+    assert Run.objects.get(pk=run.pk).heartbeat_at == old
