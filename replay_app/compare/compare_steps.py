@@ -9,18 +9,21 @@ so "the K-th compaction" picks each run's own step.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.db import router
 from django.urls import reverse
 
 from ctxlab.engine.core.catalogue import Trigger, trigger_of
 from ctxlab.engine.core.records import Fate
+from ctxlab.serving.prepared import Prepared
 from replay_app import memo, run_rows
 from replay_app.compare import inputs
 from replay_app.compare.pieces import Compaction
-from replay_app.models import Run, RunEvent, RunSummary
+from replay_app.models import Run, RunEvent, RunStep, RunSummary
 from replay_app.steps import at_step, fatelog, zone_bar
 
 STEP_MESSAGES = 60  # message rows per page of the step view
@@ -259,6 +262,8 @@ def step_across(
     of the source messages with each run's fate, the event that set it and why."""
     total = _steps_of(runs)
     at: list[RunAtStep] = []
+    # one step: every run's row in one query; the K-th compaction: each run's own step
+    rows = _step_rows(runs, step) if compaction is None and step is not None else None
     for run in runs:
         found = None
         run_step = step
@@ -266,7 +271,10 @@ def step_across(
             listed = compactions(run)
             found = listed[compaction - 1] if 0 < compaction <= len(listed) else None
             run_step = found.step if found else None
-        at.append(_run_at(run, run_step, found))
+        if run_step is not None and rows is None:
+            at.append(_run_at(run, run_step, found, _step_rows([run], run_step).get(run.pk)))
+        else:
+            at.append(_run_at(run, run_step, found, (rows or {}).get(run.pk)))
     count = max((a.source_index for a in at if a.step is not None), default=0)
     if only_differences:  # which messages differ: every line is read
         lines = [line for line in _message_lines(runs, at, range(count)) if line.differs]
@@ -282,17 +290,43 @@ def step_across(
     return StepAcross(step, compaction, total, at, shown, page, pages, count, only_differences)
 
 
-def _run_at(run: Run, step: int | None, found: Compaction | None) -> RunAtStep:
-    if step is None:
+# What the step view reads of a step (not its context's message list: the step page's).
+STEP_COLUMNS = ("source_index", "tokens_strategy", "tokens_reference", "tokens_reported", "zones")
+
+
+@functools.cache
+def _steps_query(count: int) -> Prepared:
+    """Step ``index`` of ``count`` runs in one query (compiled once per process), each row
+    the run's id and then ``STEP_COLUMNS``."""
+    names = tuple(f"run{i}" for i in range(count))
+
+    def make(index: int, **ids: int) -> Any:
+        wanted = [ids[name] for name in names]
+        rows = RunStep.objects.filter(run_id__in=wanted, index=index)
+        return rows.values_list("run_id", *STEP_COLUMNS)
+
+    samples = {"index": 1, **{name: 2 + i for i, name in enumerate(names)}}
+    others = {"index": 1000, **{name: 2000 + i for i, name in enumerate(names)}}
+    return Prepared(make, samples, others)
+
+
+def _step_rows(runs: Sequence[Run], step: int) -> dict[int, tuple[Any, ...]]:
+    """Each run's ``STEP_COLUMNS`` at ``step`` by run id (absent: no such step)."""
+    if not runs:
+        return {}
+    ids = {f"run{i}": run.pk for i, run in enumerate(runs)}
+    using = router.db_for_read(RunStep)
+    found = _steps_query(len(runs)).rows(using, index=step, **ids)
+    return {row[0]: row[1:] for row in found}
+
+
+def _run_at(
+    run: Run, step: int | None, found: Compaction | None, found_row: tuple[Any, ...] | None
+) -> RunAtStep:
+    if step is None or found_row is None:
         return RunAtStep(run, None, {}, None, {}, found)
-    found_row = run_rows.step_row(run, step)  # compiled once per process, as the step page's
-    if found_row is None:
-        return RunAtStep(run, None, {}, None, {}, found)
-    row = dict(zip(run_rows.STEP_COLUMNS, found_row, strict=True))
-    source, zones = row["source_index"], row["zones"]
-    reference, strategy = row["tokens_reference"], row["tokens_strategy"]
-    reported = row["tokens_reported"]
-    zones = dict(zones or {})
+    source, strategy, reference, reported, stored = found_row
+    zones = dict(stored or {})
     tokens = {"reference": reference, "strategy": strategy, "reported": reported}
     zone = zone_bar.zone_model(zones, tokens, zone_bar.transcript_parts(run))
     return RunAtStep(run, step, zones, zone, tokens, found, source)

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.db import router
 from django.http import Http404
 
 from ctxlab.engine.core import catalogue
@@ -23,6 +24,7 @@ from ctxlab.engine.core.catalogue import Better, metric_best_flags
 from ctxlab.engine.core.catalogue import best_flags as catalogue_best_flags
 from ctxlab.engine.core.records import Fate
 from ctxlab.engine.evaluate.lost import FactIndex
+from ctxlab.serving.prepared import INT64, Prepared, instance
 from replay_app import memo, run_rows
 from replay_app.compare import inputs
 from replay_app.compare.compare_steps import fates_at, message_link
@@ -65,22 +67,58 @@ def parse_ids(raw: str) -> list[int]:
 
 # The ledger and ground truth (up to ~1 MB of JSON per run) load only if read.
 COMPARED_FIELDS = run_rows.run_fields(without=("ledger", "ground_truth"))
+# The step view reads only these (its memo key's, its headings', the step count): the
+# metrics, parameters and LLM settings (JSON to decode) stay in the database.
+STEP_VIEW_FIELDS = run_rows.run_fields(
+    only=("transcript_id", "label", "strategy", "status", "steps_total", "attempts", "created_at",
+          "finished_at")
+)  # fmt: skip
 
 
-def load_runs(user: Any, raw: str) -> list[Run]:
-    """The user's runs named by ``raw`` ("1,2,3"), in that order. Another user's run is
-    reported as missing, like a run that does not exist."""
+@functools.cache
+def _owned_runs_query(fields: tuple[str, ...], count: int) -> Prepared:
+    """``count`` runs of one owner in one query (compiled once per process and shape)."""
+    names = tuple(f"run{i}" for i in range(count))
+
+    def make(owner: int, **ids: int) -> Any:
+        wanted = [ids[name] for name in names]
+        return Run.objects.filter(owner_id=owner, pk__in=wanted).values_list(*fields)
+
+    samples = {"owner": 1, **{name: 2 + i for i, name in enumerate(names)}}
+    others = {"owner": 1000, **{name: 2000 + i for i, name in enumerate(names)}}
+    return Prepared(make, samples, others)
+
+
+def _owned_runs(user: Any, ids: list[int], fields: tuple[str, ...]) -> dict[int, Run]:
+    """The runs of ``ids`` that ``user`` owns, by id (one query; another user's run is
+    absent, as a run that does not exist)."""
+    if not getattr(user, "is_authenticated", False):
+        return {}
+    if any(not 0 < pk <= INT64[1] for pk in ids):  # no row holds it: each on its own
+        found: dict[int, Run] = {}
+        for pk in ids:
+            try:
+                found[pk] = run_rows.owned_run(user, pk, fields)
+            except Http404:
+                continue
+        return found
+    using = router.db_for_read(Run)
+    arguments = {f"run{i}": pk for i, pk in enumerate(ids)}
+    rows = _owned_runs_query(fields, len(ids)).rows(using, owner=int(user.pk), **arguments)
+    id_at = fields.index("id")
+    return {row[id_at]: instance(Run, fields, row, using) for row in rows}
+
+
+def load_runs(user: Any, raw: str, fields: tuple[str, ...] = COMPARED_FIELDS) -> list[Run]:
+    """The user's runs named by ``raw`` ("1,2,3"), in that order, with ``fields`` (others
+    load on first use). Another user's run is reported as missing, like a run that does
+    not exist."""
     ids = parse_ids(raw)
     if not MIN_RUNS <= len(ids) <= MAX_RUNS:
         raise CompareError(f"compare {MIN_RUNS} to {MAX_RUNS} runs (got {len(ids)})")
-    # One prepared lookup per run (run_rows; ~0.15 ms each, the joined queryset took
-    # ~2.5 ms); their transcript loads only if a view reads it (a memoised page does not).
-    found: dict[int, Run] = {}
-    for pk in ids:
-        try:
-            found[pk] = run_rows.owned_run(user, pk, COMPARED_FIELDS)
-        except Http404:
-            continue
+    # One prepared lookup for them all (~0.15 ms a run each on its own, the joined
+    # queryset ~2.5 ms); their transcript loads only if a view reads it.
+    found = _owned_runs(user, ids, fields)
     missing = [i for i in ids if i not in found]
     if missing:
         raise LookupError(f"no such run: {', '.join(map(str, missing))}")

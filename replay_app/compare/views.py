@@ -134,8 +134,10 @@ def run_compare(request: HtmxHttpRequest) -> HttpResponse:
         if _wants(request, "json"):
             return _json(picker.as_json())
         return render(request, "replay_app/compare/compare.html", picker.context())
+    step_view = wants_step_view(request)
+    fields = overview.STEP_VIEW_FIELDS if step_view else overview.COMPARED_FIELDS
     try:
-        runs = overview.load_runs(request.user, raw)
+        runs = overview.load_runs(request.user, raw, fields)
     except LookupError as exc:
         raise Http404(str(exc)) from None
     except overview.CompareError as exc:
@@ -147,7 +149,7 @@ def run_compare(request: HtmxHttpRequest) -> HttpResponse:
             {**_picker(request).context(), "error": str(exc)},
             status=400,
         )
-    if wants_step_view(request):
+    if step_view:
         return compare_step(request, runs)
     if _wants(request, "report"):  # one self-contained HTML file (compare/report.py)
         response = HttpResponse(report.report_html(runs), content_type="text/html; charset=utf-8")
