@@ -1,5 +1,6 @@
-"""The compare step view's message rows in Python: one ``<tr>`` per message of the page,
-one cell per run (its fate badge, the event that set it and why).
+"""The compare step view's repeated parts in Python: one ``<tr>`` per message of the page,
+one cell per run (its fate badge, the event that set it and why); each run's heading, counts
+and zone bar; the fate legend.
 
 The template's loop over them (60 rows x up to six runs, an include per cell) was two
 thirds of a step view's CPU (~10 of ~15 ms per view; a page per step a user scrubs to, so
@@ -10,14 +11,18 @@ strategy is escaped as Django's autoescape escapes it (``html.escape``, which Dj
 
 from __future__ import annotations
 
+import functools
 from html import escape
 
+from django.urls import reverse
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.text import Truncator
 
 from ctxlab.web.display import number
-from replay_app.compare.compare_steps import FateCell, StepAcross
+from replay_app.compare.compare_steps import FateCell, RunAtStep, StepAcross
 from replay_app.display.vocabulary import event_label, event_meaning
+from replay_app.steps.fatelog import FATES
+from replay_app.steps.message_rows import zone_bar
 
 PREVIEW_CHARS = 120  # the preview under a message's number (``truncatechars:120``)
 
@@ -68,3 +73,43 @@ def rows_html(view: StepAcross, message: int | None) -> SafeString:
             + "</tr>"
         )
     return mark_safe("\n".join(out))  # noqa: S308 - every value escaped above
+
+
+@functools.cache
+def fate_legend() -> SafeString:
+    """The fate legend (a badge per fate, ``steps/_fate_badge.html`` without a reason)."""
+    items = "".join(f"<li>{fate_badge(fate, '')}</li>" for fate in FATES)
+    return mark_safe(f'<ul class="fate-legend plain">{items}</ul>')  # noqa: S308 - escaped
+
+
+def _run_zones(view: StepAcross, col: int, at: RunAtStep) -> str:
+    run = at.run
+    url = reverse("run-detail", args=[run.pk])
+    head = (
+        f'<div class="step-run run-colour-{col}" data-run="{run.pk}"><h3><a href="{escape(url)}">'
+        f"run {run.pk} · {escape(run.label)}</a> "
+        f'<span class="mono small muted">{escape(run.strategy)}</span></h3>'
+    )
+    if at.step is None or at.zone is None:
+        what = f"compaction {view.compaction}" if view.compaction else f"step {view.step}"
+        return f'{head}<p class="muted small">No {what} in this run.</p></div>'
+    tokens = at.tokens
+    line = (
+        f'<p class="small step-tokens">step {at.step} · request <strong class="num">'
+        f"{escape(_tokens(tokens.get('strategy')))}</strong> as the strategy counts it · "
+        f'<strong class="num">{escape(_tokens(tokens.get("reference")))}</strong> (cl100k)'
+    )
+    if tokens.get("reported") is not None:
+        line += f' · <strong class="num">{escape(_tokens(tokens["reported"]))}</strong> reported'
+    if at.compaction:
+        labels = ", ".join(event_label(kind) for kind in at.compaction.kinds)
+        line += f" · <strong>{escape(labels)}</strong>: {escape(at.compaction.trigger)}"
+    return f"{head}{line}</p>{zone_bar(at.zone)}</div>"
+
+
+def zones_html(view: StepAcross) -> SafeString:
+    """Each run's block of the zones section: its heading, the request's counts at its
+    step (and the compaction there) and its zone bar (``message_rows.zone_bar``, the run
+    page's), or why it has none."""
+    blocks = (_run_zones(view, col, at) for col, at in enumerate(view.runs))
+    return mark_safe("\n".join(blocks))  # noqa: S308 - every value escaped above

@@ -27,7 +27,6 @@ from replay_app.compare.picker_page import PickerPage, picker_page
 from replay_app.compare.summary_diff import SummaryDiffPage
 from replay_app.models import Run, RunSummary
 from replay_app.runs.pages import whole_page
-from replay_app.steps import fatelog
 
 
 def _digits(value: str | None) -> int | None:
@@ -68,7 +67,8 @@ def compare_step(request: HttpRequest, runs: list[Run]) -> HttpResponse:
             request,
             "replay_app/compare/compare_step.html",
             {"view": view, "runs": runs, "ids": ids, "message": message,
-             "rows_html": step_rows.rows_html(view, message), "fate_names": fatelog.FATES,
+             "rows_html": step_rows.rows_html(view, message),
+             "zones_html": step_rows.zones_html(view), "fate_legend": step_rows.fate_legend(),
              **extra},
         )  # fmt: skip
 

@@ -1,0 +1,147 @@
+"""The compare step view's per-request work (issue 33): its zones section and fate legend
+are rendered in Python (``compare/step_rows.py``) as the template's loop rendered them,
+every run's value escaped; the events' words come from one read per run
+(``compare_steps.event_words``) and say what each event's changes say; and a view reads
+the runs and their step rows in one query each, whatever the number of runs."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.template import Context, Template
+from django.test.utils import CaptureQueriesContext
+from inspect_helpers import make_run
+
+from ctxlab.engine.core.catalogue import Trigger, trigger_of
+from replay_app.compare import compare_steps, step_rows
+from replay_app.models import Run, RunEvent
+from replay_app.steps import fatelog
+
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_memo")]
+
+# The loops compare_step.html held before these parts were rendered in Python.
+ZONES_LOOP = """{% load budget_tags vocabulary_tags %}
+  {% for at in view.runs %}
+    <div class="step-run run-colour-{{ forloop.counter0 }}" data-run="{{ at.run.pk }}">
+      <h3><a href="{% url 'run-detail' at.run.pk %}">run {{ at.run.pk }} · {{ at.run.label }}</a> <span class="mono small muted">{{ at.run.strategy }}</span></h3>
+      {% if at.step is None %}<p class="muted small">{% if view.compaction %}No compaction {{ view.compaction }} in this run.{% else %}No step {{ view.step }} in this run.{% endif %}</p>
+      {% else %}
+      <p class="small step-tokens">step {{ at.step }} · request <strong class="num">{{ at.tokens.strategy|tokens }}</strong> as the strategy counts it · <strong class="num">{{ at.tokens.reference|tokens }}</strong> (cl100k){% if at.tokens.reported is not None %} · <strong class="num">{{ at.tokens.reported|tokens }}</strong> reported{% endif %}{% if at.compaction %} · <strong>{{ at.compaction.kinds|event_labels }}</strong>: {{ at.compaction.trigger }}{% endif %}</p>
+      {% include "replay_app/steps/_zone_bar.html" with zone=at.zone %}
+      {% endif %}
+    </div>
+  {% endfor %}"""  # noqa: E501
+LEGEND_LOOP = """<ul class="fate-legend plain">{% for f in fate_names %}<li>{% include "replay_app/steps/_fate_badge.html" with fate=f reason="" %}</li>{% endfor %}</ul>"""  # noqa: E501
+
+
+def _squeezed(html: str) -> str:
+    return re.sub(r">\s+<", "><", html.strip())
+
+
+@pytest.fixture
+def runs(user: Any, transcript: Any) -> list[Run]:
+    made = [make_run(user, transcript, s) for s in ("cowagent", "copaw", "qwenpaw")]
+    made[0].label = "<script>alert('x')</script> & \"quoted\""  # a label is the user's text
+    return made
+
+
+def _views(runs: list[Run]) -> list[compare_steps.StepAcross]:
+    last = max(r.steps_total for r in runs) - 1
+    most = max(len(compare_steps.compactions(r)) for r in runs)
+    views = [compare_steps.step_across(runs, step=s) for s in (0, last // 2, last)]
+    views += [compare_steps.step_across(runs, compaction=k) for k in range(1, most + 2)]
+    return views
+
+
+def test_zones_are_the_loops_markup(runs: list[Run]) -> None:
+    views = _views(runs)
+    assert any(at.compaction for v in views for at in v.runs)  # a run at its compaction
+    assert any(at.step is None for v in views for at in v.runs)  # a run without one
+    for view in views:
+        expected = Template(ZONES_LOOP).render(Context({"view": view}))
+        got = step_rows.zones_html(view)
+        assert _squeezed(got) == _squeezed(expected)
+        assert "<script>" not in got and "&lt;script&gt;alert(&#x27;x&#x27;)" in got
+
+
+def test_the_legend_is_the_loops_markup() -> None:
+    expected = Template(LEGEND_LOOP).render(Context({"fate_names": fatelog.FATES}))
+    assert step_rows.fate_legend() == _squeezed(expected)
+
+
+def _reasons_read_from_each_event(run: Run, cells: list[tuple[int, int]]) -> list[str]:
+    """(message index, event seq) -> the reason, as the view read it before: each shown
+    event's row and its changes."""
+    out = []
+    for index, seq in cells:
+        kind, detail, changes, before = RunEvent.objects.values_list(
+            "kind", "detail", "changes", "tokens_before"
+        ).get(run=run, seq=seq)
+        detail = detail or {}
+        fired = trigger_of(kind, detail)
+        if fired.measured is None:
+            fired = Trigger(before or None, fired.limit, "context", fired.limit_name)
+        reasons = {int(c["index"]): str(c.get("reason") or "") for c in changes}
+        why = reasons.get(index) or str(detail.get("reason") or kind)
+        out.append(f"{why}; {fired.words()}" if fired.words() else why)
+    return out
+
+
+def test_each_cell_says_what_its_events_changes_say(runs: list[Run]) -> None:
+    last = max(r.steps_total for r in runs) - 1
+    view = compare_steps.step_across(runs, step=last, page=1, per_page=10**6)
+    checked = 0
+    for col, run in enumerate(runs):
+        cells = [
+            (line.index, line.cells[col])
+            for line in view.messages
+            if line.cells[col] is not None and line.cells[col].event is not None  # type: ignore[union-attr]
+        ]
+        pairs = [(index, cell.event) for index, cell in cells if cell and cell.event is not None]
+        expected = _reasons_read_from_each_event(run, pairs)
+        assert [cell.reason for _, cell in cells if cell] == expected
+        kinds = dict(RunEvent.objects.filter(run=run).values_list("seq", "kind"))
+        assert all(cell.kind == kinds[cell.event] for _, cell in cells if cell and cell.event)
+        checked += len(cells)
+    assert checked > 0  # some message had a fate set by an event
+
+
+def _queries(client: Any, url: str) -> list[str]:
+    with CaptureQueriesContext(connection) as seen:
+        assert client.get(url).status_code == 200
+    return [q["sql"] for q in seen.captured_queries]
+
+
+def test_a_view_reads_runs_and_steps_once_whatever_their_number(
+    client: Any, user: Any, runs: list[Run]
+) -> None:
+    client.force_login(user)
+    step = max(r.steps_total for r in runs) - 1
+    for ids in (f"{runs[0].pk},{runs[1].pk}", ",".join(str(r.pk) for r in runs)):
+        client.get(f"/compare/?runs={ids}&step={step}&format=json")  # per-run values built
+        sql = _queries(client, f"/compare/?runs={ids}&step={step - 1}&format=json")
+        run_reads = [q for q in sql if 'FROM "replay_app_run"' in q]
+        step_reads = [q for q in sql if 'FROM "replay_app_runstep"' in q]
+        event_reads = [q for q in sql if 'FROM "replay_app_runevent"' in q]
+        assert (len(run_reads), len(step_reads), len(event_reads)) == (1, 1, 0), sql
+        assert '"params"' not in run_reads[0] and '"metrics"' not in run_reads[0]
+        assert '"context"' not in step_reads[0]  # the step page's message list: not read
+
+
+def test_the_page_shows_the_json_twins_figures(client: Any, user: Any, runs: list[Run]) -> None:
+    client.force_login(user)
+    ids = ",".join(str(r.pk) for r in runs)
+    step = max(r.steps_total for r in runs) // 2
+    html = client.get(f"/compare/?runs={ids}&step={step}").content.decode()
+    data = client.get(f"/compare/?runs={ids}&step={step}&format=json").json()
+    for block, twin in zip(html.split('<div class="step-run ')[1:], data["runs"], strict=True):
+        assert f'data-run="{twin["id"]}"' in block
+        counts = re.findall(r'<strong class="num">([\d,]+)</strong>', block)[:2]
+        tokens = twin["tokens"]
+        assert counts == [f"{tokens['strategy']:,}", f"{tokens['reference']:,}"]
+        assert f'data-window="{twin["zone_bar"]["window"]}"' in block
+        drawn = re.findall(r'data-zone="(\w+)" data-tokens="(\d+)"', block)
+        assert drawn == [(d["key"], str(d["tokens"])) for d in twin["zone_bar"]["bar"]]
