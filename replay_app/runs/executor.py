@@ -164,6 +164,7 @@ def _execute(
     run.steps_total = total
     writer = _BatchWriter(run, attempt)
     writer.texts = textstore.TextWriter(run, conversation.messages)
+    writer.texts.later = []  # summary inputs inline until done, then as pieces (_analyse)
     writer.metered = metered
     last_flush = time.monotonic()
     with existing_heap_frozen():  # see ctxlab.engine.core.heap: full collections skip the input
@@ -201,21 +202,36 @@ def _execute(
     run.status, run.heartbeat_at = RunStatus.DONE, done_at
     run.steps_done = run.steps_total = len(result.steps)
     _emit(on_progress, run, writer.latest)
-    _analyse(run, attempt, job, done_at)
+    _analyse(run, attempt, job, writer.texts, done_at)
 
 
-def _analyse(run: Run, attempt: int, job: Replay, done_at: Any) -> None:
+def _analyse(
+    run: Run, attempt: int, job: Replay, texts: textstore.TextWriter, done_at: Any
+) -> None:
     """After the run is done, from the replay still in memory: what each compaction lost
-    and which facts survived, by category (one pass: ``runs.survival``), and what the
-    compare page derives from this run alone (built once, not per view), stored with
-    the run's ``finished_at``. A failure leaves the run done without them (logged): the
-    pages compute them from the stored rows on first view."""
+    and which facts survived, by category (one pass: ``runs.survival``), what the
+    compare page derives from this run alone (built once, not per view), and the summary
+    inputs as pieces (``textstore``: written inline until then, which every reader reads),
+    stored with the run's ``finished_at``. A failure leaves the run done without them
+    (logged): the pages compute the analysis from the stored rows on first view."""
     retention = survival = pieces = None
+    inputs: list[tuple[int, list[textstore.Piece]]] = []
     try:
         retention, survival = run_survival.finished(run, job.result, job.conversation.messages)
         pieces = compare_inputs.finished(run, retention, survival, job)
+        inputs = texts.summaries_later()
     finally:
         with transaction.atomic():  # the analysis and finished_at become visible together
+            # fenced (and, on PostgreSQL, the run's row locked against a retry meanwhile)
+            ours = Run.objects.filter(
+                pk=run.pk, attempts=attempt, status=RunStatus.DONE, finished_at=None
+            ).update(heartbeat_at=timezone.now())
+            if ours and inputs:
+                texts.write()
+                for seq, parts in inputs:
+                    RunSummary.objects.filter(run_id=run.pk, seq=seq).update(
+                        input="", input_parts=parts
+                    )
             if retention is not None:
                 lost_analysis.store_retention(run, attempt, retention)
             if survival is not None:

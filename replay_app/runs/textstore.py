@@ -155,6 +155,9 @@ class TextWriter:
         # with several outputs offloaded names one path in its change, the others in text.
         self.offloaded: list[tuple[int, str]] = []
         self._prefixes: textstore_candidates.SourcePrefixes | None = None  # on first use
+        # Summary inputs written inline for now, stored as pieces later (``summaries_later``):
+        # (seq, input, messages); None: each is stored as pieces as it comes.
+        self.later: list[tuple[int, str, Any]] | None = None
 
     def literal(self, pieces: list[Piece], text: str) -> None:
         if not text:
@@ -250,8 +253,17 @@ class TextWriter:
         return spans
 
     def summary(self, row: RunSummary) -> None:
+        if self.later is not None:  # written inline (a reader reads it as it is), encoded later
+            self.later.append((row.seq, row.input, row.messages))
+            return
         row.input_parts = self.encode(row.input, row.messages)
         row.input = ""
+
+    def summaries_later(self) -> list[tuple[int, list[Piece]]]:
+        """The inputs kept for later as pieces, by summary ``seq``: the rows to update
+        (with ``write()`` for their texts, in one transaction)."""
+        later, self.later = self.later or [], []
+        return [(seq, self.encode(text, messages)) for seq, text, messages in later]
 
     def event(self, row: RunEvent) -> None:
         for change in row.changes:

@@ -19,8 +19,8 @@ from waiting import wait_until
 
 from replay_app import memo
 from replay_app.compare import inputs as compare_inputs
-from replay_app.models import Run, RunAnalysis, RunStatus
-from replay_app.runs import analysis_state, executor
+from replay_app.models import Run, RunAnalysis, RunStatus, RunSummary
+from replay_app.runs import analysis_state, executor, textstore
 from replay_app.runs.heartbeat import pulse
 from replay_app.steps import lost_analysis
 from sessions_app.models import Transcript
@@ -73,6 +73,9 @@ def test_a_run_is_done_before_its_analysis_and_the_pages_say_analysing(
         seen["lost_html"] = client.get(f"/runs/{pk}/lost/").content.decode()
         seen["stored"] = RunAnalysis.objects.filter(run_id=pk).exists()
         seen["memo"] = memo.MEMO.chars
+        rows = list(RunSummary.objects.filter(run_id=pk).order_by("seq"))
+        seen["inline"] = all(r.input and not r.input_parts for r in rows) and bool(rows)
+        seen["inputs"] = textstore.summary_inputs(run.transcript_id, rows)
 
     in_the_window(monkeypatch, look)
     run = make_run(user, session, "qwenpaw", **SMALL["qwenpaw"])
@@ -86,7 +89,8 @@ def test_a_run_is_done_before_its_analysis_and_the_pages_say_analysing(
     assert not seen["stored"] and seen["memo"] == 0, "nothing stored or memoised meanwhile"
     assert computed == [], "no page computed a second copy from the rows"
     # ... and once the task returns: analysed, stored, finished at the time it was done.
-    assert run.finished_at is not None and run.finished_at == run.heartbeat_at
+    assert run.finished_at is not None and run.heartbeat_at is not None
+    assert run.finished_at <= run.heartbeat_at
     assert not analysis_state.pending(run)
     stored = RunAnalysis.objects.get(run=run)
     assert stored.retention["events"] and stored.survival and compare_inputs.current(stored.compare)
@@ -94,6 +98,19 @@ def test_a_run_is_done_before_its_analysis_and_the_pages_say_analysing(
     assert data["analysis_pending"] is False and data["survival"] is not None
     assert "Analysing…" not in client.get(f"/runs/{run.pk}/").content.decode()
     assert computed == []
+    # The summary inputs: inline while it was analysed, as pieces after, the same texts.
+    rows = list(RunSummary.objects.filter(run=run).order_by("seq"))
+    assert seen["inline"] and all(r.input == "" and r.input_parts for r in rows)
+    assert textstore.summary_inputs(run.transcript_id, rows) == seen["inputs"]
+    assert seen["inputs"] == {s.id: s.input for s in rows_of(run)}
+
+
+def rows_of(run: Run) -> list[Any]:
+    """The summary records of the same replay, made again in memory."""
+    from ctxlab.engine.replay import run as replay_run
+
+    result = replay_run(run.transcript.to_conversation(), run.strategy, params=run.params)
+    return list(result.summaries)
 
 
 def test_a_run_retried_while_analysed_is_never_written_by_the_stale_attempt(
