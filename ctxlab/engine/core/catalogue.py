@@ -122,6 +122,13 @@ _EVENTS: tuple[EventKind, ...] = (
     EventKind("summary_injected", "info", "Summary injected",
               "a background summary landed, prepended to the first kept user message",
               ("summary_injection",)),
+    EventKind("summary_checked", "info", "Summary checked",
+              "the summary quality gate asked the summary for the compacted messages' facts "
+              "and it kept enough of them (detail: asked, missing, score, min_score)"),
+    EventKind("summary_rejected", "info", "Summary rejected",
+              "the summary quality gate found too many of the compacted messages' facts "
+              "missing from the summary; the event's outcome says what followed (asked "
+              "again, original kept, or the missed facts appended)"),
     EventKind("warning", "info", "Warning",
               "the original shows the user a warning (e.g. Codex after a compaction)"),
 )  # fmt: skip
@@ -232,7 +239,9 @@ def compaction_ordinals(events: Iterable[tuple[int, str]]) -> dict[int, int]:
 # Outcomes decided by what a summary says (its size, or that it is empty): a gemini_cli
 # "inflated" failure, an empty summary, a summary larger than its input. With the offline
 # (extractive) summariser they follow from its text, not from what a model would write.
-SUMMARY_TEXT_EVENTS = frozenset({"compact_failed", "summary_empty"})
+SUMMARY_TEXT_EVENTS = frozenset(
+    {"compact_failed", "summary_empty", "summary_checked", "summary_rejected"}
+)
 SUMMARY_TEXT_FINDINGS = frozenset({"summary_larger"})
 OFFLINE_SUMMARIZERS = frozenset({"offline"})
 OFFLINE_OUTCOME_NOTE = "this follows from the offline summary; a model's summary may differ"
