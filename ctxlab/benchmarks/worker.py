@@ -15,10 +15,10 @@ from the same cold caches (the process's decoded-conversation cache emptied too)
   seeding included). That is the **worker path**: the run is ``done`` at its end (its
   pages show every row, metric and cost).
 - After done, the same task analyses the replay still in memory (``executor._analyse``:
-  retention and survival, the compare page's inputs with the offline probe set, their
-  writes and ``finished_at``); the run's pages say "analysing…" meanwhile
-  (``replay_app.runs.analysis_state``). Timed apart (``after done``, with its parts), not
-  in the ratio.
+  retention and survival, the compare page's inputs with the offline probe set, the
+  summary inputs as textstore pieces, their writes and ``finished_at``); the run's pages
+  say "analysing…" meanwhile (``replay_app.runs.analysis_state``). Timed apart (``after
+  done``, with its parts), not in the ratio.
 
 CPU time of this process (the worker's heartbeat thread included).
 
@@ -51,11 +51,17 @@ PARTS = {
     "run_costs.finish": "ledger",
     "run_survival.finished": "analysis",
     "compare_inputs.finished": "compare inputs",
+    "textstore.TextWriter.summaries_later": "summary inputs",
     "lost_analysis.store_retention": "final writes",
     "run_survival.store": "final writes",
     "compare_inputs.store": "final writes",
 }
-AFTER_DONE = ("analysis", "compare inputs", "final writes")  # inside ``executor._analyse``
+AFTER_DONE = (
+    "analysis",
+    "compare inputs",
+    "summary inputs",
+    "final writes",
+)  # inside ``executor._analyse``
 
 
 @contextmanager
