@@ -9,9 +9,11 @@ measure what each strategy kept, cut and summarised::
     result = engine.run(conversation, "codex")
     print(result.metrics["peak_reference"], sorted(engine.STRATEGIES))
 
-The values load with the package; ``run``, ``replay``, ``load_file``, ``parse`` and
-``STRATEGIES`` load their modules when first named (that discovers every strategy and
-importer), so ``import ctxlab.engine`` stays light. The layout: docs/architecture.md.
+Every name loads its module when first named (PEP 562): the values (``Message``,
+``Conversation``, ...) load ``core.model``; ``run``, ``replay``, ``load_file``, ``parse``
+and ``STRATEGIES`` discover every strategy and importer. So ``import ctxlab.engine`` (and
+any engine module, e.g. ``ctxlab statusline``'s) loads nothing it does not use. The
+layout: docs/architecture.md.
 """
 
 from __future__ import annotations
@@ -19,28 +21,42 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from .core.model import (
-    Block,
-    BlockKind,
-    Conversation,
-    ImportWarning,
-    Message,
-    OriginalCompaction,
-    ParsedFile,
-    Role,
-    SourcePos,
-    ToolDef,
-    TranscriptError,
-    Usage,
-)
-
 if TYPE_CHECKING:
     from .cli import load_file
+    from .core.model import (
+        Block,
+        BlockKind,
+        Conversation,
+        ImportWarning,
+        Message,
+        OriginalCompaction,
+        ParsedFile,
+        Role,
+        SourcePos,
+        ToolDef,
+        TranscriptError,
+        Usage,
+    )
     from .importers import parse
     from .replay import replay, run
     from .strategies import STRATEGIES
 
+_VALUES = (
+    "Block",
+    "BlockKind",
+    "Conversation",
+    "ImportWarning",
+    "Message",
+    "OriginalCompaction",
+    "ParsedFile",
+    "Role",
+    "SourcePos",
+    "ToolDef",
+    "TranscriptError",
+    "Usage",
+)
 _LAZY = {
+    **dict.fromkeys(_VALUES, ".core.model"),
     "load_file": ".cli",
     "parse": ".importers",
     "replay": ".replay",
@@ -51,7 +67,9 @@ _LAZY = {
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
-        return getattr(import_module(_LAZY[name], __name__), name)
+        value = getattr(import_module(_LAZY[name], __name__), name)
+        globals()[name] = value  # named once: later lookups skip this function
+        return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
