@@ -8,9 +8,12 @@ transcript or the strategy is escaped here (``escape``); URLs are reversed once 
 
 from __future__ import annotations
 
+import math
+from decimal import ROUND_HALF_UP, Decimal
 from html import escape  # Django's escape, without its lazy-string wrapper (~2x faster)
 from urllib.parse import quote
 
+from django.conf import settings
 from django.template.defaultfilters import floatformat
 from django.urls import reverse
 from django.utils.safestring import SafeString, mark_safe
@@ -18,6 +21,24 @@ from django.utils.safestring import SafeString, mark_safe
 from ctxlab.web.display import number
 from replay_app.steps.at_step import MessageRow
 from replay_app.steps.zone_bar import OVER_HINT, OVER_KEY, OVER_LABEL, ZoneModel
+
+_TENTH = Decimal("0.1")
+
+
+def one_decimal(value: float) -> str:
+    """``floatformat(value, 1)`` (Django's: half up, no grouping here) without its number
+    formatting machinery: ~1 µs instead of ~15, and a zone bar shows a dozen (five bars a
+    compare step view). Anything but a plain finite number takes Django's own filter."""
+    if (
+        type(value) in (float, int)
+        and math.isfinite(value)
+        and abs(value) < 1e15
+        and not settings.USE_THOUSAND_SEPARATOR
+        and settings.DECIMAL_SEPARATOR == "."
+    ):
+        rounded = Decimal(str(value)).quantize(_TENTH, ROUND_HALF_UP)
+        return str(rounded if rounded else rounded.copy_abs())  # no "-0.0"
+    return str(floatformat(value, 1))
 
 
 def fate_badge(fate: str, reason: str = "") -> str:
@@ -102,7 +123,7 @@ def _zone_line(model: ZoneModel) -> str:
         line = (
             f'{total} = window <strong class="num" data-line="window">{n(model.window)}</strong>'
             f' + <strong class="num zone-over-figure" data-line="over_window">{n(model.over)}'
-            f"</strong> over the window ({floatformat(model.over_percent, 1)}% of it"
+            f"</strong> over the window ({one_decimal(model.over_percent)}% of it"
         )
         alone = model.request - model.window
         if alone > 0:  # the request itself does not fit, reserve aside
@@ -148,7 +169,7 @@ def zone_bar(model: ZoneModel) -> SafeString:
         described += f", {OVER_LABEL} {number(model.over)}"
     bar = []
     for d in model.drawn:
-        share = floatformat(100 * d.tokens / model.window, 1) if model.window else ""
+        share = one_decimal(100 * d.tokens / model.window) if model.window else ""
         hint = f": {OVER_HINT}" if d.key == OVER_KEY else ""
         of = f" ({share}% of the window)" if share else ""
         bar.append(
@@ -164,7 +185,7 @@ def zone_bar(model: ZoneModel) -> SafeString:
         else:
             shown = (
                 f'<strong class="num">{number(s.tokens)}</strong> <span class="muted">'
-                f"({floatformat(s.percent, 1)}%)</span>"
+                f"({one_decimal(s.percent)}%)</span>"
             )
         legend.append(
             f'<li class="legend-{escape(s.key)}" data-zone="{escape(s.key)}"{title}>'
@@ -174,7 +195,7 @@ def zone_bar(model: ZoneModel) -> SafeString:
         legend.append(
             f'<li class="legend-{OVER_KEY}" data-zone="{OVER_KEY}" title="{escape(OVER_HINT)}">'
             f'{OVER_LABEL} <strong class="num">{number(model.over)}</strong> <span class="muted">'
-            f"({floatformat(model.over_percent, 1)}%)</span></li>"
+            f"({one_decimal(model.over_percent)}%)</span></li>"
         )
     threshold = model.threshold
     legend.append(
