@@ -149,6 +149,7 @@ LIBRARY: tuple[str, ...] = PRESETS + (
     "ag2_token_limiter",
     "vercel_prune_messages",
     "crush",
+    "deepagents_summarization",
 )
 
 
