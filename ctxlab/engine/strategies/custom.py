@@ -36,6 +36,18 @@ The other stages run before each call, in order, only while the request is
 - ``summarise`` {keep_tokens}: summarises everything before the largest tool-aligned
   suffix within ``keep_tokens`` (structured EN prompt; on failure the prefix is dropped).
 
+One stage acts on no message itself but gates the ``summarise`` stages of the list
+(wherever it stands; at most one, and only with a ``summarise`` stage):
+
+- ``summary_gate`` {min_score, max_questions, on_reject}: the summary quality gate
+  (``stages.summary_gate``): questions from the facts of the span being summarised,
+  answered from the summary by the survival rule; below ``min_score`` (0..1) the summary
+  is rejected and ``on_reject`` decides: ``accept_with_appendix`` (the missed facts
+  appended verbatim to the summary), ``retry`` (asked once more with the missed facts as
+  "must keep"; rejected again, the original is kept) or ``keep_original`` (not compacted
+  this time; later stages of the list still run). Each decision is an event
+  (``summary_checked`` / ``summary_rejected``) on the step.
+
 Pruned and cleared outputs are persisted replacements of the message version
 (Fate.PRUNED); the replay context keeps the original.
 """
@@ -54,32 +66,48 @@ from ..core.records import Fate
 from ..core.strategy import Strategy
 from ..core.summary_request import MaterialItem, PromptMessage, SummaryRequest
 from ..core.tool_pairs import has_tool_result, is_user_query
-from ..stages import agentscope, prompts
+from ..stages import agentscope, prompts, summary_gate
 from ..stages.markers import QWENPAW_MARKER, qwenpaw_retruncate, qwenpaw_truncate_fresh
 from ..stages.prune import clear_blocks, scan_tool_outputs
 from ..stages.split import largest_aligned_suffix
 
 if TYPE_CHECKING:
     from ..core.context_view import ContextView
+    from ..core.records import SummaryRecord
 
 
 @dataclass(frozen=True)
 class Option:
-    """One stage option: its default (int or non-empty str) and, for ints, the minimum."""
+    """One stage option: its default (int, float or non-empty str), for numbers the minimum
+    (and maximum, if any), for strings the choices (if any)."""
 
-    default: int | str
+    default: int | float | str
     help: str
-    minimum: int = 0
+    minimum: int | float = 0
+    maximum: int | float | None = None
+    choices: tuple[str, ...] = ()
 
     def check(self, stage: str, name: str, value: Any) -> None:
         where = f"stages: {stage} option {name!r}"
         if isinstance(self.default, str):
             if not isinstance(value, str) or not value:
                 raise ValueError(f"{where} must be a non-empty string (got {value!r})")
+            if self.choices and value not in self.choices:
+                raise ValueError(
+                    f"{where} must be one of {', '.join(self.choices)} (got {value!r})"
+                )
+            return
+        if isinstance(self.default, float):
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise ValueError(f"{where} must be a number (got {value!r})")
+            if value != value or value in (float("inf"), float("-inf")):
+                raise ValueError(f"{where} must be a finite number (got {value})")
         elif isinstance(value, bool) or not isinstance(value, int):
             raise ValueError(f"{where} must be an integer (got {value!r})")
-        elif value < self.minimum:
+        if value < self.minimum:
             raise ValueError(f"{where} must be >= {self.minimum} (got {value})")
+        if self.maximum is not None and value > self.maximum:
+            raise ValueError(f"{where} must be <= {self.maximum} (got {value})")
 
 
 @dataclass(frozen=True)
@@ -87,6 +115,7 @@ class StageSpec:
     help: str
     options: dict[str, Option]
     on_tool_result: bool = False  # runs after each tool result, not before a call
+    gate: bool = False  # acts on no message: checks what the summarise stages write
 
 
 _MAX_BYTES = Option(3000, "Tool results longer than this many UTF-8 bytes are cut.", 1)
@@ -127,6 +156,31 @@ STAGES: dict[str, StageSpec] = {
         "Summarise everything before the newest tool-aligned messages.",
         {"keep_tokens": Option(8000, "Tokens of recent messages kept verbatim.")},
     ),
+    "summary_gate": StageSpec(
+        "Check each summary against the facts of what it replaces; reject it below a score.",
+        {
+            "min_score": Option(
+                summary_gate.MIN_SCORE,
+                "Share (0..1) of the asked facts the summary must keep.",
+                0.0,
+                1.0,
+            ),
+            "max_questions": Option(
+                summary_gate.MAX_QUESTIONS,
+                "Facts asked at most per summary (fewer than 2: no opinion).",
+                summary_gate.MIN_QUESTIONS,
+                200,
+            ),
+            "on_reject": Option(
+                summary_gate.ON_REJECT[0],
+                "accept_with_appendix: append the missed facts; retry: ask once more with "
+                "them as must-keep (rejected again: keep the original); keep_original: do "
+                "not compact this time.",
+                choices=summary_gate.ON_REJECT,
+            ),
+        },
+        gate=True,
+    ),
 }
 # (text, max_bytes, message index, block position) -> (new text, offload path, offloaded
 # text), or None to leave the block alone.
@@ -160,6 +214,11 @@ def check_stages(stages: Any) -> list[dict[str, Any]]:
             if key in raw:
                 option.check(name, key, raw[key])
         out.append({"stage": name, **{k: o.default for k, o in options.items()}, **raw})
+    gates = [s for s in out if STAGES[s["stage"]].gate]
+    if len(gates) > 1:
+        raise ValueError("stages: at most one summary_gate")
+    if gates and not any(s["stage"] == "summarise" for s in out):
+        raise ValueError("stages: summary_gate needs a summarise stage to check")
     return out
 
 
@@ -194,6 +253,7 @@ class Custom(Strategy):
     def __init__(self, params: dict[str, Any] | None = None) -> None:
         super().__init__(params)
         self.stages = check_stages(self.params["stages"])
+        self.gate = next((s for s in self.stages if STAGES[s["stage"]].gate), None)
         self.estimator = str(self.params["token_estimator"])  # type: ignore[misc]
 
     def count_text(self, text: str) -> int:
@@ -229,7 +289,8 @@ class Custom(Strategy):
 
     def before_call(self, ctx: ContextView) -> None:
         for stage in self.stages:
-            if STAGES[stage["stage"]].on_tool_result:
+            spec = STAGES[stage["stage"]]
+            if spec.on_tool_result or spec.gate:
                 continue
             if ctx.request_tokens() < self.threshold(ctx):
                 return
@@ -407,16 +468,99 @@ class Custom(Strategy):
             with ctx.action("drop", reason="summary failed") as act:
                 act.remove(prefix, Fate.DROPPED)
             return
+        if self.gate is not None:
+            checked = self._gated(ctx, request, record, prefix, self.gate)
+            if checked is None:
+                return  # the gate kept the original messages
+            record = checked
+        output = record.output
         previous_ref = ctx.summary_ref
         with ctx.action(
             "summarise", reason="summarised the prefix", keep_tokens=keep_tokens
         ) as act:
             act.remove(prefix, Fate.SUMMARISED)
-            ctx.set_summary(record.output, tokens=self.count_text(record.output),
-                            rendered=record.output, summary_id=record.id)  # fmt: skip
+            ctx.set_summary(output, tokens=self.count_text(output),
+                            rendered=output, summary_id=record.id)  # fmt: skip
             act.summary_id = record.id
-        check_summary_size(ctx, summary_rendered=record.output, replaced=prefix,
+        check_summary_size(ctx, summary_rendered=output, replaced=prefix,
                            summary_id=record.id, previous_ref=previous_ref)  # fmt: skip
+
+    # --- the summary quality gate -------------------------------------------------------
+    def _gated(
+        self,
+        ctx: ContextView,
+        request: SummaryRequest,
+        record: SummaryRecord,
+        prefix: list[int],
+        gate: dict[str, Any],
+    ) -> SummaryRecord | None:
+        """The summary record to apply after the gate (the retried one, or the first with
+        the missed facts appended), or None to keep the original messages this time."""
+        kept = ctx.live[len(prefix) :]
+        questions = summary_gate.ask(
+            [(i, ctx.message(i)) for i in prefix],
+            (ctx.message(i) for i in kept),
+            int(gate["max_questions"]),
+        )
+        min_score = float(gate["min_score"])
+        verdict = summary_gate.judge(questions, record.output, min_score)
+        if verdict.score is None:
+            return record  # too few questions: no opinion
+        on_reject = str(gate["on_reject"])
+        if verdict.passed:
+            self._gate_event(ctx, "summary_checked", verdict, record, prefix, on_reject)
+            return record
+        if on_reject == "keep_original":
+            self._gate_event(ctx, "summary_rejected", verdict, record, prefix, on_reject,
+                             outcome="original messages kept: not compacted this time")  # fmt: skip
+            return None
+        if on_reject == "accept_with_appendix":
+            summary_gate.append_to(record, summary_gate.appendix(verdict.missed))
+            self._gate_event(ctx, "summary_rejected", verdict, record, prefix, on_reject,
+                             outcome=f"the {len(verdict.missed)} missed facts appended "
+                             "verbatim to the summary")  # fmt: skip
+            return record
+        self._gate_event(ctx, "summary_rejected", verdict, record, prefix, on_reject,
+                         outcome=f"asked again with the {len(verdict.missed)} missed facts "
+                         "as must-keep")  # fmt: skip
+        *head, last = request.messages
+        again = replace(
+            request,
+            messages=(
+                *head,
+                PromptMessage(
+                    last.role, f"{last.text}\n\n{summary_gate.must_keep(verdict.missed)}"
+                ),
+            ),
+        )
+        retried = ctx.summarize(again, messages=prefix)
+        if retried.error or not retried.output.strip():
+            ctx.emit("summary_failed", messages=prefix, summary_id=retried.id,
+                     reason=retried.error or "empty",
+                     outcome="the gate's retry failed: original messages kept")  # fmt: skip
+            return None
+        second = summary_gate.judge(questions, retried.output, min_score)
+        if second.passed:
+            self._gate_event(ctx, "summary_checked", second, retried, prefix, on_reject,
+                             retry=True)  # fmt: skip
+            return retried
+        self._gate_event(ctx, "summary_rejected", second, retried, prefix, on_reject, retry=True,
+                         outcome="rejected again: original messages kept, not compacted "
+                         "this time")  # fmt: skip
+        return None
+
+    @staticmethod
+    def _gate_event(
+        ctx: ContextView,
+        kind: str,
+        verdict: summary_gate.Verdict,
+        record: SummaryRecord,
+        prefix: list[int],
+        on_reject: str,
+        **extra: Any,
+    ) -> None:
+        ctx.emit(kind, messages=prefix, summary_id=record.id, reason=verdict.words(),
+                 **verdict.detail(), on_reject=on_reject, **extra)  # fmt: skip
 
 
 STRATEGY = Custom
