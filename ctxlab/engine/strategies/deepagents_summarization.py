@@ -73,7 +73,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from xml.sax.saxutils import escape, quoteattr
 
 from ..core.findings import check_summary_size
-from ..core.model import BlockKind, Message
+from ..core.model import BlockKind, Message, ToolDef
 from ..core.params import Param
 from ..core.records import Fate
 from ..core.strategy import Strategy
@@ -271,6 +271,15 @@ def _xml_block(block: dict[str, Any]) -> str | None:
     return None
 
 
+def tool_dict(tool: ToolDef) -> dict[str, Any]:
+    """``count_tokens_approximately``'s dict for a BaseTool (tool_call_schema less its
+    title and description)."""
+    parameters = dict(tool.parameters) if isinstance(tool.parameters, dict) else {}
+    parameters.pop("title", None)
+    parameters.pop("description", None)
+    return {"name": tool.name, "description": tool.description, "parameters": parameters}
+
+
 @dataclass(slots=True)
 class _DeepState(_State):
     summary_message: lc.LcMessage | None = None  # the effective list's first, if any
@@ -402,6 +411,14 @@ class DeepAgentsSummarizationStrategy(LangChainSummarizationStrategy):
     # --- estimator ----------------------------------------------------------------------
     def count_system(self, text: str, message: Message | None) -> int:
         return int(self.lc_tokens(lc.LcMessage(lc.SYSTEM, text))) if text else 0
+
+    def count_tools(self, tools: Sequence[ToolDef]) -> int:
+        """The ``tools=`` term for BaseTool objects (what a deep agent's request holds):
+        ``{"name", "description", "parameters"}`` with the schema's title and description
+        popped, JSON length summed, then ceil(chars / chars_per_token)."""
+        if not tools:
+            return 0
+        return math.ceil(sum(len(json.dumps(tool_dict(t))) for t in tools) / self._cpt)
 
     def request_total(self, ctx: ContextView) -> int:
         """``_count_tokens(effective, system_message, tools)``, kept incrementally: the
