@@ -33,10 +33,10 @@ import os
 import re
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any, TextIO
+from typing import Any, BinaryIO, TextIO
 
 from .evaluate.forecast import (
     RATE_TURNS,
@@ -86,30 +86,37 @@ def _versions() -> ModuleType:
 def tail_lines(path: Path) -> tuple[list[bytes], bool]:
     """The file's lines from its last compaction boundary (that line first) to its end,
     read backwards in chunks, each searched once; (lines, whether a boundary was found)."""
-    chunks: list[bytes] = []
     with path.open("rb") as handle:
-        position = handle.seek(0, os.SEEK_END)
-        while position > 0:
-            step = min(CHUNK, position)
-            position -= step
-            handle.seek(position)
-            chunk = handle.read(step)
-            # a mark cut by the chunk's end is found with the start of the next chunk
-            window = chunk + (chunks[0][: MARK_MAX - 1] if chunks else b"")
-            cut = _last(BOUNDARY, window)
-            if cut < 0:
-                chunks.insert(0, chunk)
-                continue
-            start = chunk.rfind(b"\n", 0, cut) + 1
-            if start == 0 and position > 0:
-                # the boundary line starts in an earlier chunk: read back to its start
-                head = _line_start(handle, position)
-                return (head + chunk + b"".join(chunks)).splitlines(), True
-            return (chunk[start:] + b"".join(chunks)).splitlines(), True
-    return b"".join(chunks).splitlines(), False
+        data, _, found = _tail(handle)
+    return data.splitlines(), found
 
 
-def _line_start(handle: Any, position: int) -> bytes:
+def _tail(handle: BinaryIO) -> tuple[bytes, int, bool]:
+    """The bytes from the last compaction boundary's line to the end, where that end is
+    (the file's size when read) and whether a boundary was found."""
+    chunks: list[bytes] = []
+    end = position = handle.seek(0, os.SEEK_END)
+    while position > 0:
+        step = min(CHUNK, position)
+        position -= step
+        handle.seek(position)
+        chunk = handle.read(step)
+        # a mark cut by the chunk's end is found with the start of the next chunk
+        window = chunk + (chunks[0][: MARK_MAX - 1] if chunks else b"")
+        cut = _last(BOUNDARY, window)
+        if cut < 0:
+            chunks.insert(0, chunk)
+            continue
+        start = chunk.rfind(b"\n", 0, cut) + 1
+        if start == 0 and position > 0:
+            # the boundary line starts in an earlier chunk: read back to its start
+            head = _line_start(handle, position)
+            return head + chunk + b"".join(chunks), end, True
+        return chunk[start:] + b"".join(chunks), end, True
+    return b"".join(chunks), end, False
+
+
+def _line_start(handle: BinaryIO, position: int) -> bytes:
     """The bytes from the start of the line that holds ``position`` up to it."""
     parts: list[bytes] = []
     while position > 0:
@@ -265,55 +272,156 @@ def status_of_any(path: Path) -> Status:
     return Status(used, now.rules.window, now.rules.version, ahead.turns, labels, compacted)
 
 
-def status_of(path: Path, payload: dict[str, Any] | None = None) -> Status:
-    """The status of the Claude Code session at ``path`` (``payload``: the statusline JSON)."""
+KEPT = RATE_TURNS + 2  # responses kept: the rule reads the last RATE_TURNS + 1
+
+
+@dataclass(slots=True)
+class Span:
+    """What the line needs of the lines since the last compaction boundary: the last
+    ``KEPT`` responses (message id, prompt + output), the instruction sources' labels, the
+    last line's ``version``. Fed line by line (``feed``: the cache's successive calls) or
+    made from a tail read at once (``of_lines``): the same state either way."""
+
+    compacted: bool = False  # the span starts at a compaction boundary
+    lines: int = 0
+    responses: list[tuple[str, int]] = field(default_factory=list)  # oldest first
+    instructions: list[str] = field(default_factory=list)
+    version: str = ""
+
+    @classmethod
+    def of_lines(cls, lines: Sequence[bytes], compacted: bool) -> Span:
+        """The span of a tail read (the lines from its boundary on): the responses read
+        newest first, only as many as the rule needs."""
+        span = cls(compacted=compacted)
+        newest: list[tuple[str, int]] = []
+        for raw in reversed(lines):
+            if len(newest) >= KEPT:
+                break
+            response = _response(raw)
+            if response is not None and not (
+                response[0] and newest and newest[-1][0] == response[0]
+            ):
+                newest.append(response)  # a response's last line carries its numbers
+        span.responses = newest[::-1]
+        for raw in lines:
+            span._read(raw, responses=False)
+        return span
+
+    def feed(self, raw: bytes) -> None:
+        """One more line of the file (a boundary starts the span again)."""
+        if BOUNDARY.search(raw):
+            self.compacted, self.lines = True, 0
+            self.responses, self.instructions = [], []
+        self._read(raw, responses=True)
+
+    def _read(self, raw: bytes, *, responses: bool) -> None:
+        index = self.lines
+        self.lines += 1
+        got = _VERSION.search(raw)
+        self.version = got.group(1).decode() if got else ""
+        if responses:
+            response = _response(raw)
+            if response is not None:
+                kept = self.responses
+                if response[0] and kept and kept[-1][0] == response[0]:
+                    kept[-1] = response
+                else:
+                    kept.append(response)
+                    del kept[:-KEPT]
+                return
+        self.instructions.extend(_user_sources(index, raw))
+
+    def copy(self) -> Span:
+        return Span(
+            self.compacted, self.lines, list(self.responses), list(self.instructions), self.version
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "compacted": self.compacted,
+            "lines": self.lines,
+            "responses": [list(r) for r in self.responses],
+            "instructions": self.instructions,
+            "version": self.version,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Span:
+        """A cached span; ValueError when it is not one."""
+        if not isinstance(data, dict):
+            raise ValueError("no span")
+        compacted, lines = data.get("compacted"), data.get("lines")
+        responses, found = data.get("responses"), data.get("instructions")
+        version = data.get("version")
+        if not (
+            isinstance(compacted, bool)
+            and isinstance(lines, int)
+            and isinstance(version, str)
+            and isinstance(found, list)
+            and all(isinstance(label, str) for label in found)
+            and isinstance(responses, list)
+            and len(responses) <= KEPT
+            and all(
+                isinstance(r, list) and len(r) == 2 and isinstance(r[0], str) and type(r[1]) is int
+                for r in responses
+            )
+        ):
+            raise ValueError("not a span")
+        kept = [(str(r[0]), int(r[1])) for r in responses]
+        return cls(compacted, lines, kept, [str(label) for label in found], version)
+
+
+def _response(raw: bytes) -> tuple[str, int] | None:
+    """A main-chain response line with reported usage: (its message id, prompt + output)."""
+    if not ASSISTANT.search(raw) or SIDECHAIN.search(raw):
+        return None
+    if _first_type(raw) not in (b"message", b"assistant"):
+        return None
+    total = _usage_total(raw)
+    if not total:
+        return None
+    found_id = _MESSAGE_ID.search(raw)
+    return (found_id.group(1).decode() if found_id else "", total)
+
+
+def _user_sources(index: int, raw: bytes) -> list[str]:
+    """The labels of the instruction sources of a user line (``evaluate.instructions``,
+    but CLAUDE.md: Claude Code puts it back by itself)."""
+    if not USER.search(raw) or SIDECHAIN.search(raw) or _first_type(raw) != b"user":
+        return []
+    record = _user_record(raw)
+    texts = _user_texts(record) if record is not None else []
+    if not texts:
+        return []
     from .core.model import Block, BlockKind, Message, Role
     from .evaluate import instructions
 
-    payload = payload or {}
+    blocks = tuple(Block(BlockKind.TEXT, text) for text in texts)
+    meta = frozenset({"meta"}) if record and record.get("isMeta") is True else frozenset()
+    user = Message(Role.USER, blocks, flags=meta)
+    return [
+        s.label
+        for s in instructions.message_sources(index, user)
+        if not reattached("claude_code", s.kind)
+    ]
+
+
+def status_of(path: Path, payload: dict[str, Any] | None = None) -> Status:
+    """The status of the Claude Code session at ``path`` (``payload``: the statusline JSON),
+    from a tail read of the file (no cache)."""
     lines, compacted = tail_lines(path)
-    version = str(payload.get("version") or "")
-    found: list[str] = []
-    # the counts: the last responses only, newest first (the rule reads RATE_TURNS + 1)
-    newest: list[tuple[str, int]] = []
-    for raw in reversed(lines):
-        if len(newest) > RATE_TURNS + 1:
-            break
-        if not ASSISTANT.search(raw) or SIDECHAIN.search(raw):
-            continue
-        if _first_type(raw) not in (b"message", b"assistant"):
-            continue
-        total = _usage_total(raw)
-        if not total:
-            continue
-        found_id = _MESSAGE_ID.search(raw)
-        msg_id = found_id.group(1).decode() if found_id else ""
-        if not (msg_id and newest and newest[-1][0] == msg_id):
-            newest.append((msg_id, total))  # a response's last line carries its numbers
-    counts = [total for _, total in reversed(newest)][-(RATE_TURNS + 1) :]
-    for index, raw in enumerate(lines):
-        if not USER.search(raw) or SIDECHAIN.search(raw) or _first_type(raw) != b"user":
-            continue
-        record = _user_record(raw)
-        texts = _user_texts(record) if record is not None else []
-        if not texts:
-            continue
-        blocks = tuple(Block(BlockKind.TEXT, text) for text in texts)
-        meta = frozenset({"meta"}) if record and record.get("isMeta") is True else frozenset()
-        user = Message(Role.USER, blocks, flags=meta)
-        found.extend(
-            s.label
-            for s in instructions.message_sources(index, user)
-            if not reattached("claude_code", s.kind)  # CLAUDE.md comes back by itself
-        )
-    if not version and lines:
-        got = _VERSION.search(lines[-1])
-        version = got.group(1).decode() if got else ""
+    return _status(Span.of_lines(lines, compacted), payload or {})
+
+
+def _status(span: Span, payload: dict[str, Any]) -> Status:
+    counts = [total for _, total in span.responses][-(RATE_TURNS + 1) :]
+    version = str(payload.get("version") or "") or span.version
     window = _window(payload)
     rules = _versions().rules_for(version)
     threshold = claude_code_threshold(window, rules.output_reserve, rules.buffer)
     turns = turns_to_trigger(counts, threshold)
-    return Status(counts[-1] if counts else None, window, version, turns, tuple(found), compacted)
+    found = tuple(span.instructions)
+    return Status(counts[-1] if counts else None, window, version, turns, found, span.compacted)
 
 
 def _window(payload: dict[str, Any]) -> int:
