@@ -36,11 +36,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ..core.model import BlockKind, Message, Role
+from ..core.model import Block, BlockKind, Message, Role
 from ..core.params import Param
 from ..core.records import Fate
 from ..core.strategy import Strategy
-from ..tokens.cl100k import reference_counter
+from ..tokens.cl100k import PER_MESSAGE_OVERHEAD, reference_counter
 from . import _agent_units as au
 
 if TYPE_CHECKING:
@@ -68,10 +68,22 @@ def texts(message: Message) -> str:
     return "\n".join(b.text for b in message.blocks if b.kind is BlockKind.TEXT)
 
 
-def body_tokens(message: Message, count: Callable[[str], int]) -> int:
-    """A source message's share of ``count_tokens_openai`` without the 3 per message."""
+def body_tokens(
+    message: Message,
+    count: Callable[[str], int],
+    block_texts: Callable[[Message], int] | None = None,
+) -> int:
+    """A source message's share of ``count_tokens_openai`` without the 3 per message.
+
+    ``block_texts(message)``: the cl100k count of the message's block texts summed (the
+    run's reference counts, ``reference_block_texts``); given, a message of one text block
+    or of tool results only takes its texts' count from it instead of tokenizing them
+    again (the same count: one text is the whole content, results count one by one)."""
+    blocks = message.blocks
     if message.role is Role.ASSISTANT:
-        calls = [b for b in message.blocks if b.kind is BlockKind.TOOL_USE]
+        calls = [b for b in blocks if b.kind is BlockKind.TOOL_USE]
+        if not calls and block_texts is not None and _one_text(blocks):
+            return count("assistant") + block_texts(message)
         text = texts(message)
         if not calls:
             return count("assistant") + count(text)
@@ -81,11 +93,32 @@ def body_tokens(message: Message, count: Callable[[str], int]) -> int:
             for b in calls
         ]  # fmt: skip
         return count("assistant") + count(json.dumps(tool_calls)) + (count(text) if text else 0)
-    results = [b for b in message.blocks if b.kind is BlockKind.TOOL_RESULT]
+    results = [b for b in blocks if b.kind is BlockKind.TOOL_RESULT]
     if results:
+        if block_texts is not None and len(results) == len(blocks):
+            return block_texts(message) + sum(count("tool") + count(b.tool_id) for b in results)
         return sum(count(b.text) + count("tool") + count(b.tool_id) for b in results)
     name = message.name if message.name == "System" else USER_SOURCE
+    if block_texts is not None and _one_text(blocks):
+        return count("user") + count(name) + TOKENS_PER_NAME + block_texts(message)
     return count("user") + count(name) + TOKENS_PER_NAME + count(texts(message))
+
+
+def _one_text(blocks: tuple[Block, ...]) -> bool:
+    return len(blocks) == 1 and blocks[0].kind is BlockKind.TEXT
+
+
+def reference_block_texts(reference: ReferenceTokens) -> Callable[[Message], int]:
+    """A message's block texts counted by the run's reference (``message_of`` less the
+    per-message overhead): an original's count is the one stored at import, a modified
+    one's is memoised there. Only for messages of text and tool result blocks, whose
+    reference text is the block's text."""
+    message_of = reference.message_of
+
+    def block_texts(message: Message) -> int:
+        return message_of(message) - PER_MESSAGE_OVERHEAD
+
+    return block_texts
 
 
 def minus(a: list[Interval], b: list[Interval]) -> list[Interval]:
@@ -143,10 +176,11 @@ class AutoGenContextStrategy(Strategy):
     def message_counter(self, reference: ReferenceTokens, state: Any) -> Callable[[Message], int]:
         count = reference_counter().count
         continuing: set[int] = state.continuing
+        stored = reference_block_texts(reference)
 
         def counter(message: Message) -> int:
             extra = 0 if id(message) in continuing else TOKENS_PER_MESSAGE
-            return extra + body_tokens(message, count)
+            return extra + body_tokens(message, count, stored)
 
         return counter
 

@@ -59,6 +59,7 @@ Readings:
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -69,10 +70,11 @@ from ..core.params import Param
 from ..core.records import Fate
 from ..core.strategy import Strategy
 from ..core.summary_request import MaterialItem, PromptMessage, SummaryRequest
-from ..tokens.cl100k import reference_counter
+from ..tokens.cl100k import PER_MESSAGE_OVERHEAD, reference_counter
 
 if TYPE_CHECKING:
     from ..core.context_view import ContextView
+    from ..tokens.reference import ReferenceTokens
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "prompts"
 SUMMARY_PROMPT = (DATA / "roo-code-d1e74cb3-condense.txt").read_text(encoding="utf-8")
@@ -128,6 +130,29 @@ def count_blocks(blocks: tuple[Block, ...] | list[Block]) -> int:
     if not blocks:
         return 0
     return math.ceil(sum(block_tokens(b) for b in blocks) * TOKEN_FUDGE_FACTOR)
+
+
+def result_head(block: Block) -> str:
+    """What ``block_tokens`` puts before a tool result's text."""
+    return f"Tool Result ({block.tool_id})\n"
+
+
+def counted_by_reference(blocks: tuple[Block, ...]) -> bool:
+    """Whether ``block_tokens`` of ``blocks`` is the reference's count of their texts plus
+    the tool results' heads counted alone: only text and tool result blocks, no result
+    text starting with a line break. tiktoken encodes each piece of its pattern alone; a
+    head ends in ``)`` and a line break, one piece of cl100k's pattern (punctuation then
+    every line break after it) that ends there unless more line breaks follow, and the
+    pattern reads nothing before a piece, so the text after it splits as it does alone."""
+    if not blocks:
+        return False
+    for b in blocks:
+        if b.kind is BlockKind.TOOL_RESULT:
+            if b.text[:1] in ("\n", "\r"):
+                return False
+        elif b.kind is not BlockKind.TEXT:
+            return False
+    return True
 
 
 def allowed_tokens(context_window: int, max_tokens: int) -> float:
@@ -210,6 +235,24 @@ class RooCodeStrategy(Strategy):
 
     def count_message(self, message: Message) -> int:
         return count_blocks(message.blocks)
+
+    def message_counter(self, reference: ReferenceTokens, state: Any) -> Callable[[Message], int]:
+        """``count_message``, the block texts of a message of text and tool results read
+        from the run's reference counts (an original's stored at import) instead of
+        tokenized again: the same sum (``counted_by_reference``)."""
+        count = reference_counter().count
+        message_of = reference.message_of
+        result = BlockKind.TOOL_RESULT
+
+        def counter(message: Message) -> int:
+            blocks = message.blocks
+            if not counted_by_reference(blocks):
+                return count_blocks(blocks)
+            total = message_of(message) - PER_MESSAGE_OVERHEAD
+            total += sum(count(result_head(b)) for b in blocks if b.kind is result)
+            return math.ceil(total * TOKEN_FUDGE_FACTOR)
+
+        return counter
 
     # --- geometry -----------------------------------------------------------------------
     def window(self, ctx: ContextView) -> int:

@@ -11,13 +11,14 @@ every corpus transcript replayed by each."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from builders import assistant, call, conv, cycle, system, tool_result, user
 
 from ctxlab.engine import cli
-from ctxlab.engine.core.model import Message, Role
+from ctxlab.engine.core.model import BlockKind, Conversation, Message, Role
 from ctxlab.engine.core.records import Fate
 from ctxlab.engine.replay import run
 from ctxlab.engine.strategies import LIBRARY, STRATEGIES
@@ -25,8 +26,10 @@ from ctxlab.engine.strategies import _agent_units as au
 from ctxlab.engine.strategies import autogen_buffered as ab
 from ctxlab.engine.strategies import autogen_head_and_tail as aht
 from ctxlab.engine.strategies import autogen_token_limited as atl
-from ctxlab.engine.strategies._autogen_context import AutoGenContextStrategy, minus
+from ctxlab.engine.strategies._autogen_context import AutoGenContextStrategy, ViewState, minus
 from ctxlab.engine.summarize.offline import OfflineSummarizer
+from ctxlab.engine.tokens import reference_stored
+from ctxlab.engine.tokens.reference import ReferenceTokens
 
 CORPUS = Path(__file__).resolve().parents[2] / "data" / "corpus"
 SKIP = {"MANIFEST.tsv", "NOTICE.md", "README.md"}
@@ -242,3 +245,40 @@ def test_native_export_is_the_declarative_component() -> None:
     assert native_config("autogen_token_limited").content["config"]["token_limit"] is None
     wide = native_config("autogen_buffered", {"model_token_limit": 64_000})
     assert wide.unexpressed == (("model_token_limit", 64_000),)
+
+
+# -- the estimator in a replay: the texts' counts read from the run's reference -----------------
+def _references(conversation: Conversation) -> list[ReferenceTokens]:
+    """The run's reference counted now, and as the worker seeds it (stored at import)."""
+    stored, tables = reference_stored.stored_counts(conversation.messages)
+    return [ReferenceTokens(conversation), ReferenceTokens(conversation, stored, tables)]
+
+
+@pytest.mark.parametrize("name", CORPUS_FILES)
+def test_replay_counter_is_count_tokens_openai(name: str) -> None:
+    conversation = cli.load_file(CORPUS / name)
+    strategy = atl.AutoGenTokenLimitedStrategy()
+    for reference in _references(conversation):
+        counter = strategy.message_counter(reference, ViewState())
+        for m in conversation.messages:
+            assert counter(m) == strategy.count_message(m)
+            # a modified copy (its texts counted by the reference's memo, not stored)
+            copy = replace(m, blocks=tuple(
+                replace(b, text=f" {b.text}.") if b.kind is BlockKind.TEXT else b
+                for b in m.blocks
+            ))  # fmt: skip
+            assert counter(copy) == strategy.count_message(copy)
+
+
+def test_replay_counter_reads_the_stored_counts() -> None:
+    # A text message and a tool-result message take their texts' count from the counts
+    # stored at import (not tokenized again); a message of calls counts its JSON itself.
+    messages = [user("Hello!"), call("t1"), tool_result("t1", "ok"), assistant("Sure.")]
+    conversation = conv(*messages)
+    stored, tables = reference_stored.stored_counts(conversation.messages)
+    altered = [c + 100 for c in stored]
+    reference = ReferenceTokens(conversation, altered, tables)
+    strategy = atl.AutoGenTokenLimitedStrategy()
+    counter = strategy.message_counter(reference, ViewState())
+    got = [counter(m) - strategy.count_message(m) for m in conversation.messages]
+    assert got == [100, 0, 100, 100]

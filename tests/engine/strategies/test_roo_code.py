@@ -9,6 +9,7 @@ byte, and every corpus transcript replayed."""
 from __future__ import annotations
 
 import hashlib
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -27,12 +28,15 @@ from builders import (
 )
 
 from ctxlab.engine import cli
-from ctxlab.engine.core.model import BlockKind
+from ctxlab.engine.core.model import BlockKind, Conversation
 from ctxlab.engine.core.records import Fate, StepRecord, expand
 from ctxlab.engine.replay import run
 from ctxlab.engine.strategies import LIBRARY, STRATEGIES
 from ctxlab.engine.strategies import roo_code as rc
 from ctxlab.engine.summarize.offline import FailingSummarizer, OfflineSummarizer
+from ctxlab.engine.tokens import reference_stored
+from ctxlab.engine.tokens.cl100k import reference_counter
+from ctxlab.engine.tokens.reference import ReferenceTokens
 
 CORPUS = Path(__file__).resolve().parents[2] / "data" / "corpus"
 SKIP = {"MANIFEST.tsv", "NOTICE.md", "README.md"}
@@ -355,3 +359,59 @@ def test_native_export_is_the_settings_import_shape() -> None:
     assert settings["autoCondenseContextPercent"] == 75
     assert settings["customSupportPrompts"] == {"CONDENSE": "Be brief"}
     assert tuned.unexpressed == (("contextWindow", 100_000),)
+
+
+# -- the estimator in a replay: the texts' counts read from the run's reference -----------------
+def _references(conversation: Conversation) -> list[ReferenceTokens]:
+    """The run's reference counted now, and as the worker seeds it (stored at import)."""
+    stored, tables = reference_stored.stored_counts(conversation.messages)
+    return [ReferenceTokens(conversation), ReferenceTokens(conversation, stored, tables)]
+
+
+STARTS = ("", " ", "  x", "\t", "'s", "123", "é", ")", "\n", "\r\n", " \n", "!!", "\u00a0")
+
+
+@pytest.mark.parametrize("name", CORPUS_FILES)
+def test_replay_counter_is_the_estimator(name: str) -> None:
+    conversation = cli.load_file(CORPUS / name)
+    strategy = rc.RooCodeStrategy()
+    for reference in _references(conversation):
+        counter = strategy.message_counter(reference, rc._State())
+        for m in conversation.messages:
+            assert counter(m) == strategy.count_message(m)
+        # modified copies whose texts start with what may join the result head's piece
+        for start in STARTS:
+            for m in conversation.messages[:20]:
+                copy = replace(m, blocks=tuple(
+                    replace(b, text=start + b.text, tool_id=b.tool_id + start)
+                    if b.kind in (BlockKind.TEXT, BlockKind.TOOL_RESULT) else b
+                    for b in m.blocks
+                ))  # fmt: skip
+                assert counter(copy) == strategy.count_message(copy), repr(start)
+
+
+def test_result_head_counts_apart_from_the_text() -> None:
+    count = reference_counter().count
+    for start in STARTS:
+        for text in ("", "ok", "x\n\ny", "    indented", "'ll do", "42 files"):
+            block = tool_result(f"call_{start}1", start + text).blocks[0]
+            joined = rc.block_tokens(block)
+            apart = count(rc.result_head(block)) + count(block.text)
+            if rc.counted_by_reference((block,)):
+                assert joined == apart, (start, text)
+    # a text starting with a line break joins the head's piece: counted whole
+    block = tool_result("t1", "\n\nout").blocks[0]
+    assert not rc.counted_by_reference((block,))
+    assert rc.block_tokens(block) != count(rc.result_head(block)) + count(block.text)
+
+
+def test_replay_counter_reads_the_stored_counts() -> None:
+    # Text and tool-result messages take their texts' count from the counts stored at
+    # import (not tokenized again); a message with a tool_use block counts its blocks.
+    conversation = conv(user("Hello!"), call("t1"), tool_result("t1", "ok"), assistant("Sure."))
+    stored, tables = reference_stored.stored_counts(conversation.messages)
+    reference = ReferenceTokens(conversation, [c + 100 for c in stored], tables)
+    strategy = rc.RooCodeStrategy()
+    counter = strategy.message_counter(reference, rc._State())
+    got = [counter(m) - strategy.count_message(m) for m in conversation.messages]
+    assert got == [150, 0, 150, 150]  # 100 more tokens, x 1.5
