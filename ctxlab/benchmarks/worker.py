@@ -1,6 +1,6 @@
 """The worker path on the realistic transcript: what a user waits for after
-starting a run until it is done (replay + row writes + metrics + ledger), against the replay
-alone; and, apart, what the same task does after (the analysis and the compare inputs).
+starting a run until it is done (replay + row writes + metrics), against the replay alone;
+and, apart, what the same task does after (the ledger, the analysis, the compare inputs).
 
 In a throwaway test database: import ``synth_realistic.realistic_bench_conversation`` (20,000
 messages, >= 95% distinct block texts) for a fresh user, then for each of the five presets,
@@ -11,11 +11,11 @@ from the same cold caches (the process's decoded-conversation cache emptied too)
 - ``replay_app.runs.executor.run_execute`` (the worker's own call), with the time spent in
   each part of its work after (and around) the replay read off as it runs: row writes
   while replaying (``writes``: building and flushing the step, event, summary rows),
-  metrics, the cost ledger and the done write; the rest is the replay itself (decode and
-  seeding included). That is the **worker path**: the run is ``done`` at its end (its
-  pages show every row, metric and cost).
+  metrics, the costs (LLM totals, ground truth) and the done write; the rest is the
+  replay itself (decode and seeding included). That is the **worker path**: the run is
+  ``done`` at its end (its pages show every row and metric).
 - After done, the same task analyses the replay still in memory (``executor._analyse``:
-  retention and survival, the compare page's inputs with the offline probe set, the
+  the prompt-caching ledger, retention and survival, the compare page's inputs with the offline probe set, the
   summary inputs as textstore pieces, their writes and ``finished_at``); the run's pages
   say "analysing…" meanwhile (``replay_app.runs.analysis_state``). Timed apart (``after
   done``, with its parts), not in the ratio.
@@ -48,7 +48,8 @@ PARTS = {
     "_BatchWriter.flush": "writes",
     "compute_metrics": "metrics",
     "agreement_rows": "metrics",
-    "run_costs.finish": "ledger",
+    "run_costs.finish": "costs",
+    "run_costs.finish_ledger": "ledger",
     "run_survival.finished": "analysis",
     "compare_inputs.finished": "compare inputs",
     "textstore.TextWriter.summaries_later": "summary inputs",

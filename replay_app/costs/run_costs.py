@@ -6,11 +6,13 @@
   ``pricing`` as if every call wrote its whole output cap: an upper bound. Memoised.
 - ``annotate``: while a run executes, each summary row gets the call's usage/cost, and an
   event that reports a failed summary gets the call's error (visible in the events table).
-- ``finish``: at run end (in the task) the LLM totals, the prompt-caching ledger (compact
-  JSON: totals, per-compaction rows, per-step read/write/cost arrays) and the ground truth
-  (per-model calibration from the transcript's reported usage with its error band, overflow
-  flags, optional exact ``count_tokens`` curve) are computed once and stored on ``Run``, so
-  pages only read JSON. Flat ``metrics`` keys carry the headline numbers to the metrics
+- ``finish``: at run end (in the task) the LLM totals and the ground truth (per-model
+  calibration from the transcript's reported usage with its error band, overflow flags,
+  optional exact ``count_tokens`` curve), stored on ``Run`` with its done status;
+  ``finish_ledger``: right after, with the run's analysis (``runs.analysis_state``: the
+  pages say "analysing…" meanwhile), the prompt-caching ledger (compact JSON: totals,
+  per-compaction rows, per-step read/write/cost arrays). Computed once, so pages only
+  read JSON. Flat ``metrics`` keys carry the headline numbers to the metrics
   tables (run page, compare page and their JSON twins); their labels live in the engine's
   metric catalogue (``ctxlab.engine.core.catalogue.METRICS``, keys in ``vocabulary.COST_KEYS``).
 """
@@ -324,26 +326,15 @@ def finish(
     metered: MeteredSummarizer | None,
     exact_counter: Any = None,
 ) -> dict[str, Any]:
-    """Fields to store on the run at its end: ``llm``, ``ledger``, ``ground_truth`` and the
-    flat cost ``metrics`` keys. Never raises: a failure is recorded in the JSON."""
+    """Fields to store on the run when it is done: ``llm``, ``ground_truth`` and their flat
+    ``metrics`` keys (the ledger follows with the analysis: ``finish_ledger``). Never
+    raises: a failure is recorded in the JSON."""
     conversation = job.conversation
     records = job.result.steps
     llm = dict(run.llm or {})
     if metered is not None:
         llm.update(metered.totals())
         llm["model"] = metered.model
-    # The ledger prices summary calls at a Claude model's rates; an OpenAI-compatible run's
-    # spend is the adapter's own (``llm``), so its summaries are not priced there.
-    summary_model = run.summarizer_model if run.summarizer == "anthropic" else None
-    try:
-        ledger = ledger_json(
-            records, conversation, job.ctx.reference,
-            model=ledger_model(conversation, run.summarizer_model or DEFAULT_SUMMARY_MODEL),
-            summary_model=summary_model,
-        )  # fmt: skip
-    except Exception as exc:  # noqa: BLE001
-        log.exception("run %s: ledger failed", run.pk)
-        ledger = {"error": str(exc)[:ERROR_CHARS]}
     truth = ground_truth_json(records, conversation, exact_counter=exact_counter)
     metrics: dict[str, Any] = {"overflow_flags": len(truth.get("flags") or [])}
     if metered is not None:
@@ -352,6 +343,26 @@ def finish(
             llm_calls=llm.get("calls", 0),
             llm_cache_hits=llm.get("cache_hits", 0),
         )
+    return {"llm": llm, "ground_truth": truth, "metrics": metrics}
+
+
+def finish_ledger(run: Any, job: Replay) -> dict[str, Any]:
+    """The run's prompt-caching ``ledger`` and its flat ``metrics`` keys, computed after the
+    run is done (``executor._analyse``). Never raises: a failure is recorded in the JSON."""
+    conversation = job.conversation
+    # The ledger prices summary calls at a Claude model's rates; an OpenAI-compatible run's
+    # spend is the adapter's own (``llm``), so its summaries are not priced there.
+    summary_model = run.summarizer_model if run.summarizer == "anthropic" else None
+    try:
+        ledger = ledger_json(
+            job.result.steps, conversation, job.ctx.reference,
+            model=ledger_model(conversation, run.summarizer_model or DEFAULT_SUMMARY_MODEL),
+            summary_model=summary_model,
+        )  # fmt: skip
+    except Exception as exc:  # noqa: BLE001
+        log.exception("run %s: ledger failed", run.pk)
+        ledger = {"error": str(exc)[:ERROR_CHARS]}
+    metrics: dict[str, Any] = {}
     t = ledger.get("totals")
     if t:
         metrics.update(
@@ -363,7 +374,7 @@ def finish(
             ledger_extra_cost=round(t["extra_cost"], 6),
             ledger_total_cost=round(t["total_cost"], 6),
         )
-    return {"llm": llm, "ledger": ledger, "ground_truth": truth, "metrics": metrics}
+    return {"ledger": ledger, "metrics": metrics}
 
 
 # --- page helpers ------------------------------------------------------------------------------

@@ -175,7 +175,7 @@ def _execute(
                 last_flush = time.monotonic()
                 _emit(on_progress, run, writer.latest)
     writer.flush(job.result.offloads)
-    _emit(on_progress, run, writer.latest)  # 100 %: pages say it is finishing (metrics, ledger)
+    _emit(on_progress, run, writer.latest)  # 100 %: pages say it is finishing (metrics)
     result = job.result
     metrics = compute_metrics(
         result, threshold=job.strategy.threshold(job.ctx.view), reference=job.ctx.reference
@@ -187,8 +187,8 @@ def _execute(
         metrics["original_compactions"] = agreement_rows(conversation, result)
     run.metrics = _jsonable(metrics)
     done_at = timezone.now()
-    # Done: its rows, metrics and ledger are there. ``finished_at`` follows with the analysis
-    # (``analysis_state``: meanwhile the pages say it is analysing and memoise nothing).
+    # Done: its rows and metrics are there. The ledger and ``finished_at`` follow with the
+    # analysis (``analysis_state``: meanwhile the pages say it is analysing, memoise nothing).
     done = Run.objects.filter(pk=run.pk, attempts=attempt, status=RunStatus.RUNNING).update(
         status=RunStatus.DONE,
         heartbeat_at=done_at,
@@ -208,15 +208,17 @@ def _execute(
 def _analyse(
     run: Run, attempt: int, job: Replay, texts: textstore.TextWriter, done_at: Any
 ) -> None:
-    """After the run is done, from the replay still in memory: what each compaction lost
-    and which facts survived, by category (one pass: ``runs.survival``), what the
-    compare page derives from this run alone (built once, not per view), and the summary
-    inputs as pieces (``textstore``: written inline until then, which every reader reads),
-    stored with the run's ``finished_at``. A failure leaves the run done without them
-    (logged): the pages compute the analysis from the stored rows on first view."""
+    """After the run is done, from the replay still in memory: its cost ledger, what each
+    compaction lost and which facts survived, by category (one pass: ``runs.survival``),
+    what the compare page derives from this run alone (built once, not per view), and the
+    summary inputs as pieces (``textstore``: written inline until then, which every reader
+    reads), stored with the run's ``finished_at``. A failure leaves the run done without
+    them (logged): the pages compute the analysis from the stored rows on first view."""
     retention = survival = pieces = None
     inputs: list[tuple[int, list[textstore.Piece]]] = []
+    ledger: dict[str, Any] = {}
     try:
+        ledger = run_costs.finish_ledger(run, job)
         retention, survival = run_survival.finished(run, job.result, job.conversation.messages)
         pieces = compare_inputs.finished(run, retention, survival, job)
         inputs = texts.summaries_later()
@@ -238,9 +240,15 @@ def _analyse(
                 run_survival.store(run, attempt, survival)
             if pieces is not None:
                 compare_inputs.store(run, attempt, pieces)
+            costs: dict[str, Any] = {}
+            if ledger:  # its keys where they always were: before the original's compactions
+                head = {k: v for k, v in run.metrics.items() if k != "original_compactions"}
+                tail = {k: v for k, v in run.metrics.items() if k == "original_compactions"}
+                run.metrics = {**head, **_jsonable(ledger["metrics"]), **tail}
+                costs = {"ledger": _jsonable(ledger["ledger"]), "metrics": run.metrics}
             Run.objects.filter(
                 pk=run.pk, attempts=attempt, status=RunStatus.DONE, finished_at=None
-            ).update(finished_at=done_at)
+            ).update(finished_at=done_at, **costs)
 
 
 class _BatchWriter:

@@ -66,7 +66,8 @@ def test_a_run_is_done_before_its_analysis_and_the_pages_say_analysing(
         run = Run.objects.get(pk=pk)
         seen["status"], seen["finished_at"] = run.status, run.finished_at
         seen["pending"], seen["keeps"] = analysis_state.pending(run), memo.keeps(run)
-        seen["metrics"] = bool(run.metrics) and "ledger_total_cost" in run.metrics
+        seen["metrics"] = "compaction_count" in run.metrics, "ledger_total_cost" in run.metrics
+        seen["ledger"] = run.ledger
         seen["json"] = client.get(f"/runs/{pk}/?format=json").json()
         seen["html"] = client.get(f"/runs/{pk}/").content.decode()
         seen["lost"] = client.get(f"/runs/{pk}/lost/?format=json").json()
@@ -80,10 +81,12 @@ def test_a_run_is_done_before_its_analysis_and_the_pages_say_analysing(
     in_the_window(monkeypatch, look)
     run = make_run(user, session, "qwenpaw", **SMALL["qwenpaw"])
     assert seen["status"] == RunStatus.DONE and seen["finished_at"] is None
-    assert seen["pending"] and not seen["keeps"] and seen["metrics"]
+    assert seen["pending"] and not seen["keeps"]
+    assert seen["metrics"] == (True, False) and seen["ledger"] == {}, "the ledger comes after"
     assert seen["json"]["status"] == "done" and seen["json"]["analysis_pending"] is True
     assert seen["json"]["survival"] is None
     assert "Analysing…" in seen["html"] and 'hx-trigger="every 2s"' in seen["html"]
+    assert 'id="run-ledger"' in seen["html"] and seen["json"]["cost"]["ledger"] == {}
     assert seen["lost"]["pending"] is True and seen["lost"]["events"] == []
     assert "Analysing…" in seen["lost_html"]
     assert not seen["stored"] and seen["memo"] == 0, "nothing stored or memoised meanwhile"
@@ -96,6 +99,9 @@ def test_a_run_is_done_before_its_analysis_and_the_pages_say_analysing(
     assert stored.retention["events"] and stored.survival and compare_inputs.current(stored.compare)
     data = client.get(f"/runs/{run.pk}/?format=json").json()
     assert data["analysis_pending"] is False and data["survival"] is not None
+    assert data["cost"]["ledger"]["totals"] and "ledger_total_cost" in data["metrics"]
+    if "original_compactions" in data["metrics"]:  # the keys in the order they always had
+        assert list(data["metrics"])[-1] == "original_compactions"
     assert "Analysing…" not in client.get(f"/runs/{run.pk}/").content.decode()
     assert computed == []
     # The summary inputs: inline while it was analysed, as pieces after, the same texts.
