@@ -36,7 +36,10 @@ class OptionInput:
     value: Any
     help: str
     numeric: bool
-    minimum: int
+    minimum: int | float
+    maximum: int | float | None = None
+    step: str = "1"  # "any" for a fractional option
+    choices: tuple[str, ...] = ()
 
 
 @dataclass
@@ -126,7 +129,7 @@ def _checked(stages: list[dict[str, Any]], *, text: str) -> Builder:
 
 
 def _overlay(stages: list[dict[str, Any]], data: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The option inputs' values over their stages (integers parsed where they parse)."""
+    """The option inputs' values over their stages (numbers parsed where they parse)."""
     out = []
     for i, stage in enumerate(stages):
         if not _known(stage):
@@ -138,7 +141,12 @@ def _overlay(stages: list[dict[str, Any]], data: Mapping[str, Any]) -> list[dict
             raw = data.get(f"stage-{i}-{name}")
             if raw is None:
                 continue
-            stage[name] = _as_int(raw) if isinstance(option.default, int) else str(raw)
+            if isinstance(option.default, float):
+                stage[name] = _as_number(raw)
+            elif isinstance(option.default, int):
+                stage[name] = _as_int(raw)
+            else:
+                stage[name] = str(raw)
         out.append(stage)
     return out
 
@@ -155,6 +163,14 @@ def _as_int(raw: Any) -> Any:
         return int(str(raw).strip())
     except ValueError:
         return str(raw)  # the engine names the option and the bad value
+
+
+def _as_number(raw: Any) -> Any:
+    try:
+        value = float(str(raw).strip())
+    except ValueError:
+        return str(raw)  # the engine names the option and the bad value
+    return int(value) if value.is_integer() and "." not in str(raw) else value
 
 
 def _apply(stages: list[dict[str, Any]], action: str, kind: str) -> list[dict[str, Any]]:
@@ -183,8 +199,11 @@ def _row(index: int, stage: dict[str, Any], count: int) -> StageRow:
             input_name=f"stage-{index}-{name}",
             value=stage.get(name, option.default),
             help=option.help,
-            numeric=isinstance(option.default, int),
+            numeric=isinstance(option.default, int | float),
             minimum=option.minimum,
+            maximum=option.maximum,
+            step="any" if isinstance(option.default, float) else "1",
+            choices=option.choices,
         )
         for name, option in spec.options.items()
     ]
