@@ -32,7 +32,8 @@ import json
 import os
 import re
 import sys
-from collections.abc import Sequence
+import zlib
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -413,6 +414,119 @@ def status_of(path: Path, payload: dict[str, Any] | None = None) -> Status:
     return _status(Span.of_lines(lines, compacted), payload or {})
 
 
+# --- the cache: successive calls read only what the file gained ---------------------------
+
+CACHE_FORMAT = 1
+PRINT_BYTES = 4096  # the file's first and last bytes read, fingerprinted
+
+
+def cache_dir(environ: Mapping[str, str] | None = None) -> Path | None:
+    """Where the spans are kept: ``$XDG_CACHE_HOME/ctxlab/statusline`` (else
+    ``~/.cache/...``); None when ``CTXLAB_STATUSLINE_CACHE`` is ``0`` (or ``off``)."""
+    env = os.environ if environ is None else environ
+    if env.get("CTXLAB_STATUSLINE_CACHE", "").strip().lower() in ("0", "off", "no", "false"):
+        return None
+    base = env.get("XDG_CACHE_HOME") or ""
+    root = Path(base) if os.path.isabs(base) else Path.home() / ".cache"
+    return root / "ctxlab" / "statusline"
+
+
+def cache_file(directory: Path, path: Path) -> Path:
+    """One file per transcript path (its name: two checksums of the path)."""
+    name = os.fsencode(os.path.abspath(path))
+    return directory / f"{zlib.crc32(name):08x}{zlib.adler32(name):08x}.json"
+
+
+def _fingerprint(handle: BinaryIO, offset: int) -> list[int]:
+    """Checksums of the first and the last ``PRINT_BYTES`` of the file's first ``offset``
+    bytes: a file rewritten or cut since is not the one the span was read from."""
+    handle.seek(0)
+    head = handle.read(min(PRINT_BYTES, offset))
+    start = max(0, offset - PRINT_BYTES)
+    handle.seek(start)
+    tail = handle.read(offset - start)
+    return [zlib.crc32(head), zlib.crc32(tail), len(head) + len(tail)]
+
+
+def _load(entry: Path, path: Path, handle: BinaryIO) -> tuple[Span, int] | None:
+    """The cached span of ``path`` and the offset it was read up to, when the file is still
+    the one it was read from (same inode, not shorter, same first and last bytes)."""
+    try:
+        data = json.loads(entry.read_bytes())
+        if not isinstance(data, dict) or data.get("format") != CACHE_FORMAT:
+            return None
+        stat = os.fstat(handle.fileno())
+        offset = data.get("offset")
+        if (
+            data.get("path") != os.path.abspath(path)
+            or data.get("file") != [stat.st_dev, stat.st_ino]
+            or type(offset) is not int
+            or not 0 < offset <= stat.st_size
+            or data.get("print") != _fingerprint(handle, offset)
+        ):
+            return None
+        return Span.from_dict(data.get("span")), offset
+    except (OSError, ValueError, RecursionError):
+        return None  # no cache, a corrupt one: read the file
+
+
+def _save(entry: Path, path: Path, handle: BinaryIO, span: Span, offset: int) -> None:
+    """Write the span atomically (a temporary file renamed); never fails."""
+    try:
+        stat = os.fstat(handle.fileno())
+        data = {
+            "format": CACHE_FORMAT,
+            "path": os.path.abspath(path),
+            "file": [stat.st_dev, stat.st_ino],
+            "offset": offset,
+            "print": _fingerprint(handle, offset),
+            "span": span.as_dict(),
+        }
+        entry.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        temporary = entry.with_name(f".{entry.name}.{os.getpid()}.tmp")
+        try:  # the user's own: the labels quote their instructions
+            descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(descriptor, "w") as out:
+                out.write(json.dumps(data))
+            os.replace(temporary, entry)
+        finally:
+            temporary.unlink(missing_ok=True)
+    except (OSError, ValueError):
+        pass  # an unwritable cache: the next call reads the file again
+
+
+def cached_status_of(
+    path: Path, payload: dict[str, Any] | None = None, directory: Path | None = None
+) -> Status:
+    """``status_of``, reading only the bytes the file gained since the last call (the span
+    kept in ``directory``, default ``cache_dir()``); the same status."""
+    directory = directory or cache_dir()
+    if directory is None:
+        return status_of(path, payload)
+    entry = cache_file(directory, path)
+    with path.open("rb") as handle:
+        cached = _load(entry, path, handle)
+        if cached is None:
+            data, end, compacted = _tail(handle)
+            done = data.rfind(b"\n") + 1  # complete lines: a line being written is not kept
+            span = Span.of_lines(data[:done].splitlines(), compacted)
+            offset, rest = end - len(data) + done, data[done:]
+        else:
+            span, offset = cached
+            handle.seek(offset)
+            gained = handle.read()
+            done = gained.rfind(b"\n") + 1
+            for raw in gained[:done].splitlines():
+                span.feed(raw)
+            offset, rest = offset + done, gained[done:]
+        if done or cached is None:
+            _save(entry, path, handle, span, offset)
+    if rest:
+        span = span.copy()
+        span.feed(rest)
+    return _status(span, payload or {})
+
+
 def _status(span: Span, payload: dict[str, Any]) -> Status:
     counts = [total for _, total in span.responses][-(RATE_TURNS + 1) :]
     version = str(payload.get("version") or "") or span.version
@@ -435,10 +549,13 @@ def _window(payload: dict[str, Any]) -> int:
 
 
 USAGE = """\
-usage: ctxlab statusline [--file PATH] [--json]
+usage: ctxlab statusline [--file PATH] [--json] [--no-cache]
 
 Reads Claude Code's statusline JSON on stdin (its transcript_path), or the session
 at PATH, and prints: context used / window, turns to auto-compact, instructions at risk.
+What was read of a session is kept in $XDG_CACHE_HOME/ctxlab/statusline (~/.cache/...),
+so the next call reads only what the file gained; --no-cache (or the environment variable
+CTXLAB_STATUSLINE_CACHE=0) reads the file without it.
 """
 
 
@@ -471,7 +588,12 @@ def main(argv: Sequence[str] | None = None, stdin: TextIO | None = None) -> int:
         print(f"ctxlab: no transcript at {path.name}")
         return 0
     try:
-        status = status_of(path, payload) if is_claude_code(path) else status_of_any(path)
+        if not is_claude_code(path):
+            status = status_of_any(path)
+        elif "--no-cache" in args:
+            status = status_of(path, payload)
+        else:
+            status = cached_status_of(path, payload)
     except (OSError, ValueError, StopIteration) as exc:  # a status line must print something
         print(f"ctxlab: {type(exc).__name__}")
         return 0
