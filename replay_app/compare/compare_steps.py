@@ -368,9 +368,12 @@ class EventWords:
     why: str
     trigger: str
     reasons: dict[int, str]
+    said: str  # the words of a change without its own reason
 
     def reason(self, index: int) -> str:
-        why = self.reasons.get(index) or self.why
+        why = self.reasons.get(index)
+        if not why:
+            return self.said
         return f"{why}; {self.trigger}" if self.trigger else why
 
 
@@ -403,7 +406,9 @@ def _event_words(run: Run) -> dict[int, EventWords]:
                 reasons[index] = words.setdefault(text, text)
             else:  # a later change of the same message without one: the event's own
                 reasons.pop(index, None)
-        out[seq] = EventWords(kind, str(detail.get("reason") or kind), fired.words(), reasons)
+        why, trigger = str(detail.get("reason") or kind), fired.words()
+        said = f"{why}; {trigger}" if trigger else why
+        out[seq] = EventWords(kind, why, trigger, reasons, said)
     return out
 
 

@@ -40,9 +40,22 @@ def fate_badge(fate: str, reason: str) -> str:
     return f'<span class="fate-badge fate-{escape(fate)}" title="{title}">{escape(fate)}</span>'
 
 
-def _cell(cell: FateCell | None) -> str:
+_NO_CELL = '<td data-fate=""><span class="muted small">—</span></td>'
+
+
+def _cell(cell: FateCell | None, made: dict[tuple[str, int | None, str, str], str]) -> str:
+    """One run's cell (``made``: the cells already written for this view; an event sets
+    one fate for many messages with the same words)."""
     if cell is None:
-        return '<td data-fate=""><span class="muted small">—</span></td>'
+        return _NO_CELL
+    key = (cell.fate, cell.event, cell.kind, cell.reason)
+    html = made.get(key)
+    if html is None:
+        html = made[key] = _cell_html(cell)
+    return html
+
+
+def _cell_html(cell: FateCell) -> str:
     out = [f'<td data-fate="{escape(cell.fate)}">', fate_badge(cell.fate, cell.reason)]
     if cell.event is not None:
         out.append(
@@ -57,6 +70,7 @@ def _cell(cell: FateCell | None) -> str:
 def rows_html(view: StepAcross, message: int | None) -> SafeString:
     """The ``<tr>`` of every message line of ``view`` (``message``: the one to focus)."""
     out = []
+    made: dict[tuple[str, int | None, str, str], str] = {}
     for line in view.messages:
         focus = message == line.index
         classes = ("differs" if line.differs else "") + (" focus-message" if focus else "")
@@ -69,7 +83,7 @@ def rows_html(view: StepAcross, message: int | None) -> SafeString:
             f'{current}><th class="sticky-col"><span class="mono">#{line.index}</span> '
             f'<span class="small muted">{escape(line.role)} · {escape(_tokens(line.tokens))} '
             f'tok</span><div class="small preview">{escape(preview)}</div></th>'
-            + "".join(_cell(cell) for cell in line.cells)
+            + "".join([_cell(cell, made) for cell in line.cells])
             + "</tr>"
         )
     return mark_safe("\n".join(out))  # noqa: S308 - every value escaped above
