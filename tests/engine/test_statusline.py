@@ -21,6 +21,13 @@ SESSION = ROOT / "tests" / "data" / "agreement" / "entireio-cli" / "76" / "62d75
 FULL = SESSION / "full.jsonl"
 
 
+@pytest.fixture(autouse=True)
+def own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The command keeps what it read under XDG_CACHE_HOME: the tests' own, never the
+    user's (subprocesses inherit it)."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+
+
 def documented(transcript: Path, **extra: object) -> dict[str, object]:
     """The statusline JSON with the fields Claude Code's statusline page documents."""
     return {
