@@ -345,14 +345,16 @@ def _message_lines(
             continue
         log = fatelog.fate_log(run)
         per_run.append(log.fates_at(a.step) if whole else log.fates_at(a.step, indexes))
+    columns = [(fates, a.source_index) for fates, a in zip(per_run, at, strict=True)]
+    kept = (Fate.KEPT, None)
     lines = []
     for index in indexes:
         cells: list[FateCell | None] = []
-        for col, fates in enumerate(per_run):
-            if fates is None or index >= at[col].source_index:
+        for fates, before in columns:
+            if fates is None or index >= before:
                 cells.append(None)
                 continue
-            fate, seq = fates.get(index, (Fate.KEPT, None))
+            fate, seq = fates.get(index, kept)
             cells.append(FateCell(fate.value, seq, "", ""))
         lines.append(MessageLine(index, "", "", 0, cells))
     return lines

@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 from html import escape
 
-from django.urls import reverse
+from django.urls import get_script_prefix, reverse
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.text import Truncator
 
@@ -25,6 +25,17 @@ from replay_app.steps.fatelog import FATES
 from replay_app.steps.message_rows import zone_bar
 
 PREVIEW_CHARS = 120  # the preview under a message's number (``truncatechars:120``)
+
+
+def _preview(text: str) -> str:
+    """``truncatechars:120``: a shorter text is never cut; an ASCII one (no combining
+    characters, already NFC) is its first 119 characters and "…", as ``Truncator`` cuts it
+    (~80 µs each, a quarter of the rows' time); any other through ``Truncator``."""
+    if len(text) <= PREVIEW_CHARS:
+        return text
+    if text.isascii():
+        return text[: PREVIEW_CHARS - 1] + "…"
+    return Truncator(text).chars(PREVIEW_CHARS)
 
 
 def _tokens(value: object) -> str:
@@ -75,9 +86,7 @@ def rows_html(view: StepAcross, message: int | None) -> SafeString:
         focus = message == line.index
         classes = ("differs" if line.differs else "") + (" focus-message" if focus else "")
         current = ' aria-current="true"' if focus else ""
-        preview = line.preview
-        if len(preview) > PREVIEW_CHARS:  # (a shorter one is never cut)
-            preview = Truncator(preview).chars(PREVIEW_CHARS)
+        preview = _preview(line.preview)
         out.append(
             f'<tr data-index="{line.index}" id="message-{line.index}" class="{classes}"'
             f'{current}><th class="sticky-col"><span class="mono">#{line.index}</span> '
@@ -96,9 +105,15 @@ def fate_legend() -> SafeString:
     return mark_safe(f'<ul class="fate-legend plain">{items}</ul>')  # noqa: S308 - escaped
 
 
+@functools.lru_cache(maxsize=4096)
+def _run_url(prefix: str, pk: int) -> str:
+    """The run page's URL under the request's script ``prefix`` (reversed once a run)."""
+    return reverse("run-detail", args=[pk])
+
+
 def _run_zones(view: StepAcross, col: int, at: RunAtStep) -> str:
     run = at.run
-    url = reverse("run-detail", args=[run.pk])
+    url = _run_url(get_script_prefix(), run.pk)
     head = (
         f'<div class="step-run run-colour-{col}" data-run="{run.pk}"><h3><a href="{escape(url)}">'
         f"run {run.pk} · {escape(run.label)}</a> "

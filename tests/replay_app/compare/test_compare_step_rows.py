@@ -72,3 +72,21 @@ def test_the_step_view_shows_the_rows(client: Any, user: Any, transcript: Any) -
     assert 'class=" focus-message" aria-current="true"' in html or (
         'class="differs focus-message" aria-current="true"' in html
     )
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_previews_are_cut_as_truncatechars_cuts_them(seed: int) -> None:
+    import random
+
+    from django.utils.text import Truncator
+
+    rng = random.Random(seed)
+    alphabet = ["a", " ", "<", "&", "\n", "é", "e\u0301", "字", "\u0301", "😀"]
+    texts = ["x" * n for n in (0, 119, 120, 121, 200)]
+    texts += [
+        "".join(rng.choice(alphabet[: rng.choice((5, 10))]) for _ in range(rng.randrange(100, 201)))
+        for _ in range(500)
+    ]
+    for text in texts:
+        expected = text if len(text) <= 120 else Truncator(text).chars(120)
+        assert step_rows._preview(text) == expected
