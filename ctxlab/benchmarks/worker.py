@@ -58,6 +58,7 @@ PARTS = {
     "compare_inputs.store": "final writes",
 }
 AFTER_DONE = (
+    "ledger",
     "analysis",
     "compare inputs",
     "summary inputs",
