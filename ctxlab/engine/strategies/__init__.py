@@ -150,6 +150,7 @@ LIBRARY: tuple[str, ...] = PRESETS + (
     "vercel_prune_messages",
     "crush",
     "deepagents_summarization",
+    "kimi_cli",
 )
 
 
