@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from conformance_common import CORPUS_FILES, kept_by_step, load, sample
 
-from ctxlab.engine.core.model import Conversation
+from ctxlab.engine.core.model import Block, BlockKind, Conversation, Message, Role, Usage
 from ctxlab.engine.core.summary_request import SummaryRequest, SummaryResponse
 from ctxlab.engine.replay import call_starts, run
 from ctxlab.engine.strategies import _langchain_tokens as lc
@@ -139,7 +139,7 @@ class Driver:
         self.tools = [ours.tool_dict(t) for t in conversation.tools]
         self.state: dict[str, Any] = {"messages": [],
                                       "_summarization_session_id": ours.SESSION_ID}  # fmt: skip
-        self.sources: dict[int, int] = {}  # id(LangChain message) -> source index
+        self.sources: dict[str, int] = {}  # LangChain message id -> source index
         self.tool_names: dict[str, str] = {}
 
     def append(self, index: int) -> None:
@@ -147,9 +147,10 @@ class Driver:
         for block in message.blocks:
             if block.kind.value == "tool_use" and block.tool_id:
                 self.tool_names[block.tool_id] = block.tool_name
-        for item in lc.to_lc_messages(message, index, tool_names=self.tool_names):
+        for k, item in enumerate(lc.to_lc_messages(message, index, tool_names=self.tool_names)):
             converted = to_langchain(item)
-            self.sources[id(converted)] = index
+            converted.id = f"{index}.{k}"  # kept by the argument truncation's model_copy
+            self.sources[converted.id] = index
             self.state["messages"].append(converted)
 
     def call(self) -> set[int]:
@@ -166,7 +167,7 @@ class Driver:
         response = self.mw.wrap_model_call(request, handler)
         if isinstance(response, types_mod.ExtendedModelResponse):
             self.state.update(response.command.update)
-        return {self.sources[id(m)] for m in seen if id(m) in self.sources}
+        return {self.sources[m.id] for m in seen if m.id in self.sources}
 
 
 def _tuples(value: Any) -> Any:
@@ -183,9 +184,9 @@ def _truncate(value: Any) -> Any:
     return {k: tuple(v) if isinstance(v, list) else v for k, v in value.items()}
 
 
-def compare(file: str, params: dict[str, Any], most: int = 40) -> int:
+def compare(file: str | Conversation, params: dict[str, Any], most: int = 40) -> int:
     """Replays ``file`` both ways; returns how many summarisations happened."""
-    conversation = load(file)
+    conversation = load(file) if isinstance(file, str) else file
     echo = Echo()
     result = run(conversation, ours.DeepAgentsSummarizationStrategy.name, params=params,
                  summarizer=echo)  # fmt: skip
@@ -282,3 +283,40 @@ def test_system_prompt_and_tool_schemas_count(trigger: int) -> None:
     assert load(TOOLS_FILE).tools
     compare(TOOLS_FILE, {**SMALL, "max_input_tokens": 200_000, "trigger": ["tokens", trigger],
                          "keep": ["messages", 4], "truncate_args_settings": None})  # fmt: skip
+
+
+def written_session(turns: int) -> Conversation:
+    """A deep agent writing files: write_file / edit_file calls with long arguments."""
+    out: list[Message] = [Message(Role.SYSTEM, (Block(BlockKind.TEXT, text="You write."),))]
+    for k in range(turns):
+        name = "write_file" if k % 2 else "edit_file"
+        args = {"file_path": f"/src/m{k}.py", "content": f"x = {k}\n" * (300 + 40 * k),
+                "mode": "w"}  # fmt: skip
+        use = Block(BlockKind.TOOL_USE, tool_id=f"c{k}", tool_name=name, tool_input=args)
+        seen = 400 * (k + 1)
+        out += [
+            Message(Role.USER, (Block(BlockKind.TEXT, text=f"write module {k}"),)),
+            Message(Role.ASSISTANT, (Block(BlockKind.TEXT, text="ok"), use),
+                    usage=Usage(input_uncached=seen)),
+            Message(Role.USER, (Block(BlockKind.TOOL_RESULT, tool_id=f"c{k}", text="done"),)),
+            Message(Role.ASSISTANT, (Block(BlockKind.TEXT, text=f"wrote {k}"),),
+                    usage=Usage(input_uncached=seen + 10)),
+        ]  # fmt: skip
+    return Conversation(id="w", title="written", messages=tuple(out))
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {"trigger": ["messages", 12], "keep": ["messages", 6], "max_length": 500},
+        {"trigger": ["tokens", 5000], "keep": ["tokens", 3000]},
+        {"trigger": ["fraction", 0.3], "keep": ["fraction", 0.1],
+         "truncation_text": "[cut]"},
+    ],
+)  # fmt: skip
+def test_argument_truncation(settings: dict[str, Any]) -> None:
+    params = {**SMALL, "max_input_tokens": 30_000, "trigger": ["tokens", 20_000],
+              "keep": ["messages", 8], "truncate_args_settings": settings}  # fmt: skip
+    compare(written_session(14), params, most=100)
+    # Summaries after the clipping: their prompts and the offload hold the clipped calls.
+    assert compare(written_session(14), {**params, "trigger": ["messages", 30]}, most=100)

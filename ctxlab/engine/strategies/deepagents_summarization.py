@@ -54,10 +54,10 @@ stamped with the replay step, not the wall clock. A failing summary call raises 
 ``summary_failed`` and leaves the history as it was (the tool path answers "Compaction
 failed" and compacts nothing, as here). The tool's compaction happens upstream in the tool
 node, before its ToolMessage joins the state; the replay applies it before the next call,
-with the tool's result already in the messages. Argument truncation is request-only
-upstream (recomputed from the full state on every call); the replay keeps the cut once
-made, which differs only if the untruncated history later fell back under its trigger
-while the message is still kept. Not modelled: the ``ContextOverflowError`` fallback (the
+with the tool's result already in the messages. Argument truncation is a request view,
+as upstream: recomputed from the full messages before every call, the clipped calls shown
+PRUNED (``truncate``) and RESTORED (``restore_request``) when the view lifts them; the
+state and the later summaries keep the full arguments of the messages kept. Not modelled: the ``ContextOverflowError`` fallback (the
 replay never sees a provider rejection), inline-media offload (the replay holds no media
 bytes), ``_clip_overflow_tail``.
 """
@@ -68,7 +68,7 @@ import hashlib
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 from xml.sax.saxutils import escape, quoteattr
 
@@ -285,6 +285,9 @@ class _DeepState(_State):
     summary_message: lc.LcMessage | None = None  # the effective list's first, if any
     history: str = ""  # the offload file so far
     compact_requested: bool = False  # the agent called compact_conversation
+    scale_pos: int = -1  # position of the last AI message with a reported total
+    writes: list[int] = field(default_factory=list)  # positions of write/edit_file calls
+    shown: dict[int, dict[str, Any]] = field(default_factory=dict)  # clipped in the view
 
 
 def _inherited(*names: str) -> tuple[Param, ...]:
@@ -423,17 +426,23 @@ class DeepAgentsSummarizationStrategy(LangChainSummarizationStrategy):
     def request_total(self, ctx: ContextView) -> int:
         """``_count_tokens(effective, system_message, tools)``, kept incrementally: the
         tool schemas and the system message come first, then the effective messages."""
+        return self._view_total(ctx, {})
+
+    def _view_total(self, ctx: ContextView, clipped: Mapping[int, lc.LcMessage]) -> int:
+        """The count with the ``clipped`` messages (position -> clipped version) in place."""
         st: _DeepState = ctx.state
         prefix = ctx.system_tokens + ctx.tools_tokens
-        total = prefix + st.sum
+        delta = delta_at_ai = 0.0
+        for pos, m in clipped.items():
+            change = self.lc_tokens(m) - self.lc_tokens(st.messages[pos])
+            delta += change
+            if pos <= st.scale_pos:
+                delta_at_ai += change
+        total = prefix + st.sum + delta
         counted = len(st.messages) + (1 if ctx.system_text else 0)
-        if (
-            self.params["usage_metadata_scaling"]
-            and counted > 1
-            and st.scale_at is not None
-            and prefix + st.scale_at[1] > 0
-        ):
-            total *= lc.usage_scale(st.scale_at[0], prefix + st.scale_at[1])
+        approx = prefix + st.scale_at[1] + delta_at_ai if st.scale_at is not None else 0.0
+        if self.params["usage_metadata_scaling"] and counted > 1 and st.scale_at and approx > 0:
+            total *= lc.usage_scale(st.scale_at[0], approx)
         return math.ceil(total)
 
     # --- geometry -----------------------------------------------------------------------
@@ -446,6 +455,19 @@ class DeepAgentsSummarizationStrategy(LangChainSummarizationStrategy):
         return min(limits) if limits else None
 
     # --- state --------------------------------------------------------------------------
+    def _push(self, st: _State, item: lc.LcMessage) -> None:
+        super()._push(st, item)
+        assert isinstance(st, _DeepState)
+        if item.type == lc.AI and item.total_tokens is not None:
+            st.scale_pos = len(st.messages) - 1
+        if item.type == lc.AI and any(c.get("name") in TRUNCATE_TOOLS for c in item.tool_calls):
+            st.writes.append(len(st.messages) - 1)
+
+    def _reset(self, st: _State, items: list[lc.LcMessage]) -> None:
+        assert isinstance(st, _DeepState)
+        st.writes, st.scale_pos = [], -1
+        super()._reset(st, items)
+
     def after_append(self, ctx: ContextView, index: int) -> None:
         super().after_append(ctx, index)
         if self.params["compact_conversation_tool"] and any(
@@ -461,14 +483,20 @@ class DeepAgentsSummarizationStrategy(LangChainSummarizationStrategy):
             st.compact_requested = False
             self._compact_tool(ctx)
         total = self.request_total(ctx)
-        truncating = self.truncate is not None and self._truncate_fires(st, total)
-        if truncating and self._truncate_args(ctx):
-            total = self.request_total(ctx)
+        view: list[lc.LcMessage] = st.messages
+        if self.truncate is not None and (st.writes or st.shown):
+            clipped = self._clipped(st, total)
+            self._show(ctx, clipped, total)
+            if clipped:
+                total = self._view_total(ctx, clipped)
+                view = list(st.messages)
+                for pos, m in clipped.items():
+                    view[pos] = m
         fired = self._fired(st, total)
         if fired is None:
             st.skipped = False
             return
-        cutoff = self.determine_cutoff(st.messages)
+        cutoff = self.determine_cutoff(view)
         if cutoff <= 0:
             if not st.skipped:
                 ctx.emit("compact_skipped", reason="no cutoff above 0: nothing to summarise",
@@ -476,7 +504,7 @@ class DeepAgentsSummarizationStrategy(LangChainSummarizationStrategy):
             st.skipped = True
             return
         st.skipped = False
-        self._offload_and_summarize(ctx, cutoff, total=total, fired=fired, via="trigger")
+        self._offload_and_summarize(ctx, view, cutoff, total=total, fired=fired, via="trigger")
 
     def _fired(self, st: _State, total: int) -> str | None:
         """``_should_summarize``: the first clause whose every condition holds, described."""
@@ -526,8 +554,8 @@ class DeepAgentsSummarizationStrategy(LangChainSummarizationStrategy):
             ctx.emit("compact_skipped", reason=f"{COMPACT_TOOL}: {NOTHING_TO_COMPACT}",
                      messages_count=len(st.messages))  # fmt: skip
             return
-        self._offload_and_summarize(ctx, cutoff, total=self.request_total(ctx), fired=eligible,
-                                    via=COMPACT_TOOL)  # fmt: skip
+        self._offload_and_summarize(ctx, st.messages, cutoff, total=self.request_total(ctx),
+                                    fired=eligible, via=COMPACT_TOOL)  # fmt: skip
 
     # --- argument truncation ------------------------------------------------------------
     def _truncate_fires(self, st: _DeepState, total: int) -> bool:
@@ -565,44 +593,81 @@ class DeepAgentsSummarizationStrategy(LangChainSummarizationStrategy):
                    for k, v in args.items()}  # fmt: skip
         return {**call, "args": clipped}
 
-    def _truncate_args(self, ctx: ContextView) -> bool:
-        st: _DeepState = ctx.state
+    def _clipped(self, st: _DeepState, total: int) -> dict[int, lc.LcMessage]:
+        """``_truncate_args``, from the full effective messages on every call: position ->
+        the clipped AI message (empty when the trigger does not hold or nothing is long)."""
+        if not st.writes or not self._truncate_fires(st, total):
+            return {}
         cutoff = self.truncate_cutoff(st.messages)
-        changed: dict[int, dict[str, dict[str, Any]]] = {}  # source -> tool id -> args
-        for i, m in enumerate(st.messages[:cutoff]):
-            if m.type != lc.AI or not m.tool_calls:
-                continue
+        out: dict[int, lc.LcMessage] = {}
+        for pos in st.writes:
+            if pos >= cutoff:
+                break
+            m = st.messages[pos]
             calls = tuple(self.clip_call(c) if c.get("name") in TRUNCATE_TOOLS else c
                           for c in m.tool_calls)  # fmt: skip
-            if calls == m.tool_calls:
-                continue
-            st.messages[i] = replace(m, tool_calls=calls)
-            for old, new in zip(m.tool_calls, calls, strict=True):
-                if old is not new and m.source >= 0:
-                    changed.setdefault(m.source, {})[str(new.get("id"))] = new["args"]
-        if not changed:
-            return False
-        self._reset(st, list(st.messages))
-        limit = self.truncate["max_length"] if self.truncate else 0
-        with ctx.action("truncate", reason=f"{MIDDLEWARE}: write_file/edit_file arguments "
-                        f"over {limit} characters clipped before the keep window",
-                        threshold=limit) as act:  # fmt: skip
-            for source, args in changed.items():
-                original = ctx.message(source)
-                blocks = tuple(
-                    replace(b, tool_input=args[b.tool_id])
-                    if b.kind is BlockKind.TOOL_USE and b.tool_id in args else b
-                    for b in original.blocks
-                )  # fmt: skip
-                act.replace(source, replace(original, blocks=blocks), Fate.TRUNCATED)
-        return True
+            if calls != m.tool_calls:
+                out[pos] = replace(m, tool_calls=calls)
+        return out
+
+    def _show(self, ctx: ContextView, clipped: Mapping[int, lc.LcMessage], total: int) -> None:
+        """The request view of the clipped arguments (upstream recomputes it for every
+        request from the untouched state): newly clipped calls PRUNED, calls no longer
+        clipped RESTORED; one event each, only when the view changes."""
+        st: _DeepState = ctx.state
+        want: dict[int, dict[str, Any]] = {}  # source -> tool id -> shown args
+        for m in clipped.values():
+            if m.source >= 0:
+                for c in m.tool_calls:
+                    want.setdefault(m.source, {})[str(c.get("id"))] = c.get("args")
+        lifted = sorted(i for i in st.shown if i not in want)
+        changed = sorted(i for i, args in want.items() if st.shown.get(i) != args)
+        if lifted:
+            with ctx.action("restore_request", reason=f"{MIDDLEWARE}: arguments shown in full "
+                            "again (the truncation trigger no longer holds or the call is "
+                            "in the keep window)", total_tokens=total) as act:  # fmt: skip
+                for i in lifted:
+                    act.replace(i, self._with_args(ctx, i, {}), Fate.RESTORED)
+                    del st.shown[i]
+        if changed:
+            assert self.truncate is not None
+            limit = self.truncate["max_length"]
+            with ctx.action("truncate", reason=f"{MIDDLEWARE}: write_file/edit_file arguments "
+                            f"over {limit} characters clipped before the keep window "
+                            "(request view)", threshold=limit, total_tokens=total) as act:  # fmt: skip
+                for i in changed:
+                    act.replace(i, self._with_args(ctx, i, want[i]), Fate.PRUNED)
+                    st.shown[i] = want[i]
+
+    @staticmethod
+    def _with_args(ctx: ContextView, index: int, args: Mapping[str, Any]) -> Message:
+        """The message as shown: its tool calls' arguments from ``args`` by id, the
+        original's otherwise."""
+        full = {b.tool_id: b.tool_input for b in ctx.original(index).blocks
+                if b.kind is BlockKind.TOOL_USE}  # fmt: skip
+        current = ctx.message(index)
+        blocks = tuple(
+            replace(b, tool_input=args.get(b.tool_id, full.get(b.tool_id, b.tool_input)))
+            if b.kind is BlockKind.TOOL_USE else b
+            for b in current.blocks
+        )  # fmt: skip
+        return replace(current, blocks=blocks)
 
     # --- offload + summary --------------------------------------------------------------
     def _offload_and_summarize(
-        self, ctx: ContextView, cutoff: int, *, total: int, fired: str, via: str
+        self,
+        ctx: ContextView,
+        view: list[lc.LcMessage],
+        cutoff: int,
+        *,
+        total: int,
+        fired: str,
+        via: str,
     ) -> None:
+        """``view``: the effective messages as the request shows them (arguments clipped);
+        the state keeps the full ones from the cutoff on."""
         st: _DeepState = ctx.state
-        old, kept = st.messages[:cutoff], st.messages[cutoff:]
+        old, kept = view[:cutoff], view[cutoff:]
         offloaded = [m for m in old if m is not st.summary_message]
         section = SECTION_TEMPLATE.format(stamp=f"step {ctx.step}", messages=xml_buffer(offloaded))
         summary, record_id, shown, error = self._summary(ctx, old)
@@ -644,8 +709,10 @@ class DeepAgentsSummarizationStrategy(LangChainSummarizationStrategy):
                             summary_id=record_id)  # fmt: skip
             act.summary_id = record_id
             act.always = True
-        self._reset(st, [message, *kept])
+        self._reset(st, [message, *st.messages[cutoff:]])
         st.summary_message = message
+        for i in gone:
+            st.shown.pop(i, None)
         check_summary_size(ctx, summary_rendered=text, replaced=gone,
                            summary_id=record_id, previous_ref=previous_ref)  # fmt: skip
 
