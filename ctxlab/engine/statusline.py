@@ -64,8 +64,45 @@ FIRST_TYPE = re.compile(rb'"type":\s*"([a-z_-]+)"')
 
 
 def _first_type(raw: bytes) -> bytes:
-    found = FIRST_TYPE.search(raw)
+    found = _search(FIRST_TYPE, raw)
     return found.group(1) if found else b""
+
+
+_KEYS: dict[re.Pattern[bytes], bytes] = {}
+
+
+def _key(pattern: re.Pattern[bytes]) -> bytes:
+    """The literal key every match of ``pattern`` opens with (``"type":``)."""
+    key = _KEYS.get(pattern)
+    if key is None:
+        key = _KEYS[pattern] = pattern.pattern.split(rb"\s", 1)[0]
+    return key
+
+
+def _search(pattern: re.Pattern[bytes], data: bytes) -> re.Match[bytes] | None:
+    """``pattern.search(data)``: the pattern's key found by ``bytes.find`` (many times
+    faster over long lines than the regex engine's scan), the pattern tried only there."""
+    key = _key(pattern)
+    at = data.find(key)
+    while at >= 0:
+        found = pattern.match(data, at)
+        if found is not None:
+            return found
+        at = data.find(key, at + 1)
+    return None
+
+
+def _last(pattern: re.Pattern[bytes], data: bytes) -> int:
+    """Where the last match of ``pattern`` in ``data`` starts (-1: none): its key found
+    backwards. For ``BOUNDARY`` and ``USAGE_RE``, whose matches cannot overlap (no match
+    holds its key twice), that is the last of ``finditer``'s."""
+    key = _key(pattern)
+    at = data.rfind(key)
+    while at >= 0:
+        if pattern.match(data, at) is not None:
+            return at
+        at = data.rfind(key, 0, at + len(key) - 1)
+    return -1
 
 
 def _versions() -> ModuleType:
@@ -190,12 +227,10 @@ _MESSAGE_ID = re.compile(rb'"id":\s*"(msg_[^"]+)"')
 _VERSION = re.compile(rb'"version":\s*"([0-9][0-9.]*)"')
 
 
-def _last(pattern: re.Pattern[bytes], data: bytes) -> int:
-    """Where the last match of ``pattern`` in ``data`` starts (-1: none)."""
-    at = -1
-    for found in pattern.finditer(data):
-        at = found.start()
-    return at
+def _version(raw: bytes) -> str:
+    """The Claude Code version a line names ("": none)."""
+    found = _search(_VERSION, raw)
+    return found.group(1).decode() if found else ""
 
 
 def _usage_total(raw: bytes) -> int:
@@ -306,20 +341,20 @@ class Span:
         span.responses = newest[::-1]
         for raw in lines:
             span._read(raw, responses=False)
+        span.version = _version(lines[-1]) if lines else ""
         return span
 
     def feed(self, raw: bytes) -> None:
         """One more line of the file (a boundary starts the span again)."""
-        if BOUNDARY.search(raw):
+        if _search(BOUNDARY, raw) is not None:
             self.compacted, self.lines = True, 0
             self.responses, self.instructions = [], []
+        self.version = _version(raw)
         self._read(raw, responses=True)
 
     def _read(self, raw: bytes, *, responses: bool) -> None:
         index = self.lines
         self.lines += 1
-        got = _VERSION.search(raw)
-        self.version = got.group(1).decode() if got else ""
         if responses:
             response = _response(raw)
             if response is not None:
@@ -374,21 +409,26 @@ class Span:
 
 def _response(raw: bytes) -> tuple[str, int] | None:
     """A main-chain response line with reported usage: (its message id, prompt + output)."""
-    if not ASSISTANT.search(raw) or SIDECHAIN.search(raw):
-        return None
+    # the first "type" first: it is near the line's start, the other tests read all of it
     if _first_type(raw) not in (b"message", b"assistant"):
+        return None
+    if _search(ASSISTANT, raw) is None or _search(SIDECHAIN, raw) is not None:
         return None
     total = _usage_total(raw)
     if not total:
         return None
-    found_id = _MESSAGE_ID.search(raw)
+    found_id = _search(_MESSAGE_ID, raw)
     return (found_id.group(1).decode() if found_id else "", total)
 
 
 def _user_sources(index: int, raw: bytes) -> list[str]:
     """The labels of the instruction sources of a user line (``evaluate.instructions``,
     but CLAUDE.md: Claude Code puts it back by itself)."""
-    if not USER.search(raw) or SIDECHAIN.search(raw) or _first_type(raw) != b"user":
+    if b'"tool_result"' in raw:  # (``_user_record``'s first test, the cheapest)
+        return []
+    if _first_type(raw) != b"user":  # near the line's start: the next tests read it all
+        return []
+    if _search(USER, raw) is None or _search(SIDECHAIN, raw) is not None:
         return []
     record = _user_record(raw)
     texts = _user_texts(record) if record is not None else []

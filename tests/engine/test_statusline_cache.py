@@ -324,3 +324,41 @@ def test_a_warm_call_after_a_response_loads_no_instruction_machinery(tmp_path: P
     assert "ctxlab.engine.evaluate.extract" not in loaded
     assert "ctxlab.engine.core.model" not in loaded
     assert cached(path, tmp_path / "xdg" / "ctxlab" / "statusline") == uncached(path)
+
+
+SPACED = [
+    b'{"type": "user", "isSidechain": true, "message": {"id": "msg_1", "type": "x"}}',
+    b'{"type":\t"assistant", "type": "user", "subtype":  "microcompact_boundary"}',
+    b'{"type":"progress","data":{"type":"assistant","isSidechain":false}} "type":"user"',
+    b'"usage": {"a": 1}, "usage":{"b": 2} "id": "toolu_1" "id":"msg_2" "version": "2.1.3"',
+    b'"type":"type":"user" "subtype":"subtype": "compact_boundary"',
+]
+
+
+def test_the_key_search_finds_what_the_patterns_find() -> None:
+    """``_search`` / ``_last`` (the pattern tried only where its key is) give the regex
+    engine's own first and last matches, on every line of the vendored sessions and on
+    lines written with spaces, tabs and repeated keys."""
+    patterns = [
+        statusline.BOUNDARY,
+        statusline.ASSISTANT,
+        statusline.USER,
+        statusline.SIDECHAIN,
+        statusline.USAGE_RE,
+        statusline.FIRST_TYPE,
+        statusline._MESSAGE_ID,
+        statusline._VERSION,
+    ]
+    lines = [line for path in VENDORED for line in path.read_bytes().splitlines()] + SPACED
+    hits = dict.fromkeys(range(len(patterns)), 0)
+    for line in lines:
+        for n, pattern in enumerate(patterns):
+            found, expected = statusline._search(pattern, line), pattern.search(line)
+            assert (found and (found.span(), found.groups())) == (
+                expected and (expected.span(), expected.groups())
+            ), (pattern.pattern, line[:200])
+            if pattern in (statusline.BOUNDARY, statusline.USAGE_RE):  # what _last reads
+                last = max((m.start() for m in pattern.finditer(line)), default=-1)
+                assert statusline._last(pattern, line) == last
+            hits[n] += expected is not None
+    assert all(hits.values()), hits
