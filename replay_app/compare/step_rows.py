@@ -142,3 +142,115 @@ def zones_html(view: StepAcross) -> SafeString:
     page's), or why it has none."""
     blocks = (_run_zones(view, col, at) for col, at in enumerate(view.runs))
     return mark_safe("\n".join(blocks))  # noqa: S308 - every value escaped above
+
+
+def _at(view: StepAcross) -> str:
+    """The query part naming the view's moment (``&amp;compaction=K`` or ``&amp;step=N``)."""
+    return f"&amp;compaction={view.compaction}" if view.compaction else f"&amp;step={view.step}"
+
+
+def main_html(view: StepAcross, ids: str, message: int | None) -> SafeString:
+    """The page's main block around its parts (``zones_html``, ``fate_legend``,
+    ``rows_html``): links, step navigation, the sections and the pagination."""
+    runs = escape(ids)
+    at = _at(view)
+    diff = "&amp;only=diff" if view.only_differences else ""
+    out = [
+        f'<p class="small"><a href="{escape(_compare_url(get_script_prefix()))}?runs={runs}">'
+        f'&larr; Compare runs {runs}</a> · <a href="?runs={runs}{at}&amp;format=json">JSON</a>'
+        '</p>\n<h1 id="step-title">'
+    ]
+    if view.compaction:
+        out.append(f"Compaction {view.compaction} of each run")
+    else:
+        out.append(f'Step {view.step} <span class="muted small">of 0–{view.steps - 1}</span>')
+    out.append('</h1>\n<nav class="step-nav" id="step-nav" aria-label="Steps">')
+    if view.prev_step is not None:
+        out.append(
+            f'<a rel="prev" id="step-prev" href="?runs={runs}&amp;step={view.prev_step}{diff}">'
+            f"&larr; step {view.prev_step}</a>"
+        )
+    if view.next_step is not None:
+        out.append(
+            f'<a rel="next" id="step-next" href="?runs={runs}&amp;step={view.next_step}{diff}">'
+            f"step {view.next_step} &rarr;</a>"
+        )
+    if view.compaction:
+        k = view.compaction
+        if k > 1:
+            out.append(
+                f'<a rel="prev" id="step-prev" href="?runs={runs}&amp;compaction={k - 1}">'
+                f"&larr; compaction {k - 1}</a>"
+            )
+        out.append(
+            f'<a rel="next" id="step-next" href="?runs={runs}&amp;compaction={k + 1}">'
+            f"compaction {k + 1} &rarr;</a>"
+        )
+    step = "" if view.step is None else str(view.step)
+    out.append(
+        f'<form method="get" class="inline-form"><input type="hidden" name="runs" '
+        f'value="{runs}"><label>step <input type="number" name="step" min="0" '
+        f'max="{view.steps - 1}" value="{step}" class="step-input"></label>'
+        + ('<input type="hidden" name="only" value="diff">' if view.only_differences else "")
+        + '<button type="submit">Go</button></form>\n'
+        '<span class="small muted">← → keys step through</span>\n</nav>\n'
+        '<section class="panel" id="step-zones">\n<h2>Context zones</h2>\n'
+        f'<div class="step-runs">\n{zones_html(view)}\n</div>\n</section>\n'
+        '<section class="panel" id="step-messages">\n<h2>Source messages and their fate</h2>\n'
+    )
+    if message is not None and message >= view.count:
+        sent = f"#0–#{view.count - 1}" if view.count else "no message"
+        out.append(
+            '<p class="message message-info" id="message-after" role="status">Message '
+            f"#{message} comes after the request of this step (which sends {sent}): no run "
+            "has it in context yet, so it is not listed here.</p>\n"
+        )
+    toggle = "" if view.only_differences else "&amp;only=diff"
+    words = (
+        "Show every message" if view.only_differences
+        else "Show only messages whose fate differs"
+    )  # fmt: skip
+    out.append(
+        '<p class="small muted">One row per message of the transcript before the request; '
+        "one column per run: the fate at that run's step, the event that set it and why. "
+        f'<a href="?runs={runs}{at}{toggle}" id="toggle-differences">{words}</a></p>\n'
+        f"{fate_legend()}\n"
+    )
+    if view.messages:
+        heads = "".join(
+            f'<th class="run-colour-{col}">run {a.run.pk} · {escape(a.run.label)}</th>'
+            for col, a in enumerate(view.runs)
+        )
+        out.append(
+            '<div class="table-wrap step-table-wrap"><table class="step-table">\n'
+            f'<thead><tr><th class="sticky-col">message</th>{heads}</tr></thead>\n'
+            f"<tbody>\n{rows_html(view, message)}\n</tbody>\n</table></div>\n"
+        )
+        if view.pages > 1:
+            pages = ['<nav class="pagination">']
+            if view.page > 1:
+                pages.append(
+                    f'<a href="?runs={runs}{at}{diff}&amp;page={view.page - 1}#step-messages">'
+                    "&larr; earlier messages</a>"
+                )
+            pages.append(f"<span>Page {view.page} of {view.pages}</span>")
+            if view.page < view.pages:
+                pages.append(
+                    f'<a href="?runs={runs}{at}{diff}&amp;page={view.page + 1}#step-messages">'
+                    "later messages &rarr;</a>"
+                )
+            out.append("".join(pages) + "</nav>")
+    else:
+        empty = (
+            "Every run gives every message the same fate here." if view.only_differences
+            else "No message before this request."
+        )  # fmt: skip
+        out.append(f'<p class="muted small">{empty}</p>')
+    out.append("\n</section>")
+    return mark_safe("".join(out))  # noqa: S308 - every value escaped above
+
+
+@functools.lru_cache(maxsize=16)
+def _compare_url(prefix: str) -> str:
+    """The compare page's URL under the request's script ``prefix``."""
+    return reverse("run-compare")

@@ -66,10 +66,8 @@ def compare_step(request: HttpRequest, runs: list[Run]) -> HttpResponse:
         return render(
             request,
             "replay_app/compare/compare_step.html",
-            {"view": view, "runs": runs, "ids": ids, "message": message,
-             "rows_html": step_rows.rows_html(view, message),
-             "zones_html": step_rows.zones_html(view), "fate_legend": step_rows.fate_legend(),
-             **extra},
+            {"view": view, "runs": runs, "ids": ids,
+             "main_html": step_rows.main_html(view, ids, message), **extra},
         )  # fmt: skip
 
     # finished runs' step view (page and JSON twin) comes whole from the memo (whole_page)

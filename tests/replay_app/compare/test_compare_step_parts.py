@@ -145,3 +145,70 @@ def test_the_page_shows_the_json_twins_figures(client: Any, user: Any, runs: lis
         assert f'data-window="{twin["zone_bar"]["window"]}"' in block
         drawn = re.findall(r'data-zone="(\w+)" data-tokens="(\d+)"', block)
         assert drawn == [(d["key"], str(d["tokens"])) for d in twin["zone_bar"]["bar"]]
+
+
+# The main block compare_step.html held before it was written in Python (its parts already
+# rendered by zones_html, fate_legend and rows_html, compared above).
+MAIN = """{% load budget_tags vocabulary_tags %}
+<p class="small"><a href="{% url 'run-compare' %}?runs={{ ids }}">&larr; Compare runs {{ ids }}</a> · <a href="?runs={{ ids }}{% if view.compaction %}&amp;compaction={{ view.compaction }}{% else %}&amp;step={{ view.step }}{% endif %}&amp;format=json">JSON</a></p>
+<h1 id="step-title">{% if view.compaction %}Compaction {{ view.compaction }} of each run{% else %}Step {{ view.step }} <span class="muted small">of 0–{{ view.steps|add:-1 }}</span>{% endif %}</h1>
+<nav class="step-nav" id="step-nav" aria-label="Steps">
+  {% if view.prev_step is not None %}<a rel="prev" id="step-prev" href="?runs={{ ids }}&amp;step={{ view.prev_step }}{% if view.only_differences %}&amp;only=diff{% endif %}">&larr; step {{ view.prev_step }}</a>{% endif %}
+  {% if view.next_step is not None %}<a rel="next" id="step-next" href="?runs={{ ids }}&amp;step={{ view.next_step }}{% if view.only_differences %}&amp;only=diff{% endif %}">step {{ view.next_step }} &rarr;</a>{% endif %}
+  {% if view.compaction %}{% if view.compaction > 1 %}<a rel="prev" id="step-prev" href="?runs={{ ids }}&amp;compaction={{ view.compaction|add:-1 }}">&larr; compaction {{ view.compaction|add:-1 }}</a>{% endif %}<a rel="next" id="step-next" href="?runs={{ ids }}&amp;compaction={{ view.compaction|add:1 }}">compaction {{ view.compaction|add:1 }} &rarr;</a>{% endif %}
+  <form method="get" class="inline-form"><input type="hidden" name="runs" value="{{ ids }}"><label>step <input type="number" name="step" min="0" max="{{ view.steps|add:-1 }}" value="{{ view.step|default_if_none:'' }}" class="step-input"></label>{% if view.only_differences %}<input type="hidden" name="only" value="diff">{% endif %}<button type="submit">Go</button></form>
+  <span class="small muted">← → keys step through</span>
+</nav>
+
+<section class="panel" id="step-zones">
+  <h2>Context zones</h2>
+  <div class="step-runs">
+  {{ zones_html }}
+  </div>
+</section>
+
+<section class="panel" id="step-messages">
+  <h2>Source messages and their fate</h2>
+  {% if message is not None and message >= view.count %}<p class="message message-info" id="message-after" role="status">Message #{{ message }} comes after the request of this step (which sends {% if view.count %}#0–#{{ view.count|add:-1 }}{% else %}no message{% endif %}): no run has it in context yet, so it is not listed here.</p>{% endif %}
+  <p class="small muted">One row per message of the transcript before the request; one column per run: the fate at that run's step, the event that set it and why. <a href="?runs={{ ids }}{% if view.compaction %}&amp;compaction={{ view.compaction }}{% else %}&amp;step={{ view.step }}{% endif %}{% if not view.only_differences %}&amp;only=diff{% endif %}" id="toggle-differences">{% if view.only_differences %}Show every message{% else %}Show only messages whose fate differs{% endif %}</a></p>
+  {{ fate_legend }}
+  {% if view.messages %}
+  <div class="table-wrap step-table-wrap"><table class="step-table">
+    <thead><tr><th class="sticky-col">message</th>{% for at in view.runs %}<th class="run-colour-{{ forloop.counter0 }}">run {{ at.run.pk }} · {{ at.run.label }}</th>{% endfor %}</tr></thead>
+    <tbody>
+    {{ rows_html }}
+    </tbody>
+  </table></div>
+  {% if view.pages > 1 %}<nav class="pagination">{% if view.page > 1 %}<a href="?runs={{ ids }}{% if view.compaction %}&amp;compaction={{ view.compaction }}{% else %}&amp;step={{ view.step }}{% endif %}{% if view.only_differences %}&amp;only=diff{% endif %}&amp;page={{ view.page|add:-1 }}#step-messages">&larr; earlier messages</a>{% endif %}<span>Page {{ view.page }} of {{ view.pages }}</span>{% if view.page < view.pages %}<a href="?runs={{ ids }}{% if view.compaction %}&amp;compaction={{ view.compaction }}{% else %}&amp;step={{ view.step }}{% endif %}{% if view.only_differences %}&amp;only=diff{% endif %}&amp;page={{ view.page|add:1 }}#step-messages">later messages &rarr;</a>{% endif %}</nav>{% endif %}
+  {% else %}<p class="muted small">{% if view.only_differences %}Every run gives every message the same fate here.{% else %}No message before this request.{% endif %}</p>{% endif %}
+</section>
+"""  # noqa: E501
+
+
+def test_the_main_block_is_the_templates_markup(runs: list[Run]) -> None:
+    ids = ",".join(str(r.pk) for r in runs)
+    last = max(r.steps_total for r in runs) - 1
+    most = max(len(compare_steps.compactions(r)) for r in runs)
+    cases: list[tuple[compare_steps.StepAcross, int | None]] = [
+        (compare_steps.step_across(runs, step=0), None),
+        (compare_steps.step_across(runs, step=last), 3),
+        (compare_steps.step_across(runs, step=last // 2, page=2, per_page=4), 10**6),
+        (compare_steps.step_across(runs, step=last, page=1, per_page=4), 1),
+        (compare_steps.step_across(runs, step=last, only_differences=True), None),
+        (compare_steps.step_across(runs, step=last, only_differences=True, per_page=2), 0),
+        (compare_steps.step_across(runs, step=0, only_differences=True), None),
+        (compare_steps.step_across(runs, compaction=1), None),
+        (compare_steps.step_across(runs, compaction=most + 1), None),
+    ]
+    if most > 1:
+        cases.append((compare_steps.step_across(runs, compaction=2, page=1, per_page=3), 2))
+    assert any(v.pages > 2 and 1 < v.page < v.pages for v, _ in cases)  # both page links
+    assert any(not v.messages for v, _ in cases)
+    for view, message in cases:
+        context = {
+            "view": view, "ids": ids, "message": message, "zones_html": step_rows.zones_html(view),
+            "fate_legend": step_rows.fate_legend(), "rows_html": step_rows.rows_html(view, message),
+        }  # fmt: skip
+        expected = Template(MAIN).render(Context(context))
+        got = step_rows.main_html(view, ids, message)
+        assert _squeezed(got) == _squeezed(expected)
