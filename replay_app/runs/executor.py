@@ -56,7 +56,7 @@ from replay_app.steps import lost_analysis
 
 log = logging.getLogger(__name__)
 
-BATCH_STEPS = 200
+BATCH_STEPS = 1000
 BATCH_SECONDS = 0.5
 
 # ---------------------------------------------------------------------------------------
@@ -112,9 +112,10 @@ def run_execute(
         log.info("run %s not started: it is %s (attempt %s)", run.pk, run.status, run.attempts)
         return run
     _emit(on_progress, run, [])
+    announced = False  # the done state, sent by _execute before the analysis
     try:
         with heartbeat_pulse(run.pk, attempt):
-            _execute(run, attempt, on_progress, batch_steps, batch_seconds)
+            announced = _execute(run, attempt, on_progress, batch_steps, batch_seconds)
     except _Stop as stop:
         if stop.cancelled:
             Run.objects.filter(pk=run.pk, attempts=attempt, status=RunStatus.RUNNING).update(
@@ -129,7 +130,8 @@ def run_execute(
             traceback=_short_traceback(exc),
         )
     run.refresh_from_db()
-    _emit(on_progress, run, _latest_events(run))
+    if not announced:
+        _emit(on_progress, run, _latest_events(run))
     return run
 
 
@@ -139,7 +141,9 @@ def _execute(
     on_progress: ProgressSink | None,
     batch_steps: int,
     batch_seconds: float,
-) -> None:
+) -> bool:
+    """Replay, write and analyse the run; True once its done state was sent to
+    ``on_progress`` (the analysis follows it)."""
     conversation = run.transcript.to_conversation()
     # The per-message counts stored at import: the replay tokenizes no message again (and
     # counts copies of long texts from their stored running counts).
@@ -203,6 +207,7 @@ def _execute(
     run.steps_done = run.steps_total = len(result.steps)
     _emit(on_progress, run, writer.latest)
     _analyse(run, attempt, job, writer.texts, done_at)
+    return True
 
 
 def _analyse(
