@@ -49,6 +49,8 @@ Shapes (each strategy's page in docs/strategies/ names its original's sources):
   by the import; the window and max tokens are the model's).
 - Crush: ``crushrc`` (Bash) -> ``option auto-summarize`` (the deprecated ``crush.json``:
   ``options.disable_auto_summarize``); the window is the model's.
+- Kimi CLI: ``~/.kimi/config.toml`` -> ``[loop_control]`` ``reserved_context_size``,
+  ``compaction_trigger_ratio``; the window is the model's (``[models.<name>]``).
 - AutoGen model contexts: ``model_context.json``, the declarative component
   (``{"provider": "autogen_core.model_context.<Kind>ChatCompletionContext",
   "component_type": "chat_completion_context", "config": {...}}``) that
@@ -138,6 +140,7 @@ WRITES: dict[str, frozenset[str]] = {
         {"autoCondenseContext", "autoCondenseContextPercent", "customCondensingPrompt"}
     ),
     "crush": frozenset({"disable_auto_summarize"}),
+    "kimi_cli": frozenset({"reserved_context_size", "compaction_trigger_ratio"}),
     "autogen_buffered": frozenset({"buffer_size"}),
     "autogen_head_and_tail": frozenset({"head_size", "tail_size"}),
     "autogen_token_limited": frozenset({"token_limit"}),

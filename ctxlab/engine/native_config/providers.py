@@ -285,6 +285,27 @@ def _crush(p: Mapping[str, Any]) -> NativeConfig:
     return NativeConfig("crush", "crushrc", content, text, notes)
 
 
+def _kimi_cli(p: Mapping[str, Any]) -> NativeConfig:
+    """Kimi CLI's ``~/.kimi/config.toml`` (``src/kimi_cli/config.py``): the
+    ``[loop_control]`` table's ``reserved_context_size`` and ``compaction_trigger_ratio``."""
+    content = {
+        "loop_control": {
+            "reserved_context_size": p["reserved_context_size"],
+            "compaction_trigger_ratio": p["compaction_trigger_ratio"],
+        }
+    }
+    text = "[loop_control]\n" + "".join(
+        f"{key} = {toml_value(value)}\n" for key, value in content["loop_control"].items()
+    )
+    notes = (
+        "~/.kimi/config.toml (or the file given to --config-file): merge the [loop_control] "
+        "table into yours.",
+        f"max_context_size={p['max_context_size']}: the model's, in its [models.<name>] "
+        "table (set from the platform's context_length when the model is added).",
+    )
+    return NativeConfig("kimi_cli", "config.toml", content, text, notes)
+
+
 SHAPES: dict[str, Callable[[Mapping[str, Any]], NativeConfig]] = {
     "anthropic_edits": _anthropic_edits,
     "codex": _codex,
@@ -297,4 +318,5 @@ SHAPES: dict[str, Callable[[Mapping[str, Any]], NativeConfig]] = {
     "goose": _goose,
     "roo_code": _roo_code,
     "crush": _crush,
+    "kimi_cli": _kimi_cli,
 }

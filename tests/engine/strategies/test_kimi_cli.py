@@ -238,3 +238,21 @@ def test_golden_over_a_corpus_session() -> None:
     assert [len(e.changes) for e in compactions] == [9, 2, 2]
     assert [e.tokens_after for e in compactions] == [8301, 6600, 1338]
     assert all(s.output.startswith("(Extractive summary") for s in result.summaries)
+
+
+def test_registered_and_exported_as_its_config_toml() -> None:
+    import tomllib
+
+    from ctxlab.engine.native_config import native_config
+    from ctxlab.engine.strategies import LIBRARY, STRATEGIES
+
+    assert STRATEGIES["kimi_cli"] is KimiCliStrategy and "kimi_cli" in LIBRARY
+    native = native_config(
+        "kimi_cli", {"compaction_trigger_ratio": 0.7, "reserved_context_size": 20_000}
+    )
+    assert native.filename == "config.toml" and native.unexpressed == ()
+    assert tomllib.loads(native.text) == {
+        "loop_control": {"reserved_context_size": 20_000, "compaction_trigger_ratio": 0.7}
+    }
+    wide = native_config("kimi_cli", {"max_context_size": 100_000})
+    assert wide.unexpressed == (("max_context_size", 100_000),)  # the model's, not loop_control
