@@ -599,6 +599,8 @@ class DeepAgentsSummarizationStrategy(LangChainSummarizationStrategy):
         if not st.writes or not self._truncate_fires(st, total):
             return {}
         cutoff = self.truncate_cutoff(st.messages)
+        if cutoff >= len(st.messages):
+            return {}  # every message is recent
         out: dict[int, lc.LcMessage] = {}
         for pos in st.writes:
             if pos >= cutoff:
