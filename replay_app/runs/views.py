@@ -163,9 +163,9 @@ def group_detail(request: HttpRequest, pk: int) -> HttpResponse:
     if _wants_json(request):
         return json_response(page.as_json())
     if request.GET.get("format") == "csv":
-        if not page.finished:  # half a table would read as final figures
+        if not page.finished or page.analysing:  # half a table would read as final figures
             return HttpResponse(
-                "the results table exists once every run has finished\n",
+                "the results table exists once every run has finished (and been analysed)\n",
                 status=409,
                 content_type="text/plain; charset=utf-8",
             )

@@ -10,7 +10,7 @@ from django.urls import reverse
 
 from replay_app.compare import overview
 from replay_app.models import Run, RunGroup
-from replay_app.runs import progress
+from replay_app.runs import analysis_state, progress
 from replay_app.runs.pages.run_page import METRICS, run_json
 from replay_app.sweeps.section import SweepSection
 
@@ -30,6 +30,12 @@ class GroupPage:
     def finished(self) -> bool:
         return all(not r.is_active for r in self.runs)
 
+    @cached_property
+    def analysing(self) -> bool:
+        """A finished run whose worker is still analysing it (``analysis_state``): its
+        ledger figures are not there yet, so the table waits (and asks again)."""
+        return any(analysis_state.pending(r) for r in self.runs)
+
     @property
     def compare_url(self) -> str:
         """Up to 6 runs compare directly; a larger group opens the picker with its first 6
@@ -45,6 +51,7 @@ class GroupPage:
             "runs": runs,
             "states": [progress.run_state(r, latest=[]) for r in runs],
             "finished": self.finished,
+            "analysing": self.finished and self.analysing,
             "metric_rows": [
                 (key, label, hint, [r.metrics.get(key) for r in runs])
                 for key, label, hint in METRICS
@@ -72,5 +79,6 @@ class GroupPage:
             "transcript": {"id": group.transcript_id, "title": str(group.transcript)},
             "created_at": group.created_at.isoformat(),
             "runs": [run_json(r) for r in self.runs],
+            "analysing": self.finished and self.analysing,  # the results table waits
             "sweep": self.sweep.as_json() if self.sweep else None,
         }

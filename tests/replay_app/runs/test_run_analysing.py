@@ -175,3 +175,31 @@ def test_the_heartbeat_pulses_while_a_done_run_is_analysed_and_stops_after(
     with pulse(run.pk, run.attempts):  # a finished run: nothing to stamp
         wait_until(lambda: True, "one pulse interval")
     assert Run.objects.get(pk=run.pk).heartbeat_at == old
+
+
+def test_a_comparison_waits_for_its_runs_analysis_before_its_table_and_csv(
+    client: Any, user: Any, session: Transcript
+) -> None:
+    from replay_app.runs import services
+
+    group = services.group_create(
+        owner=user, transcript=session, specs=services.preset_specs()[:2], enqueue=False
+    )
+    runs = list(group.runs.order_by("pk"))
+    for run in runs:
+        executor.run_execute(run=run)
+    finished = Run.objects.get(pk=runs[1].pk).finished_at
+    alive = timezone.now() + timedelta(hours=1)  # its worker still analysing it
+    Run.objects.filter(pk=runs[1].pk).update(finished_at=None, heartbeat_at=alive)
+    client.force_login(user)
+    url = f"/runs/groups/{group.pk}/"
+    results = client.get(url + "?fragment=results").content.decode()
+    assert "Analysing…" in results and 'hx-trigger="every 2s"' in results
+    assert 'id="group-metrics"' not in results
+    assert client.get(url + "?format=csv").status_code == 409
+    assert client.get(url + "?format=json").json()["analysing"] is True
+    Run.objects.filter(pk=runs[1].pk).update(finished_at=finished)  # landed
+    results = client.get(url + "?fragment=results").content.decode()
+    assert 'id="group-metrics"' in results and "Analysing…" not in results
+    assert client.get(url + "?format=csv").status_code == 200
+    assert client.get(url + "?format=json").json()["analysing"] is False
