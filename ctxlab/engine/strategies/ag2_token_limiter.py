@@ -146,6 +146,7 @@ class _State:
     oldest: int = 0  # positions below it are left out already
     shown: dict[int, int] = field(default_factory=dict)  # position -> tokens kept (cut ones)
     capped: dict[int, int] = field(default_factory=dict)  # position -> tokens once capped
+    heads: dict[int, str] = field(default_factory=dict)  # position -> its capped text
     view: dict[int, Any] = field(default_factory=dict)
 
 
@@ -211,9 +212,9 @@ class AG2TokenLimiterStrategy(ReferenceEstimator, Strategy):
         def capped_tokens(p: int) -> int:
             value = capped.get(p)
             if value is None:
-                content = st.contents[p] or ""
-                value = ctx.reference.text(truncate_tokens(content, self.per_message))
-                capped[p] = value
+                head = truncate_tokens(st.contents[p] or "", self.per_message)
+                st.heads[p] = head
+                value = capped[p] = ctx.reference.text(head)
             return value
 
         oldest, cut = walk(st.contents, st.tokens, self.max_tokens, self.per_message,
@@ -226,6 +227,7 @@ class AG2TokenLimiterStrategy(ReferenceEstimator, Strategy):
             desired[s] = None
             st.shown.pop(p, None)
             st.capped.pop(p, None)
+            st.heads.pop(p, None)
         for p in [p for p in st.shown if p not in cut]:  # cut before, whole now
             del st.shown[p]
             changed.append(st.sources[p])
@@ -235,7 +237,11 @@ class AG2TokenLimiterStrategy(ReferenceEstimator, Strategy):
             st.shown[p] = keep
             s = st.sources[p]
             changed.append(s)
-            desired[s] = self._cut(ctx.original(s), st.contents[p] or "", keep)
+            # cut to max_tokens_per_message: the text the walk capped it to already
+            head = st.heads.get(p) if keep == self.per_message else None
+            if head is None:
+                head = truncate_tokens(st.contents[p] or "", keep)
+            desired[s] = self._cut(ctx.original(s), head)
         st.oldest = oldest
         if not changed:
             return
@@ -249,9 +255,8 @@ class AG2TokenLimiterStrategy(ReferenceEstimator, Strategy):
         )  # fmt: skip
 
     @staticmethod
-    def _cut(original: Message, content: str, keep: int) -> Message:
-        """The message with its text replaced by the first ``keep`` tokens of its content."""
-        text = truncate_tokens(content, keep)
+    def _cut(original: Message, text: str) -> Message:
+        """The message with its text replaced by ``text`` (the first tokens of its content)."""
         blocks: list[Block] = []
         placed = False
         for b in original.blocks:

@@ -171,6 +171,24 @@ def test_token_limiter_cuts_texts_but_sends_tool_results_whole() -> None:
     assert last == sorted(last) and min(i for i in last if i) > 1
 
 
+def test_token_limiter_cuts_each_text_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The walk caps a message to max_tokens_per_message and counts that head; the request
+    # shows the same head: one truncation per message and length, however many requests.
+    calls: list[tuple[str, int]] = []
+    truncate = tl.truncate_tokens
+
+    def counted(text: str, n_tokens: int) -> str:
+        calls.append((text, n_tokens))
+        return truncate(text, n_tokens)
+
+    monkeypatch.setattr(tl, "truncate_tokens", counted)
+    res = run(conv(*session(6, size=80)), "ag2_token_limiter",
+              params={"max_tokens": 300, "max_tokens_per_message": 40, "min_tokens": 0})  # fmt: skip
+    pruned = [c for e in events_of(res, "trim") for c in e.changes if c.fate.value == "pruned"]
+    assert pruned and calls
+    assert len(calls) == len(set(calls))
+
+
 def test_token_limiter_waits_for_min_tokens() -> None:
     res = run(conv(*session(1, size=5)), "ag2_token_limiter")
     assert not res.events
