@@ -46,6 +46,7 @@ from .evaluate.forecast import (
     reattached,
     turns_to_trigger,
 )
+from .evaluate.instruction_marks import may_hold_source
 
 CHUNK = 1 << 20  # bytes read per step backwards
 DEFAULT_WINDOW = 200_000
@@ -432,8 +433,8 @@ def _user_sources(index: int, raw: bytes) -> list[str]:
         return []
     record = _user_record(raw)
     texts = _user_texts(record) if record is not None else []
-    if not texts:
-        return []
+    if not any(may_hold_source(text) for text in texts):
+        return []  # (most lines: the rule's machinery is not even imported)
     from .core.model import Block, BlockKind, Message, Role
     from .evaluate import instructions
 

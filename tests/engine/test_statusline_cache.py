@@ -288,10 +288,12 @@ def test_the_command_keeps_its_cache_under_xdg_cache_home(
     assert oct(statusline.cache_file(place, path).stat().st_mode & 0o777) == "0o600"
 
 
-def test_a_warm_call_after_a_response_loads_no_instruction_machinery(tmp_path: Path) -> None:
-    """What Claude Code runs after each assistant message: with the cache warm and only a
-    response and tool results appended, the call imports neither the engine's values nor
-    the fact extraction (a fresh interpreter, as Claude Code runs it)."""
+def test_a_warm_call_loads_the_instruction_machinery_only_for_a_constraint(
+    tmp_path: Path,
+) -> None:
+    """What Claude Code runs after each assistant message, a fresh interpreter with the
+    cache warm: after a typed request and responses it imports neither the engine's values
+    nor the fact extraction; after a typed constraint it runs the rule and counts it."""
     every = FULL.read_bytes().splitlines(keepends=True)
     path = tmp_path / "s.jsonl"
     path.write_bytes(b"".join(every[:100]))
@@ -300,11 +302,11 @@ def test_a_warm_call_after_a_response_loads_no_instruction_machinery(tmp_path: P
     env.pop("CTXLAB_STATUSLINE_CACHE", None)
     code = (
         "import sys, json; from ctxlab.console import main; "
-        f"main(['statusline', '--file', {str(path)!r}]); "
+        f"main(['statusline', '--file', {str(path)!r}, '--json']); "
         "print(json.dumps(sorted(m for m in sys.modules if m.startswith('ctxlab'))))"
     )
 
-    def call() -> list[str]:
+    def call() -> tuple[dict[str, Any], list[str]]:
         done = subprocess.run(
             [sys.executable, "-c", code],
             capture_output=True,
@@ -314,16 +316,26 @@ def test_a_warm_call_after_a_response_loads_no_instruction_machinery(tmp_path: P
             env=env,
         )
         first, loaded = done.stdout.strip().splitlines()
-        assert first.startswith("ctx ")
-        return list(json.loads(loaded))
+        return json.loads(first), list(json.loads(loaded))
 
-    assert "ctxlab.engine.evaluate.extract" in call()  # cold: the user lines are read
+    def typed(text: str) -> bytes:
+        record = {"type": "user", "uuid": "typed", "sessionId": "s", "version": "2.1.14",
+                  "message": {"role": "user", "content": text}}  # fmt: skip
+        return json.dumps(record).encode() + b"\n"
+
+    call()  # the cache made
     with path.open("ab") as out:
-        out.write(b"".join(gained))
-    loaded = call()
+        out.write(typed("fix the failing test, then run it again") + b"".join(gained))
+    figures, loaded = call()
     assert "ctxlab.engine.evaluate.extract" not in loaded
     assert "ctxlab.engine.core.model" not in loaded
-    assert cached(path, tmp_path / "xdg" / "ctxlab" / "statusline") == uncached(path)
+    assert figures == statusline.status_of(path, {}).as_dict()
+    with path.open("ab") as out:
+        out.write(typed("Never touch the migrations.") + gained[-1])
+    figures, loaded = call()
+    assert "ctxlab.engine.evaluate.extract" in loaded
+    assert figures["instructions_at_risk"][-1] == "Never touch the migrations."
+    assert figures == statusline.status_of(path, {}).as_dict()
 
 
 SPACED = [

@@ -21,29 +21,17 @@ rule lines' words are there) or ``dropped``. The last two are findings
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from ..core.model import BlockKind, Message, Role
 from ..core.textkeys import content_words, text_key
 from . import extract
+from .instruction_marks import CONSTRAINT_RE, RULES_RE, SKILL_RE
 
 KINDS = ("system_prompt", "project_rules", "skill", "user_constraint")
 LOST_STATUSES = frozenset({"summarised", "dropped"})
 
-_RULES_RE = re.compile(
-    r"Contents of (?P<path>\S*?(?:CLAUDE|AGENTS)(?:\.local)?\.md)"
-    r"|# (?P<agents>AGENTS\.md) instructions for"
-    r"|<(?P<tag>user_instructions)>"
-)
-_SKILL_RE = re.compile(r"Base directory for this skill: (?P<dir>\S+)|<skill[ >]")
-# The constraints among the user's instructions: rules for the whole session, not requests
-CONSTRAINT_RE = re.compile(
-    r"\b(?:always|never|must(?:n't| not)?|don't|do not|make sure|avoid|only use"
-    r"|use \S+ (?:instead|for|to|not|rather))\b",
-    re.IGNORECASE,
-)
 # A summary "keeps" a paraphrase when this share of a rule line's content words is in it
 PARAPHRASE_SHARE = 0.6
 RULE_LINES_SHARE = 0.5  # ... and, for a long source, this share of its rule lines
@@ -59,14 +47,14 @@ class Source:
 
 
 def _rules_label(text: str) -> str | None:
-    found = _RULES_RE.search(text)
+    found = RULES_RE.search(text)
     if found is None:
         return None
     return found.group("path") or found.group("agents") or "user instructions"
 
 
 def _skill_label(text: str) -> str | None:
-    found = _SKILL_RE.search(text)
+    found = SKILL_RE.search(text)
     if found is None:
         return None
     directory = found.group("dir")
