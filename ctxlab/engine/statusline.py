@@ -560,7 +560,7 @@ def cached_status_of(
             for raw in gained[:done].splitlines():
                 span.feed(raw)
             offset, rest = offset + done, gained[done:]
-        if done or cached is None:
+        if offset and (done or cached is None):  # (nothing new: the cache stands)
             _save(entry, path, handle, span, offset)
     if rest:
         span = span.copy()
