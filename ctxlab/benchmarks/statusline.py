@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -75,14 +76,12 @@ def payload(transcript: Path) -> dict[str, Any]:
 
 def _timed(command: list[str], data: bytes, env: dict[str, str]) -> tuple[float, float, str]:
     """(wall ms, CPU ms, the line) of one fresh interpreter running ``command``."""
-    before = os.times()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)  # (os.times counts 10 ms ticks)
     start = time.perf_counter()
     done = subprocess.run(command, input=data, capture_output=True, check=True, cwd=ROOT, env=env)
     wall = 1000 * (time.perf_counter() - start)
-    after = os.times()
-    cpu = 1000 * (after.children_user - before.children_user) + 1000 * (
-        after.children_system - before.children_system
-    )
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = 1000 * (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
     return wall, cpu, done.stdout.decode().strip()
 
 
