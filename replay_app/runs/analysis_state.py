@@ -37,6 +37,12 @@ def pending(run: Run) -> bool:
     return False
 
 
+def settled(run: Run) -> bool:
+    """Whether every figure of ``run`` is in (neither queued, running nor analysing): what
+    a table of several runs waits for before it reads as final."""
+    return not run.is_active and not pending(run)
+
+
 def settle(run: Run) -> None:
     """Give a done run whose analysing worker stopped its ``finished_at`` (its last sign of
     life), so that it reads like any finished run."""

@@ -9,14 +9,16 @@ from typing import Any
 from django.urls import reverse
 
 from replay_app.models import Run, RunGroup
+from replay_app.runs import analysis_state
 from replay_app.sweeps import sweep, sweep_chart
 
 POLL_SECONDS = 2
 
 
 def settled(runs: list[Run]) -> int:
-    """Runs no longer queued or running: the fragment changes when this does."""
-    return sum(1 for run in runs if not run.is_active)
+    """Runs no longer queued, running or analysed (``analysis_state.settled``: the ledger's
+    cost comes with the analysis): the fragment changes when this does."""
+    return sum(1 for run in runs if analysis_state.settled(run))
 
 
 class SweepSection:

@@ -28,7 +28,7 @@ from ctxlab.engine.strategies import get_strategy_class
 from replay_app.configs import services as config_services
 from replay_app.display import vocabulary
 from replay_app.models import Run, RunStatus, StrategyConfig
-from replay_app.runs import services
+from replay_app.runs import analysis_state, services
 
 WINDOW_KEY = "window"  # the comparison's model window (ctxlab.engine.budget)
 WINDOW_ORIGIN = "(window from the comparison)"
@@ -291,7 +291,7 @@ class Sweep:
 
     @property
     def finished(self) -> bool:
-        return all(not row.run.is_active for row in self.rows)
+        return all(analysis_state.settled(row.run) for row in self.rows)
 
     @property
     def done_count(self) -> int:

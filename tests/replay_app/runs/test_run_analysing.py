@@ -203,3 +203,29 @@ def test_a_comparison_waits_for_its_runs_analysis_before_its_table_and_csv(
     assert 'id="group-metrics"' in results and "Analysing…" not in results
     assert client.get(url + "?format=csv").status_code == 200
     assert client.get(url + "?format=json").json()["analysing"] is False
+
+
+def test_a_sweep_keeps_polling_until_its_runs_are_analysed(
+    client: Any, user: Any, session: Transcript
+) -> None:
+    from replay_app.runs import services
+    from replay_app.sweeps import sweep
+
+    group = services.group_create(
+        owner=user, transcript=session, enqueue=False,
+        specs=sweep.specs(sweep.Base(strategy="qwenpaw"), "max_input_length", ["4096", "8192"]),
+    )  # fmt: skip
+    runs = list(group.runs.order_by("pk"))
+    for run in runs:
+        executor.run_execute(run=run)
+    finished = Run.objects.get(pk=runs[1].pk).finished_at
+    alive = timezone.now() + timedelta(hours=1)  # its worker still analysing it
+    Run.objects.filter(pk=runs[1].pk).update(finished_at=None, heartbeat_at=alive)
+    client.force_login(user)
+    url = f"/runs/groups/{group.pk}/sweep/"
+    html = client.get(url, HTTP_HX_REQUEST="true").content.decode()
+    assert f'hx-get="{url}?seen=1" hx-trigger="every 2s"' in html, "one run settled"
+    assert client.get(f"{url}?seen=1", HTTP_HX_REQUEST="true").status_code == 204
+    Run.objects.filter(pk=runs[1].pk).update(finished_at=finished)  # landed
+    html = client.get(f"{url}?seen=1", HTTP_HX_REQUEST="true").content.decode()
+    assert 'data-finished="true"' in html and "hx-trigger" not in html.split(">")[0]
