@@ -49,6 +49,7 @@ SMALL: dict[str, dict[str, Any]] = {
     "autogen_head_and_tail": {"head_size": 2, "tail_size": 3},
     "autogen_token_limited": {"token_limit": 3000},
     "crush": {"context_window": 8000},
+    "deepagents_summarization": {"max_input_tokens": 8000},
 }  # fmt: skip
 # BaseAgent's request-view prune (and its lifting) needs a longer session: 250 messages
 # mixed from the corpus (synth.bench_conversation) with a prune-happy setting.

@@ -627,7 +627,7 @@ class DeepAgentsSummarizationStrategy(LangChainSummarizationStrategy):
         if lifted:
             with ctx.action("restore_request", reason=f"{MIDDLEWARE}: arguments shown in full "
                             "again (the truncation trigger no longer holds or the call is "
-                            "in the keep window)", total_tokens=total) as act:  # fmt: skip
+                            "in the keep window)", counted=total) as act:  # fmt: skip
                 for i in lifted:
                     act.replace(i, self._with_args(ctx, i, {}), Fate.RESTORED)
                     del st.shown[i]
@@ -636,7 +636,7 @@ class DeepAgentsSummarizationStrategy(LangChainSummarizationStrategy):
             limit = self.truncate["max_length"]
             with ctx.action("truncate", reason=f"{MIDDLEWARE}: write_file/edit_file arguments "
                             f"over {limit} characters clipped before the keep window "
-                            "(request view)", threshold=limit, total_tokens=total) as act:  # fmt: skip
+                            "(request view)", max_length=limit, counted=total) as act:  # fmt: skip
                 for i in changed:
                     act.replace(i, self._with_args(ctx, i, want[i]), Fate.PRUNED)
                     st.shown[i] = want[i]
@@ -675,7 +675,7 @@ class DeepAgentsSummarizationStrategy(LangChainSummarizationStrategy):
         summary, record_id, shown, error = self._summary(ctx, old)
         if error:
             ctx.emit("summary_failed", reason=f"{MIDDLEWARE}: the summary call failed",
-                     error=error, trigger=fired, total_tokens=total, via=via,
+                     error=error, trigger=fired, estimate=total, via=via,
                      outcome="upstream the model call raises (the compact tool answers "
                              "'Compaction failed'); the history stays as it was")  # fmt: skip
             return
