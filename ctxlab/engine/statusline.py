@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import mmap
 import os
 import re
 import sys
@@ -48,6 +49,7 @@ from .evaluate.forecast import (
 )
 from .evaluate.instruction_marks import may_hold_source
 
+Buffer = bytes | mmap.mmap  # a file's bytes read, or mapped
 CHUNK = 1 << 20  # bytes read per step backwards
 DEFAULT_WINDOW = 200_000
 LARGE_WINDOW = 1_000_000
@@ -64,8 +66,9 @@ USAGE_RE = re.compile(rb'"usage":\s*\{')
 FIRST_TYPE = re.compile(rb'"type":\s*"([a-z_-]+)"')
 
 
-def _first_type(raw: bytes) -> bytes:
-    found = _search(FIRST_TYPE, raw)
+def _first_type(raw: Buffer, start: int = 0, end: int | None = None) -> bytes:
+    """The first "type" of the line ``raw[start:end]``."""
+    found = _search(FIRST_TYPE, raw, start, len(raw) if end is None else end)
     return found.group(1) if found else b""
 
 
@@ -80,20 +83,24 @@ def _key(pattern: re.Pattern[bytes]) -> bytes:
     return key
 
 
-def _search(pattern: re.Pattern[bytes], data: bytes) -> re.Match[bytes] | None:
-    """``pattern.search(data)``: the pattern's key found by ``bytes.find`` (many times
-    faster over long lines than the regex engine's scan), the pattern tried only there."""
+def _search(
+    pattern: re.Pattern[bytes], data: Buffer, start: int = 0, end: int | None = None
+) -> re.Match[bytes] | None:
+    """``pattern.search(data, start, end)``: the pattern's key found by ``find`` (many
+    times faster over long lines than the regex engine's scan), the pattern tried only
+    there."""
     key = _key(pattern)
-    at = data.find(key)
+    end = len(data) if end is None else end
+    at = data.find(key, start, end)
     while at >= 0:
-        found = pattern.match(data, at)
+        found = pattern.match(data, at, end)
         if found is not None:
             return found
-        at = data.find(key, at + 1)
+        at = data.find(key, at + 1, end)
     return None
 
 
-def _last(pattern: re.Pattern[bytes], data: bytes) -> int:
+def _last(pattern: re.Pattern[bytes], data: Buffer) -> int:
     """Where the last match of ``pattern`` in ``data`` starts (-1: none): its key found
     backwards. For ``BOUNDARY`` and ``USAGE_RE``, whose matches cannot overlap (no match
     holds its key twice), that is the last of ``finditer``'s."""
@@ -345,6 +352,36 @@ class Span:
         span.version = _version(lines[-1]) if lines else ""
         return span
 
+    @classmethod
+    def of_buffer(cls, data: Buffer, start: int, end: int, compacted: bool) -> Span:
+        """``of_lines`` of the complete lines ``data[start:end]`` (each ending in a
+        newline, none holding a carriage return), read where they are: only the lines
+        that can matter (responses, user lines without a tool result) are copied."""
+        span = cls(compacted=compacted)
+        newest: list[tuple[str, int]] = []
+        stop = end - 1  # the newline that ends the line
+        while stop >= start and len(newest) < KEPT:
+            first = max(start, data.rfind(b"\n", start, stop) + 1)
+            if _first_type(data, first, stop) in (b"message", b"assistant"):
+                response = _response(data[first:stop])
+                if response is not None and not (
+                    response[0] and newest and newest[-1][0] == response[0]
+                ):
+                    newest.append(response)
+            stop = first - 1
+        span.responses = newest[::-1]
+        at = last_at = start
+        while at < end:
+            stop = data.find(b"\n", at, end)
+            index = span.lines
+            span.lines += 1
+            if data.find(b'"tool_result"', at, stop) < 0 and _first_type(data, at, stop) == b"user":
+                span.instructions.extend(_user_sources(index, data[at:stop]))
+            last_at, at = at, stop + 1
+        if span.lines:
+            span.version = _version(data[last_at : at - 1])
+        return span
+
     def feed(self, raw: bytes) -> None:
         """One more line of the file (a boundary starts the span again)."""
         if _search(BOUNDARY, raw) is not None:
@@ -450,9 +487,32 @@ def _user_sources(index: int, raw: bytes) -> list[str]:
 
 def status_of(path: Path, payload: dict[str, Any] | None = None) -> Status:
     """The status of the Claude Code session at ``path`` (``payload``: the statusline JSON),
-    from a tail read of the file (no cache)."""
-    lines, compacted = tail_lines(path)
-    return _status(Span.of_lines(lines, compacted), payload or {})
+    from its span read at once (no cache)."""
+    with path.open("rb") as handle:
+        span, _, rest = _read_span(handle)
+    if rest:
+        span.feed(rest)
+    return _status(span, payload or {})
+
+
+def _read_span(handle: BinaryIO) -> tuple[Span, int, bytes]:
+    """The span of the file: from the line of its last compaction boundary, read where it
+    lies (the file mapped, not copied); (the span of its complete lines, the offset after
+    them, the line still being written). A file with carriage returns (no Claude Code
+    file has one) is split as ``tail_lines`` splits it."""
+    size = os.fstat(handle.fileno()).st_size
+    if size == 0:
+        return Span(), 0, b""
+    with mmap.mmap(handle.fileno(), size, access=mmap.ACCESS_READ) as data:
+        cut = _last(BOUNDARY, data)
+        start = data.rfind(b"\n", 0, cut) + 1 if cut >= 0 else 0
+        done = max(start, data.rfind(b"\n", start) + 1)  # a line being written is not kept
+        if data.find(b"\r", start) >= 0:
+            span = Span.of_lines(data[start:done].splitlines(), cut >= 0)
+        else:
+            span = Span.of_buffer(data, start, done, cut >= 0)
+        rest = data[done:size]
+    return span, done, rest
 
 
 # --- the cache: successive calls read only what the file gained ---------------------------
@@ -548,10 +608,8 @@ def cached_status_of(
     with path.open("rb") as handle:
         cached = _load(entry, path, handle)
         if cached is None:
-            data, end, compacted = _tail(handle)
-            done = data.rfind(b"\n") + 1  # complete lines: a line being written is not kept
-            span = Span.of_lines(data[:done].splitlines(), compacted)
-            offset, rest = end - len(data) + done, data[done:]
+            span, offset, rest = _read_span(handle)
+            done = offset
         else:
             span, offset = cached
             handle.seek(offset)

@@ -41,7 +41,12 @@ def figures(status: statusline.Status) -> dict[str, Any]:
 
 
 def uncached(path: Path) -> dict[str, Any]:
-    return figures(statusline.status_of(path, {}))
+    """The status as the tail read gives it (the reference: every line split and read);
+    ``status_of`` (the file mapped, only the lines that matter copied) gives the same."""
+    lines, compacted = statusline.tail_lines(path)
+    reference = figures(statusline._status(statusline.Span.of_lines(lines, compacted), {}))
+    assert figures(statusline.status_of(path, {})) == reference
+    return reference
 
 
 def cached(path: Path, cache: Path) -> dict[str, Any]:
@@ -55,10 +60,10 @@ class NoFullRead:
         self.monkeypatch = monkeypatch
 
     def __enter__(self) -> None:
-        def refuse(handle: object) -> tuple[bytes, int, bool]:
+        def refuse(handle: object) -> tuple[statusline.Span, int, bytes]:
             raise AssertionError("the whole span was read again")
 
-        self.monkeypatch.setattr(statusline, "_tail", refuse)
+        self.monkeypatch.setattr(statusline, "_read_span", refuse)
 
     def __exit__(self, *exc: object) -> None:
         self.monkeypatch.undo()
@@ -374,3 +379,21 @@ def test_the_key_search_finds_what_the_patterns_find() -> None:
                 assert statusline._last(pattern, line) == last
             hits[n] += expected is not None
     assert all(hits.values()), hits
+
+
+def test_carriage_returns_and_a_boundary_being_written(tmp_path: Path) -> None:
+    """Lines ending in CRLF are split as the tail read splits them; a boundary on the line
+    still being written starts the span."""
+    every = FULL.read_bytes().splitlines(keepends=True)
+    path, cache = tmp_path / "s.jsonl", tmp_path / "cache"
+    path.write_bytes(b"".join(line.replace(b"\n", b"\r\n") for line in every[:140]))
+    assert cached(path, cache) == uncached(path)
+    assert cached(path, cache)["used"] is not None
+    boundary = next(i for i, line in enumerate(every) if b'"compact_boundary"' in line)
+    path.write_bytes(b"".join(every[:boundary]) + every[boundary][:-1])  # no newline yet
+    (tmp_path / "cache").mkdir(exist_ok=True)
+    for entry in (tmp_path / "cache").iterdir():
+        entry.unlink()
+    status = cached(path, cache)
+    assert status == uncached(path) and status["since_compaction"]
+    assert status["used"] is None
