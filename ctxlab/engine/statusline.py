@@ -17,12 +17,17 @@ line it prints. This prints::
   ``evaluate.instructions``) in the span the next compaction would summarise; CLAUDE.md
   contents are not, Claude Code puts them back (``forecast.reattached``).
 
-Fast: the file is read from its end backwards until the last compaction boundary (a tail
-read: a 5 MB session compacted once reads only what followed), only the lines that matter
-are JSON-decoded, and nothing of Django or the strategy registry is imported (the version
-table is loaded on its own). ``--file PATH`` reads a session without the JSON (tmux, a
-shell prompt); ``--json`` prints the figures as JSON. Never fails loudly: a status line
-that raises shows nothing, so errors print a short line.
+Fast: the span since the last compaction boundary is read where it lies (the file mapped,
+the boundary found backwards: a 5 MB session compacted once reads only what followed; only
+response lines and user lines without a tool result are copied and looked at), only the
+lines that matter are JSON-decoded, a user text reaches the instruction rule only when it
+may hold a source (``evaluate.instruction_marks``), and nothing of Django or the strategy
+registry is imported (the version table is loaded on its own). Successive calls read only
+what the file gained: the span's state is kept per transcript in the user's cache directory
+(``cached_status_of``: ``$XDG_CACHE_HOME/ctxlab/statusline``; ``--no-cache`` or
+``CTXLAB_STATUSLINE_CACHE=0`` read the file without it). ``--file PATH`` reads a session
+without the JSON (tmux, a shell prompt); ``--json`` prints the figures as JSON. Never fails
+loudly: a status line that raises shows nothing, so errors print a short line.
 """
 
 from __future__ import annotations
