@@ -80,3 +80,11 @@ _._parsePOSTFormSubmission  # ctxlab/serving/bounded_server.py: Twisted reads it
 _.temporary_file_path  # sessions_app/uploads.py: Django's TemporaryUploadedFile API
 _.UploadTempFileHandler  # sessions_app/uploads.py: FILE_UPLOAD_HANDLERS in settings
 _.upload_interrupted  # sessions_app/uploads.py: Django's upload handler API
+
+# tests/conformance/test_deepagents_conformance.py: LangChain calls its fake chat model's
+# hooks, and deepagents its fake backend's, by name.
+_._llm_type
+_._get_ls_params
+_._generate
+_.run_manager
+_.download_files

@@ -56,8 +56,6 @@ class FakeModel(chat_models.BaseChatModel):  # type: ignore[misc,name-defined]
 class Result:
     def __init__(self, error: str | None = None) -> None:
         self.error = error
-        self.path = None
-        self.files_update = None
 
 
 class Download:
