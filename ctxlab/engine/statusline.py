@@ -508,16 +508,25 @@ def _read_span(handle: BinaryIO) -> tuple[Span, int, bytes]:
     size = os.fstat(handle.fileno()).st_size
     if size == 0:
         return Span(), 0, b""
-    with mmap.mmap(handle.fileno(), size, access=mmap.ACCESS_READ) as data:
-        cut = _last(BOUNDARY, data)
-        start = data.rfind(b"\n", 0, cut) + 1 if cut >= 0 else 0
-        done = max(start, data.rfind(b"\n", start) + 1)  # a line being written is not kept
-        if data.find(b"\r", start) >= 0:
-            span = Span.of_lines(data[start:done].splitlines(), cut >= 0)
-        else:
-            span = Span.of_buffer(data, start, done, cut >= 0)
-        rest = data[done:size]
-    return span, done, rest
+    try:
+        with mmap.mmap(handle.fileno(), size, access=mmap.ACCESS_READ) as data:
+            cut = _last(BOUNDARY, data)
+            start = data.rfind(b"\n", 0, cut) + 1 if cut >= 0 else 0
+            return _span_in(data, start, size, cut >= 0)
+    except OSError:  # a file that cannot be mapped: read backwards in chunks
+        read, end, compacted = _tail(handle)
+        span, done, rest = _span_in(read, 0, len(read), compacted)
+        return span, end - len(read) + done, rest
+
+
+def _span_in(data: Buffer, start: int, size: int, compacted: bool) -> tuple[Span, int, bytes]:
+    """The span of ``data[start:size]`` (from a boundary's line, or the file's start)."""
+    done = max(start, data.rfind(b"\n", start, size) + 1)  # a line being written: not kept
+    if data.find(b"\r", start, size) >= 0:
+        span = Span.of_lines(data[start:done].splitlines(), compacted)
+    else:
+        span = Span.of_buffer(data, start, done, compacted)
+    return span, done, data[done:size]
 
 
 # --- the cache: successive calls read only what the file gained ---------------------------

@@ -397,3 +397,32 @@ def test_carriage_returns_and_a_boundary_being_written(tmp_path: Path) -> None:
     status = cached(path, cache)
     assert status == uncached(path) and status["since_compaction"]
     assert status["used"] is None
+
+
+class Unmappable:
+    """``mmap`` on a file system that cannot map files."""
+
+    ACCESS_READ = 1
+
+    def mmap(self, *args: object, **kwargs: object) -> object:
+        raise OSError("no mmap here")
+
+
+def test_a_file_that_cannot_be_mapped_is_read_in_chunks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path, cache, every = warm(tmp_path, 150)
+    expected = uncached(path)
+
+    path.write_bytes(b"".join(every[:150]) + every[150][:20])
+    half = uncached(path)
+    monkeypatch.setattr(statusline, "mmap", Unmappable())
+    assert figures(statusline.status_of(path, {})) == half
+    for entry in cache.iterdir():
+        entry.unlink()
+    assert cached(path, cache) == half
+    path.write_bytes(b"".join(every[:150]))
+    assert cached(path, cache) == expected
+    with path.open("ab") as out:
+        out.write(every[150][20:] + b"".join(every[151:]))
+    assert cached(path, cache) == figures(statusline.status_of(FULL, {}))
