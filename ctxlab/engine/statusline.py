@@ -38,6 +38,7 @@ import mmap
 import os
 import re
 import sys
+import time
 import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -533,6 +534,7 @@ def _span_in(data: Buffer, start: int, size: int, compacted: bool) -> tuple[Span
 
 CACHE_FORMAT = 1
 PRINT_BYTES = 4096  # the file's first and last bytes read, fingerprinted
+CACHE_DAYS = 14  # a session's file untouched this long goes when another session starts
 
 
 def cache_dir(environ: Mapping[str, str] | None = None) -> Path | None:
@@ -610,6 +612,19 @@ def _save(entry: Path, path: Path, handle: BinaryIO, span: Span, offset: int) ->
         pass  # an unwritable cache: the next call reads the file again
 
 
+def _prune(directory: Path) -> None:
+    """Remove the files of sessions not read for ``CACHE_DAYS`` (run on a full read only:
+    a session new to the cache); never fails."""
+    oldest = time.time() - CACHE_DAYS * 86_400
+    try:
+        with os.scandir(directory) as entries:
+            for entry in entries:
+                if entry.name.endswith(".json") and entry.stat().st_mtime < oldest:
+                    os.unlink(entry.path)
+    except OSError:
+        pass
+
+
 def cached_status_of(
     path: Path, payload: dict[str, Any] | None = None, directory: Path | None = None
 ) -> Status:
@@ -634,6 +649,8 @@ def cached_status_of(
             offset, rest = offset + done, gained[done:]
         if offset and (done or cached is None):  # (nothing new: the cache stands)
             _save(entry, path, handle, span, offset)
+        if cached is None:
+            _prune(directory)
     if rest:
         span = span.copy()
         span.feed(rest)

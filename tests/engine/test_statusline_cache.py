@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -426,3 +427,20 @@ def test_a_file_that_cannot_be_mapped_is_read_in_chunks(
     with path.open("ab") as out:
         out.write(every[150][20:] + b"".join(every[151:]))
     assert cached(path, cache) == figures(statusline.status_of(FULL, {}))
+
+
+def test_the_files_of_sessions_long_unread_go(tmp_path: Path) -> None:
+    """A session read for the first time prunes the files not touched for CACHE_DAYS."""
+    path, cache, _ = warm(tmp_path)
+    stale, recent = cache / "0000000000000000.json", cache / "1111111111111111.json"
+    stale.write_text("{}")
+    recent.write_text("{}")
+    old = time.time() - (statusline.CACHE_DAYS + 1) * 86_400
+    os.utime(stale, (old, old))
+    cached(path, cache)  # a warm read: nothing pruned
+    assert stale.exists()
+    other = tmp_path / "other.jsonl"
+    other.write_bytes(path.read_bytes())
+    assert cached(other, cache) == uncached(other)
+    assert not stale.exists() and recent.exists()
+    assert statusline.cache_file(cache, path).exists()
