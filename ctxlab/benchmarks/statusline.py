@@ -17,10 +17,12 @@ Lines:
   temporary ``XDG_CACHE_HOME``) holds what the previous call read; a fresh interpreter;
 - ``statusline_inprocess_ms``: ``status_of`` alone (no cache), warm.
 
-Measured 2026-12-06 on the shared 2-core machine at load 5-6 (others' benchmarks running):
-cold 175-200 ms wall / 70 ms CPU, warm 70-95 ms wall / 37 ms CPU, in-process 20-40 ms. Of a
-warm call's CPU, ~23 ms is the virtualenv's interpreter start (the editable install's path
-finder ~16 ms of it; ``python -S -c pass`` is 7 ms).
+Measured 2026-12-06 on the shared 2-core machine at load 7-9 (others' benchmarks running),
+three runs: cold 292-611 ms wall / 80-94 ms CPU, warm 172-348 ms wall / 48-50 ms CPU,
+in-process 53-106 ms wall; before the cache and the mapped read (load ~5) 508 ms wall /
+100 ms CPU / 125 ms in-process. Of a warm call's CPU, ~23 ms is the virtualenv's
+interpreter start, ~14 ms the imports (``dataclasses`` ~9.5 ms), ~2 ms the work
+(docs/your-session-now.md).
 """
 
 from __future__ import annotations
