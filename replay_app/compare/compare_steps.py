@@ -17,14 +17,14 @@ from typing import Any
 from django.db import router
 from django.urls import reverse
 
-from ctxlab.engine.core.catalogue import Trigger, trigger_of
 from ctxlab.engine.core.records import Fate
 from ctxlab.serving.prepared import Prepared
 from replay_app import memo, run_rows
 from replay_app.compare import inputs
 from replay_app.compare.pieces import Compaction
-from replay_app.models import Run, RunEvent, RunStep, RunSummary
+from replay_app.models import Run, RunStep, RunSummary
 from replay_app.steps import at_step, fatelog, zone_bar
+from replay_app.steps.event_words import EventWords
 
 STEP_MESSAGES = 60  # message rows per page of the step view
 COMPACTION_ROWS = 5  # summaries table rows per page (five or six runs of summaries each)
@@ -360,63 +360,9 @@ def _message_lines(
     return lines
 
 
-@dataclass(frozen=True, slots=True)
-class EventWords:
-    """What the step view says about one event that set fates: its kind, its own reason
-    (or the kind), the trigger in words ('context 27,410 ≥ threshold 26,214') and each
-    change's own reason by message index (only the changes that have one)."""
-
-    kind: str
-    why: str
-    trigger: str
-    reasons: dict[int, str]
-    said: str  # the words of a change without its own reason
-
-    def reason(self, index: int) -> str:
-        why = self.reasons.get(index)
-        if not why:
-            return self.said
-        return f"{why}; {self.trigger}" if self.trigger else why
-
-
-def event_words(run: Run) -> dict[int, EventWords]:
-    """Every fate-setting event of the run by seq, read once while the run stays finished
-    (memoised with its fate log): a scrubbing user's every view is a first view of its
-    step, and unpacking the shown events' changes on each was a sixth of the view."""
-    return memo.cached(run, "event-words", lambda: _event_words(run))
-
-
-def _event_words(run: Run) -> dict[int, EventWords]:
-    rows = (  # ordered by seq alone: the model's ordering joins the run for its own
-        RunEvent.objects.filter(run=run)
-        .order_by("seq")
-        .values_list("seq", "kind", "detail", "changes", "tokens_before")
-    )
-    words: dict[str, str] = {}  # one copy of each repeated reason
-    out: dict[int, EventWords] = {}
-    for seq, kind, detail, changes, before in rows.iterator(chunk_size=200):
-        if not changes:  # sets no fate: no cell ever names it
-            continue
-        detail = detail or {}
-        fired = trigger_of(kind, detail)
-        if fired.measured is None:
-            fired = Trigger(before or None, fired.limit, "context", fired.limit_name)
-        reasons = {}
-        for change in changes:
-            index, text = int(change["index"]), str(change.get("reason") or "")
-            if text:
-                reasons[index] = words.setdefault(text, text)
-            else:  # a later change of the same message without one: the event's own
-                reasons.pop(index, None)
-        why, trigger = str(detail.get("reason") or kind), fired.words()
-        said = f"{why}; {trigger}" if trigger else why
-        out[seq] = EventWords(kind, why, trigger, reasons, said)
-    return out
-
-
 def _explain(runs: Sequence[Run], lines: Sequence[MessageLine]) -> None:
     """Fill each shown cell's event kind and the reason in words (the change's own reason,
-    then the trigger: 'context 27,410 ≥ threshold 26,214'), from ``event_words``."""
+    then the trigger: 'context 27,410 ≥ threshold 26,214'), from ``fatelog.event_words``."""
     for col, run in enumerate(runs):
         events: dict[int, EventWords] | None = None
         for line in lines:
@@ -424,7 +370,7 @@ def _explain(runs: Sequence[Run], lines: Sequence[MessageLine]) -> None:
             if cell is None or cell.event is None:
                 continue
             if events is None:
-                events = event_words(run)
+                events = fatelog.event_words(run)
             said = events.get(cell.event)
             if said is not None:
                 cell.kind = said.kind

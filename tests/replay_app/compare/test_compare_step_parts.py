@@ -1,7 +1,7 @@
 """The compare step view's per-request work (issue 33): its zones section and fate legend
 are rendered in Python (``compare/step_rows.py``) as the template's loop rendered them,
 every run's value escaped; the events' words come from one read per run
-(``compare_steps.event_words``) and say what each event's changes say; and a view reads
+(``fatelog.event_words``, read with the fate log) and say what each event's changes say; and a view reads
 the runs and their step rows in one query each, whatever the number of runs."""
 
 from __future__ import annotations
@@ -212,3 +212,16 @@ def test_the_main_block_is_the_templates_markup(runs: list[Run]) -> None:
         expected = Template(MAIN).render(Context(context))
         got = step_rows.main_html(view, ids, message)
         assert _squeezed(got) == _squeezed(expected)
+
+
+def test_the_fate_log_reads_the_events_words_in_its_pass(runs: list[Run]) -> None:
+    from replay_app import memo
+
+    run = runs[2]
+    alone = fatelog._event_words(run)
+    memo.MEMO.clear()
+    fatelog.fate_log(run)
+    with CaptureQueriesContext(connection) as seen:
+        words = fatelog.event_words(run)
+    assert words == alone and len(words) > 0
+    assert not [q for q in seen.captured_queries if "replay_app_runevent" in q["sql"]]
