@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ctxlab.engine.core.model import Block, BlockKind, Conversation, Message, Role, ToolDef, Usage
-from ctxlab.engine.core.records import Event, ReplayResult
+from ctxlab.engine.core.records import Event, RangeChunks, ReplayResult
 from ctxlab.engine.core.summary_request import SummaryRequest, SummaryResponse
 
 
@@ -118,7 +118,7 @@ def plain(value: Any, *, later_fields: Mapping[tuple[str, str], Any] | None = No
         return value.value
     if isinstance(value, dict):
         return {str(k): plain(v, later_fields=later) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
+    if isinstance(value, (list, tuple, RangeChunks)):  # (a step's many context ranges)
         return [plain(v, later_fields=later) for v in value]
     if isinstance(value, (set, frozenset)):
         return sorted(plain(v, later_fields=later) for v in value)

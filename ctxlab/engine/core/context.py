@@ -28,8 +28,10 @@ from .records import (
     Event,
     Fate,
     Finding,
+    RangeChunks,
     ReplayResult,
     SourceIndexes,
+    StepRanges,
     StepRecord,
     SummaryRecord,
     new_change,
@@ -44,6 +46,8 @@ from .tool_pairs import ToolLedger, _ids_and_result, has_tool_result, tool_ids
 # ranges in place; more are rebuilt once when the step is recorded.
 _FEW_REMOVED = 64
 _AFTER_ANY = 1 << 62  # sorts after any end in a (start, end) range
+_CHUNK = RangeChunks.CHUNK
+_NONE_CHANGED = 1 << 62  # no range changed since the last step's chunks were made
 
 if TYPE_CHECKING:
     from .strategy import Strategy
@@ -158,6 +162,11 @@ class ReplayContext:
         self.live: list[int] = []
         self._ranges: list[tuple[int, int]] = []
         self._ranges_dirty = False  # _ranges must be rebuilt from live before it is read
+        # Many ranges: the steps share immutable chunks of them (``context_ranges``); the
+        # chunks of _ranges[:len(_chunks) * _CHUNK] hold unless a range below _changed_from
+        # changed since they were made.
+        self._chunks: list[tuple[tuple[int, int], ...]] = []
+        self._changed_from = _NONE_CHANGED
         self.history_tokens = 0
         self.history_ref = 0
         # The system prompt: the first message when its role is system.
@@ -469,6 +478,8 @@ class ReplayContext:
             if i + 1 < end:
                 pieces.append((i + 1, end))
             ranges[k : k + 1] = pieces
+            if k < self._changed_from:
+                self._changed_from = k
         return True
 
     def _restore(self, indexes: Iterable[int]) -> list[int]:
@@ -495,7 +506,38 @@ class ReplayContext:
         if self._ranges_dirty:
             self._rebuild_ranges()
             self._ranges_dirty = False
+            self._changed_from = 0
         return self._ranges
+
+    def context_ranges(self) -> StepRanges:
+        """The context's ranges as a step records them: a tuple, or, past ``_CHUNK`` of
+        them, ``RangeChunks`` sharing with the previous step every chunk below the first
+        range changed since (appends only touch the last range, never chunked), so a step
+        costs O(ranges / _CHUNK + _CHUNK), not O(ranges)."""
+        ranges = self._context_ranges()
+        n = len(ranges)
+        chunks = self._chunks
+        if n <= _CHUNK:
+            if chunks:
+                chunks.clear()
+            self._changed_from = _NONE_CHANGED
+            return tuple(ranges)
+        full = (n - 1) // _CHUNK  # whole chunks before the one holding the last range
+        keep = min(len(chunks), self._changed_from // _CHUNK, full)
+        if keep < len(chunks):
+            old = chunks[keep:]
+            del chunks[keep:]
+            for c in range(keep, full):
+                made = tuple(ranges[c * _CHUNK : (c + 1) * _CHUNK])
+                # a rebuild most often leaves the older chunks as they were: share them
+                if c - keep < len(old) and old[c - keep] == made:
+                    made = old[c - keep]
+                chunks.append(made)
+        else:
+            for c in range(len(chunks), full):
+                chunks.append(tuple(ranges[c * _CHUNK : (c + 1) * _CHUNK]))
+        self._changed_from = _NONE_CHANGED
+        return RangeChunks((*chunks, tuple(ranges[full * _CHUNK :])))
 
     def _rebuild_ranges(self) -> None:
         ranges: list[tuple[int, int]] = []
@@ -573,7 +615,7 @@ class ReplayContext:
                 self.counted_tokens(), self.request_ref(), usage.prompt_tokens if usage else None
             ),
             self.strategy.zones(self.view),
-            tuple(self._context_ranges()),
+            self.context_ranges(),
             self.summary_id,
             tuple(self._new_events),
             tuple(self._new_summaries),

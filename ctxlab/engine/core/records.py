@@ -176,6 +176,76 @@ class SourceIndexes(Sequence[int]):
         return (SourceIndexes, (self._bounds,))
 
 
+class RangeChunks(Sequence[tuple[int, int]]):
+    """A step's context ranges when there are many, read as the tuple they stand for
+    (iteration, ``len``, indexing, ``in``; equal to that tuple, hashed as it).
+
+    A strategy that keeps most messages but drops scattered ones (Vercel's
+    ``pruneMessages`` removing emptied tool messages) leaves thousands of ranges; a tuple
+    of them per step made a replay O(steps x ranges) in time and memory (125 million
+    range references over a 40,000-message replay). Here the ranges are immutable chunks
+    of ``CHUNK`` (the last one shorter), and consecutive steps share every chunk the
+    context did not change (``ReplayContext`` makes them, see ``context_ranges``)."""
+
+    __slots__ = ("_chunks", "_len")
+    CHUNK = 128
+
+    def __init__(self, chunks: tuple[Ranges, ...]) -> None:
+        """``chunks``: every one of exactly ``CHUNK`` ranges but the last (non-empty)."""
+        self._chunks = chunks
+        self._len = (len(chunks) - 1) * self.CHUNK + len(chunks[-1]) if chunks else 0
+
+    @property
+    def chunks(self) -> tuple[Ranges, ...]:
+        return self._chunks
+
+    def __len__(self) -> int:
+        return self._len
+
+    def __iter__(self) -> Iterator[tuple[int, int]]:
+        return itertools.chain.from_iterable(self._chunks)
+
+    def __reversed__(self) -> Iterator[tuple[int, int]]:
+        return itertools.chain.from_iterable(map(reversed, reversed(self._chunks)))
+
+    @overload
+    def __getitem__(self, i: int) -> tuple[int, int]: ...
+    @overload
+    def __getitem__(self, i: slice) -> Ranges: ...
+    def __getitem__(self, i: int | slice) -> tuple[int, int] | Ranges:
+        if isinstance(i, slice):
+            return tuple(self)[i]
+        if i < 0:
+            i += self._len
+        if not 0 <= i < self._len:
+            raise IndexError("RangeChunks index out of range")
+        return self._chunks[i // self.CHUNK][i % self.CHUNK]
+
+    def __contains__(self, value: object) -> bool:
+        return any(value in chunk for chunk in self._chunks)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, RangeChunks):
+            return self._len == other._len and tuple(self) == tuple(other)
+        if isinstance(other, tuple):
+            return len(other) == self._len and tuple(self) == other
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+    def __repr__(self) -> str:
+        return f"RangeChunks({tuple(self)!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (RangeChunks, (self._chunks,))
+
+
+# A step's context: a tuple of ranges, or ``RangeChunks`` (read the same) when there are
+# more than ``RangeChunks.CHUNK``.
+StepRanges = Ranges | RangeChunks
+
+
 # Not slots: the ``input`` descriptor needs the class attribute a slot would replace.
 @dataclass(frozen=True)
 class SummaryRecord:
@@ -270,7 +340,7 @@ class StepRecord:
     source_index: int
     tokens: StepTokens
     zones: Zones
-    context: Ranges
+    context: StepRanges  # a tuple, or RangeChunks (read the same) when they are many
     summary_id: int | None = None  # the summary present in this request, if any
     events: tuple[Event, ...] = ()
     summaries: tuple[SummaryRecord, ...] = ()
@@ -360,7 +430,7 @@ def event_json(event: Event, *, id_key: str = "id") -> dict[str, Any]:
     }
 
 
-def expand(ranges: Ranges) -> list[int]:
+def expand(ranges: Iterable[tuple[int, int]]) -> list[int]:
     out: list[int] = []
     for start, end in ranges:
         out.extend(range(start, end))
@@ -383,7 +453,7 @@ def to_ranges(indexes: list[int]) -> Ranges:
     return tuple(out)
 
 
-def in_ranges(ranges: Ranges, index: int) -> bool:
+def in_ranges(ranges: Iterable[tuple[int, int]], index: int) -> bool:
     return any(start <= index < end for start, end in ranges)
 
 

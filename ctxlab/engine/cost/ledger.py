@@ -39,7 +39,7 @@ from decimal import Decimal
 from typing import Any
 
 from ..core.model import Conversation, Role, Usage
-from ..core.records import REMOVED_FATES, Fate, Ranges, StepRecord
+from ..core.records import REMOVED_FATES, Fate, StepRanges, StepRecord
 from ..tokens.cl100k import PER_MESSAGE_OVERHEAD
 from ..tokens.reference import ReferenceTokens
 from .pricing import MTOK, ModelInfo, cost, model_info
@@ -500,7 +500,7 @@ def _add_usage(usage: Usage, input_tokens: int, output_tokens: int) -> Usage:
     )
 
 
-def _last_indexes(ranges: Ranges, count: int) -> list[int]:
+def _last_indexes(ranges: StepRanges, count: int) -> list[int]:
     """The last ``count`` source indexes of a context, walking ranges from the end."""
     out: list[int] = []
     for start, end in reversed(ranges):

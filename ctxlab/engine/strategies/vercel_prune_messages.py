@@ -149,19 +149,33 @@ def prune(
     return out
 
 
+_MADE_KEEP = 256  # sources whose entries stay made (a request reads its last messages)
+
+
 class Entries(Sequence[Entry]):
     """The model messages of the history so far, made on demand from their source message
     (a long replay keeps ints and strings per message, not objects the garbage collector
-    walks at every collection)."""
+    walks at every collection); those of the last ``_MADE_KEEP`` sources read are kept,
+    since a request reads its newest messages several times (``made``)."""
 
     def __init__(self, messages: Sequence[Message]) -> None:
         self.messages = messages
         self.source: list[int] = []  # position -> source message
         self.first: dict[int, int] = {}  # source -> its first position
         self.sizes: dict[int, int] = {}  # source -> how many positions
+        self._made: dict[int, list[Entry]] = {}  # source -> its entries (the latest read)
+
+    def made(self, source: int) -> list[Entry]:
+        """The entries of source message ``source`` (all its positions, in order)."""
+        got = self._made.get(source)
+        if got is None:
+            got = self._made[source] = entries_of(self.messages[source], source)
+            if len(self._made) > _MADE_KEEP:
+                del self._made[next(iter(self._made))]
+        return got
 
     def add(self, source: int) -> list[Entry]:
-        made = entries_of(self.messages[source], source)
+        made = self.made(source)
         self.first[source] = len(self.source)
         self.sizes[source] = len(made)
         self.source.extend([source] * len(made))
@@ -182,7 +196,7 @@ class Entries(Sequence[Entry]):
         if isinstance(p, slice):
             return [self[q] for q in range(*p.indices(len(self.source)))]
         source = self.source[p]
-        return entries_of(self.messages[source], source)[p - self.first[source]]
+        return self.made(source)[p - self.first[source]]
 
 
 @dataclass(slots=True)
@@ -329,7 +343,7 @@ class VercelPruneMessagesStrategy(ReferenceEstimator, Strategy):
         for s in sorted(touched):
             assert st.entries is not None
             positions = st.entries.positions(s)
-            made = entries_of(ctx.original(s), s)
+            made = st.entries.made(s)
             desired: tuple[int, ...] | None = None
             whole = all(p not in st.view for p in positions)
             if not whole and not all(st.view.get(p, ...) is None for p in positions):
@@ -354,9 +368,10 @@ class VercelPruneMessagesStrategy(ReferenceEstimator, Strategy):
         if back:
             with ctx.action("restore_request", reason="a call id of the last messages "
                             "matches parts pruned before (request view)", **detail) as act:  # fmt: skip
-                act.restore([s for s in back if s not in ctx.live])
+                alive = ctx.alive  # (an entry's source is never the system prompt)
+                act.restore([s for s in back if not alive[s]])
                 for s in back:
-                    if s in ctx.live and s not in st.shown:
+                    if alive[s] and s not in st.shown:
                         act.replace(s, ctx.original(s), Fate.RESTORED)
         if not gone and not cut:
             return
