@@ -539,12 +539,16 @@ CACHE_DAYS = 14  # a session's file untouched this long goes when another sessio
 
 def cache_dir(environ: Mapping[str, str] | None = None) -> Path | None:
     """Where the spans are kept: ``$XDG_CACHE_HOME/ctxlab/statusline`` (else
-    ``~/.cache/...``); None when ``CTXLAB_STATUSLINE_CACHE`` is ``0`` (or ``off``)."""
+    ``~/.cache/...``); None when ``CTXLAB_STATUSLINE_CACHE`` is ``0`` (or ``off``) or no
+    home directory is known."""
     env = os.environ if environ is None else environ
     if env.get("CTXLAB_STATUSLINE_CACHE", "").strip().lower() in ("0", "off", "no", "false"):
         return None
     base = env.get("XDG_CACHE_HOME") or ""
-    root = Path(base) if os.path.isabs(base) else Path.home() / ".cache"
+    try:
+        root = Path(base) if os.path.isabs(base) else Path.home() / ".cache"
+    except RuntimeError:  # no home directory to be found: no cache
+        return None
     return root / "ctxlab" / "statusline"
 
 

@@ -265,6 +265,19 @@ def test_where_the_cache_is_and_how_to_turn_it_off(tmp_path: Path) -> None:
     )
 
 
+def test_without_a_home_directory_there_is_no_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def homeless() -> Path:
+        raise RuntimeError("Could not determine home directory.")
+
+    monkeypatch.setattr(Path, "home", homeless)
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    assert statusline.cache_dir({}) is None
+    path, _, _ = warm(tmp_path)
+    assert run_main({"transcript_path": str(path)}).startswith("ctx ")
+
+
 def run_main(payload: dict[str, object], *args: str) -> str:
     out, saved = io.StringIO(), sys.stdout
     sys.stdout = out
