@@ -17,11 +17,11 @@ Lines:
   temporary ``XDG_CACHE_HOME``) holds what the previous call read; a fresh interpreter;
 - ``statusline_inprocess_ms``: ``status_of`` alone (no cache), warm.
 
-Measured 2026-12-06 on the shared 2-core machine at load 7-9 (others' benchmarks running),
-three runs: cold 292-611 ms wall / 80-94 ms CPU, warm 172-348 ms wall / 48-50 ms CPU,
-in-process 53-106 ms wall; before the cache and the mapped read (load ~5) 508 ms wall /
-100 ms CPU / 125 ms in-process. Of a warm call's CPU, ~23 ms is the virtualenv's
-interpreter start, ~14 ms the imports (``dataclasses`` ~9.5 ms), ~2 ms the work
+Measured 2026-12-06 on the shared 2-core machine at load 7.5 (others' benchmarks
+running): cold 236 ms wall / 78 ms CPU, warm 124 ms wall / 43 ms CPU, in-process 36 ms
+wall; before the cache and the mapped read (load ~5) 508 ms wall / 100 ms CPU / 125 ms
+in-process. Of a warm call's CPU, ~23 ms is the virtualenv's interpreter start, ~12 ms
+``dataclasses`` / ``typing`` / ``json``, ~6 ms ctxlab's modules, ~2 ms the work
 (docs/your-session-now.md).
 """
 
