@@ -207,7 +207,8 @@ def compare(file: str | Conversation, params: dict[str, Any], most: int = 40) ->
     assert [r.messages[0].text for r in echo.requests] == PROMPTS
     # The offloaded history: the same sections, timestamps aside.
     theirs_file = driver.backend.files.get(ours.HISTORY_PATH, "")
-    ours_file = result.offloads.get(ours.HISTORY_PATH, "")
+    sections = (ours.history_section(k + 1) for k in range(len(result.offloads)))
+    ours_file = "".join(result.offloads[path] for path in sections)
     assert STAMP.sub("## Summarized at", theirs_file) == STAMP.sub("## Summarized at", ours_file)
     return len(PROMPTS)
 

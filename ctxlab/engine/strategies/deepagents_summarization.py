@@ -39,7 +39,8 @@ deepagents adds, as the code does it:
   ``.rstrip()``, one call, ``.strip()``). The summary message names the file: "You are in
   the middle of a conversation that has been summarized. ... saved to <path> ...
   <summary>...</summary>". Messages before the cutoff are SUMMARISED (DROPPED when
-  ``trim_tokens_to_summarize`` cut them from the call); the file is the run's offload.
+  ``trim_tokens_to_summarize`` cut them from the call). Each section appended is one
+  offload of the run, ``<path>#section-<n>`` (the file is the sections in order).
 - ``compact_conversation`` (``SummarizationToolMiddleware``, ``compact_conversation_tool``):
   when the agent called that tool, the tool compacts the effective messages only if they
   reach half of a trigger clause (``max(1, int(value * 0.5))``; a token / fraction clause
@@ -96,6 +97,14 @@ COMPACT_TOOL = "compact_conversation"
 # upstream: f"session_{uuid.uuid4().hex}", fixed here (same length) so replays repeat
 SESSION_ID = "session_" + hashlib.md5(b"ctxlab replay", usedforsecurity=False).hexdigest()
 HISTORY_PATH = f"/conversation_history/{SESSION_ID}.md"
+
+
+def history_section(number: int) -> str:
+    """The run's offload holding the ``number``-th section appended to HISTORY_PATH (the
+    file is the sections in order; each is kept once, as the worker stores offloads)."""
+    return f"{HISTORY_PATH}#section-{number}"
+
+
 PATH_SUMMARY_TEMPLATE = """\
 You are in the middle of a conversation that has been summarized.
 
@@ -283,7 +292,7 @@ def tool_dict(tool: ToolDef) -> dict[str, Any]:
 @dataclass(slots=True)
 class _DeepState(_State):
     summary_message: lc.LcMessage | None = None  # the effective list's first, if any
-    history: str = ""  # the offload file so far
+    sections: int = 0  # sections appended to the offload file so far
     compact_requested: bool = False  # the agent called compact_conversation
     scale_pos: int = -1  # position of the last AI message with a reported total
     writes: list[int] = field(default_factory=list)  # positions of write/edit_file calls
@@ -679,7 +688,8 @@ class DeepAgentsSummarizationStrategy(LangChainSummarizationStrategy):
                      outcome="upstream the model call raises (the compact tool answers "
                              "'Compaction failed'); the history stays as it was")  # fmt: skip
             return
-        st.history += section
+        st.sections += 1
+        section_path = history_section(st.sections)
         text = PATH_SUMMARY_TEMPLATE.format(file_path=HISTORY_PATH, summary=summary)
         message = lc.LcMessage(lc.HUMAN, text)
         shown_sources = {m.source for m in shown}
@@ -695,7 +705,7 @@ class DeepAgentsSummarizationStrategy(LangChainSummarizationStrategy):
                    "and replaced by a summary message naming it",
             trigger=fired, total_tokens=total, cutoff=cutoff, via=via,
             messages_count=len(st.messages), kept_messages=len(kept),
-            summarized_messages=len(old), offload_path=HISTORY_PATH,
+            summarized_messages=len(old), offload_path=section_path,
             no_call=summary if record_id is None else "",
         ) as act:  # fmt: skip
             for i in split:
@@ -706,7 +716,7 @@ class DeepAgentsSummarizationStrategy(LangChainSummarizationStrategy):
             act.remove([i for i in gone if i in shown_sources], Fate.SUMMARISED)
             act.remove([i for i in gone if i not in shown_sources], Fate.DROPPED,
                        reason="cut from the summary call by trim_tokens_to_summarize")  # fmt: skip
-            act.offload(HISTORY_PATH, st.history)
+            act.offload(section_path, section)
             ctx.set_summary(summary, tokens=int(self.lc_tokens(message)), rendered=text,
                             summary_id=record_id)  # fmt: skip
             act.summary_id = record_id
