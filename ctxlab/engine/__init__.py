@@ -68,7 +68,8 @@ _LAZY = {
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
         value = getattr(import_module(_LAZY[name], __name__), name)
-        globals()[name] = value  # named once: later lookups skip this function
+        if name in _VALUES:  # named once: later lookups skip this function (not ``replay``,
+            globals()[name] = value  # also a submodule's name: ``import ... as`` reads it)
         return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
