@@ -302,8 +302,8 @@ def _steps_query(count: int) -> Prepared:
 
     def make(index: int, **ids: int) -> Any:
         wanted = [ids[name] for name in names]
-        rows = RunStep.objects.filter(run_id__in=wanted, index=index)
-        return rows.values_list("run_id", *STEP_COLUMNS)
+        rows = RunStep.objects.filter(run_id__in=wanted, index=index).order_by()
+        return rows.values_list("run_id", *STEP_COLUMNS)  # unordered: the model's joins runs
 
     samples = {"index": 1, **{name: 2 + i for i, name in enumerate(names)}}
     others = {"index": 1000, **{name: 2000 + i for i, name in enumerate(names)}}
