@@ -332,6 +332,9 @@ def _run_at(
     return RunAtStep(run, step, zones, zone, tokens, found, source)
 
 
+_FATE_VALUES = {fate: fate.value for fate in Fate}  # (an enum's value is a slow property)
+
+
 def _message_lines(
     runs: Sequence[Run], at: Sequence[RunAtStep], indexes: range
 ) -> list[MessageLine]:
@@ -355,7 +358,7 @@ def _message_lines(
                 cells.append(None)
                 continue
             fate, seq = fates.get(index, kept)
-            cells.append(FateCell(fate.value, seq, "", ""))
+            cells.append(FateCell(_FATE_VALUES[fate], seq, "", ""))
         lines.append(MessageLine(index, "", "", 0, cells))
     return lines
 
