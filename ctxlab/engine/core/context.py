@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import bisect
 import heapq
+import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -445,13 +446,20 @@ class ReplayContext:
         if gone:
             live = self.live
             k = len(gone)
-            # A new list (strategies may still iterate the old one); dropping the oldest
-            # messages is the common case and needs no per-item test.
+            # A new list when a strategy may still iterate the old one (it holds a
+            # reference: more than this attribute, ``live`` and getrefcount's argument),
+            # else cut in place (a copy increments every item's count: O(live) per
+            # removal, quadratic for a strategy dropping a few messages per turn);
+            # dropping the oldest messages is the common case and needs no per-item test.
             alive = self.alive
+            shared = sys.getrefcount(live) > 3
             if not any(alive[i] for i in live[:k]):  # the k oldest are exactly the gone ones
-                self.live = live[k:]
+                if shared:
+                    self.live = live[k:]
+                else:
+                    del live[:k]
             elif k <= _FEW_REMOVED:  # a few from the middle: cut them out (C-level moves)
-                cut = live[:]
+                cut = live[:] if shared else live
                 for i in sorted(gone, reverse=True):
                     del cut[bisect.bisect_left(cut, i)]
                 self.live = cut
