@@ -109,6 +109,7 @@ class Entry:
 class _State:
     stored: list[Entry] = field(default_factory=list)
     calls: int = 0
+    condensed_to: int = 1  # stored[1:condensed_to] are all condensed (the first never is)
 
 
 def block_tokens(block: Block) -> int:
@@ -358,8 +359,9 @@ class RooCodeStrategy(Strategy):
             return False
         previous_ref = ctx.summary_ref
         gone: list[int] = []
-        for pos, e in enumerate(stored):
-            if pos == 0 or pos >= keep_start or e.condensed:
+        for pos in range(st.condensed_to, keep_start):  # the first is never condensed
+            e = stored[pos]
+            if e.condensed:
                 continue
             e.condensed = True
             for src in (e.src, *e.carriers):
@@ -367,6 +369,7 @@ class RooCodeStrategy(Strategy):
                     gone.append(src)
         summary_entry = Entry(SUMMARY, "assistant", tool_uses=tuple(t for _, t in preserved),
                               carriers=tuple(carried))  # fmt: skip
+        st.condensed_to = max(st.condensed_to, keep_start)
         stored.insert(keep_start, summary_entry)
         with ctx.action(
             "summarise",
@@ -443,6 +446,7 @@ class RooCodeStrategy(Strategy):
                 gone += [src for src in e.carriers if src in live]
         boundary = visible[n + 1] if n + 1 < len(visible) else len(st.stored)
         st.stored.insert(boundary, Entry(MARKER, "user"))
+        st.condensed_to = min(st.condensed_to, max(boundary, 1))  # the marker is not condensed
         marker = f"[Sliding window truncation: {n} messages hidden to reduce context]"
         with ctx.action(
             "drop",
@@ -493,8 +497,7 @@ def plan_condense(
                     preserved.append((holder.src, tool_id))
                     seen.add(tool_id)
     end = keep_start + 1 if preserved else keep_start
-    before = stored[:end] if end > 0 else []
-    to_summarize = since_last_summary(before)
+    to_summarize = since_last_summary(stored, end)
     if len(to_summarize) <= 1:
         if n <= N_MESSAGES_TO_KEEP + 1:
             return "condense_not_enough_messages"
@@ -504,14 +507,16 @@ def plan_condense(
     return to_summarize, keep_start, preserved
 
 
-def since_last_summary(messages: list[Entry]) -> list[Entry]:
-    """``getMessagesSinceLastSummary`` (``messages[0]`` of the original is the stored first)."""
-    last = next((p for p in range(len(messages) - 1, -1, -1) if messages[p].src == SUMMARY), -1)
+def since_last_summary(messages: list[Entry], end: int | None = None) -> list[Entry]:
+    """``getMessagesSinceLastSummary`` of ``messages[:end]`` (``messages[0]`` of the
+    original is the stored first), without copying the messages before the last summary."""
+    end = len(messages) if end is None else min(end, len(messages))
+    last = next((p for p in range(end - 1, -1, -1) if messages[p].src == SUMMARY), -1)
     if last < 0:
-        return messages
-    since = messages[last:]
+        return messages[:end]
+    since = messages[last:end]
     if since and since[0].role != "user":
-        first = messages[0] if messages else None
+        first = messages[0] if end > 0 else None
         if first is not None and first.role == "user":
             return [first, *since]
         return [Entry(CONTINUE_ENTRY, "user"), *since]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 from builders import (
@@ -28,8 +29,10 @@ from builders import (
 )
 
 from ctxlab.engine import cli
+from ctxlab.engine.core.context_view import ContextView
 from ctxlab.engine.core.model import BlockKind, Conversation
 from ctxlab.engine.core.records import Fate, StepRecord, expand
+from ctxlab.engine.core.summary_request import SummaryRequest, SummaryResponse
 from ctxlab.engine.replay import run
 from ctxlab.engine.strategies import LIBRARY, STRATEGIES
 from ctxlab.engine.strategies import roo_code as rc
@@ -206,6 +209,15 @@ def test_messages_since_last_summary(spec: str, since: list[int]) -> None:
     assert [e.src for e in rc.since_last_summary(entries(spec))] == since
 
 
+@pytest.mark.parametrize("spec", ["uaua", "uaSua", "uaSuaSu", "", "aSu", "uaSuauaSuau"])
+def test_messages_since_last_summary_of_a_prefix(spec: str) -> None:
+    # plan_condense reads the stored messages before the kept ones without copying them
+    stored = entries(spec)
+    for end in range(len(stored) + 1):
+        got = rc.since_last_summary(stored, end)
+        assert [e.src for e in got] == [e.src for e in rc.since_last_summary(stored[:end])]
+
+
 # -- replays -----------------------------------------------------------------------------------
 
 
@@ -263,6 +275,45 @@ def test_failed_condense_falls_back_to_the_sliding_window() -> None:
     dropped = [c.index for c in truncs[0].changes if c.fate is Fate.DROPPED]
     assert 1 not in dropped and dropped == sorted(dropped)
     assert dropped[0] == 2  # the first visible message is kept, the next ones go
+
+
+class _Flaky:
+    """The offline summariser, failing every third call (condense, then the sliding
+    window, then condense again)."""
+
+    name = "flaky"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def summarize(self, request: SummaryRequest) -> SummaryResponse:
+        self.calls += 1
+        if self.calls % 3 == 0:
+            return FailingSummarizer("error").summarize(request)
+        return OfflineSummarizer().summarize(request)
+
+
+def test_condense_marks_only_the_messages_not_condensed_yet() -> None:
+    # Each condense marks the stored messages before the kept ones; those marked by an
+    # earlier one are not visited again (stored[1:condensed_to]), a truncation marker
+    # inserted among them moves that bound back.
+    seen: list[tuple[int, int]] = []
+
+    class Checked(rc.RooCodeStrategy):
+        def _condense(self, ctx: ContextView, tokens: int, detail: dict[str, Any]) -> bool:
+            st: rc._State = ctx.state
+            assert all(e.condensed for e in st.stored[1 : st.condensed_to])
+            done = super()._condense(ctx, tokens, detail)
+            if done:
+                assert all(e.condensed for e in st.stored[1 : st.condensed_to])
+                assert st.stored[st.condensed_to].src == rc.SUMMARY
+                assert not any(e.condensed for e in st.stored[st.condensed_to :])
+                seen.append((st.condensed_to, len(st.stored)))
+            return done
+
+    result = run(conv(*long_session(), *cycle(8, size=700)), Checked(SMALL), summarizer=_Flaky())
+    assert events_of(result, "summarise") and events_of(result, "drop")
+    assert len(seen) >= 2
 
 
 def test_auto_condense_off_only_truncates() -> None:
