@@ -227,26 +227,27 @@ def _clause(value: Mapping[str, Any]) -> Clause:
 def xml_buffer(messages: Sequence[lc.LcMessage]) -> str:
     """langchain-core 1.8 ``get_buffer_string(messages, format="xml")`` for the message
     shapes a replay holds (text, content lists, AI tool calls)."""
-    out: list[str] = []
-    for m in messages:
-        kind = quoteattr(m.type)
-        parts = _xml_content(m.content)
-        if m.type == lc.AI and m.tool_calls:
-            lines = [f"<message type={kind}>"]
-            if parts:
-                lines.append(f"  <content>{' '.join(parts)}</content>")
-            for call in m.tool_calls:
-                call_id = str(call.get("id") or "")
-                if len(call_id) > TOOL_CALL_ID_DISPLAY_LIMIT:
-                    call_id = call_id[:TOOL_CALL_ID_DISPLAY_LIMIT] + "..."
-                args = escape(json.dumps(call.get("args", {}), ensure_ascii=False))
-                lines.append(f"  <tool_call id={quoteattr(call_id)} "
-                             f"name={quoteattr(str(call.get('name') or ''))}>{args}</tool_call>")  # fmt: skip
-            lines.append("</message>")
-            out.append("\n".join(lines))
-        else:
-            out.append(f"<message type={kind}>{' '.join(parts)}</message>")
-    return "\n".join(out)
+    return "\n".join(xml_message(m) for m in messages)
+
+
+def xml_message(m: lc.LcMessage) -> str:
+    """One message of the XML buffer."""
+    kind = quoteattr(m.type)
+    parts = _xml_content(m.content)
+    if not (m.type == lc.AI and m.tool_calls):
+        return f"<message type={kind}>{' '.join(parts)}</message>"
+    lines = [f"<message type={kind}>"]
+    if parts:
+        lines.append(f"  <content>{' '.join(parts)}</content>")
+    for call in m.tool_calls:
+        call_id = str(call.get("id") or "")
+        if len(call_id) > TOOL_CALL_ID_DISPLAY_LIMIT:
+            call_id = call_id[:TOOL_CALL_ID_DISPLAY_LIMIT] + "..."
+        args = escape(json.dumps(call.get("args", {}), ensure_ascii=False))
+        lines.append(f"  <tool_call id={quoteattr(call_id)} "
+                     f"name={quoteattr(str(call.get('name') or ''))}>{args}</tool_call>")  # fmt: skip
+    lines.append("</message>")
+    return "\n".join(lines)
 
 
 def _xml_content(content: lc.Content) -> list[str]:
@@ -679,9 +680,11 @@ class DeepAgentsSummarizationStrategy(LangChainSummarizationStrategy):
         the state keeps the full ones from the cutoff on."""
         st: _DeepState = ctx.state
         old, kept = view[:cutoff], view[cutoff:]
-        offloaded = [m for m in old if m is not st.summary_message]
-        section = SECTION_TEMPLATE.format(stamp=f"step {ctx.step}", messages=xml_buffer(offloaded))
-        summary, record_id, shown, error = self._summary(ctx, old)
+        rendered = [xml_message(m) for m in old]  # once, for the file and the summary call
+        offloaded = "\n".join(x for m, x in zip(old, rendered, strict=True)
+                              if m is not st.summary_message)  # fmt: skip
+        section = SECTION_TEMPLATE.format(stamp=f"step {ctx.step}", messages=offloaded)
+        summary, record_id, shown, error = self._summary(ctx, old, rendered)
         if error:
             ctx.emit("summary_failed", reason=f"{MIDDLEWARE}: the summary call failed",
                      error=error, trigger=fired, estimate=total, via=via,
@@ -728,14 +731,18 @@ class DeepAgentsSummarizationStrategy(LangChainSummarizationStrategy):
         check_summary_size(ctx, summary_rendered=text, replaced=gone,
                            summary_id=record_id, previous_ref=previous_ref)  # fmt: skip
 
-    def summary_prompt_text(self, messages: Sequence[lc.LcMessage]) -> str:
+    def summary_prompt_text(
+        self, messages: Sequence[lc.LcMessage], rendered: Sequence[str] | None = None
+    ) -> str:
         """``_format_summary_prompt``: the XML buffer in the prompt, right-stripped."""
-        return DEEPAGENTS_SUMMARY_PROMPT.format(messages=xml_buffer(messages)).rstrip()
+        buffer = "\n".join(rendered) if rendered is not None else xml_buffer(messages)
+        return DEEPAGENTS_SUMMARY_PROMPT.format(messages=buffer).rstrip()
 
     def _summary(
-        self, ctx: ContextView, old: list[lc.LcMessage]
+        self, ctx: ContextView, old: list[lc.LcMessage], rendered: Sequence[str]
     ) -> tuple[str, int | None, list[lc.LcMessage], str]:
-        """``_create_summary``: (text, record id, messages shown, error)."""
+        """``_create_summary``: (text, record id, messages shown, error); ``rendered``: the
+        XML of each of ``old``."""
         if not old:
             return NO_HISTORY, None, [], ""
         trimmed = self.trim_for_summary(old)
@@ -744,7 +751,11 @@ class DeepAgentsSummarizationStrategy(LangChainSummarizationStrategy):
         request = SummaryRequest(
             strategy=self.name,
             system="",
-            messages=(PromptMessage("user", self.summary_prompt_text(trimmed)),),
+            messages=(
+                PromptMessage(
+                    "user", self.summary_prompt_text(trimmed, rendered if trimmed is old else None)
+                ),
+            ),
             style="sections",
             sections=STRUCTURED_SECTIONS,
             material=tuple(MaterialItem(lc.role_of(m), m.text, m.source) for m in trimmed),
