@@ -5,6 +5,8 @@ own reason. Read from the same stored changes as the fate log, in the same pass
 
 from __future__ import annotations
 
+from array import array
+from bisect import bisect_left
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -19,14 +21,17 @@ class EventWords:
     kind: str
     why: str  # the event's own reason, or its kind
     trigger: str
-    reasons: dict[int, str]  # each change's own reason by message index (only those)
+    # each change's own reason with the sorted indexes of the messages it was given to
+    # (a run's ~20,000 changes say one of a few reasons: a dict per index was ~2 MB a run)
+    reasons: tuple[tuple[str, array[int]], ...]
     said: str  # the words of a change without its own reason
 
     def reason(self, index: int) -> str:
-        why = self.reasons.get(index)
-        if not why:
-            return self.said
-        return f"{why}; {self.trigger}" if self.trigger else why
+        for text, indexes in self.reasons:
+            at = bisect_left(indexes, index)
+            if at < len(indexes) and indexes[at] == index:
+                return f"{text}; {self.trigger}" if self.trigger else text
+        return self.said
 
 
 class Collector:
@@ -56,10 +61,14 @@ class Collector:
                 reasons.pop(index, None)
         if not touched:  # sets no fate: no cell ever names it
             return
+        given: dict[str, list[int]] = {}
+        for index, text in reasons.items():
+            given.setdefault(text, []).append(index)
+        grouped = tuple((text, array("q", sorted(indexes))) for text, indexes in given.items())
         detail = detail or {}
         fired = trigger_of(kind, detail)
         if fired.measured is None:
             fired = Trigger(tokens_before or None, fired.limit, "context", fired.limit_name)
         why, trigger = str(detail.get("reason") or kind), fired.words()
         said = f"{why}; {trigger}" if trigger else why
-        self.words[seq] = EventWords(kind, why, trigger, reasons, said)
+        self.words[seq] = EventWords(kind, why, trigger, grouped, said)
