@@ -70,7 +70,7 @@ from ..core.params import Param
 from ..core.records import Fate
 from ..core.strategy import Strategy
 from ..core.summary_request import MaterialItem, PromptMessage, SummaryRequest
-from ..tokens.cl100k import PER_MESSAGE_OVERHEAD, reference_counter
+from ..tokens.cl100k import MEDIA_TOKENS, PER_MESSAGE_OVERHEAD, reference_counter
 
 if TYPE_CHECKING:
     from ..core.context_view import ContextView
@@ -86,6 +86,7 @@ MAX_CONDENSE_THRESHOLD = 100
 TOKEN_BUFFER_PERCENTAGE = 0.1
 ANTHROPIC_DEFAULT_MAX_TOKENS = 8192
 TOKEN_FUDGE_FACTOR = 1.5
+IMAGE_TOKENS = 300  # the payload is not kept: "Conservative estimate for unknown images"
 SUMMARY = -1  # an entry of the stored history that is a summary, not a source message
 MARKER = -2  # a truncation marker
 CONTINUE_ENTRY = -3  # getMessagesSinceLastSummary's generic first message
@@ -123,7 +124,7 @@ def block_tokens(block: Block) -> int:
     if kind is BlockKind.TOOL_RESULT:
         return count(f"Tool Result ({block.tool_id})\n{block.text}")
     if kind is BlockKind.MEDIA:
-        return 300  # the payload is not kept: "Conservative estimate for unknown images"
+        return IMAGE_TOKENS
     return 0  # reasoning / other blocks are not counted
 
 
@@ -138,20 +139,36 @@ def result_head(block: Block) -> str:
     return f"Tool Result ({block.tool_id})\n"
 
 
+def use_head(block: Block) -> str:
+    """What ``block_tokens`` puts before a tool call's `` {input JSON}`` (the reference
+    puts its name)."""
+    return f"Tool: {block.tool_name}\nArguments:"
+
+
 def counted_by_reference(blocks: tuple[Block, ...]) -> bool:
-    """Whether ``block_tokens`` of ``blocks`` is the reference's count of their texts plus
-    the tool results' heads counted alone: only text and tool result blocks, no result
-    text starting with a line break. tiktoken encodes each piece of its pattern alone; a
+    """Whether ``block_tokens`` of ``blocks`` is the reference's count of their texts with
+    each head swapped, counted alone: a tool result's head added, a tool call's name
+    (the reference counts ``name {input JSON}``) replaced by ``use_head``, a media block's
+    1,000 by 300; no reasoning block (Roo does not count it, the reference does).
+
+    tiktoken encodes each piece of its pattern alone, and the pattern reads nothing
+    before a piece, so a text after a piece boundary splits as it does alone. A result
     head ends in ``)`` and a line break, one piece of cl100k's pattern (punctuation then
-    every line break after it) that ends there unless more line breaks follow, and the
-    pattern reads nothing before a piece, so the text after it splits as it does alone."""
+    every line break after it): a boundary unless the text starts with a line break. A
+    call's `` {input JSON}`` follows ``:`` or the name's last character: a boundary
+    (no piece runs from a character that is not whitespace into a space) unless the name
+    is empty or ends in whitespace."""
     if not blocks:
         return False
     for b in blocks:
-        if b.kind is BlockKind.TOOL_RESULT:
+        kind = b.kind
+        if kind is BlockKind.TOOL_RESULT:
             if b.text[:1] in ("\n", "\r"):
                 return False
-        elif b.kind is not BlockKind.TEXT:
+        elif kind is BlockKind.TOOL_USE:
+            if not b.tool_name or b.tool_name[-1].isspace():
+                return False
+        elif kind not in (BlockKind.TEXT, BlockKind.MEDIA, BlockKind.OPAQUE):
             return False
     return True
 
@@ -243,14 +260,20 @@ class RooCodeStrategy(Strategy):
         tokenized again: the same sum (``counted_by_reference``)."""
         count = reference_counter().count
         message_of = reference.message_of
-        result = BlockKind.TOOL_RESULT
+        result, use, media = BlockKind.TOOL_RESULT, BlockKind.TOOL_USE, BlockKind.MEDIA
 
         def counter(message: Message) -> int:
             blocks = message.blocks
             if not counted_by_reference(blocks):
                 return count_blocks(blocks)
             total = message_of(message) - PER_MESSAGE_OVERHEAD
-            total += sum(count(result_head(b)) for b in blocks if b.kind is result)
+            for b in blocks:
+                if b.kind is result:
+                    total += count(result_head(b))
+                elif b.kind is use:
+                    total += count(use_head(b)) - count(b.tool_name)
+                elif b.kind is media:
+                    total += IMAGE_TOKENS - MEDIA_TOKENS
             return math.ceil(total * TOKEN_FUDGE_FACTOR)
 
         return counter

@@ -30,7 +30,7 @@ from builders import (
 
 from ctxlab.engine import cli
 from ctxlab.engine.core.context_view import ContextView
-from ctxlab.engine.core.model import BlockKind, Conversation
+from ctxlab.engine.core.model import Block, BlockKind, Conversation, Message, Role
 from ctxlab.engine.core.records import Fate, StepRecord, expand
 from ctxlab.engine.core.summary_request import SummaryRequest, SummaryResponse
 from ctxlab.engine.replay import run
@@ -38,7 +38,7 @@ from ctxlab.engine.strategies import LIBRARY, STRATEGIES
 from ctxlab.engine.strategies import roo_code as rc
 from ctxlab.engine.summarize.offline import FailingSummarizer, OfflineSummarizer
 from ctxlab.engine.tokens import reference_stored
-from ctxlab.engine.tokens.cl100k import reference_counter
+from ctxlab.engine.tokens.cl100k import block_text, reference_counter
 from ctxlab.engine.tokens.reference import ReferenceTokens
 
 CORPUS = Path(__file__).resolve().parents[2] / "data" / "corpus"
@@ -434,8 +434,10 @@ def test_replay_counter_is_the_estimator(name: str) -> None:
         for start in STARTS:
             for m in conversation.messages[:20]:
                 copy = replace(m, blocks=tuple(
-                    replace(b, text=start + b.text, tool_id=b.tool_id + start)
-                    if b.kind in (BlockKind.TEXT, BlockKind.TOOL_RESULT) else b
+                    replace(b, text=start + b.text, tool_id=b.tool_id + start,
+                            tool_name=b.tool_name + start)
+                    if b.kind in (BlockKind.TEXT, BlockKind.TOOL_RESULT, BlockKind.TOOL_USE)
+                    else b
                     for b in m.blocks
                 ))  # fmt: skip
                 assert counter(copy) == strategy.count_message(copy), repr(start)
@@ -456,13 +458,36 @@ def test_result_head_counts_apart_from_the_text() -> None:
     assert rc.block_tokens(block) != count(rc.result_head(block)) + count(block.text)
 
 
+def test_call_head_counts_apart_from_the_input() -> None:
+    # Roo counts "Tool: name\nArguments: {json}", the reference "name {json}": the part
+    # from the space on splits the same after either head.
+    count = reference_counter().count
+    names = ("Bash", "mcp__srv__read_file", "tool1", "t_", "x)", "a'", "é", "x-1", "A:", "x ")
+    inputs = ("", " ", "  x", "\n", "'s", "'ll go", "1234 5", "[1,2]", "é", "\t", "!!", "s")
+    checked = 0
+    for name in names:
+        for raw in inputs:
+            for tool_input in (raw, {"k": raw}):
+                block = Block(BlockKind.TOOL_USE, tool_id="c1", tool_name=name,
+                              tool_input=tool_input)  # fmt: skip
+                if not rc.counted_by_reference((block,)):
+                    assert name[-1].isspace()
+                    continue
+                apart = count(block_text(block)) - count(name) + count(rc.use_head(block))
+                assert rc.block_tokens(block) == apart, (name, tool_input)
+                checked += 1
+    assert checked == 9 * len(inputs) * 2
+
+
 def test_replay_counter_reads_the_stored_counts() -> None:
-    # Text and tool-result messages take their texts' count from the counts stored at
-    # import (not tokenized again); a message with a tool_use block counts its blocks.
-    conversation = conv(user("Hello!"), call("t1"), tool_result("t1", "ok"), assistant("Sure."))
+    # Messages of text, tool calls and tool results take their texts' count from the counts
+    # stored at import (not tokenized again); one with a reasoning block counts its blocks.
+    thinking = Message(Role.ASSISTANT, (Block(BlockKind.THINKING, text="hmm"),
+                                        Block(BlockKind.TEXT, text="Sure.")))  # fmt: skip
+    conversation = conv(user("Hello!"), call("t1"), tool_result("t1", "ok"), thinking)
     stored, tables = reference_stored.stored_counts(conversation.messages)
     reference = ReferenceTokens(conversation, [c + 100 for c in stored], tables)
     strategy = rc.RooCodeStrategy()
     counter = strategy.message_counter(reference, rc._State())
     got = [counter(m) - strategy.count_message(m) for m in conversation.messages]
-    assert got == [150, 0, 150, 150]  # 100 more tokens, x 1.5
+    assert got == [150, 150, 150, 0]  # 100 more tokens, x 1.5
