@@ -56,7 +56,7 @@ from replay_app.steps import lost_analysis
 
 log = logging.getLogger(__name__)
 
-BATCH_STEPS = 1000
+BATCH_STEPS = 500
 BATCH_SECONDS = 0.5
 
 # ---------------------------------------------------------------------------------------
@@ -129,6 +129,11 @@ def run_execute(
             error=_readable(exc),
             traceback=_short_traceback(exc),
         )
+    # A done run whose analysis raised (a database error in its last writes) still gets
+    # its finished_at: the pages then build what is missing from its rows (analysis_state).
+    Run.objects.filter(pk=run.pk, attempts=attempt, status=RunStatus.DONE, finished_at=None).update(
+        finished_at=timezone.now()
+    )
     run.refresh_from_db()
     if not announced:
         _emit(on_progress, run, _latest_events(run))

@@ -229,3 +229,22 @@ def test_a_sweep_keeps_polling_until_its_runs_are_analysed(
     Run.objects.filter(pk=runs[1].pk).update(finished_at=finished)  # landed
     html = client.get(f"{url}?seen=1", HTTP_HX_REQUEST="true").content.decode()
     assert 'data-finished="true"' in html and "hx-trigger" not in html.split(">")[0]
+
+
+def test_a_run_whose_analysis_writes_fail_is_still_done_and_finished(
+    monkeypatch: pytest.MonkeyPatch, client: Any, user: Any, session: Transcript
+) -> None:
+    from django.db import DatabaseError
+
+    def locked(*args: Any, **kwargs: Any) -> bool:
+        raise DatabaseError("database is locked")
+
+    # Fault injection: the analysis's last writes fail (no real input does that).
+    monkeypatch.setattr(executor.compare_inputs, "store", locked)
+    run = make_run(user, session, "cowagent", **SMALL["cowagent"])
+    assert run.status == RunStatus.DONE and run.finished_at is not None
+    assert not analysis_state.pending(run)
+    monkeypatch.undo()
+    client.force_login(user)
+    data = client.get(f"/runs/{run.pk}/lost/?format=json").json()  # built from its rows
+    assert "pending" not in data and data["events"]

@@ -60,7 +60,12 @@ def _long_transcript(user: Any) -> Any:
     return import_transcript(user, agent_chat(turns=1000, size=3000, seed=7), name="long.json")
 
 
-def _wait(run: Run, done: Any = lambda r: r.status in TERMINAL) -> Run:
+def _settled(run: Run) -> bool:
+    """Terminal, and a done run's analysis landed too (``finished_at``: analysis_state)."""
+    return run.status in TERMINAL and run.finished_at is not None
+
+
+def _wait(run: Run, done: Any = _settled) -> Run:
     def reached() -> bool:
         run.refresh_from_db()
         return bool(done(run))
