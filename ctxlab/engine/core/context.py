@@ -499,7 +499,13 @@ class ReplayContext:
             self.history_tokens += self.tokens(i)
             self.history_ref += self.ref_tokens(i)
             self.live_tools.add(self.ids(i))
-        self.live = list(heapq.merge(self.live, back))  # both in source order
+        live = self.live  # both in source order; a new list (strategies may hold the old)
+        if not live or back[0] > live[-1]:
+            self.live = live + back
+        elif back[-1] < live[0]:  # (a request-local removal of the oldest ended)
+            self.live = back + live
+        else:
+            self.live = list(heapq.merge(live, back))
         self._ranges_dirty = True
         self._recount_turn()
         return back
@@ -548,17 +554,18 @@ class ReplayContext:
         return RangeChunks((*chunks, tuple(ranges[full * _CHUNK :])))
 
     def _rebuild_ranges(self) -> None:
+        """The runs of ``alive`` (the system prompt, index 0, then ``live`` in source
+        order), found by C-level searches: O(ranges) steps of Python, not O(live)."""
         ranges: list[tuple[int, int]] = []
-        order = (
-            [self.system_index]
-            if self.system_index is not None and self.alive[self.system_index]
-            else []
-        ) + self.live
-        for i in order:
-            if ranges and ranges[-1][1] == i:
-                ranges[-1] = (ranges[-1][0], i + 1)
-            else:
-                ranges.append((i, i + 1))
+        alive = self.alive
+        find, n = alive.find, len(alive)
+        start = find(1)
+        while start >= 0:
+            end = find(0, start)
+            if end < 0:
+                end = n
+            ranges.append((start, end))
+            start = find(1, end)
         self._ranges = ranges
 
     # --- driven by the replay loop ------------------------------------------------------
