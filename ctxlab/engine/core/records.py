@@ -1,7 +1,8 @@
 """What a replay produces: steps, events, summaries, findings, as frozen values.
 
 Storage grows with steps + events, never with steps x context size: a step's context is a
-tuple of half-open source-index ranges, and a message's fate is not stored per step but
+tuple of half-open source-index ranges (past ``RangeChunks.CHUNK`` of them, chunks shared
+with the steps before: ``RangeChunks``), and a message's fate is not stored per step but
 carried by the event that changed it (``Event.changes``). ``fates_at(events, step)``
 replays those changes on demand (``apply_change`` is the one rule for how they combine).
 """
