@@ -22,6 +22,7 @@ built per view, never stored.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections import Counter
 from collections.abc import Sequence
@@ -69,12 +70,44 @@ def _event_rows(run: Run) -> list[tuple[Any, ...]]:
     return list(rows.iterator(chunk_size=500))
 
 
-def _curve(run: Run, events: Sequence[tuple[Any, ...]]) -> dict[str, Any]:
-    """``run_curve.curve``'s lines (thinned) and markers, from the rows read here."""
-    rows = list(
-        RunStep.objects.filter(run=run)
-        .order_by("index")
-        .values_list("index", "tokens_strategy", "tokens_reference")
+def _memory_rows(result: Any) -> tuple[list[tuple[Any, ...]], list[tuple[int, int, int]]]:
+    """The event rows (``_EVENT_COLUMNS``) and step token rows of a replay in memory, as
+    the stored rows read them back (``RunEvent.from_event``, ``StepRows.row``): ``detail``
+    through JSON as its column keeps it; ``changes`` with the ``index`` and ``fate`` that
+    this module reads of them."""
+    events = [
+        (
+            e.id,
+            e.step,
+            e.kind,
+            list(e.messages),
+            e.tokens_before,
+            e.tokens_after,
+            json.loads(json.dumps(dict(e.detail))),
+            [{"index": c.index, "fate": c.fate.value} for c in e.changes],
+            e.summary_id,
+        )
+        for e in result.events
+    ]
+    steps = [(s.index, s.tokens.strategy, s.tokens.reference) for s in result.steps]
+    return events, steps
+
+
+def _curve(
+    run: Run,
+    events: Sequence[tuple[Any, ...]],
+    step_rows: Sequence[tuple[int, int, int]] | None = None,
+) -> dict[str, Any]:
+    """``run_curve.curve``'s lines (thinned) and markers, from the rows read here (or
+    ``step_rows``: the replay's in memory)."""
+    rows = (
+        list(step_rows)
+        if step_rows is not None
+        else list(
+            RunStep.objects.filter(run=run)
+            .order_by("index")
+            .values_list("index", "tokens_strategy", "tokens_reference")
+        )
     )
     steps = [r[0] for r in rows]
     strategy = [r[1] for r in rows]
@@ -111,11 +144,20 @@ def _lost_head(retention: dict[str, Any]) -> dict[str, Any]:
 
 
 def build(
-    run: Run, retention: dict[str, Any] | None = None, survival: dict[str, Any] | None = None
+    run: Run,
+    retention: dict[str, Any] | None = None,
+    survival: dict[str, Any] | None = None,
+    result: Any = None,
 ) -> dict[str, Any]:
     """The run's compare inputs from its stored rows (``retention`` and ``survival``: its
-    analyses, when the caller has them; else the stored ones, computed if missing)."""
-    events = _event_rows(run)
+    analyses, when the caller has them; else the stored ones, computed if missing;
+    ``result``: the finished replay in memory, read instead of its stored event and step
+    rows, which hold the same values)."""
+    step_rows = None
+    if result is not None:
+        events, step_rows = _memory_rows(result)
+    else:
+        events = _event_rows(run)
     messages = run.transcript.message_count
     size = pieces.bucket_size(messages)
     final = {i: fate for i, (fate, _) in _fate_log(events).fates_at(10**12).items()}
@@ -125,7 +167,7 @@ def build(
         retention = lost_analysis.in_display_order(retention)
     return {
         "version": VERSION,
-        "curve": _curve(run, events),
+        "curve": _curve(run, events, step_rows),
         "compactions": [c.as_row() for c in pieces.compactions_from_rows(events)],
         "matrix": {
             "messages": messages,
@@ -163,7 +205,7 @@ def finished(
     if retention is None:
         return None
     try:
-        data = build(run, retention, survival)
+        data = build(run, retention, survival, job.result)
         BUILT["worker"] += 1
     except Exception:
         log.exception("run %s: compare inputs failed (the compare page builds them)", run.pk)

@@ -102,6 +102,25 @@ def test_worker_stores_what_a_fresh_build_from_the_rows_gives(user: Any) -> None
     assert any(RunAnalysis.objects.get(run=r).compare["lost"]["lost"] for r in runs)
 
 
+def test_worker_builds_them_from_the_replay_in_memory_as_the_rows_give(
+    user: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The worker reads the finished replay's events and steps in memory, not their rows
+    (read back and decoded after done, they were a third of its compare inputs' time)."""
+
+    def no_rows(run: Any) -> Any:
+        raise AssertionError("the worker read the stored event rows")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(inputs, "_event_rows", no_rows)
+        runs = _runs(user)
+    for run in runs:
+        stored = RunAnalysis.objects.get(run=run).compare
+        assert inputs.current(stored), run.strategy  # stored: built without the rows
+        stored.pop("attempts")
+        assert stored == _plain(inputs.build(run))  # equal to a build from the rows
+
+
 def test_worker_probe_set_equals_one_from_the_stored_rows(user: Any) -> None:
     run = _runs(user)[2]
     made = ProbeSet.objects.get(run=run)  # by the worker, from the replay in memory
