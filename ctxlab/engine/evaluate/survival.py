@@ -37,6 +37,7 @@ Instruction sources (``instructions``) are followed through the same compactions
 
 from __future__ import annotations
 
+import heapq
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -307,8 +308,7 @@ class _ReplayObserver:
         sfacts = extract.fact_set(summary) if summary else frozenset()
         swords = content_words(summary) if summary else frozenset()
         comp = CompactionSurvival(event.kind, event.step, None, len(touched))
-        for fact in sorted(settled.risk):  # lost's own verdict: one rule for both
-            comp.count(fact, settled.stayed(fact), lost.kept_by_summary(fact, sfacts, swords))
+        _count_risk(comp, settled.risk, settled.stayed, sfacts, swords)
         for fact in sorted(self._extras(touched)):
             in_context = any(settled.in_context(j) for j in self.extra_holders(fact))
             by_summary = lost.kept_by_summary(fact, sfacts, swords)
@@ -332,6 +332,35 @@ class _ReplayObserver:
                 if f[0] != "open_tasks" or i == last_todo:
                     found.add(f)
         return found
+
+
+def _count_risk(
+    comp: CompactionSurvival,
+    risk: Iterable[Fact],
+    stayed: Callable[[Fact], bool],
+    sfacts: frozenset[Fact],
+    swords: frozenset[str],
+) -> None:
+    """``comp.count(fact, stayed(fact), kept_by_summary(fact, ...))`` for every fact of
+    ``risk`` in sorted order (lost's own verdict: one rule for both), without sorting them
+    all: counts do not depend on the order, and the lost examples kept per category are
+    the first ``LOST_EXAMPLES`` values in sorted order, categories in sorted order."""
+    counts = comp.counts
+    kept_by_summary = lost.kept_by_summary
+    lost_values: dict[str, list[str]] = {}
+    for fact in risk:
+        row = counts[fact[0]]
+        row[0] += 1
+        if stayed(fact):
+            row[1] += 1
+            row[2] += kept_by_summary(fact, sfacts, swords)
+        else:
+            lost_values.setdefault(fact[0], []).append(fact[1])
+    for kind in sorted(lost_values):
+        examples = comp.lost.setdefault(kind, [])
+        values = lost_values[kind]
+        room = LOST_EXAMPLES - len(examples)
+        examples.extend(heapq.nsmallest(room, values) if len(values) > room else sorted(values))
 
 
 def _instruction_rows(fates: Sequence[tuple[instructions.Source, str]]) -> list[dict[str, Any]]:

@@ -286,3 +286,29 @@ def test_a_dropped_system_prompt_is_a_finding() -> None:
     kinds = {(f["source"], f["kind"]) for f in run.findings()}
     assert ("system_prompt", "instruction_dropped") in kinds
     assert ("user_constraint", "instruction_dropped") in kinds
+
+
+def test_risk_counted_without_sorting_every_fact_as_the_sorted_rule_counts() -> None:
+    """``_count_risk`` (the worker's hot loop) gives what counting every fact at risk in
+    sorted order gives: counts, and the first ``LOST_EXAMPLES`` lost values per category,
+    categories in sorted order (more lost facts than examples in some, none in others)."""
+    import random
+
+    rng = random.Random(33)
+    kinds = ["paths", "numbers", "identifiers", "errors", "instructions", "urls"]
+    risk = {(rng.choice(kinds), f"v{rng.randrange(10_000):05d}"): 0 for _ in range(600)}
+    risk.update({("commands", f"c{i}"): 0 for i in range(3)})  # fewer than the examples
+    stayed_set = {f for f in risk if rng.random() < 0.4} | {("commands", "c1")}
+    summary = frozenset(f for f in stayed_set if rng.random() < 0.5)
+    words: frozenset[str] = frozenset()
+    expected = survival.CompactionSurvival("k", 1, None, 3)
+    for fact in sorted(risk):
+        expected.count(
+            fact, fact in stayed_set, survival.lost.kept_by_summary(fact, summary, words)
+        )
+    got = survival.CompactionSurvival("k", 1, None, 3)
+    survival._count_risk(got, risk, stayed_set.__contains__, summary, words)
+    assert got.as_dict() == expected.as_dict()
+    assert list(got.lost) == list(expected.lost) == sorted(expected.lost)
+    assert max(len(v) for v in got.lost.values()) == survival.LOST_EXAMPLES
+    assert any(c[2] for c in got.counts.values())  # some kept by the summary
