@@ -25,6 +25,7 @@ at risk, never events x context. ``clear_caches`` forgets the memo (benchmarks s
 
 from __future__ import annotations
 
+import heapq
 from bisect import bisect_left, insort
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
@@ -248,6 +249,12 @@ _NONE: list[int] = []  # never mutated
 _KIND_ORDER = {kind: i for i, kind in enumerate(KINDS)}
 
 
+def _lost_order(item: tuple[Fact, int]) -> tuple[int, int, str]:
+    """A lost fact's listing order: kind (``KINDS``), message, value."""
+    (kind, value), message = item
+    return _KIND_ORDER[kind], message, value
+
+
 def analyse(
     result: ReplayResult,
     originals: Sequence[Message],
@@ -365,8 +372,13 @@ def analyse_parts(
             if observe is not None:
                 in_force = record.summary_id if record is not None else None
                 observe(Settled(event, risk, stayed, in_context, in_force))
-            lost = [LostFact(f[0], f[1], src) for f, src in risk.items() if not stayed(f)]
-            lost.sort(key=lambda x: (_KIND_ORDER[x.kind], x.message, x.value))
+            gone = [(f, src) for f, src in risk.items() if not stayed(f)]
+            # the first ``limit`` in (kind, message, value) order: only they are listed
+            head = (
+                heapq.nsmallest(limit, gone, key=_lost_order)
+                if len(gone) > limit
+                else sorted(gone, key=_lost_order)
+            )
             losses.append(
                 CompactionLoss(
                     event_id=event.id,
@@ -374,8 +386,8 @@ def analyse_parts(
                     kind=event.kind,
                     messages=len({c.index for c in event.changes}),
                     at_risk=len(risk),
-                    retained=len(risk) - len(lost),
-                    lost=tuple(lost[:limit]),
+                    retained=len(risk) - len(gone),
+                    lost=tuple(LostFact(f[0], f[1], src) for f, src in head),
                 )
             )
         pending.clear()

@@ -16,6 +16,7 @@ from ctxlab.engine.core.records import (
     SummaryRecord,
     Zones,
 )
+from ctxlab.engine.evaluate.extract import KINDS
 from ctxlab.engine.evaluate.lost import analyse, message_facts, message_text
 
 ZONES = Zones(0, 0, 0, 0, 0, 0, 0, 1000, None)
@@ -182,3 +183,21 @@ def test_analyse_real_replay_scores_between_zero_and_one() -> None:
     assert 0.0 <= retention.score <= 1.0
     data = retention.as_dict()
     assert data["at_risk"] == sum(e["at_risk"] for e in data["events"])
+
+
+def test_a_capped_listing_is_the_head_of_the_whole_one_on_a_real_replay() -> None:
+    """The facts listed under a ``limit`` are the first ones of the whole sorted listing
+    (kind, message, value): only the head is picked, never a different set."""
+    from builders import conv, cycle
+
+    conversation = conv(system(), *cycle(30, size=900))
+    res = replay.run(conversation, "cowagent", params={"agent_max_context_tokens": 3000})
+    whole = analyse(res, conversation.messages, limit=10**6)
+    capped = analyse(res, conversation.messages, limit=3)
+    assert any(e.lost_count > 3 for e in whole.events)
+    for full, head in zip(whole.events, capped.events, strict=True):
+        assert len(full.lost) == full.lost_count == head.lost_count
+        assert head.lost == full.lost[:3]
+        assert list(full.lost) == sorted(
+            full.lost, key=lambda f: (KINDS.index(f.kind), f.message, f.value)
+        )
