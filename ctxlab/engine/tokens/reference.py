@@ -49,6 +49,7 @@ class ReferenceTokens:
         self._asked: set[str] = set()  # originals a copy was counted without (stored counts)
         self._messages = conversation.messages
         self._originals: dict[int, int] | None = None  # id(original) -> index
+        self._block_owners: dict[int, int] | None = None  # id(original block) -> index
         self._owner: dict[str, int] = {}  # a long text -> a message holding it (stored counts)
         self._wholes: dict[str, int | None] = {}  # its count, from that message's stored one
         self._calls: dict[tuple[str, str], int] = {}  # (tool name, input JSON) -> count
@@ -157,15 +158,48 @@ class ReferenceTokens:
         index = self._original_index().get(id(message))
         if index is not None and self._messages[index] is message:
             return self.per_message[index]
+        if message.blocks:
+            kept = self._from_kept_blocks(message)
+            if kept is not None:
+                return kept
         total = PER_MESSAGE_OVERHEAD
         for block in message.blocks:
-            if block.kind is BlockKind.MEDIA:
-                total += MEDIA_TOKENS
-            elif block.kind is BlockKind.TOOL_USE:
-                total += self._tool_call(block)
-            else:
-                total += self.text(block_text(block))
+            total += self._block(block)
         return total
+
+    def _block(self, block: Block) -> int:
+        """One block's part of a message's count (the rule of ``message_of``)."""
+        if block.kind is BlockKind.MEDIA:
+            return MEDIA_TOKENS
+        if block.kind is BlockKind.TOOL_USE:
+            return self._tool_call(block)
+        return self.text(block_text(block))
+
+    def _from_kept_blocks(self, message: Message) -> int | None:
+        """The count of a copy holding some of an original's very blocks (a request view
+        pruning reasoning or tool parts): the original's count less the blocks it left
+        out, when those are less text to count than the ones it kept (a message's count
+        is its overhead plus its blocks', so both ways give the same). None otherwise."""
+        owners = self._block_owners
+        if owners is None:
+            owners = self._block_owners = {
+                id(b): i for i, m in enumerate(self._messages) for b in m.blocks
+            }
+        index = owners.get(id(message.blocks[0]))
+        if index is None:
+            return None
+        blocks = self._messages[index].blocks
+        kept = {id(b) for b in message.blocks}
+        if len(kept) != len(message.blocks) or len(kept) >= len(blocks):
+            return None
+        removed = [b for b in blocks if id(b) not in kept]
+        if len(removed) != len(blocks) - len(kept):  # a block not of that original
+            return None
+        if sum(len(block_text(b)) for b in removed) >= sum(
+            len(block_text(b)) for b in message.blocks
+        ):
+            return None
+        return self.per_message[index] - sum(self._block(b) for b in removed)
 
     def seed_rule(self, rule: str, counts: Sequence[int | None]) -> bool:
         """Hand over the per-message counts of a strategy's own counting ``rule`` (e.g.
