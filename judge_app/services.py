@@ -32,7 +32,7 @@ from ctxlab.engine.evaluate.probes import scoring as probe_scoring
 from ctxlab.engine.evaluate.probes.haystack import ContextScorer, score_replay
 from replay_app.costs import llm
 from replay_app.models import Run, RunStatus, RunStep
-from replay_app.runs import textstore
+from replay_app.runs import analysis_state, textstore
 from sessions_app.models import Message as MessageRow
 
 from .models import ClaudeStatus, Probe, ProbeScore, ProbeSet
@@ -139,6 +139,13 @@ def stale_runs(run_ids: Iterable[int]) -> list[int]:
         ).values_list("run_id", flat=True)
     )
     return [pk for pk in done if pk not in current]
+
+
+def analysing_runs(run_ids: Iterable[int]) -> set[int]:
+    """Those of these runs whose worker is still analysing them: their probe set comes with
+    the analysis (``replay_app.runs.analysis_state``), so no task makes one meanwhile."""
+    waiting = Run.objects.filter(pk__in=list(run_ids), status=RunStatus.DONE, finished_at=None)
+    return {run.pk for run in waiting if analysis_state.pending(run)}
 
 
 def probe_set(run: Run) -> ProbeSet | None:

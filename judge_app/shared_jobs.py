@@ -101,6 +101,11 @@ def own_sets_job(
     stale = services.stale_runs(run_ids)
     if not stale:
         return None
+    analysing = services.analysing_runs(stale)  # their sets land with their analysis
+    if analysing:
+        stale = [pk for pk in stale if pk not in analysing]
+        if not stale:
+            return {**ANALYSING, "total_runs": len(analysing)}
     key = key or OWN_PREFIX + runs_key(stale)
     row = SharedScoring.objects.filter(runs=key).first()
     if poll and row is not None and row.status == SharedScoring.Status.DONE:
@@ -114,6 +119,10 @@ def own_sets_job(
     if row.status == SharedScoring.Status.FAILED:
         job["error"] = row.message or "Making the probes failed."
     return job
+
+
+# The state ``own_sets_job`` gives while the runs' worker is still analysing them.
+ANALYSING: dict[str, Any] = {"status": "analysing", "done_runs": 0, "poll_seconds": POLL_SECONDS}
 
 
 def _job(row: SharedScoring) -> dict[str, Any]:

@@ -170,3 +170,46 @@ def test_replay_compare_panel_reads_only_and_queues_the_task(
     context = judge_tags.probe_compare([qwen_run, cow_run])  # eager: queued and done
     assert context["data"]["own_pending"] == 0 and context["data"]["job"] is None
     assert services.current_set(cow_run) is not None
+
+
+def test_a_run_still_being_analysed_waits_for_its_worker_set(
+    auth_client: Any, qwen_run: Any, monkeypatch: Any
+) -> None:
+    # Done, its analysis (and with it the probe set) still coming from its worker:
+    # the page polls and no task makes a second set meanwhile.
+    from django.utils import timezone
+
+    ProbeSet.objects.filter(run=qwen_run).delete()
+    type(qwen_run).objects.filter(pk=qwen_run.pk).update(
+        finished_at=None, heartbeat_at=timezone.now()
+    )
+    _refuse_generation(monkeypatch)
+    body = auth_client.get(f"/runs/{qwen_run.pk}/probes/?format=json").json()
+    assert body["pending"]["status"] == "analysing" and body["pending"]["total_runs"] == 1
+    poll = auth_client.get(f"/runs/{qwen_run.pk}/probes/?fragment=pending")
+    html = poll.content.decode()
+    assert 'data-testid="own-pending"' in html and "being analysed" in html
+    assert "fragment=pending" in html and "HX-Refresh" not in poll.headers
+    assert not SharedScoring.objects.exists()  # no task queued
+    monkeypatch.undo()
+
+    # the worker's analysis lands (its set, its finished_at): the poll reloads the page
+    services.generate(qwen_run)
+    type(qwen_run).objects.filter(pk=qwen_run.pk).update(finished_at=timezone.now())
+    poll = auth_client.get(f"/runs/{qwen_run.pk}/probes/?fragment=pending")
+    assert poll.headers["HX-Refresh"] == "true"
+    assert not SharedScoring.objects.exists()
+
+
+def test_a_stopped_analysing_worker_lets_a_task_make_the_set(qwen_run: Any) -> None:
+    # heartbeat long gone: the run is settled and its missing set is a task's again
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    ProbeSet.objects.filter(run=qwen_run).delete()
+    old = timezone.now() - timedelta(hours=2)
+    type(qwen_run).objects.filter(pk=qwen_run.pk).update(finished_at=None, heartbeat_at=old)
+    assert services.analysing_runs([qwen_run.pk]) == set()
+    qwen_run.refresh_from_db()
+    assert qwen_run.finished_at == old  # settled at its last sign of life
