@@ -177,6 +177,18 @@ def test_the_heartbeat_pulses_while_a_done_run_is_analysed_and_stops_after(
     assert Run.objects.get(pk=run.pk).heartbeat_at == old
 
 
+def _second_still_analysing(group: Any) -> tuple[list[Run], Any]:
+    """Run the group's runs here, then put the second back in its analysis window (its
+    worker alive, no ``finished_at``): (the runs, the ``finished_at`` it had)."""
+    runs = list(group.runs.order_by("pk"))
+    for run in runs:
+        executor.run_execute(run=run)
+    finished = Run.objects.get(pk=runs[1].pk).finished_at
+    alive = timezone.now() + timedelta(hours=1)  # its worker still analysing it
+    Run.objects.filter(pk=runs[1].pk).update(finished_at=None, heartbeat_at=alive)
+    return runs, finished
+
+
 def test_a_comparison_waits_for_its_runs_analysis_before_its_table_and_csv(
     client: Any, user: Any, session: Transcript
 ) -> None:
@@ -185,12 +197,7 @@ def test_a_comparison_waits_for_its_runs_analysis_before_its_table_and_csv(
     group = services.group_create(
         owner=user, transcript=session, specs=services.preset_specs()[:2], enqueue=False
     )
-    runs = list(group.runs.order_by("pk"))
-    for run in runs:
-        executor.run_execute(run=run)
-    finished = Run.objects.get(pk=runs[1].pk).finished_at
-    alive = timezone.now() + timedelta(hours=1)  # its worker still analysing it
-    Run.objects.filter(pk=runs[1].pk).update(finished_at=None, heartbeat_at=alive)
+    runs, finished = _second_still_analysing(group)
     client.force_login(user)
     url = f"/runs/groups/{group.pk}/"
     results = client.get(url + "?fragment=results").content.decode()
@@ -215,12 +222,7 @@ def test_a_sweep_keeps_polling_until_its_runs_are_analysed(
         owner=user, transcript=session, enqueue=False,
         specs=sweep.specs(sweep.Base(strategy="qwenpaw"), "max_input_length", ["4096", "8192"]),
     )  # fmt: skip
-    runs = list(group.runs.order_by("pk"))
-    for run in runs:
-        executor.run_execute(run=run)
-    finished = Run.objects.get(pk=runs[1].pk).finished_at
-    alive = timezone.now() + timedelta(hours=1)  # its worker still analysing it
-    Run.objects.filter(pk=runs[1].pk).update(finished_at=None, heartbeat_at=alive)
+    runs, finished = _second_still_analysing(group)
     client.force_login(user)
     url = f"/runs/groups/{group.pk}/sweep/"
     html = client.get(url, HTTP_HX_REQUEST="true").content.decode()
