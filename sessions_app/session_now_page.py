@@ -168,8 +168,7 @@ def session_now_page(transcript: Transcript, step: int | None) -> SessionNowPage
             chosen.zones,
             chosen.tokens(),
             parts,
-            engine.LABELS,
-            engine.HINTS,
+            *engine.labels_for(now.rules.agent),
             "original",
             frozenset({"reserved_recent"}),
         )
@@ -190,6 +189,7 @@ def session_now_page(transcript: Transcript, step: int | None) -> SessionNowPage
                 "pre_tokens": b.pre_tokens,
                 "version": b.version or None,
                 "first_step_after": first_step,
+                "inferred": b.inferred,
             }
         )
     for s in reversed(steps[-STEP_LIST:]):

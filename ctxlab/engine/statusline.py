@@ -192,6 +192,7 @@ class Status:
     turns: TurnsEstimate
     instructions: tuple[str, ...]
     compacted: bool  # the span starts at a compaction boundary
+    event: str = "auto-compact"  # what the agent calls its compaction (Gemini CLI: compression)
 
     def line(self) -> str:
         parts = []
@@ -203,15 +204,15 @@ class Status:
         t = self.turns
         threshold = f" ({_k(t.threshold)})" if t.threshold else ""
         if t.turns is None:
-            parts.append(f"auto-compact: ?{threshold}")
+            parts.append(f"{self.event}: ?{threshold}")
         elif t.turns == 0:
-            parts.append(f"auto-compact next{threshold}")
+            parts.append(f"{self.event} next{threshold}")
         else:
             plural = "turn" if t.turns == 1 else "turns"
             about = [_k(t.threshold)] if t.threshold else []
             about += [t.range_text] if t.range_text else []
             detail = f" ({', '.join(about)})" if about else ""
-            parts.append(f"auto-compact in ~{t.turns} {plural}{detail}")
+            parts.append(f"{self.event} in ~{t.turns} {plural}{detail}")
         n = len(self.instructions)
         parts.append(f"{n} instruction{'' if n == 1 else 's'} at risk")
         return " | ".join(parts)
@@ -224,12 +225,13 @@ class Status:
             "turns_to_auto_compact": self.turns.as_dict(),
             "instructions_at_risk": list(self.instructions),
             "since_compaction": self.compacted,
+            "event": self.event,
         }
 
 
 def _k(tokens: int) -> str:
-    if tokens >= 1_000_000 and tokens % 1_000_000 == 0:
-        return f"{tokens // 1_000_000}M"
+    if tokens >= 1_000_000:  # 1M, 1.05M (Gemini's 1,048,576)
+        return f"{tokens / 1_000_000:.2f}".rstrip("0").rstrip(".") + "M"
     if tokens >= 1000:
         value = f"{tokens / 1000:.1f}".removesuffix(".0")
         return f"{value}k"
@@ -295,10 +297,10 @@ def _user_texts(record: dict[str, Any]) -> list[str]:
 
 def is_claude_code(path: Path) -> bool:
     """A Claude Code session file: its records carry ``sessionId`` (a Codex rollout's
-    first line is its ``session_meta``)."""
+    first line is its ``session_meta``; a Gemini CLI session names its ``projectHash``)."""
     with path.open("rb") as handle:
         head = handle.read(65_536)
-    return b'"sessionId"' in head and b'"session_meta"' not in head
+    return b'"sessionId"' in head and not (b'"session_meta"' in head or b'"projectHash"' in head)
 
 
 def status_of_any(path: Path) -> Status:
@@ -311,15 +313,16 @@ def status_of_any(path: Path) -> Status:
     parsed = importers.parse(path.read_bytes(), name=path.name)
     main = next(c for c in parsed.conversations if c.parent_id is None)
     now = session_now(main, parsed.format)
+    rules = now.rules
     if not now.steps:
-        turns = turns_to_trigger([], now.rules.threshold)
-        return Status(None, now.rules.window, now.rules.version, turns, (), False)
+        turns = turns_to_trigger([], rules.threshold)
+        return Status(None, rules.window, rules.version, turns, (), False, rules.event)
     last = now.steps[-1]
     ahead = forecast(now, last)
     labels = tuple(str(i["label"]) for i in ahead.instructions_at_risk)
     compacted = last.span_start > 0
     used = last.count if last.count is not None else ahead.turns.count  # the last reported
-    return Status(used, now.rules.window, now.rules.version, ahead.turns, labels, compacted)
+    return Status(used, rules.window, rules.version, ahead.turns, labels, compacted, rules.event)
 
 
 KEPT = RATE_TURNS + 2  # responses kept: the rule reads the last RATE_TURNS + 1
@@ -683,13 +686,14 @@ def _window(payload: dict[str, Any]) -> int:
 
 
 USAGE = """\
-usage: ctxlab statusline [--file PATH] [--json] [--no-cache]
+usage: ctxlab statusline [--file PATH] [--json | --hook] [--no-cache]
 
 Reads Claude Code's statusline JSON on stdin (its transcript_path), or the session
 at PATH, and prints: context used / window, turns to auto-compact, instructions at risk.
 What was read of a session is kept in $XDG_CACHE_HOME/ctxlab/statusline (~/.cache/...),
 so the next call reads only what the file gained; --no-cache (or the environment variable
-CTXLAB_STATUSLINE_CACHE=0) reads the file without it.
+CTXLAB_STATUSLINE_CACHE=0) reads the file without it. --hook prints the line as a hook's
+{"systemMessage": ...} (Gemini CLI's hooks get the same transcript_path on stdin).
 """
 
 
@@ -731,7 +735,12 @@ def main(argv: Sequence[str] | None = None, stdin: TextIO | None = None) -> int:
     except (OSError, ValueError, StopIteration) as exc:  # a status line must print something
         print(f"ctxlab: {type(exc).__name__}")
         return 0
-    print(json.dumps(status.as_dict()) if as_json else status.line())
+    if as_json:
+        print(json.dumps(status.as_dict()))
+    elif "--hook" in args:  # a hook's output: shown to the user, never to the model
+        print(json.dumps({"systemMessage": status.line()}))
+    else:
+        print(status.line())
     return 0
 
 

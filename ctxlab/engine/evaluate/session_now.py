@@ -43,8 +43,16 @@ from .forecast import (
 )
 
 # Importer formats whose agent's auto-compact ctxlab models (a strategy of the same agent).
-AGENT_OF_FORMAT = {"claude-code": "claude_code", "codex-rollout": "codex"}
+AGENT_OF_FORMAT = {
+    "claude-code": "claude_code",
+    "codex-rollout": "codex",
+    "gemini-cli": "gemini_cli",
+}
 MICROCOMPACT = "microcompact"
+GEMINI = "gemini_cli"
+# Gemini CLI's session files record no compression: one is read from the reported usage
+# (the prompt at or over the threshold, the next one smaller).
+INFERRED_COMPRESSION = "compression"
 RISK_EXAMPLES = 5  # facts named per category (the counts stay exact)
 
 # The labels of the zones in the original's own terms (the zone keys are the replay's).
@@ -55,6 +63,8 @@ LABELS = {
     "compactable": "Messages",
     "output_reserve": "Auto-compact buffer",
 }
+# Gemini CLI's own words: it compresses at a fraction of the model's token limit.
+GEMINI_LABELS = {**LABELS, "output_reserve": "Above the compression threshold"}
 HINTS = {
     "unseen": (
         "the first reported usage minus the agent's estimate of the file's messages before "
@@ -70,6 +80,18 @@ HINTS = {
     "compactable": "the rest of the reported usage: the conversation's messages",
     "output_reserve": "window minus the auto-compact threshold: the output reserve and buffer",
 }
+GEMINI_HINTS = {
+    **HINTS,
+    "output_reserve": (
+        "the model's token limit minus the compression threshold (a fraction of it): Gemini "
+        "CLI compresses once the last prompt reaches the threshold"
+    ),
+}
+
+
+def labels_for(agent: str) -> tuple[dict[str, str], dict[str, str]]:
+    """The zones' labels and hints in the agent's own terms."""
+    return (GEMINI_LABELS, GEMINI_HINTS) if agent == GEMINI else (LABELS, HINTS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +113,13 @@ class AgentRules:
             "window": self.window,
             "threshold": self.threshold,
             "why": self.why,
+            "event": self.event,
         }
+
+    @property
+    def event(self) -> str:
+        """What the agent calls its own compaction."""
+        return "compression" if self.agent == GEMINI else "auto-compact"
 
 
 def agent_rules(conversation: Conversation, fmt: str, version: str = "") -> AgentRules:
@@ -130,6 +158,21 @@ def agent_rules(conversation: Conversation, fmt: str, version: str = "") -> Agen
         source = f"the rollout's model_context_window {reported:,}" if reported else "default"
         why = f"Codex {found or '?'} ({rules_why}): {window:,} window ({source}), limit {limit:,}"
         return AgentRules(agent, found, crules.name, window, limit, why)
+    if agent == GEMINI:
+        from ..strategies import _gemini_cli_rules as gr
+        from ..strategies.gemini_cli import GeminiCliStrategy
+
+        limit = int(GeminiCliStrategy().params["token_limit"])
+        started = meta.get("startTime", "")
+        fraction, source = gr.default_threshold(started)
+        threshold = gr.threshold_tokens(fraction, limit)
+        when = f"a session started {started[:10]}" if started else "no start date: today's"
+        why = (
+            f"Gemini CLI (its session file names no version; {when} default, {source}): "
+            f"compresses when the last prompt reaches {fraction:g} of the {limit:,}-token "
+            f"limit, {threshold:,}"
+        )
+        return AgentRules(agent, "", f"compressionThreshold {fraction:g}", limit, threshold, why)
     return AgentRules("", "", "", 0, None, "ctxlab does not model this agent's auto-compact")
 
 
@@ -139,6 +182,10 @@ def _counter(agent: str) -> Any:
         from ..strategies.codex import CodexStrategy
 
         return CodexStrategy().count_message
+    if agent == GEMINI:
+        from ..strategies.gemini_cli import GeminiCliStrategy
+
+        return GeminiCliStrategy().count_message
     from ..strategies.claude_code import ClaudeCodeStrategy
 
     return ClaudeCodeStrategy().count_message
@@ -156,6 +203,7 @@ class Boundary:
     trigger: str
     pre_tokens: int | None
     version: str
+    inferred: bool = False  # not in the file: read from the reported usage (Gemini CLI)
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,6 +219,9 @@ class OriginalStep:
     estimated: bool  # no reported usage at this step: the zones are the estimate
     compacted_before: Boundary | None  # an agent compaction right before this call
     version: str
+    # first message of the agent's history when it keeps part of it at a compaction
+    # (Gemini CLI keeps the newest 30 %); else span_start
+    history_start: int = -1
 
     def tokens(self) -> dict[str, int | None]:
         return {"strategy": self.reported, "reference": None, "reported": self.reported}
@@ -210,17 +261,65 @@ class SessionNow:
         return out[::-1]
 
 
-def _boundaries(conversation: Conversation) -> list[Boundary]:
+def _boundaries(conversation: Conversation, rules: AgentRules) -> list[Boundary]:
+    if rules.agent == GEMINI and not conversation.compactions and rules.threshold:
+        return inferred_compressions(conversation.messages, rules.threshold)
     return [
         Boundary(c.before_index, c.kind, c.trigger, c.pre_tokens, c.agent_version)
         for c in sorted(conversation.compactions, key=lambda c: c.before_index)
     ]
 
 
+def inferred_compressions(messages: Sequence[Message], threshold: int) -> list[Boundary]:
+    """Gemini CLI's automatic compressions, which its session files do not record: before
+    a request whose reported prompt is smaller than the previous one's when that one was at
+    or over ``threshold`` (Gemini CLI compares the last prompt's count with it before each
+    request; what it compresses is the history before the pending input, the messages after
+    that previous response)."""
+    out: list[Boundary] = []
+    previous: tuple[int, int] | None = None  # (message, prompt tokens) of the last response
+    for index, message in enumerate(messages):
+        usage = message.usage
+        if message.role is not Role.ASSISTANT or usage is None or not usage.prompt_tokens:
+            continue
+        prompt = usage.prompt_tokens
+        if previous is not None and previous[1] >= threshold and prompt < previous[1]:
+            out.append(
+                Boundary(previous[0] + 1, INFERRED_COMPRESSION, "auto", previous[1], "", True)
+            )
+        previous = (index, prompt)
+    return out
+
+
+def gemini_cut(messages: Sequence[Message], start: int, end: int, summarised: bool) -> int:
+    """Where Gemini CLI's compression would cut the history ``messages[start:end]``: the
+    first message it keeps (``end``: it takes all), by its own split
+    (``findCompressSplitPoint`` at 1 - ``preserve_threshold``, over each ``Content``'s JSON
+    length, before a user turn that is not a tool result). An earlier compression's snapshot
+    pair is in the history but its text is not in the file: counted empty. Tool outputs over
+    the 50k-token budget, cut to previews before the split, are counted whole."""
+    from ..strategies import _gemini_cli_rules as gr
+    from ..strategies.gemini_cli import GeminiCliStrategy
+
+    items: list[gr.Item] = []
+    if summarised:
+        items += [gr.Item("user", ({"text": ""},)), gr.Item("model", ({"text": gr.ACK},))]
+    for i in range(start, end):
+        if messages[i].role is not Role.SYSTEM:
+            items.append(gr.Item(gr.gemini_role(messages[i]), tuple(gr.parts_of(messages[i])), i))
+    if not any(c.index >= 0 for c in items):
+        return end
+    preserve = float(GeminiCliStrategy().params["preserve_threshold"])
+    split = gr.find_compress_split_point(items, 1 - preserve)
+    kept = [c.index for c in items[split:] if c.index >= 0]
+    return kept[0] if kept else end
+
+
 def session_now(conversation: Conversation, fmt: str) -> SessionNow:
     """The original step by step (module docstring)."""
     rules = agent_rules(conversation, fmt)
-    out = SessionNow(conversation, fmt, rules, boundaries=_boundaries(conversation))
+    out = SessionNow(conversation, fmt, rules, boundaries=_boundaries(conversation, rules))
+    gemini = rules.agent == GEMINI
     messages = conversation.messages
     count_message = _counter(rules.agent or "claude_code")
     sizes = [0 if m.role is Role.SYSTEM else int(count_message(m)) for m in messages]
@@ -241,9 +340,13 @@ def session_now(conversation: Conversation, fmt: str) -> SessionNow:
     pending: Boundary | None = None
     seen = 0  # estimate of the file's messages before the first reported call
     reset_seen = False
+    history = 0  # Gemini CLI: the first message of its history
+    snapshot = False  # ... and whether it holds an earlier compression's snapshot
     for index, message in enumerate(messages):
         boundary = by_start.get(index)
         if boundary is not None:
+            if gemini:
+                history, snapshot = gemini_cut(messages, history, index, snapshot), True
             start, pending = index, boundary
             version = boundary.version or version
             if boundary.kind != MICROCOMPACT:
@@ -288,7 +391,9 @@ def session_now(conversation: Conversation, fmt: str) -> SessionNow:
         }
         if outside:
             zones["not_in_file"] = outside
-        count = usage.context_tokens if usage is not None and usage.context_tokens else None
+        # the count the agent compares with its threshold: Claude Code and Codex the usage
+        # after the response (prompt + output), Gemini CLI the last prompt's
+        count = reported if gemini else (usage.context_tokens if usage is not None else 0) or None
         out.steps.append(
             OriginalStep(
                 step=len(out.steps),
@@ -300,6 +405,7 @@ def session_now(conversation: Conversation, fmt: str) -> SessionNow:
                 estimated=reported is None,
                 compacted_before=pending,
                 version=version or out.rules.version,
+                history_start=history if gemini else start,
             )
         )
         pending = None
@@ -353,6 +459,12 @@ HOW = {
         "compaction replaces the history with a summary and keeps the user's own messages "
         "(collect_user_messages, up to 20,000 tokens)"
     ),
+    GEMINI: (
+        "compression replaces the oldest 70 % of the history (by JSON characters, cut before "
+        "a user turn) with a <state_snapshot> and keeps the newest 30 % "
+        "(ChatCompressionService); tool outputs past a 50k-token budget are first cut to "
+        "previews, not modelled here"
+    ),
 }
 
 
@@ -367,12 +479,18 @@ def _kept(agent: str, messages: Sequence[Message], span: range) -> tuple[int, ..
 def forecast(now: SessionNow, step: OriginalStep) -> Forecast:
     """What the agent's own compaction would take right after ``step`` (module docstring)."""
     messages = now.conversation.messages
-    later = [s.message for s in now.steps if s.step > step.step]
-    end = later[0] if later else len(messages)
-    nxt = [b.before_index for b in now.boundaries if step.message < b.before_index <= end]
-    end = min([end, *nxt])
-    span = range(step.span_start, end)
     rules = now.rules_at(step)
+    if rules.agent == GEMINI:
+        # the history before the next request's input: its oldest part goes
+        snapshot = any(b.before_index <= step.message for b in now.boundaries)
+        start = step.history_start
+        span = range(start, gemini_cut(messages, start, step.message + 1, snapshot))
+    else:
+        later = [s.message for s in now.steps if s.step > step.step]
+        end = later[0] if later else len(messages)
+        nxt = [b.before_index for b in now.boundaries if step.message < b.before_index <= end]
+        end = min([end, *nxt])
+        span = range(step.span_start, end)
     kept = _kept(rules.agent, messages, span)
     going = [i for i in span if i not in set(kept) and messages[i].role is not Role.SYSTEM]
     risk = survival.facts_at_risk(messages, going)

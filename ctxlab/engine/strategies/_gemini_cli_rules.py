@@ -50,6 +50,32 @@ IMAGE_TOKEN_ESTIMATE = 3000
 PDF_TOKEN_ESTIMATE = 25800
 
 
+# DEFAULT_COMPRESSION_TOKEN_THRESHOLD (chatCompressionService.ts, earlier client.ts) by the
+# date its commit reached main: (from date, fraction, commit). A session file names no CLI
+# version, so the session's start date picks the default (releases followed within days);
+# a user's model.compressionThreshold or a remote experiment flag may override it.
+DEFAULT_THRESHOLDS = (
+    ("", 0.7, "0c70a99b56 COMPRESSION_TOKEN_THRESHOLD = 0.7"),
+    ("2025-10-30", 0.2, "68afb7200e (#12306)"),
+    ("2025-11-14", 0.7, "6d83d3440c (#13079)"),
+    ("2025-11-20", 0.5, "c7b5dcd28f (#13517)"),
+)
+
+
+def default_threshold(date: str) -> tuple[float, str]:
+    """(the default compression fraction on ``date`` (ISO, "" = today's), its source)."""
+    chosen = DEFAULT_THRESHOLDS[-1]
+    if date:
+        chosen = max((d for d in DEFAULT_THRESHOLDS if d[0] <= date[:10]), key=lambda d: d[0])
+    return chosen[1], chosen[2]
+
+
+def threshold_tokens(fraction: float, token_limit: int) -> int:
+    """``compress``'s trigger: the last prompt's token count reaches ``fraction x
+    tokenLimit(model)`` (``originalTokenCount < threshold * tokenLimit(model)``: no)."""
+    return int(fraction * token_limit)
+
+
 def compression_prompt() -> str:
     data = PROMPT_FILE.read_bytes()
     digest = hashlib.sha256(data).hexdigest()

@@ -198,7 +198,8 @@ class GeminiCliStrategy(Strategy):
         return int(self.params["token_limit"])
 
     def threshold(self, ctx: ContextView) -> int | None:
-        return int(float(self.params["compression_threshold"]) * int(self.params["token_limit"]))
+        limit = int(self.params["token_limit"])
+        return rules.threshold_tokens(float(self.params["compression_threshold"]), limit)
 
     def compared_tokens(self, ctx: ContextView) -> int | None:
         return ctx.request_tokens() - sum(ctx.tokens(i) for i in _pending(ctx))
