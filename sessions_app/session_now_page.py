@@ -174,7 +174,7 @@ def session_now_page(transcript: Transcript, step: int | None) -> SessionNowPage
         )
         page.forecast = engine.forecast(now, chosen)
         end = page.forecast.span[1]
-        first = max(end - RECENT_MESSAGES, 0)
+        first = max(end - RECENT_MESSAGES, page.forecast.span[0])  # the newest of the span
         for i in range(first, end):
             text, tool = _excerpt(conversation.messages[i])
             page.recent.append(RecentMessage(i, conversation.messages[i].role.value, text, tool))

@@ -21,6 +21,9 @@ from ctxlab.engine.strategies.gemini_cli import GeminiCliStrategy
 DATA = Path(__file__).resolve().parents[2] / "data"
 # A real Gemini CLI session (gemini-2.5-pro, started 2025-10-27): 15 calls, no compression
 SESSION = DATA / "corpus" / "gemini-cli" / "agentcmd-session-2025-10-27T19-55-981c87cb.json"
+# Reported prompts of a session grown from it: 606,000 at the 7th call is over the 0.5
+# threshold (524,288), the 8th is compressed (240,000), then 3,000 more a call.
+PROMPTS = [6_000 + 100_000 * i for i in range(7)] + [240_000 + 3_000 * i for i in range(30)]
 
 
 def _parse(data: bytes, name: str = "session.json") -> Conversation:
@@ -91,17 +94,16 @@ def test_a_real_session_zones_add_up_and_the_forecast_counts_the_prompt() -> Non
 
 
 def test_compressions_are_read_from_the_reported_prompts() -> None:
-    prompts = [600_000 + 20_000 * i for i in range(8)]  # reaches 734,003 at the 8th call
-    prompts += [240_000 + 3_000 * i for i in range(30)]  # compressed, then growing again
+    prompts = PROMPTS
     conv = _parse(json.dumps(_grown(prompts)).encode())
     now = session_now(conv, "gemini-cli")
     assert now.rules.threshold == 524_288  # 2026: the 0.5 default
     assert len(now.boundaries) == 1
     b = now.boundaries[0]
-    assert b.inferred and b.trigger == "auto" and b.pre_tokens == 740_000
-    eighth = now.steps[7]
-    assert b.before_index == eighth.message + 1  # before the pending input
-    after = now.steps[8]
+    assert b.inferred and b.trigger == "auto" and b.pre_tokens == 606_000
+    seventh = now.steps[6]
+    assert b.before_index == seventh.message + 1  # before the pending input
+    after = now.steps[7]
     assert after.compacted_before == b and after.span_start == b.before_index
     # the history kept the newest 30 % (Gemini CLI's own split)
     assert 0 < after.history_start < b.before_index
@@ -120,7 +122,7 @@ def test_statusline_file_reads_a_gemini_session(tmp_path: Path) -> None:
     status = statusline.status_of_any(SESSION)
     assert status.event == "compression" and status.window == 1_048_576
     assert status.line().startswith("ctx 9.2k/1.05M 1% | compression in ~")
-    prompts = [600_000 + 20_000 * i for i in range(8)] + [240_000 + 3_000 * i for i in range(30)]
+    prompts = PROMPTS
     grown = tmp_path / "session.json"
     grown.write_text(json.dumps(_grown(prompts)))
     status = statusline.status_of_any(grown)
