@@ -222,3 +222,23 @@ def test_claude_md_is_not_at_risk_a_users_rule_is(tmp_path: Path) -> None:
     status = statusline.status_of(path, {})
     assert list(status.instructions) == [i["label"] for i in page.instructions_at_risk]
     assert status.line().endswith("| 1 instruction at risk")
+
+
+def test_a_warm_call_imports_neither_dataclasses_nor_inspect(tmp_path: Path) -> None:
+    """What Claude Code runs after each message: the cache warm, a response appended. The
+    values it reads (``forecast.TurnsEstimate``, the version table, ``Status``, ``Span``)
+    are not dataclasses: ``dataclasses`` with ``inspect`` cost each call ~10 ms."""
+    path = cut(tmp_path, 158)  # after the auto-compact
+    code = (
+        "import sys; from ctxlab.console import main; "
+        f"main(['statusline', '--file', {str(path)!r}]); "
+        "print(sorted(m for m in ('dataclasses', 'inspect') if m in sys.modules))"
+    )
+    run = [sys.executable, "-c", code]
+    subprocess.run(run, capture_output=True, text=True, check=True, cwd=ROOT)  # the cache
+    with path.open("ab") as handle:
+        handle.write(b"\n".join(FULL.read_bytes().splitlines()[158:]) + b"\n")
+    done = subprocess.run(run, capture_output=True, text=True, check=True, cwd=ROOT)
+    line, loaded = done.stdout.strip().splitlines()
+    assert line == run_main(None, "--file", str(path), "--no-cache")
+    assert loaded == "[]"

@@ -29,8 +29,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 RATE_TURNS = 40  # turns the growth rate is averaged over (see the module docstring)
 MIN_TURNS = 2  # turns since the last compaction needed for a rate at all
@@ -43,9 +42,12 @@ HORIZON = 10
 TOLERANCE = 2
 
 
-@dataclass(frozen=True, slots=True)
 class TurnsEstimate:
-    """How many more turns until the agent's count reaches its threshold."""
+    """How many more turns until the agent's count reaches its threshold. (A value class
+    written out, not a dataclass: ``dataclasses`` and ``inspect`` cost the status line
+    ~10 ms of each call; a NamedTuple's ``count`` would hide ``tuple.count``.)"""
+
+    __slots__ = ("turns", "rate", "basis", "count", "threshold", "why", "low", "high")
 
     turns: int | None  # None: unknown (no rate, or the count does not grow)
     rate: float | None  # tokens per turn over ``basis`` turns
@@ -53,8 +55,41 @@ class TurnsEstimate:
     count: int | None  # the count now
     threshold: int | None
     why: str  # the words shown when ``turns`` is None, else how it was reached
-    low: int | None = None  # the range (module docstring); None: no range
-    high: int | None = None  # None with ``low`` set: unbounded (a stretch did not grow)
+    low: int | None  # the range (module docstring); None: no range
+    high: int | None  # None with ``low`` set: unbounded (a stretch did not grow)
+
+    def __init__(
+        self,
+        turns: int | None,
+        rate: float | None,
+        basis: int,
+        count: int | None,
+        threshold: int | None,
+        why: str,
+        low: int | None = None,
+        high: int | None = None,
+    ) -> None:
+        values = (turns, rate, basis, count, threshold, why, low, high)
+        for name, value in zip(self.__slots__, values, strict=True):
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"TurnsEstimate is frozen: cannot set {name}")
+
+    def _values(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, name) for name in self.__slots__)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, TurnsEstimate):
+            return NotImplemented
+        return self._values() == other._values()
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{n}={getattr(self, n)!r}" for n in self.__slots__)
+        return f"TurnsEstimate({fields})"
 
     @property
     def range_text(self) -> str:
@@ -139,8 +174,7 @@ def reattached(agent: str, kind: str) -> bool:
     return kind == "project_rules" and agent in ("claude_code", "codex")
 
 
-@dataclass(frozen=True, slots=True)
-class Hit:
+class Hit(NamedTuple):
     """One agent compaction seen ``HORIZON`` turns ahead."""
 
     session: str
