@@ -108,7 +108,10 @@ def _zone_line(model: ZoneModel) -> str:
     """The sentence under the bar: its numbers add up to the bar (request + output reserve +
     free = window, or = window + over the window), all in the strategy's own count."""
     n = number
-    reserve = "auto-compact buffer" if model.origin == "original" else "output reserve"
+    reserve = "output reserve"
+    if model.origin == "original":  # the original's own word for it (its zone's label)
+        named = [z.label for z in model.legend if z.key == "output_reserve"]
+        reserve = named[0][:1].lower() + named[0][1:] if named else "auto-compact buffer"
     parts = [
         f'Request <strong class="num" data-line="request">{n(model.request)}</strong>',
         f'{reserve} <strong class="num" data-line="output_reserve">'
