@@ -722,11 +722,16 @@ def main(argv: Sequence[str] | None = None, stdin: TextIO | None = None) -> int:
         print(USAGE, end="")
         return 0
     as_json = "--json" in args
+    hook = "--hook" in args and not as_json
+
+    def say(line: str) -> None:  # a hook prints JSON only (shown to the user, not the model)
+        print(json.dumps({"systemMessage": line}) if hook else line)
+
     path: Path | None = None
     if "--file" in args:
         at = args.index("--file")
         if at + 1 >= len(args):
-            print("ctxlab statusline: --file needs a path")
+            say("ctxlab statusline: --file needs a path")
             return 2
         path = Path(args[at + 1]).expanduser()
     payload: dict[str, Any] = {}
@@ -734,15 +739,15 @@ def main(argv: Sequence[str] | None = None, stdin: TextIO | None = None) -> int:
         try:
             payload = json.loads((stdin or sys.stdin).read() or "{}")
         except ValueError:
-            print("ctxlab: no statusline JSON on stdin")
+            say("ctxlab: no statusline JSON on stdin")
             return 0
         given = payload.get("transcript_path") if isinstance(payload, dict) else None
         if not given:
-            print("ctxlab: no transcript_path yet")
+            say("ctxlab: no transcript_path yet")
             return 0
         path = Path(str(given)).expanduser()
     if not path.is_file():
-        print(f"ctxlab: no transcript at {path.name}")
+        say(f"ctxlab: no transcript at {path.name}")
         return 0
     try:
         if not is_claude_code(path):
@@ -752,14 +757,12 @@ def main(argv: Sequence[str] | None = None, stdin: TextIO | None = None) -> int:
         else:
             status = cached_status_of(path, payload)
     except (OSError, ValueError, StopIteration) as exc:  # a status line must print something
-        print(f"ctxlab: {type(exc).__name__}")
+        say(f"ctxlab: {type(exc).__name__}")
         return 0
     if as_json:
         print(json.dumps(status.as_dict()))
-    elif "--hook" in args:  # a hook's output: shown to the user, never to the model
-        print(json.dumps({"systemMessage": status.line()}))
     else:
-        print(status.line())
+        say(status.line())
     return 0
 
 

@@ -139,3 +139,9 @@ def test_the_hook_output_is_a_system_message(
     assert statusline.main(["--hook"], stdin=io.StringIO(json.dumps(payload))) == 0
     out = json.loads(capsys.readouterr().out)
     assert set(out) == {"systemMessage"} and "compression in ~" in out["systemMessage"]
+    # before Gemini CLI records the session, its transcript_path is "": still JSON
+    payload["transcript_path"] = ""
+    assert statusline.main(["--hook"], stdin=io.StringIO(json.dumps(payload))) == 0
+    assert json.loads(capsys.readouterr().out) == {
+        "systemMessage": "ctxlab: no transcript_path yet"
+    }
