@@ -48,6 +48,10 @@ class VersionRules(NamedTuple):
     final_output: bool
     microcompact: str  # what this strategy does about microcompaction in the range
     sources: tuple[str, ...]
+    # ``tokenCountWithEstimation`` walks back to the response's first line (2.1.88: "Walk
+    # back past any earlier sibling records split from the same API response"), so the
+    # estimate adds the response's own later lines (one block each) on top of its usage.
+    later_blocks: bool = False
 
     @property
     def label(self) -> str:
@@ -171,7 +175,13 @@ RANGES: tuple[VersionRules, ...] = (
             "prompt.ts (analysis stripped); microCompact.ts",
             "no real boundaries seen after 2.1.42: where between 2.1.43 and 2.1.88 the "
             "summary message changed is not known",
+            "data: the count walks back to the response's first line (tokens.ts): a 2.1.81 "
+            "boundary's preTokens (167,753) is the last usage line plus the estimate of "
+            "the response's own later line exactly (ShamsiievDmytro/entire-bmad); 2.1.25-"
+            "2.1.42 boundaries match without it (entireio/cli, Beep206/CyberVPN); first "
+            "version with it not pinned (none seen 2.1.43-2.1.48)",
         ),
+        later_blocks=True,
     ),
 )
 

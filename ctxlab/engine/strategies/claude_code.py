@@ -157,6 +157,9 @@ STREAM_START_OUTPUT = 30
 # What the unrecorded final output of one response can add at most (the default max
 # output tokens of these models in Claude Code, CLAUDE_CODE_MAX_OUTPUT_TOKENS).
 MAX_OUTPUT_TOKENS = 32_000
+# What one tool result can add at most (2.1.88 ``constants/toolLimits.ts``
+# MAX_TOOL_RESULT_TOKENS): the bound on a result the agent counted but never wrote.
+MAX_TOOL_RESULT_TOKENS = 100_000
 DROPPED_ORIGINAL_SUMMARY = (
     "the original's summary message: this replay's own summary stands in its place"
 )
@@ -216,6 +219,10 @@ class _State:
     # that plus the model's max output.
     unrecorded_output: bool = False
     estimated_output: int = 0
+    # Tool calls of the last response with no result in the file yet: a call that ran
+    # before a compaction has its result counted by the agent, though the transcript may
+    # never write it (2.1.49: the result is summarised away, only its hook lines remain).
+    open_calls: set[str] = field(default_factory=set)
     failures: int = 0
     stopped: bool = False
     rules: VersionRules = versions.RANGES[-1]
@@ -571,7 +578,12 @@ class ClaudeCodeStrategy(Strategy):
                 and (usage.output < STREAM_START_OUTPUT or 2 * usage.output < tokens)
             )
             st.estimated_output = max(0, tokens - usage.output) if st.unrecorded_output else 0
-            st.reported, st.tail = (total + st.estimated_output, index), 0
+            # From 2.1.43 (``later_blocks``) the estimate starts after the response's first
+            # line, so its own later lines (one block each) are counted again on top of
+            # the usage, as ``tokenCountWithEstimation``'s walk back does.
+            later = sum(block_tokens(b) for b in msg.blocks[1:]) if st.rules.later_blocks else 0
+            st.reported, st.tail = (total + st.estimated_output, index), later
+            st.open_calls = {b.tool_id for b in msg.tool_uses if b.tool_id}
             if st.outside is None:
                 st.outside = outside_context(
                     usage.context_tokens,
@@ -583,6 +595,8 @@ class ClaudeCodeStrategy(Strategy):
                 st.overhead, st.not_in_file = st.outside.overhead, st.outside.not_in_file
         else:
             st.tail += tokens
+            if st.open_calls:
+                st.open_calls -= {b.tool_id for b in msg.tool_results}
 
     def before_call(self, ctx: ContextView) -> None:
         st: _State = ctx.state
@@ -672,20 +686,34 @@ class ClaudeCodeStrategy(Strategy):
         follow = manual and bool(self.params["follow_manual_compactions"])
         low = self._certain(st, count)
         fires = self.enabled() and not st.stopped and low >= threshold
+        reported = st.reported is not None and not st.diverged
+        output_open = reported and st.unrecorded_output
+        results_open = len(st.open_calls) if reported else 0
         unknown = (
             self.enabled()
             and not st.stopped
             and not fires
             and not manual
-            and low != count
-            and low + MAX_OUTPUT_TOKENS >= threshold
+            and (output_open or results_open > 0)
+            and low
+            + (MAX_OUTPUT_TOKENS if output_open else 0)
+            + results_open * MAX_TOOL_RESULT_TOKENS
+            >= threshold
         )
         if unknown:
             # The count cannot be known from the transcript: the response's final output
-            # is missing. The original's compaction here says it reached the threshold.
-            detail["decided_by"] = (
-                "the original's compaction: the count is uncertain by the last response's "
-                "unrecorded output"
+            # is missing, or results of its calls the agent counted were never written.
+            # The original's compaction here says it reached the threshold.
+            missing = [
+                *(["the last response's unrecorded output"] if output_open else []),
+                *(
+                    [f"{results_open} tool result(s) counted but not written before it"]
+                    if results_open
+                    else []
+                ),
+            ]
+            detail["decided_by"] = "the original's compaction: the count is uncertain by " + (
+                " and ".join(missing)
             )
             fires = True
         where = {
