@@ -1,0 +1,89 @@
+"""claude_code on two real Claude Code 2.1.49 boundaries the transcript alone cannot count
+(tests/data/claude-code-2.1.49/, FSM1/cipher-box, MIT; see its README): the agent compacted
+at a count the file does not show, so the original's own compaction settles it.
+
+- ``stream-start-output.jsonl``: the last usage line holds the stream's first output (24),
+  and the response's own estimate adds nothing above it: the count the file shows (166,012)
+  is under the 167,000 threshold, the agent's ``preTokens`` is 167,457.
+- ``unwritten-result.jsonl``: the last response's ``Read`` ran (its PostToolUse hook line is
+  there) but its result was never written before the boundary: the file shows 166,548, the
+  agent counted 167,332.
+
+Both excerpts also pin the 2.1.43+ count (``later_blocks``): the estimate starts after the
+response's first line, so a response's later lines are counted on top of its usage."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ctxlab.engine.core.model import Conversation
+from ctxlab.engine.core.records import ReplayResult
+from ctxlab.engine.importers import parse
+from ctxlab.engine.replay import run
+from ctxlab.engine.summarize.recorded import RecordedSummarizer, agreements
+
+DATA = Path(__file__).resolve().parents[2] / "data" / "claude-code-2.1.49"
+THRESHOLD = 167_000
+
+
+def _main(name: str) -> Conversation:
+    parsed = parse((DATA / name).read_bytes(), name=name)
+    return next(c for c in parsed.conversations if c.parent_id is None)
+
+
+def _replay(conversation: Conversation, **params: Any) -> ReplayResult:
+    return run(conversation, "claude_code", params=params, summarizer=RecordedSummarizer())
+
+
+def _decision(result: ReplayResult) -> tuple[int, str, dict[str, Any]]:
+    """The step, kind and detail of the replay's decision at the original's compaction."""
+    for step in result.steps:
+        for event in step.events:
+            if event.kind in ("compact", "compact_skipped"):
+                return step.index, event.kind, dict(event.detail)
+    raise AssertionError("no decision at the original's compaction")
+
+
+@pytest.mark.parametrize(
+    ("name", "pre_tokens", "shown", "why"),
+    [
+        ("stream-start-output.jsonl", 167_457, 166_012, "unrecorded output"),
+        ("unwritten-result.jsonl", 167_332, 166_548, "1 tool result(s) counted but not written"),
+    ],
+)
+def test_the_original_settles_a_count_the_file_cannot_show(
+    name: str, pre_tokens: int, shown: int, why: str
+) -> None:
+    conversation = _main(name)
+    (original,) = conversation.compactions
+    assert original.trigger == "auto" and original.pre_tokens == pre_tokens
+    result = _replay(conversation)
+    step, kind, detail = _decision(result)
+    assert kind == "compact"
+    assert detail["tokens"] == shown < THRESHOLD <= pre_tokens
+    assert why in detail["decided_by"]
+    (agreement,) = agreements(conversation, result)
+    assert agreement.step_difference == 0 and agreement.replay_step == step
+
+
+def test_a_call_whose_result_is_written_leaves_only_the_output_open() -> None:
+    """In ``stream-start-output.jsonl`` the last response's call has its result before the
+    boundary: only the unrecorded output makes the count uncertain."""
+    _, _, detail = _decision(_replay(_main("stream-start-output.jsonl")))
+    assert detail["decided_by"].endswith("the last response's unrecorded output")
+
+
+def test_from_2_1_43_the_response_s_later_lines_are_counted_again() -> None:
+    """The last response before the boundary is two lines (a text, then the ``Read`` call):
+    2.1.43+ estimates the call's line on top of the usage (round((4 + 110) / 4) = 29, its
+    name and JSON input); the 2.1.42 rules stop at the usage."""
+    conversation = _main("unwritten-result.jsonl")
+    last = conversation.messages[conversation.compactions[0].before_index - 1]
+    assert [b.kind.value for b in last.blocks] == ["text", "tool_use"]
+    _, _, newer = _decision(_replay(conversation))
+    _, _, older = _decision(_replay(conversation, agent_version="2.1.42"))
+    assert newer["estimated_tail"] == 29 and newer["rules_range"] == "2.1.43 and later"
+    assert older["estimated_tail"] == 0 and older["tokens"] == newer["tokens"] - 29
