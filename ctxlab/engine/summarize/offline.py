@@ -692,22 +692,33 @@ class OfflineSummarizer:
         # material costs what is read, not a pass over every item.
         material = request.material
         conv = request.conversation
-        users = _typed((m for m in material if conv is not None or m.role == "user"), conv)
-        first_user = next(users, None)
+        # (the typed items and said items, as ``_typed`` and ``_said`` give them; an item
+        # whose lines match nothing adds nothing, so whether it has a readable line at all
+        # is asked only of those that match)
+        users = iter(material if conv is not None else [m for m in material if m.role == "user"])
+        first_user = next(_typed(users, conv), None)
         goal = [_first_line(first_user)] if first_user is not None else []
         # Only the first PER_SECTION lines are kept: stop scanning once they are found.
         constraints: list[str] = []
-        for text in itertools.chain([first_user] if first_user is not None else [], users):
-            if not full:
-                break
-            constraints.extend(_matching_lines(text, CONSTRAINT_RE))
-            if len(constraints) >= PER_SECTION:
-                break
+        if full and first_user is not None:
+            constraints.extend(_matching_lines(first_user, CONSTRAINT_RE))
+            for m in users:
+                if len(constraints) >= PER_SECTION:
+                    break
+                text = _person_text(m, conv)
+                found = _matching_lines(text, CONSTRAINT_RE) if text else ()
+                if found and _first_line(text):
+                    constraints.extend(found)
         decisions: list[str] = []
-        for m in _said(material, conv):
-            decisions.extend(_matching_lines(m.text, DECISION_RE))
-            if len(decisions) >= PER_SECTION:
-                break
+        for m in material:
+            source = _source(m, conv)
+            if source.role is not Role.ASSISTANT if source is not None else m.role != "assistant":
+                continue
+            found = _matching_lines(m.text, DECISION_RE)
+            if found and _first_line(m.text):
+                decisions.extend(found)
+                if len(decisions) >= PER_SECTION:
+                    break
         # the newest assistant items, newest first: the newest is in progress, the work
         # done is read from the ones before it (at most DONE_ITEMS of them)
         newest = _said(reversed(material), conv)
