@@ -188,6 +188,10 @@ def middle_out_truncate(text: str, max_tokens: int = MAX_OUTPUT_TOKENS) -> str:
     ``\\n\\n...{removed} tokens truncated...\\n\\n`` (bytes//4 both ways)."""
     if not text:
         return text
+    # Under the cap without encoding (asked of every tool output): ASCII is one byte a
+    # character, and no character takes more than four.
+    if len(text) <= max_tokens or (text.isascii() and len(text) // 4 <= max_tokens):
+        return text
     data = text.encode("utf-8")
     if len(data) // 4 <= max_tokens:
         return text

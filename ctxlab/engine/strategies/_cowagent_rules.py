@@ -14,6 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from ..core.model import Block, BlockKind, Message, Role
+from ..core.records import _positional_builder
 
 # -- constants (agent_stream.py / summarizer.py / config.py) -------------------------------
 
@@ -116,14 +117,21 @@ def estimate_block(block: Block) -> int:
 def estimate_message(msg: Message) -> int:
     """Per message: ``max(1, sum of blocks)`` (a str content is one text block)."""
     total = 0
-    for block in msg.blocks:  # text blocks inline: this runs for every message
-        if block.kind is BlockKind.TEXT:
+    for block in msg.blocks:  # text and tool results inline: this runs for every message
+        kind = block.kind
+        if kind is _TEXT or kind is _RESULT:
+            if kind is _RESULT:
+                total += 30
             text = block.text
             if text:
-                total += estimate_text(text)
+                # ``estimate_text``; ASCII (most texts) gives int(len * 0.25) + 1
+                total += int(len(text) * 0.25) + 1 if text.isascii() else estimate_text(text)
         else:
             total += estimate_block(block)
-    return max(1, total)
+    return total if total > 1 else 1
+
+
+_TEXT, _RESULT = BlockKind.TEXT, BlockKind.TOOL_RESULT
 
 
 def estimate_system(prompt: str) -> int:
@@ -171,7 +179,11 @@ def to_cow(src: int, msg: Message) -> CowMsg:
             Role.USER, msg.blocks, msg.source, msg.timestamp, msg.model, msg.usage, msg.id,
             msg.name, msg.flags,
         )  # fmt: skip
-    return CowMsg(src, msg)
+    return _new_row(src, msg, ())  # ``CowMsg(src, msg)``: one row per message a trim reads
+
+
+# Every field in order (src, msg, members): records' slot-setting builder.
+_new_row = _positional_builder(CowMsg)
 
 
 def is_results_only(msg: Message) -> bool:
@@ -575,33 +587,39 @@ def sanitize(rows: Sequence[CowMsg]) -> tuple[list[CowMsg], int, int]:
 # -- daily-memory summary (agent/memory/summarizer.py) ----------------------------------------
 
 
-def text_hash(msg: Message) -> str | None:
-    """MD5 of the message's text blocks; ``None`` when it has no text (never flushed)."""
-    text = text_of(msg)
+def _text_digest(text: str) -> str | None:
+    """MD5 of a message's text (``text_of``); ``None`` when it has none (never flushed)."""
     if not text.strip():
         return None
     return hashlib.md5(text.encode("utf-8")).hexdigest()
 
 
-def dedupe_for_flush(messages: Sequence[CowMsg], seen: set[str]) -> list[CowMsg]:
+def dedupe_for_flush(
+    messages: Sequence[CowMsg], seen: set[str], texts: list[str] | None = None
+) -> list[CowMsg]:
     """Skip text-less messages and those whose text was flushed before. ``seen`` (the
     hashes of every text flushed so far) gets the new ones, in place: copying it at every
-    flush would cost the whole replay's flushed texts each time."""
+    flush would cost the whole replay's flushed texts each time. ``texts``, when given,
+    gets each kept row's ``text_of`` (the flush reads them again)."""
     out: list[CowMsg] = []
     for row in messages:
-        digest = text_hash(row.msg)
+        text = text_of(row.msg)
+        digest = _text_digest(text)
         if digest is None or digest in seen:
             continue
         seen.add(digest)
         out.append(row)
+        if texts is not None:
+            texts.append(text)
     return out
 
 
-def format_for_summary(messages: Sequence[CowMsg]) -> str:
-    """One ``用户: …`` / ``助手: …`` line per message with text (500 chars each)."""
+def format_for_summary(messages: Sequence[CowMsg], texts: Sequence[str] | None = None) -> str:
+    """One ``用户: …`` / ``助手: …`` line per message with text (500 chars each).
+    ``texts``: each row's ``text_of``, when the caller has them."""
     lines = []
-    for row in messages:
-        text = text_of(row.msg).strip()
+    for n, row in enumerate(messages):
+        text = (text_of(row.msg) if texts is None else texts[n]).strip()
         if not text:
             continue
         if row.msg.role is Role.USER:

@@ -105,10 +105,21 @@ def _plain(value: Any) -> bool:
     kind = type(value)
     if kind is str or kind is int or kind is bool or value is None:
         return True
+    # Plain loops, leaves inline (every tool input is asked once): no generator per level.
     if kind is dict:
-        return all(type(k) is str and _plain(v) for k, v in value.items())
+        for k, v in value.items():
+            if type(k) is not str:
+                return False
+            t = type(v)
+            if not (t is str or t is int or t is bool or v is None or _plain(v)):
+                return False
+        return True
     if kind is list:
-        return all(_plain(v) for v in value)
+        for v in value:
+            t = type(v)
+            if not (t is str or t is int or t is bool or v is None or _plain(v)):
+                return False
+        return True
     return False
 
 

@@ -23,9 +23,9 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..core.findings import check_summary_size
-from ..core.model import BlockKind, Message, ToolDef
+from ..core.model import Block, BlockKind, Message, ToolDef
 from ..core.params import Param
-from ..core.records import Fate
+from ..core.records import Fate, _positional_builder
 from ..core.strategy import Strategy
 from ..core.summary_request import MaterialItem, PromptMessage, Section, SummaryRequest
 from ..stages.remade_input import RemadeInput
@@ -170,9 +170,15 @@ class BaseAgentStrategy(Strategy):
 
     def message_counter(self, reference: ReferenceTokens, state: Any) -> Callable[[Message], int]:
         st: _State = state
-        return lambda message: sum(
-            rules.estimate_message_tokens(m) for m in _base_rows(st, message)
-        )
+        estimate = rules.estimate_message_tokens
+
+        def count(message: Message) -> int:
+            rows = _base_rows(st, message)
+            if len(rows) == 1:  # most messages are one row
+                return estimate(rows[0])
+            return sum(estimate(m) for m in rows)
+
+        return count
 
     def count_system(self, text: str, message: Message | None) -> int:
         # loop.py always sends {"role": "system", ...} first, so a transcript without a
@@ -215,7 +221,12 @@ class BaseAgentStrategy(Strategy):
     def after_append(self, ctx: ContextView, index: int) -> None:
         cap = int(self.params["max_output_tokens"])
         msg = ctx.message(index)
-        if cap <= 0 or not any(b.kind is BlockKind.TOOL_RESULT for b in msg.blocks):
+        if cap <= 0:
+            return
+        for b in msg.blocks:  # a plain loop: asked of every appended message
+            if b.kind is BlockKind.TOOL_RESULT:
+                break
+        else:
             return
         blocks = list(msg.blocks)
         changed: list[dict[str, int]] = []
@@ -549,13 +560,29 @@ class _RowIndex:
 
 
 def _placeholder(message: Message, tool_ids: set[str]) -> Message:
+    """``message`` with the outputs of ``tool_ids`` replaced by PRUNE_MARKER: ``replace``
+    of each block (``text=PRUNE_MARKER, parts=()``) and of the message (``blocks=``),
+    through the positional builders (every prune makes one; replace() reads the fields)."""
     blocks = tuple(
-        replace(b, text=rules.PRUNE_MARKER, parts=())
-        if b.kind is BlockKind.TOOL_RESULT and b.tool_id in tool_ids
-        else b
+        _marker_block(b) if b.kind is BlockKind.TOOL_RESULT and b.tool_id in tool_ids else b
         for b in message.blocks
     )
-    return replace(message, blocks=blocks)
+    m = message
+    return _new_message(
+        m.role, blocks, m.source, m.timestamp, m.model, m.usage, m.id, m.name, m.flags
+    )
+
+
+def _marker_block(b: Block) -> Block:
+    return _new_block(
+        b.kind, rules.PRUNE_MARKER, b.tool_id, b.tool_name, b.tool_input, b.is_error,
+        b.media_type, b.size, b.raw_type, (), b.data,
+    )  # fmt: skip
+
+
+# Every field in order (tests/engine/strategies/test_baseagent.py compares with replace()).
+_new_block = _positional_builder(Block)
+_new_message = _positional_builder(Message)
 
 
 def _compaction_text(
@@ -572,6 +599,8 @@ def _compaction_text(
 
 def _prompt(m: BaseMsg) -> PromptMessage:
     body = m.content if isinstance(m.content, str) else "\n".join(t for _, t in m.parts)
+    if not m.tool_calls:
+        return PromptMessage(m.role, body or "")
     calls = "".join(f"\n[tool_call {tc.name}] {tc.arguments}" for tc in m.tool_calls)
     return PromptMessage(m.role, (body or "") + calls)
 

@@ -465,8 +465,9 @@ class CowAgentStrategy(Strategy):
         st: _State = ctx.state
         if not self.params["memory_enabled"]:
             return "", set(), None
-        deduped = cow.dedupe_for_flush(rows, st.flushed)
-        conversation = cow.format_for_summary(deduped)
+        texts: list[str] = []
+        deduped = cow.dedupe_for_flush(rows, st.flushed, texts)
+        conversation = cow.format_for_summary(deduped, texts)
         if not conversation.strip():
             return "", set(), None
         shown = [r.src for r in deduped if r.src is not None]
@@ -479,10 +480,8 @@ class CowAgentStrategy(Strategy):
             language="zh",
             style="bullets",
             material=tuple(
-                MaterialItem(
-                    r.msg.role.value, cow.text_of(r.msg), r.src if r.src is not None else -1
-                )
-                for r in deduped
+                MaterialItem(r.msg.role.value, text, r.src if r.src is not None else -1)
+                for r, text in zip(deduped, texts, strict=True)
             ),
             purpose=f"memory-{reason}",
         )
@@ -646,23 +645,26 @@ def _sanitize_is_noop(ctx: ContextView, start: int = 0) -> bool:
     ):
         return False
     last = len(live) - 1
+    ids, message = ctx.ids, ctx.message  # every LLM call runs this: bound once
+    assistant, user, tool = Role.ASSISTANT, Role.USER, Role.TOOL
     for k in range(start, len(live)):
         i = live[k]
-        uses = ctx.ids(i)[0]
-        if not uses or ctx.message(i).role is not Role.ASSISTANT:
+        uses = ids(i)[0]
+        if not uses or message(i).role is not assistant:
             continue
         if k == last:
             return False
         j = live[k + 1]
-        if ctx.message(j).role not in (Role.USER, Role.TOOL):
+        answer = message(j)
+        if answer.role is not user and answer.role is not tool:
             return False
-        results = set(ctx.ids(j)[1])
-        if cow.is_results_only(ctx.message(j)):  # merged with the results-only run after it
+        results = set(ids(j)[1])
+        if cow.is_results_only(answer):  # merged with the results-only run after it
             m = k + 2
-            while m < len(live) and cow.is_results_only(ctx.message(live[m])):
-                results.update(ctx.ids(live[m])[1])
+            while m < len(live) and cow.is_results_only(message(live[m])):
+                results.update(ids(live[m])[1])
                 m += 1
-        if any(t not in results for t in uses):
+        if not results.issuperset(uses):
             return False
     return True
 

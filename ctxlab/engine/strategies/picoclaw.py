@@ -189,12 +189,16 @@ class PicoClawStrategy(Strategy):
     def message_counter(self, reference: ReferenceTokens, state: Any) -> Callable[[Message], int]:
         st: _State = state
         est = self._est
+        estimate = pb.estimate_message_tokens
 
         def count(message: Message) -> int:
             parts = pb.to_pico(-1, message)
             # The replay counts a message just before after_append converts it again.
             st.counted = (message, parts)
-            return sum(pb.estimate_message_tokens(m, est) for m in parts)
+            total = 0
+            for m in parts:  # a plain loop: every message is counted
+                total += estimate(m, est)
+            return total
 
         return count
 
@@ -264,7 +268,8 @@ class PicoClawStrategy(Strategy):
             st.counted = None
         else:
             parts = pb.to_pico(index, msg)
-        if any(p.role == "user" for p in parts):
+        roles = [p.role for p in parts]
+        if "user" in roles:
             self._end_request_trim(ctx)
             if st.replied and self.params["enable_summary"]:
                 self._maybe_summarize(ctx)
@@ -278,7 +283,7 @@ class PicoClawStrategy(Strategy):
             return
         st.hist.extend(parts)
         st.turn.extend(parts)
-        if any(p.role == "assistant" for p in parts):
+        if "assistant" in roles:
             st.replied = True
 
     def before_call(self, ctx: ContextView) -> None:
