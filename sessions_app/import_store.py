@@ -195,6 +195,7 @@ class _Written:
     files: Counter[str] = field(default_factory=Counter)
     first_file: str | None = None  # rows store their file as NULL when it is this one
     findings: list[dict[str, Any]] = field(default_factory=list)
+    tool_names: dict[str, str] = field(default_factory=dict)  # CoPaw's: tool id -> name
 
 
 def _finish_transcript(
@@ -303,7 +304,8 @@ class _MessageWriter:
             where.setdefault(found["message"], []).append([found["block"], found["kind"]])
             written.findings.append({**found, "message": found["message"] + offset})
         tokens, tables = reference_stored.stored_counts(masked.messages)
-        qwen = copaw_stored.message_entries(masked.messages)  # read by CoPaw's replays
+        # read by CoPaw's replays (the calls of earlier batches name their results)
+        qwen = copaw_stored.message_entries(masked.messages, written.tool_names)
         aider_tokens = aider.stored_counts(masked.messages)  # read by Aider's replays
         if written.first_file is None and batch:
             written.first_file = batch[0].source.file

@@ -262,8 +262,9 @@ class Message(models.Model):
     usage_convention = models.TextField(blank=True)
     flags = models.JSONField(default=list)  # sorted engine flags
     secrets = models.JSONField(default=list)  # [[block index, kind], ...] masked here
-    # CoPaw's Qwen2.5 counts of the message's texts, computed at import (None: imported
-    # before, or no exact tokenizer): ctxlab/engine/strategies/_copaw_stored.py
+    # CoPaw's Qwen2.5 counts of the message (its own and its summariser text's; a list of
+    # its texts' counts when imported before), computed at import (None: imported before,
+    # or no exact tokenizer): ctxlab/engine/strategies/_copaw_stored.py
     qwen_counts = models.JSONField(null=True, blank=True, default=None)
     # running cl100k counts of its long texts (None: none, or imported before): a copy of
     # one is counted from them (ctxlab/engine/tokens/reference_stored.py)

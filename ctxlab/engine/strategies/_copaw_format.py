@@ -13,11 +13,25 @@ formatted text on the corpus and the realistic transcript.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from ..core.model import BlockKind, Message
 from ..stages import agentscope
 from ..tokens.qwen_tokens import DIGIT_SHAPE, QwenCounter
 
 CLIP = 2000  # characters of a block body the ReMe format keeps (then "...")
+
+
+class StoredCounts(NamedTuple):
+    """An original message's counts, stored at import (``_copaw_stored``)."""
+
+    tokens: int  # ``CoPaw.count_message``
+    formatted: int  # ``formatted_count`` with the names below
+    names: list[list[str]]  # ``looked_up`` as the import found them
+
+    def fits(self, tool_names: dict[str, str]) -> bool:
+        """True when the replay's names of the calls give the same formatted text."""
+        return all(tool_names.get(tool_id, "") == name for tool_id, name in self.names)
 
 
 def _groups(message: Message, tool_names: dict[str, str]) -> list[tuple[str, str, bool, str, str]]:
@@ -63,3 +77,28 @@ def reme_count(qwen: QwenCounter, message: Message, tool_names: dict[str, str]) 
         else:
             total += qwen.count_wrapped(before, source, len(source), end, head)
     return total
+
+
+def formatted_count(
+    qwen: QwenCounter, message: Message, tool_names: dict[str, str], text: str | None = None
+) -> int:
+    """The count of ``format_message(message, style="reme", include_thinking=False,
+    tool_names=tool_names)`` (``text``, when the caller formatted it already)."""
+    n = reme_count(qwen, message, tool_names)
+    if n is not None:
+        return n
+    if text is None:
+        text = agentscope.format_message(
+            message, style="reme", include_thinking=False, tool_names=tool_names
+        )
+    return qwen.count(text)
+
+
+def looked_up(message: Message, tool_names: dict[str, str]) -> list[list[str]]:
+    """[tool id, name] of each tool result of ``message`` that names its tool by the call
+    it answers (``tool_names``): the formatted count depends on these names."""
+    return [
+        [b.tool_id, tool_names.get(b.tool_id, "")]
+        for b in message.blocks
+        if b.kind is BlockKind.TOOL_RESULT and not b.tool_name
+    ]

@@ -1,14 +1,22 @@
 """CoPaw's Qwen2.5 counts of a transcript, computed once at import and stored per message.
 
-CoPaw's replay starts with one exact Qwen2.5 pass over every block text and tool call
-(``CoPaw.prepare`` -> ``QwenCounter.prime``): about as long as the tiktoken pass of the
-reference counts, which are stored at import for the same reason. ``message_entries``
-gives, per message, what ``prime`` keeps for each of its texts (``QwenCounter.stored_entry``:
-its length, its count and, for a longer text, its count up to a few cut points);
-``seed_stored_counts`` hands them back to the shared counter before a replay, so ``prime``
-finds every text counted. Counts are identical either way (tests/engine/strategies/test_copaw_stored.py
-replays seeded and unseeded). A message whose texts no longer match its entries (count or
-length) is skipped and counted in the replay as before.
+CoPaw counts every message with the exact Qwen2.5 tokenizer, block by block, when it joins
+the history, and counts it again as its summariser formats it when it is compacted
+(``<tool_result>name output=...</tool_result>`` ...). Both counts belong to the original
+message, so the import computes them once (``message_entries``: one Qwen2.5 pass over its
+texts, then the formatted count from those, ``_copaw_format.formatted_count``) and stores
+them per message: ``{"m": count, "f": formatted count, "k": size, "n": [[tool id, name],
+...]}``. ``seed_stored_counts`` hands them to the shared counter before a replay
+(``QwenCounter.seed_messages``): an original message is then never tokenized, only a
+modified one (tool-result compaction) and the summaries are. The formatted count depends
+on the names a tool result borrows from the call it answers (``n``: as the import found
+them, the calls seen so far); the replay uses it only when its own names are the same,
+and counts the message otherwise. ``k`` (the message's size, ``_size``) refuses an entry
+of another message. Transcripts imported before stored, per message, what
+``QwenCounter.prime`` keeps for each of its texts (``QwenCounter.stored_entry``): those
+are still seeded text by text.
+Counts are identical either way (tests/engine/strategies/test_copaw_stored.py replays
+seeded and unseeded).
 """
 
 from __future__ import annotations
@@ -17,8 +25,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..core.model import BlockKind, Message
+from ..stages import agentscope
 from ..tokens.qwen_tokens import MEMO_LIMIT, QwenCounter, qwen_counter
-from ._copaw_format import CLIP
+from ._copaw_format import CLIP, StoredCounts, formatted_count, looked_up
 
 ENDS = (CLIP,)  # as ``CoPaw.prepare`` primes
 
@@ -46,32 +55,83 @@ def _walk(message: Message) -> list[tuple[str, str]]:
     return out + calls if calls else out
 
 
-def message_entries(messages: Sequence[Message]) -> list[list[Any]] | None:
-    """Per message, the stored entries of its texts (see the module docstring); None when
-    no exact Qwen2.5 tokenizer loads (nothing worth storing: the replay's fallback is
-    bytes // 4). A fresh counter per call: the caller's batch bounds the memory."""
+def _size(message: Message) -> int:
+    """A cheap fingerprint of the message an entry was stored for: its blocks and the
+    length of their texts."""
+    return len(message.blocks) + sum(len(b.text) for b in message.blocks)
+
+
+def message_entries(
+    messages: Sequence[Message], tool_names: dict[str, str] | None = None
+) -> list[dict[str, Any]] | None:
+    """Per message, its stored entry (see the module docstring); None when no exact
+    Qwen2.5 tokenizer loads (nothing worth storing: the replay's fallback is bytes // 4).
+    ``tool_names``: the calls of the messages before these (an import writes a transcript
+    in batches), updated with these. A fresh counter per call: the caller's batch bounds
+    the memory."""
+    from .copaw import _texts, _tool_inputs  # (copaw.py does not import this module)
+
     counter = QwenCounter()
     if not counter.exact:
         return None
-    return [[counter.stored_entry(text, ENDS, head) for head, text in _walk(m)] for m in messages]
+    counter.prime(_texts(tuple(messages)), ends=ENDS)  # one pass, as ``CoPaw.prepare``
+    counter.prime_joined(_tool_inputs(tuple(messages)), ends=ENDS)
+    names = {} if tool_names is None else tool_names
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        for b in m.blocks:  # as ``CoPaw.after_append``: the calls appended so far
+            if b.kind is BlockKind.TOOL_USE:
+                names[b.tool_id] = b.tool_name
+        entry: dict[str, Any] = {
+            "m": agentscope.message_tokens(m, counter.count, files_in_results=True),
+            "f": formatted_count(counter, m, names),
+            "k": _size(m),
+        }
+        borrowed = looked_up(m, names)
+        if borrowed:
+            entry["n"] = borrowed
+        out.append(entry)
+    return out
+
+
+def _message_value(message: Message, entry: dict[str, Any]) -> StoredCounts | None:
+    count, formatted, names = entry.get("m"), entry.get("f"), entry.get("n", [])
+    if (
+        type(count) is not int
+        or type(formatted) is not int
+        or entry.get("k") != _size(message)
+        or not isinstance(names, list)
+        or not all(isinstance(p, list) and len(p) == 2 for p in names)
+    ):
+        return None
+    return StoredCounts(count, formatted, names)
 
 
 def seed_stored_counts(
     messages: Sequence[Message],
-    stored: Sequence[list[Any] | None],
+    stored: Sequence[dict[str, Any] | list[Any] | None],
     counter: QwenCounter | None = None,
 ) -> int:
-    """Seed the shared Qwen2.5 counter from the entries stored at import (one list per
-    message, None for a message imported without them); the number of messages seeded."""
+    """Seed the shared Qwen2.5 counter from the entries stored at import (one per message,
+    None for a message imported without them; a list: the texts' entries of a transcript
+    imported before); the number of messages seeded."""
     counter = qwen_counter() if counter is None else counter
     if not counter.exact or len(stored) != len(messages):
         return 0
-    if counter.memoised() + sum(len(e) for e in stored if e) > MEMO_LIMIT:
+    older = sum(len(e) for e in stored if isinstance(e, list))
+    if older and counter.memoised() + older > MEMO_LIMIT:
         counter.clear()
-    seeded = covered = 0
+    values: list[StoredCounts | None] = [None] * len(messages)
+    seeded = covered = fresh = 0
     seed = counter.seed
-    for message, entries in zip(messages, stored, strict=True):
+    for i, (message, entries) in enumerate(zip(messages, stored, strict=True)):
         if entries is None:
+            continue
+        if isinstance(entries, dict):
+            value = _message_value(message, entries)
+            if value is not None:
+                values[i] = value
+                fresh += 1
             continue
         if not entries:
             covered += not _walk(message)  # (a message without texts has nothing to seed)
@@ -84,6 +144,9 @@ def seed_stored_counts(
                 break
         else:
             seeded += 1
+    if fresh:
+        counter.seed_messages(messages, values)
+    seeded += fresh
     if seeded + covered == len(messages):
         counter.mark_seeded(messages)  # ``CoPaw.prepare`` has nothing left to prime
     return seeded

@@ -35,10 +35,13 @@ from ..stages import agentscope, prompts
 from ..stages.markers import QWENPAW_MARKER, REME_END_MARKER, reme_truncate_text
 from ..stages.split import aligned
 from ..tokens.qwen_tokens import bytes_floor4, qwen_counter
-from ._copaw_format import CLIP, reme_count
+from ._copaw_format import CLIP, StoredCounts, formatted_count
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from ..core.context_view import ContextView
+    from ..tokens.reference import ReferenceTokens
 
 
 @dataclass(slots=True)
@@ -115,6 +118,21 @@ class CoPaw(Strategy):
 
     def count_message(self, message: Message) -> int:
         return agentscope.message_tokens(message, self.count_text, files_in_results=True)
+
+    def message_counter(self, reference: ReferenceTokens, state: Any) -> Callable[[Message], int]:
+        """``count_message``, an original's count stored at import when one was seeded
+        (``_copaw_stored``): no original message is tokenized again."""
+        qwen = self._qwen
+        count = self.count_message
+        if qwen is None or not qwen.exact:
+            return count
+        stored_of = qwen.message_value
+
+        def counted(message: Message) -> int:
+            stored: StoredCounts | None = stored_of(message)
+            return stored.tokens if stored is not None else count(message)
+
+        return counted
 
     def count_system(self, text: str, message: Message | None) -> int:
         return self.count_text(text)  # and with the summary as one string (before_call)
@@ -296,13 +314,16 @@ class CoPaw(Strategy):
         return sum(count(p) for p in pieces)
 
     def _formatted_count(self, message: Message, text: str, tool_names: dict[str, str]) -> int:
-        """``count_text(text)`` of a formatted message; with the exact tokenizer, from its
-        block texts' counts (``_copaw_format.reme_count``): no second pass over the texts."""
+        """``count_text(text)`` of a formatted message; with the exact tokenizer, an
+        original's count stored at import when its tool names are the same, else from its
+        block texts' counts (``_copaw_format.formatted_count``): no second pass over them."""
         qwen = self._qwen
         if qwen is None or not qwen.exact:
             return self.count_text(text)
-        n = reme_count(qwen, message, tool_names)
-        return qwen.count(text) if n is None else n
+        stored: StoredCounts | None = qwen.message_value(message)
+        if stored is not None and stored.fits(tool_names):
+            return stored.formatted
+        return formatted_count(qwen, message, tool_names, text)
 
     def _compact(self, ctx: ContextView, to_compact: list[int], detail: dict[str, Any]) -> None:
         st: _State = ctx.state

@@ -29,7 +29,7 @@ import json
 import re
 import unicodedata
 import zlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -208,11 +208,33 @@ class QwenCounter:
         self._tables: dict[str, tuple[list[int], list[int]]] = {}
         # id() of the message sequence whose every text was seeded (``mark_seeded``)
         self._seeded: int | None = None
+        # Per message of one sequence, values a caller counted once and stored with it
+        # (CoPaw's counts of each message, ``_copaw_stored``): (the sequence, each
+        # message's position by identity, the values; None for a message without any).
+        self._per_message: tuple[Sequence[object], dict[int, int], list[Any]] | None = None
 
     def clear(self) -> None:
         self._memo.clear()
         self._tables.clear()
         self._seeded = None
+        self._per_message = None
+
+    def seed_messages(self, messages: Sequence[object], values: list[Any]) -> None:
+        """Keep ``values[i]`` for ``messages[i]`` (one sequence at a time, until ``clear``):
+        ``message_value`` finds it for the very message object."""
+        index = {id(m): i for i, m in enumerate(messages)}
+        self._per_message = (messages, index, values)
+
+    def message_value(self, message: object) -> Any:
+        """The value seeded for ``message`` (the very object), None without one."""
+        held = self._per_message
+        if held is None:
+            return None
+        messages, index, values = held
+        i = index.get(id(message))
+        if i is None or messages[i] is not message:
+            return None
+        return values[i]
 
     def mark_seeded(self, messages: object) -> None:
         """Every text of ``messages`` was seeded from stored entries (``_copaw_stored``):

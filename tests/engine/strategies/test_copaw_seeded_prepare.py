@@ -1,8 +1,8 @@
-"""CoPaw's ``prepare`` primes nothing when every text of the transcript was seeded from the
-counts stored at import (``QwenCounter.mark_seeded``/``seeded_for``): the pass it skips
-would have found each text memoised and changed nothing (memo and cut tables equal), and
-the replay equals one that counts everything. A transcript seeded only in part, another
-message sequence or a cleared counter primes as before."""
+"""CoPaw's ``prepare`` primes nothing when every message of the transcript was seeded from
+the counts stored at import (``QwenCounter.mark_seeded``/``seeded_for``): each message's
+count is there and none of its texts is tokenized, and the replay equals one that counts
+everything. A transcript seeded only in part, another message sequence or a cleared
+counter primes as before."""
 
 from __future__ import annotations
 
@@ -46,15 +46,16 @@ def _entries(conversation: Conversation) -> list[list[object] | None]:
 
 
 def test_a_fully_seeded_transcript_has_nothing_left_to_prime() -> None:
+    strategy = copaw.CoPaw()
     for conversation in _conversations():
         messages = conversation.messages
         counter = qwen_tokens.QwenCounter()
         stored_mod.seed_stored_counts(messages, _entries(conversation), counter)
         assert counter.seeded_for(messages), conversation.title
-        memo, tables = dict(counter._memo), dict(counter._tables)
-        counter.prime(copaw._texts(messages), ends=stored_mod.ENDS)  # what prepare skips
-        counter.prime_joined(copaw._tool_inputs(messages), ends=stored_mod.ENDS)
-        assert counter._memo == memo and counter._tables == tables, conversation.title
+        # every message's count is there, none of its texts was tokenized
+        for message in messages:
+            assert counter.message_value(message).tokens == strategy.count_message(message)
+        assert counter.memoised() == 0
         counter.clear()
         assert not counter.seeded_for(messages)
 
@@ -81,6 +82,7 @@ def test_prepare_skips_priming_and_the_replay_is_the_counted_one(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     conversation = _conversations()[-1]
+    entries = _entries(conversation)  # (as the import: before the spy)
     params = {"max_input_length": 16_000}
     gathered: list[int] = []  # prepare gathers the transcript's texts only to prime them
     real_texts = copaw._texts
@@ -93,7 +95,7 @@ def test_prepare_skips_priming_and_the_replay_is_the_counted_one(
     counted = replay_run(conversation, "copaw", params=params)
     assert gathered == [len(conversation.messages)]  # not seeded: primed
     qwen_tokens.qwen_counter().clear()
-    stored_mod.seed_stored_counts(conversation.messages, _entries(conversation))
+    stored_mod.seed_stored_counts(conversation.messages, entries)
     seeded = replay_run(conversation, "copaw", params=params)
     assert gathered == [len(conversation.messages)]  # seeded: nothing gathered
     assert len(seeded.summaries) >= 2
