@@ -50,6 +50,9 @@ class _State:
     compacted_upto: int = -1  # source indexes < this went through tool-result compaction
     skipping: bool = False  # the last check found system + summary over the threshold
     str_tokens: int = 0  # tokens of system + summary as one string
+    # (system text, count of its line pieces but the last, that last piece): the system
+    # prompt's share of ``_system_and_summary``, the same at every compaction
+    system_pieces: tuple[str, int, str] | None = None
 
 
 class CoPaw(Strategy):
@@ -152,7 +155,21 @@ class CoPaw(Strategy):
     def _system_and_summary(self, ctx: ContextView, summary: str) -> int:
         """System + summary as one string (CoPaw counts them concatenated): the system zone
         holds the system alone (``count_system``), the summary zone the difference."""
-        return self._count_by_lines(ctx.system_text + summary)
+        qwen = self._qwen
+        if qwen is None or not qwen.exact:
+            return self.count_text(ctx.system_text + summary)
+        # The line pieces of system + summary are the system's but its last one, then
+        # those of that last piece + summary (a cut depends on the two characters around
+        # it): the former are counted once per replay.
+        st: _State = ctx.state
+        system = ctx.system_text
+        held = st.system_pieces
+        if held is None or held[0] != system:
+            pieces = _line_pieces(system)
+            last = pieces.pop() if pieces else ""
+            qwen.prime(pieces)
+            held = st.system_pieces = (system, sum(map(qwen.count, pieces)), last)
+        return held[1] + self._count_by_lines(held[2] + summary)
 
     # --- geometry -----------------------------------------------------------------------
     def window(self, ctx: ContextView) -> int:

@@ -34,3 +34,25 @@ def test_line_pieces_qwen_count_is_additive(text: str) -> None:
         return len(tok.encode(t, add_special_tokens=False).ids)
 
     assert sum(count(p) for p in _line_pieces(text)) == count(text)
+
+
+@pytest.mark.skipif(_tokenizer() is None, reason="Qwen2.5 tokenizer unavailable")
+def test_system_and_summary_counts_the_system_once() -> None:
+    # CoPaw counts system + summary as one string: the system's pieces are counted once per
+    # replay, the rest with the summary; the total is the count of the joined text, for
+    # every pair of texts (a system ending in a newline, a summary starting with one ...).
+    from types import SimpleNamespace
+
+    from ctxlab.engine.strategies.copaw import CoPaw, _State
+    from ctxlab.engine.tokens.qwen_tokens import QwenCounter
+
+    strategy = CoPaw()
+    exact = QwenCounter()
+    texts = [*TEXTS.values(), "\n", " lead\n", "\nnext\n## Done"]
+    for system in texts:
+        state = _State()
+        for summary in texts:
+            ctx = SimpleNamespace(state=state, system_text=system)
+            got = strategy._system_and_summary(ctx, summary)  # type: ignore[arg-type]
+            assert got == exact.count(system + summary), (system, summary)
+        assert state.system_pieces is not None and state.system_pieces[0] == system
