@@ -134,6 +134,18 @@ def estimate_message(msg: Message) -> int:
 _TEXT, _RESULT = BlockKind.TEXT, BlockKind.TOOL_RESULT
 
 
+# the name of CowAgent's per-message estimates in ``ReferenceTokens`` (stored at import)
+STORED_RULE = "cowagent_estimate"
+
+
+def stored_counts(messages: Sequence[Message]) -> list[int]:
+    """Each message's ``estimate_message``, as the replay counts an original message:
+    computed once at import, stored per message and seeded into the reference counts
+    (``ReferenceTokens.seed_rule(STORED_RULE, ...)``), so a replay makes no tool input's
+    JSON again for its estimate."""
+    return [estimate_message(m) for m in messages]
+
+
 def estimate_system(prompt: str) -> int:
     """The system prompt is estimated as a ``{"role": "system", "content": prompt}`` message."""
     return max(1, estimate_text(prompt))

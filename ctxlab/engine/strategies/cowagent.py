@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -44,6 +44,7 @@ from ._cowagent_rules import CowMsg
 if TYPE_CHECKING:
     from ..core.context import Action
     from ..core.context_view import ContextView
+    from ..tokens.reference import ReferenceTokens
 
 
 @dataclass(slots=True)
@@ -158,6 +159,18 @@ class CowAgentStrategy(Strategy):
 
     def count_message(self, message: Message) -> int:
         return cow.estimate_message(message)
+
+    def message_counter(self, reference: ReferenceTokens, state: Any) -> Callable[[Message], int]:
+        """``count_message``, read from the counts stored at import for an original message
+        (``cow.stored_counts`` seeded as ``cow.STORED_RULE``; without them, counted: the
+        JSON of every tool input was ~10% of a replay)."""
+        estimate, stored = cow.estimate_message, reference.rule_of
+
+        def count(message: Message) -> int:
+            known = stored(cow.STORED_RULE, message)
+            return estimate(message) if known is None else known
+
+        return count
 
     def count_system(self, text: str, message: Message | None) -> int:
         return cow.estimate_system(text)
