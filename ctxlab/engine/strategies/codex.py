@@ -99,6 +99,11 @@ if TYPE_CHECKING:
 LEGACY_AUTO_COMPACT_LIMIT = 256_000  # openai_model_info.rs DEFAULT_AUTO_COMPACT_TOKEN_LIMIT
 DEFAULT_WINDOW = versions.DEFAULT_CONTEXT_WINDOW
 REASONING_FACTOR_DEFAULT = 1.25
+# Where the rollout hides the encrypted reasoning, its tokens per reported reasoning token
+# lie between these (real rollouts: 1.22-1.28 on 0.140-0.142, 1.42-1.46 on 0.145; 0.137-0.140
+# alphas 1.0-1.2): the count's uncertain part, settled by the original's own act.
+REASONING_FACTOR_LOW = 1.0
+REASONING_FACTOR_HIGH = 1.5
 SECTIONS = (
     Section("Goal / user objective", "goal"),
     Section("Current progress and key decisions made", "decisions"),
@@ -147,6 +152,12 @@ class _State:
     reasoning_settled: int = 0  # reasoning estimate of replies before the last user message
     reasoning_previous: int = 0  # the same before the last user message was recorded
     reasoning_open: int = 0  # reasoning estimate of replies after it
+    # The reported reasoning tokens behind those estimates where the rollout kept no
+    # encrypted length (Entire redacts it): the part of the count the file cannot show.
+    guessed_settled: int = 0
+    guessed_previous: int = 0
+    guessed_open: int = 0
+    guessed: int = 0  # ... in the count of the last check
     # Once the replay holds another context than the original: its count = the original's
     # + extra (in reported tokens, fixed when it diverged) + what both held since then
     # differently (estimate) - extra_est (that difference when it diverged).
@@ -390,10 +401,14 @@ class CodexStrategy(Strategy):
         st.original_live += self.count_message(ctx.message(index))
         if msg.role is Role.ASSISTANT:
             st.reasoning_open += self._reasoning_tokens(msg, st.rules)
+            st.guessed_open += self._guessed_reasoning(msg)
         elif is_real_user_message(msg):
             st.reasoning_previous = st.reasoning_settled
             st.reasoning_settled += st.reasoning_open
             st.reasoning_open = 0
+            st.guessed_previous = st.guessed_settled
+            st.guessed_settled += st.guessed_open
+            st.guessed_open = 0
 
     @staticmethod
     def _rules_detail(ctx: ContextView) -> dict[str, str]:
@@ -419,6 +434,31 @@ class CodexStrategy(Strategy):
             factor = version.reasoning_factor
         return round(msg.usage.reasoning * factor)
 
+    @staticmethod
+    def _guessed_reasoning(msg: Message) -> int:
+        """The reported reasoning tokens ``_reasoning_tokens`` multiplies by the factor (a
+        reply without the encrypted length), else 0."""
+        if any(b.kind is BlockKind.OPAQUE and b.raw_type == "reasoning" and b.size > 1_000
+               for b in msg.blocks):  # fmt: skip
+            return 0
+        return msg.usage.reasoning if msg.usage is not None else 0
+
+    def _factor(self, version: versions.VersionRules) -> float | None:
+        """The reasoning factor the count used, None when a pinned factor stands alone."""
+        factor = float(self.params["reasoning_estimate_factor"])
+        return version.reasoning_factor if factor == REASONING_FACTOR_DEFAULT else None
+
+    def _bounds(self, ctx: ContextView, total: int) -> tuple[int, int]:
+        """The count's range while the replay is the original's: the reasoning the rollout
+        does not show lies between REASONING_FACTOR_LOW and _HIGH tokens per reported
+        reasoning token; a diverged replay or a pinned factor has the count alone."""
+        st: _State = ctx.state
+        factor = self._factor(st.rules)
+        if st.diverged or factor is None or not st.guessed:
+            return total, total
+        low = total - round((factor - REASONING_FACTOR_LOW) * st.guessed)
+        return low, total + round((REASONING_FACTOR_HIGH - factor) * st.guessed)
+
     def before_call(self, ctx: ContextView) -> None:
         st: _State = ctx.state
         model = ctx.originals[ctx.source_index].model
@@ -439,7 +479,9 @@ class CodexStrategy(Strategy):
         if check is None:
             return
         total, source, phase = check
-        if total >= limit:
+        # Fire on the count's certain part: where only the reasoning the rollout does not
+        # show would reach the limit, the original's act settles it (``_at_original``).
+        if self._bounds(ctx, total)[0] >= limit:
             self._compact(ctx, total=total, usage_source=source, limit=limit, phase=phase)
 
     def compared_tokens(self, ctx: ContextView) -> int | None:
@@ -476,8 +518,10 @@ class CodexStrategy(Strategy):
                        None)  # fmt: skip
         if user_at is not None:  # pre-turn: before the user message is recorded
             phase, after, reasoning = "pre_turn", suffix[:user_at], st.reasoning_previous
+            st.guessed = st.guessed_previous
         elif any(m.role is Role.TOOL or _has_result(m) for m in map(ctx.message, suffix)):
             phase, after, reasoning = "mid_turn", suffix, st.reasoning_settled
+            st.guessed = st.guessed_settled
         else:
             return None  # no follow-up and no new turn: Codex does not check here
         estimate = sum(self._item_tokens(ctx.message(i), st.rules) for i in after)
@@ -506,6 +550,7 @@ class CodexStrategy(Strategy):
             after.append(live[pos])
         estimate = sum(self._item_tokens(ctx.message(i), st.rules) for i in after)
         source = "reported" if not st.diverged else "reported_adjusted"
+        st.guessed = st.guessed_settled
         if st.last_total is None:
             source = "estimate"
             return ctx.request_tokens() - left_out + st.reasoning_settled, source, "pre_turn"
@@ -559,6 +604,17 @@ class CodexStrategy(Strategy):
             "original_trigger": original.trigger or "auto", "original_pre_tokens":
             original.pre_tokens, **self._rules_detail(ctx), **dict(original.detail),
         }  # fmt: skip
+        if not follow and not manual and check is not None:
+            low, high = self._bounds(ctx, total)
+            if high >= limit > low:
+                # the count reaches the limit only by reasoning the rollout does not show:
+                # the original's compaction here says it did
+                follow = True
+                detail["count_range"] = [low, high]
+                detail["decided_by"] = (
+                    "the original's compaction: the count is uncertain by the redacted "
+                    "reasoning of earlier turns"
+                )
         if not follow:
             with ctx.action(
                 "compact_skipped", reason="the original compacted here; this replay's "
@@ -571,6 +627,7 @@ class CodexStrategy(Strategy):
             self._anchor(ctx, ours)  # our count goes on from what we held, not from theirs
             st.diverged = True
             st.reasoning_settled = st.reasoning_previous = st.reasoning_open = 0
+            st.guessed_settled = st.guessed_previous = st.guessed_open = 0
             if st.rules is not versions.LEGACY:
                 check = self._check_point(ctx, len(ctx.live))
                 if check is not None and check[0] >= limit:
@@ -595,6 +652,7 @@ class CodexStrategy(Strategy):
             if st.last_total is not None:
                 st.last_total = self._post_tokens(ctx, original, ctx.history_tokens)
         st.reasoning_settled = st.reasoning_previous = st.reasoning_open = 0
+        st.guessed_settled = st.guessed_previous = st.guessed_open = 0
         st.summary_at = None
 
     @staticmethod
@@ -748,6 +806,7 @@ class CodexStrategy(Strategy):
             st.diverged = True  # before the scope ends: tokens_after is the new count
         st.summary_at = ctx.source_index
         st.reasoning_settled = st.reasoning_previous = st.reasoning_open = 0
+        st.guessed_settled = st.guessed_previous = st.guessed_open = 0
         if st.rules is not versions.LEGACY and st.last_total is not None:
             self._anchor(ctx, ctx.request_tokens())  # recompute_token_usage: an estimate
         ctx.emit("warning", message=rules.WARNING)

@@ -323,10 +323,13 @@ def test_a_real_0118_mid_turn_compaction_is_reproduced_at_its_step() -> None:
     assert not compactions(replay(conversation, agent_version="legacy"))
 
 
-def collab_rollout(notification: str) -> Conversation:
+def collab_rollout(
+    notification: str, *, compacted: bool = False, output_chars: int = 200
+) -> Conversation:
     """A 0.118 turn: a reply with 200 reasoning tokens and a tool call, then a user-role
     message recorded mid-turn (``notification``), a reply reporting 600 and a ~60-token
-    tool output. Limit: 90% of 1 000."""
+    tool output (then, when ``compacted``, the original's mid-turn compaction). Limit: 90%
+    of 1 000."""
 
     def rec(kind: str, payload: dict[str, object]) -> str:
         return json.dumps({"type": kind, "payload": payload})
@@ -363,7 +366,23 @@ def collab_rollout(notification: str) -> Conversation:
         rec("response_item", msg("user", notification)),
         call("b"),
         count(600, 0, 1_100),
-        output("b", "x" * 200),
+        output("b", "x" * output_chars),
+        *(
+            [
+                rec(
+                    "compacted",
+                    {
+                        "message": "",
+                        "replacement_history": [
+                            msg("user", "review the repo"),
+                            msg("user", notification),
+                        ],
+                    },
+                )
+            ]  # fmt: skip
+            if compacted
+            else []
+        ),
         rec("response_item", msg("assistant", "done")),
         count(700, 0, 1_800),
     ]
@@ -374,13 +393,33 @@ def collab_rollout(notification: str) -> Conversation:
 def test_a_subagent_notification_is_no_user_turn_boundary_for_the_reasoning_count() -> None:
     """session_prefix.rs: <subagent_notification> is session prefix, no user-turn boundary,
     so the reasoning before it (this turn's) is not added: 600 + the tool output < 900. A
-    real user message there would bound it: + 200 x 1.25 reaches the limit."""
+    real user message there would bound it: + 200 x 1.3 (a pinned factor) reaches the
+    limit. At the default factor that reasoning is the count's uncertain part (the rollout
+    hides it): the original did not compact there, so neither does the replay."""
     quiet = replay(collab_rollout('<subagent_notification>\n{"agent_path":"a1"}\n'
-                                  "</subagent_notification>"))  # fmt: skip
+                                  "</subagent_notification>"), reasoning_estimate_factor=1.3)  # fmt: skip
     assert not compactions(quiet)
-    user = replay(collab_rollout("also check the tests"))
+    user = replay(collab_rollout("also check the tests"), reasoning_estimate_factor=1.3)
     (event,) = compactions(user)
     assert event.detail["phase"] == "mid_turn" and event.detail["total_tokens"] >= 900
+    assert not compactions(replay(collab_rollout("also check the tests")))
+
+
+def test_a_count_reached_only_by_hidden_reasoning_is_settled_by_the_original() -> None:
+    """The rollout hides the earlier turn's encrypted reasoning (200 reported tokens): the
+    count is 600 + the tool output (40) + 200 to 300 tokens of it, 890 at the default 1.25,
+    under the limit (900) but over it at the high end. Where the original compacted, its act
+    settles it; a pinned factor stands alone (1.0: under the limit, skipped)."""
+    rollout = collab_rollout("also check the tests", compacted=True, output_chars=100)
+    (original,) = rollout.compactions
+    (event,) = compactions(replay(rollout))
+    assert event.detail["follows_original"]
+    assert "redacted reasoning" in event.detail["decided_by"]
+    low, high = event.detail["count_range"]
+    assert low < event.detail["limit"] <= high and high - low == 100
+    pinned = replay(rollout, reasoning_estimate_factor=1.0)
+    assert not compactions(pinned)
+    assert [e.kind for s in pinned.steps for e in s.events if e.kind == "compact_skipped"]
 
 
 # -- 0.145 (multi-agent collaboration rollouts, entireio/entire-sem) --------------------------
