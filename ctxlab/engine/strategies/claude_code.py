@@ -40,12 +40,18 @@ https://github.com/WoodsCumming/claude-code-source-code).
   document 2 000; thinking text; tool_result content). The importer merges one response's
   lines into one message, so the messages after it are the tool results interleaved with
   its lines and everything later (the 2.1.88 walk back to the response's first line);
-  the response's own later blocks are not added again (its output counts them: 55 of 131
-  real boundaries match ``preTokens`` exactly this way, none when they are added). The
+  up to 2.1.42 the response's own later blocks are not added again (its output counts
+  them: 55 of 131 real 2.0.76-2.1.42 boundaries match ``preTokens`` exactly this way, none
+  when they are added); from 2.1.43 (``later_blocks`` in the version table) they are, as
+  the 2.1.88 code does (a 2.1.81 boundary matches exactly). A tool call of the last
+  response whose result the file never writes before the original's compaction (2.1.49:
+  only its hook lines remain) was counted too: its size is unknown. The
   transcript's usage line may be the one written when the stream started (output 1-25):
   where the version counted the final output (``final_output`` in the table), the
   response's own estimate stands in for it and the count is a range (``count_range``,
-  up to 32 000 more): the trigger fires only on its certain part. Without any usage: the
+  up to 32 000 more): the trigger fires only on its certain part, and at an original
+  compaction either unknown (output, unwritten results) lets the original settle it
+  (``decided_by``). Without any usage: the
   rough estimate of the messages alone (no system prompt, no tools). The usage describes
   the *original* requests, including context the transcript does not show (system
   prompt, tools, CLAUDE.md, attachments; and in a file that starts after a compaction or

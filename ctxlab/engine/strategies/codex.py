@@ -8,7 +8,9 @@
   (tool outputs), on ``get_total_token_usage``: the last response's total + the estimate of
   the items after the last reply (serialized bytes / 4) + the estimate of the encrypted
   reasoning before the last user message (from its length when the rollout has it, else the
-  reported reasoning tokens x ``reasoning_estimate_factor``); limit 90% of the window
+  reported reasoning tokens x ``reasoning_estimate_factor``: at its default that guess is
+  the count's uncertain part, 1.0-1.5 tokens per reported one, so the trigger fires on the
+  certain part and the original's own compaction settles the rest); limit 90% of the window
   (rollouts report 95% of it as ``model_context_window``; the request's model picks it).
 - **0.145** (cli 0.145.0 on; two real compactions checked on 0.145.0-alpha.18): the 0.140
   count and check points with the limit at 83% of the window and 1.44 reasoning tokens per
