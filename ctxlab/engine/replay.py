@@ -73,16 +73,26 @@ class Replay:
             is_start[i] = 1
         strategy.prepare(ctx)
         first = 1 if ctx.system_index is not None else 0
+        append, record, before_call = context.append, context.record, strategy.before_call
+        # (the base class's hook does nothing: not called for every message)
+        after_append = (
+            None
+            if type(strategy).after_append is Strategy.after_append
+            and "after_append" not in getattr(strategy, "__dict__", ())
+            else strategy.after_append
+        )
         for i in range(first, last + 1):
             if is_start[i]:
                 context.source_index = i
-                ctx.run_pending()
-                strategy.before_call(ctx)
-                yield context.record(i)
+                if context.pending:
+                    context.run_pending()
+                before_call(ctx)
+                yield record(i)
                 if i == last:
                     break
-            context.append(i)
-            strategy.after_append(ctx, i)
+            append(i)
+            if after_append is not None:
+                after_append(ctx, i)
 
     @property
     def result(self) -> ReplayResult:

@@ -18,7 +18,7 @@ import heapq
 import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..tokens.reference import ReferenceTokens
 from .catalogue import NOTE_KEY, offline_outcome_note
@@ -39,9 +39,10 @@ from .records import (
     new_step_record,
     new_step_tokens,
 )
+from .strategy import Strategy
 from .summary_input import PackedInput
 from .summary_request import Summarizer, SummarizerError, SummaryRequest
-from .tool_pairs import ToolLedger, _ids_and_result, has_tool_result, tool_ids
+from .tool_pairs import SeenTools, ToolLedger, originals_ids, tool_ids
 
 # Removals of at most this many messages outside the oldest cut ``live`` and the context
 # ranges in place; more are rebuilt once when the step is recorded.
@@ -49,9 +50,6 @@ _FEW_REMOVED = 64
 _AFTER_ANY = 1 << 62  # sorts after any end in a (start, end) range
 _CHUNK = RangeChunks.CHUNK
 _NONE_CHANGED = 1 << 62  # no range changed since the last step's chunks were made
-
-if TYPE_CHECKING:
-    from .strategy import Strategy
 
 
 @dataclass(slots=True)
@@ -142,7 +140,6 @@ class ReplayContext:
         self.strategy = strategy
         self.summarizer = summarizer
         self.reference = reference
-        self._ref_counts = reference.per_message  # each original's count (append reads it)
         self.state: Any = strategy.State()  # the strategy's per-replay state
         # This replay's estimator (a strategy counting with the reference table reads it
         # from here, not from its own instance, which other replays share).
@@ -155,10 +152,19 @@ class ReplayContext:
             summarizer=getattr(summarizer, "name", type(summarizer).__name__),
             message_count=n,
         )
+        # Per source index, read at C level (the view hands strategies these lists'
+        # ``__getitem__``): the current version of each message (``_current`` holds the
+        # modified ones), its reference count, its tool ids; ``_query``: the original is a
+        # user query (not only tool results).
         self._current: dict[int, Message] = {}
+        self._versions: list[Message] = list(self.originals)
+        self.message: Callable[[int], Message] = self._versions.__getitem__
+        self.original: Callable[[int], Message] = self.originals.__getitem__
         self._est: list[int] = [-1] * n
-        self._ref_mod: dict[int, int] = {}
-        self._ids: dict[int, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+        self._ref: list[int] = list(reference.per_message)
+        self.ref_tokens: Callable[[int], int] = self._ref.__getitem__
+        self._ids, self._query = originals_ids(self.originals)
+        self.ids: Callable[[int], tuple[tuple[str, ...], tuple[str, ...]]] = self._ids.__getitem__
         self.alive = bytearray(n)
         self.live: list[int] = []
         self._ranges: list[tuple[int, int]] = []
@@ -195,24 +201,26 @@ class ReplayContext:
         self.turn_start: int | None = None  # source index of the current turn's user query
         self.turn_tokens = 0  # strategy tokens appended since the current turn started
         self.live_tools = ToolLedger()
-        self.orig_tools = ToolLedger(self.live_tools.changed)
+        self.orig_tools = SeenTools()  # the original's ids so far (they only ever join)
         self.broken_tools: set[str] = set()  # live unmatched, matched in the original
         self.pending: list[Pending] = []
         self._next_pending = 0
         self._new_events: list[Event] = []
         self._new_summaries: list[SummaryRecord] = []
         self._new_findings: list[Finding] = []
+        # The request as the strategy counts it for its trigger (``compared_tokens``, else
+        # the estimate): the run's curve, event before/after figures and zones use it.
+        self.counted_tokens: Callable[[], int] = (
+            self.request_tokens  # the default ``compared_tokens`` is always None
+            if type(strategy).compared_tokens is Strategy.compared_tokens
+            else self._compared_or_estimate
+        )
         self.view = ContextView(self)
 
     # --- reading ------------------------------------------------------------------------
-    def message(self, index: int) -> Message:
-        """The current version of source message ``index`` (modified or original)."""
-        msg = self._current.get(index)
-        return msg if msg is not None else self.originals[index]
-
-    def original(self, index: int) -> Message:
-        return self.originals[index]
-
+    # ``message(index)``: the current version of source message ``index`` (modified or
+    # original); ``original(index)``; ``ref_tokens(index)``: its reference count;
+    # ``ids(index)``: its (tool_use ids, tool_result ids): set in ``__init__``.
     def is_modified(self, index: int) -> bool:
         return index in self._current
 
@@ -224,24 +232,13 @@ class ReplayContext:
             self._est[index] = value
         return value
 
-    def ref_tokens(self, index: int) -> int:
-        value = self._ref_mod.get(index)
-        return value if value is not None else self.reference.message(index)
-
-    def ids(self, index: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
-        value = self._ids.get(index)
-        if value is None:
-            value = self._ids[index] = tool_ids(self.message(index))
-        return value
-
     def request_tokens(self) -> int:
         """The whole request under the strategy estimator (system + tools + summary +
         history)."""
         return self.system_tokens + self.tools_tokens + self.summary_tokens + self.history_tokens
 
-    def counted_tokens(self) -> int:
-        """The request as the strategy counts it for its trigger (``compared_tokens``, else
-        the estimate): the run's curve, event before/after figures and zones use it."""
+    def _compared_or_estimate(self) -> int:
+        """``counted_tokens`` of a strategy with its own ``compared_tokens``."""
         compared = self.strategy.compared_tokens(self.view)
         return self.request_tokens() if compared is None else compared
 
@@ -416,34 +413,41 @@ class ReplayContext:
     def _replace(self, index: int, message: Message) -> None:
         was_alive = self.alive[index]
         old_tokens = self.tokens(index)
-        old_ref = self.ref_tokens(index)
-        old_ids = self.ids(index)
+        ref = self._ref
+        old_ref = ref[index]
+        old_ids = self._ids[index]
         self._current[index] = message
+        self._versions[index] = message
         self._est[index] = -1
-        self._ids.pop(index, None)
-        self._ref_mod[index] = self.reference.message_of(message)
+        new_ids = self._ids[index] = tool_ids(message)
+        ref[index] = self.reference.message_of(message)
         if was_alive and index != self.system_index:
             self.history_tokens += self.tokens(index) - old_tokens
-            self.history_ref += self.ref_tokens(index) - old_ref
+            self.history_ref += ref[index] - old_ref
             if old_ids[0] or old_ids[1]:
                 self.live_tools.add(old_ids, -1)
-            new_ids = self.ids(index)
             if new_ids[0] or new_ids[1]:
                 self.live_tools.add(new_ids)
 
     def _remove(self, indexes: Iterable[int]) -> list[int]:
         gone: list[int] = []
+        alive, est, ref, ids_of = self.alive, self._est, self._ref, self._ids
+        system, add = self.system_index, self.live_tools.add
+        tokens = ref_total = 0
         for i in indexes:
-            if not self.alive[i] or i == self.system_index:
+            if not alive[i] or i == system:
                 continue
-            self.alive[i] = 0
-            self.history_tokens -= self.tokens(i)
-            self.history_ref -= self.ref_tokens(i)
-            ids = self.ids(i)
+            alive[i] = 0
+            value = est[i]
+            tokens += value if value >= 0 else self.tokens(i)
+            ref_total += ref[i]
+            ids = ids_of[i]
             if ids[0] or ids[1]:  # (most messages carry no tool id)
-                self.live_tools.add(ids, -1)
+                add(ids, -1)
             gone.append(i)
         if gone:
+            self.history_tokens -= tokens
+            self.history_ref -= ref_total
             live = self.live
             k = len(gone)
             # A new list when a strategy may still iterate the old one (it holds a
@@ -451,7 +455,6 @@ class ReplayContext:
             # else cut in place (a copy increments every item's count: O(live) per
             # removal, quadratic for a strategy dropping a few messages per turn);
             # dropping the oldest messages is the common case and needs no per-item test.
-            alive = self.alive
             shared = sys.getrefcount(live) > 3
             if not any(alive[i] for i in live[:k]):  # the k oldest are exactly the gone ones
                 if shared:
@@ -497,8 +500,8 @@ class ReplayContext:
         for i in back:
             self.alive[i] = 1
             self.history_tokens += self.tokens(i)
-            self.history_ref += self.ref_tokens(i)
-            self.live_tools.add(self.ids(i))
+            self.history_ref += self._ref[i]
+            self.live_tools.add(self._ids[i])
         live = self.live  # both in source order; a new list (strategies may hold the old)
         if not live or back[0] > live[-1]:
             self.live = live + back
@@ -514,7 +517,8 @@ class ReplayContext:
         if self.turn_start is not None:
             # live is in source order: the current turn is a suffix of it
             start = bisect.bisect_left(self.live, self.turn_start)
-            self.turn_tokens = sum(self.tokens(i) for i in self.live[start:])
+            # every live message is counted (``append``, ``_replace`` and ``_restore`` count it)
+            self.turn_tokens = sum(map(self._est.__getitem__, self.live[start:]))
 
     def _context_ranges(self) -> list[tuple[int, int]]:
         if self._ranges_dirty:
@@ -572,7 +576,6 @@ class ReplayContext:
     def append(self, index: int) -> None:
         """Source message ``index`` joins the history (as the original agent appends it)."""
         self.source_index = index
-        msg = self.originals[index]
         self.alive[index] = 1
         self.live.append(index)
         if not self._ranges_dirty:
@@ -582,27 +585,16 @@ class ReplayContext:
             else:
                 ranges.append((index, index + 1))
         # A newly appended message is the original unless a strategy already replaced it.
-        current = self._current.get(index) if self._current else None
         tokens = self._est[index]
         if tokens < 0:
-            tokens = self._est[index] = self._count_message(msg if current is None else current)
+            tokens = self._est[index] = self._count_message(self._versions[index])
         self.history_tokens += tokens
-        if current is None:
-            self.history_ref += self._ref_counts[index]
-        else:
-            self.history_ref += self.ref_tokens(index)
-        ids = self._ids.get(index)
-        if ids is None:
-            ids, has_result = _ids_and_result(msg if current is None else current)
-            self._ids[index] = ids
-            if current is not None:  # the turn is the original's: its own result test
-                has_result = has_tool_result(msg)
-        else:
-            has_result = has_tool_result(msg)
+        self.history_ref += self._ref[index]
+        ids = self._ids[index]
         if ids[0] or ids[1]:
             self.live_tools.add(ids)
-            self.orig_tools.add(ids, mark=False)  # (the same ids were just marked changed)
-        if msg.role is Role.USER and not has_result:
+            self.orig_tools.add(ids)
+        if self._query[index]:  # the turn is the original's: its own test
             self.last_user_query = index
             self.turn_start = index
             self.turn_tokens = tokens
@@ -610,6 +602,8 @@ class ReplayContext:
             self.turn_tokens += tokens
 
     def run_pending(self) -> None:
+        if not self.pending:
+            return
         due = [p for p in self.pending if p.due <= self.step]
         if not due:
             return
@@ -622,24 +616,30 @@ class ReplayContext:
         self.source_index = source_index
         self.check_findings()
         usage = self.originals[source_index].usage
+        events, summaries, findings = self._new_events, self._new_summaries, self._new_findings
         # Positional, every field in order (see records.new_step_record).
         record = new_step_record(
             self.step,
             source_index,
             new_step_tokens(
-                self.counted_tokens(), self.request_ref(), usage.prompt_tokens if usage else None
+                self.counted_tokens(),
+                self.system_ref + self.tools_ref + self.summary_ref + self.history_ref,
+                usage.prompt_tokens if usage else None,
             ),
             self.strategy.zones(self.view),
             self.context_ranges(),
             self.summary_id,
-            tuple(self._new_events),
-            tuple(self._new_summaries),
-            tuple(self._new_findings),
+            tuple(events) if events else (),
+            tuple(summaries) if summaries else (),
+            tuple(findings) if findings else (),
             tuple(p.description for p in self.pending) if self.pending else (),
         )
-        self._new_events.clear()
-        self._new_summaries.clear()
-        self._new_findings.clear()
+        if events:
+            events.clear()
+        if summaries:
+            summaries.clear()
+        if findings:
+            findings.clear()
         self.result.steps.append(record)
         self.step += 1
         return record
@@ -651,9 +651,11 @@ class ReplayContext:
         if changed:
             # Only the ids touched since the last step: sources may leave many calls unanswered,
             # and a set difference of every one at every step grew with the transcript.
-            live_bad, orig_bad = self.live_tools.unmatched, self.orig_tools.unmatched
+            live_bad, orig = self.live_tools.unmatched, self.orig_tools
+            orig_uses, orig_results = orig.uses, orig.results
             for tid in changed:
-                if tid in live_bad and tid not in orig_bad:
+                # unmatched live, matched (or not yet seen) in the original
+                if tid in live_bad and (tid in orig_uses) == (tid in orig_results):
                     broken.add(tid)
                 else:
                     broken.discard(tid)

@@ -12,6 +12,7 @@ for every replay), so one strategy instance can replay twice, or in two threads 
 
 from __future__ import annotations
 
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
     from .model import Conversation, Message
     from .records import Event, ReplayResult, SummaryRecord
     from .strategy import Strategy
-    from .tool_pairs import ToolLedger
+    from .tool_pairs import SeenTools, ToolLedger
 
 
 class ReadOnlyContextError(AttributeError):
@@ -201,12 +202,21 @@ class ContextView:
         return self._ctx.live_tools
 
     @property
-    def orig_tools(self) -> ToolLedger:
+    def orig_tools(self) -> SeenTools:
         return self._ctx.orig_tools
 
     @property
     def pending(self) -> list[Pending]:
         return self._ctx.pending
+
+
+# Every property above reads the context's attribute of the same name; at run time each is
+# that read done at C level (``attrgetter``), no Python frame per read: strategies read
+# these many times a step.
+for _name, _value in list(vars(ContextView).items()):
+    if isinstance(_value, property):
+        setattr(ContextView, _name, property(attrgetter(f"_ctx.{_name}"), doc=_value.__doc__))
+del _name, _value
 
 
 __all__ = ["ContextView", "ReadOnlyContextError"]

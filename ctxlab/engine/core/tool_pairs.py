@@ -6,6 +6,8 @@ messages come and go; a tool call whose answer the live history lost is a broken
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from .model import BlockKind, Message, Role
 
 _NO_IDS: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())  # shared by the many without
@@ -27,6 +29,35 @@ def _ids_and_result(message: Message) -> tuple[tuple[tuple[str, ...], tuple[str,
             if b.tool_id:
                 results.append(b.tool_id)
     return ((tuple(uses), tuple(results)) if uses or results else _NO_IDS), has_result
+
+
+def originals_ids(
+    messages: Sequence[Message],
+) -> tuple[list[tuple[tuple[str, ...], tuple[str, ...]]], bytearray]:
+    """Each message's ``tool_ids`` and whether it is a user query (``is_user_query``), in
+    one pass over the conversation: the replay context reads both for every appended
+    message, by index."""
+    ids: list[tuple[tuple[str, ...], tuple[str, ...]]] = [_NO_IDS] * len(messages)
+    query = bytearray(len(messages))
+    use_kind, result_kind, user = BlockKind.TOOL_USE, BlockKind.TOOL_RESULT, Role.USER
+    for i, message in enumerate(messages):
+        uses: list[str] = []
+        results: list[str] = []
+        has_result = False
+        for b in message.blocks:
+            kind = b.kind
+            if kind is use_kind:
+                if b.tool_id:
+                    uses.append(b.tool_id)
+            elif kind is result_kind:
+                has_result = True
+                if b.tool_id:
+                    results.append(b.tool_id)
+        if uses or results:
+            ids[i] = (tuple(uses), tuple(results))
+        if message.role is user and not has_result:
+            query[i] = 1
+    return ids, query
 
 
 def tool_ids(message: Message) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -77,3 +108,23 @@ class ToolLedger:
                 unmatched.discard(tid)
             else:
                 unmatched.add(tid)
+
+
+class SeenTools:
+    """The tool_use / tool_result ids of the original messages appended so far: they only
+    ever join, so an id is unmatched in the original when exactly one of its sides was
+    seen (what a ``ToolLedger`` of them holds, kept as two sets updated at C level)."""
+
+    __slots__ = ("results", "uses")
+
+    def __init__(self) -> None:
+        self.uses: set[str] = set()
+        self.results: set[str] = set()
+
+    def add(self, ids: tuple[tuple[str, ...], tuple[str, ...]]) -> None:
+        self.uses.update(ids[0])
+        self.results.update(ids[1])
+
+    @property
+    def unmatched(self) -> set[str]:
+        return self.uses ^ self.results
