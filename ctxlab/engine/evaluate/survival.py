@@ -308,7 +308,7 @@ class _ReplayObserver:
         sfacts = extract.fact_set(summary) if summary else frozenset()
         swords = content_words(summary) if summary else frozenset()
         comp = CompactionSurvival(event.kind, event.step, None, len(touched))
-        _count_risk(comp, settled.risk, settled.stayed, sfacts, swords)
+        _count_risk(comp, settled.risk, settled.verdicts)
         for fact in sorted(self._extras(touched)):
             in_context = any(settled.in_context(j) for j in self.extra_holders(fact))
             by_summary = lost.kept_by_summary(fact, sfacts, swords)
@@ -335,27 +335,24 @@ class _ReplayObserver:
 
 
 def _count_risk(
-    comp: CompactionSurvival,
-    risk: Iterable[Fact],
-    stayed: Callable[[Fact], bool],
-    sfacts: frozenset[Fact],
-    swords: frozenset[str],
+    comp: CompactionSurvival, risk: Iterable[Fact], verdicts: Mapping[Fact, int]
 ) -> None:
-    """``comp.count(fact, stayed(fact), kept_by_summary(fact, ...))`` for every fact of
-    ``risk`` in sorted order (lost's own verdict: one rule for both), without sorting them
-    all: counts do not depend on the order, and the lost examples kept per category are
-    the first ``LOST_EXAMPLES`` values in sorted order, categories in sorted order."""
+    """``comp.count(fact, stayed, kept by the summary)`` for every fact of ``risk`` in
+    sorted order, from lost's verdicts (``lost.Settled.verdicts``: one rule for both),
+    without sorting them all: counts do not depend on the order, and the lost examples
+    kept per category are the first ``LOST_EXAMPLES`` values in sorted order, categories
+    in sorted order."""
     counts = comp.counts
-    kept_by_summary = lost.kept_by_summary
     lost_values: dict[str, list[str]] = {}
     for fact in risk:
         row = counts[fact[0]]
         row[0] += 1
-        if stayed(fact):
-            row[1] += 1
-            row[2] += kept_by_summary(fact, sfacts, swords)
-        else:
+        verdict = verdicts[fact]
+        if verdict == lost.LOST:
             lost_values.setdefault(fact[0], []).append(fact[1])
+        else:
+            row[1] += 1
+            row[2] += verdict == lost.KEPT_BY_SUMMARY
     for kind in sorted(lost_values):
         examples = comp.lost.setdefault(kind, [])
         values = lost_values[kind]

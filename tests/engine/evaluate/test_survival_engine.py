@@ -307,7 +307,17 @@ def test_risk_counted_without_sorting_every_fact_as_the_sorted_rule_counts() -> 
             fact, fact in stayed_set, survival.lost.kept_by_summary(fact, summary, words)
         )
     got = survival.CompactionSurvival("k", 1, None, 3)
-    survival._count_risk(got, risk, stayed_set.__contains__, summary, words)
+    from ctxlab.engine.evaluate import lost
+
+    verdicts = {
+        f: lost.KEPT_BY_SUMMARY
+        if f in stayed_set and lost.kept_by_summary(f, summary, words)
+        else lost.IN_CONTEXT
+        if f in stayed_set
+        else lost.LOST
+        for f in risk
+    }  # lost's verdicts (``Settled.verdicts``)
+    survival._count_risk(got, risk, verdicts)
     assert got.as_dict() == expected.as_dict()
     assert list(got.lost) == list(expected.lost) == sorted(expected.lost)
     assert max(len(v) for v in got.lost.values()) == survival.LOST_EXAMPLES
