@@ -220,7 +220,24 @@ class QwenPaw(Strategy):
         return int(_utf8_len(text) / self.divisor + 0.5)
 
     def count_message(self, message: Message) -> int:
-        return agentscope.message_tokens(message, self.count_text)
+        """``agentscope.message_tokens(message, self.count_text)``, its common blocks
+        inlined (text, thinking, a tool call as name + input, a tool result without
+        parts): every message is counted when it joins the history."""
+        divisor = self.divisor
+        total = 0
+        for b in message.blocks:
+            kind = b.kind
+            if kind is BlockKind.TEXT or kind is BlockKind.THINKING:
+                size = _utf8_len(b.text)
+            elif kind is BlockKind.TOOL_USE:
+                size = _utf8_len(b.tool_name) + _utf8_len(b.input_json)
+            elif kind is BlockKind.TOOL_RESULT and not b.parts:
+                size = _utf8_len(b.text)
+            else:  # media, parts, opaque: the shared rule
+                return agentscope.message_tokens(message, self.count_text)
+            if size:
+                total += int(size / divisor + 0.5)
+        return total
 
     def count_tools(self, tools: object) -> int:
         return 0  # tool schemas never enter LightContextManager's arithmetic
@@ -285,13 +302,11 @@ class QwenPaw(Strategy):
         offloaded: list[tuple[int, Message, str, str]] = []
         truncated: list[tuple[int, Message]] = []
         extra_files: list[tuple[str, str]] = []  # a message's 2nd.. offloaded files
+        exempt = st.exempt
         for index, limit in todo:
             msg = ctx.message(index)
-            for b in msg.blocks:
-                if b.kind is BlockKind.TOOL_RESULT:
-                    break
-            else:
-                continue  # no tool result
+            if not _over_limit(msg, limit, recent_limit, exempt):
+                continue  # (the common case: no tool result, or none over its limit)
             blocks = list(msg.blocks)
             changed = False
             paths: list[str] = []
@@ -503,6 +518,26 @@ class QwenPaw(Strategy):
             **detail,
         ) as act:
             act.remove(drop, Fate.DROPPED)
+
+
+def _over_limit(msg: Message, limit: int, recent_limit: int, exempt: set[str]) -> bool:
+    """True when a tool result text of ``msg`` is over its limit and the slack (the only
+    texts ``_truncate`` may change: a text within them is left alone, and so is one
+    truncated before, whose part before the marker is shorter still)."""
+    for b in msg.blocks:
+        if b.kind is not BlockKind.TOOL_RESULT:
+            continue
+        room = (recent_limit if b.tool_id in exempt else limit) + SLACK
+        if b.parts:
+            for part in b.parts:
+                text = part.text
+                if part.kind is BlockKind.TEXT and len(text) * 4 > room and _utf8_len(text) > room:
+                    return True
+        else:
+            text = b.text
+            if len(text) * 4 > room and _utf8_len(text) > room:
+                return True
+    return False
 
 
 STRATEGY = QwenPaw
