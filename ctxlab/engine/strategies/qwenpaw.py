@@ -34,7 +34,10 @@ from ..stages.markers import QWENPAW_MARKER, qwenpaw_retruncate, qwenpaw_truncat
 from ..stages.split import largest_aligned_suffix
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
     from ..core.context_view import ContextView
+    from ..tokens.reference import ReferenceTokens
 
 SLACK = 100  # bytes: outputs within max_bytes + 100 are left alone
 
@@ -238,6 +241,20 @@ class QwenPaw(Strategy):
             if size:
                 total += int(size / divisor + 0.5)
         return total
+
+    def message_counter(self, reference: ReferenceTokens, state: Any) -> Callable[[Message], int]:
+        """``count_message``, read from the estimates stored at import for an original
+        message (``stored_counts``, seeded as ``STORED_RULE``; at the default divisor)."""
+        count = self.count_message
+        if self.divisor != STORED_DIVISOR:
+            return count
+        stored = reference.rule_of
+
+        def counted(message: Message) -> int:
+            known = stored(STORED_RULE, message)
+            return count(message) if known is None else known
+
+        return counted
 
     def count_tools(self, tools: object) -> int:
         return 0  # tool schemas never enter LightContextManager's arithmetic
@@ -518,6 +535,21 @@ class QwenPaw(Strategy):
             **detail,
         ) as act:
             act.remove(drop, Fate.DROPPED)
+
+
+# QwenPaw's per-message estimates at the default divisor, in ``ReferenceTokens`` (stored at
+# import, ``stored_counts``)
+STORED_RULE = "qwenpaw_estimate"
+STORED_DIVISOR = 4.0
+
+
+def stored_counts(messages: Sequence[Message]) -> list[int]:
+    """Each message's ``count_message`` at the default divisor, as the replay counts an
+    original message: computed once at import, stored per message and seeded into the
+    reference counts (``ReferenceTokens.seed_rule(STORED_RULE, ...)``), so a replay
+    makes no original's tool input JSON again for its estimate."""
+    count = QwenPaw({"token_count_estimate_divisor": STORED_DIVISOR}).count_message
+    return [count(m) for m in messages]
 
 
 def _over_limit(msg: Message, limit: int, recent_limit: int, exempt: set[str]) -> bool:

@@ -1,0 +1,79 @@
+"""QwenPaw's per-message estimates stored at import (``qwenpaw.stored_counts``, seeded into
+the reference counts as ``ReferenceTokens.seed_rule(qwenpaw.STORED_RULE, ...)``): each is
+the estimate the replay gives the message, a replay from them equals one that estimates
+every message, the replay really reads them (no original is estimated again), a modified
+message (a truncated tool result) is still estimated, and another divisor ignores them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from builders import plain
+
+from ctxlab.engine import synth
+from ctxlab.engine.core.model import Conversation, Message
+from ctxlab.engine.replay import run as replay_run
+from ctxlab.engine.strategies import qwenpaw
+from ctxlab.engine.synth import realistic as synth_realistic
+from ctxlab.engine.tokens.reference import ReferenceTokens, seed_reference_tokens
+
+CORPUS = Path(__file__).resolve().parents[2] / "data" / "corpus"
+PARAMS = {"max_input_length": 16_000, "pruning_old_msg_max_bytes": 600}  # prunes, compacts
+
+
+def _conversations() -> list[Conversation]:
+    real = sorted(synth.corpus_conversations(CORPUS), key=lambda c: -len(c.messages))[:2]
+    return [*real, synth_realistic.realistic_bench_conversation(CORPUS, messages=600, seed=3)]
+
+
+def _seeded(conversation: Conversation, counts: list[int]) -> ReferenceTokens:
+    reference = seed_reference_tokens(conversation, ReferenceTokens(conversation).per_message)
+    assert reference.seed_rule(qwenpaw.STORED_RULE, counts)
+    return reference
+
+
+def test_the_stored_counts_are_qwenpaws_own() -> None:
+    strategy = qwenpaw.QwenPaw()
+    for conversation in _conversations():
+        counts = qwenpaw.stored_counts(conversation.messages)
+        assert counts == [strategy.count_message(m) for m in conversation.messages]
+
+
+def test_a_replay_from_stored_counts_equals_an_estimated_one() -> None:
+    for conversation in _conversations():
+        counts = qwenpaw.stored_counts(conversation.messages)
+        for params in ({}, PARAMS):
+            counted = replay_run(conversation, "qwenpaw", params=params)
+            seeded = replay_run(
+                conversation, "qwenpaw", params=params, reference=_seeded(conversation, counts)
+            )
+            assert plain(seeded) == plain(counted), (conversation.title, params)
+    kinds = {e.kind for e in counted.events}
+    assert {"summarise", "offload"} <= kinds, kinds
+
+
+def test_no_original_is_estimated_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    conversation = synth_realistic.realistic_bench_conversation(CORPUS, messages=300, seed=3)
+    counts = qwenpaw.stored_counts(conversation.messages)
+    asked: list[Message] = []  # kept alive: their ids stay theirs
+    real = qwenpaw.QwenPaw.count_message
+
+    def spy(self: qwenpaw.QwenPaw, message: Message) -> int:
+        asked.append(message)
+        return real(self, message)
+
+    monkeypatch.setattr(qwenpaw.QwenPaw, "count_message", spy)
+    replay_run(conversation, "qwenpaw", params=PARAMS, reference=_seeded(conversation, counts))
+    originals = {id(m) for m in conversation.messages}
+    assert asked, "truncated tool results are estimated"
+    assert not [m for m in asked if id(m) in originals]
+    # another divisor: the stored estimates are not its own, every message is estimated
+    asked.clear()
+    other = {**PARAMS, "token_count_estimate_divisor": 3.0}
+    changed = [c + 1_000 for c in counts]  # (would show if they were read)
+    seeded = replay_run(
+        conversation, "qwenpaw", params=other, reference=_seeded(conversation, changed)
+    )
+    assert plain(seeded) == plain(replay_run(conversation, "qwenpaw", params=other))
+    assert len([m for m in asked if id(m) in originals]) >= len(conversation.messages) - 1
