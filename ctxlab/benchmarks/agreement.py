@@ -14,7 +14,9 @@ checkpoints hold it, ``sources.entire``) or a flat directory of transcripts (``*
 ``*.json``, format sniffed).
 
 Result lines, per strategy (``name[strategy]=value``; ``n/a`` when nothing was measured):
-``agreement_same_step_share``, ``agreement_within_1_step_share`` (over in-file original
+``agreement_same_step_share``, ``agreement_same_step_own_count_share`` (the same step by the
+replay's own count: not where the transcript left the count open and the original's act
+settled it, ``Agreement.decided_by``), ``agreement_within_1_step_share`` (over in-file original
 compactions: step > 0, not before the file's first request), ``agreement_count_equal_share``
 (files where the replay compacted as often as the original did in the file, each family:
 whole-context and microcompact), ``agreement_pre_tokens_median_error`` (median of
@@ -131,6 +133,11 @@ class Tally:
         return sum(r.step_difference == 0 for r in self.rows)
 
     @property
+    def same_step_own(self) -> int:
+        """Same step by the replay's own count: not settled by the original's act."""
+        return sum(r.step_difference == 0 and not r.decided_by for r in self.rows)
+
+    @property
     def within_1(self) -> int:
         return sum(r.step_difference is not None and abs(r.step_difference) <= 1 for r in self.rows)
 
@@ -147,6 +154,7 @@ class Tally:
         n = len(self.rows)
         return {
             "agreement_same_step_share": _share(self.same_step, n),
+            "agreement_same_step_own_count_share": _share(self.same_step_own, n),
             "agreement_within_1_step_share": _share(self.within_1, n),
             "agreement_count_equal_share": _share(self.count_equal, self.replayed_files),
             "agreement_pre_tokens_median_error": (
@@ -301,14 +309,15 @@ def run(out: TextIO) -> list[dict[str, Any]]:
         f"{overall.files} file{'' if overall.files == 1 else 's'} of agents with a strategy, "
         f"{seconds:.1f} s\n"
         f"{'strategy':<28} {'version':<10} {'files':>5} {'clean':>5} {'comp':>5} "
-        f"{'same':>5} {'±1':>5} {'count=':>6} {'tok err':>8}\n"
+        f"{'same':>5} {'own':>5} {'±1':>5} {'count=':>6} {'tok err':>8}\n"
     )
     rows: list[dict[str, Any]] = []
     for (strategy, version), tally in sorted(by_version.items(), key=_version_order):
         fig = tally.figures()
         out.write(
             f"{strategy:<28} {version:<10} {tally.files:>5} {tally.clean:>5} "
-            f"{len(tally.rows):>5} {tally.same_step:>5} {tally.within_1:>5} "
+            f"{len(tally.rows):>5} {tally.same_step:>5} {tally.same_step_own:>5} "
+            f"{tally.within_1:>5} "
             f"{tally.count_equal:>6} {_text(fig['agreement_pre_tokens_median_error']):>8}\n"
         )
         rows.append(
@@ -318,6 +327,7 @@ def run(out: TextIO) -> list[dict[str, Any]]:
                 "files": tally.files,
                 "compactions": len(tally.rows),
                 "same_step": tally.same_step,
+                "same_step_own_count": tally.same_step_own,
                 "within_1_step": tally.within_1,
                 "count_equal": tally.count_equal,
                 "pre_tokens_median_error": fig["agreement_pre_tokens_median_error"],

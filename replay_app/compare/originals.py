@@ -36,6 +36,7 @@ class OriginalRow:
     replay_kind: str
     rules_version: str
     rules_reason: str
+    decided_by: str  # the original's act settled a count the transcript leaves open
     relation_key: str  # catalogue.RELATIONS
     relation: str
 
@@ -99,6 +100,7 @@ def original_row(stored: Mapping[str, Any]) -> OriginalRow:
         replay_kind=str(stored.get("replay_kind") or ""),
         rules_version=str(stored.get("rules_version") or ""),
         rules_reason=str(stored.get("rules_reason") or ""),
+        decided_by=str(stored.get("decided_by") or ""),
         relation_key=key,
         relation=relation_label(
             key,

@@ -100,11 +100,13 @@ def test_agreement_lines_match_agreement_rows(vendored: Bench, strategy: str) ->
     ]
     assert lines[("agreement_compactions", strategy)] == str(len(rows))
     assert lines[("agreement_same_step_share", strategy)] == _share(same, len(rows))
+    own = sum(r["step_difference"] == 0 and not r["decided_by"] for r in rows)
+    assert lines[("agreement_same_step_own_count_share", strategy)] == _share(own, len(rows))
     assert lines[("agreement_within_1_step_share", strategy)] == _share(near, len(rows))
     assert lines[("agreement_count_equal_share", strategy)] == _share(equal, files)
     median = str(round(statistics.median(errors), 4)) if errors else "n/a"
     assert lines[("agreement_pre_tokens_median_error", strategy)] == median
-    for key in ("same_step", "within_1_step", "count_equal", "import_clean"):
+    for key in ("same_step", "same_step_own_count", "within_1_step", "count_equal", "import_clean"):
         value = lines[(f"agreement_{key}_share", strategy)]
         assert value == "n/a" or 0.0 <= float(value) <= 1.0
 

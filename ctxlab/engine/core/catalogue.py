@@ -447,6 +447,10 @@ _AGREEMENT_MEASURES: tuple[AgreementWord, ...] = (
     AgreementWord("agreement_same_step_share", "same step",
                   "in-file original compactions (step > 0) the replay reproduced at the same "
                   "step"),
+    AgreementWord("agreement_same_step_own_count_share", "same step by its own count",
+                  "in-file original compactions the replay reproduced at the same step by "
+                  "its own count, not where the transcript left the count open and the "
+                  "original's compaction settled it (the strategy's decided_by)"),
     AgreementWord("agreement_within_1_step_share", "within ±1 step",
                   "in-file original compactions the replay reproduced within one step"),
     AgreementWord("agreement_count_equal_share", "same number of compactions",

@@ -147,7 +147,8 @@ def original_kind_key(compaction: OriginalCompaction, *, readable: bool = True) 
 @dataclass(frozen=True, slots=True)
 class ReplayCompaction:
     """One compacting event of a replay: its step, the strategy's count before it, its kind
-    and detail (``rules_version``/``rules_reason`` when the strategy says which agent
+    and detail (``decided_by`` when the original's act settled an uncertain count;
+    ``rules_version``/``rules_reason`` when the strategy says which agent
     version's rules ran)."""
 
     step: int
@@ -188,6 +189,10 @@ class Agreement:
     replay_kind: str = ""
     rules_version: str = ""  # the agent version whose rules the replay's compaction ran
     rules_reason: str = ""
+    # Why the replay's paired compaction followed the original's (the strategy's
+    # ``decided_by``: the count the transcript leaves open reached the threshold only by
+    # what the file cannot show); "" when the replay's own count decided.
+    decided_by: str = ""
 
     @property
     def in_file(self) -> bool:
@@ -228,6 +233,7 @@ class Agreement:
             "replay_kind": self.replay_kind,
             "rules_version": self.rules_version,
             "rules_reason": self.rules_reason,
+            "decided_by": self.decided_by,
             "step_difference": self.step_difference,
             "agree": self.agree,
             "relation_key": self.relation_key,
@@ -289,6 +295,7 @@ def trigger_agreement(
                 replay_kind=pick.kind if pick else "",
                 rules_version=detail.get("rules_version", ""),
                 rules_reason=detail.get("rules_reason", ""),
+                decided_by=detail.get("decided_by", ""),
             )
         )
     return rows
@@ -310,7 +317,7 @@ def replay_compactions(result: ReplayResult) -> list[ReplayCompaction]:
             e.kind,
             tuple(
                 (key, str(e.detail[key]))
-                for key in ("rules_version", "rules_reason")
+                for key in ("rules_version", "rules_reason", "decided_by")
                 if e.detail.get(key) not in (None, "")
             ),
         )

@@ -67,6 +67,9 @@ def test_the_original_settles_a_count_the_file_cannot_show(
     assert why in detail["decided_by"]
     (agreement,) = agreements(conversation, result)
     assert agreement.step_difference == 0 and agreement.replay_step == step
+    # the agreement says the original settled it: not the replay's own count
+    assert agreement.decided_by == detail["decided_by"]
+    assert agreement.as_dict()["decided_by"] == detail["decided_by"]
 
 
 def test_a_call_whose_result_is_written_leaves_only_the_output_open() -> None:

@@ -102,6 +102,7 @@ def test_run_page_and_twin_read_one_object(
                 "agent_version": "9.9.9-marked",
                 "rules_version": "2.1.14",
                 "rules_reason": "the transcript's version",
+                "decided_by": "the original's compaction: <count> uncertain",
             }
         )
         micro = originals.original_row(
@@ -118,7 +119,11 @@ def test_run_page_and_twin_read_one_object(
     assert 'data-cleared="7"' in table and "7 tool results cleared" in table
     assert "21,000 tokens saved" in table and "the transcript&#x27;s version" in table
     assert 'data-relation="not_reproduced"' in table  # the micro row has no replay step
+    assert "settled by the original&#x27;s compaction: &lt;count&gt; uncertain" in table
+    assert table.count('class="small muted decided-by"') == 1  # the micro row: its own count
     data = json.loads(auth_client.get(near.get_absolute_url() + "?format=json").content)
     manual, micro = data["original_compactions"]
     assert (manual["instructions"], manual["agent_version"]) == (FOCUS, "9.9.9-marked")
+    assert manual["decided_by"] == "the original's compaction: <count> uncertain"
+    assert micro["decided_by"] == ""
     assert (micro["cleared"], micro["relation"]) == (7, "not reproduced")
