@@ -150,13 +150,20 @@ META_RE = re.compile(
 _META_FIRST = harness.LINE_FIRST | {"（"}
 _TOOL_FIRST = ("[", "<")
 # Every ``META_RE`` match holds one of these: a text without any holds no harness line.
+# A tag's match opens with "<" (``</?tag``): the tags are looked for only in a text with one.
 _META_NEEDLES = (*harness.LINE_NEEDLES, "(Extractive summary", "（抽取式摘要")
+_META_TAGS = tuple(n for n in _META_NEEDLES if n in harness.HARNESS_TAGS)
+_META_OTHERS = tuple(n for n in _META_NEEDLES if n not in harness.HARNESS_TAGS)
 
 
 def _may_hold_meta(text: str) -> bool:
-    for needle in _META_NEEDLES:  # noqa: SIM110 (a loop, no generator: runs for every head)
+    for needle in _META_OTHERS:  # noqa: SIM110 (a loop, no generator: runs for every head)
         if needle in text:
             return True
+    if "<" in text:
+        for tag in _META_TAGS:  # noqa: SIM110
+            if tag in text:
+                return True
     return False
 
 
@@ -239,10 +246,11 @@ def _call_args(args: str) -> Any:
     """A rendered tool call's arguments decoded: JSON, Cline's ``key=JSON`` list, or the
     Python dict repr BaseAgent renders (a literal only, size-bounded); the raw string when
     none of them."""
-    try:
-        return json.loads(args)
-    except ValueError:
-        pass
+    if not args.startswith("{'"):  # no JSON text does (BaseAgent's reprs mostly do)
+        try:
+            return json.loads(args)
+        except ValueError:
+            pass
     if _KEY_RE.match(args):
         pairs = _kv_args(args)
         if pairs is not None:
@@ -515,14 +523,24 @@ def _cannot_match(head: str, words: tuple[str, ...]) -> bool:
     boundary. So every match contains one of the words, lowercased."""
     if not head.isascii() or "\\" in head:
         return False
-    if any(mark in head for mark in _CALL_MARKS) and (
-        _QUOTE_PAIR.search(head) or _ARGV_LIST.search(head)
-    ):
-        return False
+    for mark in _CALL_MARKS:  # loops, no generators: this runs for every item scanned
+        if mark in head:
+            if _QUOTE_PAIR.search(head) or _ARGV_LIST.search(head):
+                return False
+            break
     low = head.lower()
-    return not any(word in low for word in words)
+    for word in words:  # noqa: SIM110
+        if word in low:
+            return False
+    return True
 
 
+# Each pattern's ASCII words after an opening word boundary, any case, without the closing
+# one (``_plain_miss``).
+_OPENINGS = {
+    pattern: re.compile(r"\b(?:" + "|".join(map(re.escape, words)) + ")", re.IGNORECASE)
+    for pattern, words in _WORDS.items()
+}
 # Each pattern's literal (CJK) alternatives, and the only non-ASCII letters that
 # ``re.IGNORECASE`` matches to an ASCII letter (İ ı -> i, ſ -> s, Kelvin sign -> k).
 _LITERALS = {CONSTRAINT_RE: ("必须", "不要", "请", "务必", "避免", "只"),
@@ -582,28 +600,48 @@ def _matches_in_marked_lines(
     # found in the whole text at once (``str.find``), then mapped to their lines:
     # lowercasing keeps every position (only İ, a fold letter, grows)
     low = head.lower()
-    ends = list(itertools.accumulate(map(len, head.splitlines(keepends=True))))
-    hinted = set()
+    hits: list[int] = []  # where a word or literal is
     for needle in words + _LITERALS[pattern]:
         at = low.find(needle)
         while at >= 0:
-            hinted.add(bisect.bisect_right(ends, at))
+            hits.append(at)
             at = low.find(needle, at + 1)
-    calls = set()
+    marks: list[int] = []  # where a tool call's mark is
     for mark in _CALL_MARKS:
         at = head.find(mark)
         while at >= 0:
-            calls.add(bisect.bisect_right(ends, at))
+            marks.append(at)
             at = head.find(mark, at + 1)
-    if not hinted and not calls:
+    if not hits and not marks:
         return
+    ends = list(itertools.accumulate(map(len, head.splitlines(keepends=True))))
+    hinted = {bisect.bisect_right(ends, at) for at in hits}
+    calls = {bisect.bisect_right(ends, at) for at in marks}
     lines = head.splitlines()
+    opening = _OPENINGS[pattern]
     for index in sorted(hinted | calls):
         line = lines[index]
-        if index in hinted or _call_may_match(line):
-            readable = _readable(line)
-            if readable and pattern.search(readable):
-                yield readable
+        if index in hinted:
+            if _plain_miss(line, pattern, opening):
+                continue
+        elif not _call_may_match(line):
+            continue
+        readable = _readable(line)
+        if readable and pattern.search(readable):
+            yield readable
+
+
+def _plain_miss(line: str, pattern: re.Pattern[str], opening: re.Pattern[str]) -> bool:
+    """True when ``line``'s readable text is sure to hold no match of ``pattern``
+    although ``line`` holds one of its words: an ASCII line without escapes, whose decoded
+    strings (when a tool call) are substrings of it (``_call_may_match``), where the
+    pattern finds nothing. Its readable text is cut from it by removals that keep a
+    character's neighbours word or non-word (``_cannot_match``), so a match there is one
+    here, unless the width cut made its closing word boundary: a line longer than the
+    width is tested for a word's start only (a cut adds no opening boundary)."""
+    if not line.isascii() or "\\" in line or _call_may_match(line):
+        return False
+    return (opening if len(line) > LINE else pattern).search(line) is None
 
 
 def clear_caches() -> None:
