@@ -25,6 +25,7 @@ from ctxlab.engine.core.model import BlockKind, Conversation
 from ctxlab.engine.core.model import Message as EngineMessage
 from ctxlab.engine.importers._stream import ConversationStream, StreamedFile
 from ctxlab.engine.strategies import _copaw_stored as copaw_stored
+from ctxlab.engine.strategies import _cowagent_rules as cowagent_rules
 from ctxlab.engine.strategies import aider
 from ctxlab.engine.tokens import reference_stored
 from ctxlab.engine.tokens.cl100k import (
@@ -307,6 +308,7 @@ class _MessageWriter:
         # read by CoPaw's replays (the calls of earlier batches name their results)
         qwen = copaw_stored.message_entries(masked.messages, written.tool_names)
         aider_tokens = aider.stored_counts(masked.messages)  # read by Aider's replays
+        cowagent_tokens = cowagent_rules.stored_counts(masked.messages)  # and CowAgent's
         if written.first_file is None and batch:
             written.first_file = batch[0].source.file
         rows = []
@@ -320,6 +322,7 @@ class _MessageWriter:
                 "qwen_counts": qwen[i] if qwen is not None else None,
                 "reference_tables": tables[i],
                 "aider_tokens": aider_tokens[i],
+                "cowagent_tokens": cowagent_tokens[i],
                 **message_fields(message, default_file=written.first_file or ""),
             }
             row = [values[f.attname] for f in self.columns]

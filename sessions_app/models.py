@@ -272,6 +272,9 @@ class Message(models.Model):
     # Aider's count of the message (cl100k of its JSON, ``Model.token_count``), computed at
     # import (None: imported before): ctxlab.engine.strategies.aider.stored_counts
     aider_tokens = models.PositiveIntegerField(null=True, blank=True, default=None)
+    # CowAgent's estimate of the message, computed at import (None: imported before):
+    # ctxlab.engine.strategies._cowagent_rules.stored_counts
+    cowagent_tokens = models.PositiveIntegerField(null=True, blank=True, default=None)
 
     class Meta:
         ordering = ["transcript", "index"]

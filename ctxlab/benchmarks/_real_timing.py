@@ -54,6 +54,7 @@ from ctxlab.engine.evaluate import survival
 from ctxlab.engine.replay import run as replay_run
 from ctxlab.engine.stages import agentscope
 from ctxlab.engine.strategies import _copaw_stored as copaw_stored
+from ctxlab.engine.strategies import _cowagent_rules as cowagent_rules
 from ctxlab.engine.strategies import _gemini_cli_rules as gemini_rules
 from ctxlab.engine.strategies import aider, make_strategy
 from ctxlab.engine.summarize import offline
@@ -132,14 +133,15 @@ def fork_reference(reference: ReferenceTokens, conversation: Conversation) -> Re
 class Stored:
     """A conversation as the worker finds it: the JSON text its rows hold (decoded fresh
     for each replay) and what the import stored per message: the reference counts, the
-    long texts' running counts, CoPaw's Qwen2.5 entries and Aider's counts (counted here, before any
-    timer)."""
+    long texts' running counts, CoPaw's Qwen2.5 entries, Aider's counts and CowAgent's
+    estimates (counted here, before any timer)."""
 
     text: str
     reference: list[int]
     tables: Any
     qwen: Any
     aider: list[int]  # Aider's count of each message (``aider.stored_counts``)
+    cowagent: list[int]  # CowAgent's estimate of each message (``cow.stored_counts``)
 
     @classmethod
     def of(cls, conversation: Conversation) -> Stored:
@@ -147,7 +149,8 @@ class Stored:
         qwen = copaw_stored.message_entries(conversation.messages)
         text = json.dumps(codec.conversation_to_dict(conversation), ensure_ascii=True)
         aider_counts = aider.stored_counts(conversation.messages)
-        return cls(text, list(reference), tables, qwen, aider_counts)
+        cowagent_counts = cowagent_rules.stored_counts(conversation.messages)
+        return cls(text, list(reference), tables, qwen, aider_counts, cowagent_counts)
 
     def decode(self) -> Conversation:
         """A fresh conversation, as ``Transcript.to_conversation`` decodes the rows."""
@@ -163,6 +166,7 @@ def worker_replay(stored: Stored, name: str) -> float:
     start = cpu()
     reference = seed_reference_tokens(conversation, stored.reference, stored.tables)
     reference.seed_rule(aider.STORED_RULE, stored.aider)
+    reference.seed_rule(cowagent_rules.STORED_RULE, stored.cowagent)
     if stored.qwen is not None and copaw_stored.wants_stored_counts(make_strategy(name)):
         copaw_stored.seed_stored_counts(conversation.messages, stored.qwen)
     result = replay_run(conversation, name, reference=reference)

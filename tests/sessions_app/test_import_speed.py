@@ -15,6 +15,7 @@ from ctxlab.engine import importers
 from ctxlab.engine.core.model import Block, BlockKind, Conversation, Message, Role, SourcePos, Usage
 from ctxlab.engine.importers._stream import from_parsed
 from ctxlab.engine.strategies import _copaw_stored as copaw_stored
+from ctxlab.engine.strategies import _cowagent_rules as cowagent_rules
 from ctxlab.engine.strategies import aider
 from ctxlab.engine.tokens import reference_stored
 from sessions_app import secrets_glue, services
@@ -55,6 +56,7 @@ def _expected_rows(transcript: Transcript, conversation: Conversation) -> list[d
     qwen = copaw_stored.message_entries(conversation.messages)
     tables = reference_stored.stored_counts(conversation.messages)[1]
     aider_tokens = aider.stored_counts(conversation.messages)
+    cowagent_tokens = cowagent_rules.stored_counts(conversation.messages)
     return [
         {
             "transcript_id": transcript.pk,
@@ -65,6 +67,7 @@ def _expected_rows(transcript: Transcript, conversation: Conversation) -> list[d
             "qwen_counts": qwen[index] if qwen is not None else None,
             "reference_tables": tables[index],
             "aider_tokens": aider_tokens[index],
+            "cowagent_tokens": cowagent_tokens[index],
             **message_fields(message, default_file=transcript.source_file),
         }
         for index, message in enumerate(conversation.messages)
