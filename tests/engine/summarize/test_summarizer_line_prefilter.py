@@ -55,6 +55,21 @@ TRICKY = [
     "do  not" + " please" * 3,
     "muſt do it",  # Unicode case folding
 ]
+# Lines holding a pattern word where the pattern itself finds nothing in the raw line, yet
+# the readable line matches (offline._plain_miss must not skip them).
+HINTED_ONLY = [
+    '[tool_call bash] {"command": "x\\tplan it"}',  # the escape decodes to a tab: a boundary
+    '[tool_call bash] {"command": "x\\bplan it"}',  # a backspace, likewise
+    '[tool_call bash] {"command": "x\\u0020plan"}',  # an escaped space
+    "x" * 147 + " we have " + "planned it all",  # cut after "plan" (the width)
+    "- [x] " + "y" * 155 + " plan" + "s" * 50,  # the markers go, then the cut
+]
+# ... and lines where it finds nothing and the readable line matches nothing either.
+PLAIN_MISSES = [
+    "the explanation was unplanned",
+    "x" * 170 + " an explanation",
+    '[tool_call bash] {"command": "explain the planner"}',
+]
 
 
 def test_prefilter_finds_exactly_what_a_full_scan_finds() -> None:
@@ -81,3 +96,33 @@ def test_the_words_are_the_patterns_ascii_alternatives() -> None:
     for pattern, words in _WORDS.items():
         inner = pattern.pattern.split(r"\b")[1].removeprefix("(?:").removesuffix(")")
         assert tuple(inner.split("|")) == words
+
+
+def test_lines_whose_words_only_the_readable_text_matches_are_read() -> None:
+    for line in HINTED_ONLY:
+        offline.clear_caches()
+        expected = _full_scan(line, DECISION_RE)
+        assert expected, line
+        assert _matching_lines(line, DECISION_RE) == expected, line
+        assert offline._plain_miss(line, DECISION_RE, offline._OPENINGS[DECISION_RE]) is False
+
+
+def test_a_word_inside_another_word_is_no_match_and_is_skipped() -> None:
+    for line in PLAIN_MISSES:
+        offline.clear_caches()
+        assert _full_scan(line, DECISION_RE) == ()
+        assert _matching_lines(line, DECISION_RE) == ()
+        assert offline._plain_miss(line, DECISION_RE, offline._OPENINGS[DECISION_RE]), line
+
+
+def test_every_harness_line_is_found_by_the_meta_prefilter() -> None:
+    from ctxlab.engine.core import harness
+
+    lines = [f"<{tag}>x</{tag}>" for tag in harness.HARNESS_TAGS]
+    lines += [f"</{tag}" for tag in harness.HARNESS_TAGS]
+    lines += [harness.CAVEAT, "[Request interrupted by user]", "(no content)", offline.NOTES["zh"]]
+    for line in lines:
+        assert offline._is_meta(line.strip()), line
+        assert offline._may_hold_meta("some text\n" + line), line
+    # a tag's name without its "<" is no harness line, and needs no line-by-line read
+    assert not offline._may_hold_meta("the command-name and system-reminder fields")
