@@ -207,6 +207,34 @@ def rules_for(version: str) -> VersionRules:
     return RANGES[-1]
 
 
+# A usage line written when the stream started reports 1-25 output tokens: below this, or
+# below half the response's own estimate, the final output is not in the transcript.
+STREAM_START_OUTPUT = 30
+
+
+def missing_output(rules: VersionRules, output: int, own: int) -> int | None:
+    """The estimate of a response's final output the transcript does not hold (its own
+    estimate ``own`` minus the ``output`` its usage line reports), None when the usage
+    line holds it (or the range's count used that line too: ``final_output`` False).
+    Output 0: the source reports no output at all, not a stream's first line."""
+    if rules.final_output and output > 0 and (output < STREAM_START_OUTPUT or 2 * output < own):
+        return max(0, own - output)
+    return None
+
+
+def count_after_response(rules: VersionRules, total: int, output: int, own: int, later: int) -> int:
+    """The count Claude Code checks its threshold with right after a response (its
+    ``tokenCountWithEstimation`` before the next message is added): the response's usage
+    ``total`` (prompt + output), plus the final output the transcript does not hold
+    (``missing_output``; ``own``: the response's own estimate), plus, from 2.1.43
+    (``later_blocks``), the estimate ``later`` of the response's own later lines (its blocks
+    after the first), which the walk back to the response's first line counts again. The
+    ``claude_code`` strategy's count after a response and ``evaluate.session_now``'s step
+    count are this rule."""
+    missing = missing_output(rules, output, own)
+    return total + (missing or 0) + (later if rules.later_blocks else 0)
+
+
 def describe_rules() -> list[dict[str, object]]:
     """The table as plain data, for pages and docs."""
     return [

@@ -157,9 +157,7 @@ LARGE_WINDOW = 1_000_000
 # The usage convention of transcripts whose usage Claude reported (Claude Code sessions and
 # their HTTP traffic): only their requests show Claude Code's window.
 CLAUDE_USAGE = "anthropic"
-# A usage line written when the stream started reports 1-25 output tokens: below this, or
-# below half the response's own estimate, the final output is not in the transcript.
-STREAM_START_OUTPUT = 30
+STREAM_START_OUTPUT = versions.STREAM_START_OUTPUT  # (the count rule: _claude_code_versions)
 # What the unrecorded final output of one response can add at most (the default max
 # output tokens of these models in Claude Code, CLAUDE_CODE_MAX_OUTPUT_TOKENS).
 MAX_OUTPUT_TOKENS = 32_000
@@ -204,6 +202,13 @@ def block_tokens(block: Block) -> int:
     if block.kind is BlockKind.OPAQUE:
         return (block.size + 2) // 4  # redacted_thinking data / stringified payloads
     return rough_tokens(block.text)
+
+
+def later_tokens(message: Message) -> int:
+    """The estimate of a response's lines after its first (one block each), which
+    ``tokenCountWithEstimation`` counts on top of its usage from 2.1.43
+    (``versions.count_after_response``)."""
+    return sum(block_tokens(b) for b in message.blocks[1:])
 
 
 @dataclass(slots=True)
@@ -577,17 +582,15 @@ class ClaudeCodeStrategy(Strategy):
             # ``tokenCountWithEstimation`` adds the messages after it (interleaved tool
             # results included), never the response's own later blocks.
             total = usage.context_tokens
-            # (output 0: the source reports no output at all, not a stream's first line)
-            st.unrecorded_output = (
-                st.rules.final_output
-                and usage.output > 0
-                and (usage.output < STREAM_START_OUTPUT or 2 * usage.output < tokens)
-            )
-            st.estimated_output = max(0, tokens - usage.output) if st.unrecorded_output else 0
-            # From 2.1.43 (``later_blocks``) the estimate starts after the response's first
-            # line, so its own later lines (one block each) are counted again on top of
-            # the usage, as ``tokenCountWithEstimation``'s walk back does.
-            later = sum(block_tokens(b) for b in msg.blocks[1:]) if st.rules.later_blocks else 0
+            # The count after the response (``versions.count_after_response``, the rule
+            # ``evaluate.session_now`` reads too): the usage, the final output the file
+            # does not hold, and from 2.1.43 (``later_blocks``) the response's own later
+            # lines (one block each), counted again as ``tokenCountWithEstimation``'s walk
+            # back does; the later lines start the tail that later messages extend.
+            missing = versions.missing_output(st.rules, usage.output, tokens)
+            st.unrecorded_output = missing is not None
+            st.estimated_output = missing or 0
+            later = later_tokens(msg) if st.rules.later_blocks else 0
             st.reported, st.tail = (total + st.estimated_output, index), later
             st.open_calls = {b.tool_id for b in msg.tool_uses if b.tool_id}
             if st.outside is None:

@@ -85,7 +85,15 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..core.findings import check_summary_size
-from ..core.model import Block, BlockKind, Message, OriginalCompaction, Role, ToolDef
+from ..core.model import (
+    Block,
+    BlockKind,
+    Conversation,
+    Message,
+    OriginalCompaction,
+    Role,
+    ToolDef,
+)
 from ..core.params import Param
 from ..core.records import Fate
 from ..core.strategy import Strategy
@@ -118,6 +126,40 @@ SECTIONS = (
 def user_text(message: Message) -> str:
     """``UserMessageItem::message()``: the text inputs joined (images contribute nothing)."""
     return "".join(b.text for b in message.blocks if b.kind is BlockKind.TEXT)
+
+
+def reasoning_tokens(
+    msg: Message, version: versions.VersionRules, factor: float = REASONING_FACTOR_DEFAULT
+) -> int:
+    """A reply's encrypted reasoning as get_non_last_reasoning_items_tokens counts it: from
+    the encrypted length when the rollout kept it, else the reported reasoning tokens x
+    ``factor`` (``reasoning_estimate_factor``; at its default the version's own factor;
+    Entire redacts encrypted_content). The strategy's count and ``evaluate.session_now``'s
+    step count read it."""
+    sizes = [b.size for b in msg.blocks if b.kind is BlockKind.OPAQUE
+             and b.raw_type == "reasoning" and b.size > 1_000]  # fmt: skip
+    if sizes:
+        return sum(versions.reasoning_estimate(size - 2) for size in sizes)
+    if msg.usage is None or not msg.usage.reasoning:
+        return 0
+    if factor == REASONING_FACTOR_DEFAULT:  # the default: the version's own factor
+        factor = version.reasoning_factor
+    return round(msg.usage.reasoning * factor)
+
+
+def rollout_rules(conversation: Conversation, version: str) -> tuple[versions.VersionRules, str]:
+    """(rules, why) of the CLI ``version`` for this rollout: the version table's, except
+    that an older rollout whose compactions are already remote (a replacement history) is
+    taken to run the 0.118 rules. The strategy (``agent_version`` auto) and
+    ``evaluate.session_now`` read it."""
+    found, why = versions.rules_for(version)
+    remote = any(dict(c.detail).get("replacement_items") for c in conversation.compactions)
+    if found is versions.LEGACY and version and remote:
+        return versions.V0_118, (
+            f"cli_version {version} predates the checked range, but its compactions "
+            "are remote (replacement history): the 0.118 rules are assumed"
+        )
+    return found, why
 
 
 def is_session_prefix(message: Message) -> bool:
@@ -347,19 +389,12 @@ class CodexStrategy(Strategy):
         meta = dict(ctx.conversation.metadata)
         pinned = str(self.params["agent_version"])
         version = meta.get("cli_version", "") if pinned == "auto" else pinned
-        st.rules, st.rules_why = versions.rules_for(version)
-        if pinned != "auto" and st.rules_why.startswith("cli_version"):
-            st.rules_why = f"pinned: {st.rules_why}"
-        elif pinned == "auto" and st.rules is versions.LEGACY and version:
-            remote = any(
-                dict(c.detail).get("replacement_items") for c in ctx.conversation.compactions
-            )
-            if remote:  # an older 2026 rollout that already compacts remotely
-                st.rules = versions.V0_118
-                st.rules_why = (
-                    f"cli_version {version} predates the checked range, but its compactions "
-                    "are remote (replacement history): the 0.118 rules are assumed"
-                )
+        if pinned == "auto":  # (an older 2026 rollout may already compact remotely)
+            st.rules, st.rules_why = rollout_rules(ctx.conversation, version)
+        else:
+            st.rules, st.rules_why = versions.rules_for(version)
+            if st.rules_why.startswith("cli_version"):
+                st.rules_why = f"pinned: {st.rules_why}"
         window = int(self.params["model_context_window"])
         # Only a Codex rollout (its importer writes these, beside cli_version) shows Codex's
         # window; another agent's transcript replayed under codex keeps the default.
@@ -422,19 +457,7 @@ class CodexStrategy(Strategy):
         }
 
     def _reasoning_tokens(self, msg: Message, version: versions.VersionRules) -> int:
-        """A reply's encrypted reasoning as get_non_last_reasoning_items_tokens counts it:
-        from the encrypted length when the rollout kept it, else the reported reasoning
-        tokens x reasoning_estimate_factor (Entire redacts encrypted_content)."""
-        sizes = [b.size for b in msg.blocks if b.kind is BlockKind.OPAQUE
-                 and b.raw_type == "reasoning" and b.size > 1_000]  # fmt: skip
-        if sizes:
-            return sum(versions.reasoning_estimate(size - 2) for size in sizes)
-        if msg.usage is None or not msg.usage.reasoning:
-            return 0
-        factor = float(self.params["reasoning_estimate_factor"])
-        if factor == REASONING_FACTOR_DEFAULT:  # the default: the version's own factor
-            factor = version.reasoning_factor
-        return round(msg.usage.reasoning * factor)
+        return reasoning_tokens(msg, version, float(self.params["reasoning_estimate_factor"]))
 
     @staticmethod
     def _guessed_reasoning(msg: Message) -> int:
