@@ -7,8 +7,11 @@ line it prints. This prints::
 
     ctx 150.8k/200k 75% | auto-compact in ~4 turns (155k, 3-7) | 2 instructions at risk
 
-- *context used*: the last response's reported usage (prompt + output: the count Claude
-  Code's auto-compact starts from), of the window (the JSON's ``context_window_size``, else
+- *context used*: the count Claude Code's auto-compact compares with its threshold after the
+  last response (``_claude_code_versions.count_after_response``, the rule of the
+  ``claude_code`` strategy and of the session page: the reported usage, prompt + output,
+  plus the final output a stream-start usage line does not hold and, from 2.1.43, the
+  response's own later lines), of the window (the JSON's ``context_window_size``, else
   200,000, or 1,000,000 for a ``[1m]`` model);
 - *turns to auto-compact*: ``evaluate.forecast.turns_to_trigger`` (the rule the session page
   reads) over the responses since the last ``compact_boundary`` / ``microcompact_boundary``,
@@ -53,6 +56,7 @@ from .evaluate.forecast import (
     turns_to_trigger,
 )
 from .evaluate.instruction_marks import may_hold_source
+from .stages.js_text import quarter_length_tokens
 
 Buffer = bytes | mmap.mmap  # a file's bytes read, or mapped
 CHUNK = 1 << 20  # bytes read per step backwards
@@ -64,7 +68,6 @@ MARK_MAX = 40  # bytes of the longest boundary mark (the chunk overlap)
 ASSISTANT = re.compile(rb'"type":\s*"assistant"')
 USER = re.compile(rb'"type":\s*"user"')
 SIDECHAIN = re.compile(rb'"isSidechain":\s*true')
-USAGE_RE = re.compile(rb'"usage":\s*\{')
 # The first "type" of a line: a response's message object comes before the record's own
 # type ("message"), a user record's type comes first; a progress line (a sub-agent's
 # messages nested in it) says "progress" first.
@@ -107,8 +110,8 @@ def _search(
 
 def _last(pattern: re.Pattern[bytes], data: Buffer) -> int:
     """Where the last match of ``pattern`` in ``data`` starts (-1: none): its key found
-    backwards. For ``BOUNDARY`` and ``USAGE_RE``, whose matches cannot overlap (no match
-    holds its key twice), that is the last of ``finditer``'s."""
+    backwards. For ``BOUNDARY``, whose matches cannot overlap (no match holds its key
+    twice), that is the last of ``finditer``'s."""
     key = _key(pattern)
     at = data.rfind(key)
     while at >= 0:
@@ -236,8 +239,6 @@ def _k(tokens: int) -> str:
     return str(tokens)
 
 
-_DECODER = json.JSONDecoder()
-_MESSAGE_ID = re.compile(rb'"id":\s*"(msg_[^"]+)"')
 _VERSION = re.compile(rb'"version":\s*"([0-9][0-9.]*)"')
 
 
@@ -247,25 +248,69 @@ def _version(raw: bytes) -> str:
     return found.group(1).decode() if found else ""
 
 
-def _usage_total(raw: bytes) -> int:
-    """The usage of an assistant line (prompt + output), decoding only its usage object."""
-    at = _last(USAGE_RE, raw)
-    if at < 0:
-        return 0
-    brace = raw.index(b"{", at)
-    try:
-        usage, _ = _DECODER.raw_decode(raw[brace:].decode("utf-8", "replace"))
-    except ValueError:
-        return 0
+_USAGE_KEYS = (
+    "input_tokens",
+    "cache_creation_input_tokens",
+    "cache_read_input_tokens",
+    "output_tokens",
+)
+
+
+def _usage_numbers(usage: Any) -> tuple[int, int] | None:
+    """(prompt + output, output) of a response line's usage object; None: no usage."""
     if not isinstance(usage, dict):
+        return None
+    total = sum(v for key in _USAGE_KEYS if type(v := usage.get(key)) is int)
+    output = usage.get("output_tokens")
+    return total, output if type(output) is int else 0
+
+
+def _json_size(value: Any) -> int:
+    """Bytes of an opaque payload as the importer keeps its size (compact JSON)."""
+    if isinstance(value, str):
+        return len(value.encode("utf-8", "surrogatepass"))
+    try:
+        return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode())
+    except (TypeError, ValueError):
         return 0
-    keys = (
-        "input_tokens",
-        "cache_creation_input_tokens",
-        "cache_read_input_tokens",
-        "output_tokens",
-    )
-    return sum(int(usage.get(key) or 0) for key in keys if isinstance(usage.get(key), int))
+
+
+def block_estimate(value: Any) -> int:
+    """``roughTokenCountEstimationForBlock`` of a content block as Claude Code writes it:
+    what ``claude_code.block_tokens`` gives the importer's block of it (without building
+    the engine's values: tests/engine/test_statusline.py checks the two agree on every
+    vendored session's blocks)."""
+    if isinstance(value, str):
+        return quarter_length_tokens(value)
+    if not isinstance(value, dict):
+        return (_json_size(value) + 2) // 4
+    kind = value.get("type")
+    kind = kind if isinstance(kind, str) else ""
+    if kind in ("text", "thinking"):
+        text = value.get(kind)
+        return quarter_length_tokens(text if isinstance(text, str) else "")
+    if kind in ("tool_use", "server_tool_use", "mcp_tool_use"):
+        name, raw = value.get("name"), value.get("input")
+        stringified = raw if isinstance(raw, str) else _compact(raw if raw is not None else {})
+        return quarter_length_tokens((name if isinstance(name, str) else "") + stringified)
+    if kind == "tool_result" or kind.endswith("_tool_result"):
+        content = value.get("content")
+        if isinstance(content, str):
+            return quarter_length_tokens(content)
+        parts = content if isinstance(content, list) else []
+        return sum(block_estimate(part) for part in parts)
+    if kind in ("image", "document"):
+        return int(_versions().IMAGE_TOKENS)
+    if kind == "redacted_thinking":
+        return (_json_size(value.get("data")) + 2) // 4
+    if kind == "compaction":
+        return (_json_size(value.get("content")) + 2) // 4
+    return (_json_size(value) + 2) // 4
+
+
+def _compact(value: Any) -> str:
+    """``JSON.stringify(value)``: compact, non-ASCII kept."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def _user_record(raw: bytes) -> dict[str, Any] | None:
@@ -325,18 +370,33 @@ def status_of_any(path: Path) -> Status:
 
 KEPT = RATE_TURNS + 2  # responses kept: the rule reads the last RATE_TURNS + 1
 
+# A response as the span keeps it: (message id, prompt + output of its last line with usage
+# (-1: none yet), that line's output, the estimate of all its blocks, of its first block).
+Response = tuple[str, int, int, int, int]
+
+
+def _merge(older: Response, newer: Response) -> Response:
+    """Two lines of one response (the importer's one message): the newer line's usage
+    (when it has one), the blocks of both."""
+    numbers = newer[1:3] if newer[1] >= 0 else older[1:3]
+    return (older[0], *numbers, older[3] + newer[3], older[4])
+
+
+def _same(response: Response, kept: list[Response]) -> bool:
+    return bool(response[0]) and bool(kept) and kept[-1][0] == response[0]
+
 
 class Span:
     """What the line needs of the lines since the last compaction boundary: the last
-    ``KEPT`` responses (message id, prompt + output), the instruction sources' labels, the
-    last line's ``version``. Fed line by line (``feed``: the cache's successive calls) or
+    ``KEPT`` responses (``Response``), the instruction sources' labels, the last line's
+    ``version``. Fed line by line (``feed``: the cache's successive calls) or
     made from a tail read at once (``of_lines``): the same state either way."""
 
     __slots__ = ("compacted", "lines", "responses", "instructions", "version")
 
     compacted: bool  # the span starts at a compaction boundary
     lines: int
-    responses: list[tuple[str, int]]  # oldest first
+    responses: list[Response]  # oldest first
     instructions: list[str]
     version: str
 
@@ -344,7 +404,7 @@ class Span:
         self,
         compacted: bool = False,
         lines: int = 0,
-        responses: list[tuple[str, int]] | None = None,
+        responses: list[Response] | None = None,
         instructions: list[str] | None = None,
         version: str = "",
     ) -> None:  # (not a dataclass: ``dataclasses`` cost each call ~10 ms)
@@ -365,16 +425,14 @@ class Span:
         """The span of a tail read (the lines from its boundary on): the responses read
         newest first, only as many as the rule needs."""
         span = cls(compacted=compacted)
-        newest: list[tuple[str, int]] = []
+        newest: list[Response] = []
         for raw in reversed(lines):
-            if len(newest) >= KEPT:
+            if len(newest) > KEPT:
                 break
             response = _response(raw)
-            if response is not None and not (
-                response[0] and newest and newest[-1][0] == response[0]
-            ):
-                newest.append(response)  # a response's last line carries its numbers
-        span.responses = newest[::-1]
+            if response is not None:
+                _take_older(newest, response)
+        span.responses = newest[KEPT - 1 :: -1]  # (the one more read: maybe not all of it)
         for raw in lines:
             span._read(raw, responses=False)
         span.version = _version(lines[-1]) if lines else ""
@@ -386,18 +444,16 @@ class Span:
         newline, none holding a carriage return), read where they are: only the lines
         that can matter (responses, user lines without a tool result) are copied."""
         span = cls(compacted=compacted)
-        newest: list[tuple[str, int]] = []
+        newest: list[Response] = []
         stop = end - 1  # the newline that ends the line
-        while stop >= start and len(newest) < KEPT:
+        while stop >= start and len(newest) <= KEPT:
             first = max(start, data.rfind(b"\n", start, stop) + 1)
             if _first_type(data, first, stop) in (b"message", b"assistant"):
                 response = _response(data[first:stop])
-                if response is not None and not (
-                    response[0] and newest and newest[-1][0] == response[0]
-                ):
-                    newest.append(response)
+                if response is not None:
+                    _take_older(newest, response)
             stop = first - 1
-        span.responses = newest[::-1]
+        span.responses = newest[KEPT - 1 :: -1]
         at = last_at = start
         while at < end:
             stop = data.find(b"\n", at, end)
@@ -425,8 +481,8 @@ class Span:
             response = _response(raw)
             if response is not None:
                 kept = self.responses
-                if response[0] and kept and kept[-1][0] == response[0]:
-                    kept[-1] = response
+                if _same(response, kept):
+                    kept[-1] = _merge(kept[-1], response)
                 else:
                     kept.append(response)
                     del kept[:-KEPT]
@@ -464,27 +520,53 @@ class Span:
             and isinstance(responses, list)
             and len(responses) <= KEPT
             and all(
-                isinstance(r, list) and len(r) == 2 and isinstance(r[0], str) and type(r[1]) is int
+                isinstance(r, list)
+                and len(r) == 5
+                and isinstance(r[0], str)
+                and all(type(n) is int for n in r[1:])
                 for r in responses
             )
         ):
             raise ValueError("not a span")
-        kept = [(str(r[0]), int(r[1])) for r in responses]
+        kept = [(str(r[0]), int(r[1]), int(r[2]), int(r[3]), int(r[4])) for r in responses]
         return cls(compacted, lines, kept, [str(label) for label in found], version)
 
 
-def _response(raw: bytes) -> tuple[str, int] | None:
-    """A main-chain response line with reported usage: (its message id, prompt + output)."""
+def _take_older(newest: list[Response], response: Response) -> None:
+    """``response`` read before those of ``newest`` (newest first): one more line of the
+    oldest one read, or an older response."""
+    if _same(response, newest):
+        newest[-1] = _merge(response, newest[-1])
+    else:
+        newest.append(response)
+
+
+def _response(raw: bytes) -> Response | None:
+    """A main-chain response line (``Response``; usage -1: the line has none)."""
     # the first "type" first: it is near the line's start, the other tests read all of it
     if _first_type(raw) not in (b"message", b"assistant"):
         return None
     if _search(ASSISTANT, raw) is None or _search(SIDECHAIN, raw) is not None:
         return None
-    total = _usage_total(raw)
-    if not total:
+    try:
+        record = json.loads(raw)
+    except ValueError:
+        return None  # a line still being written, or not JSON
+    message = record.get("message") if isinstance(record, dict) else None
+    if not isinstance(message, dict) or record.get("type") != "assistant":
         return None
-    found_id = _search(_MESSAGE_ID, raw)
-    return (found_id.group(1).decode() if found_id else "", total)
+    numbers = _usage_numbers(message.get("usage"))
+    content = message.get("content")
+    if isinstance(content, str):
+        blocks = [quarter_length_tokens(content)] if content else []
+    elif isinstance(content, dict):
+        blocks = [block_estimate(content)]
+    else:
+        blocks = [block_estimate(b) for b in content] if isinstance(content, list) else []
+    found_id = message.get("id")
+    total, output = numbers if numbers is not None else (-1, 0)
+    return (found_id if isinstance(found_id, str) else "", total, output, sum(blocks),
+            blocks[0] if blocks else 0)  # fmt: skip
 
 
 def _user_sources(index: int, raw: bytes) -> list[str]:
@@ -554,7 +636,7 @@ def _span_in(data: Buffer, start: int, size: int, compacted: bool) -> tuple[Span
 
 # --- the cache: successive calls read only what the file gained ---------------------------
 
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2  # 2: a response keeps its output and block estimates
 PRINT_BYTES = 4096  # the file's first and last bytes read, fingerprinted
 CACHE_DAYS = 14  # a session's file untouched this long goes when another session starts
 
@@ -684,10 +766,16 @@ def cached_status_of(
 
 
 def _status(span: Span, payload: dict[str, Any]) -> Status:
-    counts = [total for _, total in span.responses][-(RATE_TURNS + 1) :]
     version = str(payload.get("version") or "") or span.version
+    cv = _versions()
+    rules = cv.rules_for(version)
+    # the count after each response, by the claude_code strategy's rule
+    counts = [
+        cv.count_after_response(rules, total, output, own, own - first)
+        for _, total, output, own, first in span.responses
+        if total > 0
+    ][-(RATE_TURNS + 1) :]
     window = _window(payload)
-    rules = _versions().rules_for(version)
     threshold = claude_code_threshold(window, rules.output_reserve, rules.buffer)
     turns = turns_to_trigger(counts, threshold)
     found = tuple(span.instructions)

@@ -145,10 +145,10 @@ def agent_rules(conversation: Conversation, fmt: str, version: str = "") -> Agen
     if agent == "codex":
         from ..strategies import _codex_versions as cv
         from ..strategies.codex import DEFAULT_WINDOW as CODEX_WINDOW
-        from ..strategies.codex import CodexStrategy
+        from ..strategies.codex import CodexStrategy, rollout_rules
 
         found = version or meta.get("cli_version", "")
-        crules, rules_why = cv.rules_for(found)
+        crules, rules_why = rollout_rules(conversation, found)
         reported = int(meta.get("model_context_window", "0") or 0)
         window = cv.context_window_from_reported(reported) if reported else CODEX_WINDOW
         if crules is cv.LEGACY:
@@ -191,6 +191,83 @@ def _counter(agent: str) -> Any:
     return ClaudeCodeStrategy().count_message
 
 
+# --- the agent's own count ---------------------------------------------------------------
+
+
+class _Counts:
+    """The count the agent compares with its threshold right after each of its responses,
+    by the rule its replay strategy uses (imported, never restated here):
+
+    - Claude Code: ``_claude_code_versions.count_after_response`` (the usage, the final
+      output the file does not hold, from 2.1.43 the response's own later lines);
+    - Codex 0.118+: the usage (``total_token_usage``) plus the encrypted reasoning of the
+      replies before the turn's user message since the last compaction
+      (``codex.reasoning_tokens`` at the version's own factor: the count's next check, mid
+      turn or before the next user message, adds exactly those); legacy rollouts: the
+      usage minus the reasoning (``tokens_in_context_window``);
+    - Gemini CLI: the last prompt's reported tokens.
+    """
+
+    def __init__(self, now: SessionNow) -> None:
+        self.now = now
+        self.agent = now.rules.agent
+        self.settled = 0  # Codex: reasoning of the replies before the turn's user message
+        self.open = 0  # ... and of those since
+        self._claude: dict[str, Any] = {}  # version -> the claude_code version rules
+
+    def reset(self) -> None:
+        """An agent compaction: the earlier replies' reasoning is gone."""
+        self.settled = self.open = 0
+
+    def after(self, message: Message, own: int, version: str) -> int | None:
+        """The count right after ``message`` (an assistant response; ``own``: the agent's
+        estimate of it), None without reported usage. Call for every message in order
+        (``user`` for the others)."""
+        usage = message.usage
+        if self.agent == GEMINI:
+            return usage.prompt_tokens if usage is not None and usage.prompt_tokens else None
+        if usage is None or not usage.context_tokens:
+            self._reply(message, version)
+            return None
+        if self.agent == "codex":
+            rules = self._codex(version)
+            self._reply(message, version)
+            if rules.name == "legacy":
+                return usage.context_tokens - usage.reasoning
+            return usage.context_tokens + self.settled
+        from ..strategies import _claude_code_versions as cv
+        from ..strategies.claude_code import later_tokens
+
+        rules = self._claude.get(version)
+        if rules is None:
+            rules = self._claude[version] = cv.rules_for(self.now.rules_for(version).version)
+        later = later_tokens(message) if rules.later_blocks else 0
+        return cv.count_after_response(rules, usage.context_tokens, usage.output, own, later)
+
+    def user(self, message: Message) -> None:
+        """A message that is not a response (Codex: a real user message settles the
+        reasoning of the replies before it)."""
+        if self.agent != "codex":
+            return
+        from ..strategies.codex import is_real_user_message
+
+        if is_real_user_message(message):
+            self.settled += self.open
+            self.open = 0
+
+    def _codex(self, version: str) -> Any:
+        from ..strategies import _codex_versions as cv
+
+        return cv.BY_NAME[self.now.rules_for(version).rules]
+
+    def _reply(self, message: Message, version: str) -> None:
+        if self.agent != "codex" or "replacement_history" in message.flags:
+            return  # (the original's replacement history: its reasoning is not counted)
+        from ..strategies.codex import reasoning_tokens
+
+        self.open += reasoning_tokens(message, self._codex(version))
+
+
 # --- steps ------------------------------------------------------------------------------
 
 
@@ -214,7 +291,7 @@ class OriginalStep:
     message: int  # the assistant message (its response)
     span_start: int  # first message since the agent's last compaction
     reported: int | None  # the request's prompt tokens as the provider reported them
-    count: int | None  # the agent's count after it (prompt + output), the forecast's input
+    count: int | None  # the agent's count after it (``_Counts``), the forecast's input
     zones: dict[str, Any]
     estimated: bool  # no reported usage at this step: the zones are the estimate
     compacted_before: Boundary | None  # an agent compaction right before this call
@@ -342,6 +419,7 @@ def session_now(conversation: Conversation, fmt: str) -> SessionNow:
     reset_seen = False
     history = 0  # Gemini CLI: the first message of its history
     snapshot = False  # ... and whether it holds an earlier compression's snapshot
+    counts = _Counts(out)
     for index, message in enumerate(messages):
         boundary = by_start.get(index)
         if boundary is not None:
@@ -351,8 +429,10 @@ def session_now(conversation: Conversation, fmt: str) -> SessionNow:
             version = boundary.version or version
             if boundary.kind != MICROCOMPACT:
                 reset_seen = True  # earlier conversation is gone from the context
+                counts.reset()
         if message.role is not Role.ASSISTANT:
             seen += sizes[index]
+            counts.user(message)
             continue
         usage = message.usage
         reported = usage.prompt_tokens if usage is not None and usage.prompt_tokens else None
@@ -391,9 +471,8 @@ def session_now(conversation: Conversation, fmt: str) -> SessionNow:
         }
         if outside:
             zones["not_in_file"] = outside
-        # the count the agent compares with its threshold: Claude Code and Codex the usage
-        # after the response (prompt + output), Gemini CLI the last prompt's
-        count = reported if gemini else (usage.context_tokens if usage is not None else 0) or None
+        # the count the agent compares with its threshold, by its strategy's rule
+        count = counts.after(message, sizes[index], version)
         out.steps.append(
             OriginalStep(
                 step=len(out.steps),

@@ -137,7 +137,7 @@ if TYPE_CHECKING:
 MAX_OUTPUT_TOKENS_FOR_SUMMARY = 20_000
 AUTOCOMPACT_BUFFER_TOKENS = 13_000
 MAX_CONSECUTIVE_AUTOCOMPACT_FAILURES = 3
-IMAGE_TOKENS = 2_000  # roughTokenCountEstimationForBlock: image / document
+IMAGE_TOKENS = versions.IMAGE_TOKENS  # roughTokenCountEstimationForBlock: image / document
 NOT_ENOUGH_MESSAGES = "Not enough messages to compact."
 NO_SUMMARY = "Failed to generate conversation summary - response did not contain valid text content"
 # microCompact.ts (2.1.88) TIME_BASED_MC_CLEARED_MESSAGE: what a cleared tool result reads.
