@@ -7,9 +7,11 @@ library at module level, so the statusline stays fast.
 - A *turn* is one model call (an assistant response with reported usage): the unit the
   agent checks its threshold at (Claude Code's ``autoCompactIfNeeded`` runs before every
   call; Codex checks before every request too).
-- The *count* of a turn is the agent's own count after it: the response's reported usage
-  (prompt + output, ``Usage.context_tokens``), which is what Claude Code's
-  ``tokenCountWithEstimation`` starts from and Codex's ``total_token_usage`` reports.
+- The *count* of a turn is the agent's own count after it, by the rule of its replay
+  strategy (``session_now._Counts``): Claude Code's ``count_after_response`` (the usage,
+  prompt + output, plus an unrecorded final output and, from 2.1.43, the response's own
+  later lines), Codex's total usage plus the earlier turns' encrypted reasoning
+  (``codex.reasoning_tokens``), Gemini CLI's last prompt.
 - The *growth rate* is the mean growth per turn over the last ``RATE_TURNS`` turns since the
   agent's last compaction (``(count[k] - count[k - n]) / n``); fewer than two turns since the
   compaction: unknown (never guessed). Chosen on the agreement corpus (docs/your-session-now.md):
