@@ -45,12 +45,18 @@ class ReferenceTokens:
         self._count = counter.count
         self._count_distinct = counter.count_distinct  # uncached
         self._tables: dict[str, tuple[list[int], list[int]]] = {}
-        self._by_head: dict[str, list[str]] = {}
+        # A long original by its first characters: (text, a message holding it, or -1
+        # when its count is memoised: not from stored counts).
+        self._by_head: dict[str, list[tuple[str, int]]] = {}
+        # Stored running counts by the first characters of their text, read (checked
+        # against the text, then memoised) when a text starting so is first counted:
+        # hashing and checking every long text up front cost a replay ~40 ms at 20k
+        # messages, and most replays copy few of them.
+        self._pending: dict[str, list[tuple[str, list[Any]]]] = {}
         self._asked: set[str] = set()  # originals a copy was counted without (stored counts)
         self._messages = conversation.messages
         self._originals: dict[int, int] | None = None  # id(original) -> index
         self._block_owners: dict[int, int] | None = None  # id(original block) -> index
-        self._owner: dict[str, int] = {}  # a long text -> a message holding it (stored counts)
         self._wholes: dict[str, int | None] = {}  # its count, from that message's stored one
         self._calls: dict[tuple[str, str], int] = {}  # (tool name, input JSON) -> count
         self._long_calls: BlockValues[int] = BlockValues()  # (a long input) block -> count
@@ -66,7 +72,6 @@ class ReferenceTokens:
         ):
             self._memo: dict[str, int] = {}
             self.per_message = list(stored)
-            holder = self._owner
             tool_use, skip = BlockKind.TOOL_USE, (BlockKind.MEDIA, BlockKind.OPAQUE)
             for i, msg in enumerate(conversation.messages):
                 for block in msg.blocks:
@@ -88,10 +93,9 @@ class ReferenceTokens:
                         text = block.text
                         if len(text) < TABLE_MIN or block.kind in skip:
                             continue
-                    self._index_head(text)
-                    holder.setdefault(text, i)
+                    self._index_head(text, i)
             if tables is not None and len(tables) == len(conversation.messages):
-                self._seed_tables(conversation, tables)
+                self._defer_tables(conversation, tables)
             return
         texts: list[str] = []
         owners: list[int] = []
@@ -119,27 +123,35 @@ class ReferenceTokens:
             base[owner] += memo[text]
         self.per_message = base
 
-    def _seed_tables(
+    def _defer_tables(
         self, conversation: Conversation, tables: Sequence[list[list[Any]] | None]
     ) -> None:
-        """Running counts of the long texts from ``stored_counts`` entries; an entry that
-        is not one of its block's text (another length or checksum) is ignored."""
+        """The ``stored_counts`` entries of the long texts, kept by their texts' first
+        characters until one starting so is counted (``_seed_head``)."""
+        pending = self._pending
         for msg, entries in zip(conversation.messages, tables, strict=True):
             for entry in entries or ():
                 if len(entry) != 5 or not 0 <= entry[0] < len(msg.blocks):
                     continue
                 text = block_text(msg.blocks[entry[0]])
-                bounds, cums = entry[3], entry[4]
-                if (
-                    len(text) < TABLE_MIN
-                    or entry[1] != _checksum(text)
-                    or not bounds
-                    or len(bounds) != len(cums)
-                    or bounds[-1] >= len(text)
-                ):
-                    continue
-                self._tables[text] = (list(bounds), list(cums))
-                self._memo[text] = int(entry[2])
+                if len(text) >= TABLE_MIN:
+                    pending.setdefault(text[:HEAD_KEY], []).append((text, entry))
+
+    def _seed_head(self, head: str) -> None:
+        """Running counts and counts of the long texts starting with ``head`` from their
+        stored entries; an entry that is not its block's text (another checksum, points
+        past its end) is ignored."""
+        for text, entry in self._pending.pop(head, ()):
+            bounds, cums = entry[3], entry[4]
+            if (
+                entry[1] != _checksum(text)
+                or not bounds
+                or len(bounds) != len(cums)
+                or bounds[-1] >= len(text)
+            ):
+                continue
+            self._tables[text] = (list(bounds), list(cums))
+            self._memo[text] = int(entry[2])
 
     def message(self, index: int) -> int:
         return self.per_message[index]
@@ -250,13 +262,14 @@ class ReferenceTokens:
     def _count_long(self, texts: list[str]) -> None:
         for text in texts:
             if self._table(text) is not None:
-                self._index_head(text)
+                self._index_head(text, -1)
 
-    def _index_head(self, text: str) -> None:
-        """Make ``text`` a candidate original for the copies that start as it does."""
+    def _index_head(self, text: str, owner: int) -> None:
+        """Make ``text`` (first held by message ``owner``) a candidate original for the
+        copies that start as it does."""
         heads = self._by_head.setdefault(text[:HEAD_KEY], [])
-        if len(heads) < HEAD_CANDIDATES and text not in heads:
-            heads.append(text)
+        if len(heads) < HEAD_CANDIDATES and all(t != text for t, _ in heads):
+            heads.append((text, owner))
 
     def _table(self, text: str) -> tuple[list[int], list[int]] | None:
         """``text``'s safe points and running counts (None without any), its count memoised."""
@@ -306,15 +319,21 @@ class ReferenceTokens:
         tail around a notice), from the original's running counts: only the part between
         the last safe point of the shared head and the first of the shared tail is
         tokenized. None when no original shares enough of it."""
-        shared, original = -1, ""
-        for candidate in self._by_head.get(text[:HEAD_KEY], ()):
+        key = text[:HEAD_KEY]
+        if self._pending:
+            self._seed_head(key)
+            value = self._memo.get(text)  # (an original itself, its count just read)
+            if value is not None:
+                return value
+        shared, original, owner = -1, "", -1
+        for candidate, holder in self._by_head.get(key, ()):
             length = common_prefix(text, candidate)
             if length > shared:
-                shared, original = length, candidate
+                shared, original, owner = length, candidate, holder
         if not original:
             return None
         if original not in self._tables:
-            whole = self._whole(original)
+            whole = self._whole(original, owner)
             if whole is not None:
                 value = self._by_difference(text, original, shared, whole)
                 if value is not None:
@@ -354,16 +373,16 @@ class ReferenceTokens:
         middle = text[head_end:tail_start]
         return head + (self._count(middle) if middle else 0) + tail
 
-    def _whole(self, original: str) -> int | None:
+    def _whole(self, original: str, index: int) -> int | None:
         """The count of a long original without tokenizing it: memoised, or its message's
-        stored count less the message's overhead and other (short) blocks. None when the
-        message holds another long text (counting it would cost as much)."""
+        (``index``, -1 for none) stored count less the message's overhead and other
+        (short) blocks. None when the message holds another long text (counting it would
+        cost as much)."""
         value = self._memo.get(original)
         if value is not None or original in self._wholes:
             return value if value is not None else self._wholes[original]
-        index = self._owner.get(original)
         found: int | None = None
-        if index is not None:
+        if index >= 0:
             total = self.per_message[index] - PER_MESSAGE_OVERHEAD
             same = 0
             for block in self._messages[index].blocks:

@@ -72,7 +72,7 @@ def test_input_json_is_json_dumps_and_the_reference_keeps_only_short_ones() -> N
 def test_seeding_indexes_no_parsed_call_but_a_raw_one_with_newlines() -> None:
     conversation = _conversation()
     reference = _seeded(conversation)
-    indexed = [text for heads in reference._by_head.values() for text in heads]
+    indexed = [text for heads in reference._by_head.values() for text, _ in heads]
     assert not any(text.startswith("Write ") for text in indexed)  # JSON: no newline
     raw = conversation.messages[2].blocks[0]
     assert f"Edit {raw.tool_input}" in indexed

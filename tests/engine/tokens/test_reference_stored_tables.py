@@ -17,7 +17,7 @@ from ctxlab.engine.replay import run as replay_run
 from ctxlab.engine.strategies import PRESETS
 from ctxlab.engine.synth import realistic as synth_realistic
 from ctxlab.engine.tokens.cl100k import _encoding
-from ctxlab.engine.tokens.reference import ReferenceTokens
+from ctxlab.engine.tokens.reference import HEAD_KEY, ReferenceTokens
 from ctxlab.engine.tokens.reference_stored import stored_counts
 
 CORPUS = Path(__file__).resolve().parents[2] / "data" / "corpus"
@@ -41,7 +41,7 @@ def test_a_replay_from_stored_tables_equals_a_counted_one(strategy: str) -> None
     for conversation in _conversations():
         totals, tables = stored_counts(conversation.messages)
         seeded = ReferenceTokens(conversation, totals, tables)
-        assert seeded._tables, "running counts read back"
+        assert seeded._pending, "running counts read back (read when a copy is counted)"
         counted = replay_run(conversation, strategy, reference=ReferenceTokens(conversation))
         from_stored = replay_run(conversation, strategy, reference=seeded)
         assert plain(from_stored) == plain(counted), (strategy, conversation.title)
@@ -82,5 +82,36 @@ def test_entries_of_other_texts_are_ignored() -> None:
         changed = list(tables)
         changed[k] = [bad]
         seeded = ReferenceTokens(conversation, totals, changed)
+        seeded._seed_head(text_of(k)[:HEAD_KEY])
         assert text_of(k) not in seeded._tables, bad
-    assert not ReferenceTokens(conversation, totals, tables[:-1])._tables  # another length
+    seeded = ReferenceTokens(conversation, totals, tables)
+    seeded._seed_head(text_of(k)[:HEAD_KEY])
+    assert text_of(k) in seeded._tables  # the right entry is read
+    other = ReferenceTokens(conversation, totals, tables[:-1])  # another length
+    assert not other._pending
+    assert not other._tables
+
+
+def test_stored_running_counts_are_read_only_for_the_texts_a_copy_starts_as() -> None:
+    """Reading back (checksum, memo) every long text's running counts up front cost each
+    replay ~40 ms at 20k messages: only the entries of the texts sharing a counted copy's
+    first characters are read, and the counts are those of the texts."""
+    conversation = synth_realistic.realistic_bench_conversation(CORPUS, messages=400, seed=6)
+    totals, tables = stored_counts(conversation.messages)
+    seeded = ReferenceTokens(conversation, totals, tables)
+    assert not seeded._tables
+    assert not seeded._memo
+    waiting = sum(map(len, seeded._pending.values()))
+    assert waiting > 20
+    longest = max((b.text for m in conversation.messages for b in m.blocks), key=len)
+    encode = _encoding().encode_ordinary
+    copy = longest[:4000] + "\n[truncated: see the full output]"
+    assert seeded.text(copy) == len(encode(copy))
+    assert longest in seeded._tables  # read for the copy
+    assert seeded._memo[longest] == len(encode(longest))
+    assert longest[:HEAD_KEY] not in seeded._pending
+    assert 0 < waiting - sum(map(len, seeded._pending.values())) < waiting / 4
+    # an original counted as a text is its stored count, read then
+    other = next(t for t, _ in (e for es in seeded._pending.values() for e in es) if t != longest)
+    assert seeded.text(other) == len(encode(other))
+    assert seeded._memo[other] == len(encode(other))
