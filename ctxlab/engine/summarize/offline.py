@@ -456,8 +456,17 @@ def _lines(text: str) -> list[str]:
     return [r for r in (_readable(s) for s in text[:SCAN_CHARS].splitlines()) if r]
 
 
+# The marks holding "[" are looked for only in a text with one.
+_BRACKET_MARKS = tuple(m for m in RENDER_MARKS if "[" in m)
+_OTHER_MARKS = tuple(m for m in RENDER_MARKS if "[" not in m)
+
+
 def _may_hold_render(text: str) -> bool:
-    for mark in RENDER_MARKS:  # noqa: SIM110 (a loop, no generator: runs for every head)
+    if "[" in text:
+        for mark in _BRACKET_MARKS:  # noqa: SIM110 (a loop, no generator: runs for every head)
+            if mark in text:
+                return True
+    for mark in _OTHER_MARKS:  # noqa: SIM110
         if mark in text:
             return True
     return False
@@ -545,6 +554,12 @@ _OPENINGS = {
 # ``re.IGNORECASE`` matches to an ASCII letter (İ ı -> i, ſ -> s, Kelvin sign -> k).
 _LITERALS = {CONSTRAINT_RE: ("必须", "不要", "请", "务必", "避免", "只"),
              DECISION_RE: ("决定", "选择", "改用", "因为")}  # fmt: skip
+# The words that hold no other word: a text holds one of a pattern's words when it holds
+# one of these ("decided" holds "decide").
+_NEEDLES = {
+    pattern: tuple(w for w in words if not any(o != w and o in w for o in words))
+    for pattern, words in _WORDS.items()
+}
 _FOLDS_TO_ASCII = ("\u0130", "\u0131", "\u017f", "\u212a")
 _CALL_MARKS = ("[tool_", "<tool_use>", "[tool call", "[function_call", "[functionCall",
                " tool calls]: ")  # fmt: skip
@@ -579,7 +594,7 @@ def _matching_lines(text: str, pattern: re.Pattern[str]) -> tuple[str, ...]:
     ASCII: lowercasing maps characters one by one), so a match leaves one of the pattern's
     words (any case) or literals in the line, unless it is a tool call whose arguments may
     decode to one (``_call_may_match``)."""
-    words = _WORDS.get(pattern)
+    words = _NEEDLES.get(pattern)
     if words is None:
         return tuple(s for s in _lines(text) if pattern.search(s))
     head = text[:SCAN_CHARS]
@@ -601,7 +616,7 @@ def _matches_in_marked_lines(
     # lowercasing keeps every position (only İ, a fold letter, grows)
     low = head.lower()
     hits: list[int] = []  # where a word or literal is
-    for needle in words + _LITERALS[pattern]:
+    for needle in words + _LITERALS[pattern]:  # (``words``: the pattern's ``_NEEDLES``)
         at = low.find(needle)
         while at >= 0:
             hits.append(at)
@@ -744,17 +759,17 @@ class OfflineSummarizer:
                 if len(constraints) >= PER_SECTION:
                     break
                 text = _person_text(m, conv)
-                found = _matching_lines(text, CONSTRAINT_RE) if text else ()
-                if found and _first_line(text):
-                    constraints.extend(found)
+                matched = _matching_lines(text, CONSTRAINT_RE) if text else ()
+                if matched and _first_line(text):
+                    constraints.extend(matched)
         decisions: list[str] = []
         for m in material:
             source = _source(m, conv)
             if source.role is not Role.ASSISTANT if source is not None else m.role != "assistant":
                 continue
-            found = _matching_lines(m.text, DECISION_RE)
-            if found and _first_line(m.text):
-                decisions.extend(found)
+            matched = _matching_lines(m.text, DECISION_RE)
+            if matched and _first_line(m.text):
+                decisions.extend(matched)
                 if len(decisions) >= PER_SECTION:
                     break
         # the newest assistant items, newest first: the newest is in progress, the work
