@@ -26,7 +26,7 @@ from ctxlab.engine.core.model import Message as EngineMessage
 from ctxlab.engine.importers._stream import ConversationStream, StreamedFile
 from ctxlab.engine.strategies import _copaw_stored as copaw_stored
 from ctxlab.engine.strategies import _cowagent_rules as cowagent_rules
-from ctxlab.engine.strategies import aider
+from ctxlab.engine.strategies import aider, qwenpaw
 from ctxlab.engine.tokens import reference_stored
 from ctxlab.engine.tokens.cl100k import (
     MEDIA_TOKENS,
@@ -309,6 +309,7 @@ class _MessageWriter:
         qwen = copaw_stored.message_entries(masked.messages, written.tool_names)
         aider_tokens = aider.stored_counts(masked.messages)  # read by Aider's replays
         cowagent_tokens = cowagent_rules.stored_counts(masked.messages)  # and CowAgent's
+        qwenpaw_tokens = qwenpaw.stored_counts(masked.messages)  # and QwenPaw's
         if written.first_file is None and batch:
             written.first_file = batch[0].source.file
         rows = []
@@ -323,6 +324,7 @@ class _MessageWriter:
                 "reference_tables": tables[i],
                 "aider_tokens": aider_tokens[i],
                 "cowagent_tokens": cowagent_tokens[i],
+                "qwenpaw_tokens": qwenpaw_tokens[i],
                 **message_fields(message, default_file=written.first_file or ""),
             }
             row = [values[f.attname] for f in self.columns]

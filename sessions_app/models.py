@@ -275,6 +275,9 @@ class Message(models.Model):
     # CowAgent's estimate of the message, computed at import (None: imported before):
     # ctxlab.engine.strategies._cowagent_rules.stored_counts
     cowagent_tokens = models.PositiveIntegerField(null=True, blank=True, default=None)
+    # QwenPaw's estimate of the message (default divisor), computed at import (None:
+    # imported before): ctxlab.engine.strategies.qwenpaw.stored_counts
+    qwenpaw_tokens = models.PositiveIntegerField(null=True, blank=True, default=None)
 
     class Meta:
         ordering = ["transcript", "index"]

@@ -56,7 +56,7 @@ from ctxlab.engine.stages import agentscope
 from ctxlab.engine.strategies import _copaw_stored as copaw_stored
 from ctxlab.engine.strategies import _cowagent_rules as cowagent_rules
 from ctxlab.engine.strategies import _gemini_cli_rules as gemini_rules
-from ctxlab.engine.strategies import aider, make_strategy
+from ctxlab.engine.strategies import aider, make_strategy, qwenpaw
 from ctxlab.engine.summarize import offline
 from ctxlab.engine.tokens import qwen_tokens, reference_stored
 from ctxlab.engine.tokens import reference as reference_mod
@@ -133,8 +133,8 @@ def fork_reference(reference: ReferenceTokens, conversation: Conversation) -> Re
 class Stored:
     """A conversation as the worker finds it: the JSON text its rows hold (decoded fresh
     for each replay) and what the import stored per message: the reference counts, the
-    long texts' running counts, CoPaw's Qwen2.5 entries, Aider's counts and CowAgent's
-    estimates (counted here, before any timer)."""
+    long texts' running counts, CoPaw's Qwen2.5 entries, Aider's counts, CowAgent's and
+    QwenPaw's estimates (counted here, before any timer)."""
 
     text: str
     reference: list[int]
@@ -142,6 +142,7 @@ class Stored:
     qwen: Any
     aider: list[int]  # Aider's count of each message (``aider.stored_counts``)
     cowagent: list[int]  # CowAgent's estimate of each message (``cow.stored_counts``)
+    qwenpaw: list[int]  # QwenPaw's estimate of each message (``qwenpaw.stored_counts``)
 
     @classmethod
     def of(cls, conversation: Conversation) -> Stored:
@@ -150,7 +151,10 @@ class Stored:
         text = json.dumps(codec.conversation_to_dict(conversation), ensure_ascii=True)
         aider_counts = aider.stored_counts(conversation.messages)
         cowagent_counts = cowagent_rules.stored_counts(conversation.messages)
-        return cls(text, list(reference), tables, qwen, aider_counts, cowagent_counts)
+        qwenpaw_counts = qwenpaw.stored_counts(conversation.messages)
+        return cls(
+            text, list(reference), tables, qwen, aider_counts, cowagent_counts, qwenpaw_counts
+        )
 
     def decode(self) -> Conversation:
         """A fresh conversation, as ``Transcript.to_conversation`` decodes the rows."""
@@ -167,6 +171,7 @@ def worker_replay(stored: Stored, name: str) -> float:
     reference = seed_reference_tokens(conversation, stored.reference, stored.tables)
     reference.seed_rule(aider.STORED_RULE, stored.aider)
     reference.seed_rule(cowagent_rules.STORED_RULE, stored.cowagent)
+    reference.seed_rule(qwenpaw.STORED_RULE, stored.qwenpaw)
     if stored.qwen is not None and copaw_stored.wants_stored_counts(make_strategy(name)):
         copaw_stored.seed_stored_counts(conversation.messages, stored.qwen)
     result = replay_run(conversation, name, reference=reference)

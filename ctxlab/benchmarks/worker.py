@@ -199,18 +199,24 @@ def _worker_replay(transcript: Any, preset: str) -> float:
     from ctxlab.engine.replay import run as replay_run
     from ctxlab.engine.strategies import _copaw_stored as copaw_stored
     from ctxlab.engine.strategies import _cowagent_rules as cowagent_rules
-    from ctxlab.engine.strategies import aider, make_strategy
+    from ctxlab.engine.strategies import aider, make_strategy, qwenpaw
     from ctxlab.engine.tokens.reference import seed_reference_tokens
 
     start = time.process_time()
     conversation = transcript.to_conversation()
     rows = transcript.messages.order_by("index").values_list(
-        "reference_tokens", "reference_tables", "qwen_counts", "aider_tokens", "cowagent_tokens"
+        "reference_tokens",
+        "reference_tables",
+        "qwen_counts",
+        "aider_tokens",
+        "cowagent_tokens",
+        "qwenpaw_tokens",
     )
-    stored, tables, qwen, aider_tokens, cowagent_tokens = zip(*rows, strict=True)
+    stored, tables, qwen, aider_tokens, cowagent_tokens, qwenpaw_tokens = zip(*rows, strict=True)
     reference = seed_reference_tokens(conversation, list(stored), tables)
     reference.seed_rule(aider.STORED_RULE, aider_tokens)
     reference.seed_rule(cowagent_rules.STORED_RULE, cowagent_tokens)
+    reference.seed_rule(qwenpaw.STORED_RULE, qwenpaw_tokens)
     if copaw_stored.wants_stored_counts(make_strategy(preset)):
         copaw_stored.seed_stored_counts(conversation.messages, list(qwen))
     replay_run(conversation, preset, reference=reference)

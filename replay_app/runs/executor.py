@@ -26,7 +26,7 @@ from ctxlab.engine.evaluate.metrics import compute_metrics
 from ctxlab.engine.replay import Replay, call_starts
 from ctxlab.engine.strategies import _copaw_stored as copaw_stored
 from ctxlab.engine.strategies import _cowagent_rules as cowagent_rules
-from ctxlab.engine.strategies import aider
+from ctxlab.engine.strategies import aider, qwenpaw
 from ctxlab.engine.summarize import prompt_edit
 from ctxlab.engine.summarize.offline import OfflineSummarizer
 from ctxlab.engine.summarize.recorded import RecordedSummarizer, agreement_rows
@@ -154,14 +154,15 @@ def _execute(
     # The per-message counts stored at import: the replay tokenizes no message again (and
     # counts copies of long texts from their stored running counts).
     rows = run.transcript.messages.order_by("index").values_list(
-        "reference_tokens", "reference_tables", "aider_tokens", "cowagent_tokens"
+        "reference_tokens", "reference_tables", "aider_tokens", "cowagent_tokens", "qwenpaw_tokens"
     )
-    stored, tables, aider_tokens, cowagent_tokens = (
-        zip(*rows, strict=True) if rows else ((), (), (), ())
+    stored, tables, aider_tokens, cowagent_tokens, qwenpaw_tokens = (
+        zip(*rows, strict=True) if rows else ((), (), (), (), ())
     )
     reference = seed_reference_tokens(conversation, list(stored), tables)
     reference.seed_rule(aider.STORED_RULE, aider_tokens)  # Aider's own count, done at import
     reference.seed_rule(cowagent_rules.STORED_RULE, cowagent_tokens)  # CowAgent's estimate
+    reference.seed_rule(qwenpaw.STORED_RULE, qwenpaw_tokens)  # QwenPaw's
     summarizer = make_summarizer(run)
     metered = summarizer if isinstance(summarizer, llm.MeteredSummarizer) else None
     # A prompt editor version's request edit (prompts_app), when the run has one.

@@ -16,7 +16,7 @@ from ctxlab.engine.core.model import Block, BlockKind, Conversation, Message, Ro
 from ctxlab.engine.importers._stream import from_parsed
 from ctxlab.engine.strategies import _copaw_stored as copaw_stored
 from ctxlab.engine.strategies import _cowagent_rules as cowagent_rules
-from ctxlab.engine.strategies import aider
+from ctxlab.engine.strategies import aider, qwenpaw
 from ctxlab.engine.tokens import reference_stored
 from sessions_app import secrets_glue, services
 from sessions_app.models import (
@@ -57,6 +57,7 @@ def _expected_rows(transcript: Transcript, conversation: Conversation) -> list[d
     tables = reference_stored.stored_counts(conversation.messages)[1]
     aider_tokens = aider.stored_counts(conversation.messages)
     cowagent_tokens = cowagent_rules.stored_counts(conversation.messages)
+    qwenpaw_tokens = qwenpaw.stored_counts(conversation.messages)
     return [
         {
             "transcript_id": transcript.pk,
@@ -68,6 +69,7 @@ def _expected_rows(transcript: Transcript, conversation: Conversation) -> list[d
             "reference_tables": tables[index],
             "aider_tokens": aider_tokens[index],
             "cowagent_tokens": cowagent_tokens[index],
+            "qwenpaw_tokens": qwenpaw_tokens[index],
             **message_fields(message, default_file=transcript.source_file),
         }
         for index, message in enumerate(conversation.messages)
