@@ -147,25 +147,30 @@ class Strategy:
 
     def reserved_recent(self, ctx: ContextView) -> int:
         """Tokens the strategy will not compact now; default: the current turn."""
-        return min(ctx.turn_tokens, ctx.history_tokens)
+        turn, history = ctx.turn_tokens, ctx.history_tokens
+        return turn if turn <= history else history  # (``min``: the first of equals)
 
     def zones(self, ctx: ContextView) -> Zones:
         window = self.window(ctx)
         recent = self.reserved_recent(ctx)
         reserve = self.output_reserve(ctx)
-        request = ctx.request_tokens()
-        unseen = max(0, ctx.counted_tokens() - request)
-        used = request + unseen + reserve
+        system, tools, summary = ctx.system_tokens, ctx.tools_tokens, ctx.summary_tokens
+        history = ctx.history_tokens
+        request = system + tools + summary + history  # ``ctx.request_tokens()``
+        unseen = ctx.counted_tokens() - request
+        if unseen <= 0:  # (as ``max(0, ...)``: an int 0, also for a float 0.0)
+            unseen = 0
+        free = window - (request + unseen + reserve)
         # system, tools, summary, compactable, reserved_recent, output_reserve, free,
         # window, threshold, unseen, not_in_file (positional: records.new_zones)
         return new_zones(
-            ctx.system_tokens,
-            ctx.tools_tokens,
-            ctx.summary_tokens,
-            max(0, ctx.history_tokens - recent),
+            system,
+            tools,
+            summary,
+            history - recent if history > recent else 0,
             recent,
             reserve,
-            max(0, window - used),
+            free if free > 0 else 0,
             window,
             self.threshold(ctx),
             unseen,
