@@ -239,6 +239,25 @@ def test_an_uncertain_count_is_settled_by_the_original() -> None:
     assert not events_of(plain, "compact")
 
 
+def test_a_point_estimate_over_the_threshold_does_not_fire_alone() -> None:
+    # 2.1.25 counted the final output; the line holds the stream's first (1) and the
+    # response's text (8 000 characters, 2 000 tokens under round(length / 4)) stands in
+    # for it: the point estimate 165 501 + 1 999 + 10 = 167 510 reaches the 167 000
+    # threshold, the certain part 165 511 does not. The agent did not compact here (no
+    # boundary): firing on the point estimate would compact a call early, as it would have
+    # at 3 calls of the entireio/cli sessions (docs/fidelity.md), so only the certain part fires
+    s = Session("2.1.25")
+    s.user("go")
+    s.text("A1", "y" * 8_000, 165_500, 1)
+    s.user("x" * 40)  # 10 tokens
+    s.text("A2", "ok", 167_200, 5)
+    conversation = s.conversation()
+    result = run(conversation, "claude_code", summarizer=EchoSummarizer())
+    assert tokens_at(result, conversation, "A2") == 167_510
+    assert ClaudeCodeStrategy().auto_compact_threshold(versions.rules_for("2.1.25")) == 167_000
+    assert not events_of(result, "compact")
+
+
 def test_manual_compact_followed_with_its_focus_text() -> None:
     s = Session("2.1.29")
     s.user("go")
