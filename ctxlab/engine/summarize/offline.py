@@ -139,6 +139,17 @@ BOOKKEEPING_TOOLS = frozenset(
     ]
 )
 TOOL_ID_RE = re.compile(r"\b(?:toolu|srvtoolu|call|chatcmpl|fc)_[A-Za-z0-9_-]{6,}")
+# Every ``TOOL_ID_RE`` match holds one of these ("srvtoolu_" holds "toolu_").
+_TOOL_ID_HEADS = ("toolu_", "call_", "chatcmpl_", "fc_")
+
+
+def _may_hold_tool_id(text: str) -> bool:
+    for head in _TOOL_ID_HEADS:  # noqa: SIM110 (a loop, no generator: runs for every line)
+        if head in text:
+            return True
+    return False
+
+
 # Lines the harness wrote into the user's turn, not the person (``core.harness``), and
 # the disclaimers of earlier offline summaries
 META_RE = re.compile(
@@ -304,7 +315,8 @@ def _readable(line: str, width: int = LINE) -> str:
         line = f"{name}: {first}" if name else first
         line = line.splitlines()[0].strip() if line.strip() else ""
     if "_" in line:  # every tool id holds one
-        line = TOOL_ID_RE.sub("", line)
+        if _may_hold_tool_id(line):
+            line = TOOL_ID_RE.sub("", line)
     elif tool and line.startswith("[") and LABEL_RE.match(line):
         line = LABEL_RE.sub("", line, count=1)
         if not line.strip() or _is_meta(line.strip()):
@@ -480,7 +492,7 @@ def _fact_text(text: str) -> str:
         # stripped, tool ids removed (no id spans a line break, so the joined text's
         # matches are the lines' matches)
         joined = "\n".join([line.strip() for line in text.splitlines()])
-        return TOOL_ID_RE.sub("", joined) if "_" in joined else joined
+        return TOOL_ID_RE.sub("", joined) if _may_hold_tool_id(joined) else joined
     out: list[str] = []
     for line in text.splitlines():
         stripped = line.strip()
@@ -494,7 +506,7 @@ def _fact_text(text: str) -> str:
             stripped = TOOL_OUTPUT_RE.sub("", stripped)
             stripped = LABEL_RE.sub("", stripped) if stripped.startswith("[") else stripped
             stripped = UNSAID_RE.sub("", stripped) if stripped.startswith("[") else stripped
-        out.append(TOOL_ID_RE.sub("", stripped) if "_" in stripped else stripped)
+        out.append(TOOL_ID_RE.sub("", stripped) if _may_hold_tool_id(stripped) else stripped)
     return "\n".join(out)
 
 

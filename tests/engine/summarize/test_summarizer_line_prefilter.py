@@ -126,3 +126,20 @@ def test_every_harness_line_is_found_by_the_meta_prefilter() -> None:
         assert offline._may_hold_meta("some text\n" + line), line
     # a tag's name without its "<" is no harness line, and needs no line-by-line read
     assert not offline._may_hold_meta("the command-name and system-reminder fields")
+
+
+def test_every_tool_id_is_found_by_its_prefilter() -> None:
+    ids = [
+        "toolu_01AbCdEfGh",
+        "srvtoolu_01AbCdEf",
+        "call_abcdefgh-1",
+        "chatcmpl_ABCDEF1",
+        "fc_1234567",
+    ]
+    for tool_id in ids:
+        line = f"ran {tool_id} ok"
+        assert offline.TOOL_ID_RE.search(line), line
+        assert offline._may_hold_tool_id(line), line
+        assert tool_id not in offline._readable(line)
+    assert not offline._may_hold_tool_id("snake_case_name and my_call")
+    assert offline._readable("snake_case_name and my_call") == "snake_case_name and my_call"
