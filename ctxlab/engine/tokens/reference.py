@@ -56,6 +56,7 @@ class ReferenceTokens:
         self._asked: set[str] = set()  # originals a copy was counted without (stored counts)
         self._messages = conversation.messages
         self._originals: dict[int, int] | None = None  # id(original) -> index
+        self._last: tuple[Message, int] | None = None  # see ``message_of``
         self._block_owners: dict[int, int] | None = None  # id(original block) -> index
         self._wholes: dict[str, int | None] = {}  # its count, from that message's stored one
         self._calls: dict[tuple[str, str], int] = {}  # (tool name, input JSON) -> count
@@ -170,13 +171,19 @@ class ReferenceTokens:
         index = self._original_index().get(id(message))
         if index is not None and self._messages[index] is message:
             return self.per_message[index]
-        if message.blocks:
-            kept = self._from_kept_blocks(message)
-            if kept is not None:
-                return kept
-        total = PER_MESSAGE_OVERHEAD
-        for block in message.blocks:
-            total += self._block(block)
+        # The last modified version counted: a replay's context and a strategy counting
+        # with these counts both ask for the version a strategy just made.
+        last = self._last
+        if last is not None and last[0] is message:
+            return last[1]
+        kept = self._from_kept_blocks(message) if message.blocks else None
+        if kept is not None:
+            total = kept
+        else:
+            total = PER_MESSAGE_OVERHEAD
+            for block in message.blocks:
+                total += self._block(block)
+        self._last = (message, total)
         return total
 
     def _block(self, block: Block) -> int:
@@ -207,9 +214,7 @@ class ReferenceTokens:
         removed = [b for b in blocks if id(b) not in kept]
         if len(removed) != len(blocks) - len(kept):  # a block not of that original
             return None
-        if sum(len(block_text(b)) for b in removed) >= sum(
-            len(block_text(b)) for b in message.blocks
-        ):
+        if sum(map(_text_length, removed)) >= sum(map(_text_length, message.blocks)):
             return None
         return self.per_message[index] - sum(self._block(b) for b in removed)
 
@@ -432,6 +437,16 @@ class ReferenceTokens:
             return None
         count = self._count
         return whole - count(original[q:r]) + count(text[q:r_text])
+
+
+def _text_length(block: Block) -> int:
+    """``len(block_text(block))`` without making the text of a tool call."""
+    kind = block.kind
+    if kind is BlockKind.TOOL_USE:
+        return len(block.tool_name) + 1 + len(block.input_json)
+    if kind is BlockKind.MEDIA or kind is BlockKind.OPAQUE:
+        return 0
+    return len(block.text)
 
 
 def counted_in_pieces(text: str) -> tuple[int, list[int], list[int]]:
