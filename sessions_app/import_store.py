@@ -25,9 +25,7 @@ from ctxlab.engine.core.model import BlockKind, Conversation
 from ctxlab.engine.core.model import Message as EngineMessage
 from ctxlab.engine.importers._stream import ConversationStream, StreamedFile
 from ctxlab.engine.strategies import _copaw_stored as copaw_stored
-from ctxlab.engine.strategies import _cowagent_rules as cowagent_rules
-from ctxlab.engine.strategies import aider, qwenpaw
-from ctxlab.engine.tokens import reference_stored
+from ctxlab.engine.strategies import stored_counts
 from ctxlab.engine.tokens.cl100k import (
     MEDIA_TOKENS,
     PER_MESSAGE_OVERHEAD,
@@ -304,12 +302,11 @@ class _MessageWriter:
         for found in findings:
             where.setdefault(found["message"], []).append([found["block"], found["kind"]])
             written.findings.append({**found, "message": found["message"] + offset})
-        tokens, tables = reference_stored.stored_counts(masked.messages)
+        # every replay's reference counts and the strategies' own estimates
+        counted = stored_counts.counted(masked.messages)
+        tokens = counted["reference_tokens"]
         # read by CoPaw's replays (the calls of earlier batches name their results)
         qwen = copaw_stored.message_entries(masked.messages, written.tool_names)
-        aider_tokens = aider.stored_counts(masked.messages)  # read by Aider's replays
-        cowagent_tokens = cowagent_rules.stored_counts(masked.messages)  # and CowAgent's
-        qwenpaw_tokens = qwenpaw.stored_counts(masked.messages)  # and QwenPaw's
         if written.first_file is None and batch:
             written.first_file = batch[0].source.file
         rows = []
@@ -318,13 +315,9 @@ class _MessageWriter:
                 "transcript_id": transcript.pk,
                 "index": offset + i,
                 "preview": preview_of(message),
-                "reference_tokens": tokens[i],
+                **{column: values[i] for column, values in counted.items()},
                 "secrets": where.get(i, []),
                 "qwen_counts": qwen[i] if qwen is not None else None,
-                "reference_tables": tables[i],
-                "aider_tokens": aider_tokens[i],
-                "cowagent_tokens": cowagent_tokens[i],
-                "qwenpaw_tokens": qwenpaw_tokens[i],
                 **message_fields(message, default_file=written.first_file or ""),
             }
             row = [values[f.attname] for f in self.columns]

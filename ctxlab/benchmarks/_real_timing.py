@@ -54,14 +54,13 @@ from ctxlab.engine.evaluate import survival
 from ctxlab.engine.replay import run as replay_run
 from ctxlab.engine.stages import agentscope
 from ctxlab.engine.strategies import _copaw_stored as copaw_stored
-from ctxlab.engine.strategies import _cowagent_rules as cowagent_rules
 from ctxlab.engine.strategies import _gemini_cli_rules as gemini_rules
-from ctxlab.engine.strategies import aider, make_strategy, qwenpaw
+from ctxlab.engine.strategies import make_strategy, stored_counts
 from ctxlab.engine.summarize import offline
-from ctxlab.engine.tokens import qwen_tokens, reference_stored
+from ctxlab.engine.tokens import qwen_tokens
 from ctxlab.engine.tokens import reference as reference_mod
 from ctxlab.engine.tokens.cl100k import _encoding, block_text, reference_counter
-from ctxlab.engine.tokens.reference import ReferenceTokens, seed_reference_tokens
+from ctxlab.engine.tokens.reference import ReferenceTokens
 
 ROUNDS = 3  # ~3 minutes of CPU each on this machine: the section stays near 12 minutes
 
@@ -132,29 +131,20 @@ def fork_reference(reference: ReferenceTokens, conversation: Conversation) -> Re
 @dataclass(frozen=True)
 class Stored:
     """A conversation as the worker finds it: the JSON text its rows hold (decoded fresh
-    for each replay) and what the import stored per message: the reference counts, the
-    long texts' running counts, CoPaw's Qwen2.5 entries, Aider's counts, CowAgent's and
-    QwenPaw's estimates (counted here, before any timer)."""
+    for each replay) and what the import stores per message: ``stored_counts.counted``'s
+    columns (the reference counts, the long texts' running counts, the strategies' own
+    estimates) and CoPaw's Qwen2.5 entries (counted here, before any timer)."""
 
     text: str
-    reference: list[int]
-    tables: Any
+    columns: dict[str, Any]  # ``stored_counts.COLUMNS``
     qwen: Any
-    aider: list[int]  # Aider's count of each message (``aider.stored_counts``)
-    cowagent: list[int]  # CowAgent's estimate of each message (``cow.stored_counts``)
-    qwenpaw: list[int]  # QwenPaw's estimate of each message (``qwenpaw.stored_counts``)
 
     @classmethod
     def of(cls, conversation: Conversation) -> Stored:
-        reference, tables = reference_stored.stored_counts(conversation.messages)
+        columns = stored_counts.counted(conversation.messages)
         qwen = copaw_stored.message_entries(conversation.messages)
         text = json.dumps(codec.conversation_to_dict(conversation), ensure_ascii=True)
-        aider_counts = aider.stored_counts(conversation.messages)
-        cowagent_counts = cowagent_rules.stored_counts(conversation.messages)
-        qwenpaw_counts = qwenpaw.stored_counts(conversation.messages)
-        return cls(
-            text, list(reference), tables, qwen, aider_counts, cowagent_counts, qwenpaw_counts
-        )
+        return cls(text, columns, qwen)
 
     def decode(self) -> Conversation:
         """A fresh conversation, as ``Transcript.to_conversation`` decodes the rows."""
@@ -168,10 +158,7 @@ def worker_replay(stored: Stored, name: str) -> float:
     conversation = stored.decode()
     cold_caches()
     start = cpu()
-    reference = seed_reference_tokens(conversation, stored.reference, stored.tables)
-    reference.seed_rule(aider.STORED_RULE, stored.aider)
-    reference.seed_rule(cowagent_rules.STORED_RULE, stored.cowagent)
-    reference.seed_rule(qwenpaw.STORED_RULE, stored.qwenpaw)
+    reference = stored_counts.seeded(conversation, stored.columns)
     if stored.qwen is not None and copaw_stored.wants_stored_counts(make_strategy(name)):
         copaw_stored.seed_stored_counts(conversation.messages, stored.qwen)
     result = replay_run(conversation, name, reference=reference)

@@ -95,8 +95,7 @@ def measure_in_this_process(
     """Steps 1-5 of the module docstring for one strategy (meant for a fresh process)."""
     from ctxlab.engine.replay import run as replay_run
     from ctxlab.engine.strategies import _copaw_stored as copaw_stored
-    from ctxlab.engine.strategies import aider, make_strategy
-    from ctxlab.engine.tokens import reference as reference_mod
+    from ctxlab.engine.strategies import make_strategy, stored_counts
 
     start = _rss()
     _load_tables()
@@ -105,11 +104,10 @@ def measure_in_this_process(
         conversation: Conversation = pickle.load(f)
     loaded_conversation = _rss()
     with counts_path.open("rb") as f:
-        stored, tables, qwen, aider_counts = pickle.load(f)
+        columns, qwen = pickle.load(f)
 
     def replay() -> Any:
-        reference = reference_mod.seed_reference_tokens(conversation, stored, tables)
-        reference.seed_rule(aider.STORED_RULE, aider_counts)
+        reference = stored_counts.seeded(conversation, columns)
         if qwen is not None and copaw_stored.wants_stored_counts(make_strategy(name)):
             copaw_stored.seed_stored_counts(conversation.messages, qwen)
         return replay_run(conversation, name, reference=reference)
@@ -130,20 +128,18 @@ def measure_in_this_process(
 
 
 def write_inputs(conversation: Conversation, directory: Path) -> tuple[Path, Path]:
-    """The conversation and what an import stores for it (reference counts, CoPaw's Qwen2.5
-    counts, Aider's counts), pickled for the children."""
+    """The conversation and what an import stores for it (``stored_counts.counted``'s
+    columns, CoPaw's Qwen2.5 entries), pickled for the children."""
     from ctxlab.engine.strategies import _copaw_stored as copaw_stored
-    from ctxlab.engine.strategies import aider
-    from ctxlab.engine.tokens import reference_stored
+    from ctxlab.engine.strategies import stored_counts
 
-    stored, tables = reference_stored.stored_counts(conversation.messages)
+    columns = stored_counts.counted(conversation.messages)
     qwen = copaw_stored.message_entries(conversation.messages)
-    aider_counts = aider.stored_counts(conversation.messages)
     conversation_path, counts_path = directory / "conversation.pkl", directory / "counts.pkl"
     with conversation_path.open("wb") as f:
         pickle.dump(conversation, f, protocol=pickle.HIGHEST_PROTOCOL)
     with counts_path.open("wb") as f:
-        pickle.dump((stored, tables, qwen, aider_counts), f, protocol=pickle.HIGHEST_PROTOCOL)
+        pickle.dump((columns, qwen), f, protocol=pickle.HIGHEST_PROTOCOL)
     return conversation_path, counts_path
 
 

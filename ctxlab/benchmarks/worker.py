@@ -198,25 +198,13 @@ def _worker_replay(transcript: Any, preset: str) -> float:
     conversation decoded from the rows, the stored counts read and seeded, the replay."""
     from ctxlab.engine.replay import run as replay_run
     from ctxlab.engine.strategies import _copaw_stored as copaw_stored
-    from ctxlab.engine.strategies import _cowagent_rules as cowagent_rules
-    from ctxlab.engine.strategies import aider, make_strategy, qwenpaw
-    from ctxlab.engine.tokens.reference import seed_reference_tokens
+    from ctxlab.engine.strategies import make_strategy, stored_counts
 
     start = time.process_time()
     conversation = transcript.to_conversation()
-    rows = transcript.messages.order_by("index").values_list(
-        "reference_tokens",
-        "reference_tables",
-        "qwen_counts",
-        "aider_tokens",
-        "cowagent_tokens",
-        "qwenpaw_tokens",
-    )
-    stored, tables, qwen, aider_tokens, cowagent_tokens, qwenpaw_tokens = zip(*rows, strict=True)
-    reference = seed_reference_tokens(conversation, list(stored), tables)
-    reference.seed_rule(aider.STORED_RULE, aider_tokens)
-    reference.seed_rule(cowagent_rules.STORED_RULE, cowagent_tokens)
-    reference.seed_rule(qwenpaw.STORED_RULE, qwenpaw_tokens)
+    rows = transcript.messages.order_by("index").values_list(*stored_counts.COLUMNS, "qwen_counts")
+    reference = stored_counts.seeded(conversation, stored_counts.from_rows([r[:-1] for r in rows]))
+    qwen = [r[-1] for r in rows]
     if copaw_stored.wants_stored_counts(make_strategy(preset)):
         copaw_stored.seed_stored_counts(conversation.messages, list(qwen))
     replay_run(conversation, preset, reference=reference)

@@ -25,12 +25,10 @@ from ctxlab.engine.core.summary_request import Summarizer
 from ctxlab.engine.evaluate.metrics import compute_metrics
 from ctxlab.engine.replay import Replay, call_starts
 from ctxlab.engine.strategies import _copaw_stored as copaw_stored
-from ctxlab.engine.strategies import _cowagent_rules as cowagent_rules
-from ctxlab.engine.strategies import aider, qwenpaw
+from ctxlab.engine.strategies import stored_counts
 from ctxlab.engine.summarize import prompt_edit
 from ctxlab.engine.summarize.offline import OfflineSummarizer
 from ctxlab.engine.summarize.recorded import RecordedSummarizer, agreement_rows
-from ctxlab.engine.tokens.reference import seed_reference_tokens
 from replay_app.compare import inputs as compare_inputs
 from replay_app.costs import llm, run_costs
 from replay_app.models import (
@@ -153,16 +151,8 @@ def _execute(
     conversation = run.transcript.to_conversation()
     # The per-message counts stored at import: the replay tokenizes no message again (and
     # counts copies of long texts from their stored running counts).
-    rows = run.transcript.messages.order_by("index").values_list(
-        "reference_tokens", "reference_tables", "aider_tokens", "cowagent_tokens", "qwenpaw_tokens"
-    )
-    stored, tables, aider_tokens, cowagent_tokens, qwenpaw_tokens = (
-        zip(*rows, strict=True) if rows else ((), (), (), (), ())
-    )
-    reference = seed_reference_tokens(conversation, list(stored), tables)
-    reference.seed_rule(aider.STORED_RULE, aider_tokens)  # Aider's own count, done at import
-    reference.seed_rule(cowagent_rules.STORED_RULE, cowagent_tokens)  # CowAgent's estimate
-    reference.seed_rule(qwenpaw.STORED_RULE, qwenpaw_tokens)  # QwenPaw's
+    rows = run.transcript.messages.order_by("index").values_list(*stored_counts.COLUMNS)
+    reference = stored_counts.seeded(conversation, stored_counts.from_rows(list(rows)))
     summarizer = make_summarizer(run)
     metered = summarizer if isinstance(summarizer, llm.MeteredSummarizer) else None
     # A prompt editor version's request edit (prompts_app), when the run has one.

@@ -109,7 +109,7 @@ def test_rounds_measure_every_strategy_at_both_sizes_alternating_which_goes_firs
     real_worker = timing.worker_replay
 
     def spy(stored: timing.Stored, name: str) -> float:
-        order.append((name, len(stored.reference)))
+        order.append((name, len(stored.columns["reference_tokens"])))
         return real_worker(stored, name)
 
     monkeypatch.setattr(timing, "worker_replay", spy)
@@ -154,7 +154,7 @@ def test_the_worker_path_replays_a_fresh_decode_of_the_stored_conversation() -> 
     first, second = stored.decode(), stored.decode()
     assert first == conversation and first is not conversation
     assert first.messages[5] is not second.messages[5]  # no object shared between replays
-    assert stored.reference == ReferenceTokens(conversation).per_message
+    assert stored.columns["reference_tokens"] == ReferenceTokens(conversation).per_message
     fresh = replay_run(first, "observation_masking")
     kept = replay_run(conversation, "observation_masking")
     assert [s.tokens for s in fresh.steps] == [s.tokens for s in kept.steps]
@@ -174,10 +174,10 @@ def test_the_worker_path_replays_aider_from_its_stored_counts(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # As the worker: Aider's count of each original message comes from the import's
-    # (``Stored.aider``), only what the replay writes (summaries, "Ok.") is counted.
+    # (``Stored.columns``), only what the replay writes (summaries, "Ok.") is counted.
     conversation = _conversation(300)
     stored = timing.Stored.of(conversation)
-    assert stored.aider == aider.stored_counts(conversation.messages)
+    assert stored.columns["aider_tokens"] == aider.stored_counts(conversation.messages)
     asked: list[str] = []
     real = aider.AiderStrategy.count_dict
 
