@@ -125,3 +125,22 @@ def test_replays_run_inside_a_pause_and_end_it():
     result = run(conversation, "baseagent")
     assert seen and seen[0] > 0
     assert result.steps and gc.get_freeze_count() == 0
+
+
+def test_a_pause_collects_less_often_and_gives_the_thresholds_back():
+    own = (900, 11, 12)
+    before = gc.get_threshold()
+    gc.set_threshold(*own)
+    try:
+        with heap.existing_heap_frozen():
+            assert gc.get_threshold() == heap.PAUSED_THRESHOLD
+            with heap.existing_heap_frozen():  # nested: still paused
+                assert gc.get_threshold() == heap.PAUSED_THRESHOLD
+            assert gc.get_threshold() == heap.PAUSED_THRESHOLD
+        assert gc.get_threshold() == own
+        gc.freeze()  # a freeze made by someone else: the thresholds still come back
+        with heap.existing_heap_frozen():
+            assert gc.get_threshold() == heap.PAUSED_THRESHOLD
+        assert gc.get_threshold() == own
+    finally:
+        gc.set_threshold(*before)
