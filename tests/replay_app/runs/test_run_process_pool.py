@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import child_pause
 import pytest
 from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
@@ -149,22 +150,37 @@ def test_progress_from_the_child_reaches_the_channel_layer(process_worker: Any, 
     assert data[-1]["status"] == RunStatus.DONE and data[-1]["steps_done"] == run.steps_total
 
 
-def test_cancel_stops_a_run_in_a_child(process_worker: Any, user: Any) -> None:
-    run = _queued(user, _long_transcript(user), strategy="qwenpaw")
+@pytest.fixture
+def paused_after_first_batch(process_worker: Any, monkeypatch: Any) -> None:
+    """Runs pause in their child once their first batch is stored, until
+    ``child_pause.resume``: a test acts mid-run however fast the replay is."""
+    monkeypatch.setattr(pooled, "CHILD_TARGET", child_pause.TARGET)
+
+
+def _running_paused(user: Any, transcript: Any) -> Run:
+    run = _queued(user, transcript, strategy="qwenpaw")
     services.run_enqueue(run)
     run = _wait(run, lambda r: r.status == RunStatus.RUNNING and r.steps_done > 0)
+    # the next batch is at most BATCH_STEPS further on: the run is still far from its end
+    assert run.steps_done + executor.BATCH_STEPS < run.steps_total
+    return run
+
+
+def test_cancel_stops_a_run_in_a_child(paused_after_first_batch: None, user: Any) -> None:
+    run = _running_paused(user, _long_transcript(user))
     services.run_cancel(run=run)
+    child_pause.resume(run.pk)
     run = _wait(run)
     assert run.status == RunStatus.CANCELLED and run.error == "cancelled"
     assert 0 < run.steps_done < run.steps_total
     assert RunStep.objects.filter(run=run).count() == run.steps_done
 
 
-def test_killed_child_fails_its_run_and_is_replaced(process_worker: Any, user: Any) -> None:
+def test_killed_child_fails_its_run_and_is_replaced(
+    process_worker: Any, paused_after_first_batch: None, user: Any
+) -> None:
     transcript = _long_transcript(user)
-    run = _queued(user, transcript, strategy="qwenpaw")
-    services.run_enqueue(run)
-    run = _wait(run, lambda r: r.status == RunStatus.RUNNING and r.steps_done > 0)
+    run = _running_paused(user, transcript)
     killed = process_worker.busy_pids()
     assert len(killed) == 1
     os.kill(killed[0], signal.SIGKILL)
@@ -174,6 +190,7 @@ def test_killed_child_fails_its_run_and_is_replaced(process_worker: Any, user: A
     assert run.finished_at is not None
 
     again = _queued(user, transcript, strategy="picoclaw")
+    child_pause.resume(again.pk)  # no pause for this one
     services.run_enqueue(again)
     again = _wait(again)
     assert again.status == RunStatus.DONE, again.error
