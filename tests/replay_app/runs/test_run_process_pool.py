@@ -166,7 +166,8 @@ def _running_paused(user: Any, transcript: Any) -> Run:
     return run
 
 
-def test_cancel_stops_a_run_in_a_child(paused_after_first_batch: None, user: Any) -> None:
+@pytest.mark.usefixtures("paused_after_first_batch")
+def test_cancel_stops_a_run_in_a_child(user: Any) -> None:
     run = _running_paused(user, _long_transcript(user))
     services.run_cancel(run=run)
     child_pause.resume(run.pk)
@@ -176,9 +177,8 @@ def test_cancel_stops_a_run_in_a_child(paused_after_first_batch: None, user: Any
     assert RunStep.objects.filter(run=run).count() == run.steps_done
 
 
-def test_killed_child_fails_its_run_and_is_replaced(
-    process_worker: Any, paused_after_first_batch: None, user: Any
-) -> None:
+@pytest.mark.usefixtures("paused_after_first_batch")
+def test_killed_child_fails_its_run_and_is_replaced(process_worker: Any, user: Any) -> None:
     transcript = _long_transcript(user)
     run = _running_paused(user, transcript)
     killed = process_worker.busy_pids()
