@@ -56,7 +56,7 @@ from .evaluate.forecast import (
     turns_to_trigger,
 )
 from .evaluate.instruction_marks import may_hold_source
-from .stages.js_text import quarter_length_tokens
+from .stages.own_counts import RawBlock, block_tokens
 
 Buffer = bytes | mmap.mmap  # a file's bytes read, or mapped
 CHUNK = 1 << 20  # bytes read per step backwards
@@ -265,52 +265,12 @@ def _usage_numbers(usage: Any) -> tuple[int, int] | None:
     return total, output if type(output) is int else 0
 
 
-def _json_size(value: Any) -> int:
-    """Bytes of an opaque payload as the importer keeps its size (compact JSON)."""
-    if isinstance(value, str):
-        return len(value.encode("utf-8", "surrogatepass"))
-    try:
-        return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode())
-    except (TypeError, ValueError):
-        return 0
-
-
 def block_estimate(value: Any) -> int:
     """``roughTokenCountEstimationForBlock`` of a content block as Claude Code writes it:
-    what ``claude_code.block_tokens`` gives the importer's block of it (without building
-    the engine's values: tests/engine/test_statusline.py checks the two agree on every
-    vendored session's blocks)."""
-    if isinstance(value, str):
-        return quarter_length_tokens(value)
-    if not isinstance(value, dict):
-        return (_json_size(value) + 2) // 4
-    kind = value.get("type")
-    kind = kind if isinstance(kind, str) else ""
-    if kind in ("text", "thinking"):
-        text = value.get(kind)
-        return quarter_length_tokens(text if isinstance(text, str) else "")
-    if kind in ("tool_use", "server_tool_use", "mcp_tool_use"):
-        name, raw = value.get("name"), value.get("input")
-        stringified = raw if isinstance(raw, str) else _compact(raw if raw is not None else {})
-        return quarter_length_tokens((name if isinstance(name, str) else "") + stringified)
-    if kind == "tool_result" or kind.endswith("_tool_result"):
-        content = value.get("content")
-        if isinstance(content, str):
-            return quarter_length_tokens(content)
-        parts = content if isinstance(content, list) else []
-        return sum(block_estimate(part) for part in parts)
-    if kind in ("image", "document"):
-        return int(_versions().IMAGE_TOKENS)
-    if kind == "redacted_thinking":
-        return (_json_size(value.get("data")) + 2) // 4
-    if kind == "compaction":
-        return (_json_size(value.get("content")) + 2) // 4
-    return (_json_size(value) + 2) // 4
-
-
-def _compact(value: Any) -> str:
-    """``JSON.stringify(value)``: compact, non-ASCII kept."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    the ``claude_code`` strategy's own rule (``stages.own_counts.block_tokens``) of the
+    block read as the importer reads it (``RawBlock``), without building the engine's
+    values."""
+    return block_tokens(RawBlock(value))
 
 
 def _user_record(raw: bytes) -> dict[str, Any] | None:
@@ -558,7 +518,7 @@ def _response(raw: bytes) -> Response | None:
     numbers = _usage_numbers(message.get("usage"))
     content = message.get("content")
     if isinstance(content, str):
-        blocks = [quarter_length_tokens(content)] if content else []
+        blocks = [block_estimate(content)] if content else []
     elif isinstance(content, dict):
         blocks = [block_estimate(content)]
     else:

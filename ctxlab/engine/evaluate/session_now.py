@@ -31,6 +31,7 @@ from typing import Any
 
 from ..core.model import Conversation, Message, Role
 from ..stages.originals import outside_context, starts_after_compaction
+from ..stages.own_counts import ReasoningTally
 from . import instructions, survival
 from .forecast import (
     HORIZON,
@@ -211,13 +212,14 @@ class _Counts:
     def __init__(self, now: SessionNow) -> None:
         self.now = now
         self.agent = now.rules.agent
-        self.settled = 0  # Codex: reasoning of the replies before the turn's user message
-        self.open = 0  # ... and of those since
+        # Codex: the reasoning of the replies before the turn's user message, and since
+        # (the strategy's own tally: ``stages.own_counts.ReasoningTally``)
+        self.reasoning = ReasoningTally()
         self._claude: dict[str, Any] = {}  # version -> the claude_code version rules
 
     def reset(self) -> None:
         """An agent compaction: the earlier replies' reasoning is gone."""
-        self.settled = self.open = 0
+        self.reasoning.reset()
 
     def after(self, message: Message, own: int, version: str) -> int | None:
         """The count right after ``message`` (an assistant response; ``own``: the agent's
@@ -234,7 +236,7 @@ class _Counts:
             self._reply(message, version)
             if rules.name == "legacy":
                 return usage.context_tokens - usage.reasoning
-            return usage.context_tokens + self.settled
+            return usage.context_tokens + self.reasoning.settled
         from ..strategies import _claude_code_versions as cv
         from ..strategies.claude_code import later_tokens
 
@@ -252,8 +254,7 @@ class _Counts:
         from ..strategies.codex import is_real_user_message
 
         if is_real_user_message(message):
-            self.settled += self.open
-            self.open = 0
+            self.reasoning.user()
 
     def _codex(self, version: str) -> Any:
         from ..strategies import _codex_versions as cv
@@ -265,7 +266,7 @@ class _Counts:
             return  # (the original's replacement history: its reasoning is not counted)
         from ..strategies.codex import reasoning_tokens
 
-        self.open += reasoning_tokens(message, self._codex(version))
+        self.reasoning.reply(reasoning_tokens(message, self._codex(version)))
 
 
 # --- steps ------------------------------------------------------------------------------

@@ -207,7 +207,6 @@ def rules_for(version: str) -> VersionRules:
     return RANGES[-1]
 
 
-IMAGE_TOKENS = 2_000  # roughTokenCountEstimationForBlock: image / document
 # A usage line written when the stream started reports 1-25 output tokens: below this, or
 # below half the response's own estimate, the final output is not in the transcript.
 STREAM_START_OUTPUT = 30

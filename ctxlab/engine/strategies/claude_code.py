@@ -114,7 +114,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..core.findings import check_summary_size
-from ..core.model import Block, BlockKind, Conversation, Message, OriginalCompaction, Role
+from ..core.model import BlockKind, Conversation, Message, OriginalCompaction, Role
 from ..core.params import Param
 from ..core.records import Fate, Zones
 from ..core.strategy import Strategy
@@ -126,10 +126,10 @@ from ..stages.originals import (
     outside_context,
     starts_after_compaction,
 )
+from ..stages.own_counts import block_tokens  # (the status line counts by it too)
 from . import _claude_code_rules as rules
 from . import _claude_code_versions as versions
 from ._claude_code_versions import VersionRules
-from ._gemini_cli_rules import js_json
 
 if TYPE_CHECKING:
     from ..core.context_view import ContextView
@@ -137,7 +137,6 @@ if TYPE_CHECKING:
 MAX_OUTPUT_TOKENS_FOR_SUMMARY = 20_000
 AUTOCOMPACT_BUFFER_TOKENS = 13_000
 MAX_CONSECUTIVE_AUTOCOMPACT_FAILURES = 3
-IMAGE_TOKENS = versions.IMAGE_TOKENS  # roughTokenCountEstimationForBlock: image / document
 NOT_ENOUGH_MESSAGES = "Not enough messages to compact."
 NO_SUMMARY = "Failed to generate conversation summary - response did not contain valid text content"
 # microCompact.ts (2.1.88) TIME_BASED_MC_CLEARED_MESSAGE: what a cleared tool result reads.
@@ -186,22 +185,6 @@ def rough_tokens(text: str) -> int:
     """``roughTokenCountEstimation``: ``Math.round(text.length / 4)`` (UTF-16 units), the
     rule OpenCode's ``Token.estimate`` uses too."""
     return quarter_length_tokens(text)
-
-
-def block_tokens(block: Block) -> int:
-    """``roughTokenCountEstimationForBlock``."""
-    if block.kind is BlockKind.TOOL_USE:
-        raw = block.tool_input
-        # ``JSON.stringify``: no spaces, non-ASCII kept
-        stringified = raw if isinstance(raw, str) else js_json(raw if raw is not None else {})
-        return rough_tokens(block.tool_name + stringified)
-    if block.kind is BlockKind.MEDIA:
-        return IMAGE_TOKENS
-    if block.kind is BlockKind.TOOL_RESULT and block.parts:
-        return sum(block_tokens(part) for part in block.parts)
-    if block.kind is BlockKind.OPAQUE:
-        return (block.size + 2) // 4  # redacted_thinking data / stringified payloads
-    return rough_tokens(block.text)
 
 
 def later_tokens(message: Message) -> int:

@@ -100,6 +100,7 @@ from ..core.strategy import Strategy
 from ..core.summary_request import MaterialItem, PromptMessage, Section, SummaryRequest
 from ..core.tool_pairs import is_user_query
 from ..stages.originals import OriginalIndex
+from ..stages.own_counts import ReasoningTally  # (session-now keeps one too)
 from . import _codex_rules as rules
 from . import _codex_versions as versions
 
@@ -193,14 +194,11 @@ class _State:
     # -- the 0.140 count --
     last_total: int | None = None  # last_token_usage.total_tokens of the last response
     original_live: int = 0  # estimate of the original's live items (its own boundaries)
-    reasoning_settled: int = 0  # reasoning estimate of replies before the last user message
-    reasoning_previous: int = 0  # the same before the last user message was recorded
-    reasoning_open: int = 0  # reasoning estimate of replies after it
-    # The reported reasoning tokens behind those estimates where the rollout kept no
-    # encrypted length (Entire redacts it): the part of the count the file cannot show.
-    guessed_settled: int = 0
-    guessed_previous: int = 0
-    guessed_open: int = 0
+    # the reasoning estimate of the replies before the last user message (settled), the
+    # same before it was recorded (previous), of the replies after it (open); beside each,
+    # the reported reasoning tokens behind it where the rollout kept no encrypted length
+    # (Entire redacts it): the part of the count the file cannot show
+    reasoning: ReasoningTally = field(default_factory=ReasoningTally)
     guessed: int = 0  # ... in the count of the last check
     # Once the replay holds another context than the original: its count = the original's
     # + extra (in reported tokens, fixed when it diverged) + what both held since then
@@ -437,15 +435,9 @@ class CodexStrategy(Strategy):
             return  # the original's replacement history: counted when it is decided
         st.original_live += self.count_message(ctx.message(index))
         if msg.role is Role.ASSISTANT:
-            st.reasoning_open += self._reasoning_tokens(msg, st.rules)
-            st.guessed_open += self._guessed_reasoning(msg)
+            st.reasoning.reply(self._reasoning_tokens(msg, st.rules), self._guessed_reasoning(msg))
         elif is_real_user_message(msg):
-            st.reasoning_previous = st.reasoning_settled
-            st.reasoning_settled += st.reasoning_open
-            st.reasoning_open = 0
-            st.guessed_previous = st.guessed_settled
-            st.guessed_settled += st.guessed_open
-            st.guessed_open = 0
+            st.reasoning.user()
 
     @staticmethod
     def _rules_detail(ctx: ContextView) -> dict[str, str]:
@@ -542,11 +534,11 @@ class CodexStrategy(Strategy):
         user_at = next((k for k, i in enumerate(suffix) if is_real_user_message(ctx.message(i))),
                        None)  # fmt: skip
         if user_at is not None:  # pre-turn: before the user message is recorded
-            phase, after, reasoning = "pre_turn", suffix[:user_at], st.reasoning_previous
-            st.guessed = st.guessed_previous
+            phase, after, reasoning = "pre_turn", suffix[:user_at], st.reasoning.previous
+            st.guessed = st.reasoning.guessed_previous
         elif any(m.role is Role.TOOL or _has_result(m) for m in map(ctx.message, suffix)):
-            phase, after, reasoning = "mid_turn", suffix, st.reasoning_settled
-            st.guessed = st.guessed_settled
+            phase, after, reasoning = "mid_turn", suffix, st.reasoning.settled
+            st.guessed = st.reasoning.guessed_settled
         else:
             return None  # no follow-up and no new turn: Codex does not check here
         estimate = sum(self._item_tokens(ctx.message(i), st.rules) for i in after)
@@ -575,11 +567,11 @@ class CodexStrategy(Strategy):
             after.append(live[pos])
         estimate = sum(self._item_tokens(ctx.message(i), st.rules) for i in after)
         source = "reported" if not st.diverged else "reported_adjusted"
-        st.guessed = st.guessed_settled
+        st.guessed = st.reasoning.guessed_settled
         if st.last_total is None:
             source = "estimate"
-            return ctx.request_tokens() - left_out + st.reasoning_settled, source, "pre_turn"
-        return self._base(ctx, left_out) + estimate + st.reasoning_settled, source, "pre_turn"
+            return ctx.request_tokens() - left_out + st.reasoning.settled, source, "pre_turn"
+        return self._base(ctx, left_out) + estimate + st.reasoning.settled, source, "pre_turn"
 
     @staticmethod
     def _item_tokens(msg: Message, version: versions.VersionRules = versions.V0_140) -> int:
@@ -651,8 +643,7 @@ class CodexStrategy(Strategy):
             st.last_total = self._post_tokens(ctx, original, replaced_tokens)
             self._anchor(ctx, ours)  # our count goes on from what we held, not from theirs
             st.diverged = True
-            st.reasoning_settled = st.reasoning_previous = st.reasoning_open = 0
-            st.guessed_settled = st.guessed_previous = st.guessed_open = 0
+            st.reasoning.reset()
             if st.rules is not versions.LEGACY:
                 check = self._check_point(ctx, len(ctx.live))
                 if check is not None and check[0] >= limit:
@@ -676,8 +667,7 @@ class CodexStrategy(Strategy):
             st.extra = st.extra_est = 0
             if st.last_total is not None:
                 st.last_total = self._post_tokens(ctx, original, ctx.history_tokens)
-        st.reasoning_settled = st.reasoning_previous = st.reasoning_open = 0
-        st.guessed_settled = st.guessed_previous = st.guessed_open = 0
+        st.reasoning.reset()
         st.summary_at = None
 
     @staticmethod
@@ -830,8 +820,7 @@ class CodexStrategy(Strategy):
             act.always = True
             st.diverged = True  # before the scope ends: tokens_after is the new count
         st.summary_at = ctx.source_index
-        st.reasoning_settled = st.reasoning_previous = st.reasoning_open = 0
-        st.guessed_settled = st.guessed_previous = st.guessed_open = 0
+        st.reasoning.reset()
         if st.rules is not versions.LEGACY and st.last_total is not None:
             self._anchor(ctx, ctx.request_tokens())  # recompute_token_usage: an estimate
         ctx.emit("warning", message=rules.WARNING)
