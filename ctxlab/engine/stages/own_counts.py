@@ -15,30 +15,33 @@ engine's values, ``dataclasses`` or the strategy registry is imported):
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from .js_text import js_json, quarter_length_tokens
 
+if TYPE_CHECKING:  # (a class made at import: the status line's start pays for it)
+    from collections.abc import Sequence
+    from typing import Protocol
+
+    class BlockLike(Protocol):
+        """What ``block_tokens`` reads of a block: the engine's ``core.model.Block`` (whose
+        ``kind`` is a ``BlockKind``, a string) or a ``RawBlock``."""
+
+        @property
+        def kind(self) -> str: ...
+        @property
+        def text(self) -> str: ...
+        @property
+        def tool_name(self) -> str: ...
+        @property
+        def tool_input(self) -> Any: ...
+        @property
+        def size(self) -> int: ...
+        @property
+        def parts(self) -> Sequence[BlockLike]: ...
+
+
 IMAGE_TOKENS = 2_000  # roughTokenCountEstimationForBlock: image / document
-
-
-class BlockLike(Protocol):
-    """What ``block_tokens`` reads of a block: the engine's ``core.model.Block`` (whose
-    ``kind`` is a ``BlockKind``, a string) or a ``RawBlock``."""
-
-    @property
-    def kind(self) -> str: ...
-    @property
-    def text(self) -> str: ...
-    @property
-    def tool_name(self) -> str: ...
-    @property
-    def tool_input(self) -> Any: ...
-    @property
-    def size(self) -> int: ...
-    @property
-    def parts(self) -> Sequence[BlockLike]: ...
 
 
 def block_tokens(block: BlockLike) -> int:

@@ -126,7 +126,7 @@ from ..stages.originals import (
     outside_context,
     starts_after_compaction,
 )
-from ..stages.own_counts import block_tokens  # (the status line counts by it too)
+from ..stages.own_counts import block_tokens as block_tokens  # (the status line counts by it)
 from . import _claude_code_rules as rules
 from . import _claude_code_versions as versions
 from ._claude_code_versions import VersionRules
