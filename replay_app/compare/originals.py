@@ -127,13 +127,29 @@ class ComparisonRow:
     same_step: int | None  # None on the original's row
     within_1: int | None
     not_reproduced: int | None
+    # per original compaction: what settled the run's paired compaction when the
+    # transcript left the count open (``OriginalRow.decided_by``; "" its own count)
+    decided_by: tuple[str, ...] = ()
 
     @property
     def is_original(self) -> bool:
         return self.key == "original"
 
+    @property
+    def cells(self) -> list[tuple[int, int | None, str]]:
+        """(compaction number from 1, step, decided_by) of each original compaction."""
+        settled = self.decided_by or ("",) * len(self.steps)
+        return [
+            (k, step, why) for k, (step, why) in enumerate(zip(self.steps, settled, strict=True), 1)
+        ]
+
     def as_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "steps": list(self.steps), "is_original": self.is_original}
+        return {
+            **asdict(self),
+            "steps": list(self.steps),
+            "decided_by": list(self.decided_by),
+            "is_original": self.is_original,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,6 +159,12 @@ class Comparison:
 
     originals: tuple[OriginalRow, ...]  # the first run's rows: the transcript's compactions
     rows: tuple[ComparisonRow, ...]
+
+    @property
+    def settled(self) -> list[tuple[ComparisonRow, int, str]]:
+        """(run row, compaction number, decided_by) of each paired compaction the
+        original's act settled: the notes under the table."""
+        return [(row, k, why) for row in self.rows for k, _, why in row.cells if why]
 
     def as_json(self) -> dict[str, Any] | None:
         if not self.rows:
@@ -188,6 +210,7 @@ def comparison(runs: Sequence[Run]) -> Comparison:
                 not_reproduced=(
                     sum(r.relation_key == "not_reproduced" for r in rows) if rows else None
                 ),
+                decided_by=tuple(r.decided_by for r in rows),
             )
         )
     return Comparison(tuple(originals), tuple(table))

@@ -699,7 +699,10 @@ class ClaudeCodeStrategy(Strategy):
             missing = [
                 *(["the last response's unrecorded output"] if output_open else []),
                 *(
-                    [f"{results_open} tool result(s) counted but not written before it"]
+                    [
+                        f"{results_open} tool result{'' if results_open == 1 else 's'} counted "
+                        "but not written before it"
+                    ]
                     if results_open
                     else []
                 ),

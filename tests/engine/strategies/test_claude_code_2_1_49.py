@@ -51,7 +51,7 @@ def _decision(result: ReplayResult) -> tuple[int, str, dict[str, Any]]:
     ("name", "pre_tokens", "shown", "why"),
     [
         ("stream-start-output.jsonl", 167_457, 166_012, "unrecorded output"),
-        ("unwritten-result.jsonl", 167_332, 166_548, "1 tool result(s) counted but not written"),
+        ("unwritten-result.jsonl", 167_332, 166_548, "1 tool result counted but not written"),
     ],
 )
 def test_the_original_settles_a_count_the_file_cannot_show(
