@@ -42,7 +42,9 @@ SNIFF_BYTES = 64 * 1024
 # mini-swe-agent 2.x trajectories (read as OpenAI chat), their exit message left out.
 # 6: a lone Cline 3.x history named Cline (not Roo Code); an OpenHands V1 eval line's
 # instruction as its first user message when its history lacks it.
-VERSION = "6"
+# 7: a Claude Code partial compaction (2.1.2xx preservedSegment) in the main thread (its
+# boundary and summary were an alternate branch), its kept segment as detail first_kept.
+VERSION = "7"
 
 
 def _discover() -> dict[str, ModuleType]:

@@ -234,14 +234,27 @@ def _link(nodes: dict[str, _Node], order: list[str], warnings: Warnings) -> None
     from its ``logicalParentUuid``; when that line is not in the file (or its own chain
     reaches no conversation line), and for any main-thread line whose parent is not in the
     file (a line the agent never wrote: a tool result cut off by the compaction), from the
-    main-thread line before it in the file."""
+    main-thread line before it in the file.
+
+    A partial compaction (2.1.2xx ``compactMetadata.preservedSegment``: the messages from
+    ``headUuid`` to ``tailUuid`` are kept after the summary, ``anchorUuid``) leaves the
+    next lines hanging off the kept segment's tail, beside the boundary; as Claude Code's
+    loader puts the segment after the anchor, they continue from the anchor (the boundary
+    when the anchor is not in the file)."""
     # The last main-thread line so far that is a conversation line or hangs off one.
     previous: str | None = None
+    after_segment: dict[str, str] = {}  # a kept segment's tail -> where later lines go on
     for uuid in order:
         node = nodes[uuid]
         rec = node.rec
         main_line = rec.get("isSidechain") is not True
+        if node.parent in after_segment and main_line and uuid != after_segment[node.parent]:
+            node.parent = after_segment[node.parent]
         if rec.get("parentUuid") is None and rec.get("subtype") == "compact_boundary":
+            segment = as_dict(as_dict(rec.get("compactMetadata")).get("preservedSegment"))
+            tail, anchor = as_str(segment.get("tailUuid")), as_str(segment.get("anchorUuid"))
+            if tail and main_line:
+                after_segment[tail] = anchor if anchor in nodes else uuid
             logical = rec.get("logicalParentUuid")
             if isinstance(logical, str) and _reaches_a_message(logical, nodes):
                 node.parent = logical
@@ -616,8 +629,13 @@ class _Compactions:
     awaiting_summary: int | None = None  # index in ``found``
     awaiting_focus: int | None = None
     focus_before: str | None = None  # a ``/compact`` line seen before its boundary
+    # a partial compaction (``preservedSegment``) -> the file line of its kept segment's head
+    kept_heads: dict[int, int] = field(default_factory=dict)
 
-    def boundary(self, rec: dict[str, Any], before_index: int, where: SourcePos) -> None:
+    def boundary(
+        self, rec: dict[str, Any], before_index: int, where: SourcePos, lines: dict[str, int]
+    ) -> None:
+        """A boundary line (``lines``: the thread's uuids -> their file lines)."""
         subtype = rec.get("subtype")
         version = as_str(rec.get("version"))
         if subtype == "microcompact_boundary":
@@ -650,6 +668,27 @@ class _Compactions:
         )
         self.awaiting_summary = self.awaiting_focus = len(self.found) - 1
         self.focus_before = None
+        head = as_str(as_dict(cm.get("preservedSegment")).get("headUuid"))
+        if head in lines:
+            self.kept_heads[len(self.found) - 1] = lines[head]
+
+    def kept(self, messages: list[MessageBuilder]) -> None:
+        """Each partial compaction's kept segment: ``first_kept`` (``stages.originals``), the
+        first message at or after its head's line, and how many messages it keeps (up to
+        the boundary, where the file wrote them)."""
+        for k, head in self.kept_heads.items():
+            c = self.found[k]
+            first = next(
+                (
+                    i
+                    for i, m in enumerate(messages[: c.before_index])
+                    if (m.source.line or 0) >= head
+                ),
+                None,
+            )
+            if first is not None:
+                kept = (("first_kept", str(first)), ("kept_messages", str(c.before_index - first)))
+                self._update(k, detail=c.detail + kept)
 
     def user_line(
         self, rec: dict[str, Any], text: str, index: int, first: bool, where: SourcePos
@@ -693,13 +732,14 @@ def _thread(thread: list[_Node], name: str, warnings: Warnings) -> _Built | None
     compactions = _Compactions()
     last_assistant: MessageBuilder | None = None
     versions = [v for n in thread if (v := as_str(n.rec.get("version")))]
+    lines = {uuid: n.line for n in thread if (uuid := as_str(n.rec.get("uuid")))}
     seen_real = False
     for node in thread:
         rec, line = node.rec, node.line
         rtype = as_str(rec.get("type"))
         where = SourcePos(file=name, line=line)
         if rtype == "system" and as_str(rec.get("subtype")) in _BOUNDARIES:
-            compactions.boundary(rec, len(messages), where)
+            compactions.boundary(rec, len(messages), where, lines)
             continue
         if rtype not in _MESSAGE_TYPES:
             continue
@@ -766,6 +806,7 @@ def _thread(thread: list[_Node], name: str, warnings: Warnings) -> _Built | None
         compactions.user_line(rec, text, len(messages) - 1, first, where)
     if not messages:
         return None
+    compactions.kept(messages)
     return _Built(
         messages,
         compactions.found,

@@ -123,6 +123,7 @@ from ..stages.js_text import quarter_length_tokens
 from ..stages.originals import (
     OriginalIndex,
     OutsideContext,
+    first_kept,
     outside_context,
     starts_after_compaction,
 )
@@ -731,6 +732,7 @@ class ClaudeCodeStrategy(Strategy):
                 reason=why,
                 drop=index,
                 instructions=original.instructions if manual else None,
+                kept=first_kept(original),
             )
         st.hold = 0
         if done:
@@ -811,14 +813,16 @@ class ClaudeCodeStrategy(Strategy):
         reason: str = "auto-compact: conversation replaced by its summary",
         drop: int | None = None,
         instructions: str | None = None,
+        kept: int | None = None,
     ) -> bool:
         """Summarise the live history (all of it but ``drop``, the original's own summary
-        message, which goes without being summarised); False when it failed."""
+        message, which goes without being summarised, and from ``kept`` on: the segment a
+        partial compaction of the original kept after its summary); False when it failed."""
         st: _State = ctx.state
         if drop is None:
             detail.update(_original_compaction(ctx))
         detail.update(self.rules_detail(st))
-        compacted = [i for i in ctx.live if i != drop]
+        compacted = [i for i in ctx.live if i != drop and (kept is None or i < kept)]
         if not compacted and not ctx.summary:
             self._fail(ctx, NOT_ENOUGH_MESSAGES, compacted, None, detail)
             return False
