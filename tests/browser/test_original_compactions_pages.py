@@ -6,12 +6,16 @@ scroll in their box, the page itself never wider than the screen)."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import ARTIFACTS
 from django.conf import settings
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "replay_app"))  # shared helpers
+from replay_testdata import executed_group  # noqa: E402
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -28,7 +32,6 @@ def test_original_compactions_on_run_and_compare_pages(
     page: Any, live_server: Any, login: Any, screenshot: Any, django_user_model: Any,
     tmp_path: Path,
 ) -> None:  # fmt: skip
-    from replay_app.runs import executor, services
     from sessions_app.models import Transcript
 
     login()
@@ -43,18 +46,9 @@ def test_original_compactions_on_run_and_compare_pages(
     user = django_user_model.objects.get(username="alice")
     transcript = Transcript.objects.filter(owner=user, parent__isnull=True).order_by("pk").first()
     assert transcript is not None
-    group = services.group_create(
-        enqueue=False, owner=user, transcript=transcript, summarizer="recorded",
-        specs=[
-            services.RunSpec(strategy="claude_code", params={}),
-            services.RunSpec(strategy="claude_code", params={"context_window": 1_000_000}),
-        ],
-    )  # fmt: skip
-    runs = list(group.runs.order_by("pk"))
-    for run in runs:
-        executor.run_execute(run=run)
-        run.refresh_from_db()
-        assert run.status == "done", run.error
+    runs = executed_group(
+        user, transcript, [("claude_code", {}), ("claude_code", {"context_window": 1_000_000})]
+    )
     first = runs[0]
     stored = first.metrics["original_compactions"]
     kinds = [row["kind_key"] for row in stored]

@@ -20,7 +20,7 @@ from conftest import ARTIFACTS
 from django.conf import settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "replay_app"))  # shared helpers
-from replay_testdata import import_transcript  # noqa: E402
+from replay_testdata import executed_group, import_transcript  # noqa: E402
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -41,23 +41,12 @@ def _json(page: Any, url: str) -> Any:
 def test_settled_by_reads_as_the_json_twin(page: Any, live_server: Any, login: Any) -> None:
     from django.contrib.auth import get_user_model
 
-    from replay_app.runs import executor, services
-
     login()
     user = get_user_model().objects.get(username="alice")
     transcript = import_transcript(user, SESSION.read_bytes(), name=SESSION.name)
-    group = services.group_create(
-        enqueue=False, owner=user, transcript=transcript, summarizer="recorded",
-        specs=[
-            services.RunSpec(strategy="claude_code", params={}),
-            services.RunSpec(strategy="claude_code", params={"context_window": 1_000_000}),
-        ],
-    )  # fmt: skip
-    runs = list(group.runs.order_by("pk"))
-    for run in runs:
-        executor.run_execute(run=run)
-        run.refresh_from_db()
-        assert run.status == "done", run.error
+    runs = executed_group(
+        user, transcript, [("claude_code", {}), ("claude_code", {"context_window": 1_000_000})]
+    )
     settled, unsettled = runs
 
     twin = _json(page, f"{live_server.url}/runs/{settled.pk}/?format=json")

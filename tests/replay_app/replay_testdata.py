@@ -49,6 +49,32 @@ def import_transcript(owner: Any, data: bytes, name: str = "agent.json") -> Tran
     return outcome.upload.transcripts.get()
 
 
+def executed_group(
+    owner: Any,
+    transcript: Transcript,
+    specs: list[tuple[str, dict[str, Any]]],
+    summarizer: str = "recorded",
+) -> list[Any]:
+    """One group of runs of ``transcript`` (a ``(strategy, params)`` each), executed in
+    this process by the worker's own call, read back done, in order."""
+    from replay_app.runs import executor, services
+
+    group = services.group_create(
+        enqueue=False,
+        owner=owner,
+        transcript=transcript,
+        summarizer=summarizer,
+        specs=[services.RunSpec(strategy=name, params=params) for name, params in specs],
+    )
+    done = []
+    for run in group.runs.order_by("pk"):
+        executor.run_execute(run=run)
+        run.refresh_from_db()
+        assert run.status == "done", run.error
+        done.append(run)
+    return done
+
+
 def worker_step_column(
     user: Any, transcript: Any, strategy: str, params: dict[str, Any], column: str
 ) -> list[int]:

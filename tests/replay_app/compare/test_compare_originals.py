@@ -11,10 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from replay_testdata import import_transcript
+from replay_testdata import executed_group, import_transcript
 
 from replay_app.compare import originals
-from replay_app.runs import executor, services
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_memo")]
 
@@ -28,23 +27,10 @@ def runs(user: Any) -> list[Any]:
     makes it compact where the agent did, one that never compacts."""
     name = "claude-code-compacted.jsonl"
     transcript = import_transcript(user, (RECORDED / name).read_bytes(), name=name)
-    group = services.group_create(
-        enqueue=False,
-        owner=user,
-        transcript=transcript,
-        specs=[
-            services.RunSpec(strategy="claude_code", params={"context_window": 60_000}),
-            services.RunSpec(strategy="claude_code", params={"context_window": 1_000_000}),
-        ],
-        summarizer="recorded",
+    windows = (60_000, 1_000_000)
+    return executed_group(
+        user, transcript, [("claude_code", {"context_window": w}) for w in windows]
     )
-    done = []
-    for run in group.runs.order_by("pk"):
-        executor.run_execute(run=run)
-        run.refresh_from_db()
-        assert run.status == "done", run.error
-        done.append(run)
-    return done
 
 
 def _section(html: str, marker: str) -> str:

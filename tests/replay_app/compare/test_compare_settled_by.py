@@ -14,10 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from replay_testdata import import_transcript
+from replay_testdata import executed_group, import_transcript
 
 from replay_app.compare import originals
-from replay_app.runs import executor, services
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_memo")]
 
@@ -30,20 +29,8 @@ HOSTILE = 'the original\'s <b>act</b> & "quotes"'
 @pytest.fixture
 def runs(user: Any) -> list[Any]:
     transcript = import_transcript(user, SESSION.read_bytes(), name=SESSION.name)
-    group = services.group_create(
-        enqueue=False, owner=user, transcript=transcript, summarizer="recorded",
-        specs=[
-            services.RunSpec(strategy="claude_code", params={}),
-            services.RunSpec(strategy="claude_code", params={"context_window": 1_000_000}),
-        ],
-    )  # fmt: skip
-    done = []
-    for run in group.runs.order_by("pk"):
-        executor.run_execute(run=run)
-        run.refresh_from_db()
-        assert run.status == "done", run.error
-        done.append(run)
-    return done
+    specs = [("claude_code", {}), ("claude_code", {"context_window": 1_000_000})]
+    return executed_group(user, transcript, specs)
 
 
 def _table(page: str) -> str:
