@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.model import Conversation, Message, Role
-from ..stages.originals import outside_context, starts_after_compaction
+from ..stages.originals import first_kept, outside_context, starts_after_compaction
 from ..stages.own_counts import ReasoningTally
 from . import instructions, survival
 from .forecast import (
@@ -282,6 +282,9 @@ class Boundary:
     pre_tokens: int | None
     version: str
     inferred: bool = False  # not in the file: read from the reported usage (Gemini CLI)
+    # a partial compaction (Claude Code ``preservedSegment``): the first message it kept,
+    # written before the boundary (``stages.originals.first_kept``); None: it kept none
+    kept_from: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -343,7 +346,14 @@ def _boundaries(conversation: Conversation, rules: AgentRules) -> list[Boundary]
     if rules.agent == GEMINI and not conversation.compactions and rules.threshold:
         return inferred_compressions(conversation.messages, rules.threshold)
     return [
-        Boundary(c.before_index, c.kind, c.trigger, c.pre_tokens, c.agent_version)
+        Boundary(
+            c.before_index,
+            c.kind,
+            c.trigger,
+            c.pre_tokens,
+            c.agent_version,
+            kept_from=first_kept(c),
+        )  # fmt: skip
         for c in sorted(conversation.compactions, key=lambda c: c.before_index)
     ]
 
@@ -426,7 +436,9 @@ def session_now(conversation: Conversation, fmt: str) -> SessionNow:
         if boundary is not None:
             if gemini:
                 history, snapshot = gemini_cut(messages, history, index, snapshot), True
-            start, pending = index, boundary
+            # the context since: what it kept (before the boundary), its summary, later lines
+            start = index if boundary.kept_from is None else boundary.kept_from
+            pending = boundary
             version = boundary.version or version
             if boundary.kind != MICROCOMPACT:
                 reset_seen = True  # earlier conversation is gone from the context

@@ -93,3 +93,23 @@ def test_the_claude_code_replay_keeps_the_segment(conversation: Conversation) ->
     assert not set(range(kept)) & set(step.context_indexes)
     (agreement,) = agreements(conversation, result)
     assert agreement.relation_key == "same_step" and agreement.original_tokens == 297_190
+
+
+def test_session_now_counts_the_kept_segment_in_the_context(conversation: Conversation) -> None:
+    """*Your session, now*: after the partial compaction the context starts at the kept
+    segment (before the boundary), so the next compaction's span (the forecast) holds it."""
+    from ctxlab.engine.evaluate.session_now import forecast, session_now
+
+    (compaction,) = conversation.compactions
+    kept = first_kept(compaction)
+    now = session_now(conversation, "claude-code")
+    (boundary,) = now.boundaries
+    assert boundary.kept_from == kept
+    before = [s for s in now.steps if s.message < compaction.before_index]
+    after = [s for s in now.steps if s.message > compaction.before_index]
+    assert before and after
+    assert {s.span_start for s in before} == {0}
+    assert {s.span_start for s in after} == {kept}
+    assert after[0].compacted_before == boundary
+    ahead = forecast(now, after[-1])
+    assert ahead.span[0] == kept
