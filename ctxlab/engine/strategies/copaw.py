@@ -414,7 +414,9 @@ class CoPaw(Strategy):
                 act.remove(to_compact, Fate.DROPPED)
             combined = self._system_and_summary(ctx, text)
             ctx.set_summary(text, tokens=combined - ctx.system_tokens, rendered=rendered,
-                            summary_id=summary_id)  # fmt: skip
+                            summary_id=summary_id,
+                            # a summary repeats most lines of the previous one
+                            rendered_ref=ctx.reference.text_by_lines(rendered))  # fmt: skip
             st.str_tokens = combined
             act.summary_id = summary_id
         if ok:

@@ -509,7 +509,12 @@ class QwenPaw(Strategy):
             if skipped:
                 act.remove(skipped, Fate.DROPPED, reason="beyond the summariser input cap")
             ctx.set_summary(
-                text, tokens=self.count_text(text), rendered=rendered, summary_id=record.id
+                text,
+                tokens=self.count_text(text),
+                rendered=rendered,
+                summary_id=record.id,
+                # a summary repeats most lines of the previous one: only new ones tokenized
+                rendered_ref=ctx.reference.text_by_lines(rendered),
             )
             act.summary_id = record.id
         check_summary_size(

@@ -319,6 +319,33 @@ class ReferenceTokens:
         self._memo[text] = value
         return value
 
+    def lines(self, text: str) -> int:
+        """The count of ``text`` as the sum of its pieces between safe points (see
+        ``_SAFE_POINT``: the same total), each memoised by the shared counter: a text made
+        of lines seen before (a summary repeating the previous one's, a truncation notice)
+        tokenizes only its new ones. Not memoised itself (``text`` is)."""
+        count = self._count
+        total = 0
+        start = 0
+        last = len(text)
+        for hit in _SAFE_POINT.finditer(text):
+            end = hit.end()
+            if end >= last:
+                break
+            total += count(text[start:end])
+            start = end
+        return total + count(text[start:])
+
+    def text_by_lines(self, text: str) -> int:
+        """``text(text)``, a new text counted by its lines (``lines``) and memoised: a
+        summary, re-made at each compaction from the previous one's lines."""
+        if not text:
+            return 0
+        value = self._memo.get(text)
+        if value is None:
+            value = self._memo[text] = self.lines(text)
+        return value
+
     def _from_original(self, text: str) -> int | None:
         """The count of a modified copy of a long original (a truncated head, a head and a
         tail around a notice), from the original's running counts: only the part between
@@ -375,8 +402,8 @@ class ReferenceTokens:
             tail = self._memo[original] - cums[j]
         if tail_start - head_end > len(text) - MIN_SAVED:
             return None  # too little shared to be worth it
-        middle = text[head_end:tail_start]
-        return head + (self._count(middle) if middle else 0) + tail
+        # (the middle by its lines: a notice a strategy appends repeats most of them)
+        return head + self.lines(text[head_end:tail_start]) + tail
 
     def _whole(self, original: str, index: int) -> int | None:
         """The count of a long original without tokenizing it: memoised, or its message's
