@@ -12,9 +12,10 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from typing import Any, Literal
 
-from ..core.model import Block, BlockKind, BlockMemo, Message, Role, ToolDef
+from ..core.model import Block, BlockKind, Message, Role, ToolDef
 from ..core.records import _positional_builder
 
 SUMMARIZE_MESSAGE_THRESHOLD = 20
@@ -125,13 +126,23 @@ def _plain(value: Any) -> bool:
 
 # ``json.dumps`` with these options builds this encoder at every call
 _GO_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+# What ``_GO_ENCODER.encode`` runs (``iterencode(_one_shot=True)``), made once: encode()
+# builds it again at every call (every tool input is marshalled). No circular check: a
+# marshalled value is a tool input decoded from JSON (``_normalise`` copies the others).
+_C_ENCODER = (
+    None
+    if c_make_encoder is None
+    else c_make_encoder(
+        None, _GO_ENCODER.default, encode_basestring, None, ":", ",", True, False, True
+    )
+)
 
 
 def go_json_marshal(value: Any) -> str:
     """``json.Marshal``: sorted map keys, no spaces, non-ASCII kept, and HTML-safe escapes
     for ``<``, ``>``, ``&`` and U+2028/U+2029."""
     plain = value if _plain(value) else _normalise(value)
-    text = _GO_ENCODER.encode(plain)
+    text = _GO_ENCODER.encode(plain) if _C_ENCODER is None else "".join(_C_ENCODER(plain, 0))
     # These characters only ever occur inside JSON strings, so a plain replace is exact.
     return (
         text.replace("<", "\\u003c")
@@ -215,16 +226,13 @@ def is_over_context_budget(
 
 
 def _arguments(block: Block) -> str:
-    if isinstance(block.tool_input, str):
-        return block.tool_input
-    return _ARGUMENTS.get(block, _marshal_input)  # asked again at every step
-
-
-def _marshal_input(block: Block) -> str:
-    return go_json_marshal(block.tool_input if block.tool_input is not None else {})
-
-
-_ARGUMENTS = BlockMemo()
+    """A tool call's arguments as PicoClaw sends them: a string input as it is, any other
+    marshalled. Not memoised: the replay converts each message once (``count`` hands its
+    parts to ``after_append``; PicoClaw never replaces a message)."""
+    tool_input = block.tool_input
+    if isinstance(tool_input, str):
+        return tool_input
+    return go_json_marshal(tool_input if tool_input is not None else {})
 
 
 def _texts(blocks: Sequence[Block], kind: BlockKind) -> str:
@@ -262,7 +270,17 @@ def to_pico(src: int, msg: Message) -> list[PicoMsg]:
     text = "\n".join(texts)
     if msg.role is Role.ASSISTANT:
         reasoning = "\n".join(thinking)
-        calls = tuple(_new_call(b.tool_id, b.tool_name, _arguments(b), "function") for b in uses)
+        if not uses:
+            return [_new_msg("assistant", text, reasoning, (), "", media, (), src, None)]
+        if len(uses) == 1:  # most calls come alone: no generator
+            b = uses[0]
+            calls: tuple[PicoToolCall, ...] = (
+                _new_call(b.tool_id, b.tool_name, _arguments(b), "function"),
+            )
+        else:
+            calls = tuple(
+                _new_call(b.tool_id, b.tool_name, _arguments(b), "function") for b in uses
+            )
         return [_new_msg("assistant", text, reasoning, calls, "", media, (), src, None)]
     out = [_new_msg("tool", b.text, "", (), b.tool_id, 0, (), src, None) for b in results]
     if msg.role is Role.TOOL:

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
+
+from ctxlab.engine.core.model import Block, BlockKind, Message, Role
 from ctxlab.engine.strategies import _picoclaw_budget as pb
 from ctxlab.engine.strategies._picoclaw_budget import PicoMsg, PicoToolCall
 from ctxlab.engine.summarize.offline import _readable
@@ -41,3 +44,55 @@ def test_readable_drops_a_line_number_left_after_a_tool_id() -> None:
     assert _readable("  42\tvalue = 1") == "value = 1"
     assert _readable("a_b 12→ x") == "a_b 12→ x"  # a prefix only starts a line
     assert _readable("٣→ arabic digit") == "arabic digit"  # \d is any decimal digit
+
+
+MARSHALLED: tuple[object, ...] = (
+    {"b": [1, 2.5, "<x>"], "a": "\u2028é\u2029", "c": {"z": None, "y": False}},
+    {"path": "/tmp/x", "content": 'line "one"\n\ttwo\\ \x01 中文 ✓'},
+    {"nested": [[{"k": [1, {"j": "&"}]}], []], "n": -3, "big": 10**30},
+    [],
+    {},
+    "a top-level string <b>",
+    None,
+    {"f": 1.0, "t": (1, 2), 7: "key"},  # normalised first
+)
+
+
+@pytest.mark.parametrize("value", MARSHALLED)
+def test_prebuilt_c_encoder_marshals_as_the_json_encoder(value: object) -> None:
+    assert pb._C_ENCODER is not None  # CPython's accelerator: made once, not per call
+    plain = value if pb._plain(value) else pb._normalise(value)
+    expected = (
+        pb._GO_ENCODER.encode(plain)
+        .replace("<", "\\u003c")
+        .replace(">", "\\u003e")
+        .replace("&", "\\u0026")
+        .replace("\u2028", "\\u2028")
+        .replace("\u2029", "\\u2029")
+    )
+    assert pb.go_json_marshal(value) == expected
+
+
+@pytest.mark.parametrize("calls", [0, 1, 2])
+def test_to_pico_marshals_each_call_of_an_assistant_message(calls: int) -> None:
+    every: tuple[object, ...] = ({"b": "<1>", "a": 1}, "raw string", None)
+    inputs = every[:calls]
+    uses = tuple(
+        Block(BlockKind.TOOL_USE, tool_id=f"t{n}", tool_name="Run", tool_input=v)
+        for n, v in enumerate(inputs)
+    )
+    msg = Message(Role.ASSISTANT, (Block(BlockKind.TEXT, text="hi"), *uses))
+    (part,) = pb.to_pico(3, msg)
+    expected = tuple(
+        PicoToolCall(
+            f"t{n}", "Run", v if isinstance(v, str) else pb.go_json_marshal(v if v else {})
+        )
+        for n, v in enumerate(inputs)
+    )
+    assert part == PicoMsg("assistant", "hi", tool_calls=expected)
+    assert part.src == 3
+    assert [c.arguments for c in part.tool_calls] == [
+        '{"a":1,"b":"\\u003c1\\u003e"}',
+        "raw string",
+        "{}",
+    ][:calls]
