@@ -168,21 +168,33 @@ IDENT_RE = re.compile(
     r")"
 )
 # Every IDENT_RE match is a whole run of word characters (each alternative opens and closes
-# on a boundary) holding "_", a capital or a digit: lowercase-only words, most of prose,
-# never match. So the runs are found from those characters (a character class the regex
-# engine skips to) and matched one by one, instead of trying IDENT_RE at every position.
-_IDENT_SEED = re.compile(r"[_A-Z0-9]\w*")
+# on a boundary) holding "_", a capital after a lowercase letter or a digit (the second part
+# of a CamelCase or camelCase name), or a digit beside an ASCII letter (a record code holds
+# a capital and a digit, a commit a digit and a hex letter: some two of them touch). Plain
+# words, capitalised or all capitals, and bare numbers (most of prose) never match. So the
+# runs are found from those characters (a class the regex engine skips to, then a check of
+# the neighbours) and matched one by one, instead of trying IDENT_RE at every position.
+_IDENT_SEED = re.compile(
+    r"[_0-9A-Z](?:(?<=_)|(?<=[a-z0-9][A-Z])|(?<=[A-Za-z][0-9])|(?<=[0-9])(?=[A-Za-z]))"
+)
+_RUN_REST = re.compile(r"\w*")
 
 
 def identifiers_found(text: str) -> list[str]:
     """``IDENT_RE.findall(text)``, trying the pattern only at runs that hold a seed."""
     found: list[str] = []
     match = IDENT_RE.match
+    rest = _RUN_REST.match
+    done = -1  # the end of the last run tried: its other seeds are skipped
     for seed in _IDENT_SEED.finditer(text):
-        start, end = seed.span()
+        start = seed.start()
+        if start < done:
+            continue
+        run = rest(text, start)  # \w* always matches
+        done = run.end() if run else start
         while start and (text[start - 1].isalnum() or text[start - 1] == "_"):  # re's \w
             start -= 1  # back to the run's start
-        hit = match(text, start, end + 1)  # + 1: the closing lookahead sees what follows
+        hit = match(text, start, done + 1)  # + 1: the closing lookahead sees what follows
         if hit:
             found.append(hit.group())
     return found

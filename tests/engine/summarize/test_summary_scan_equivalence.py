@@ -242,7 +242,9 @@ def test_first_line_from_growing_prefixes(text: str, chunk: int) -> None:
 
 WORDISH = st.sampled_from(
     list("aAfF09_-#.: \n\u00e9\u00c9\u0663\u00b2\u2167")
-    + ["snake_case", "CamelCase", "camelCase", "HAT170", "deadbeef1", "__init__", "_a_b"]
+    + ["snake_case", "CamelCase", "camelCase", "HAT170", "deadbeef1", "__init__", "_a_b",
+       "ABC", "A1234", "1234A", "x86", "FooBAr", "Foo2Bar", "v2", "2024", "a1b2c3d", "Ab",
+       "FOO_BAR"]
 )  # fmt: skip
 
 
