@@ -29,13 +29,17 @@ from .tokens.reference import ReferenceTokens, reference_tokens
 def call_starts(messages: tuple[Message, ...]) -> list[int]:
     """Source indexes of the assistant messages that start an inference call."""
     out: list[int] = []
-    prev: Message | None = None
+    assistant = Role.ASSISTANT
+    prev_role: Role | None = None
+    prev_id = ""  # (the previous message's id when it is an assistant's)
     for i, msg in enumerate(messages):
-        if msg.role is Role.ASSISTANT and not (
-            prev is not None and prev.role is Role.ASSISTANT and msg.id and prev.id == msg.id
-        ):
-            out.append(i)
-        prev = msg
+        role = msg.role
+        if role is assistant:
+            mid = msg.id
+            if not (prev_role is assistant and mid and prev_id == mid):
+                out.append(i)
+            prev_id = mid
+        prev_role = role
     return out
 
 

@@ -42,7 +42,7 @@ from .records import (
 from .strategy import Strategy
 from .summary_input import PackedInput
 from .summary_request import Summarizer, SummarizerError, SummaryRequest
-from .tool_pairs import SeenTools, ToolLedger, originals_ids, tool_ids
+from .tool_pairs import OriginalIds, SeenTools, ToolLedger, tool_ids
 
 # Removals of at most this many messages outside the oldest cut ``live`` and the context
 # ranges in place; more are rebuilt once when the step is recorded.
@@ -163,7 +163,13 @@ class ReplayContext:
         self._est: list[int] = [-1] * n
         self._ref: list[int] = list(reference.per_message)
         self.ref_tokens: Callable[[int], int] = self._ref.__getitem__
-        self._ids, self._query = originals_ids(self.originals)
+        # (the system prompt is never appended: its ids are not the original's so far)
+        first = self.originals[0] if n else None
+        known = OriginalIds(
+            self.originals, 1 if first is not None and first.role is Role.SYSTEM else 0
+        )
+        self._ids, self._query = known.ids, known.query
+        self._known_ids = known
         self.ids: Callable[[int], tuple[tuple[str, ...], tuple[str, ...]]] = self._ids.__getitem__
         self.alive = bytearray(n)
         self.live: list[int] = []
@@ -177,7 +183,6 @@ class ReplayContext:
         self.history_tokens = 0
         self.history_ref = 0
         # The system prompt: the first message when its role is system.
-        first = self.originals[0] if n else None
         self.system_index: int | None = (
             0 if first is not None and first.role is Role.SYSTEM else None
         )
@@ -201,7 +206,10 @@ class ReplayContext:
         self.turn_start: int | None = None  # source index of the current turn's user query
         self.turn_tokens = 0  # strategy tokens appended since the current turn started
         self.live_tools = ToolLedger()
-        self.orig_tools = SeenTools()  # the original's ids so far (they only ever join)
+        # The original's ids so far are those first seen below ``_appended`` (the replay
+        # appends in source order): ``_known_ids``, ``orig_tools``.
+        self._appended = 0  # the last appended source index + 1
+        self._orig_tools: tuple[int, SeenTools] | None = None
         self.broken_tools: set[str] = set()  # live unmatched, matched in the original
         self.pending: list[Pending] = []
         self._next_pending = 0
@@ -221,6 +229,17 @@ class ReplayContext:
     # ``message(index)``: the current version of source message ``index`` (modified or
     # original); ``original(index)``; ``ref_tokens(index)``: its reference count;
     # ``ids(index)``: its (tool_use ids, tool_result ids): set in ``__init__``.
+    @property
+    def orig_tools(self) -> SeenTools:
+        """The tool ids of the original messages appended so far (they only ever join):
+        made when read (the findings read ``_known_ids`` instead), the same object until
+        the next append."""
+        upto = self._appended
+        made = self._orig_tools
+        if made is None or made[0] != upto:
+            made = self._orig_tools = (upto, self._known_ids.seen(upto))
+        return made[1]
+
     def is_modified(self, index: int) -> bool:
         return index in self._current
 
@@ -432,8 +451,9 @@ class ReplayContext:
     def _remove(self, indexes: Iterable[int]) -> list[int]:
         gone: list[int] = []
         alive, est, ref, ids_of = self.alive, self._est, self._ref, self._ids
-        system, add = self.system_index, self.live_tools.add
+        system = self.system_index
         tokens = ref_total = 0
+        leaving: list[tuple[tuple[str, ...], tuple[str, ...]]] = []
         for i in indexes:
             if not alive[i] or i == system:
                 continue
@@ -443,8 +463,10 @@ class ReplayContext:
             ref_total += ref[i]
             ids = ids_of[i]
             if ids[0] or ids[1]:  # (most messages carry no tool id)
-                add(ids, -1)
+                leaving.append(ids)
             gone.append(i)
+        if leaving:
+            self.live_tools.remove_all(leaving)
         if gone:
             self.history_tokens -= tokens
             self.history_ref -= ref_total
@@ -590,10 +612,26 @@ class ReplayContext:
             tokens = self._est[index] = self._count_message(self._versions[index])
         self.history_tokens += tokens
         self.history_ref += self._ref[index]
+        self._appended = index + 1
         ids = self._ids[index]
         if ids[0] or ids[1]:
-            self.live_tools.add(ids)
-            self.orig_tools.add(ids)
+            # ``live_tools.add(ids)`` inlined (most appended messages carry one id)
+            ledger = self.live_tools
+            uses, results = ids
+            use_counts, result_counts, unmatched = ledger.uses, ledger.results, ledger.unmatched
+            ledger.changed.update(uses, results)
+            for tid in uses:
+                k = use_counts[tid] = use_counts.get(tid, 0) + 1
+                if (k > 0) == (result_counts.get(tid, 0) > 0):
+                    unmatched.discard(tid)
+                else:
+                    unmatched.add(tid)
+            for tid in results:
+                k = result_counts[tid] = result_counts.get(tid, 0) + 1
+                if (use_counts.get(tid, 0) > 0) == (k > 0):
+                    unmatched.discard(tid)
+                else:
+                    unmatched.add(tid)
         if self._query[index]:  # the turn is the original's: its own test
             self.last_user_query = index
             self.turn_start = index
@@ -651,11 +689,13 @@ class ReplayContext:
         if changed:
             # Only the ids touched since the last step: sources may leave many calls unanswered,
             # and a set difference of every one at every step grew with the transcript.
-            live_bad, orig = self.live_tools.unmatched, self.orig_tools
-            orig_uses, orig_results = orig.uses, orig.results
+            live_bad, known, upto = self.live_tools.unmatched, self._known_ids, self._appended
+            first_use, first_result = known.first_use.get, known.first_result.get
             for tid in changed:
-                # unmatched live, matched (or not yet seen) in the original
-                if tid in live_bad and (tid in orig_uses) == (tid in orig_results):
+                # unmatched live, matched (or not yet seen) in the original so far
+                if tid in live_bad and (first_use(tid, upto) < upto) == (
+                    first_result(tid, upto) < upto
+                ):
                     broken.add(tid)
                 else:
                     broken.discard(tid)
@@ -669,7 +709,7 @@ class ReplayContext:
         if sysi is not None and (not self.alive[sysi] or self.is_modified(sysi)):
             self.finding("system_modified", messages=(sysi,))
         window = self.strategy.window(self.view)
-        ref = self.request_ref()
+        ref = self.system_ref + self.tools_ref + self.summary_ref + self.history_ref
         if window and ref > window:
             self.finding("overflow", reference=ref, window=window)
 

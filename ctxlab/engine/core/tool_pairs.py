@@ -31,33 +31,54 @@ def _ids_and_result(message: Message) -> tuple[tuple[tuple[str, ...], tuple[str,
     return ((tuple(uses), tuple(results)) if uses or results else _NO_IDS), has_result
 
 
-def originals_ids(
-    messages: Sequence[Message],
-) -> tuple[list[tuple[tuple[str, ...], tuple[str, ...]]], bytearray]:
-    """Each message's ``tool_ids`` and whether it is a user query (``is_user_query``), in
-    one pass over the conversation: the replay context reads both for every appended
-    message, by index."""
-    ids: list[tuple[tuple[str, ...], tuple[str, ...]]] = [_NO_IDS] * len(messages)
-    query = bytearray(len(messages))
-    use_kind, result_kind, user = BlockKind.TOOL_USE, BlockKind.TOOL_RESULT, Role.USER
-    for i, message in enumerate(messages):
-        uses: list[str] = []
-        results: list[str] = []
-        has_result = False
-        for b in message.blocks:
-            kind = b.kind
-            if kind is use_kind:
-                if b.tool_id:
-                    uses.append(b.tool_id)
-            elif kind is result_kind:
-                has_result = True
-                if b.tool_id:
-                    results.append(b.tool_id)
-        if uses or results:
-            ids[i] = (tuple(uses), tuple(results))
-        if message.role is user and not has_result:
-            query[i] = 1
-    return ids, query
+class OriginalIds:
+    """Per source index of a conversation: its ``tool_ids`` (``ids``) and whether it is a
+    user query (``query``, ``is_user_query``), read by index for every appended message;
+    and where each tool id first occurs from ``start`` on as a call (``first_use``) and as
+    a result (``first_result``): the original's ids among the messages before ``upto`` are
+    known from these without adding each appended message's ids to a ledger."""
+
+    __slots__ = ("first_result", "first_use", "ids", "query")
+
+    def __init__(self, messages: Sequence[Message], start: int = 0) -> None:
+        ids: list[tuple[tuple[str, ...], tuple[str, ...]]] = [_NO_IDS] * len(messages)
+        query = bytearray(len(messages))
+        first_use: dict[str, int] = {}
+        first_result: dict[str, int] = {}
+        use_kind, result_kind, user = BlockKind.TOOL_USE, BlockKind.TOOL_RESULT, Role.USER
+        for i, message in enumerate(messages):
+            uses: list[str] = []
+            results: list[str] = []
+            has_result = False
+            for b in message.blocks:
+                kind = b.kind
+                if kind is use_kind:
+                    if b.tool_id:
+                        uses.append(b.tool_id)
+                elif kind is result_kind:
+                    has_result = True
+                    if b.tool_id:
+                        results.append(b.tool_id)
+            if uses or results:
+                ids[i] = (tuple(uses), tuple(results))
+                if i >= start:
+                    for tid in uses:
+                        if tid not in first_use:
+                            first_use[tid] = i
+                    for tid in results:
+                        if tid not in first_result:
+                            first_result[tid] = i
+            if message.role is user and not has_result:
+                query[i] = 1
+        self.ids, self.query = ids, query
+        self.first_use, self.first_result = first_use, first_result
+
+    def seen(self, upto: int) -> SeenTools:
+        """The ids of the messages from ``start`` to ``upto`` (excluded)."""
+        out = SeenTools()
+        out.uses.update(t for t, i in self.first_use.items() if i < upto)
+        out.results.update(t for t, i in self.first_result.items() if i < upto)
+        return out
 
 
 def tool_ids(message: Message) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -108,6 +129,26 @@ class ToolLedger:
                 unmatched.discard(tid)
             else:
                 unmatched.add(tid)
+
+    def remove_all(self, many: list[tuple[tuple[str, ...], tuple[str, ...]]]) -> None:
+        """``add(ids, -1)`` for each of ``many`` (the messages one removal takes out), in
+        one frame."""
+        use_counts, result_counts, unmatched = self.uses, self.results, self.unmatched
+        update = self.changed.update
+        for uses, results in many:
+            update(uses, results)
+            for tid in uses:
+                n = use_counts[tid] = use_counts.get(tid, 0) - 1
+                if (n > 0) == (result_counts.get(tid, 0) > 0):
+                    unmatched.discard(tid)
+                else:
+                    unmatched.add(tid)
+            for tid in results:
+                n = result_counts[tid] = result_counts.get(tid, 0) - 1
+                if (use_counts.get(tid, 0) > 0) == (n > 0):
+                    unmatched.discard(tid)
+                else:
+                    unmatched.add(tid)
 
 
 class SeenTools:
