@@ -392,8 +392,15 @@ class QwenPaw(Strategy):
             return text, ""
         digest = hashlib.sha1(f"qwenpaw:{index}:{bi}:{pi}".encode()).hexdigest()[:32]
         path = f"{self.params['working_dir']}/{self.params['tool_results_cache']}/{digest}.txt"
+        # Only the first ``limit + 1`` characters are read (at least ``limit + 1`` bytes
+        # when the text has as many, else the whole text): the same cut, without encoding
+        # a long output twice; its line count is the whole text's.
         new = qwenpaw_truncate_fresh(
-            text, max_bytes=limit, start_line=1, total_lines=text.count("\n") + 1, path=path
+            text[: limit + 1],
+            max_bytes=limit,
+            start_line=1,
+            total_lines=text.count("\n") + 1,
+            path=path,
         )
         return new, path
 

@@ -6,6 +6,9 @@ message ``_over_limit`` calls clean has no tool result text ``_truncate`` would 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from ctxlab.engine import synth
 from ctxlab.engine.core.model import Block, BlockKind, Message, Role
@@ -72,3 +75,32 @@ def test_a_message_within_its_limits_is_left_alone() -> None:
         assert flagged or not changes, message.blocks[0].text[:40]
         over += flagged
     assert over >= 4  # the long ones are flagged (and changed)
+
+
+def test_a_fresh_truncation_reads_only_the_kept_head(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``_truncate`` hands ``qwenpaw_truncate_fresh`` the first ``limit + 1`` characters
+    (and the whole text's line count): the same notice and cut as the whole text gives,
+    without encoding a long output twice."""
+    from ctxlab.engine.strategies import qwenpaw
+
+    seen: list[int] = []
+
+    def spy(text: str, **kwargs: Any) -> str:
+        seen.append(len(text))
+        return qwenpaw_truncate_fresh(text, **kwargs)
+
+    monkeypatch.setattr(qwenpaw, "qwenpaw_truncate_fresh", spy)
+    strategy = QwenPaw()
+    texts = ["line\n" * 20_000, "x" * 60_000, "é" * 2000 + "\n" + "x" * 5000,
+             "决定改用" * 5000, "a\n" + "😀" * 1200, "one very long line " * 400]  # fmt: skip
+    for text in texts:
+        for limit in (3000, 50_000):
+            got, path = strategy._truncate(text, limit, 7, 1, -1)
+            if len(text.encode()) <= limit + SLACK:
+                assert (got, path) == (text, "")
+                continue
+            whole = qwenpaw_truncate_fresh(
+                text, max_bytes=limit, start_line=1, total_lines=text.count("\n") + 1, path=path
+            )
+            assert path and got == whole
+            assert seen[-1] <= limit + 1
