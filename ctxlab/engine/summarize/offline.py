@@ -362,9 +362,27 @@ def _person_text(item: MaterialItem, conversation: Conversation | None = None) -
     return harness.without_harness("\n".join(lines))
 
 
-def _typed(items: Iterable[MaterialItem], conversation: Conversation | None) -> Iterator[str]:
+class _PersonTexts:
+    """``_person_text`` of a request's items, each read once: the goal, the constraints and
+    the next step walk the same user items (a typed message is split into lines and its
+    harness parts taken out once per summary, not once per walk)."""
+
+    __slots__ = ("_conversation", "_known")
+
+    def __init__(self, conversation: Conversation | None) -> None:
+        self._conversation = conversation
+        self._known: dict[int, str] = {}  # id of an item (alive: the request holds it)
+
+    def __call__(self, item: MaterialItem) -> str:
+        known = self._known.get(id(item))
+        if known is None:
+            known = self._known[id(item)] = _person_text(item, self._conversation)
+        return known
+
+
+def _typed(items: Iterable[MaterialItem], person: _PersonTexts) -> Iterator[str]:
     """What the person typed in each user item that has a readable line, in order."""
-    return (t for t in (_person_text(m, conversation) for m in items) if _first_line(t))
+    return (t for t in map(person, items) if _first_line(t))
 
 
 def _said(
@@ -544,11 +562,12 @@ def _cannot_match(head: str, words: tuple[str, ...]) -> bool:
     boundary. So every match contains one of the words, lowercased."""
     if not head.isascii() or "\\" in head:
         return False
-    for mark in _CALL_MARKS:  # loops, no generators: this runs for every item scanned
-        if mark in head:
-            if _QUOTE_PAIR.search(head) or _ARGV_LIST.search(head):
-                return False
-            break
+    if _may_hold_call_mark(head):
+        for mark in _CALL_MARKS:  # loops, no generators: this runs for every item scanned
+            if mark in head:
+                if _QUOTE_PAIR.search(head) or _ARGV_LIST.search(head):
+                    return False
+                break
     low = head.lower()
     for word in words:  # noqa: SIM110
         if word in low:
@@ -575,6 +594,15 @@ _NEEDLES = {
 _FOLDS_TO_ASCII = ("\u0130", "\u0131", "\u017f", "\u212a")
 _CALL_MARKS = ("[tool_", "<tool_use>", "[tool call", "[function_call", "[functionCall",
                " tool calls]: ")  # fmt: skip
+# Every call mark holds one of these: a text without either holds no mark (two scans, not
+# six, for the many texts that hold none).
+_CALL_MARK_HEADS = ("tool", "[function")
+
+
+def _may_hold_call_mark(text: str) -> bool:
+    return _CALL_MARK_HEADS[0] in text or _CALL_MARK_HEADS[1] in text
+
+
 # An escape that can decode to a letter, a space or a quote (JSON ``\u``; Python ``\'``,
 # ``\x``, octal, ``\N``): the others (``\n \t \r \" \\ \/ \b \f``) give none of them.
 _LETTER_ESCAPE = re.compile(r'\\(?:[^ntr"\\/bf]|$)')
@@ -628,17 +656,19 @@ def _matches_in_marked_lines(
     # lowercasing keeps every position (only İ, a fold letter, grows)
     low = head.lower()
     hits: list[int] = []  # where a word or literal is
-    for needle in words + _LITERALS[pattern]:  # (``words``: the pattern's ``_NEEDLES``)
+    # (``words``: the pattern's ``_NEEDLES``; its CJK literals only in a text with others)
+    for needle in words if head.isascii() else words + _LITERALS[pattern]:
         at = low.find(needle)
         while at >= 0:
             hits.append(at)
             at = low.find(needle, at + 1)
     marks: list[int] = []  # where a tool call's mark is
-    for mark in _CALL_MARKS:
-        at = head.find(mark)
-        while at >= 0:
-            marks.append(at)
-            at = head.find(mark, at + 1)
+    if _may_hold_call_mark(head):
+        for mark in _CALL_MARKS:
+            at = head.find(mark)
+            while at >= 0:
+                marks.append(at)
+                at = head.find(mark, at + 1)
     if not hits and not marks:
         return
     ends = list(itertools.accumulate(map(len, head.splitlines(keepends=True))))
@@ -761,7 +791,8 @@ class OfflineSummarizer:
         # whose lines match nothing adds nothing, so whether it has a readable line at all
         # is asked only of those that match)
         users = iter(material if conv is not None else [m for m in material if m.role == "user"])
-        first_user = next(_typed(users, conv), None)
+        person = _PersonTexts(conv)
+        first_user = next(_typed(users, person), None)
         goal = [_first_line(first_user)] if first_user is not None else []
         # Only the first PER_SECTION lines are kept: stop scanning once they are found.
         constraints: list[str] = []
@@ -770,7 +801,7 @@ class OfflineSummarizer:
             for m in users:
                 if len(constraints) >= PER_SECTION:
                     break
-                text = _person_text(m, conv)
+                text = person(m)
                 matched = _matching_lines(text, CONSTRAINT_RE) if text else ()
                 if matched and _first_line(text):
                     constraints.extend(matched)
@@ -807,7 +838,7 @@ class OfflineSummarizer:
             (_fact_head(m.text[:FACT_CHARS]) for m in recent), limit=PER_SECTION
         )
         last_user = next(
-            _typed((m for m in reversed(material) if conv is not None or m.role == "user"), conv),
+            _typed((m for m in reversed(material) if conv is not None or m.role == "user"), person),
             None,
         )
         nxt = [_first_line(last_user)] if last_user is not None else []

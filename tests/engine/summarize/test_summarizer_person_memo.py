@@ -1,0 +1,62 @@
+"""Per-summary reuse in the offline summariser: what a person typed in an item is read once
+per summary (the goal, constraints and next step walk the same items), and the call marks
+are looked for only in a text holding one of their common parts."""
+
+from __future__ import annotations
+
+from ctxlab.engine.core.model import Block, BlockKind, Conversation, Message, Role
+from ctxlab.engine.core.summary_request import MaterialItem, Section, SummaryRequest
+from ctxlab.engine.summarize import offline
+
+
+def test_every_call_mark_holds_one_of_the_mark_heads() -> None:
+    for mark in offline._CALL_MARKS:
+        assert offline._may_hold_call_mark(mark), mark
+    assert not offline._may_hold_call_mark("no marks: [Tool] <tol_use> function_call")
+
+
+def _conversation() -> Conversation:
+    def msg(role: Role, text: str) -> Message:
+        return Message(role=role, blocks=(Block(kind=BlockKind.TEXT, text=text),))
+
+    messages = (
+        msg(Role.USER, "Add a dark mode toggle. You must keep the old colours."),
+        msg(Role.ASSISTANT, "I decided to use CSS variables because they cascade."),
+        msg(Role.USER, "Please never touch the migrations."),
+        msg(Role.ASSISTANT, "Created src/theme.css"),
+        msg(Role.USER, "Now add a test for it."),
+    )
+    return Conversation(id="c", title="t", messages=messages)
+
+
+def test_each_item_person_text_is_read_once_per_summary(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    conversation = _conversation()
+    material = tuple(
+        MaterialItem(role=m.role.value, text=m.text, index=i)
+        for i, m in enumerate(conversation.messages)
+    )
+    request = SummaryRequest(
+        strategy="t",
+        system="",
+        messages=(),
+        sections=(
+            Section("## Goal", "goal"),
+            Section("## Constraints", "constraints"),
+            Section("## Next", "next"),
+        ),
+        material=material,
+        conversation=conversation,
+    )
+    read: list[int] = []
+    real = offline._person_text
+
+    def counting(item: MaterialItem, conv: Conversation | None = None) -> str:
+        read.append(item.index)
+        return real(item, conv)
+
+    monkeypatch.setattr(offline, "_person_text", counting)
+    text = offline.OfflineSummarizer().summarize(request).text
+    assert "Add a dark mode toggle." in text  # the goal
+    assert "Please never touch the migrations." in text  # a constraint
+    assert "Now add a test for it." in text  # the next step
+    assert sorted(read) == sorted(set(read)), read  # no item read twice
