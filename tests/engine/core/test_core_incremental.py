@@ -101,7 +101,7 @@ def test_input_json_is_json_dumps_without_ascii_escapes() -> None:
     values = [
         {"a": 1.5, "b": [True, None, float("nan"), float("inf"), -0.0, 1e300, 10**30]},
         {"ü": 'é\u2028"\\', "nested": [{"q": [1, [2, [3]]]}]},
-        {1: 2, 2.5: 3, True: 4, None: 5},
+        {1: 2, 2.5: 3, False: 4, None: 5},
         [],
         {},
         3,
