@@ -356,14 +356,43 @@ def _is_identifier(word: str) -> bool:
     )
 
 
+def _may_number_lines(text: str) -> bool:
+    """False when ``LINE_NUMBER_RE`` finds nothing in ``text``: its prefixes end in "→",
+    a tab, or a digit (``\\d``: ``str.isdecimal``) before ": " (plain tests: prose holds
+    many ": ", few after a digit)."""
+    if "→" in text or "\t" in text:
+        return True
+    at = text.find(": ", 1)  # (at 0 no digit is before it)
+    while at >= 0:
+        if text[at - 1].isdecimal():
+            return True
+        at = text.find(": ", at + 2)
+    return False
+
+
+BASE64_BLOCK = 32  # a 64-character run holds a whole aligned block of 32
+
+
+def _may_hold_base64(text: str) -> bool:
+    """False when ``BASE64_RE`` finds nothing in ``text``: every run of 64 of its characters
+    holds a whole aligned block of ``BASE64_BLOCK``, and a block holding a space or a line
+    break is in no run (a few plain finds where the pattern tries every position)."""
+    find = text.find
+    for start in range(0, len(text) - BASE64_BLOCK + 1, BASE64_BLOCK):
+        end = start + BASE64_BLOCK
+        if find(" ", start, end) < 0 and find("\n", start, end) < 0:
+            return True
+    return False
+
+
 def _normalise(text: str) -> str:
-    if "→" in text or "\t" in text or ": " in text:
+    if _may_number_lines(text):
         text = LINE_NUMBER_RE.sub("", text)
     if "\\" in text:
         text = ESCAPE_RE.sub(" ", text)
     if "\x1b" in text:
         text = ANSI_RE.sub("", text)
-    if len(text) >= 64:
+    if len(text) >= 64 and _may_hold_base64(text):
         text = BASE64_RE.sub(" ", text)
     return text
 

@@ -279,3 +279,27 @@ def test_path_scan_of_runs_equals_a_full_scan(text: str) -> None:
 def test_the_argv_list_pattern_names_every_command_key() -> None:
     keys = offline._ARGV_LIST.pattern.split(")")[0].removeprefix("(?:").split("|")
     assert sorted(keys) == sorted(extract.COMMAND_KEYS)
+
+
+NORMALISABLE = st.sampled_from(
+    list("0123456789 \n\t:→aZ+/=.-\u0663")
+    + [": ", "12: ", "   7→", "A" * 40, "QUJD" * 9, "x/y=" * 5]
+)  # fmt: skip
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.lists(NORMALISABLE, max_size=60).map("".join))
+def test_normalise_prefilters_only_skip_texts_without_a_match(text: str) -> None:
+    """``_normalise`` skips the line-number and base64 patterns on a text its plain tests
+    clear: neither pattern may find anything there."""
+    if not extract._may_number_lines(text):
+        assert extract.LINE_NUMBER_RE.search(text) is None, text
+    if not extract._may_hold_base64(text):
+        assert extract.BASE64_RE.search(text) is None, text
+
+
+def test_normalise_prefilters_find_the_usual_cases() -> None:
+    assert extract._may_number_lines(": x\n  12: y")  # a later ": " after a digit
+    assert not extract._may_number_lines("note: prose: more")
+    assert extract._may_hold_base64("see " + "QUJD" * 17 + " end")
+    assert not extract._may_hold_base64("plain words and more " * 10)
