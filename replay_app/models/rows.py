@@ -97,6 +97,52 @@ def change_from_dict(data: dict[str, Any]) -> Change:
     )
 
 
+# What a run stores of the engine's records: the field values of its rows (one rule for the
+# models' ``from_*`` and the worker's rows, ``replay_app.runs.step_rows``), by field name;
+# the fields not named keep their defaults.
+
+
+def event_values(event: Event) -> dict[str, Any]:
+    return {
+        "seq": event.id,
+        "step": event.step,
+        "kind": event.kind,
+        "messages": list(event.messages),
+        "tokens_before": event.tokens_before,
+        "tokens_after": event.tokens_after,
+        "detail": dict(event.detail),
+        "changes": [change_to_dict(c) for c in event.changes],
+        "summary_seq": event.summary_id,
+    }
+
+
+def summary_values(record: SummaryRecord) -> dict[str, Any]:
+    return {
+        "seq": record.id,
+        "step": record.step,
+        "input": record.input,
+        "output": record.output,
+        "input_tokens": record.input_tokens,
+        "output_tokens": record.output_tokens,
+        "usage_estimated": record.usage_estimated,
+        "error": record.error,
+        "summarizer": record.summarizer,
+        # Runs are stored as runs (``IndexListField``), never listed out here.
+        "messages": (
+            record.messages if isinstance(record.messages, SourceIndexes) else list(record.messages)
+        ),
+    }
+
+
+def finding_values(record: Finding) -> dict[str, Any]:
+    return {
+        "step": record.step,
+        "kind": record.kind,
+        "messages": list(record.messages),
+        "detail": dict(record.detail),
+    }
+
+
 class RunEvent(models.Model):
     """One action of the strategy, with the fates it set."""
 
@@ -118,18 +164,7 @@ class RunEvent(models.Model):
 
     @classmethod
     def from_event(cls, run: Run, event: Event) -> RunEvent:
-        return cls(
-            run=run,
-            seq=event.id,
-            step=event.step,
-            kind=event.kind,
-            messages=list(event.messages),
-            tokens_before=event.tokens_before,
-            tokens_after=event.tokens_after,
-            detail=dict(event.detail),
-            changes=[change_to_dict(c) for c in event.changes],
-            summary_seq=event.summary_id,
-        )
+        return cls(run=run, **event_values(event))
 
     def to_event(self) -> Event:
         """The engine's event from ``changes`` as they stand: modified messages stored by
@@ -181,24 +216,7 @@ class RunSummary(models.Model):
 
     @classmethod
     def from_record(cls, run: Run, record: SummaryRecord) -> RunSummary:
-        return cls(
-            run=run,
-            seq=record.id,
-            step=record.step,
-            input=record.input,
-            output=record.output,
-            input_tokens=record.input_tokens,
-            output_tokens=record.output_tokens,
-            usage_estimated=record.usage_estimated,
-            error=record.error,
-            summarizer=record.summarizer,
-            # Runs are stored as runs (``IndexListField``), never listed out here.
-            messages=(
-                record.messages
-                if isinstance(record.messages, SourceIndexes)
-                else list(record.messages)
-            ),
-        )
+        return cls(run=run, **summary_values(record))
 
     def to_record(self, input_text: str) -> SummaryRecord:
         """``input_text``: the resolved input (``textstore.summary_inputs``)."""
@@ -231,13 +249,7 @@ class RunFinding(models.Model):
 
     @classmethod
     def from_record(cls, run: Run, record: Finding) -> RunFinding:
-        return cls(
-            run=run,
-            step=record.step,
-            kind=record.kind,
-            messages=list(record.messages),
-            detail=dict(record.detail),
-        )
+        return cls(run=run, **finding_values(record))
 
     def to_record(self) -> Finding:
         return Finding(

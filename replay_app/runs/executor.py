@@ -15,12 +15,13 @@ import time
 import traceback as tb
 from collections.abc import Mapping
 from decimal import Decimal
-from typing import Any
+from typing import Any, cast
 
 from django.db import transaction
 from django.utils import timezone
 
 from ctxlab.engine.core.heap import existing_heap_frozen
+from ctxlab.engine.core.records import event_brief
 from ctxlab.engine.core.summary_request import Summarizer
 from ctxlab.engine.evaluate.metrics import compute_metrics
 from ctxlab.engine.replay import Replay, call_starts
@@ -31,14 +32,7 @@ from ctxlab.engine.summarize.offline import OfflineSummarizer
 from ctxlab.engine.summarize.recorded import RecordedSummarizer, agreement_rows
 from replay_app.compare import inputs as compare_inputs
 from replay_app.costs import llm, run_costs
-from replay_app.models import (
-    Run,
-    RunEvent,
-    RunFinding,
-    RunOffload,
-    RunStatus,
-    RunSummary,
-)
+from replay_app.models import Run, RunStatus, RunSummary
 from replay_app.runs import survival as run_survival
 from replay_app.runs import textstore
 from replay_app.runs.heartbeat import pulse as heartbeat_pulse
@@ -47,10 +41,9 @@ from replay_app.runs.progress import (
     EventRow,
     ProgressSink,
     _emit,
-    _event_row,
     _latest_events,
 )
-from replay_app.runs.step_rows import Row, StepRows
+from replay_app.runs.step_rows import Inserts, NewEvent, NewSummary, Row, StepRows, finding_row
 from replay_app.steps import lost_analysis
 
 log = logging.getLogger(__name__)
@@ -262,15 +255,18 @@ def _analyse(
 
 
 class _BatchWriter:
-    """Buffers rows between flushes; each flush is one fenced transaction."""
+    """Buffers rows between flushes; each flush is one fenced transaction. The rows are
+    plain values (``step_rows``: one prepared INSERT per table and flush), the events and
+    summaries light rows that the costs and the textstore annotate first."""
 
     def __init__(self, run: Run, attempt: int) -> None:
         self.run, self.attempt = run, attempt
         self.step_rows = StepRows(run)
+        self.inserts = Inserts(run)
         self.steps: list[Row] = []
-        self.events: list[RunEvent] = []
-        self.summaries: list[RunSummary] = []
-        self.findings: list[RunFinding] = []
+        self.events: list[NewEvent] = []
+        self.summaries: list[NewSummary] = []
+        self.findings: list[Row] = []
         self.offloaded: set[str] = set()
         self.steps_done = 0
         self.events_count = 0
@@ -283,29 +279,29 @@ class _BatchWriter:
         return len(self.steps)
 
     def add(self, record: Any) -> None:
-        run = self.run
         self.steps.append(self.step_rows.row(record))
-        events = [RunEvent.from_event(run, e) for e in record.events]
-        summaries = [RunSummary.from_record(run, s) for s in record.summaries]
-        if summaries:
-            run_costs.annotate(record, summaries, events, self.metered)
-        if self.texts is not None:
-            for event in events:
-                self.texts.event(event)
-            for summary in summaries:
-                self.texts.summary(summary)
-        self.events.extend(events)
-        self.summaries.extend(summaries)
-        self.findings.extend(RunFinding.from_record(run, f) for f in record.findings)
+        if record.events or record.summaries:
+            events = [NewEvent.of(e) for e in record.events]
+            summaries = [NewSummary.of(s) for s in record.summaries]
+            if summaries:
+                run_costs.annotate(record, summaries, events, self.metered)
+            if self.texts is not None:
+                for event in events:
+                    self.texts.event(event)
+                for summary in summaries:
+                    self.texts.summary(summary)
+            self.events.extend(events)
+            self.summaries.extend(summaries)
+        if record.findings:
+            self.findings.extend(map(finding_row, record.findings))
 
     def flush(self, offloads: Mapping[str, str]) -> None:
+        new_offloads: list[Row]
         if self.texts is not None:
             new_offloads = self.texts.offloads(offloads, self.offloaded)
         else:
             new_offloads = [
-                RunOffload(run=self.run, path=path, text=text)
-                for path, text in offloads.items()
-                if path not in self.offloaded
+                (path, text, []) for path, text in offloads.items() if path not in self.offloaded
             ]
         steps_done = self.steps_done + len(self.steps)
         events_count = self.events_count + len(self.events)
@@ -320,21 +316,29 @@ class _BatchWriter:
             if self.texts is not None:
                 self.texts.write()
             self.step_rows.write(self.steps)
-            RunEvent.objects.bulk_create(self.events, batch_size=500)
-            RunSummary.objects.bulk_create(self.summaries, batch_size=100)
-            RunFinding.objects.bulk_create(self.findings, batch_size=500)
-            RunOffload.objects.bulk_create(new_offloads, batch_size=100)
+            self.inserts.write(self.events, self.summaries, self.findings, new_offloads)
             cancel = Run.objects.filter(pk=self.run.pk).values_list("cancel_requested", flat=True)[
                 0
             ]
-        self.offloaded.update(o.path for o in new_offloads)
+        self.offloaded.update(row[0] for row in new_offloads)
         if self.events:
-            self.latest = (self.latest + [_event_row(e) for e in self.events])[-LATEST_EVENTS:]
+            latest = [_latest_row(e) for e in self.events[-LATEST_EVENTS:]]
+            self.latest = (self.latest + latest)[-LATEST_EVENTS:]
         self.steps_done, self.events_count = steps_done, events_count
         self.run.steps_done, self.run.events_count = steps_done, events_count
         self.steps, self.events, self.summaries, self.findings = [], [], [], []
         if cancel:
             raise _Stop(cancelled=True)
+
+
+def _latest_row(event: NewEvent) -> EventRow:
+    """What the progress message shows of an event (as ``progress._event_row`` of its
+    stored row)."""
+    row = event_brief(
+        event.seq, event.step, event.kind, event.tokens_before, event.tokens_after,
+        len(event.messages),
+    )  # fmt: skip
+    return cast(EventRow, row)
 
 
 def _readable(exc: BaseException) -> str:

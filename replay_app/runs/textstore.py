@@ -28,7 +28,7 @@ import hashlib
 import logging
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.db import IntegrityError, transaction
 from django.db.models import ProtectedError
@@ -40,6 +40,9 @@ from ctxlab.engine.core.model import Block, BlockKind, Message
 from ctxlab.engine.core.records import Event, ReplayResult, SummaryRecord
 from replay_app.models import Run, RunEvent, RunOffload, RunSummary, RunText, StoredText
 from replay_app.runs import textstore_candidates
+
+if TYPE_CHECKING:
+    from replay_app.runs.step_rows import NewEvent, NewSummary
 
 log = logging.getLogger(__name__)
 
@@ -249,7 +252,7 @@ class TextWriter:
                 hint = end
         return spans
 
-    def summary(self, row: RunSummary) -> None:
+    def summary(self, row: NewSummary) -> None:
         if self.later is not None:  # written inline (a reader reads it as it is), encoded later
             self.later.append((row.seq, row.input, row.messages))
             return
@@ -262,7 +265,7 @@ class TextWriter:
         later, self.later = self.later or [], []
         return [(seq, self.encode(text, messages)) for seq, text, messages in later]
 
-    def event(self, row: RunEvent) -> None:
+    def event(self, row: NewEvent) -> None:
         for change in row.changes:
             if change.get("offload_path"):
                 self.offload_index.setdefault(change["offload_path"], int(change["index"]))
@@ -281,7 +284,10 @@ class TextWriter:
                 block["text@"] = self.encode(block.pop("text"), (index,))
             self._blocks(block.get("parts") or [], index)
 
-    def offloads(self, offloads: Mapping[str, str], written: set[str]) -> list[RunOffload]:
+    def offloads(
+        self, offloads: Mapping[str, str], written: set[str]
+    ) -> list[tuple[str, str, list[Piece]]]:
+        """The ``RunOffload`` rows of the files not ``written`` yet: (path, text, text_parts)."""
         rows = []
         for path, text in offloads.items():
             if path in written:
@@ -290,7 +296,7 @@ class TextWriter:
             if index is None:
                 index = next((i for i, texts in self.offloaded if path in texts), None)
             parts = self.encode(text, () if index is None else (index,))
-            rows.append(RunOffload(run=self.run, path=path, text="", text_parts=parts))
+            rows.append((path, "", parts))
         self.offloaded = []
         return rows
 
