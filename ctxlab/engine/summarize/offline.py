@@ -676,16 +676,42 @@ def _matches_in_marked_lines(
     calls = {bisect.bisect_right(ends, at) for at in marks}
     lines = head.splitlines()
     opening = _OPENINGS[pattern]
+    needles = words + _LITERALS[pattern]
     for index in sorted(hinted | calls):
         line = lines[index]
         if index in hinted:
             if _plain_miss(line, pattern, opening):
                 continue
-        elif not _call_may_match(line):
+        elif not _decoded_may_match(line, needles):
             continue
         readable = _readable(line)
         if readable and pattern.search(readable):
             yield readable
+
+
+def _decoded_may_match(line: str, needles: tuple[str, ...]) -> bool:
+    """False when the readable text of ``line``, a line with a call mark but none of the
+    pattern's words, is sure to hold no match: it is no tool call ``_readable`` decodes, or
+    its name and first decoded string hold none of ``needles`` (the pattern's words and
+    literals, any case) nor a letter folding to ASCII. The readable text is cut from
+    "name: first" (its first line, prefixes and tool ids removed, the width cut): a removed
+    tool id has a non-word character before it and none of ``[A-Za-z0-9_-]`` after it, so
+    no removal joins a word. Cheaper than ``_call_may_match`` and ``_readable`` for the
+    calls whose arguments do not decode to substrings of the line (argv lists, escapes,
+    quote pairs: most of BaseAgent's), which had to be made readable."""
+    call = _call(line.strip())
+    if call is None:
+        return False  # not decoded: the line holds no pattern word, its readable text none
+    name, args = call
+    decoded = f"{name}: {next(input_strings(_call_args(args)), '')}"
+    for c in _FOLDS_TO_ASCII:  # noqa: SIM110 (loops, no generators: a few per summary)
+        if c in decoded:
+            return True
+    low = decoded.lower()
+    for needle in needles:  # noqa: SIM110
+        if needle in low:
+            return True
+    return False
 
 
 def _plain_miss(line: str, pattern: re.Pattern[str], opening: re.Pattern[str]) -> bool:

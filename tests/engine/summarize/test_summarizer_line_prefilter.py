@@ -143,3 +143,36 @@ def test_every_tool_id_is_found_by_its_prefilter() -> None:
         assert tool_id not in offline._readable(line)
     assert not offline._may_hold_tool_id("snake_case_name and my_call")
     assert offline._readable("snake_case_name and my_call") == "snake_case_name and my_call"
+
+
+# Call lines holding no pattern word whose decoded first argument matches (argv lists are
+# joined, escapes decode, quote pairs concatenate, a letter folds to ASCII): the call-mark
+# lines are decoded, never skipped (offline._decoded_may_match).
+DECODED_ONLY = [
+    ("[tool_call bash] {'command': ['make', 'sure', 'x']}", CONSTRAINT_RE),
+    ("[tool_call bash] {'command': ['we', 'will', 'use', 'it']}", DECISION_RE),
+    ('[tool_call bash] {"command": "we \\u017fhould stop"}', CONSTRAINT_RE),
+    ('[tool_call bash] {"command": "the pl\\u0061n"}', DECISION_RE),
+    ("[tool_call bash] {'command': 'the pl' 'an'}", DECISION_RE),
+    ('[tool_call bash] {"command": "\\u51b3\\u5b9a"}', DECISION_RE),
+]
+
+
+def test_call_lines_that_match_only_once_decoded_are_read() -> None:
+    for line, pattern in DECODED_ONLY:
+        offline.clear_caches()
+        expected = _full_scan("intro\n" + line, pattern)
+        assert expected, line
+        assert _matching_lines("intro\n" + line, pattern) == expected, line
+        needles = offline._NEEDLES[pattern] + offline._LITERALS[pattern]
+        assert offline._decoded_may_match(line, needles), line
+
+
+def test_call_lines_whose_decoded_text_holds_no_word_are_skipped() -> None:
+    needles = offline._NEEDLES[DECISION_RE] + offline._LITERALS[DECISION_RE]
+    for line in (
+        "[tool_call bash] {'command': ['ls', '-la', 'src']}",
+        '[tool_call bash] {"command": "echo \\u0041BC"}',
+        "plain words [tool_call] without a call head",
+    ):
+        assert not offline._decoded_may_match(line, needles), line
