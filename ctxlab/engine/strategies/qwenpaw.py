@@ -246,12 +246,12 @@ class QwenPaw(Strategy):
         """``count_message``, read from the estimates stored at import for an original
         message (``stored_counts``, seeded as ``STORED_RULE``; at the default divisor)."""
         count = self.count_message
-        if self.divisor != STORED_DIVISOR:
+        stored = reference.rule_reader(STORED_RULE) if self.divisor == STORED_DIVISOR else None
+        if stored is None:
             return count
-        stored = reference.rule_of
 
         def counted(message: Message) -> int:
-            known = stored(STORED_RULE, message)
+            known = stored(message)
             return count(message) if known is None else known
 
         return counted

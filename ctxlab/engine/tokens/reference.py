@@ -239,6 +239,23 @@ class ReferenceTokens:
             return counts[index]
         return None
 
+    def rule_reader(self, rule: str) -> Callable[[Message], int | None] | None:
+        """``rule_of`` bound to ``rule`` and the counts seeded for it now (None without
+        any): what a strategy's counter asks for every message it counts."""
+        counts = self._rules.get(rule)
+        if counts is None:
+            return None
+        found = self._original_index().get
+        messages = self._messages
+
+        def read(message: Message) -> int | None:
+            index = found(id(message))
+            if index is not None and messages[index] is message:
+                return counts[index]
+            return None
+
+        return read
+
     def _tool_call(self, block: Block) -> int:
         """``text(block_text(block))`` of a tool call, memoised without a text made for it
         (the memo and the shared counter's cache kept a copy of every call of a modified

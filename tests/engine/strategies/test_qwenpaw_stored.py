@@ -77,3 +77,27 @@ def test_no_original_is_estimated_again(monkeypatch: pytest.MonkeyPatch) -> None
     )
     assert plain(seeded) == plain(replay_run(conversation, "qwenpaw", params=other))
     assert len([m for m in asked if id(m) in originals]) >= len(conversation.messages) - 1
+
+
+def test_the_rule_reader_reads_originals_only() -> None:
+    """``ReferenceTokens.rule_reader`` (what QwenPaw's counter reads every message with) is
+    ``rule_of`` bound to the rule: an original's stored count, None for a copy, no reader
+    for a rule never seeded."""
+    conversation = synth_realistic.realistic_bench_conversation(CORPUS, messages=80, seed=4)
+    counts = qwenpaw.stored_counts(conversation.messages)
+    reference = ReferenceTokens(conversation)
+    assert reference.rule_reader(qwenpaw.STORED_RULE) is None
+    assert reference.seed_rule(qwenpaw.STORED_RULE, counts)
+    read = reference.rule_reader(qwenpaw.STORED_RULE)
+    assert read is not None
+    for message in conversation.messages:
+        assert read(message) == reference.rule_of(qwenpaw.STORED_RULE, message)
+    assert [read(m) for m in conversation.messages] == counts
+    first = conversation.messages[0]
+    copy = type(first)(**{f: getattr(first, f) for f in first.__dataclass_fields__})
+    assert read(copy) is None
+    # the counter reads the stored counts through it (a wrong stored count shows)
+    strategy = qwenpaw.QwenPaw()
+    changed = [c + 7 for c in counts]
+    counted = strategy.message_counter(_seeded(conversation, changed), None)
+    assert counted(first) == changed[0] and counted(copy) == strategy.count_message(first)
