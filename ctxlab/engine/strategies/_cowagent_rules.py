@@ -8,7 +8,6 @@ CowAgent would hold it); none of them mutates its input, except where a docstrin
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
@@ -187,15 +186,26 @@ def to_cow(src: int, msg: Message) -> CowMsg:
     if msg.role is Role.TOOL:
         # ``replace(msg, role=Role.USER)``, positionally (every field, in order: a test
         # checks the list): replace() reads the fields each call, for every tool message.
-        msg = Message(
+        msg = _new_message(
             Role.USER, msg.blocks, msg.source, msg.timestamp, msg.model, msg.usage, msg.id,
             msg.name, msg.flags,
         )  # fmt: skip
     return _new_row(src, msg, ())  # ``CowMsg(src, msg)``: one row per message a trim reads
 
 
-# Every field in order (src, msg, members): records' slot-setting builder.
+def with_blocks(msg: Message, blocks: tuple[Block, ...]) -> Message:
+    """``replace(msg, blocks=blocks)`` through the positional builder (a trim, a merge and
+    a write-back each make one per message they change)."""
+    return _new_message(
+        msg.role, blocks, msg.source, msg.timestamp, msg.model, msg.usage, msg.id, msg.name,
+        msg.flags,
+    )  # fmt: skip
+
+
+# Every field in order (src, msg, members / role, blocks, source, timestamp, model, usage,
+# id, name, flags): records' slot-setting builders.
 _new_row = _positional_builder(CowMsg)
+_new_message = _positional_builder(Message)
 
 
 def is_results_only(msg: Message) -> bool:
@@ -228,7 +238,7 @@ def merge_tool_results(
         merge = flag and prev_flag and prev is not None and prev.src is not None
         prev_flag = flag
         if merge and prev is not None and row.src is not None:
-            merged = replace(prev.msg, blocks=prev.msg.blocks + row.msg.blocks)
+            merged = with_blocks(prev.msg, prev.msg.blocks + row.msg.blocks)
             out[-1] = CowMsg(prev.src, merged, (*prev.sources, row.src))
         else:
             out.append(row)
@@ -340,7 +350,7 @@ def truncate_historical(text: str, limit: int = HISTORY_RESULT_MAX_CHARS) -> str
 def _replace_block(msg: Message, index: int, block: Block) -> Message:
     blocks = list(msg.blocks)
     blocks[index] = block
-    return replace(msg, blocks=tuple(blocks))
+    return with_blocks(msg, tuple(blocks))
 
 
 @dataclass(frozen=True, slots=True)
@@ -429,7 +439,7 @@ def _joined_text(msg: Message) -> str:
 
 
 def _text_only(msg: Message, text: str) -> Message:
-    return replace(msg, blocks=(Block(BlockKind.TEXT, text=text),))
+    return with_blocks(msg, (Block(BlockKind.TEXT, text=text),))
 
 
 # -- overflow emergency trim ----------------------------------------------------------------
@@ -532,7 +542,7 @@ def repair_adjacency(rows: list[CowMsg]) -> int:
         missing = [t for t in required if t not in present]
         if missing:
             blocks = tuple(_synthetic(t) for t in missing) + nxt.msg.blocks
-            rows[i + 1] = CowMsg(nxt.src, replace(nxt.msg, blocks=blocks))
+            rows[i + 1] = CowMsg(nxt.src, with_blocks(nxt.msg, blocks))
             repairs += len(missing)
         i += 1
     return repairs
@@ -586,7 +596,7 @@ def sanitize(rows: Sequence[CowMsg]) -> tuple[list[CowMsg], int, int]:
                     if not (b.kind is BlockKind.TOOL_RESULT and b.tool_id in bad_result)
                 )
                 pass_removed += len(msg.blocks) - len(kept)
-                out[i] = CowMsg(out[i].src, replace(msg, blocks=kept))
+                out[i] = CowMsg(out[i].src, with_blocks(msg, kept))
             i += 1
         removed += pass_removed
         if pass_removed == 0:
@@ -599,27 +609,21 @@ def sanitize(rows: Sequence[CowMsg]) -> tuple[list[CowMsg], int, int]:
 # -- daily-memory summary (agent/memory/summarizer.py) ----------------------------------------
 
 
-def _text_digest(text: str) -> str | None:
-    """MD5 of a message's text (``text_of``); ``None`` when it has none (never flushed)."""
-    if not text.strip():
-        return None
-    return hashlib.md5(text.encode("utf-8")).hexdigest()
-
-
 def dedupe_for_flush(
     messages: Sequence[CowMsg], seen: set[str], texts: list[str] | None = None
 ) -> list[CowMsg]:
-    """Skip text-less messages and those whose text was flushed before. ``seen`` (the
-    hashes of every text flushed so far) gets the new ones, in place: copying it at every
-    flush would cost the whole replay's flushed texts each time. ``texts``, when given,
-    gets each kept row's ``text_of`` (the flush reads them again)."""
+    """Skip text-less messages and those whose text was flushed before (the memory
+    summariser dedupes by the MD5 of each text: kept here by the text itself, the same
+    test without hashing every flushed text). ``seen`` (every text flushed so far) gets the
+    new ones, in place: copying it at every flush would cost the whole replay's flushed
+    texts each time. ``texts``, when given, gets each kept row's ``text_of`` (the flush
+    reads them again)."""
     out: list[CowMsg] = []
     for row in messages:
         text = text_of(row.msg)
-        digest = _text_digest(text)
-        if digest is None or digest in seen:
+        if not text or text.isspace() or text in seen:  # ``not text.strip()``: no copy
             continue
-        seen.add(digest)
+        seen.add(text)
         out.append(row)
         if texts is not None:
             texts.append(text)

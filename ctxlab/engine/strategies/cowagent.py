@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 
 @dataclass(slots=True)
 class _State:
-    flushed: set[str] = field(default_factory=set)  # hashes of the texts flushed so far
+    flushed: set[str] = field(default_factory=set)  # the texts flushed so far
     inj_target: int | None = None
     inj_text: str = ""  # the target's first text block as injected
     inj_prefix: str = ""  # what the injection put in front of the stored text
@@ -297,7 +297,7 @@ class CowAgentStrategy(Strategy):
                         fixed = replace(b, text=b.text[len(st.inj_prefix) :])
                         blocks = (*blocks[:j], fixed, *blocks[j + 1 :])
                     break
-        return replace(ctx.message(src), blocks=blocks)
+        return cow.with_blocks(ctx.message(src), blocks)
 
     def _write_back(
         self,
@@ -360,7 +360,7 @@ class CowAgentStrategy(Strategy):
                 for b in msg.blocks
             )
             with ctx.action("truncate", reason="tool result capped at creation", limit=cap) as act:
-                act.replace(index, replace(msg, blocks=blocks), Fate.TRUNCATED)
+                act.replace(index, cow.with_blocks(msg, blocks), Fate.TRUNCATED)
             ctx.state.rows_dirty = min(ctx.state.rows_dirty, index)
         if cow.is_source_query(msg):
             # run_stream: each user request appends its query, then trims and sanitises

@@ -118,3 +118,35 @@ def test_baseagent_middle_out_truncate_shortcut_agrees_with_bytes(text: str) -> 
 def test_picoclaw_plain_walk(value: object, plain: bool) -> None:
     assert pb._plain(value) is plain
     assert pb.go_json_marshal(value) == pb.go_json_marshal(pb._normalise(value))
+
+
+def test_cowagent_with_blocks_is_replace() -> None:
+    msg = Message(
+        Role.USER, (Block(BlockKind.TEXT, text="a"),), SourcePos("f", 3), "2025-01-01T00:00:00Z",
+        "m", Usage(1, 2), "id-1", "name", frozenset({"meta"}),
+    )  # fmt: skip
+    blocks = (Block(BlockKind.TEXT, text="b"), Block(BlockKind.TOOL_RESULT, text="r", tool_id="t"))
+    made = cow.with_blocks(msg, blocks)
+    assert made == replace(msg, blocks=blocks)
+    assert [getattr(made, f.name) for f in fields(Message)] == [
+        getattr(replace(msg, blocks=blocks), f.name) for f in fields(Message)
+    ]
+
+
+@pytest.mark.parametrize("text", ["", " ", "\n\t", "\u3000\x1c\x85", "\u2028", " x ", "中"])
+def test_cowagent_flush_skips_exactly_the_texts_strip_empties(text: str) -> None:
+    rows = [cow.to_cow(0, Message(Role.USER, (Block(BlockKind.TEXT, text=text),)))]
+    kept = cow.dedupe_for_flush(rows, set())
+    assert bool(kept) == bool(text.strip())
+
+
+def test_cowagent_flush_dedupes_by_text_across_flushes() -> None:
+    seen: set[str] = set()
+
+    def row(i: int, text: str) -> cow.CowMsg:
+        return cow.to_cow(i, Message(Role.USER, (Block(BlockKind.TEXT, text=text),)))
+
+    assert [r.src for r in cow.dedupe_for_flush([row(0, "a"), row(1, "b")], seen)] == [0, 1]
+    assert [
+        r.src for r in cow.dedupe_for_flush([row(2, "b"), row(3, "a "), row(4, "a")], seen)
+    ] == [3]
