@@ -388,8 +388,8 @@ class QwenPaw(Strategy):
         """(new text, offload path or '') per ``_truncate_tool_result``."""
         if QWENPAW_MARKER in text:
             return qwenpaw_retruncate(text, max_bytes=limit), ""
-        if _utf8_len(text) <= limit + SLACK:
-            return text, ""
+        if len(text) <= limit + SLACK and _utf8_len(text) <= limit + SLACK:
+            return text, ""  # (more characters than that is more bytes: no encoding)
         digest = hashlib.sha1(f"qwenpaw:{index}:{bi}:{pi}".encode()).hexdigest()[:32]
         path = f"{self.params['working_dir']}/{self.params['tool_results_cache']}/{digest}.txt"
         # Only the first ``limit + 1`` characters are read (at least ``limit + 1`` bytes
@@ -478,16 +478,17 @@ class QwenPaw(Strategy):
         shown.reverse()
         history = "\n\n".join(parts)
         previous = ctx.summary
+        shown_messages = [ctx.message(i) for i in shown]
         request = agentscope.compactor_request(
             strategy=self.name,
             lang=lang,
             system=prompts.QWENPAW_SYSTEM[lang],
             user=prompts.qwenpaw_user(history, previous, lang),
-            messages=[(i, ctx.message(i)) for i in shown],
+            messages=list(zip(shown, shown_messages, strict=True)),
             previous=previous,
         )
         remade = agentscope.compactor_input(
-            request, user=prompts.qwenpaw_user, messages=[ctx.message(i) for i in shown],
+            request, user=prompts.qwenpaw_user, messages=shown_messages,
             style="qwenpaw", include_thinking=bool(self.params["compact_with_thinking_block"]),
             tool_names=st.tool_names, previous=previous, lang=lang,
         )  # fmt: skip
@@ -575,13 +576,18 @@ def _over_limit(msg: Message, limit: int, recent_limit: int, exempt: set[str]) -
         if b.parts:
             for part in b.parts:
                 text = part.text
-                if part.kind is BlockKind.TEXT and len(text) * 4 > room and _utf8_len(text) > room:
+                if part.kind is BlockKind.TEXT and _over(text, room):
                     return True
-        else:
-            text = b.text
-            if len(text) * 4 > room and _utf8_len(text) > room:
-                return True
+        elif _over(b.text, room):
+            return True
     return False
+
+
+def _over(text: str, room: int) -> bool:
+    """``_utf8_len(text) > room``, encoding only a text whose length leaves it open (a
+    character is 1 to 4 bytes)."""
+    size = len(text)
+    return size > room or (size * 4 > room and _utf8_len(text) > room)
 
 
 STRATEGY = QwenPaw

@@ -104,3 +104,15 @@ def test_a_fresh_truncation_reads_only_the_kept_head(monkeypatch: pytest.MonkeyP
             )
             assert path and got == whole
             assert seen[-1] <= limit + 1
+
+
+def test_over_is_the_byte_comparison() -> None:
+    """``_over`` (encoding only a text whose length leaves the answer open) is
+    ``_utf8_len(text) > room``."""
+    from ctxlab.engine.strategies.qwenpaw import _over, _utf8_len
+
+    texts = ["", "x" * 3100, "x" * 3101, "é" * 1550, "é" * 1551, "决" * 1033, "决" * 1034,
+             "😀" * 775, "😀" * 776, "a" * 3000 + "决" * 40, "决" * 4000]  # fmt: skip
+    for text in texts:
+        for room in (1, 775, 1550, 3100, 3101, 50_100):
+            assert _over(text, room) == (_utf8_len(text) > room), (text[:5], room)
