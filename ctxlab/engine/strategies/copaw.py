@@ -129,7 +129,7 @@ class CoPaw(Strategy):
         count = self.count_message
         if qwen is None or not qwen.exact:
             return count
-        stored_of = qwen.message_reader()  # (the entries seeded before the replay)
+        stored_of = qwen.message_value  # (the worker seeds them after making the replay)
 
         def counted(message: Message) -> int:
             stored: StoredCounts | None = stored_of(message)

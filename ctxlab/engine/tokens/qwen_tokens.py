@@ -236,24 +236,6 @@ class QwenCounter:
             return None
         return values[i]
 
-    def message_reader(self) -> Callable[[object], Any]:
-        """``message_value`` over the values seeded now (a caller reading every message of
-        one replay): None for a message without one, or for every message when none were
-        seeded."""
-        held = self._per_message
-        if held is None:
-            return lambda message: None
-        messages, index, values = held
-        found = index.get
-
-        def read(message: object) -> Any:
-            i = found(id(message))
-            if i is None or messages[i] is not message:
-                return None
-            return values[i]
-
-        return read
-
     def mark_seeded(self, messages: object) -> None:
         """Every text of ``messages`` was seeded from stored entries (``_copaw_stored``):
         priming them again would find each one memoised (``seeded_for``)."""

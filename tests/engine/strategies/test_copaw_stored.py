@@ -237,18 +237,3 @@ def test_no_entries_without_an_exact_tokenizer(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setattr(qwen_tokens, "_tokenizer", lambda: None)
     conversation = synth_realistic.realistic_bench_conversation(CORPUS, messages=50, seed=2)
     assert stored_mod.message_entries(conversation.messages) is None
-
-
-def test_the_message_reader_reads_the_values_seeded() -> None:
-    """``QwenCounter.message_reader`` (what CoPaw's counter reads every message with) gives
-    ``message_value`` for the values seeded when it was made: the very message objects
-    only, nothing before any were seeded."""
-    conversation = synth_realistic.realistic_bench_conversation(CORPUS, messages=120, seed=2)
-    messages = conversation.messages
-    counter = qwen_tokens.QwenCounter()
-    assert counter.message_reader()(messages[0]) is None
-    assert stored_mod.seed_stored_counts(messages, _entries(conversation), counter)
-    read = counter.message_reader()
-    for message in messages:
-        assert read(message) == counter.message_value(message) is not None
-    assert read(dataclasses.replace(messages[0])) is None
