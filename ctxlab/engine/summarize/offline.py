@@ -560,19 +560,23 @@ def _cannot_match(head: str, words: tuple[str, ...]) -> bool:
     (``{"command": ["do", "not"]}``). A removal joins a non-word character to one
     outside ``[A-Za-z0-9_-]``, so it creates no pattern word; a cut only adds a word
     boundary. So every match contains one of the words, lowercased."""
-    if not head.isascii() or "\\" in head:
+    if not head.isascii() or "\\" in head or _call_may_decode_apart(head):
         return False
-    if _may_hold_call_mark(head):
-        for mark in _CALL_MARKS:  # loops, no generators: this runs for every item scanned
-            if mark in head:
-                if _QUOTE_PAIR.search(head) or _ARGV_LIST.search(head):
-                    return False
-                break
     low = head.lower()
     for word in words:  # noqa: SIM110
         if word in low:
             return False
     return True
+
+
+def _call_may_decode_apart(head: str) -> bool:
+    """True when ``head`` (ASCII, no escape) holds a call mark and a pair of adjacent quotes
+    or an argv list: a call's decoded strings may then be no substrings of it."""
+    if _may_hold_call_mark(head):
+        for mark in _CALL_MARKS:  # loops, no generators: this runs for every item scanned
+            if mark in head:
+                return _QUOTE_PAIR.search(head) is not None or _ARGV_LIST.search(head) is not None
+    return False
 
 
 # Each pattern's ASCII words after an opening word boundary, any case, without the closing
@@ -601,6 +605,29 @@ _CALL_MARK_HEADS = ("tool", "[function")
 
 def _may_hold_call_mark(text: str) -> bool:
     return _CALL_MARK_HEADS[0] in text or _CALL_MARK_HEADS[1] in text
+
+
+# The marks by their common part: "tool" one character in, or "[function" at the start.
+_TOOL_MARKS = tuple(m for m in _CALL_MARKS if m.find(_CALL_MARK_HEADS[0]) == 1)
+_FUNCTION_MARKS = tuple(m for m in _CALL_MARKS if m.startswith(_CALL_MARK_HEADS[1]))
+
+
+def _call_marks(head: str) -> list[int]:
+    """Where each call mark starts in ``head`` (every occurrence of each): the few places
+    holding a mark's common part are tested, instead of a scan of the text per mark."""
+    marks: list[int] = []
+    tool, function = _CALL_MARK_HEADS
+    at = head.find(tool, 1)  # (a "tool" mark starts one character before it)
+    while at >= 0:
+        if head.startswith(_TOOL_MARKS, at - 1):
+            marks.append(at - 1)
+        at = head.find(tool, at + 1)
+    at = head.find(function)
+    while at >= 0:
+        if head.startswith(_FUNCTION_MARKS, at):
+            marks.append(at)
+        at = head.find(function, at + 1)
+    return marks
 
 
 # An escape that can decode to a letter, a space or a quote (JSON ``\u``; Python ``\'``,
@@ -638,8 +665,15 @@ def _matching_lines(text: str, pattern: re.Pattern[str]) -> tuple[str, ...]:
     if words is None:
         return tuple(s for s in _lines(text) if pattern.search(s))
     head = text[:SCAN_CHARS]
-    if _cannot_match(head, words):
-        return ()  # the usual case: most messages state no constraint nor decision
+    if head.isascii() and "\\" not in head:  # ``_cannot_match``, its word scan kept
+        low = head.lower()
+        for word in words:
+            if word in low:
+                return tuple(_matches_in_marked_lines(head, pattern, words, low))
+        if not _call_may_decode_apart(head):
+            return ()  # the usual case: most messages state no constraint nor decision
+        # no word in the text: only calls decoding to other strings can match
+        return tuple(_matches_in_marked_lines(head, pattern, words, low, worded=False))
     if any(c in head for c in _FOLDS_TO_ASCII):
         lines = head.splitlines()
         return tuple(r for r in map(_readable, lines) if r and pattern.search(r))
@@ -647,28 +681,31 @@ def _matching_lines(text: str, pattern: re.Pattern[str]) -> tuple[str, ...]:
 
 
 def _matches_in_marked_lines(
-    head: str, pattern: re.Pattern[str], words: tuple[str, ...]
+    head: str,
+    pattern: re.Pattern[str],
+    words: tuple[str, ...],
+    low: str | None = None,
+    *,
+    worded: bool = True,
 ) -> Iterator[str]:
     """The readable lines of ``head`` (no letter folding to ASCII) that ``pattern``
     matches, reading only the lines that hold one of its words (any case) or literals,
-    or a tool call whose arguments may decode to one."""
+    or a tool call whose arguments may decode to one. ``low``: ``head.lower()`` when the
+    caller made it (``head`` is then ASCII: no literal); ``worded=False``: the caller
+    found none of the words in it."""
     # found in the whole text at once (``str.find``), then mapped to their lines:
     # lowercasing keeps every position (only İ, a fold letter, grows)
-    low = head.lower()
     hits: list[int] = []  # where a word or literal is
-    # (``words``: the pattern's ``_NEEDLES``; its CJK literals only in a text with others)
-    for needle in words if head.isascii() else words + _LITERALS[pattern]:
+    # (``words``: the pattern's ``_NEEDLES``; its CJK literals only in a non-ASCII text)
+    needles = words if head.isascii() else words + _LITERALS[pattern]
+    if low is None:
+        low = head.lower()
+    for needle in needles if worded else ():
         at = low.find(needle)
         while at >= 0:
             hits.append(at)
             at = low.find(needle, at + 1)
-    marks: list[int] = []  # where a tool call's mark is
-    if _may_hold_call_mark(head):
-        for mark in _CALL_MARKS:
-            at = head.find(mark)
-            while at >= 0:
-                marks.append(at)
-                at = head.find(mark, at + 1)
+    marks = _call_marks(head)  # where a tool call's mark is
     if not hits and not marks:
         return
     ends = list(itertools.accumulate(map(len, head.splitlines(keepends=True))))
@@ -676,7 +713,7 @@ def _matches_in_marked_lines(
     calls = {bisect.bisect_right(ends, at) for at in marks}
     lines = head.splitlines()
     opening = _OPENINGS[pattern]
-    needles = words + _LITERALS[pattern]
+    needles = words + _LITERALS[pattern]  # (what a call's decoded strings may hold)
     for index in sorted(hinted | calls):
         line = lines[index]
         if index in hinted:

@@ -60,3 +60,16 @@ def test_each_item_person_text_is_read_once_per_summary(monkeypatch) -> None:  #
     assert "Please never touch the migrations." in text  # a constraint
     assert "Now add a test for it." in text  # the next step
     assert sorted(read) == sorted(set(read)), read  # no item read twice
+
+
+def test_call_marks_are_found_where_a_scan_per_mark_finds_them() -> None:
+    assert set(offline._TOOL_MARKS) | set(offline._FUNCTION_MARKS) == set(offline._CALL_MARKS)
+    head = (
+        "tool [tool_use] <tool_use>x [tool call y] [function_call z] [functionCall w]"
+        "\n[Bot tool calls]: f() tool_ [tool_result a] [function toolbox"
+    )
+    expected = sorted(
+        at for mark in offline._CALL_MARKS for at in range(len(head)) if head.startswith(mark, at)
+    )
+    assert sorted(offline._call_marks(head)) == expected
+    assert len(expected) >= 6
