@@ -34,8 +34,15 @@ class BlockKind(StrEnum):
     OPAQUE = "opaque"  # encrypted reasoning, server compaction items, unknown payloads: size only
 
 
-@dataclass(frozen=True, slots=True, weakref_slot=True)  # weakref: the input_json cache
-class Block:
+class _JsonSlot:
+    """A slot outside the dataclass fields (not compared, hashed, shown, copied nor
+    pickled): the tool input's JSON, kept on its block once made (``input_json``)."""
+
+    __slots__ = ("_input_json",)
+
+
+@dataclass(frozen=True, slots=True, weakref_slot=True)  # weakref: ``BlockValues`` memos
+class Block(_JsonSlot):
     """One content block.
 
     - text / thinking: ``text``.
@@ -72,8 +79,13 @@ class Block:
         tool_input = self.tool_input
         if isinstance(tool_input, str):
             return tool_input
-        # Estimators ask for it again (1-5 times a call in a replay, far apart in steps).
-        return _INPUT_JSON.get(self, _dump_input)
+        # Estimators ask for it again (1-5 times a call in a replay, far apart in steps):
+        # kept on the block (a slot read, no memo table keyed by identity).
+        known: str | None = getattr(self, "_input_json", None)
+        if known is None:
+            known = _ENCODE(tool_input)
+            object.__setattr__(self, "_input_json", known)
+        return known
 
 
 def _input_encoder() -> Callable[[Any], str]:
@@ -99,10 +111,6 @@ def _input_encoder() -> Callable[[Any], str]:
 
 
 _ENCODE = _input_encoder()
-
-
-def _dump_input(block: Block) -> str:
-    return _ENCODE(block.tool_input)
 
 
 class _MemoRef(weakref.ref[Block]):
@@ -154,7 +162,6 @@ class BlockMemo(BlockValues[str]):
         return text
 
 
-_INPUT_JSON = BlockMemo()
 INPUT_JSON_KEPT_MAX = 1024  # characters (``input_json_unkept``)
 
 
@@ -167,11 +174,11 @@ def input_json_unkept(block: Block) -> str:
     tool_input = block.tool_input
     if isinstance(tool_input, str):
         return tool_input
-    known = _INPUT_JSON.peek(block)
+    known: str | None = getattr(block, "_input_json", None)
     if known is None:
-        known = _dump_input(block)
+        known = _ENCODE(tool_input)
         if len(known) < INPUT_JSON_KEPT_MAX:
-            _INPUT_JSON.put(block, known)
+            object.__setattr__(block, "_input_json", known)
     return known
 
 
