@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from conftest import wait_for_polls
+from waiting import wait_until
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "judge_app"))  # shared test data
 from judge_testdata import import_session  # noqa: E402
@@ -150,7 +151,9 @@ def test_shared_set_pending_then_filled_by_the_worker_while_the_page_polls(
     assert page.locator("#probe-shared[data-pending]").count() == 0
     answered = page.locator("#probe-shared [data-testid=shared-answered]").all_inner_texts()
     assert len(answered) == 3
-    row = SharedScoring.objects.get(runs=key)
-    assert row.status == "done" and row.done_runs == 3
+    # the task marks its row done just after storing the scores the page shows
+    row = wait_until(lambda: SharedScoring.objects.filter(runs=key, status="done").first(),
+                     "the scoring task's row marked done")  # fmt: skip
+    assert row.done_runs == 3
     screenshot("filled")
     assert page.errors == []  # type: ignore[attr-defined]
