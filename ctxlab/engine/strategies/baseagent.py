@@ -434,12 +434,16 @@ class BaseAgentStrategy(Strategy):
             prompt = _prompt(st.summary_msg)
             prompts.append(prompt)
             material.append(MaterialItem(prompt.role, prompt.text, -1))
+        base, message = st.base, ctx.message
         for i in ctx.live:
-            for m in _base_rows(st, ctx.message(i)):
+            msg = message(i)
+            hit = base.get(id(msg))  # ``_base_rows`` inlined: every live message, once
+            rows = hit[1] if hit is not None and hit[0] is msg else _base_rows(st, msg)
+            for m in rows:
                 if m.role != "system":
                     prompt = _prompt(m)
                     prompts.append(prompt)
-                    material.append(MaterialItem(m.role, prompt.text, i))
+                    material.append(_new_material(m.role, prompt.text, i))
         return prompts, tuple(material)
 
 
@@ -600,9 +604,14 @@ def _compaction_text(
 def _prompt(m: BaseMsg) -> PromptMessage:
     body = m.content if isinstance(m.content, str) else "\n".join(t for _, t in m.parts)
     if not m.tool_calls:
-        return PromptMessage(m.role, body or "")
-    calls = "".join(f"\n[tool_call {tc.name}] {tc.arguments}" for tc in m.tool_calls)
-    return PromptMessage(m.role, (body or "") + calls)
+        return _new_prompt(m.role, body or "")
+    calls = "".join([f"\n[tool_call {tc.name}] {tc.arguments}" for tc in m.tool_calls])
+    return _new_prompt(m.role, (body or "") + calls)
+
+
+# One of each per live row at every compaction (role, text / role, text, index).
+_new_prompt = _positional_builder(PromptMessage)
+_new_material = _positional_builder(MaterialItem)
 
 
 STRATEGY = BaseAgentStrategy

@@ -9,6 +9,7 @@ from dataclasses import fields, replace
 import pytest
 
 from ctxlab.engine.core.model import Block, BlockKind, Message, Role, SourcePos, Usage
+from ctxlab.engine.core.summary_request import MaterialItem, PromptMessage
 from ctxlab.engine.strategies import _baseagent_rules as ba
 from ctxlab.engine.strategies import _cowagent_rules as cow
 from ctxlab.engine.strategies import _picoclaw_budget as pb
@@ -150,3 +151,20 @@ def test_cowagent_flush_dedupes_by_text_across_flushes() -> None:
     assert [
         r.src for r in cow.dedupe_for_flush([row(2, "b"), row(3, "a "), row(4, "a")], seen)
     ] == [3]
+
+
+@pytest.mark.parametrize("calls", [0, 1, 2])
+def test_baseagent_prompt_rows_are_the_dataclass_values(calls: int) -> None:
+    tool_calls = tuple(ba.BaseToolCall(f"c{n}", "Bash", f"{{'n': {n}}}") for n in range(calls))
+    for row in (
+        ba.BaseMsg("assistant", "body", tool_calls=tool_calls),
+        ba.BaseMsg("assistant", None, tool_calls=tool_calls),
+        ba.BaseMsg("user", None, parts=(("text", "a"), ("image_url", ""), ("text", "b"))),
+    ):
+        body = row.content if isinstance(row.content, str) else "\n".join(t for _, t in row.parts)
+        calls_text = "".join(f"\n[tool_call Bash] {{'n': {n}}}" for n in range(calls))
+        expected = PromptMessage(row.role, (body or "") + (calls_text if row.tool_calls else ""))
+        made = baseagent._prompt(row)
+        assert made == expected and type(made) is PromptMessage
+    item = baseagent._new_material("user", "t", 4)
+    assert item == MaterialItem("user", "t", 4) and type(item) is MaterialItem
