@@ -26,7 +26,8 @@ from dataclasses import dataclass, field, fields
 from operator import attrgetter
 from typing import Any
 
-from django.db import connection, models
+from django.db import DEFAULT_DB_ALIAS, connection, connections, models
+from django.db.backends.base.base import BaseDatabaseWrapper
 
 from ctxlab.engine.core.records import Event, Finding, StepRecord, SummaryRecord, Zones
 from replay_app.models import Run, RunEvent, RunFinding, RunOffload, RunStep, RunSummary
@@ -45,9 +46,29 @@ _FIELDS = ("run", "index", "source_index", "tokens_strategy", "tokens_reference"
 _ZONES = attrgetter(*ZONE_KEYS) if {f.name for f in fields(Zones)} == set(ZONE_KEYS) else None
 
 
+def _compact_json() -> Callable[[Any], str]:
+    """``json.JSONEncoder(separators=(",", ":")).encode`` for a step row's lists of ints,
+    None and strings, its C encoder made once (``encode`` makes one per call: half the
+    time of a short list)."""
+    encoder = json.JSONEncoder(separators=(",", ":"))
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:
+        return encoder.encode
+    # (markers, default, encoder, indent, key and item separators, sort_keys, skipkeys,
+    # allow_nan): JSONEncoder.iterencode's call, without the circular check (no value of
+    # a step row holds itself)
+    chunks = make(None, encoder.default, json.encoder.encode_basestring_ascii, None, ":", ",",
+                  False, False, True)  # fmt: skip
+
+    def encode(value: Any) -> str:
+        return "".join(chunks(value, 0))
+
+    return encode
+
+
 def _json_writer(field_name: str) -> Callable[[Any], Any]:
     if connection.vendor == "sqlite":
-        return json.JSONEncoder(separators=(",", ":")).encode
+        return _compact_json()
     field = RunStep._meta.get_field(field_name)
     return lambda value: field.get_db_prep_save(value, connection)  # type: ignore[union-attr]
 
@@ -190,30 +211,34 @@ _AS_IS: dict[str, tuple[type, ...]] = {
 }
 
 
-def _preparer(column: models.Field[Any, Any]) -> Callable[[Any], Any]:
+def _preparer(column: models.Field[Any, Any], db: BaseDatabaseWrapper) -> Callable[[Any], Any]:
     """The value ``bulk_create`` would send for ``column`` (``pre_save`` of these fields
-    is the attribute itself)."""
+    is the attribute itself): ``get_db_prep_save``, or what it comes to for the values
+    met here (a plain ``JSONField``: the backend's JSON adapter, None as NULL)."""
     prepare = column.get_db_prep_save
-    plain = _AS_IS.get(column.get_internal_type()) if connection.vendor == "sqlite" else None
+    if type(column) is models.JSONField:
+        adapt, encoder = db.ops.adapt_json_value, column.encoder
+        return lambda value: None if value is None else adapt(value, encoder)
+    plain = _AS_IS.get(column.get_internal_type()) if db.vendor == "sqlite" else None
     if plain is None:
-        return lambda value: prepare(value, connection)
-    return lambda value: value if type(value) in plain else prepare(value, connection)
+        return lambda value: prepare(value, db)
+    return lambda value: value if type(value) in plain else prepare(value, db)
 
 
 class _Table:
     """One model's prepared INSERT: ``run`` first, then ``names``."""
 
     def __init__(self, model: type[models.Model], names: Sequence[str]) -> None:
-        columns = _columns(model, ("run", *names))
-        self.sql = _insert_sql(model, columns)
-        self.prepare = [_preparer(c) for c in columns[1:]]
+        self.columns = _columns(model, ("run", *names))
+        self.sql = _insert_sql(model, self.columns)
 
     def write(self, run_id: int, rows: Sequence[Row]) -> None:
         if not rows:
             return
-        prepare = self.prepare
+        db = connections[DEFAULT_DB_ALIAS]  # the thread's own (``connection`` is a proxy)
+        prepare = [_preparer(c, db) for c in self.columns[1:]]
         params = [(run_id, *[p(v) for p, v in zip(prepare, row, strict=True)]) for row in rows]
-        with connection.cursor() as cursor:
+        with db.cursor() as cursor:
             cursor.executemany(self.sql, params)
 
 

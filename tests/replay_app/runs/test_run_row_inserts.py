@@ -103,3 +103,24 @@ def test_progress_shows_the_events_as_stored(user: Any) -> None:
     assert run.events_count > 20  # more than the latest ones shown, over several flushes
     done = [m for m in sent if m["status"] == "done"]
     assert done and done[0]["latest_events"] == _latest_events(run)
+
+
+def test_batches_grow_after_the_first_two(user: Any) -> None:
+    """Progress comes after ``batch_steps`` steps twice, then in batches doubling up to
+    ``BATCH_GROWTH`` times that (fewer transactions for a long replay)."""
+    transcript = import_transcript(user, SESSION.read_bytes(), name=SESSION.name)
+    sent: list[dict[str, Any]] = []
+    run = executor.run_execute(
+        run=_new_run(transcript, "claude_code"),
+        on_progress=sent.append,
+        batch_steps=1,
+        batch_seconds=3600,  # by size only
+    )
+    assert run.status == "done", run.error
+    done = [m["steps_done"] for m in sent if m["status"] == "running"]
+    batches = [b - a for a, b in zip(done, done[1:], strict=False) if b > a]
+    cap = executor.BATCH_GROWTH
+    expected = [1, 1, 2, 4, *[cap] * ((run.steps_total - 8) // cap)]
+    assert run.steps_total > 8 + 2 * cap
+    assert batches[: len(expected)] == expected
+    assert done[-1] == run.steps_total
