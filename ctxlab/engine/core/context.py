@@ -292,8 +292,8 @@ class ReplayContext:
         if not rendered:
             self.summary_ref = 0
         else:
-            if rendered_ref is None:
-                rendered_ref = self.reference.text(
+            if rendered_ref is None:  # by lines: a summary repeats most of the previous one's
+                rendered_ref = self.reference.text_by_lines(
                     rendered if isinstance(rendered, str) else rendered()
                 )
             self.summary_ref = rendered_ref + 4
