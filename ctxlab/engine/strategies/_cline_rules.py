@@ -14,7 +14,8 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from ._gemini_cli_rules import js_json, js_len
+from ..stages.js_text import js_json
+from ._gemini_cli_rules import js_len
 
 Msg = dict[str, Any]
 Estimate = Callable[[Msg], int]

@@ -9,15 +9,15 @@ tool scheduler writes them). Lengths are JavaScript string lengths (UTF-16 code 
 from __future__ import annotations
 
 import hashlib
-import json
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from ..core.model import Block, BlockKind, Message, Role
+from ..stages.js_text import js_json
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "prompts"
 # packages/core/src/prompts/snippets.ts getCompressionPrompt() (no approved plan), the
@@ -90,30 +90,6 @@ def js_len(text: str) -> int:
     if text.isascii():
         return len(text)
     return len(text.encode("utf-16-le", "surrogatepass")) // 2
-
-
-def _compact_encoder() -> Callable[[Any], str]:
-    """``json.dumps(value, ensure_ascii=False, separators=(",", ":"))``, with the C encoder
-    made once instead of at each call (half of a short value's cost; Gemini CLI encodes
-    every part of the history at each compression). No circular check: the values come
-    from parsed JSON."""
-    make = getattr(json.encoder, "c_make_encoder", None)
-    if make is None:
-        return lambda value: json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    default = json.JSONEncoder().default  # raises the same TypeError for other types
-    encode = make(None, default, json.encoder.encode_basestring, None, ":", ",", False, False, True)
-    escape = json.encoder.encode_basestring
-
-    def dumps(value: Any) -> str:
-        if isinstance(value, str):
-            return str(escape(value))
-        return "".join(encode(value, 0))
-
-    return dumps
-
-
-js_json: Callable[[Any], str] = _compact_encoder()
-js_json.__doc__ = """``JSON.stringify(value)`` (compact, non-ASCII kept)."""
 
 
 @lru_cache(maxsize=4096)

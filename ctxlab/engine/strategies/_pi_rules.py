@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ._gemini_cli_rules import js_json
+from ..stages.js_text import js_json
 
 # --- messages.ts: how entries become LLM messages -------------------------------------
 COMPACTION_SUMMARY_PREFIX = (

@@ -58,9 +58,10 @@ from ..core.params import Param
 from ..core.records import Fate
 from ..core.strategy import Strategy
 from ..core.summary_request import MaterialItem, PromptMessage, Section, SummaryRequest
+from ..stages.js_text import js_json
 from . import _cline_basic as basic
 from . import _cline_rules as r
-from ._gemini_cli_rules import js_json, js_len
+from ._gemini_cli_rules import js_len
 
 if TYPE_CHECKING:
     from ..core.context_view import ContextView

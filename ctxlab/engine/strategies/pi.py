@@ -96,9 +96,10 @@ from ..core.params import Param
 from ..core.records import Fate
 from ..core.strategy import Strategy
 from ..core.summary_request import MaterialItem, PromptMessage, Section, SummaryRequest
+from ..stages.js_text import js_json
 from ..stages.originals import OriginalIndex, first_kept, recorded_summaries
 from . import _pi_rules as rules
-from ._gemini_cli_rules import js_json, js_len
+from ._gemini_cli_rules import js_len
 
 if TYPE_CHECKING:
     from ..core.context_view import ContextView

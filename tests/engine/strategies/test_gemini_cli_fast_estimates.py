@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from ctxlab.engine import cli
+from ctxlab.engine.stages import js_text
 from ctxlab.engine.strategies import _gemini_cli_rules as rules
 from ctxlab.engine.strategies._gemini_cli_rules import (
     CHARS_PER_TOKEN,
@@ -89,14 +90,14 @@ def test_estimates_equal_the_plain_definitions(source: str) -> None:
         assert rules.js_len(text) == plain_js_len(text)
         assert rules.text_tokens(text) == plain_text_tokens(text)
         assert rules._output_tokens(name or "", text) == plain_output_tokens(name or "", text)
-        assert rules.js_json(text) == plain_js_json(text)
-        assert rules.js_json(value) == plain_js_json(value)
+        assert js_text.js_json(text) == plain_js_json(text)
+        assert js_text.js_json(value) == plain_js_json(value)
         part = {"functionCall": {"name": name, "args": value or {}}}
-        assert rules.js_json(part) == plain_js_json(part)
+        assert js_text.js_json(part) == plain_js_json(part)
     _clear()
 
 
 def test_js_json_refuses_what_json_refuses() -> None:
     with pytest.raises(TypeError, match="not JSON serializable"):
-        rules.js_json({"a": object()})
-    assert rules.js_json({"a": [1]}) == '{"a":[1]}'  # nothing left behind by the failure
+        js_text.js_json({"a": object()})
+    assert js_text.js_json({"a": [1]}) == '{"a":[1]}'  # nothing left behind by the failure
