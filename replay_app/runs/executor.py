@@ -1,8 +1,8 @@
 """Executing a run (``run_execute``, called by the worker's task).
 
-Streams the engine's StepRecords and writes them in batches (``BATCH_STEPS`` steps, or
-every ``BATCH_SECONDS``), one transaction per batch, so progress is visible and memory
-bounded. Each batch is fenced: it only commits while the run is still ``running`` under
+Streams the engine's StepRecords and writes them in batches (``BATCH_STEPS`` steps, growing
+after the first two up to ``BATCH_GROWTH`` times that; at most ``BATCH_SECONDS`` apart), one
+transaction per batch, so progress is visible and memory bounded. Each batch is fenced: it only commits while the run is still ``running`` under
 the same ``attempts`` number, so a run that was reaped, cancelled or retried meanwhile is
 never written to by a stale task.
 """
