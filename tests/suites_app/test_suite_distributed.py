@@ -144,21 +144,31 @@ def test_two_workers_one_killed_every_run_done_once(
     layer = get_channel_layer()
     channel = async_to_sync(layer.new_channel)()
     async_to_sync(layer.group_add)(suite_group_name(suite.pk), channel)
-    started = time.monotonic()
-    services.suite_enqueue(suite)  # autocommit: queued on Redis at once
 
-    # Kill the victim while it executes an item, once it has finished at least one. The
-    # check holds a row lock on every run of the suite not yet done: no run is claimed,
-    # written or finished meanwhile (the workers wait on the lock), so a run seen running
-    # is still running when the victim dies, however fast the replays are.
+    def lock_runs_not_done() -> list[int]:
+        """Row-lock every run of the suite not yet done until the transaction ends: every
+        write of a run (claim, batch, heartbeat, finish) updates its row first, so none is
+        claimed, written or finished meanwhile; the workers wait on the lock."""
+        pending = Run.objects.select_for_update(of=("self",)).filter(suite_item__suite=suite)
+        return list(
+            pending.exclude(status=RunStatus.DONE).order_by("pk").values_list("pk", flat=True)
+        )
+
+    # The suite is frozen before it is queued, and between two checks the lock is released
+    # only for the workers already waiting on it (each takes its one write, then our lock is
+    # granted again): the suite advances a few writes per check, never past the moment the
+    # victim, having finished an item, holds a claimed run, however fast the replays are.
+    started = time.monotonic()
+    with transaction.atomic():
+        lock_runs_not_done()
+        services.suite_enqueue(suite)  # queued on Redis at once; the claims wait on the lock
+
     killed_items: list[int] = []
     deadline = time.monotonic() + WAIT_SECONDS
     while not killed_items:
         assert time.monotonic() < deadline, "the victim never had a finished and an active item"
-        assert not services.suite_state(suite)["finished"], "the suite finished before the kill"
         with transaction.atomic():
-            pending = Run.objects.select_for_update(of=("self",)).filter(suite_item__suite=suite)
-            list(pending.exclude(status=RunStatus.DONE).values_list("pk", flat=True))
+            assert lock_runs_not_done(), "the suite finished before the kill"
             finished_by_victim = TaskResult.objects.filter(
                 worker=victim, task_name="suites_app.execute_item", status="SUCCESS"
             ).count()
@@ -167,13 +177,11 @@ def test_two_workers_one_killed_every_run_done_once(
                 Run.objects.filter(suite_item__pk__in=active, status=RunStatus.RUNNING)
                 .values_list("pk", flat=True)
             )  # fmt: skip
-            if running:  # claimed by the victim: its heartbeat stops with it
+            if running:  # claimed by the victim and still running: its heartbeat dies with it
                 two_workers[victim].send_signal(signal.SIGKILL)
                 two_workers[victim].wait(WAIT_SECONDS)
                 killed_items, killed_runs = active, running
                 killed_at = time.monotonic() - started
-        if not killed_items:
-            time.sleep(0.2)
 
     seen = async_to_sync(_progress_until_finished)(channel)
     assert services.suite_state(suite)["finished"], services.suite_state(suite)
