@@ -18,6 +18,7 @@ from ctxlab.engine.core.records import (
     StepTokens,
     SummaryRecord,
     Zones,
+    event_json,
 )
 from replay_app.models.fields import IndexListField, PackedJSONField, ZonesField
 from replay_app.models.runs import Run
@@ -103,17 +104,9 @@ def change_from_dict(data: dict[str, Any]) -> Change:
 
 
 def event_values(event: Event) -> dict[str, Any]:
-    return {
-        "seq": event.id,
-        "step": event.step,
-        "kind": event.kind,
-        "messages": list(event.messages),
-        "tokens_before": event.tokens_before,
-        "tokens_after": event.tokens_after,
-        "detail": dict(event.detail),
-        "changes": [change_to_dict(c) for c in event.changes],
-        "summary_seq": event.summary_id,
-    }
+    row = event_json(event, id_key="seq", summary_key="summary_seq")
+    row["changes"] = [change_to_dict(c) for c in event.changes]
+    return row
 
 
 def summary_values(record: SummaryRecord) -> dict[str, Any]:

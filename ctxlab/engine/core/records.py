@@ -416,9 +416,10 @@ def event_brief(
     }
 
 
-def event_json(event: Event, *, id_key: str = "id") -> dict[str, Any]:
-    """An event in full (the CLI's JSON, the run page's JSON twin): the one long JSON shape.
-    Stored runs call the event id ``seq`` (``id_key``)."""
+def event_json(event: Event, *, id_key: str = "id", summary_key: str = "summary") -> dict[str, Any]:
+    """An event in full (the CLI's JSON, the run page's JSON twin, a stored run's row): the
+    one long JSON shape. Stored runs call the event id ``seq`` (``id_key``) and their rows
+    the summary's ``summary_seq`` (``summary_key``)."""
     return {
         id_key: event.id,
         "step": event.step,
@@ -427,7 +428,7 @@ def event_json(event: Event, *, id_key: str = "id") -> dict[str, Any]:
         "tokens_before": event.tokens_before,
         "tokens_after": event.tokens_after,
         "detail": dict(event.detail),
-        "summary": event.summary_id,
+        summary_key: event.summary_id,
     }
 
 
