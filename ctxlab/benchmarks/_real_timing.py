@@ -51,6 +51,7 @@ from ctxlab.engine.core import codec
 from ctxlab.engine.core.model import Conversation
 from ctxlab.engine.core.strategy import ReferenceEstimator
 from ctxlab.engine.evaluate import survival
+from ctxlab.engine.replay import Replay
 from ctxlab.engine.replay import run as replay_run
 from ctxlab.engine.stages import agentscope
 from ctxlab.engine.strategies import _copaw_stored as copaw_stored
@@ -159,11 +160,14 @@ def worker_replay(stored: Stored, name: str) -> float:
     cold_caches()
     start = cpu()
     reference = stored_counts.seeded(conversation, stored.columns)
-    if stored.qwen is not None and copaw_stored.wants_stored_counts(make_strategy(name)):
+    job = Replay(conversation, name, reference=reference)
+    # In the executor's order (runs.executor._execute): the replay is made, then CoPaw's
+    # Qwen2.5 counts seeded, so a strategy reading them at construction is caught here.
+    if stored.qwen is not None and copaw_stored.wants_stored_counts(job.strategy):
         copaw_stored.seed_stored_counts(conversation.messages, stored.qwen)
-    result = replay_run(conversation, name, reference=reference)
+    result = job.finish()
     elapsed = cpu() - start
-    del result, reference, conversation
+    del result, job, reference, conversation
     reference_mod._CACHE.clear()  # seeding kept the conversation for later readers
     return elapsed
 

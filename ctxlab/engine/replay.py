@@ -110,6 +110,16 @@ class Replay:
                 pass
         return self.ctx.result
 
+    def finish(self) -> ReplayResult:
+        """Run every remaining step and return the result with its metrics."""
+        result = self.exhaust()
+        threshold = self.strategy.threshold(self.ctx.view)
+        result.metrics = compute_metrics(result, threshold=threshold, reference=self.ctx.reference)
+        conversation = self.conversation
+        if conversation.compactions:  # the original's own compactions next to the replay's
+            result.metrics["original_compactions"] = agreement_rows(conversation, result)
+        return result
+
 
 def replay(
     conversation: Conversation,
@@ -136,12 +146,4 @@ def run(
 ) -> ReplayResult:
     """The whole replay: steps, events, summaries, findings, offloads and metrics."""
     job = Replay(conversation, strategy, params=params, summarizer=summarizer, reference=reference)
-    result = job.exhaust()
-    result.metrics = compute_metrics(result, threshold=_threshold(job), reference=job.ctx.reference)
-    if conversation.compactions:  # the original's own compactions next to the replay's
-        result.metrics["original_compactions"] = agreement_rows(conversation, result)
-    return result
-
-
-def _threshold(job: Replay) -> int | None:
-    return job.strategy.threshold(job.ctx.view)
+    return job.finish()
