@@ -17,8 +17,9 @@ line it prints. This prints::
   reads) over the responses since the last ``compact_boundary`` / ``microcompact_boundary``,
   against the threshold of the JSON's Claude Code version (``_claude_code_versions``);
 - *instructions at risk*: the instruction sources (skills, the user's constraints:
-  ``evaluate.instructions``) in the span the next compaction would summarise; CLAUDE.md
-  contents are not, Claude Code puts them back (``forecast.reattached``).
+  ``evaluate.instructions``) in the span the next compaction would summarise (with a
+  partial compaction's kept segment, written before its boundary); CLAUDE.md contents are
+  not, Claude Code puts them back (``forecast.reattached``).
 
 Fast: the span since the last compaction boundary is read where it lies (the file mapped,
 the boundary found backwards: a 5 MB session compacted once reads only what followed; only
@@ -555,6 +556,47 @@ def _user_sources(index: int, raw: bytes) -> list[str]:
     ]
 
 
+def _kept_head(boundary: bytes) -> str:
+    """The first kept message's uuid of a partial compaction's boundary line (Claude Code
+    2.1.2xx ``compactMetadata.preservedSegment``: the messages from ``headUuid`` to
+    ``tailUuid``, written just before the boundary, stay in context after the summary);
+    "" for a boundary that kept none."""
+    if b'"preservedSegment"' not in boundary:
+        return ""
+    try:
+        record = json.loads(boundary)
+        head = record["compactMetadata"]["preservedSegment"]["headUuid"]
+    except (ValueError, KeyError, TypeError):
+        return ""
+    return head if isinstance(head, str) else ""
+
+
+def _kept_sources(data: Buffer, boundary_start: int) -> list[str]:
+    """The instruction sources in the segment a partial compaction kept (the lines from its
+    head's to the boundary's, ``data[:boundary_start]`` holding them): still in context,
+    so at risk at the next compaction as the session page counts them."""
+    end = data.find(b"\n", boundary_start)
+    head = _kept_head(bytes(data[boundary_start : len(data) if end < 0 else end]))
+    if not head:
+        return []
+    mark = re.compile(rb'"uuid":\s*"' + re.escape(head.encode()) + rb'"')
+    at = data.rfind(b'"' + head.encode() + b'"', 0, boundary_start)
+    while at >= 0:  # the head's own line (its uuid), not a later line's parentUuid
+        line = data.rfind(b"\n", 0, at) + 1
+        if _search(mark, data, line, at + len(head) + 2) is not None:
+            break
+        at = data.rfind(b'"' + head.encode() + b'"', 0, at)
+    if at < 0:
+        return []  # the segment is not in this file
+    sources: list[str] = []
+    while line < boundary_start:
+        stop = data.find(b"\n", line, boundary_start)
+        stop = boundary_start if stop < 0 else stop
+        sources.extend(_user_sources(0, bytes(data[line:stop])))
+        line = stop + 1
+    return sources
+
+
 def status_of(path: Path, payload: dict[str, Any] | None = None) -> Status:
     """The status of the Claude Code session at ``path`` (``payload``: the statusline JSON),
     from its span read at once (no cache)."""
@@ -577,10 +619,17 @@ def _read_span(handle: BinaryIO) -> tuple[Span, int, bytes]:
         with mmap.mmap(handle.fileno(), size, access=mmap.ACCESS_READ) as data:
             cut = _last(BOUNDARY, data)
             start = data.rfind(b"\n", 0, cut) + 1 if cut >= 0 else 0
-            return _span_in(data, start, size, cut >= 0)
+            span, done, rest = _span_in(data, start, size, cut >= 0)
+            if cut >= 0:
+                span.instructions[:0] = _kept_sources(data, start)
+            return span, done, rest
     except OSError:  # a file that cannot be mapped: read backwards in chunks
         read, end, compacted = _tail(handle)
         span, done, rest = _span_in(read, 0, len(read), compacted)
+        if compacted and _kept_head(read.split(b"\n", 1)[0]):  # (rare: the whole file)
+            handle.seek(0)
+            whole = handle.read(end)
+            span.instructions[:0] = _kept_sources(whole, end - len(read))
         return span, end - len(read) + done, rest
 
 
@@ -712,9 +761,14 @@ def cached_status_of(
             handle.seek(offset)
             gained = handle.read()
             done = gained.rfind(b"\n") + 1
-            for raw in gained[:done].splitlines():
-                span.feed(raw)
-            offset, rest = offset + done, gained[done:]
+            lines = gained[:done].splitlines()
+            if any(b'"preservedSegment"' in raw and _search(BOUNDARY, raw) for raw in lines):
+                # a partial compaction keeps lines read before: the file is read again
+                span, offset, rest = _read_span(handle)
+            else:
+                for raw in lines:
+                    span.feed(raw)
+                offset, rest = offset + done, gained[done:]
         if offset and (done or cached is None):  # (nothing new: the cache stands)
             _save(entry, path, handle, span, offset)
         if cached is None:

@@ -242,3 +242,73 @@ def test_a_warm_call_imports_neither_dataclasses_nor_inspect(tmp_path: Path) -> 
     line, loaded = done.stdout.strip().splitlines()
     assert line == run_main(None, "--file", str(path), "--no-cache")
     assert loaded == "[]"
+
+
+def test_a_partial_compaction_keeps_its_segment_s_instructions_at_risk(tmp_path: Path) -> None:
+    """Claude Code 2.1.2xx partial compaction (``preservedSegment``, as in the real 2.1.217
+    lines of tests/data/claude-code-2.1.217): the kept segment, written before the boundary,
+    stays in context, so a constraint typed in it is at risk at the next compaction; one
+    typed before it was summarised. The line says what the session page says, read at once
+    and grown line by line through the cache."""
+
+    def record(kind: str, uuid: str, parent: str | None, **fields: object) -> str:
+        return json.dumps({"type": kind, "uuid": uuid, "parentUuid": parent,
+                           "isSidechain": False, "sessionId": "s", "version": "2.1.217",
+                           **fields})  # fmt: skip
+
+    def user(uuid: str, parent: str | None, text: str, **fields: object) -> str:
+        return record("user", uuid, parent, message={"role": "user", "content": text}, **fields)
+
+    def reply(n: int, parent: str, total: int) -> str:
+        usage = {"input_tokens": 10, "cache_read_input_tokens": total, "output_tokens": 5}
+        body = {"id": f"msg_{n}", "role": "assistant", "model": "claude",
+                "content": [{"type": "text", "text": "ok"}], "usage": usage}  # fmt: skip
+        return record("assistant", f"a{n}", parent, message=body)
+
+    segment = {"headUuid": "u1", "anchorUuid": "s1", "tailUuid": "a1"}
+    lines = [
+        user("u0", None, "Always answer in French."),
+        reply(0, "u0", 20_000),
+        user("u1", "a0", "Never touch the migrations."),  # the kept segment's head
+        reply(1, "u1", 30_000),  # its tail
+        record(
+            "system",
+            "b1",
+            None,
+            subtype="compact_boundary",
+            logicalParentUuid="a1",
+            content="Conversation compacted",
+            compactMetadata={"trigger": "manual", "preTokens": 30_015, "preservedSegment": segment},
+        ),  # fmt: skip
+        user(
+            "s1",
+            "b1",
+            "This session is being continued from a previous conversation.",
+            isCompactSummary=True,
+        ),  # fmt: skip
+        user("u2", "a1", "go on"),
+        reply(2, "u2", 12_000),
+        user("u3", "a2", "and the next one"),
+        reply(3, "u3", 13_000),
+    ]
+    path = tmp_path / "s.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    now = session_now(cli.load_file(path, format="claude-code"), "claude-code")
+    page = [i["label"] for i in forecast(now, now.steps[-1]).instructions_at_risk]
+    assert any("migrations" in label for label in page), page
+    assert not any("French" in label for label in page), page
+    assert list(statusline.status_of(path, {}).instructions) == page
+    with pytest.MonkeyPatch.context() as patch:  # a file that cannot be mapped: read in chunks
+        patch.setattr(statusline.mmap, "mmap", _no_mmap)
+        assert list(statusline.status_of(path, {}).instructions) == page
+
+    grown, cache = tmp_path / "grown.jsonl", tmp_path / "cache"
+    for n in range(1, len(lines) + 1):
+        grown.write_text("\n".join(lines[:n]) + "\n")
+        status = statusline.cached_status_of(grown, {}, cache)
+        assert status == statusline.status_of(grown, {}), n
+    assert list(status.instructions) == page
+
+
+def _no_mmap(*args: object, **kwargs: object) -> object:
+    raise OSError("no mmap here")
