@@ -270,11 +270,21 @@ def _call_args(args: str) -> Any:
         known = _RENDERED.get(args)
         if known is not None:
             return known
+        if not _may_be_literal(args):
+            return args  # (BaseAgent's long calls cut by the scan: a parse of ~4,000 chars)
         try:
             return ast.literal_eval(args)
         except (ValueError, SyntaxError, MemoryError, RecursionError):
             pass
     return args
+
+
+def _may_be_literal(args: str) -> bool:
+    """False when ``ast.literal_eval(args)`` (``args`` opening with "{") is sure to fail:
+    what it reads is a dict or set display, so the text ends with its "}" unless a comment
+    or a line continuation follows (the only whitespace the parser skips, " \\t\\f\\r\\n",
+    is what ``rstrip`` removes)."""
+    return args.rstrip().endswith(("}", "\\")) or "#" in args
 
 
 _NOTE_EN, _NOTE_ZH = NOTES["en"], NOTES["zh"]

@@ -79,7 +79,7 @@ BUILT: list[Any] = [
 
 
 def _corpus_inputs() -> list[Any]:
-    out = []
+    out: list[Any] = []
     for conversation in synth.corpus_conversations(CORPUS):
         for message in conversation.messages:
             out.extend(
@@ -158,3 +158,32 @@ def test_an_entry_goes_with_the_block_it_was_rendered_from() -> None:
     gc.collect()
     assert str(value) not in offline._RENDERED
     assert offline._call_args(str(value)) == value  # parsed again
+
+
+def _parses(text: str) -> bool:
+    try:
+        ast.literal_eval(text)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return False
+    return True
+
+
+def test_a_text_refused_unparsed_does_not_parse() -> None:
+    # every corpus input and built value, whole and cut short (the summariser scans only a
+    # message's head: a long call's line is cut), and endings the parser skips after "}"
+    texts = [str(v) for v in _corpus_inputs() + BUILT]
+    texts += [t[:cut] for t in texts for cut in (1, len(t) // 2, len(t) - 1)]
+    texts += [
+        "{'a': 1}" + tail
+        for tail in (" # note", "\t", "\f", "\r", " \\\n ", "\\", "}", ")", " x", "\x0b")
+    ]
+    refused = 0
+    for text in texts:
+        if not text.startswith("{") or offline._may_be_literal(text):
+            continue
+        refused += 1
+        assert not _parses(text), text[:200]
+        assert offline._call_args(text) is text
+    assert refused > 200
+    assert offline._may_be_literal("{'a': 1} \\\n ") and _parses("{'a': 1} \\\n ")
+    assert offline._may_be_literal("{'a': 1} # note") and _parses("{'a': 1} # note")
