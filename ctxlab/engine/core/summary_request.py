@@ -34,6 +34,11 @@ class PromptMessage:
     role: str  # "system" | "user" | "assistant"
     text: str
 
+    def utf8_size(self) -> int:
+        """UTF-8 bytes of ``text`` (a message made when read knows it before: see
+        ``stages.deferred_prompt``)."""
+        return _utf8_size(self.text)
+
 
 @dataclass(frozen=True, slots=True)
 class Section:
@@ -84,7 +89,7 @@ class SummaryRequest:
         if self.system:
             size, parts = len("[system]\n") + _utf8_size(self.system), 1
         for m in self.messages:
-            size += 3 + _utf8_size(m.role) + _utf8_size(m.text)  # "[" role "]\n" text
+            size += 3 + _utf8_size(m.role) + m.utf8_size()  # "[" role "]\n" text
             parts += 1
         size += 2 * max(parts - 1, 0)  # "\n\n" between parts
         return -(-size // 4)

@@ -18,6 +18,7 @@ from typing import Any
 from ..core.model import Block, BlockKind, Message, Role
 from ..core.summary_request import MaterialItem, PromptMessage, SummaryRequest
 from . import prompts
+from .deferred_prompt import DeferredPromptMessage
 from .markers import QWENPAW_MARKER
 from .remade_input import RemadeInput
 
@@ -153,14 +154,50 @@ def format_message(
     ``style="reme"``: ``<text>…</text>`` tags, 2000-char blocks, newlines kept, tool
     results whole (ReMe 0.3.0.6b3 ``AsBlockStat.format``; QwenPaw cuts at its marker).
     """
-    # (Every compacted message is formatted once: the clipping is inlined, kinds tested
-    # most frequent first.)
-    reme = style == "reme"
-    limit = 2000 if reme else 1000
+    lines = _lines(message, reme=style == "reme", include_thinking=include_thinking,
+                   tool_names=tool_names)  # fmt: skip
+    if style == "reme":
+        return "\n".join([_header(message), *[h + body + t for h, body, t in lines]])
+    return "\n".join([_header(message), *[h + _flat(body) + t for h, body, t in lines]])
+
+
+def formatted_size(
+    message: Message,
+    *,
+    style: str,
+    include_thinking: bool,
+    tool_names: dict[str, str],
+) -> int:
+    """UTF-8 bytes of ``format_message`` (same arguments), summed from its pieces without
+    making the text: flattening a newline to a space keeps the size."""
+    lines = _lines(message, reme=style == "reme", include_thinking=include_thinking,
+                   tool_names=tool_names)  # fmt: skip
+    size = _utf8_size(_header(message)) + len(lines)  # (a newline before each line)
+    for head, body, tail in lines:
+        size += _utf8_size(head) + _utf8_size(body) + _utf8_size(tail)
+    return size
+
+
+def _utf8_size(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode("utf-8"))
+
+
+def _header(message: Message) -> str:
     ts = as_timestamp(message.timestamp)
     name = as_name(message)
-    lines = [f"[{ts}] {name}:" if ts else f"{name}:"]
-    append = lines.append
+    return f"[{ts}] {name}:" if ts else f"{name}:"
+
+
+def _lines(
+    message: Message, *, reme: bool, include_thinking: bool, tool_names: dict[str, str]
+) -> list[tuple[str, str, str]]:
+    """(head, body, tail) of each line after ``format_message``'s header: the line is
+    their concatenation, QwenPaw's with the body's newlines flattened."""
+    # (Every compacted message is formatted once: the clipping is inlined, kinds tested
+    # most frequent first.)
+    limit = 2000 if reme else 1000
+    out: list[tuple[str, str, str]] = []
+    append = out.append
     for b in message.blocks:
         kind = b.kind
         if kind is BlockKind.TEXT:
@@ -168,7 +205,7 @@ def format_message(
             if text:
                 if len(text) > limit:
                     text = text[:limit] + "..."
-                append(f"<text>{text}</text>" if reme else f"[text]: {_flat(text)}")
+                append(("<text>", text, "</text>") if reme else ("[text]: ", text, ""))
         elif kind is BlockKind.TOOL_RESULT:
             output = tool_output_text(b, with_files=reme) if b.parts else b.text
             if not reme:  # QwenPaw shows only what precedes its truncation notice; ReMe's
@@ -180,27 +217,27 @@ def format_message(
             if len(output) > limit:
                 output = output[:limit] + "..."
             append(
-                f"<tool_result>{tool} output={output}</tool_result>"
+                (f"<tool_result>{tool} output=", output, "</tool_result>")
                 if reme
-                else f"[tool_result]: {tool} output={_flat(output)}"
+                else (f"[tool_result]: {tool} output=", output, "")
             )
         elif kind is BlockKind.TOOL_USE:
             raw = clipped_input(b, limit)
             append(
-                f"<tool_use>{b.tool_name} params={raw}</tool_use>"
+                (f"<tool_use>{b.tool_name} params=", raw, "</tool_use>")
                 if reme
-                else f"[tool_use]: {b.tool_name} params={_flat(raw)}"
+                else (f"[tool_use]: {b.tool_name} params=", raw, "")
             )
         elif kind is BlockKind.THINKING:
             if include_thinking and b.text:
                 text = b.text
                 if len(text) > limit:
                     text = text[:limit] + "..."
-                append(f"<thinking>{text}</thinking>" if reme else f"[think]: {_flat(text)}")
-        elif kind is BlockKind.MEDIA and b.text:
+                append(("<thinking>", text, "</thinking>") if reme else ("[think]: ", text, ""))
+        elif kind is BlockKind.MEDIA and b.text:  # (a URL, never flattened)
             tag = (b.media_type.split("/")[0] or "image") if b.media_type else "image"
-            append(f"<{tag}>{b.text}</{tag}>" if reme else f"[{tag}]: {b.text}")
-    return "\n".join(lines)
+            append((f"<{tag}>{b.text}</{tag}>" if reme else f"[{tag}]: {b.text}", "", ""))
+    return out
 
 
 def clipped_input(block: Block, limit: int) -> str:
@@ -302,62 +339,62 @@ def material_role(message: Message) -> str:
     return "tool" if role == "system" else role
 
 
-def compactor_request(
+def compactor_call(
     *,
     strategy: str,
     lang: str,
-    user: str,
-    messages: list[tuple[int, Message]],
+    system: str,
+    user: Callable[[str, str, str], str],
+    messages: Sequence[tuple[int, Message]],
     previous: str,
-    system: str | None = None,
-) -> SummaryRequest:
-    """The compactor call QwenPaw and ReMe both make: a system prompt (each original's
-    own; QwenPaw's by default) and one user message (each builds ``user`` its own way);
-    ``messages`` are (index, message)."""
-    return SummaryRequest(
+    style: str,
+    include_thinking: bool,
+    tool_names: dict[str, str],
+    sizes: Sequence[int] | None = None,
+) -> tuple[SummaryRequest, RemadeInput]:
+    """The compactor call QwenPaw and ReMe both make, and its input made again when read
+    (``remade_input``): a system prompt and one user message ``user(history, previous,
+    lang)``, ``history`` the ``messages`` (index, message) formatted (``style``,
+    ``include_thinking``, ``tool_names``) and joined by blank lines. ``user`` puts
+    ``history`` in once, as it is. The user message is made when read
+    (``DeferredPromptMessage``), its size summed from the parts: ``sizes`` are the
+    messages' ``formatted_size`` when the caller has them. Only the names the tool results
+    look up are copied (the strategy's map grows, and a reused id could change its name
+    later)."""
+    shown = tuple(m for _, m in messages)
+    result = BlockKind.TOOL_RESULT
+    names = {
+        b.tool_id: tool_names[b.tool_id]
+        for m in shown
+        for b in m.blocks
+        if b.kind is result and not b.tool_name and b.tool_id in tool_names
+    }
+    if sizes is None:
+        sizes = [
+            formatted_size(m, style=style, include_thinking=include_thinking, tool_names=names)
+            for m in shown
+        ]
+    history_size = sum(sizes) + 2 * max(len(sizes) - 1, 0)  # (a blank line between two)
+    args = (user, shown, style, include_thinking, names, previous, lang)
+    prompt = DeferredPromptMessage(
+        "user",
+        RemadeInput(_compactor_user, *args),
+        history_size + _utf8_size(user("", previous, lang)),
+    )
+    request = SummaryRequest(
         strategy=strategy,
-        system=prompts.COMPACTOR_SYSTEM[lang] if system is None else system,
-        messages=(PromptMessage("user", user),),
+        system=system,
+        messages=(prompt,),
         language=lang,
         style="sections",
         sections=prompts.SECTIONS[lang],
         material=tuple(MaterialItem(material_role(m), m.text, i) for i, m in messages),
         previous_summary=previous,
     )
+    return request, RemadeInput(_compactor_text, strategy, system, *args)
 
 
-def compactor_input(
-    request: SummaryRequest,
-    *,
-    user: Callable[[str, str, str], str],
-    messages: Sequence[Message],
-    style: str,
-    include_thinking: bool,
-    tool_names: dict[str, str],
-    previous: str,
-    lang: str,
-) -> RemadeInput:
-    """``request.input_text()`` of a ``compactor_request`` whose user message is
-    ``user(history, previous, lang)``, ``history`` the ``messages`` formatted (``style``,
-    ``include_thinking``, ``tool_names``) and joined by blank lines: made again when read
-    (``remade_input``). Only the names its tool results look up are copied (the strategy's
-    map grows, and a reused id could change its name later)."""
-    result = BlockKind.TOOL_RESULT
-    names = {
-        b.tool_id: tool_names[b.tool_id]
-        for m in messages
-        for b in m.blocks
-        if b.kind is result and not b.tool_name and b.tool_id in tool_names
-    }
-    return RemadeInput(
-        _compactor_text, request.strategy, request.system, user, tuple(messages), style,
-        include_thinking, names, previous, lang,
-    )  # fmt: skip
-
-
-def _compactor_text(
-    strategy: str,
-    system: str,
+def _compactor_user(
     user: Callable[[str, str, str], str],
     messages: tuple[Message, ...],
     style: str,
@@ -370,5 +407,9 @@ def _compactor_text(
         format_message(m, style=style, include_thinking=include_thinking, tool_names=names)
         for m in messages
     )
-    prompt = PromptMessage("user", user(history, previous, lang))
+    return user(history, previous, lang)
+
+
+def _compactor_text(strategy: str, system: str, *args: Any) -> str:
+    prompt = PromptMessage("user", _compactor_user(*args))
     return SummaryRequest(strategy, system, (prompt,)).input_text()

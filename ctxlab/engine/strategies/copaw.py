@@ -330,60 +330,47 @@ class CoPaw(Strategy):
         count = qwen.count
         return sum(count(p) for p in pieces)
 
-    def _formatted_count(self, message: Message, text: str, tool_names: dict[str, str]) -> int:
-        """``count_text(text)`` of a formatted message; with the exact tokenizer, an
-        original's count stored at import when its tool names are the same, else from its
-        block texts' counts (``_copaw_format.formatted_count``): no second pass over them."""
+    def _formatted_count(self, message: Message, tool_names: dict[str, str]) -> int:
+        """``count_text`` of the message as the summariser input formats it; with the exact
+        tokenizer, an original's count stored at import when its tool names are the same,
+        else from its block texts' counts (``_copaw_format.formatted_count``): no second
+        pass over them, and no formatted text made."""
         qwen = self._qwen
         if qwen is None or not qwen.exact:
-            return self.count_text(text)
+            return self.count_text(
+                agentscope.format_message(
+                    message, style="reme", include_thinking=False, tool_names=tool_names
+                )
+            )
         stored: StoredCounts | None = qwen.message_value(message)
         if stored is not None and stored.fits(tool_names):
             return stored.formatted
-        return formatted_count(qwen, message, tool_names, text)
+        return formatted_count(qwen, message, tool_names)
 
     def _compact(self, ctx: ContextView, to_compact: list[int], detail: dict[str, Any]) -> None:
         st: _State = ctx.state
         lang = prompts.lang_key(str(self.params["language"]))
         cap = int(self.params["max_input_length"] * self.params["memory_compact_ratio"] * 0.9)
-        parts: list[str] = []
         shown: list[int] = []
         used = 0
-        texts = [
-            agentscope.format_message(
-                ctx.message(i), style="reme", include_thinking=False, tool_names=st.tool_names
-            )
-            for i in to_compact
-        ]
         for pos in range(len(to_compact) - 1, -1, -1):
             i = to_compact[pos]
-            text = texts[pos]
-            n = self._formatted_count(ctx.message(i), text, st.tool_names)
+            n = self._formatted_count(ctx.message(i), st.tool_names)
             if pos != len(to_compact) - 1 and used + n > cap:
                 break
-            parts.append(text)
             shown.append(i)
             used += n
-        parts.reverse()
         shown.reverse()
-        history = "\n\n".join(parts)
         previous = ctx.summary
         previous_ref = ctx.summary_ref
         text = ""
         record = None
-        if history:
-            request = agentscope.compactor_request(
-                strategy=self.name,
-                lang=lang,
-                system=prompts.REME_SYSTEM[lang],
-                user=prompts.reme_user(history, previous, lang),
-                messages=[(i, ctx.message(i)) for i in shown],
-                previous=previous,
-            )
-            remade = agentscope.compactor_input(
-                request, user=prompts.reme_user, messages=[ctx.message(i) for i in shown],
-                style="reme", include_thinking=False, tool_names=st.tool_names,
-                previous=previous, lang=lang,
+        if shown:  # (the formatted input is empty only without messages: a header each)
+            request, remade = agentscope.compactor_call(
+                strategy=self.name, lang=lang, system=prompts.REME_SYSTEM[lang],
+                user=prompts.reme_user, messages=[(i, ctx.message(i)) for i in shown],
+                previous=previous, style="reme", include_thinking=False,
+                tool_names=st.tool_names,
             )  # fmt: skip
             record = ctx.summarize(request, messages=shown, input_text=remade)
             text = record.output

@@ -218,9 +218,13 @@ class QwenPaw(Strategy):
 
     # --- estimator ----------------------------------------------------------------------
     def count_text(self, text: str) -> int:
-        if not text:
+        return self._size_tokens(_utf8_len(text))
+
+    def _size_tokens(self, size: int) -> int:
+        """The estimate of a text of ``size`` UTF-8 bytes."""
+        if not size:
             return 0
-        return int(_utf8_len(text) / self.divisor + 0.5)
+        return int(size / self.divisor + 0.5)
 
     def count_message(self, message: Message) -> int:
         """``agentscope.message_tokens(message, self.count_text)``, its common blocks
@@ -457,40 +461,29 @@ class QwenPaw(Strategy):
         st: _State = ctx.state
         lang = prompts.lang_key(str(self.params["language"]))
         cap = int(self.params["max_input_length"] * self.params["compact_threshold_ratio"])
-        parts: list[str] = []
+        thinking = bool(self.params["compact_with_thinking_block"])
+        sizes: list[int] = []  # UTF-8 sizes of the shown messages formatted, newest first
         shown: list[int] = []
         used = 0
         for pos in range(len(to_compact) - 1, -1, -1):
             i = to_compact[pos]
-            text = agentscope.format_message(
-                ctx.message(i),
-                style="qwenpaw",
-                include_thinking=bool(self.params["compact_with_thinking_block"]),
-                tool_names=st.tool_names,
+            size = agentscope.formatted_size(
+                ctx.message(i), style="qwenpaw", include_thinking=thinking, tool_names=st.tool_names
             )
-            n = self.count_text(text)
+            n = self._size_tokens(size)  # ``count_text`` of the formatted message
             if pos != len(to_compact) - 1 and used + n > cap:
                 break
-            parts.append(text)
+            sizes.append(size)
             shown.append(i)
             used += n
-        parts.reverse()
+        sizes.reverse()
         shown.reverse()
-        history = "\n\n".join(parts)
         previous = ctx.summary
-        shown_messages = [ctx.message(i) for i in shown]
-        request = agentscope.compactor_request(
-            strategy=self.name,
-            lang=lang,
-            system=prompts.QWENPAW_SYSTEM[lang],
-            user=prompts.qwenpaw_user(history, previous, lang),
-            messages=list(zip(shown, shown_messages, strict=True)),
-            previous=previous,
-        )
-        remade = agentscope.compactor_input(
-            request, user=prompts.qwenpaw_user, messages=shown_messages,
-            style="qwenpaw", include_thinking=bool(self.params["compact_with_thinking_block"]),
-            tool_names=st.tool_names, previous=previous, lang=lang,
+        request, remade = agentscope.compactor_call(
+            strategy=self.name, lang=lang, system=prompts.QWENPAW_SYSTEM[lang],
+            user=prompts.qwenpaw_user, messages=[(i, ctx.message(i)) for i in shown],
+            previous=previous, style="qwenpaw", include_thinking=thinking,
+            tool_names=st.tool_names, sizes=sizes,
         )  # fmt: skip
         record = ctx.summarize(request, messages=shown, input_text=remade)
         text = record.output
