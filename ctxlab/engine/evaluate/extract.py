@@ -371,16 +371,19 @@ def _may_number_lines(text: str) -> bool:
 
 
 BASE64_BLOCK = 32  # a 64-character run holds a whole aligned block of 32
+_BASE64_BLOCK_RE = re.compile(rf"[A-Za-z0-9+/=]{{{BASE64_BLOCK}}}")
 
 
 def _may_hold_base64(text: str) -> bool:
-    """False when ``BASE64_RE`` finds nothing in ``text``: every run of 64 of its characters
-    holds a whole aligned block of ``BASE64_BLOCK``, and a block holding a space or a line
-    break is in no run (a few plain finds where the pattern tries every position)."""
-    find = text.find
+    """True when ``BASE64_RE`` finds something in ``text`` (exact): every run of 64 of its
+    characters holds a whole aligned block of ``BASE64_BLOCK`` of them, so the pattern is
+    tried only around such a block (most texts have none, and a path or a long name makes
+    one without a run of 64 around it), not at every position."""
+    block = _BASE64_BLOCK_RE.fullmatch
     for start in range(0, len(text) - BASE64_BLOCK + 1, BASE64_BLOCK):
         end = start + BASE64_BLOCK
-        if find(" ", start, end) < 0 and find("\n", start, end) < 0:
+        # (a run of 64 holding the block lies within 64 characters of either end)
+        if block(text, start, end) and BASE64_RE.search(text, max(0, end - 64), start + 64):
             return True
     return False
 

@@ -294,8 +294,8 @@ def test_normalise_prefilters_only_skip_texts_without_a_match(text: str) -> None
     clear: neither pattern may find anything there."""
     if not extract._may_number_lines(text):
         assert extract.LINE_NUMBER_RE.search(text) is None, text
-    if not extract._may_hold_base64(text):
-        assert extract.BASE64_RE.search(text) is None, text
+    # the base64 test is exact: the pattern runs only where it finds something
+    assert extract._may_hold_base64(text) == (extract.BASE64_RE.search(text) is not None), text
 
 
 def test_normalise_prefilters_find_the_usual_cases() -> None:
@@ -303,3 +303,8 @@ def test_normalise_prefilters_find_the_usual_cases() -> None:
     assert not extract._may_number_lines("note: prose: more")
     assert extract._may_hold_base64("see " + "QUJD" * 17 + " end")
     assert not extract._may_hold_base64("plain words and more " * 10)
+    # a long path or name fills an aligned block of 32 without a run of 64 around it
+    assert not extract._may_hold_base64("/workspace/src/components/ChatInterface.tsx holds one")
+    for at in range(40):  # a run of exactly 64 anywhere
+        assert extract._may_hold_base64(" " * at + "QUJD" * 16 + " end")
+        assert not extract._may_hold_base64(" " * at + "QUJD" * 15 + "QUJ end")
