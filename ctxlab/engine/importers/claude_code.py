@@ -47,6 +47,7 @@ from ..core.model import (
     SourcePos,
     TranscriptError,
 )
+from ..strategies._claude_code_versions import UNWRITTEN_PARENT
 from . import _anthropic_blocks as ab
 from ._common import iter_jsonl_lenient
 from ._kit import (
@@ -655,6 +656,9 @@ class _Compactions:
             return
         cm = as_dict(rec.get("compactMetadata"))
         trigger = as_str(cm.get("trigger"))
+        # continued from the line before it (``_link``): the agent's last line is unwritten
+        logical = as_str(rec.get("logicalParentUuid"))
+        unwritten = before_index > 0 and logical and logical not in lines
         self.found.append(
             OriginalCompaction(
                 before_index=before_index,
@@ -664,6 +668,7 @@ class _Compactions:
                 source=where,
                 instructions=(self.focus_before or "") if trigger == "manual" else "",
                 agent_version=version,
+                detail=((UNWRITTEN_PARENT, logical),) if unwritten else (),
             )
         )
         self.awaiting_summary = self.awaiting_focus = len(self.found) - 1

@@ -207,6 +207,13 @@ def rules_for(version: str) -> VersionRules:
     return RANGES[-1]
 
 
+# ``OriginalCompaction.detail`` key (the importer sets it, the strategy reads it): the
+# boundary's ``logicalParentUuid``, the last message the agent had when it compacted, is not
+# in the file. The agent counted a line it never wrote (2.1.42: the prompt the user sent,
+# screenshot and all, summarised before it was written; its words are quoted in the
+# summary), so the count before the boundary is open by that line's size.
+UNWRITTEN_PARENT = "unwritten_parent"
+
 # A usage line written when the stream started reports 1-25 output tokens: below this, or
 # below half the response's own estimate, the final output is not in the transcript.
 STREAM_START_OUTPUT = 30

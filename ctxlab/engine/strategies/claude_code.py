@@ -682,21 +682,27 @@ class ClaudeCodeStrategy(Strategy):
         reported = st.reported is not None and not st.diverged
         output_open = reported and st.unrecorded_output
         results_open = len(st.open_calls) if reported else 0
+        # a line the agent counted and never wrote: its size is not bounded by the file
+        line_open = reported and versions.UNWRITTEN_PARENT in dict(original.detail)
         unknown = (
             self.enabled()
             and not st.stopped
             and not fires
             and not manual
-            and (output_open or results_open > 0)
-            and low
-            + (MAX_OUTPUT_TOKENS if output_open else 0)
-            + results_open * MAX_TOOL_RESULT_TOKENS
-            >= threshold
+            and (output_open or results_open > 0 or line_open)
+            and (
+                line_open
+                or low
+                + (MAX_OUTPUT_TOKENS if output_open else 0)
+                + results_open * MAX_TOOL_RESULT_TOKENS
+                >= threshold
+            )
         )
         if unknown:
             # The count cannot be known from the transcript: the response's final output
-            # is missing, or results of its calls the agent counted were never written.
-            # The original's compaction here says it reached the threshold.
+            # is missing, results of its calls the agent counted were never written, or
+            # the boundary follows a line the file does not hold. The original's
+            # compaction here says it reached the threshold.
             missing = [
                 *(["the last response's unrecorded output"] if output_open else []),
                 *(
@@ -705,6 +711,11 @@ class ClaudeCodeStrategy(Strategy):
                         "but not written before it"
                     ]
                     if results_open
+                    else []
+                ),
+                *(
+                    ["a line counted but not written (the boundary's logical parent)"]
+                    if line_open
                     else []
                 ),
             ]

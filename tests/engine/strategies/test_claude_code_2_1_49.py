@@ -72,11 +72,15 @@ def test_the_original_settles_a_count_the_file_cannot_show(
     assert agreement.as_dict()["decided_by"] == detail["decided_by"]
 
 
-def test_a_call_whose_result_is_written_leaves_only_the_output_open() -> None:
+def test_a_call_whose_result_is_written_leaves_no_result_open() -> None:
     """In ``stream-start-output.jsonl`` the last response's call has its result before the
-    boundary: only the unrecorded output makes the count uncertain."""
+    boundary: no tool result is open, the unrecorded output is, and so is the boundary's
+    logical parent, a line the file never wrote (a progress line before the boundary names
+    it as its parent)."""
     _, _, detail = _decision(_replay(_main("stream-start-output.jsonl")))
-    assert detail["decided_by"].endswith("the last response's unrecorded output")
+    assert "tool result" not in detail["decided_by"]
+    assert "the last response's unrecorded output" in detail["decided_by"]
+    assert detail["decided_by"].endswith("(the boundary's logical parent)")
 
 
 def test_from_2_1_43_the_response_s_later_lines_are_counted_again() -> None:
