@@ -145,10 +145,17 @@ def _path(found: str) -> str:
         "(" if found[-1] == ")" else "["
     ):
         found = found[:-1]
-    parts = [p for p in found.split("/") if p not in ("", "~", ".", "..")]
-    if not parts or not all(_LETTER.search(p) for p in parts):
-        return ""
-    return found
+    kept = False  # (a loop: this runs for every path match)
+    for part in found.split("/"):
+        if part in _NO_SEGMENT:
+            continue
+        if _LETTER.search(part) is None:
+            return ""
+        kept = True
+    return found if kept else ""
+
+
+_NO_SEGMENT = frozenset(("", "~", ".", ".."))
 
 
 # Multi-part names only: a single lowercase word (``title``, ``trim()``) is prose or a

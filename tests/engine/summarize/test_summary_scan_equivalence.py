@@ -276,6 +276,34 @@ def test_path_scan_of_runs_equals_a_full_scan(text: str) -> None:
     assert extract._path_scan(text) == extract._scan(PATH_RE, text)
 
 
+def _path_before(found: str) -> str:
+    """What ``_path`` answered before its segment loop (a list, then ``all``)."""
+    if found.endswith(".") and not found.endswith(".."):
+        found = found.rstrip(".")
+    while found[-1:] in ")]" and found.count(found[-1]) > found.count(
+        "(" if found[-1] == ")" else "["
+    ):
+        found = found[:-1]
+    parts = [p for p in found.split("/") if p not in ("", "~", ".", "..")]
+    if not parts or not all(re.search(r"[A-Za-z_]", p) for p in parts):
+        return ""
+    return found
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(PATHISH, max_size=30).map("".join))
+def test_a_path_is_kept_as_before(text: str) -> None:
+    for found in PATH_RE.findall(text):
+        assert extract._path(found) == _path_before(found), found
+
+
+def test_a_path_without_a_lettered_segment_is_none() -> None:
+    for found in ("/10/20", "./..", "~/", "a/1/b", "/"):
+        assert extract._path(found) == "", found
+    for found in ("/usr/lib", "~/h/i", "../y/z.py", "src/a.py."):
+        assert extract._path(found) == found.rstrip("."), found
+
+
 def test_the_argv_list_pattern_names_every_command_key() -> None:
     keys = offline._ARGV_LIST.pattern.split(")")[0].removeprefix("(?:").split("|")
     assert sorted(keys) == sorted(extract.COMMAND_KEYS)
