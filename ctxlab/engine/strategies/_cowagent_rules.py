@@ -296,15 +296,18 @@ def _text_without_results(msg: Message) -> bool:
     return text
 
 
-def split_turns(rows: Sequence[CowMsg]) -> list[list[CowMsg]]:
+def split_turns(
+    rows: Sequence[CowMsg], queries: Sequence[bool] | None = None
+) -> list[list[CowMsg]]:
     """Turns start at each real query; everything else joins the current turn, and the
-    messages before the first query form a turn of their own."""
+    messages before the first query form a turn of their own. ``queries``:
+    ``is_user_query`` of each row, when the caller keeps it (every trim walks every row)."""
+    if queries is None:
+        queries = [is_user_query(row.msg) for row in rows]
     turns: list[list[CowMsg]] = []
     current: list[CowMsg] = []
-    user = Role.USER
-    for row in rows:
-        msg = row.msg  # is_user_query(msg), inlined: every trim walks every row
-        if current and msg.role is user and _text_without_results(msg):
+    for row, query in zip(rows, queries, strict=True):
+        if query and current:
             turns.append(current)
             current = []
         current.append(row)

@@ -65,6 +65,9 @@ class _State:
     # ``rows_long[i]``: row i is a user row with a tool result over history_result_max_chars
     # (only those can be cut: the trim's cut visits them alone)
     rows_long: list[bool] = field(default_factory=list)
+    # ``rows_query[i]``: row i is a real query (a turn starts there; the cut and the
+    # injection leave that as it is)
+    rows_query: list[bool] = field(default_factory=list)
     rows_dirty: int = 1 << 62
     clean: tuple[int, int] | None = None  # (live length, last index) found clean
     window: int = 0  # the provider's window, once known
@@ -227,6 +230,9 @@ class CowAgentStrategy(Strategy):
             del long[max(first - 1, 0) :]
             limit = int(self.params["history_result_max_chars"])
             long.extend(cow.has_long_result(r.msg, limit) for r in merged[max(first - 1, 0) :])
+            query = st.rows_query
+            del query[max(first - 1, 0) :]
+            query.extend(cow.is_user_query(r.msg) for r in merged[max(first - 1, 0) :])
             st.rows_flat = list(live)
         out = list(st.rows_merged)
         target = st.inj_target
@@ -250,7 +256,8 @@ class CowAgentStrategy(Strategy):
         flat, ends, merged = st.rows_flat, st.rows_ends, st.rows_merged
         dirty, st.rows_dirty = st.rows_dirty, 1 << 62
         if not live or not flat:
-            st.rows_merged, st.rows_flat, st.rows_ends, st.rows_long = [], [], [], []
+            st.rows_merged, st.rows_flat, st.rows_ends = [], [], []
+            st.rows_long, st.rows_query = [], []
             return 0
         gone = bisect.bisect_left(flat, live[0])  # entries before live's first are gone
         r0 = bisect.bisect_left(ends, gone)
@@ -268,6 +275,7 @@ class CowAgentStrategy(Strategy):
             r1, stop = r0, start
         st.rows_merged = merged[r0:r1]
         st.rows_long = st.rows_long[r0:r1]
+        st.rows_query = st.rows_query[r0:r1]
         st.rows_ends = [e - start for e in ends[r0:r1]]
         st.rows_flat = flat[start:stop]
         return stop - start
@@ -393,7 +401,7 @@ class CowAgentStrategy(Strategy):
                       for c in cuts],
             ) as act:  # fmt: skip
                 self._write_back(ctx, act, before, rows)
-        turns = cow.split_turns(rows)
+        turns = cow.split_turns(rows, st.rows_query)  # (the cut changes no query)
         if not turns:
             return
         max_turns = int(self.params["agent_max_context_turns"])

@@ -119,6 +119,11 @@ def test_split_turns_tool_results_and_images_join_the_turn() -> None:
         user("q2"),
     )
     assert [srcs(t) for t in cow.split_turns(msgs)] == [[0], [1, 2, 3, 4, 5], [6]]
+    # the flags a caller keeps are read instead of the rows
+    flags = [cow.is_user_query(r.msg) for r in msgs]
+    assert flags == [False, True, False, False, False, False, True]
+    assert cow.split_turns(msgs, flags) == cow.split_turns(msgs)
+    assert [srcs(t) for t in cow.split_turns(msgs, [False] * 7)] == [[0, 1, 2, 3, 4, 5, 6]]
 
 
 def test_split_turns_tool_role_is_user_in_cowagent() -> None:
@@ -130,6 +135,7 @@ def test_split_turns_tool_role_is_user_in_cowagent() -> None:
 
 def test_split_turns_empty_history() -> None:
     assert cow.split_turns([]) == []
+    assert cow.split_turns([], []) == []
 
 
 # -- truncation ------------------------------------------------------------------------------
@@ -622,12 +628,20 @@ def test_rows_kept_across_trims_equal_rows_made_afresh(
         def _rows(self, ctx: Any) -> list[CowMsg]:
             got = super()._rows(ctx)
             st = ctx.state
-            kept = (st.rows_merged, st.rows_flat, st.rows_ends, st.rows_long, st.rows_dirty)
-            st.rows_merged, st.rows_flat, st.rows_ends, st.rows_long = [], [], [], []
+            kept = (
+                st.rows_merged, st.rows_flat, st.rows_ends, st.rows_long, st.rows_query,
+                st.rows_dirty,
+            )  # fmt: skip
+            st.rows_merged, st.rows_flat, st.rows_ends = [], [], []
+            st.rows_long, st.rows_query = [], []
             assert got == super()._rows(ctx)
             limit = int(self.params["history_result_max_chars"])
             assert kept[3] == [cow.has_long_result(r.msg, limit) for r in got]
-            st.rows_merged, st.rows_flat, st.rows_ends, st.rows_long, st.rows_dirty = kept
+            assert kept[4] == [cow.is_user_query(r.msg) for r in got]
+            (
+                st.rows_merged, st.rows_flat, st.rows_ends, st.rows_long, st.rows_query,
+                st.rows_dirty,
+            ) = kept  # fmt: skip
             seen.append(len(kept[1]))
             return got
 
