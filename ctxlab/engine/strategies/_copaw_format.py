@@ -28,6 +28,9 @@ class StoredCounts(NamedTuple):
     tokens: int  # ``CoPaw.count_message``
     formatted: int  # ``formatted_count`` with the names below
     names: list[list[str]]  # ``looked_up`` as the import found them
+    # UTF-8 bytes of the formatted text (``agentscope.formatted_size``) with the names above;
+    # None when imported before it was stored
+    size: int | None = None
 
     def fits(self, tool_names: dict[str, str]) -> bool:
         """True when the replay's names of the calls give the same formatted text."""

@@ -5,8 +5,9 @@ the history, and counts it again as its summariser formats it when it is compact
 (``<tool_result>name output=...</tool_result>`` ...). Both counts belong to the original
 message, so the import computes them once (``message_entries``: one Qwen2.5 pass over its
 texts, then the formatted count from those, ``_copaw_format.formatted_count``) and stores
-them per message: ``{"m": count, "f": formatted count, "k": size, "n": [[tool id, name],
-...]}``. ``seed_stored_counts`` hands them to the shared counter before a replay
+them per message: ``{"m": count, "f": formatted count, "b": formatted UTF-8 bytes,
+"k": size, "n": [[tool id, name], ...]}`` (the bytes size the summariser's input, whose
+text the offline summariser never makes: ``stages.deferred_prompt``). ``seed_stored_counts`` hands them to the shared counter before a replay
 (``QwenCounter.seed_messages``): an original message is then never tokenized, only a
 modified one (tool-result compaction) and the summaries are. The formatted count depends
 on the names a tool result borrows from the call it answers (``n``: as the import found
@@ -85,6 +86,9 @@ def message_entries(
         entry: dict[str, Any] = {
             "m": agentscope.message_tokens(m, counter.count, files_in_results=True),
             "f": formatted_count(counter, m, names),
+            "b": agentscope.formatted_size(
+                m, style="reme", include_thinking=False, tool_names=names
+            ),
             "k": _size(m),
         }
         borrowed = looked_up(m, names)
@@ -104,7 +108,8 @@ def _message_value(message: Message, entry: dict[str, Any]) -> StoredCounts | No
         or not all(isinstance(p, list) and len(p) == 2 for p in names)
     ):
         return None
-    return StoredCounts(count, formatted, names)
+    size = entry.get("b")  # (absent from the entries of an earlier import)
+    return StoredCounts(count, formatted, names, size if type(size) is int else None)
 
 
 def seed_stored_counts(

@@ -347,6 +347,17 @@ class CoPaw(Strategy):
             return stored.formatted
         return formatted_count(qwen, message, tool_names)
 
+    def _formatted_size(self, message: Message, tool_names: dict[str, str]) -> int:
+        """``agentscope.formatted_size`` of the message in ReMe's style: an original's
+        stored at import when its tool names are the same."""
+        qwen = self._qwen
+        stored: StoredCounts | None = qwen.message_value(message) if qwen is not None else None
+        if stored is not None and stored.size is not None and stored.fits(tool_names):
+            return stored.size
+        return agentscope.formatted_size(
+            message, style="reme", include_thinking=False, tool_names=tool_names
+        )
+
     def _compact(self, ctx: ContextView, to_compact: list[int], detail: dict[str, Any]) -> None:
         st: _State = ctx.state
         lang = prompts.lang_key(str(self.params["language"]))
@@ -371,6 +382,7 @@ class CoPaw(Strategy):
                 user=prompts.reme_user, messages=[(i, ctx.message(i)) for i in shown],
                 previous=previous, style="reme", include_thinking=False,
                 tool_names=st.tool_names,
+                sizes=[self._formatted_size(ctx.message(i), st.tool_names) for i in shown],
             )  # fmt: skip
             record = ctx.summarize(request, messages=shown, input_text=remade)
             text = record.output

@@ -89,6 +89,7 @@ def test_the_stored_counts_are_the_replays_own() -> None:
                 message, style="reme", include_thinking=False, tool_names=names
             )
             assert entry["f"] == counter.count(text), (conversation.title, text[:80])
+            assert entry["b"] == len(text.encode("utf-8"))
             assert entry.get("n", []) == [
                 [b.tool_id, names.get(b.tool_id, "")]
                 for b in message.blocks
@@ -181,6 +182,7 @@ def test_a_formatted_count_is_used_only_with_the_same_tool_names(
     for i in borrowing:
         entries[i]["n"] = [[tool_id, name + "?"] for tool_id, name in entries[i]["n"]]
         entries[i]["f"] += 7  # (would show if it were used)
+        entries[i]["b"] += 7
     counted = replay_run(conversation, "copaw", params=params)
     calls: list[int] = []
     real = copaw.formatted_count
@@ -195,6 +197,24 @@ def test_a_formatted_count_is_used_only_with_the_same_tool_names(
     seeded = replay_run(conversation, "copaw", params=params)
     assert plain(seeded) == plain(counted)
     assert 0 < len(calls) <= len(borrowing)
+
+
+def test_a_stored_formatted_size_is_read_and_an_earlier_entry_without_it_is_counted() -> None:
+    # The size of the summariser's input (its usage estimate) comes from the entries' "b"
+    # when there (a wrong one shows), and from the messages when not (an earlier import).
+    conversation = synth_realistic.realistic_bench_conversation(CORPUS, messages=600, seed=4)
+    params = {"max_input_length": 16_000}
+    counted = plain(replay_run(conversation, "copaw", params=params))
+    entries = _entries(conversation)
+    for changed, same in (
+        ([{k: v for k, v in e.items() if k != "b"} for e in entries], True),
+        ([{**e, "b": e["b"] + 40} for e in entries], False),
+    ):
+        qwen_tokens.qwen_counter().clear()
+        assert stored_mod.seed_stored_counts(conversation.messages, changed) == len(entries)
+        seeded = plain(replay_run(conversation, "copaw", params=params))
+        assert (seeded == counted) is same
+        assert seeded["summaries"], "the replay summarises"
 
 
 def test_entries_of_other_messages_are_refused() -> None:
