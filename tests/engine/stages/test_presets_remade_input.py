@@ -1,4 +1,4 @@
-"""QwenPaw's, CoPaw's and BaseAgent's summary inputs are made again when read from the
+"""QwenPaw's, CoPaw's, BaseAgent's and CowAgent's summary inputs are made again when read from the
 messages they formatted (``stages.remade_input``) instead of being kept packed
 (``summary_input``): each read equals the text the summariser was given at the call, on a
 realistic transcript (multibyte text, long tool outputs, offloads, re-truncations) and on
@@ -37,6 +37,7 @@ def _conversation(kind: str) -> Conversation:
         ("qwenpaw", {"max_input_length": 20_000, "compact_with_thinking_block": False}),
         ("copaw", {"max_input_length": 20_000}),
         ("baseagent", {"model_context_limit": 40_000, "output_token_max": 4_000}),
+        ("cowagent", {}),
     ],
 )
 def test_remade_inputs_read_as_given(kind: str, name: str, params: dict[str, object]) -> None:
