@@ -395,16 +395,28 @@ def _typed(items: Iterable[MaterialItem], person: _PersonTexts) -> Iterator[str]
     return (t for t in map(person, items) if _first_line(t))
 
 
-def _said(
-    items: Iterable[MaterialItem], conversation: Conversation | None
-) -> Iterator[MaterialItem]:
-    """The assistant items with a readable line, in order (by their source's role when the
-    request carries the conversation)."""
-    for m in items:
-        source = _source(m, conversation)
-        said = source.role is Role.ASSISTANT if source is not None else m.role == "assistant"
-        if said and _first_line(m.text):
-            yield m
+def _speakers(
+    material: tuple[MaterialItem, ...], conversation: Conversation | None
+) -> tuple[list[MaterialItem], list[MaterialItem]]:
+    """The user items and the assistant items of ``material``, in order (by their source's
+    role when the request carries the conversation: ``_source``). Each walk of the summary
+    reads one list, instead of finding every item's source again; an item of another role
+    gives no typed text (``_person_text``) and says nothing."""
+    users: list[MaterialItem] = []
+    said: list[MaterialItem] = []
+    messages = conversation.messages if conversation is not None else ()
+    count = len(messages)
+    for m in material:
+        index = m.index
+        role = messages[index].role if 0 <= index < count else _ROLES.get(m.role)
+        if role is Role.USER:
+            users.append(m)
+        elif role is Role.ASSISTANT:
+            said.append(m)
+    return users, said
+
+
+_ROLES = {"user": Role.USER, "assistant": Role.ASSISTANT}
 
 
 # A sentence of chatter an assistant opens with: agreement, praise, "I see" ...
@@ -856,22 +868,22 @@ class OfflineSummarizer:
     def _read(self, request: SummaryRequest, *, full: bool = True) -> dict[str, list[str]]:
         # what people typed: user items that are not tool outputs nor harness lines only.
         # Only the first few and the last of them are read (goal, constraints, next; the
-        # decisions, done and in-progress lines): both ends are scanned lazily, so a long
-        # material costs what is read, not a pass over every item.
+        # decisions, done and in-progress lines): after one pass sorting the items by
+        # speaker, both ends are read lazily, so a long material costs little more.
         material = request.material
         conv = request.conversation
-        # (the typed items and said items, as ``_typed`` and ``_said`` give them; an item
-        # whose lines match nothing adds nothing, so whether it has a readable line at all
-        # is asked only of those that match)
-        users = iter(material if conv is not None else [m for m in material if m.role == "user"])
+        users, said = _speakers(material, conv)
+        # (the typed items and said items; an item whose lines match nothing adds nothing,
+        # so whether it has a readable line at all is asked only of those that match)
         person = _PersonTexts(conv)
-        first_user = next(_typed(users, person), None)
+        later = iter(users)  # (the constraints walk goes on after the first typed item)
+        first_user = next(_typed(later, person), None)
         goal = [_first_line(first_user)] if first_user is not None else []
         # Only the first PER_SECTION lines are kept: stop scanning once they are found.
         constraints: list[str] = []
         if full and first_user is not None:
             constraints.extend(_matching_lines(first_user, CONSTRAINT_RE))
-            for m in users:
+            for m in later:
                 if len(constraints) >= PER_SECTION:
                     break
                 text = person(m)
@@ -879,10 +891,7 @@ class OfflineSummarizer:
                 if matched and _first_line(text):
                     constraints.extend(matched)
         decisions: list[str] = []
-        for m in material:
-            source = _source(m, conv)
-            if source.role is not Role.ASSISTANT if source is not None else m.role != "assistant":
-                continue
+        for m in said:
             matched = _matching_lines(m.text, DECISION_RE)
             if matched and _first_line(m.text):
                 decisions.extend(matched)
@@ -890,7 +899,7 @@ class OfflineSummarizer:
                     break
         # the newest assistant items, newest first: the newest is in progress, the work
         # done is read from the ones before it (at most DONE_ITEMS of them)
-        newest = _said(reversed(material), conv)
+        newest = (m for m in reversed(said) if _first_line(m.text))
         latest = next(newest, None)
         in_progress = [_doing(latest.text)] if latest is not None else []
         done_newest_first: list[str] = []
@@ -911,7 +920,7 @@ class OfflineSummarizer:
             (_fact_head(m.text[:FACT_CHARS]) for m in recent), limit=PER_SECTION
         )
         last_user = next(
-            _typed((m for m in reversed(material) if conv is not None or m.role == "user"), person),
+            _typed(reversed(users), person),
             None,
         )
         nxt = [_first_line(last_user)] if last_user is not None else []

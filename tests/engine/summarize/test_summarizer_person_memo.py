@@ -73,3 +73,31 @@ def test_call_marks_are_found_where_a_scan_per_mark_finds_them() -> None:
     )
     assert sorted(offline._call_marks(head)) == expected
     assert len(expected) >= 6
+
+
+def test_speakers_sort_items_by_their_source_role_else_their_own() -> None:
+    conversation = _conversation()
+    tool = Message(role=Role.TOOL, blocks=(Block(kind=BlockKind.TEXT, text="out"),))
+    conversation = Conversation(id="c", title="t", messages=(*conversation.messages, tool))
+    items = (
+        MaterialItem(role="user", text="rendered as user, said by the assistant", index=1),
+        MaterialItem(role="assistant", text="rendered as assistant, typed", index=0),
+        MaterialItem(role="user", text="a tool output shown as user", index=5),
+        MaterialItem(role="user", text="no source: its own role", index=-1),
+        MaterialItem(role="assistant", text="past the end: its own role", index=99),
+        MaterialItem(role="system", text="neither", index=-1),
+    )
+    # the rule every walk read per item before: the source's role, else the item's
+    for conv in (conversation, None):
+        users, said = offline._speakers(items, conv)
+        by_rule = [
+            (s.role if (s := offline._source(m, conv)) is not None else m.role) for m in items
+        ]
+        assert users == [m for m, r in zip(items, by_rule, strict=True) if r in (Role.USER, "user")]
+        assert said == [
+            m for m, r in zip(items, by_rule, strict=True) if r in (Role.ASSISTANT, "assistant")
+        ]
+    users, said = offline._speakers(items, conversation)
+    assert [m.index for m in users] == [0, -1] and [m.index for m in said] == [1, 99]
+    users, said = offline._speakers(items, None)
+    assert [m.index for m in users] == [1, 5, -1] and [m.index for m in said] == [0, 99]
