@@ -48,6 +48,12 @@ if TYPE_CHECKING:
     from ..tokens.reference import ReferenceTokens
 
 
+# Read once: on Python 3.11 ``Role.USER`` is ~0.2 us a read (every LLM call's sanitiser
+# check and every appended message test these).
+_TEXT, _RESULT = BlockKind.TEXT, BlockKind.TOOL_RESULT
+_USER, _TOOL, _ASSISTANT = Role.USER, Role.TOOL, Role.ASSISTANT
+
+
 @dataclass(slots=True)
 class _State:
     flushed: set[str] = field(default_factory=set)  # the texts flushed so far
@@ -364,7 +370,7 @@ class CowAgentStrategy(Strategy):
         if cap and cow.has_result_over(msg, cap):
             blocks = tuple(
                 replace(b, text=cow.truncate_at_creation(b.text, cap), parts=())
-                if b.kind is BlockKind.TOOL_RESULT and len(b.text) > cap
+                if b.kind is _RESULT and len(b.text) > cap
                 else b
                 for b in msg.blocks
             )
@@ -669,15 +675,15 @@ def _sanitize_is_noop(ctx: ContextView, start: int = 0) -> bool:
     if not live:
         return True
     first = ctx.message(live[0])
+    user, tool = _USER, _TOOL  # every LLM call runs this: bound once
     if (
-        first.role in (Role.USER, Role.TOOL)
-        and cow.has_kind(first, BlockKind.TOOL_RESULT)
-        and not cow.has_kind(first, BlockKind.TEXT)
+        (first.role is user or first.role is tool)
+        and cow.has_kind(first, _RESULT)
+        and not cow.has_kind(first, _TEXT)
     ):
         return False
     last = len(live) - 1
-    ids, message = ctx.ids, ctx.message  # every LLM call runs this: bound once
-    assistant, user, tool = Role.ASSISTANT, Role.USER, Role.TOOL
+    ids, message, assistant = ctx.ids, ctx.message, _ASSISTANT
     for k in range(start, len(live)):
         i = live[k]
         uses = ids(i)[0]
