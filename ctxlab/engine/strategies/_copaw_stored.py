@@ -59,7 +59,11 @@ def _walk(message: Message) -> list[tuple[str, str]]:
 def _size(message: Message) -> int:
     """A cheap fingerprint of the message an entry was stored for: its blocks and the
     length of their texts."""
-    return len(message.blocks) + sum(len(b.text) for b in message.blocks)
+    blocks = message.blocks
+    size = len(blocks)
+    for b in blocks:  # (a loop, not sum() of a generator: asked for every message)
+        size += len(b.text)
+    return size
 
 
 def message_entries(
@@ -99,17 +103,19 @@ def message_entries(
 
 
 def _message_value(message: Message, entry: dict[str, Any]) -> StoredCounts | None:
-    count, formatted, names = entry.get("m"), entry.get("f"), entry.get("n", [])
-    if (
-        type(count) is not int
-        or type(formatted) is not int
-        or entry.get("k") != _size(message)
-        or not isinstance(names, list)
-        or not all(isinstance(p, list) and len(p) == 2 for p in names)
-    ):
+    count, formatted = entry.get("m"), entry.get("f")
+    if type(count) is not int or type(formatted) is not int or entry.get("k") != _size(message):
+        return None
+    names = entry.get("n", _NO_NAMES)
+    if names is _NO_NAMES:  # (most messages: no tool result borrowing a name)
+        names = []
+    elif not isinstance(names, list) or not all(isinstance(p, list) and len(p) == 2 for p in names):
         return None
     size = entry.get("b")  # (absent from the entries of an earlier import)
     return StoredCounts(count, formatted, names, size if type(size) is int else None)
+
+
+_NO_NAMES: list[list[str]] = []  # (a marker: never handed out)
 
 
 def seed_stored_counts(

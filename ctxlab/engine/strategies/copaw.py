@@ -330,31 +330,26 @@ class CoPaw(Strategy):
         count = qwen.count
         return sum(count(p) for p in pieces)
 
-    def _formatted_count(self, message: Message, tool_names: dict[str, str]) -> int:
-        """``count_text`` of the message as the summariser input formats it; with the exact
-        tokenizer, an original's count stored at import when its tool names are the same,
-        else from its block texts' counts (``_copaw_format.formatted_count``): no second
-        pass over them, and no formatted text made."""
+    def _formatted(self, message: Message, tool_names: dict[str, str]) -> tuple[int, int]:
+        """(``count_text``, UTF-8 size) of the message as the summariser input formats it
+        (``agentscope.format_message`` in ReMe's style). With the exact tokenizer no text is
+        made: an original's stored at import when its tool names are the same, else the
+        count from its block texts' counts (``_copaw_format.formatted_count``: no second
+        pass over them) and the size from the parts (``agentscope.formatted_size``)."""
         qwen = self._qwen
         if qwen is None or not qwen.exact:
-            return self.count_text(
-                agentscope.format_message(
-                    message, style="reme", include_thinking=False, tool_names=tool_names
-                )
+            text = agentscope.format_message(
+                message, style="reme", include_thinking=False, tool_names=tool_names
             )
+            return self.count_text(text), len(text.encode("utf-8"))
         stored: StoredCounts | None = qwen.message_value(message)
         if stored is not None and stored.fits(tool_names):
-            return stored.formatted
-        return formatted_count(qwen, message, tool_names)
-
-    def _formatted_size(self, message: Message, tool_names: dict[str, str]) -> int:
-        """``agentscope.formatted_size`` of the message in ReMe's style: an original's
-        stored at import when its tool names are the same."""
-        qwen = self._qwen
-        stored: StoredCounts | None = qwen.message_value(message) if qwen is not None else None
-        if stored is not None and stored.size is not None and stored.fits(tool_names):
-            return stored.size
-        return agentscope.formatted_size(
+            if stored.size is not None:
+                return stored.formatted, stored.size
+            count = stored.formatted  # (an entry of an earlier import: no size stored)
+        else:
+            count = formatted_count(qwen, message, tool_names)
+        return count, agentscope.formatted_size(
             message, style="reme", include_thinking=False, tool_names=tool_names
         )
 
@@ -363,15 +358,18 @@ class CoPaw(Strategy):
         lang = prompts.lang_key(str(self.params["language"]))
         cap = int(self.params["max_input_length"] * self.params["memory_compact_ratio"] * 0.9)
         shown: list[int] = []
+        sizes: list[int] = []  # their UTF-8 sizes formatted (the summariser input's size)
         used = 0
         for pos in range(len(to_compact) - 1, -1, -1):
             i = to_compact[pos]
-            n = self._formatted_count(ctx.message(i), st.tool_names)
+            n, size = self._formatted(ctx.message(i), st.tool_names)
             if pos != len(to_compact) - 1 and used + n > cap:
                 break
             shown.append(i)
+            sizes.append(size)
             used += n
         shown.reverse()
+        sizes.reverse()
         previous = ctx.summary
         previous_ref = ctx.summary_ref
         text = ""
@@ -381,8 +379,7 @@ class CoPaw(Strategy):
                 strategy=self.name, lang=lang, system=prompts.REME_SYSTEM[lang],
                 user=prompts.reme_user, messages=[(i, ctx.message(i)) for i in shown],
                 previous=previous, style="reme", include_thinking=False,
-                tool_names=st.tool_names,
-                sizes=[self._formatted_size(ctx.message(i), st.tool_names) for i in shown],
+                tool_names=st.tool_names, sizes=sizes,
             )  # fmt: skip
             record = ctx.summarize(request, messages=shown, input_text=remade)
             text = record.output

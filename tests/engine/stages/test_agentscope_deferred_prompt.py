@@ -11,7 +11,7 @@ import pickle
 import pytest
 
 from ctxlab.engine.core.model import Block, BlockKind, Message, Role
-from ctxlab.engine.core.summary_request import PromptMessage, SummaryRequest
+from ctxlab.engine.core.summary_request import PromptMessage, SummaryRequest, approx_tokens
 from ctxlab.engine.replay import run
 from ctxlab.engine.stages import agentscope, prompts
 from ctxlab.engine.stages.deferred_prompt import DeferredPromptMessage
@@ -131,3 +131,24 @@ def test_offline_replay_never_makes_the_user_message(
     assert len(result.summaries) >= 3 and not made
     first = result.summaries[0].input  # the stored prompt is made when read
     assert len(made) == 1 and made[0] in first
+
+
+@pytest.mark.parametrize(
+    ("name", "params"),
+    [
+        ("qwenpaw", {"max_input_length": 20_000}),
+        ("qwenpaw", {"max_input_length": 20_000, "compact_with_thinking_block": False}),
+        ("copaw", {"max_input_length": 20_000}),
+        ("copaw", {"max_input_length": 20_000, "token_counter": "bytes4"}),
+    ],
+)
+@pytest.mark.parametrize("kind", ["realistic", "corpus"])
+def test_the_usage_estimate_is_the_stored_prompts_size(
+    name: str, params: dict[str, object], kind: str
+) -> None:
+    # the offline summariser's input estimate is approx_tokens of the text it was not
+    # given: the size summed from the parts is the stored prompt's
+    result = run(_conversation(kind), name, params=params)
+    assert len(result.summaries) >= 3
+    for record in result.summaries:
+        assert record.input_tokens == approx_tokens(record.input)
