@@ -15,15 +15,13 @@ response's first line, so a response's later lines are counted on top of its usa
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
+from claude_code_decisions import decision, replay
 
 from ctxlab.engine.core.model import Conversation
-from ctxlab.engine.core.records import ReplayResult
 from ctxlab.engine.importers import parse
-from ctxlab.engine.replay import run
-from ctxlab.engine.summarize.recorded import RecordedSummarizer, agreements
+from ctxlab.engine.summarize.recorded import agreements
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "claude-code-2.1.49"
 THRESHOLD = 167_000
@@ -32,19 +30,6 @@ THRESHOLD = 167_000
 def _main(name: str) -> Conversation:
     parsed = parse((DATA / name).read_bytes(), name=name)
     return next(c for c in parsed.conversations if c.parent_id is None)
-
-
-def _replay(conversation: Conversation, **params: Any) -> ReplayResult:
-    return run(conversation, "claude_code", params=params, summarizer=RecordedSummarizer())
-
-
-def _decision(result: ReplayResult) -> tuple[int, str, dict[str, Any]]:
-    """The step, kind and detail of the replay's decision at the original's compaction."""
-    for step in result.steps:
-        for event in step.events:
-            if event.kind in ("compact", "compact_skipped"):
-                return step.index, event.kind, dict(event.detail)
-    raise AssertionError("no decision at the original's compaction")
 
 
 @pytest.mark.parametrize(
@@ -60,8 +45,8 @@ def test_the_original_settles_a_count_the_file_cannot_show(
     conversation = _main(name)
     (original,) = conversation.compactions
     assert original.trigger == "auto" and original.pre_tokens == pre_tokens
-    result = _replay(conversation)
-    step, kind, detail = _decision(result)
+    result = replay(conversation)
+    step, kind, detail = decision(result)
     assert kind == "compact"
     assert detail["tokens"] == shown < THRESHOLD <= pre_tokens
     assert why in detail["decided_by"]
@@ -77,7 +62,7 @@ def test_a_call_whose_result_is_written_leaves_no_result_open() -> None:
     boundary: no tool result is open, the unrecorded output is, and so is the boundary's
     logical parent, a line the file never wrote (a progress line before the boundary names
     it as its parent)."""
-    _, _, detail = _decision(_replay(_main("stream-start-output.jsonl")))
+    _, _, detail = decision(replay(_main("stream-start-output.jsonl")))
     assert "tool result" not in detail["decided_by"]
     assert "the last response's unrecorded output" in detail["decided_by"]
     assert detail["decided_by"].endswith("(the boundary's logical parent)")
@@ -90,7 +75,7 @@ def test_from_2_1_43_the_response_s_later_lines_are_counted_again() -> None:
     conversation = _main("unwritten-result.jsonl")
     last = conversation.messages[conversation.compactions[0].before_index - 1]
     assert [b.kind.value for b in last.blocks] == ["text", "tool_use"]
-    _, _, newer = _decision(_replay(conversation))
-    _, _, older = _decision(_replay(conversation, agent_version="2.1.42"))
+    _, _, newer = decision(replay(conversation))
+    _, _, older = decision(replay(conversation, agent_version="2.1.42"))
     assert newer["estimated_tail"] == 29 and newer["rules_range"] == "2.1.43 and later"
     assert older["estimated_tail"] == 0 and older["tokens"] == newer["tokens"] - 29

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+
+from claude_code_decisions import decision, replay
 
 from ctxlab.engine.core.model import Conversation, Role
-from ctxlab.engine.core.records import ReplayResult
 from ctxlab.engine.importers import parse
-from ctxlab.engine.replay import run
 from ctxlab.engine.strategies._claude_code_versions import UNWRITTEN_PARENT
-from ctxlab.engine.summarize.recorded import RecordedSummarizer, agreements
+from ctxlab.engine.summarize.recorded import agreements
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "claude-code-2.1.45"
 NAME = "unwritten-parent.jsonl"
@@ -30,18 +29,6 @@ def _main() -> Conversation:
     parsed = parse((DATA / NAME).read_bytes(), name=NAME)
     assert any("logical parent not in this file" in w.message for w in parsed.warnings)
     return next(c for c in parsed.conversations if c.parent_id is None)
-
-
-def _decision(result: ReplayResult) -> tuple[int, str, dict[str, Any]]:
-    for step in result.steps:
-        for event in step.events:
-            if event.kind in ("compact", "compact_skipped"):
-                return step.index, event.kind, dict(event.detail)
-    raise AssertionError("no decision at the original's compaction")
-
-
-def _replay(conversation: Conversation) -> ReplayResult:
-    return run(conversation, "claude_code", summarizer=RecordedSummarizer())
 
 
 def _output_recorded(conversation: Conversation) -> Conversation:
@@ -65,8 +52,8 @@ def test_the_importer_names_the_unwritten_logical_parent() -> None:
 
 def test_the_original_settles_a_count_open_by_an_unwritten_line() -> None:
     conversation = _main()
-    result = _replay(conversation)
-    step, kind, detail = _decision(result)
+    result = replay(conversation)
+    step, kind, detail = decision(result)
     assert kind == "compact"
     assert detail["tokens"] == 166_979 < THRESHOLD <= 167_081  # the original's preTokens
     assert detail["decided_by"].endswith(LINE)
@@ -76,12 +63,12 @@ def test_the_original_settles_a_count_open_by_an_unwritten_line() -> None:
 
 def test_the_unwritten_line_alone_decides_where_the_output_is_recorded() -> None:
     conversation = _output_recorded(_main())
-    _, kind, detail = _decision(_replay(conversation))
+    _, kind, detail = decision(replay(conversation))
     assert kind == "compact" and detail["tokens"] < THRESHOLD
     assert detail["decided_by"] == "the original's compaction: the count is uncertain by " + LINE
     # without the unwritten parent the file bounds the count: under the threshold, no
     # compaction where the agent made one
     (original,) = conversation.compactions
     bare = replace(conversation, compactions=(replace(original, detail=()),))
-    _, kind, detail = _decision(_replay(bare))
+    _, kind, detail = decision(replay(bare))
     assert kind == "compact_skipped" and "decided_by" not in detail
