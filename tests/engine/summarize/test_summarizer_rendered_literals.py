@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from ctxlab.engine import synth
+from ctxlab.engine.core.model import BlockMemo
 from ctxlab.engine.evaluate.extract import input_strings
 from ctxlab.engine.replay import run
 from ctxlab.engine.strategies import _baseagent_rules
@@ -128,7 +129,7 @@ def test_values_that_do_not_read_back_are_not_kept() -> None:
     assert offline._call_args(str(_deep(45))) == _deep(45)
 
 
-def test_baseagent_summaries_unchanged_without_the_lookup(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_baseagent_summaries_unchanged_without_the_lookup(monkeypatch: pytest.MonkeyPatch) -> None:
     conversation = max(synth.corpus_conversations(CORPUS), key=lambda c: len(c.messages))
     params = {"model_context_limit": 8000, "output_token_max": 1000}
     offline._RENDERED.clear()
@@ -136,7 +137,7 @@ def test_baseagent_summaries_unchanged_without_the_lookup(monkeypatch) -> None: 
     assert len(offline._RENDERED) > 0
     offline._RENDERED.clear()
     monkeypatch.setattr(_baseagent_rules, "remember_literal", lambda text, value, owner: None)
-    monkeypatch.setattr(_baseagent_rules, "_ARGUMENTS", _baseagent_rules.BlockMemo())
+    monkeypatch.setattr(_baseagent_rules, "_ARGUMENTS", BlockMemo())
     without = run(conversation, "baseagent", params=params)
     assert len(offline._RENDERED) == 0
     assert with_lookup.summaries  # the replay did summarise
