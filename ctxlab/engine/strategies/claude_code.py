@@ -164,6 +164,10 @@ MAX_OUTPUT_TOKENS = 32_000
 # What one tool result can add at most (2.1.88 ``constants/toolLimits.ts``
 # MAX_TOOL_RESULT_TOKENS): the bound on a result the agent counted but never wrote.
 MAX_TOOL_RESULT_TOKENS = 100_000
+# What one line the agent counted and never wrote can add at most (a prompt just sent, with
+# its images): no limit of its own is known, so one tool result's. A bound all the same: a
+# replay with a far larger window (1M) must not follow the original's 200k compaction.
+MAX_UNWRITTEN_LINE_TOKENS = MAX_TOOL_RESULT_TOKENS
 DROPPED_ORIGINAL_SUMMARY = (
     "the original's summary message: this replay's own summary stands in its place"
 )
@@ -682,7 +686,7 @@ class ClaudeCodeStrategy(Strategy):
         reported = st.reported is not None and not st.diverged
         output_open = reported and st.unrecorded_output
         results_open = len(st.open_calls) if reported else 0
-        # a line the agent counted and never wrote: its size is not bounded by the file
+        # a line the agent counted and never wrote (the file does not bound its size)
         line_open = reported and versions.UNWRITTEN_PARENT in dict(original.detail)
         unknown = (
             self.enabled()
@@ -690,13 +694,11 @@ class ClaudeCodeStrategy(Strategy):
             and not fires
             and not manual
             and (output_open or results_open > 0 or line_open)
-            and (
-                line_open
-                or low
-                + (MAX_OUTPUT_TOKENS if output_open else 0)
-                + results_open * MAX_TOOL_RESULT_TOKENS
-                >= threshold
-            )
+            and low
+            + (MAX_OUTPUT_TOKENS if output_open else 0)
+            + results_open * MAX_TOOL_RESULT_TOKENS
+            + (MAX_UNWRITTEN_LINE_TOKENS if line_open else 0)
+            >= threshold
         )
         if unknown:
             # The count cannot be known from the transcript: the response's final output

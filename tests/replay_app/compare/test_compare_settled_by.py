@@ -46,7 +46,9 @@ def test_the_settled_run_is_marked_as_its_twin_says(auth_client: Any, runs: list
     url = f"/compare/?runs={settled.pk},{own.pk}"
     data = json.loads(auth_client.get(url + "&format=json").content)["originals"]
     (why,) = data["runs"][str(settled.pk)]["decided_by"]
-    assert why.endswith("the count is uncertain by 1 tool result counted but not written before it")
+    # the unwritten Read result, and the boundary's logical parent: a line never written
+    assert "the count is uncertain by 1 tool result counted but not written before it" in why
+    assert why.endswith("and a line counted but not written (the boundary's logical parent)")
     assert data["runs"][str(own.pk)]["decided_by"] == [""]
     table = _table(auth_client.get(url).content.decode())
     cell = re.search(
