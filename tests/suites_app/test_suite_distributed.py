@@ -207,8 +207,8 @@ def test_two_workers_one_killed_every_run_done_once(
     # update) was already waiting on the test's lock: the database commits a statement
     # whose client died once the lock is released, so that run ended done at attempt 1.
     for r in Run.objects.filter(pk__in=killed_runs):
-        finished_by_victim = r.attempts == 1 and r.steps_done == r.steps_total
-        assert r.attempts >= 2 or finished_by_victim, (killed_items, r.pk, r.attempts)
+        done_by_last_write = r.attempts == 1 and r.steps_done == r.steps_total
+        assert r.attempts >= 2 or done_by_last_write, (killed_items, r.pk, r.attempts)
     assert suite.items.filter(status="done").count() == 24
     assert all(item.summary.get("steps") for item in suite.items.all())
     # Live progress reached this process over the Redis channel layer, the last one final.
