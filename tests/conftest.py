@@ -65,7 +65,7 @@ def _embedded_worker_session(django_db_setup: Any, django_db_blocker: Any) -> It
 
 
 @pytest.fixture
-def celery_worker_embedded(_embedded_worker_session: Any, transactional_db: None) -> Any:
+def celery_worker_embedded(_embedded_worker_session: Any, transactional_db: None) -> Iterator[Any]:
     """A real Celery worker (threads) running in this process; tasks leave the test thread.
 
     Needs a transactional DB because the worker writes results from its own connection.
@@ -73,7 +73,29 @@ def celery_worker_embedded(_embedded_worker_session: Any, transactional_db: None
     from ctxlab.celery import app
 
     app.conf.task_always_eager = False
-    return _embedded_worker_session
+    yield _embedded_worker_session
+    _wait_until_worker_idle(app)
+
+
+def _wait_until_worker_idle(app: Any) -> None:
+    """A test may end while the worker still works for it: a run is done before its analysis
+    (``runs.executor._execute``), and a task may still sit in the broker's queue. The database
+    flush that follows would then race the worker's writes (on PostgreSQL a TRUNCATE against a
+    row lock is a deadlock; seen in CI), and the next test would meet its leftovers."""
+    from celery.worker import state
+    from waiting import wait_until
+
+    def queued() -> int:
+        with app.connection_for_read() as conn:
+            # not passive: Redis has no key for an empty queue, so a passive declare fails
+            declared = conn.default_channel.queue_declare(queue=app.conf.task_default_queue)
+            return int(declared.message_count)
+
+    wait_until(
+        lambda: not state.active_requests and not state.reserved_requests and not queued(),
+        "the embedded worker to finish this test's tasks",
+        seen=lambda: (len(state.active_requests), len(state.reserved_requests), queued()),
+    )
 
 
 @pytest.fixture
