@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any, cast
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from ctxlab.engine.core.heap import existing_heap_frozen
@@ -242,10 +242,7 @@ def _analyse(
                 ).update(heartbeat_at=timezone.now())
                 if ours and inputs:
                     texts.write()
-                    for seq, parts in inputs:
-                        RunSummary.objects.filter(run_id=run.pk, seq=seq).update(
-                            input="", input_parts=parts
-                        )
+                    _store_summary_inputs(run.pk, inputs)
                 if retention is not None:
                     lost_analysis.store_retention(run, attempt, retention)
                 if survival is not None:
@@ -261,6 +258,23 @@ def _analyse(
                 Run.objects.filter(
                     pk=run.pk, attempts=attempt, status=RunStatus.DONE, finished_at=None
                 ).update(finished_at=done_at, **costs)
+
+
+def _store_summary_inputs(run_id: int, inputs: list[tuple[int, list[textstore.Piece]]]) -> None:
+    """Each summary's input as its pieces, its inline text emptied: one prepared UPDATE
+    run by ``executemany`` (an ``update()`` per row built a query per summary: 1,676 of
+    them took 0.6 s after a 20,000-message picoclaw run)."""
+    meta = RunSummary._meta
+    field = meta.get_field("input_parts")
+    text, run, seq = (meta.get_field(name).column for name in ("input", "run", "seq"))  # type: ignore[union-attr]
+    quote = connection.ops.quote_name
+    sql = (
+        f"UPDATE {quote(meta.db_table)} SET {quote(text)} = %s, {quote(field.column)} = %s "
+        f"WHERE {quote(run)} = %s AND {quote(seq)} = %s"
+    )
+    rows = [("", field.get_db_prep_save(parts, connection), run_id, s) for s, parts in inputs]
+    with connection.cursor() as cursor:
+        cursor.executemany(sql, rows)
 
 
 class _BatchWriter:
