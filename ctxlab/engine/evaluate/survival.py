@@ -281,6 +281,14 @@ class _ReplayObserver:
         for s in self.sources:
             self.sources_at.setdefault(s.message, []).append(s)
         self._extra_holders: dict[Fact, list[int]] | None = self.shared.get("extra_holders")
+        # each original's decisions and open tasks, once per transcript: every compaction
+        # reads those of the messages it touched, and ``extra_holders`` all of them (each
+        # ``extra_facts`` call hashed its texts again: 31,000 calls on qwenpaw at 20,000)
+        self._extra_of: list[frozenset[Fact] | None] = self.shared.setdefault(
+            "extra_of", [None] * len(originals)
+        )
+        if len(self._extra_of) != len(originals):
+            self._extra_of = [None] * len(originals)
         self._summary_in_force: int | None = None
 
     def extra_holders(self, fact: Fact) -> list[int]:
@@ -288,10 +296,16 @@ class _ReplayObserver:
             holders: dict[Fact, list[int]] = {}
             for i, m in enumerate(self.originals):
                 if m.role is Role.ASSISTANT:
-                    for f in extra_facts(m):
+                    for f in self._extra(i):
                         holders.setdefault(f, []).append(i)
             self._extra_holders = self.shared["extra_holders"] = holders
         return self._extra_holders.get(fact, [])
+
+    def _extra(self, i: int) -> frozenset[Fact]:
+        found = self._extra_of[i]
+        if found is None:
+            found = self._extra_of[i] = extra_facts(self.originals[i])
+        return found
 
     def observe(self, settled: lost.Settled) -> None:
         event = settled.event
@@ -328,7 +342,7 @@ class _ReplayObserver:
         found: set[Fact] = set()
         last_todo = next((i for i in reversed(touched) if _has_todo(self.originals[i])), None)
         for i in touched:
-            for f in extra_facts(self.originals[i]):
+            for f in self._extra(i):
                 if f[0] != "open_tasks" or i == last_todo:
                     found.add(f)
         return found
