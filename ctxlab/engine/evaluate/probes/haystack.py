@@ -26,6 +26,7 @@ names (``probes.asked_about``). An answer no other output holds counts anywhere,
 from __future__ import annotations
 
 import unicodedata
+from bisect import bisect_right
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -46,6 +47,9 @@ from .scoring import (
     original_parts,
     score_by,
 )
+
+# between the outputs in ``_raw_outputs``: a word without it never spans two of them
+_SEPARATOR = "\x00"
 
 
 @dataclass(slots=True)
@@ -79,7 +83,7 @@ class ContextScorer:
         self._memo: dict[int, tuple[Message | str, _Part]] = {}
         self._originals = originals
         self._others: dict[tuple[str, int], int] = {}
-        self._output_texts: list[tuple[int, str]] | None = None
+        self._raw: tuple[str, list[int], list[int]] | None = None  # ``_raw_outputs``
 
     def _part(self, part: Message | str) -> _Part:
         found = self._memo.get(id(part))
@@ -109,21 +113,57 @@ class ContextScorer:
         if found is None:
             needle = normalise(answer)  # ``_present``'s test, the needle normalised once
             tail = _path_tail(needle)
-            found = self._others[key] = sum(
-                1
-                for i, text in self._outputs(originals)
-                if i != source and ((needle and needle in text) or (tail and tail in text))
-            )
+            # (the tail drops empty path segments: it need not be in the needle)
+            candidates = self._may_hold(needle, originals)
+            if tail:
+                candidates = sorted({*candidates, *self._may_hold(tail, originals)})
+            found = 0
+            for i in candidates:
+                if i == source:
+                    continue
+                text = self._part(originals[i]).plain
+                if (needle and needle in text) or (tail and tail in text):
+                    found += 1
+            self._others[key] = found
         return found
 
-    def _outputs(self, originals: Sequence[Message]) -> list[tuple[int, str]]:
-        """(index, normalised text) of every message of the transcript holding a tool
-        output: made once, then each recall answer is one scan of plain strings."""
-        if self._output_texts is None:
-            self._output_texts = [
-                (i, self._part(m).plain) for i, m in enumerate(originals) if m.tool_results
+    def _may_hold(self, needle: str, originals: Sequence[Message]) -> list[int]:
+        """The tool outputs of the transcript that may hold ``needle`` (normalised): those
+        whose raw text, NFKC and lower case, holds its longest space-free word. Normalising every
+        output of a long transcript to count the few holding an answer cost more than the
+        rest of the probes. Exact superset: ``fold`` only lower-cases, turns quotes (never
+        in a folded word) into spaces and collapses whitespace, and a line-number prefix
+        starts after a newline, so a word of ``plain`` is a substring of one line of it."""
+        word = max(needle.split(), key=len, default="")
+        if not word:
+            return []  # an empty needle (and tail) is in no text
+        joined, starts, indexes = self._raw_outputs(originals)
+        if _SEPARATOR in word:
+            return indexes
+        hits: list[int] = []
+        at = joined.find(word)
+        while at >= 0:
+            k = bisect_right(starts, at) - 1
+            hits.append(indexes[k])
+            at = joined.find(word, starts[k + 1]) if k + 1 < len(starts) else -1
+        return hits
+
+    def _raw_outputs(self, originals: Sequence[Message]) -> tuple[str, list[int], list[int]]:
+        """Every tool output of the transcript NFKC and lower case, joined by
+        ``_SEPARATOR`` (made once: one C-level scan per answer), the start of each, and
+        its message index."""
+        if self._raw is None:
+            indexes = [i for i, m in enumerate(originals) if m.tool_results]
+            texts = [
+                unicodedata.normalize("NFKC", message_text(originals[i])).lower() for i in indexes
             ]
-        return self._output_texts
+            starts: list[int] = []
+            at = 0
+            for text in texts:
+                starts.append(at)
+                at += len(text) + len(_SEPARATOR)
+            self._raw = (_SEPARATOR.join(texts), starts, indexes)
+        return self._raw
 
     def score(
         self,
