@@ -434,25 +434,27 @@ def ledger_from_records(
         out = msg.usage.output if msg.usage else reference.message(rec.source_index)
         if rec.index == 0 or changed or n_ctx < prev_len:
             # the whole request as keys and sizes side by side: tools, the system prompt,
-            # the summary, the rest (a run that changes many steps rebuilds it each time)
+            # the summary, the rest (a run that changes many steps rebuilds it each time:
+            # comprehensions, not an append per item, halved qwenpaw's ledger at 20,000)
             indexes = rec.context_indexes
             at = 1 if indexes and indexes[0] == system_index else 0
             keys: list[Hashable] = [k for k, _ in lead]
             sizes = [t for _, t in lead]
-            for pos, i in enumerate(indexes):
-                if pos == at and rec.summary_id is not None:
-                    keys.append(("summary", rec.summary_id))
-                    sizes.append(summary_tokens.get(rec.summary_id, 0))
-                v = versions.get(i)
-                if v is None:
-                    keys.append((i, 0))
-                    sizes.append(per_message[i])
-                else:
-                    keys.append((i, v[0]))
-                    sizes.append(v[1])
-            if at == len(indexes) and rec.summary_id is not None:
-                keys.append(("summary", rec.summary_id))
-                sizes.append(summary_tokens.get(rec.summary_id, 0))
+            if versions:
+                found = list(map(versions.get, indexes))
+                keys += [
+                    (i, 0) if v is None else (i, v[0]) for i, v in zip(indexes, found, strict=True)
+                ]
+                sizes += [
+                    per_message[i] if v is None else v[1]
+                    for i, v in zip(indexes, found, strict=True)
+                ]
+            else:
+                keys += [(i, 0) for i in indexes]
+                sizes += map(per_message.__getitem__, indexes)
+            if rec.summary_id is not None:  # right after the system prompt
+                keys.insert(len(lead) + at, ("summary", rec.summary_id))
+                sizes.insert(len(lead) + at, summary_tokens.get(rec.summary_id, 0))
             appended = sum(per_message[i] for i in indexes if i >= prev_source)
             steps.append(
                 LedgerStep(
