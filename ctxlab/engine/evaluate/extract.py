@@ -435,6 +435,13 @@ def facts(text: str, *, limit: int | None = None, error_width: int = 200) -> Fac
     )
 
 
+def error_facts(text: str, *, error_width: int = 200) -> tuple[str, ...]:
+    """``facts(text, error_width=...).errors``, without the scans of the other kinds (a
+    probe quotes an output's error line: ``probes.questions.error_line``)."""
+    _, errors, _ = _urls_and_errors(_normalise(text), error_width)
+    return _unique([e for e in errors if e], None)
+
+
 def _urls_and_errors(text: str, error_width: int) -> tuple[list[str], list[str], str]:
     """A normalised text's URLs and error lines, and the text without the URLs (what the
     other patterns scan)."""

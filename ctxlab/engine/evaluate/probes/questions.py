@@ -231,7 +231,7 @@ def error_line(output: str) -> str:
         return ""
     lines = [
         _line(e)
-        for e in extract.facts(output).errors
+        for e in extract.error_facts(output)
         if not e.lstrip().startswith("Traceback") and not _COUNT_LINE_RE.match(e)
     ]
     exceptions = [e for e in lines if _EXCEPTION_RE.search(e)]
