@@ -46,12 +46,19 @@ What the model saw, as ``toModelMessages`` builds it:
   none) changed nothing and is not recorded.
 
 OpenCode keeps a pruned tool output in the file (``state.time.compacted`` is set); it is
-imported as written and counted in the metadata ``pruned_tool_outputs``.
+imported as written and counted in the metadata ``pruned_tool_outputs``. Each prune pass
+(``compaction.ts`` ``prune``, when a prompt loop ends) is also an
+``OriginalCompaction(kind="microcompact")``, as Claude Code's in-place clearing is: the
+results it cleared (``cleared_tool_ids``) and, as ``before_index``, the first message
+created after its stamps (the next request is the first to send "[Old tool result content
+cleared]"). A pass stamps its parts one by one with ``Date.now()``, so one pass's stamps
+all fall between the same two messages; a pass after the file's last message is outside it.
 """
 
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -182,6 +189,10 @@ class _Reader:
     pending: dict[str, tuple[int, dict[str, Any], SourcePos]] = field(default_factory=dict)
     last_tokens: int | None = None
     pruned: int = 0
+    # each message's creation stamp (ms) with the index of its first imported message, and
+    # each pruned output's stamp with its call: where the prune passes fall
+    starts: list[tuple[int, int]] = field(default_factory=list)
+    prunes: list[tuple[int, str]] = field(default_factory=list)
     model: str = ""
     provider: str = ""
 
@@ -193,6 +204,9 @@ class _Reader:
         info = as_dict(entry.get("info"))
         parts = [as_dict(p) for p in as_list(entry.get("parts"))]
         role = as_str(info.get("role"))
+        created = as_dict(info.get("time")).get("created")
+        if isinstance(created, int):
+            self.starts.append((created, len(self.messages)))
         if role == "user":
             self.user(index, info, parts)
         elif role == "assistant":
@@ -328,7 +342,10 @@ class _Reader:
         if status == "completed":
             text, is_error = as_str(state.get("output")), False
             media = tuple(_media(as_dict(a)) for a in as_list(state.get("attachments")))
-            self.pruned += bool(as_dict(state.get("time")).get("compacted"))
+            pruned_at = as_dict(state.get("time")).get("compacted")
+            self.pruned += bool(pruned_at)
+            if isinstance(pruned_at, int) and pruned_at > 0:
+                self.prunes.append((pruned_at, call_id))
         elif status == "error":
             kept = as_dict(state.get("metadata"))
             interrupted = kept.get("interrupted") is True and isinstance(kept.get("output"), str)
@@ -361,6 +378,29 @@ class _Reader:
                 detail=tuple(detail),
             )
         )  # fmt: skip
+
+
+def _prune_passes(reader: _Reader, version: str) -> list[OriginalCompaction]:
+    """The prune passes (see the module): the pruned outputs grouped by the first message
+    created after their stamps."""
+    stamps = sorted(reader.starts)
+    created = [s for s, _ in stamps]
+    passes: dict[int, list[str]] = {}
+    for at, call_id in sorted(reader.prunes):
+        k = bisect_right(created, at)
+        before = stamps[k][1] if k < len(stamps) else len(reader.messages)
+        passes.setdefault(before, []).append(call_id)
+    return [
+        OriginalCompaction(
+            before_index=before,
+            kind="microcompact",
+            trigger="auto",
+            cleared_tool_ids=tuple(ids),
+            agent_version=version,
+            detail=(("agent_kind", "opencode_prune"),),
+        )
+        for before, ids in sorted(passes.items())
+    ]
 
 
 def parse(data: bytes, *, name: str) -> ParsedFile:
@@ -397,7 +437,12 @@ def parse(data: bytes, *, name: str) -> ParsedFile:
         title=title,
         messages=tuple(m.build() for m in reader.messages),
         parent_id=as_str(session.get("parentID")) or None,
-        compactions=tuple(reader.compactions),
+        compactions=tuple(
+            sorted(
+                reader.compactions + _prune_passes(reader, facts["opencode_version"]),
+                key=lambda c: c.before_index,
+            )
+        ),
         model=reader.model,
         metadata=tuple((k, v) for k, v in facts.items() if v),
         usage_convention="opencode",

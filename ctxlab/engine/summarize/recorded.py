@@ -303,9 +303,9 @@ def trigger_agreement(
 
 def conversation_version(conversation: Conversation) -> str:
     """The agent version the transcript names (Claude Code ``version``, Codex
-    ``cli_version``), "" when it names none."""
+    ``cli_version``, OpenCode ``opencode_version``), "" when it names none."""
     meta = dict(conversation.metadata)
-    return meta.get("version") or meta.get("cli_version") or ""
+    return meta.get("version") or meta.get("cli_version") or meta.get("opencode_version") or ""
 
 
 def replay_compactions(result: ReplayResult) -> list[ReplayCompaction]:

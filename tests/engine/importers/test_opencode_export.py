@@ -361,3 +361,40 @@ def test_an_export_saved_with_its_stderr_line_and_the_messages_alone() -> None:
     assert importers.detect(alone, "m.json") == "opencode"
     (read,) = importers.parse(alone, name=PLAIN.name).conversations
     assert read.id == whole.id and read.messages == whole.messages
+
+
+PRUNED = DATA / "opencode" / "nimbus-1.2.26" / "prune-pass.json"  # dayhaysoos/nimbus, MIT (README)
+
+
+def test_a_prune_pass_is_an_original_microcompact() -> None:
+    """OpenCode's prune pass (stamps on the outputs it cleared, after the reply that ended
+    the loop) is one original clearing in place, before the next message: the request
+    after it is the first without those outputs."""
+    conversation = _conversation(PRUNED)
+    (prune,) = conversation.compactions
+    assert prune.kind == "microcompact" and prune.trigger == "auto"
+    assert prune.cleared_tool_ids == (
+        "call_oe9Hkeb02uFLDHSPgaaznV67",  # stamped first (…345), though its message is later
+        "call_pPfAyjfOEbElFsEIX9ZtDC25",
+    )
+    assert prune.agent_version == "1.2.26"
+    assert dict(prune.detail) == {"agent_kind": "opencode_prune"}
+    after = conversation.messages[prune.before_index]
+    assert after.role is Role.USER and after.id == "msg_cf253f036001eMjaze2qyXwQZb"
+    assert original_kind_key(prune) == "microcompact"
+    assert dict(conversation.metadata)["pruned_tool_outputs"] == "2"
+
+
+def test_a_prune_pass_after_the_last_message_is_outside_the_file() -> None:
+    doc = _doc(PRUNED)
+    doc["messages"] = doc["messages"][:-1]  # the file ends before the next request
+    parsed = importers.parse(json.dumps(doc).encode(), name="cut.json")
+    (prune,) = parsed.conversations[0].compactions
+    assert prune.before_index == len(parsed.conversations[0].messages)
+
+
+def test_outputs_without_a_prune_stamp_record_no_original() -> None:
+    assert not _conversation(PLAIN).compactions or all(
+        c.kind == "opencode_compaction" for c in _conversation(PLAIN).compactions
+    )
+    assert [c.kind for c in _conversation(COMPACTED).compactions] == ["opencode_compaction"]
