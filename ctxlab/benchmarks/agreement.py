@@ -43,7 +43,7 @@ from typing import Any, TextIO
 
 from ctxlab.engine import importers
 from ctxlab.engine.core.catalogue import AGREEMENT_MEASURES
-from ctxlab.engine.core.model import ParsedFile, TranscriptError
+from ctxlab.engine.core.model import Conversation, ParsedFile, TranscriptError
 from ctxlab.engine.core.records import ReplayResult
 from ctxlab.engine.importers.claude_code import ALTERNATE_OF
 from ctxlab.engine.replay import Replay
@@ -215,6 +215,15 @@ def import_clean(parsed: ParsedFile) -> bool:
     return not any(c.messages and "compact_summary" in c.messages[0].flags for c in mains[1:])
 
 
+def top_threads(parsed: ParsedFile) -> list[Conversation]:
+    """The file's own threads: those whose parent is not in the file. A sub-agent thread
+    beside its parent is the parent's business; a sub-agent session exported alone (an
+    OpenCode session with a ``parentID``, its own prompt loop with its own prune and
+    compaction) is the file's whole conversation."""
+    ids = {c.id for c in parsed.conversations}
+    return [c for c in parsed.conversations if c.parent_id is None or c.parent_id not in ids]
+
+
 def counts_equal(rows: list[Agreement], results: list[ReplayResult]) -> bool:
     """The replay compacted as often as the original did in the file, in each family (a
     replay step with two compacting events of one family counts once, as pairing does)."""
@@ -267,7 +276,7 @@ def measure(
             continue
         clean = import_clean(parsed)
         overall.clean += clean
-        mains = [c for c in parsed.conversations if c.parent_id is None]
+        mains = top_threads(parsed)
         version = next((conversation_version(c) for c in mains if conversation_version(c)), "")
         for s in strategies:
             rows: list[list[Agreement]] = []

@@ -240,3 +240,22 @@ def test_several_directories_joined_by_pathsep(
     lines, _, _ = _bench(monkeypatch, Path(f"{one}{os.pathsep}{two}"))
     assert lines[("agreement_compactions", "pi")] == "2"
     assert int(lines[("agreement_compactions", "codex")]) >= 1
+
+
+def test_a_sub_agent_session_exported_alone_is_replayed(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """An OpenCode sub-agent session (its ``parentID`` names a session not in the file) is
+    the file's own conversation: replayed and counted under its version (a file whose
+    threads all have a parent was counted as agreeing without a replay)."""
+    source = Path(__file__).parents[1] / "data" / "opencode" / "nimbus-1.2.26" / "prune-pass.json"
+    doc = json.loads(source.read_bytes())
+    doc["info"]["parentID"] = "ses_not_in_this_file"
+    data = json.dumps(doc).encode()
+    (tmp_path / "sub.json").write_bytes(data)
+    parsed = importers.parse(data, name="sub.json")
+    assert [c.parent_id for c in agreement.top_threads(parsed)] == ["ses_not_in_this_file"]
+    lines, rows, _ = _bench(monkeypatch, tmp_path)
+    assert lines[("agreement_files", "")] == "1"
+    versions = [(r["strategy"], r["version"], r["files"]) for r in rows if "version" in r]
+    assert versions == [("opencode", "1.2.26", 1)]
