@@ -219,9 +219,14 @@ def top_threads(parsed: ParsedFile) -> list[Conversation]:
     """The file's own threads: those whose parent is not in the file. A sub-agent thread
     beside its parent is the parent's business; a sub-agent session exported alone (an
     OpenCode session with a ``parentID``, its own prompt loop with its own prune and
-    compaction) is the file's whole conversation."""
+    compaction) is the file's whole conversation. A thread is not its own parent (Entire
+    redacts an OpenCode session's ``id`` and ``parentID`` alike: both "REDACTED")."""
     ids = {c.id for c in parsed.conversations}
-    return [c for c in parsed.conversations if c.parent_id is None or c.parent_id not in ids]
+    return [
+        c
+        for c in parsed.conversations
+        if c.parent_id is None or c.parent_id == c.id or c.parent_id not in ids
+    ]
 
 
 def counts_equal(rows: list[Agreement], results: list[ReplayResult]) -> bool:

@@ -259,3 +259,12 @@ def test_a_sub_agent_session_exported_alone_is_replayed(
     assert lines[("agreement_files", "")] == "1"
     versions = [(r["strategy"], r["version"], r["files"]) for r in rows if "version" in r]
     assert versions == [("opencode", "1.2.26", 1)]
+
+
+def test_a_thread_is_not_its_own_parent() -> None:
+    """Entire redacts an OpenCode session's id and parentID alike ("REDACTED")."""
+    source = Path(__file__).parents[1] / "data" / "opencode" / "nimbus-1.2.26" / "prune-pass.json"
+    doc = json.loads(source.read_bytes())
+    doc["info"]["id"] = doc["info"]["parentID"] = "REDACTED"
+    parsed = importers.parse(json.dumps(doc).encode(), name="redacted.json")
+    assert [c.id for c in agreement.top_threads(parsed)] == ["REDACTED"]
