@@ -85,29 +85,6 @@ def source_forms(block: Block) -> tuple[str, str, str]:
     )
 
 
-def _anchors(block: Block) -> list[tuple[int, str]]:
-    """(form, its first ``ANCHOR`` characters) of each of ``source_forms(block)`` long
-    enough to be looked for (``_spans``), without making the flattened form: a copy of
-    every text of every summarised message, of which only the ones found are read."""
-    text = source_text(block)
-    out = [(0, text[:ANCHOR])] if len(text) >= ANCHOR else []
-    if block.kind == BlockKind.TOOL_USE and not isinstance(block.tool_input, str):
-        shown = repr(block.tool_input)
-        if len(shown) >= ANCHOR:
-            out.append((1, shown[:ANCHOR]))
-    if len(text) >= ANCHOR and "\n" in text:  # flattened: as long as ``text``
-        out.append((2, text[:ANCHOR].replace("\n", " ")))
-    return out
-
-
-def _form(block: Block, form: int) -> str:
-    """``source_forms(block)[form]``, that form alone."""
-    text = source_text(block)
-    if form == 1:
-        return repr(block.tool_input)
-    return text.replace("\n", " ") if form == 2 else text
-
-
 class _Grams:
     """The ``GRAM``-character pieces starting at multiples of ``GRAM`` of a text, as a set:
     an anchor (``2 * GRAM`` characters) occurs in the text only if one of its ``GRAM``
@@ -231,29 +208,30 @@ class TextWriter:
             if not 0 <= i < count:
                 continue
             for j, block in enumerate(self.messages[i].blocks):
-                forms = _anchors(block)
+                forms = [(f, t) for f, t in enumerate(source_forms(block)) if len(t) >= ANCHOR]
                 # Near where the last text ended first (texts are usually rendered in order),
                 # else the first unclaimed occurrence anywhere.
-                found = [(f, t, text.find(t, hint, hint + WINDOW + ANCHOR)) for f, t in forms]
+                found = [
+                    (f, t, text.find(t[:ANCHOR], hint, hint + WINDOW + ANCHOR)) for f, t in forms
+                ]
                 found = [(f, t, at) for f, t, at in found if at >= 0 and at not in claimed]
                 if not found:
-                    for form, anchor in forms:
+                    for form, source in forms:
                         at, tries = -1, 0
                         while tries < 8:  # skip occurrences other texts claimed
                             after = 0 if at < 0 else at + 1
                             if len(text) <= SCAN_MAX:  # short: scanning beats an index
-                                at = text.find(anchor, after)
+                                at = text.find(source[:ANCHOR], after)
                             else:
                                 grams = grams or _Grams(text)
-                                at = grams.find(anchor, after)
+                                at = grams.find(source[:ANCHOR], after)
                             if at < 0 or at not in claimed:
                                 break
                             tries += 1
                         if at >= 0 and at not in claimed:
-                            found.append((form, anchor, at))
+                            found.append((form, source, at))
                 best: tuple[int, int, int, str] | None = None  # (at, n, form, source)
-                for form, _, at in found:
-                    source = _form(block, form)
+                for form, source, at in found:
                     n = _common_prefix(text, at, source, ANCHOR)
                     if best is None or n > best[1]:
                         best = (at, n, form, source)
