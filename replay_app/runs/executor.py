@@ -18,6 +18,7 @@ from decimal import Decimal
 from typing import Any, cast
 
 from django.db import connection, transaction
+from django.db.models import Field
 from django.utils import timezone
 
 from ctxlab.engine.core.heap import existing_heap_frozen
@@ -265,12 +266,15 @@ def _store_summary_inputs(run_id: int, inputs: list[tuple[int, list[textstore.Pi
     run by ``executemany`` (an ``update()`` per row built a query per summary: 1,676 of
     them took 0.6 s after a 20,000-message picoclaw run)."""
     meta = RunSummary._meta
-    field = meta.get_field("input_parts")
-    text, run, seq = (meta.get_field(name).column for name in ("input", "run", "seq"))  # type: ignore[union-attr]
+    field = cast("Field[Any, Any]", meta.get_field("input_parts"))
     quote = connection.ops.quote_name
+    text, parts_column, run, seq = (
+        quote(cast(str, cast("Field[Any, Any]", meta.get_field(name)).column))
+        for name in ("input", "input_parts", "run", "seq")
+    )
     sql = (
-        f"UPDATE {quote(meta.db_table)} SET {quote(text)} = %s, {quote(field.column)} = %s "
-        f"WHERE {quote(run)} = %s AND {quote(seq)} = %s"
+        f"UPDATE {quote(meta.db_table)} SET {text} = %s, {parts_column} = %s "
+        f"WHERE {run} = %s AND {seq} = %s"
     )
     rows = [("", field.get_db_prep_save(parts, connection), run_id, s) for s, parts in inputs]
     with connection.cursor() as cursor:
