@@ -80,6 +80,7 @@ from ..core.strategy import Strategy
 from ..core.summary_request import MaterialItem, PromptMessage, Section, SummaryRequest
 from ..stages.js_text import quarter_length_tokens
 from ..stages.prune import PruneScan, clear_blocks, scan_tool_outputs
+from ._models_dev import model_limits
 
 if TYPE_CHECKING:
     from ..core.context_view import ContextView
@@ -90,6 +91,7 @@ PRUNE_PROTECTED_TOOLS = ("skill",)
 PRUNE_PROTECT_TURNS = 2  # prune(): `if (turns < 2) continue`
 COMPACTION_BUFFER = 20_000  # overflow.ts
 OUTPUT_TOKEN_MAX = 32_000  # SessionPrompt.OUTPUT_TOKEN_MAX
+DEFAULT_LIMITS = (200_000, 0, OUTPUT_TOKEN_MAX)  # context, input, output params' defaults
 CLEARED = "[Old tool result content cleared]"
 COMPACTION_USER_TEXT = "What did we do so far?"
 CONTINUE_TEXT = (
@@ -208,6 +210,11 @@ class _State:
     last_reply: int | None = None  # last assistant at all (for compared_tokens)
     original_history: int = 0  # Token.estimate of the unmodified appended messages
     zone: tuple[PromptMessage, ...] = ()  # the summary zone as sent
+    # -- the model's limits (prepare; None: the params decide) --
+    provider: str = ""  # the session's providerID; "" = the params decide throughout
+    model: str = ""  # the request's modelID
+    limits: tuple[int, int, int] | None = None  # (context, input, output) of the request
+    limits_why: str = ""
 
 
 class OpenCodeStrategy(Strategy):
@@ -231,25 +238,29 @@ class OpenCodeStrategy(Strategy):
     PARAMS: ClassVar[tuple[Param, ...]] = (
         Param(
             "context",
-            200_000,
-            "Model context window (0 disables auto-compaction).",
+            DEFAULT_LIMITS[0],
+            "Model context window (0 disables auto-compaction). While context, input and "
+            "output are all at their defaults, the model the session reports decides: its "
+            "models.dev limits (providerID + modelID, per request), the defaults where "
+            "models.dev does not list it; any other value pins all three.",
             min=0,
             origin="model limit.context (models.dev / provider.*.models.*.limit.context)",
         ),
         Param(
             "input",
-            0,
-            "Model input limit (0 = unset: usable comes from the context and output limits).",
+            DEFAULT_LIMITS[1],
+            "Model input limit (0 = unset: usable comes from the context and output limits). "
+            "At the defaults, the session's model decides (see context).",
             min=0,
-            origin="model limit.input",
+            origin="model limit.input (models.dev)",
         ),
         Param(
             "output",
-            OUTPUT_TOKEN_MAX,
+            DEFAULT_LIMITS[2],
             "Model output limit; maxOutputTokens = min(output, output_token_max) || "
-            "output_token_max.",
+            "output_token_max. At the defaults, the session's model decides (see context).",
             min=0,
-            origin="model limit.output",
+            origin="model limit.output (models.dev)",
         ),
         Param(
             "output_token_max",
@@ -391,46 +402,54 @@ class OpenCodeStrategy(Strategy):
         return estimate(text) if message is not None else 0
 
     # --- geometry -----------------------------------------------------------------------
-    def max_output_tokens(self) -> int:
+    def limits(self, ctx: ContextView | None = None) -> tuple[int, int, int]:
+        """``(context, input, output)`` of the model: the request's model's (``prepare``,
+        ``before_call``) in a replay, else the params."""
+        st: _State | None = ctx.state if ctx is not None else None
+        if st is not None and st.limits is not None:
+            return st.limits
+        p = self.params
+        return int(p["context"]), int(p["input"]), int(p["output"])
+
+    def max_output_tokens(self, ctx: ContextView | None = None) -> int:
         """``ProviderTransform.maxOutputTokens``: min(limit.output, cap) || cap."""
         cap = int(self.params["output_token_max"])
-        return min(int(self.params["output"]), cap) or cap
+        return min(self.limits(ctx)[2], cap) or cap
 
-    def reserved(self) -> int:
+    def reserved(self, ctx: ContextView | None = None) -> int:
         value = int(self.params["compaction_reserved"])
         if value >= 0:
             return value
-        return min(int(self.params["compaction_buffer"]), self.max_output_tokens())
+        return min(int(self.params["compaction_buffer"]), self.max_output_tokens(ctx))
 
-    def usable(self) -> int:
-        p = self.params
-        context, limit_input = int(p["context"]), int(p["input"])
-        rule = p["usable_rule"]
+    def usable(self, ctx: ContextView | None = None) -> int:
+        context, limit_input, _ = self.limits(ctx)
+        rule = self.params["usable_rule"]
         if rule == "limit-input":
-            return limit_input or context - self.max_output_tokens()
+            return limit_input or context - self.max_output_tokens(ctx)
         if rule == "context-reserved":
-            return max(0, (limit_input or context) - self.reserved())
+            return max(0, (limit_input or context) - self.reserved(ctx))
         if limit_input:
-            return limit_input - self.reserved()
-        return context - self.max_output_tokens()
+            return limit_input - self.reserved(ctx)
+        return context - self.max_output_tokens(ctx)
 
-    def is_overflow(self, count: int) -> bool:
+    def is_overflow(self, count: int, ctx: ContextView | None = None) -> bool:
         p = self.params
-        if not p["compaction_auto"] or int(p["context"]) == 0:
+        if not p["compaction_auto"] or self.limits(ctx)[0] == 0:
             return False
-        usable = self.usable()
+        usable = self.usable(ctx)
         if p["usable_rule"] == "context-reserved" and usable == 0:
             return False
         return count >= usable if p["overflow_compare"] == ">=" else count > usable
 
     def window(self, ctx: ContextView) -> int:
-        return int(self.params["context"])
+        return self.limits(ctx)[0]
 
     def threshold(self, ctx: ContextView) -> int | None:
-        return self.usable()
+        return self.usable(ctx)
 
     def output_reserve(self, ctx: ContextView) -> int:
-        return self.max_output_tokens()
+        return self.max_output_tokens(ctx)
 
     # --- state --------------------------------------------------------------------------
     def original_request_tokens(self, ctx: ContextView) -> int:
@@ -439,6 +458,38 @@ class OpenCodeStrategy(Strategy):
         return ctx.system_tokens + ctx.tools_tokens + st.original_history
 
     # --- hooks --------------------------------------------------------------------------
+    def prepare(self, ctx: ContextView) -> None:
+        st: _State = ctx.state
+        pinned = self.limits() != DEFAULT_LIMITS
+        # Only an OpenCode session (its importer records the providerID) names the model as
+        # OpenCode looks it up; another agent's transcript replayed here keeps the params.
+        provider = dict(ctx.conversation.metadata).get("provider", "")
+        if pinned or not provider:
+            return
+        st.provider = provider
+        first = next((m.model for m in ctx.originals if m.model), ctx.conversation.model)
+        self._follow_model(st, first)
+
+    def _follow_model(self, st: _State, model: str) -> None:
+        """The request's model decides (a session can switch it): its models.dev limits,
+        the params' defaults where models.dev does not list it."""
+        if not model or model == st.model:
+            return
+        st.model, st.limits = model, model_limits(st.provider, model)
+        st.limits_why = f"models.dev {st.provider}/{model}" if st.limits else "default"
+
+    def _rules_detail(self, ctx: ContextView) -> dict[str, str]:
+        """Which limits ran and why (the run and compare pages show it), where the
+        session's model chose them."""
+        st: _State = ctx.state
+        if st.limits is None:
+            return {}
+        context, limit_input, output = st.limits
+        return {
+            "rules_reason": f"limits context {context}, input {limit_input}, output {output} "
+            f"({st.limits_why})"
+        }
+
     def after_append(self, ctx: ContextView, index: int) -> None:
         st: _State = ctx.state
         msg = ctx.original(index)
@@ -469,11 +520,13 @@ class OpenCodeStrategy(Strategy):
 
     def before_call(self, ctx: ContextView) -> None:
         st: _State = ctx.state
+        if st.provider:  # the request's model (the user message's, which the reply reports)
+            self._follow_model(st, ctx.originals[ctx.source_index].model)
         if st.last_finished is None:
             return  # no finished assistant since the start or the last summary
         count, detail = self._count(ctx, st.last_finished)
-        if self.is_overflow(count):
-            self._compact(ctx, count=count, detail=detail)
+        if self.is_overflow(count, ctx):
+            self._compact(ctx, count=count, detail={**detail, **self._rules_detail(ctx)})
 
     # --- overflow -----------------------------------------------------------------------
     def compared_tokens(self, ctx: ContextView) -> int | None:
@@ -551,7 +604,7 @@ class OpenCodeStrategy(Strategy):
                 PromptMessage("user", COMPACTION_USER_TEXT),
                 PromptMessage("user", PROMPTS[self.params["prompt_version"]]),
             ),
-            max_output_tokens=self.max_output_tokens(),
+            max_output_tokens=self.max_output_tokens(ctx),
             style="sections" if self.params["prompt_version"] == "template" else "plain",
             sections=TEMPLATE_SECTIONS if self.params["prompt_version"] == "template" else (),
             material=tuple(
@@ -561,7 +614,7 @@ class OpenCodeStrategy(Strategy):
             previous_summary=ctx.summary,
         )
         record = ctx.summarize(request, messages=compacted)
-        usable = self.usable()
+        usable = self.usable(ctx)
         if record.error:
             ctx.emit(
                 "summary_failed", messages=compacted, summary_id=record.id, error=record.error,
