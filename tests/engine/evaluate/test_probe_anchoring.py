@@ -6,12 +6,15 @@ corpus, where every sandbox refusal reads the same."""
 from __future__ import annotations
 
 from builders import call, system, tool_result, user
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from test_probes_engine import CORPUS
 
 from ctxlab.engine import importers, replay
 from ctxlab.engine.budget import window_params
 from ctxlab.engine.core.model import Conversation, Message, OriginalCompaction
 from ctxlab.engine.core.records import ReplayResult
+from ctxlab.engine.evaluate.lost import message_text
 from ctxlab.engine.evaluate.probes import questions as probes
 from ctxlab.engine.evaluate.probes import scoring as probe_scoring
 from ctxlab.engine.evaluate.probes import shared as shared_probes
@@ -156,3 +159,34 @@ def test_codex_rollout_a_refusal_a_run_removed_stays_lost_when_asked_later() -> 
     assert shared_probes.tally(shared, asked)["by_kind"]["recall"]["answered"] < len(
         [p for p in shared if p.kind == "recall"]
     )
+
+
+_ALPHABET = "ab1 2\n\t→:'\"`İﬁK."
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    outputs=st.lists(st.text(alphabet=_ALPHABET, max_size=40), min_size=1, max_size=6),
+    answer=st.text(alphabet=_ALPHABET, min_size=1, max_size=12),
+    source=st.integers(min_value=0, max_value=5),
+)
+def test_other_outputs_prefilter_counts_what_testing_every_output_counts(
+    outputs: list[str], answer: str, source: int
+) -> None:
+    """``ContextScorer`` counts the other outputs holding an answer only among those whose
+    raw text holds the answer's longest word (``_may_hold``): the same count as normalising
+    and testing every output, with line-number prefixes, quotes, ligatures and case folds."""
+    messages = [system("s")]
+    for i, text in enumerate(outputs):
+        messages += [call(f"c{i}", "shell", command=f"cmd {i}"), tool_result(f"c{i}", text)]
+    source = 2 + 2 * (source % len(outputs))  # a tool output's index
+    needle = probe_scoring.normalise(answer)
+    tail = probe_scoring._path_tail(needle)
+    expected = sum(
+        1
+        for i, m in enumerate(messages)
+        if m.tool_results and i != source
+        for text in [probe_scoring.normalise(message_text(m))]
+        if (needle and needle in text) or (tail and tail in text)
+    )
+    assert ContextScorer(messages)._others_holding(answer, source, messages) == expected
