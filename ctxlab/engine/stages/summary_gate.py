@@ -44,7 +44,6 @@ from ..core.model import BlockKind, Message, Role
 from ..core.records import SummaryRecord
 from ..core.textkeys import content_words
 from ..evaluate import extract, lost, survival
-from ..privacy.secrets import mask
 
 # Kinds asked in turn, most telling first (zeph's probe asks for paths and names, decisions,
 # values and errors, action items; not for raw tool output).
@@ -128,6 +127,10 @@ class Verdict:
 
     def detail(self) -> dict[str, Any]:
         """What an event says: counts, score, and the first missed facts (masked)."""
+        # Imported here: the secret rules compile ~60 ms of patterns at import, which every
+        # engine start (the CLI, a worker) would pay for a gate that may never reject.
+        from ..privacy.secrets import mask
+
         return {
             "asked": len(self.asked),
             "missing": len(self.missed),
