@@ -20,6 +20,7 @@ import posixpath
 import subprocess
 import sys
 import tomllib
+from typing import Any
 
 FIELDS = ("context", "input", "output")
 
@@ -46,10 +47,10 @@ def _read_all(repo: str, paths: list[str]) -> dict[str, bytes]:
     return blobs
 
 
-def _documents(repo: str, paths: list[str], links: set[str]) -> dict[str, dict]:
+def _documents(repo: str, paths: list[str], links: set[str]) -> dict[str, dict[str, Any]]:
     """Each TOML parsed; a symbolic link (a provider reusing another's file) read through."""
     blobs = _read_all(repo, paths)
-    docs: dict[str, dict] = {}
+    docs: dict[str, dict[str, Any]] = {}
     for path in paths:
         seen = path
         for _ in range(8):
@@ -65,7 +66,7 @@ def _documents(repo: str, paths: list[str], links: set[str]) -> dict[str, dict]:
     return docs
 
 
-def limits(repo: str) -> dict[str, object]:
+def limits(repo: str) -> tuple[str, dict[str, dict[str, list[int]]]]:
     rows = [
         line.split(None, 3) for line in _git(repo, "ls-tree", "-r", "HEAD").decode().splitlines()
     ]
@@ -90,16 +91,13 @@ def limits(repo: str) -> dict[str, object]:
                 limit.pop(omitted[len("limit.") :], None)
         table.setdefault(provider, {})[model] = [int(limit.get(f, 0)) for f in FIELDS]
     commit = _git(repo, "rev-parse", "HEAD").decode().strip()
-    return {"commit": commit, "limits": {p: dict(sorted(table[p].items())) for p in sorted(table)}}
+    return commit, {p: dict(sorted(table[p].items())) for p in sorted(table)}
 
 
 def main() -> None:
-    data = limits(sys.argv[1])
-    rows = [f"  {json.dumps(p)}: {json.dumps(m, separators=(',', ':'))}"
-            for p, m in data["limits"].items()]  # type: ignore[union-attr]  # fmt: skip
-    print(
-        '{"commit": ' + json.dumps(data["commit"]) + ', "limits": {\n' + ",\n".join(rows) + "\n}}"
-    )
+    commit, table = limits(sys.argv[1])
+    rows = [f"  {json.dumps(p)}: {json.dumps(m, separators=(',', ':'))}" for p, m in table.items()]
+    print('{"commit": ' + json.dumps(commit) + ', "limits": {\n' + ",\n".join(rows) + "\n}}")
 
 
 if __name__ == "__main__":
