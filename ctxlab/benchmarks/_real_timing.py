@@ -255,6 +255,12 @@ class Rounds:
         """Worker-path replay at 40,000 messages / at 20,000, per round."""
         return Spread([b / a for a, b in zip(self.at_20k[name], self.at_40k[name], strict=True)])
 
+    def scaling_of_fastest(self, name: str) -> float:
+        """The fastest reading at 40,000 messages / the fastest at 20,000: other work on the
+        machine only ever adds time, so each size's fastest reading is its least disturbed
+        (a second figure beside the median of the paired ratios, which that work moves)."""
+        return min(self.at_40k[name]) / min(self.at_20k[name])
+
     def presets_ratio(self, presets: list[str]) -> Spread:
         """The five presets on the worker's path / the tiktoken pass, per round."""
         totals = [sum(t) for t in zip(*(self.at_20k[n] for n in presets), strict=True)]

@@ -36,6 +36,12 @@ def test_spread_reports_the_median_and_both_ends() -> None:
     assert spread.text() == "2.000 min=1.900 max=2.300"
 
 
+def test_scaling_of_fastest_divides_each_sizes_fastest_reading() -> None:
+    got = timing.Rounds(at_20k={"s": [1.0, 1.4, 1.1]}, at_40k={"s": [2.9, 2.1, 2.3]})
+    assert got.scaling("s").samples == [2.9, 2.1 / 1.4, 2.3 / 1.1]
+    assert got.scaling_of_fastest("s") == 2.1  # 2.1 / 1.0: a slow round drops out
+
+
 def test_a_replay_over_a_fork_leaves_the_counted_reference_as_it_was() -> None:
     conversation = _conversation(300)
     reference = ReferenceTokens(conversation)
