@@ -156,7 +156,7 @@ def result_to_json(result: ReplayResult, *, detail: bool = False) -> dict[str, A
         "metrics": result.metrics,
     }
     if detail:
-        out["offloads"] = result.offloads
+        out["offloads"] = dict(result.offloads)
     return out
 
 

@@ -328,7 +328,7 @@ class _BatchWriter:
             new_offloads = self.texts.offloads(offloads, self.offloaded)
         else:
             new_offloads = [
-                (path, text, []) for path, text in offloads.items() if path not in self.offloaded
+                (path, offloads[path], []) for path in offloads if path not in self.offloaded
             ]
         steps_done = self.steps_done + len(self.steps)
         events_count = self.events_count + len(self.events)

@@ -289,9 +289,10 @@ class TextWriter:
     ) -> list[tuple[str, str, list[Piece]]]:
         """The ``RunOffload`` rows of the files not ``written`` yet: (path, text, text_parts)."""
         rows = []
-        for path, text in offloads.items():
+        for path in offloads:  # (a text is unpacked only when it is new: core PackedTexts)
             if path in written:
                 continue
+            text = offloads[path]
             index = self.offload_index.get(path)
             if index is None:
                 index = next((i for i, texts in self.offloaded if path in texts), None)

@@ -116,7 +116,7 @@ def plain(value: Any, *, later_fields: Mapping[tuple[str, str], Any] | None = No
         }
     if isinstance(value, enum.Enum):
         return value.value
-    if isinstance(value, dict):
+    if isinstance(value, Mapping):  # (dicts, and a result's PackedTexts offloads)
         return {str(k): plain(v, later_fields=later) for k, v in value.items()}
     if isinstance(value, (list, tuple, RangeChunks)):  # (a step's many context ranges)
         return [plain(v, later_fields=later) for v in value]

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import itertools
 from array import array
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from typing import Any, TypeVar, overload
 
 from .model import Message
+from .summary_input import PackedTexts
 
 Ranges = tuple[tuple[int, int], ...]  # half-open [start, end) source-index ranges
 
@@ -397,7 +398,8 @@ class ReplayResult:
     events: list[Event] = field(default_factory=list)
     summaries: list[SummaryRecord] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
-    offloads: dict[str, str] = field(default_factory=dict)  # file path -> full text
+    # file path -> full text; a replay's own packs the long ones (a stored one read back: a dict)
+    offloads: MutableMapping[str, str] = field(default_factory=PackedTexts)
     metrics: dict[str, Any] = field(default_factory=dict)
 
 

@@ -19,6 +19,7 @@ byte what ``SummaryRequest.input_text`` makes:
 from __future__ import annotations
 
 import zlib
+from collections.abc import Iterable, Iterator, MutableMapping
 
 from .summary_request import PromptMessage, SummaryRequest
 
@@ -59,3 +60,33 @@ class PackedInput:
         self, state: tuple[str, str | bytes, tuple[tuple[str, str | bytes], ...]]
     ) -> None:
         self._strategy, self._system, self._messages = state
+
+
+class PackedTexts(MutableMapping[str, str]):
+    """Path -> text, each text of ``PACK_CHARS`` or more kept zlib-compressed: a replay's
+    offloaded files (``ReplayResult.offloads``). One can hold a whole history (deepagents'
+    history file: every summarised message rendered, 30 M characters at 20,000 messages,
+    which as text was twice the conversation's memory); a reader unpacks one at a time."""
+
+    __slots__ = ("_packed",)
+
+    def __init__(self, items: Iterable[tuple[str, str]] = ()) -> None:
+        self._packed: dict[str, str | bytes] = {k: _pack(v) for k, v in items}
+
+    def __getitem__(self, path: str) -> str:
+        return _unpack(self._packed[path])
+
+    def __setitem__(self, path: str, text: str) -> None:
+        self._packed[path] = _pack(text)
+
+    def __delitem__(self, path: str) -> None:
+        del self._packed[path]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._packed)
+
+    def __len__(self) -> int:
+        return len(self._packed)
+
+    def __repr__(self) -> str:
+        return f"PackedTexts({list(self._packed)!r})"
