@@ -17,7 +17,7 @@ from enum import StrEnum
 from typing import Any, TypeVar, overload
 
 from .model import Message
-from .summary_input import PackedTexts
+from .packed import PackedTexts
 
 Ranges = tuple[tuple[int, int], ...]  # half-open [start, end) source-index ranges
 

@@ -18,25 +18,9 @@ byte what ``SummaryRequest.input_text`` makes:
 
 from __future__ import annotations
 
-import zlib
-from collections.abc import Iterable, Iterator, MutableMapping
-
+from .packed import pack as _pack
+from .packed import unpack as _unpack
 from .summary_request import PromptMessage, SummaryRequest
-
-PACK_CHARS = 4_096  # below this a part is kept as given
-_LEVEL = 1  # ~100 MB/s here; higher levels gain little on prose and tool output
-
-
-def _pack(text: str) -> str | bytes:
-    if len(text) < PACK_CHARS:
-        return text
-    return zlib.compress(text.encode("utf-8", "surrogatepass"), _LEVEL)
-
-
-def _unpack(part: str | bytes) -> str:
-    if isinstance(part, str):
-        return part
-    return zlib.decompress(part).decode("utf-8", "surrogatepass")
 
 
 class PackedInput:
@@ -60,33 +44,3 @@ class PackedInput:
         self, state: tuple[str, str | bytes, tuple[tuple[str, str | bytes], ...]]
     ) -> None:
         self._strategy, self._system, self._messages = state
-
-
-class PackedTexts(MutableMapping[str, str]):
-    """Path -> text, each text of ``PACK_CHARS`` or more kept zlib-compressed: a replay's
-    offloaded files (``ReplayResult.offloads``). One can hold a whole history (deepagents'
-    history file: every summarised message rendered, 30 M characters at 20,000 messages,
-    which as text was twice the conversation's memory); a reader unpacks one at a time."""
-
-    __slots__ = ("_packed",)
-
-    def __init__(self, items: Iterable[tuple[str, str]] = ()) -> None:
-        self._packed: dict[str, str | bytes] = {k: _pack(v) for k, v in items}
-
-    def __getitem__(self, path: str) -> str:
-        return _unpack(self._packed[path])
-
-    def __setitem__(self, path: str, text: str) -> None:
-        self._packed[path] = _pack(text)
-
-    def __delitem__(self, path: str) -> None:
-        del self._packed[path]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._packed)
-
-    def __len__(self) -> int:
-        return len(self._packed)
-
-    def __repr__(self) -> str:
-        return f"PackedTexts({list(self._packed)!r})"

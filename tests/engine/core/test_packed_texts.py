@@ -6,8 +6,8 @@ from __future__ import annotations
 import copy
 import pickle
 
+from ctxlab.engine.core.packed import PACK_CHARS, PackedTexts
 from ctxlab.engine.core.records import ReplayResult
-from ctxlab.engine.core.summary_input import PACK_CHARS, PackedTexts
 
 LONG = "## Summarized at step 9\n<message role='tool'>é \ud800 ✓</message>\n" * 400
 

@@ -12,7 +12,8 @@ import pytest
 
 from ctxlab.engine import synth
 from ctxlab.engine.core.model import Conversation
-from ctxlab.engine.core.summary_input import PACK_CHARS, PackedInput
+from ctxlab.engine.core.packed import PACK_CHARS
+from ctxlab.engine.core.summary_input import PackedInput
 from ctxlab.engine.core.summary_request import PromptMessage, SummaryRequest, SummaryResponse
 from ctxlab.engine.replay import run
 from ctxlab.engine.strategies import LIBRARY, STRATEGIES
