@@ -17,8 +17,7 @@ from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any, cast
 
-from django.db import connection, transaction
-from django.db.models import Field
+from django.db import transaction
 from django.utils import timezone
 
 from ctxlab.engine.core.heap import existing_heap_frozen
@@ -33,7 +32,7 @@ from ctxlab.engine.summarize.offline import OfflineSummarizer
 from ctxlab.engine.summarize.recorded import RecordedSummarizer, agreement_rows
 from replay_app.compare import inputs as compare_inputs
 from replay_app.costs import llm, run_costs
-from replay_app.models import Run, RunStatus, RunSummary
+from replay_app.models import Run, RunStatus
 from replay_app.runs import survival as run_survival
 from replay_app.runs import textstore
 from replay_app.runs.heartbeat import pulse as heartbeat_pulse
@@ -44,7 +43,15 @@ from replay_app.runs.progress import (
     _emit,
     _latest_events,
 )
-from replay_app.runs.step_rows import Inserts, NewEvent, NewSummary, Row, StepRows, finding_row
+from replay_app.runs.step_rows import (
+    Inserts,
+    NewEvent,
+    NewSummary,
+    Row,
+    StepRows,
+    finding_row,
+    store_summary_inputs,
+)
 from replay_app.steps import lost_analysis
 
 log = logging.getLogger(__name__)
@@ -243,7 +250,7 @@ def _analyse(
                 ).update(heartbeat_at=timezone.now())
                 if ours and inputs:
                     texts.write()
-                    _store_summary_inputs(run.pk, inputs)
+                    store_summary_inputs(run.pk, inputs)
                 if retention is not None:
                     lost_analysis.store_retention(run, attempt, retention)
                 if survival is not None:
@@ -259,26 +266,6 @@ def _analyse(
                 Run.objects.filter(
                     pk=run.pk, attempts=attempt, status=RunStatus.DONE, finished_at=None
                 ).update(finished_at=done_at, **costs)
-
-
-def _store_summary_inputs(run_id: int, inputs: list[tuple[int, list[textstore.Piece]]]) -> None:
-    """Each summary's input as its pieces, its inline text emptied: one prepared UPDATE
-    run by ``executemany`` (an ``update()`` per row built a query per summary: 1,676 of
-    them took 0.6 s after a 20,000-message picoclaw run)."""
-    meta = RunSummary._meta
-    field = cast("Field[Any, Any]", meta.get_field("input_parts"))
-    quote = connection.ops.quote_name
-    text, parts_column, run, seq = (
-        quote(cast(str, cast("Field[Any, Any]", meta.get_field(name)).column))
-        for name in ("input", "input_parts", "run", "seq")
-    )
-    sql = (
-        f"UPDATE {quote(meta.db_table)} SET {text} = %s, {parts_column} = %s "
-        f"WHERE {run} = %s AND {seq} = %s"
-    )
-    rows = [("", field.get_db_prep_save(parts, connection), run_id, s) for s, parts in inputs]
-    with connection.cursor() as cursor:
-        cursor.executemany(sql, rows)
 
 
 class _BatchWriter:

@@ -242,6 +242,26 @@ class _Table:
             cursor.executemany(self.sql, params)
 
 
+def store_summary_inputs(run_id: int, inputs: Sequence[tuple[int, Any]]) -> None:
+    """Each summary's input as its pieces, its inline text emptied: one prepared UPDATE
+    run by ``executemany``, as ``_Table`` inserts (an ``update()`` per row built a query
+    per summary: 1,676 of them took 0.6 s after a 20,000-message picoclaw run)."""
+    if not inputs:
+        return
+    db = connections[DEFAULT_DB_ALIAS]  # the thread's own (``connection`` is a proxy)
+    by_name = {f.name: f for f in RunSummary._meta.concrete_fields}
+    text, parts, run, seq = (
+        db.ops.quote_name(str(by_name[n].column)) for n in ("input", "input_parts", "run", "seq")
+    )
+    sql = (
+        f"UPDATE {db.ops.quote_name(RunSummary._meta.db_table)} SET {text} = %s, {parts} = %s "
+        f"WHERE {run} = %s AND {seq} = %s"
+    )
+    prepare = _preparer(by_name["input_parts"], db)
+    with db.cursor() as cursor:
+        cursor.executemany(sql, [("", prepare(p), run_id, s) for s, p in inputs])
+
+
 class Inserts:
     """One run's event, summary, finding and offload rows: ``write`` per flush (inside the
     flush's transaction), in the order ``bulk_create`` wrote them (same ids)."""

@@ -214,7 +214,6 @@ class _State:
     provider: str = ""  # the session's providerID; "" = the params decide throughout
     model: str = ""  # the request's modelID
     limits: tuple[int, int, int] | None = None  # (context, input, output) of the request
-    limits_why: str = ""
 
 
 class OpenCodeStrategy(Strategy):
@@ -476,7 +475,6 @@ class OpenCodeStrategy(Strategy):
         if not model or model == st.model:
             return
         st.model, st.limits = model, model_limits(st.provider, model)
-        st.limits_why = f"models.dev {st.provider}/{model}" if st.limits else "default"
 
     def _rules_detail(self, ctx: ContextView) -> dict[str, str]:
         """Which limits ran and why (the run and compare pages show it), where the
@@ -487,7 +485,7 @@ class OpenCodeStrategy(Strategy):
         context, limit_input, output = st.limits
         return {
             "rules_reason": f"limits context {context}, input {limit_input}, output {output} "
-            f"({st.limits_why})"
+            f"(models.dev {st.provider}/{st.model})"
         }
 
     def after_append(self, ctx: ContextView, index: int) -> None:
