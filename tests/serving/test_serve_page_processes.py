@@ -94,6 +94,15 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimpleNamespace
             process.kill()
 
 
+def _queued_connections(pid: int) -> int:
+    """Connections to the page processes' sockets that no process has closed: a stopped page
+    process cannot accept, so a GET forwarded to it waits in its socket's queue (listed in
+    ``/proc/net/unix`` under the socket's path, without the listener's flag)."""
+    paths = {str(p) for p in map(_socket_of, _children(pid)) if p is not None}
+    rows = (line.split() for line in Path("/proc/net/unix").read_text().splitlines()[1:])
+    return sum(1 for row in rows if len(row) == 8 and row[7] in paths and row[3] != "00010000")
+
+
 def _get(port: int, url: str, cookie: str, timeout: float = WAIT_SECONDS) -> tuple[int, bytes]:
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
     try:
@@ -153,8 +162,13 @@ def test_dead_page_process_is_replaced_and_front_answers_meanwhile(
     waiting = threading.Thread(
         target=lambda: pending.append(_get(served.port, "/runs/", served.cookie))
     )
+    held = _queued_connections(served.pid)
     waiting.start()
-    time.sleep(1.0)
+    wait_until(
+        lambda: _queued_connections(served.pid) > held,
+        "the GET queued on a stopped page process's socket",
+        seen=lambda: _queued_connections(served.pid),
+    )  # fmt: skip
     assert not pending
     for pid in served.pages:
         os.kill(pid, signal.SIGKILL)
