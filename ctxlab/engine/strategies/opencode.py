@@ -70,6 +70,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..core.findings import check_summary_size
@@ -214,6 +215,16 @@ class _State:
     provider: str = ""  # the session's providerID; "" = the params decide throughout
     model: str = ""  # the request's modelID
     limits: tuple[int, int, int] | None = None  # (context, input, output) of the request
+
+
+def _unix(timestamp: str | None) -> float | None:
+    """An ISO-8601 time (the importer's, from OpenCode's ``time.created``) in Unix seconds."""
+    if not timestamp:
+        return None
+    try:
+        return datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
 
 
 class OpenCodeStrategy(Strategy):
@@ -466,15 +477,21 @@ class OpenCodeStrategy(Strategy):
         if pinned or not provider:
             return
         st.provider = provider
-        first = next((m.model for m in ctx.originals if m.model), ctx.conversation.model)
-        self._follow_model(st, first)
+        first = next((m for m in ctx.originals if m.model), None)
+        if first is not None:
+            self._follow_model(st, first.model, first.timestamp)
+        else:
+            self._follow_model(st, ctx.conversation.model, None)
 
-    def _follow_model(self, st: _State, model: str) -> None:
-        """The request's model decides (a session can switch it): its models.dev limits,
-        the params' defaults where models.dev does not list it."""
+    def _follow_model(self, st: _State, model: str, timestamp: str | None) -> None:
+        """The request's model decides (a session can switch it): its models.dev limits as
+        published when it was first asked for (OpenCode builds its provider state from
+        models.dev once per process, and models.dev's limits change: github-copilot's
+        claude-sonnet-4.6 had input 128 000 from March to May 2026, 168 000 since), the
+        params' defaults where models.dev does not list it."""
         if not model or model == st.model:
             return
-        st.model, st.limits = model, model_limits(st.provider, model)
+        st.model, st.limits = model, model_limits(st.provider, model, _unix(timestamp))
 
     def _rules_detail(self, ctx: ContextView) -> dict[str, str]:
         """Which limits ran and why (the run and compare pages show it), where the
@@ -519,7 +536,8 @@ class OpenCodeStrategy(Strategy):
     def before_call(self, ctx: ContextView) -> None:
         st: _State = ctx.state
         if st.provider:  # the request's model (the user message's, which the reply reports)
-            self._follow_model(st, ctx.originals[ctx.source_index].model)
+            source = ctx.originals[ctx.source_index]
+            self._follow_model(st, source.model, source.timestamp)
         if st.last_finished is None:
             return  # no finished assistant since the start or the last summary
         count, detail = self._count(ctx, st.last_finished)
