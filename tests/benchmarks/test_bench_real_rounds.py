@@ -121,7 +121,7 @@ def test_rounds_measure_every_strategy_at_both_sizes_alternating_which_goes_firs
     monkeypatch.setattr(timing, "worker_replay", spy)
     names = ["observation_masking", "langchain_trim"]
     out = io.StringIO()
-    got = timing.measure(one, two, names, out, rounds=2)
+    got = timing.measure(one, two, names, out, rounds=2, extra_rounds=0)
     assert order[2:] == [
         ("observation_masking", 200), ("observation_masking", 400),
         ("langchain_trim", 400), ("langchain_trim", 200),
@@ -152,6 +152,41 @@ def test_rounds_measure_every_strategy_at_both_sizes_alternating_which_goes_firs
     assert got.presets_ratio(names).samples[0] == pytest.approx(
         (got.at_20k[names[0]][0] + got.at_20k[names[1]][0]) / got.floor[0]
     )
+
+
+def test_strategies_near_the_scaling_goal_get_more_paired_rounds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    one, two = _conversation(200), _conversation(400)
+    # langchain_trim reads 2.3x in its first rounds, observation_masking 1.9x
+    seconds = {("langchain_trim", 200): 1.0, ("langchain_trim", 400): 2.3,
+               ("observation_masking", 200): 1.0, ("observation_masking", 400): 1.9}  # fmt: skip
+    order: list[tuple[str, int]] = []
+
+    def fake(stored: timing.Stored, name: str) -> float:
+        size = len(stored.columns["reference_tokens"])
+        order.append((name, size))
+        if len(order) > 2 + 3 * 4 and size == 400:
+            return 2.0  # the extra rounds read 2.0x: the median moves to them
+        return seconds[name, size]
+
+    monkeypatch.setattr(timing, "worker_replay", fake)
+    names = ["observation_masking", "langchain_trim"]
+    out = io.StringIO()
+    got = timing.measure(one, two, names, out, rounds=3, extra_rounds=4)
+    assert got.near_goal(names) == ["langchain_trim"]
+    extra = order[2 + 3 * 4 :]
+    # both sizes back to back, which goes first alternating (round 4 is the 4th in a row)
+    lt = "langchain_trim"
+    assert extra == [(lt, 400), (lt, 200), (lt, 200), (lt, 400)] * 2
+    spread = got.scaling("langchain_trim")
+    assert len(spread.samples) == 7 and spread.value == 2.0  # 3 x 2.3, then 4 x 2.0
+    assert got.scaling_of_fastest("langchain_trim") == 2.0
+    assert len(got.scaling("observation_masking").samples) == 3  # far from the line
+    assert got.floor_ratio("langchain_trim").samples == pytest.approx(
+        [1.0 / got.floor_of("langchain_trim", r)[0] for r in range(3)]
+    )  # the floor ratios keep their own rounds
+    assert "4 more paired rounds of the 1 strategies near the scaling goal" in out.getvalue()
 
 
 def test_the_worker_path_replays_a_fresh_decode_of_the_stored_conversation() -> None:
