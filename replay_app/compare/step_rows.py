@@ -148,8 +148,7 @@ def _run_zones(view: StepAcross, col: int, at: RunAtStep) -> str:
         f'<span class="mono small muted">{escape(run.strategy)}</span></h3>'
     )
     if at.step is None or at.zone is None:
-        what = f"compaction {view.compaction}" if view.compaction else f"step {view.step}"
-        return f'{head}<p class="muted small">No {what} in this run.</p></div>'
+        return f'{head}<p class="muted small">No {moment(view)} in this run.</p></div>'
     tokens = at.tokens
     line = (
         f'<p class="small step-tokens">step {at.step} · request <strong class="num">'
@@ -170,6 +169,11 @@ def zones_html(view: StepAcross) -> SafeString:
     page's), or why it has none."""
     blocks = (_run_zones(view, col, at) for col, at in enumerate(view.runs))
     return mark_safe("\n".join(blocks))  # noqa: S308 - every value escaped above
+
+
+def moment(view: StepAcross) -> str:
+    """The view's moment in words, as its title says it: ``compaction K`` or ``step N``."""
+    return f"compaction {view.compaction}" if view.compaction else f"step {view.step}"
 
 
 def _at(view: StepAcross) -> str:

@@ -63,11 +63,12 @@ def compare_step(request: HttpRequest, runs: list[Run]) -> HttpResponse:
         if request.GET.get("format") == "json":
             return JsonResponse(view.as_json(), json_dumps_params={"ensure_ascii": False})
         ids = ",".join(str(r.pk) for r in runs)
-        return render(
-            request,
-            "replay_app/compare/compare_step.html",
-            {"view": view, "runs": runs, "ids": ids,
-             "main_html": step_rows.main_html(view, ids, message), **extra},
+        # the frame around the step (base.html, the head) is rendered once for the runs
+        return whole_page.framed(
+            request, runs, "compare-step", "replay_app/compare/compare_step.html",
+            {"runs": runs, "ids": ids},
+            {"moment": step_rows.moment(view), "main_html": step_rows.main_html(view, ids, message)},
+            extra,
         )  # fmt: skip
 
     # finished runs' step view (page and JSON twin) comes whole from the memo (whole_page)

@@ -36,8 +36,9 @@ def test_the_step_view_is_rendered_once_per_step(client: Any, user: Any, runs: l
     again, rendered_again = view_with_templates(client, url)
     assert rendered_again == []  # the page came from the memo
     assert 'id="step-title"' in again and "Step 5" in again
-    _, other = view_with_templates(client, _url(runs, step=6))
-    assert "replay_app/compare/compare_step.html" in other  # another step, another page
+    other, rendered_other = view_with_templates(client, _url(runs, step=6))
+    # another step, another page, in the same frame (base.html is not rendered again)
+    assert rendered_other == [] and "Step 6" in other and "at step 6 · ctxlab" in other
 
 
 def test_the_json_twin_is_memoised_beside_the_page(
