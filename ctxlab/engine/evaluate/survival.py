@@ -74,7 +74,33 @@ DONE = frozenset({"completed", "done", "cancelled"})
 _EXTRA: BoundedLRU[frozenset[Fact]] = BoundedLRU(32_768, 16_000_000)
 
 
+# Every ``DECISION_RE`` match holds one of these, lower-cased (in ASCII text ``str.lower``
+# folds exactly the letters ``re.IGNORECASE`` does): a text with none holds no decision, and
+# most assistant texts are skipped without splitting their sentences (or hashing them for
+# the memo). Outside ASCII, IGNORECASE folds more (the Kelvin sign to "k", "ſ" to "s").
+_DECISION_WORDS = (
+    "i'll use", "i will use", "i'll go with", "let's use", "let's go with", "we'll use",
+    "going with", "decided", "decision", "chose", "choose to", "opted", "switch", "instead of",
+    "rather than", "better approach", "won't work", "doesn't work because", "the approach",
+    "the fix is", "root cause",
+)  # fmt: skip
+
+
+def _cannot_decide(text: str) -> bool:
+    """True when ``DECISION_RE`` cannot match anywhere in ``text`` (exact; see above). A
+    sentence is a substring of its text, so no sentence of it matches either."""
+    if not text.isascii():
+        return False
+    low = text.lower()
+    for word in _DECISION_WORDS:  # noqa: SIM110 (a loop: this runs for every assistant text)
+        if word in low:
+            return False
+    return True
+
+
 def _decisions(text: str) -> Iterable[Fact]:
+    if _cannot_decide(text):
+        return
     for sentence in SENTENCE_RE.split(text):
         sentence = sentence.strip().lstrip("-*#> ").strip()
         if len(sentence) >= 12 and DECISION_RE.search(sentence):
@@ -104,6 +130,8 @@ def extra_facts(message: Message) -> frozenset[Fact]:
     for block in message.blocks:
         if block.kind is BlockKind.TEXT and message.role is Role.ASSISTANT and block.text:
             text = block.text
+            if _cannot_decide(text):  # no decision: no need to hash it for the memo
+                continue
             key = "d" + text_key(text)
             got = _EXTRA.get(key)
             if got is None:
