@@ -224,11 +224,16 @@ class SourcePos:
         return f"{self.file}:{where}" if self.file else where
 
 
+# The first message of a turn whose user message sent the model nothing (OpenCode: only
+# ``ignored`` text, a plugin's notice): not imported, yet a turn the agent counts.
+UNSENT_USER_TURN = "unsent_user_turn"
+
+
 @dataclass(frozen=True, slots=True)
 class Message:
     """One message. ``flags`` mark special messages: ``meta`` (injected, not typed by the
     user), ``demonstration`` (SWE-agent few-shot), ``compact_summary`` (a summary the
-    original agent injected), ``sidechain``."""
+    original agent injected), ``sidechain``, ``UNSENT_USER_TURN``."""
 
     role: Role
     blocks: tuple[Block, ...]

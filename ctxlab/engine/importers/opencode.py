@@ -64,6 +64,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ..core.model import (
+    UNSENT_USER_TURN,
     Block,
     BlockKind,
     Conversation,
@@ -193,6 +194,8 @@ class _Reader:
     # each pruned output's stamp with its call: where the prune passes fall
     starts: list[tuple[int, int]] = field(default_factory=list)
     prunes: list[tuple[int, str]] = field(default_factory=list)
+    # indexes of the first message after a user message that sent the model nothing
+    unsent_turns: list[int] = field(default_factory=list)
     model: str = ""
     provider: str = ""
 
@@ -243,6 +246,10 @@ class _Reader:
                 self.warnings.add(f"user part of unknown type {kind[:40]!r} skipped",
                                   f"record {index}", code="unknown-record")  # fmt: skip
         if not blocks:
+            # Not sent, yet still a user message of the session: OpenCode's prune counts its
+            # turns by stored user messages (a plugin's notice of only ``ignored`` text
+            # starts a loop the model sees as the previous turn's continuation).
+            self.unsent_turns.append(len(self.messages))
             return
         flags = {"meta"} if compaction is not None or (texts and synthetic == texts) else set()
         msg_id = as_str(info.get("id"))
@@ -432,6 +439,9 @@ def parse(data: bytes, *, name: str) -> ParsedFile:
         "provider": reader.provider,
         "pruned_tool_outputs": str(reader.pruned or ""),
     }
+    for index in reader.unsent_turns:
+        if index < len(reader.messages):
+            reader.messages[index].flags.add(UNSENT_USER_TURN)
     conversation = Conversation(
         id=sid,
         title=title,

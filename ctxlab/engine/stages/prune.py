@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from ..core.model import Block, BlockKind, Message
+from ..core.model import UNSENT_USER_TURN, Block, BlockKind, Message
 from ..core.tool_pairs import is_user_query
 
 if TYPE_CHECKING:
@@ -52,7 +52,9 @@ def scan_tool_outputs(
     """OpenCode ``prune``'s walk over the live history, newest message and block first.
 
     User turns are counted before the skip test (``if (turns < 2) continue``), so the
-    newest ``protect_turns`` user turns are never touched. Completed (non-error) tool
+    newest ``protect_turns`` user turns are never touched; a turn whose user message sent
+    nothing (``UNSENT_USER_TURN`` on its first message) counts too, as OpenCode counts
+    stored user messages. Completed (non-error) tool
     outputs are summed with ``count``; once the sum is past ``protect_tokens`` each
     further output (the one crossing included) is queued. ``skip`` leaves a part out of
     the sum (protected tools); ``stop`` ends the walk (a part pruned earlier: older ones
@@ -63,21 +65,22 @@ def scan_tool_outputs(
         msg = ctx.message(index)
         if is_user_query(msg):
             turns += 1
-        if turns < protect_turns:
-            continue
-        for pos in range(len(msg.blocks) - 1, -1, -1):
-            block = msg.blocks[pos]
-            if block.kind is not BlockKind.TOOL_RESULT or block.is_error:
-                continue  # only completed tool parts (an error result is not completed)
-            if skip(index, pos, block):
-                continue
-            if stop(index, pos, block):
-                return scan
-            tokens = count(block.text)
-            scan.total += tokens
-            if scan.total > protect_tokens:
-                scan.pruned += tokens
-                scan.queued.append((index, pos))
+        if turns >= protect_turns:
+            for pos in range(len(msg.blocks) - 1, -1, -1):
+                block = msg.blocks[pos]
+                if block.kind is not BlockKind.TOOL_RESULT or block.is_error:
+                    continue  # only completed tool parts (an error result is not completed)
+                if skip(index, pos, block):
+                    continue
+                if stop(index, pos, block):
+                    return scan
+                tokens = count(block.text)
+                scan.total += tokens
+                if scan.total > protect_tokens:
+                    scan.pruned += tokens
+                    scan.queued.append((index, pos))
+        if UNSENT_USER_TURN in msg.flags:
+            turns += 1  # the turn's user message, not imported, stood just before this one
     return scan
 
 
