@@ -41,7 +41,7 @@ def window_params(
 def window_param_names(strategy: str) -> tuple[str, ...]:
     """The parameters a shared window sets for ``strategy`` (its own first)."""
     cls = get_strategy_class(strategy)
-    return (cls.WINDOW, *cls.WINDOW_FOLLOWS) if cls.WINDOW else ()
+    return (cls.WINDOW, *cls.WINDOW_FOLLOWS, *cls.WINDOW_PINS) if cls.WINDOW else ()
 
 
 def peak_reference_tokens(conversation: Conversation) -> int:

@@ -207,7 +207,8 @@ def format_table(result: ReplayResult) -> str:
 def strategy_library() -> list[dict[str, Any]]:
     """Every strategy ``--strategy`` accepts (the library's order, then the rest, such as
     ``custom``) with its window parameter, that parameter's default and range, and the
-    parameters that follow it with their share of the window: what ``--window`` sets."""
+    parameters that follow it with their share of the window, and those it pins: what
+    ``--window`` sets."""
     names = [n for n in LIBRARY if n in STRATEGIES] + sorted(set(STRATEGIES) - set(LIBRARY))
     rows = []
     for name in names:
@@ -228,6 +229,11 @@ def strategy_library() -> list[dict[str, Any]]:
                     {"param": param, "share": share, "default": specs[param].default}
                     for param, share in cls.WINDOW_FOLLOWS.items()
                 ],
+                # set to a fixed value, so that the window holds (``Strategy.WINDOW_PINS``)
+                "pins": [
+                    {"param": param, "value": value, "default": specs[param].default}
+                    for param, value in cls.WINDOW_PINS.items()
+                ],
             }
         )
     return rows
@@ -238,14 +244,15 @@ def format_library(rows: Sequence[Mapping[str, Any]]) -> str:
     header = ("strategy", "window parameter", "default", "followers (share of window)", "label")
     table = [header]
     for row in rows:
-        follows = ", ".join(f"{f['param']} {f['share']:g}" for f in row["follows"]) or "-"
+        follows = [f"{f['param']} {f['share']:g}" for f in row["follows"]]
+        follows += [f"{p['param']}={p['value']}" for p in row["pins"]]
         default = row["window_default"]
         table.append(
             (
                 row["name"],
                 row["window"] or "-",
                 "-" if default is None else f"{default:,}",
-                follows,
+                ", ".join(follows) or "-",
                 row["label"],
             )
         )

@@ -53,7 +53,8 @@ def _window_line(cls: type[Strategy]) -> str:
     if not cls.WINDOW:
         return "No window parameter: a comparison's model window does not change it."
     followers = ", ".join(
-        f"`{name}` ({share:g} of it)" for name, share in cls.WINDOW_FOLLOWS.items()
+        [f"`{name}` ({share:g} of it)" for name, share in cls.WINDOW_FOLLOWS.items()]
+        + [f"`{name}` to `{value}`" for name, value in cls.WINDOW_PINS.items()]
     )
     line = f"Window parameter: `{cls.WINDOW}` (what `--window` and a comparison's budget set)"
     return line + (f"; it also sets {followers}." if followers else ".")

@@ -73,11 +73,14 @@ def test_list_strategies_matches_what_window_sets() -> None:
     assert sorted(r["name"] for r in rows) == sorted(STRATEGIES)
     for row in rows:
         if row["window"] is None:  # a strategy without a window: --window refuses it
-            assert row["follows"] == [] and row["window_default"] is None
+            assert row["follows"] == row["pins"] == [] and row["window_default"] is None
             continue
         # What the listing promises is what --window 150000 sets, no more, no less.
         listed = {row["window"], *(f["param"] for f in row["follows"])}
-        assert set(window_params(row["name"], 150_000)) == listed, row["name"]
+        pins = {p["param"]: p["value"] for p in row["pins"]}
+        params = window_params(row["name"], 150_000)
+        assert set(params) == listed | set(pins), row["name"]
+        assert {k: params[k] for k in pins} == pins, row["name"]
         assert row["window_default"] == STRATEGIES[row["name"]]().params[row["window"]]
 
     table = _run("-m", "ctxlab.engine", "replay", "--list-strategies")

@@ -48,6 +48,10 @@ class Strategy:
     # comparison budget sets them all through ``window_params``.
     WINDOW: ClassVar[str] = ""
     WINDOW_FOLLOWS: ClassVar[Mapping[str, float]] = {}
+    # Parameters a budget also sets, to fixed values, so that its window holds: where the
+    # window's default lets the session's model decide, a budget at that same value must
+    # still pin it (e.g. codex at 272 000 on a 400 000 rollout).
+    WINDOW_PINS: ClassVar[Mapping[str, Any]] = {}
 
     def __init__(self, params: Mapping[str, Any] | None = None) -> None:
         self.params: dict[str, Any] = validate(self.PARAMS, params, strategy=self.name)
@@ -57,9 +61,10 @@ class Strategy:
         return cls.PARAMS
 
     @classmethod
-    def window_params(cls, window: int) -> dict[str, int]:
+    def window_params(cls, window: int) -> dict[str, Any]:
         """The parameters that put this strategy at model window ``window``: its own window
-        parameter, and each follower at its share of the window (rounded, kept in range).
+        parameter, each follower at its share of the window (rounded, kept in range), and
+        the pins.
         ValueError when the window is outside the window parameter's range."""
         if not cls.WINDOW:
             raise ValueError(f"strategy {cls.name!r} declares no window parameter")
@@ -72,7 +77,7 @@ class Strategy:
                 f"window {window} is out of range for {cls.name} "
                 f"({cls.WINDOW}: {own.describe_range()})"
             )
-        out = {cls.WINDOW: window}
+        out: dict[str, Any] = {cls.WINDOW: window}
         for name, share in cls.WINDOW_FOLLOWS.items():
             spec = specs[name]
             value = round(window * share)
@@ -81,6 +86,7 @@ class Strategy:
             if spec.max is not None:
                 value = min(value, int(spec.max))
             out[name] = value
+        out.update(cls.WINDOW_PINS)
         return out
 
     # --- estimator ----------------------------------------------------------------------

@@ -230,6 +230,7 @@ class CodexStrategy(Strategy):
         "server-reported token_count for the trigger until the replay diverges"
     )
     WINDOW = "model_context_window"
+    WINDOW_PINS = {"window_from_session": False}
     PARAMS: ClassVar[tuple[Param, ...]] = (
         Param(
             "agent_version",
@@ -248,6 +249,15 @@ class CodexStrategy(Strategy):
             "it drops its oldest items.",
             min=1_000,
             origin="config.toml model_context_window",
+        ),
+        Param(
+            "window_from_session",
+            True,
+            "At the default model_context_window, the rollout's reported window decides "
+            "(see model_context_window); off pins 272 000 too. A comparison budget turns it "
+            "off, so that its window holds even at that value.",
+            "bool",
+            origin="the rollout's model_context_window (turn_context / token_count)",
         ),
         Param(
             "follow_manual_compactions",
@@ -398,7 +408,8 @@ class CodexStrategy(Strategy):
         # window; another agent's transcript replayed under codex keeps the default.
         rollout = bool(meta.get("cli_version"))
         reported = int(meta.get("model_context_window", "0") or 0) if rollout else 0
-        if window == DEFAULT_WINDOW and st.rules is not versions.LEGACY:
+        from_session = window == DEFAULT_WINDOW and self.params["window_from_session"]
+        if from_session and st.rules is not versions.LEGACY:
             window = 0  # the default: the rollout's own window decides where it has one
             # (legacy rollouts, e.g. 0.40, report the raw window: 272 000)
             for pair in meta.get("model_context_windows", "").split(";") if rollout else ():

@@ -245,6 +245,7 @@ class OpenCodeStrategy(Strategy):
     )
     WINDOW = "context"
     WINDOW_FOLLOWS = {"output": 32_000 / 200_000}
+    WINDOW_PINS = {"window_from_session": False}
     PARAMS: ClassVar[tuple[Param, ...]] = (
         Param(
             "context",
@@ -271,6 +272,15 @@ class OpenCodeStrategy(Strategy):
             "output_token_max. At the defaults, the session's model decides (see context).",
             min=0,
             origin="model limit.output (models.dev)",
+        ),
+        Param(
+            "window_from_session",
+            True,
+            "At the default context, input and output, the session's model decides them "
+            "(models.dev, see context); off pins the defaults too. A comparison budget turns "
+            "it off, so that its window holds even at 200 000.",
+            "bool",
+            origin="the session's providerID + modelID (models.dev)",
         ),
         Param(
             "output_token_max",
@@ -470,7 +480,7 @@ class OpenCodeStrategy(Strategy):
     # --- hooks --------------------------------------------------------------------------
     def prepare(self, ctx: ContextView) -> None:
         st: _State = ctx.state
-        pinned = self.limits() != DEFAULT_LIMITS
+        pinned = self.limits() != DEFAULT_LIMITS or not self.params["window_from_session"]
         # Only an OpenCode session (its importer records the providerID) names the model as
         # OpenCode looks it up; another agent's transcript replayed here keeps the params.
         provider = dict(ctx.conversation.metadata).get("provider", "")

@@ -7,6 +7,7 @@ tool outputs Codex weighed at each compaction are as recorded.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -14,6 +15,7 @@ import pytest
 from builders import EchoSummarizer, assistant, conv, system, tool_result, tool_use, user
 
 from ctxlab.engine import importers
+from ctxlab.engine.budget import window_params
 from ctxlab.engine.core.model import Conversation, Usage
 from ctxlab.engine.core.records import Fate
 from ctxlab.engine.replay import run
@@ -461,3 +463,18 @@ def test_0145_reasoning_factor_is_the_versions_unless_pinned() -> None:
     assert strategy._reasoning_tokens(reply, versions.V0_140) == 125
     pinned = CodexStrategy({"reasoning_estimate_factor": 2.0})
     assert pinned._reasoning_tokens(reply, versions.V0_145) == 200
+
+
+def test_a_budget_at_the_default_window_pins_it() -> None:
+    """The same collab rollout, as if its model reported a 400 000 window (380 000 = 95%):
+    at the default params that window decides and nothing compacts; a comparison budget of
+    272 000 (the default value) still means 272 000, so the 0.145 limit fires again."""
+    wide = {"model_context_window": "380000", "model_context_windows": "gpt-5.6-sol=380000"}
+    conversation = load(COLLAB)
+    metadata = tuple((k, wide.get(k, v)) for k, v in conversation.metadata)
+    conversation = dataclasses.replace(conversation, metadata=metadata)
+    assert not compactions(replay(conversation))
+    params = window_params("codex", 272_000)
+    assert params == {"model_context_window": 272_000, "window_from_session": False}
+    (event,) = compactions(replay(conversation, **params))
+    assert event.detail["limit"] == 225_760

@@ -11,6 +11,7 @@ import pytest
 from builders import assistant
 
 from ctxlab.engine import cli
+from ctxlab.engine.budget import window_params
 from ctxlab.engine.core.model import Conversation, Usage
 from ctxlab.engine.replay import run
 from ctxlab.engine.strategies import STRATEGIES
@@ -81,3 +82,11 @@ def test_another_agents_transcript_keeps_the_params() -> None:
 
 def test_without_a_replay_the_params_decide() -> None:
     assert STRATEGIES["opencode"]({}).usable() == 168_000  # type: ignore[attr-defined]
+
+
+def test_a_budget_at_the_default_window_pins_it() -> None:
+    """A comparison budget of 200 000 means 200 000, not "the session's model"."""
+    params = window_params("opencode", 200_000)
+    assert params == {"context": 200_000, "output": 32_000, "window_from_session": False}
+    (event,) = _compactions(_session(), **params)
+    assert event["usable"] == 168_000 and "rules_reason" not in event
