@@ -13,8 +13,10 @@ from builders import assistant
 
 from ctxlab.engine import cli
 from ctxlab.engine.core.model import Conversation, Usage
-from ctxlab.engine.replay import run
+from ctxlab.engine.replay import Replay, run
+from ctxlab.engine.strategies import _models_dev
 from ctxlab.engine.strategies._models_dev import model_limits
+from ctxlab.engine.summarize.recorded import RecordedSummarizer, agreements
 
 # dayhaysoos/nimbus, MIT (README there): a real OpenCode 1.2.26 cut, re-dated and re-modelled
 CUT = (
@@ -64,3 +66,31 @@ def test_the_same_session_later_runs_at_the_later_limits() -> None:
 def test_explicit_params_still_pin_the_limits() -> None:
     (event,) = _compactions(_session(JUNE), input=128_000)
     assert event["usable"] == 108_000
+
+
+# savekirk/session-bridge, MIT (LICENSE.md there): the real compaction, cut (README beside it)
+REAL = CUT.parents[1] / "session-bridge-1.4.3" / "compaction-at-then-limits.json"
+
+
+def test_the_real_compaction_at_the_limits_of_its_day() -> None:
+    conversation = cli.load_file(REAL)
+    (row,) = agreements(
+        conversation, Replay(conversation, "opencode", summarizer=RecordedSummarizer()).exhaust()
+    )
+    assert row.agree and row.replay_tokens == 112_579
+    assert row.rules_reason == (
+        "limits context 200000, input 128000, output 32000 (models.dev github-copilot/claude-sonnet-4.6)"
+    )
+
+
+def test_at_todays_limits_the_replay_would_not_have_compacted(monkeypatch: Any) -> None:
+    today = _models_dev.model_limits
+    monkeypatch.setattr(
+        "ctxlab.engine.strategies.opencode.model_limits",
+        lambda provider, model, at=None: today(provider, model),
+    )
+    conversation = cli.load_file(REAL)
+    (row,) = agreements(
+        conversation, Replay(conversation, "opencode", summarizer=RecordedSummarizer()).exhaust()
+    )
+    assert not row.agree and row.replay_step is None
