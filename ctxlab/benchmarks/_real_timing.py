@@ -61,6 +61,7 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from ctxlab.engine.core import codec
+from ctxlab.engine.core.heap import existing_heap_frozen
 from ctxlab.engine.core.model import Conversation
 from ctxlab.engine.core.strategy import ReferenceEstimator
 from ctxlab.engine.evaluate import survival
@@ -164,8 +165,10 @@ class Stored:
         return cls(text, columns, qwen)
 
     def decode(self) -> Conversation:
-        """A fresh conversation, as ``Transcript.to_conversation`` decodes the rows."""
-        return codec.conversation_from_dict(json.loads(self.text))
+        """A fresh conversation, as ``Transcript.to_conversation`` decodes the rows (the
+        collector kept off the heap meanwhile, as there)."""
+        with existing_heap_frozen():
+            return codec.conversation_from_dict(json.loads(self.text))
 
 
 def worker_replay(stored: Stored, name: str) -> float:
