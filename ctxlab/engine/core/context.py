@@ -24,6 +24,7 @@ from ..tokens.reference import ReferenceTokens
 from .catalogue import NOTE_KEY, offline_outcome_note
 from .context_view import ContextView
 from .model import Conversation, Message, Role
+from .packed import PackedTexts
 from .records import (
     Change,
     Event,
@@ -64,6 +65,18 @@ class Pending:
     apply: Callable[[ContextView], None]
 
 
+def _holds(message: Message, text: str) -> bool:
+    """True when ``text`` is the very text of one of ``message``'s blocks or parts (an
+    original's tool output offloaded whole: its conversation keeps it alive)."""
+    for block in message.blocks:
+        if block.text is text:
+            return True
+        for part in block.parts:
+            if part.text is text:
+                return True
+    return False
+
+
 @dataclass(slots=True)
 class Action:
     """Collects one event's changes; see ``ReplayContext.action``."""
@@ -90,7 +103,13 @@ class Action:
         """Swap in a modified version of ``index`` (in place, persists)."""
         self.ctx._replace(index, message)
         if offload_path and offload_text is not None:
-            self.ctx.result.offloads[offload_path] = offload_text
+            offloads = self.ctx.result.offloads
+            if isinstance(offloads, PackedTexts) and _holds(
+                self.ctx.originals[index], offload_text
+            ):
+                offloads.keep(offload_path, offload_text)
+            else:
+                offloads[offload_path] = offload_text
         self.changes.append(new_change(index, fate, reason or self.reason, message, offload_path))
         self.touched.append(index)
 
