@@ -207,6 +207,11 @@ class _State:
     extra_est: int = 0
     pending: OriginalCompaction | None = None  # the original compacted at these messages
     pending_from: int = 0  # first source index of its replacement history
+    # A compaction ran and no response has come since: Codex samples next (a mid-turn
+    # compaction `continue`s into the follow-up request, a pre-turn one records the user
+    # message and samples), so that request is no check point. Its count until then is
+    # Codex's own estimate of the new history (0.104: 940 499 of a 258 400 window).
+    sampling_next: bool = False
 
 
 class CodexStrategy(Strategy):
@@ -441,6 +446,8 @@ class CodexStrategy(Strategy):
         if msg.usage is not None:
             st.reported = msg.usage.context_tokens - msg.usage.reasoning
             st.last_total = msg.usage.context_tokens
+        if msg.role is Role.ASSISTANT and "replacement_history" not in msg.flags:
+            st.sampling_next = False  # the request after the compaction was answered
         self._truncate_tool_output(ctx, index, msg)
         if st.pending is not None:
             return  # the original's replacement history: counted when it is decided
@@ -498,6 +505,8 @@ class CodexStrategy(Strategy):
             return
         if "replacement_history" in ctx.originals[ctx.source_index].flags:
             return  # a reply 0.118 kept in its replacement history: no request, no check
+        if st.sampling_next and st.rules is not versions.LEGACY:
+            return  # the first request after a compaction: Codex samples, it does not check
         if st.rules is versions.LEGACY:
             total, source = self._usage(ctx)
             if total >= limit:
@@ -680,6 +689,7 @@ class CodexStrategy(Strategy):
                 st.last_total = self._post_tokens(ctx, original, ctx.history_tokens)
         st.reasoning.reset()
         st.summary_at = None
+        st.sampling_next = True
 
     @staticmethod
     def _post_tokens(ctx: ContextView, original: OriginalCompaction, replaced: int) -> int:
@@ -832,6 +842,7 @@ class CodexStrategy(Strategy):
             st.diverged = True  # before the scope ends: tokens_after is the new count
         st.summary_at = ctx.source_index
         st.reasoning.reset()
+        st.sampling_next = True
         if st.rules is not versions.LEGACY and st.last_total is not None:
             self._anchor(ctx, ctx.request_tokens())  # recompute_token_usage: an estimate
         ctx.emit("warning", message=rules.WARNING)

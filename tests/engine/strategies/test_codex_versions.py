@@ -478,3 +478,77 @@ def test_a_budget_at_the_default_window_pins_it() -> None:
     assert params == {"model_context_window": 272_000, "window_from_session": False}
     (event,) = compactions(replay(conversation, **params))
     assert event.detail["limit"] == 225_760
+
+
+def post_estimate_rollout(post: int) -> Conversation:
+    """A turn whose tool output Codex weighs at 950 (limit 90% of 1 000) and compacts
+    mid-turn, remotely, as 0.104 does: the replacement history keeps the earlier replies,
+    then the user-side messages and the encrypted item, and Codex's own estimate of the new
+    history (``post``: input 0, a total only) is written before and after the ``compacted``
+    line. Then the follow-up request of the same turn (300) and a second turn (320)."""
+
+    def rec(kind: str, payload: dict[str, object]) -> str:
+        return json.dumps({"type": kind, "payload": payload})
+
+    def msg(role: str, words: str) -> dict[str, object]:
+        part = "output_text" if role == "assistant" else "input_text"
+        return {"type": "message", "role": role, "content": [{"type": part, "text": words}]}
+
+    def count(total: int, running: int, *, estimate: bool = False) -> str:
+        last = {"input_tokens": 0 if estimate else total - 10,
+                "output_tokens": 0 if estimate else 10, "total_tokens": total}  # fmt: skip
+        info = {"last_token_usage": last, "total_token_usage": {"total_tokens": running},
+                "model_context_window": 950}  # fmt: skip
+        return rec("event_msg", {"type": "token_count", "info": info})
+
+    history = [msg("user", "first task"), msg("assistant", "done"), msg("user", "fix it"),
+               {"type": "compaction", "encrypted_content": "e" * 400}]  # fmt: skip
+    lines = [
+        rec("session_meta", {"id": "s", "cli_version": "0.104.0-alpha.1"}),
+        rec("event_msg", {"type": "task_started"}),
+        rec("turn_context", {"model": "gpt-5.3-codex"}),
+        rec("response_item", msg("user", "first task")),
+        rec("event_msg", {"type": "user_message", "message": "first task"}),
+        rec("response_item", msg("assistant", "done")),
+        count(400, 400),
+        rec("event_msg", {"type": "task_complete"}),
+        rec("event_msg", {"type": "task_started"}),
+        rec("response_item", msg("user", "fix it")),
+        rec("event_msg", {"type": "user_message", "message": "fix it"}),
+        rec(
+            "response_item",
+            {"type": "function_call", "name": "exec_command", "arguments": "{}", "call_id": "a"},
+        ),  # fmt: skip
+        count(950, 1_350),
+        rec("response_item", {"type": "function_call_output", "call_id": "a", "output": "ok"}),
+        count(post, 1_350, estimate=True),
+        rec("compacted", {"message": "", "replacement_history": history}),
+        count(post, 1_350, estimate=True),
+        rec("response_item", msg("assistant", "fixed")),
+        count(300, 1_650),
+        rec("event_msg", {"type": "task_complete"}),
+        rec("event_msg", {"type": "task_started"}),
+        rec("response_item", msg("user", "thanks")),
+        rec("event_msg", {"type": "user_message", "message": "thanks"}),
+        rec("response_item", msg("assistant", "welcome")),
+        count(320, 1_970),
+    ]
+    (conversation,) = importers.parse("\n".join(lines).encode(), name="e.jsonl").conversations
+    return conversation
+
+
+@pytest.mark.parametrize("post", [200, 5_000])
+def test_the_request_after_a_compaction_is_no_check_point(post: int) -> None:
+    """After a mid-turn compaction Codex `continue`s into the follow-up request (after a
+    pre-turn one it records the user message and samples): no check before it. Codex 0.104
+    estimates the new history far over the window (madshn/localpush: 940 499 of 258 400),
+    the estimate stands until that request's response reports, and the replay compacted a
+    second time on it where Codex did not. One compaction, the original's, whatever the
+    estimate; the next turn is checked on the response's own count."""
+    conversation = post_estimate_rollout(post)
+    (original,) = conversation.compactions
+    assert dict(original.detail)["post_tokens"] == str(post)
+    result = replay(conversation)
+    (event,) = compactions(result)
+    assert event.detail["follows_original"] and event.detail["phase"] == "mid_turn"
+    assert event.detail["rules_version"] == "0.118"
