@@ -178,13 +178,14 @@ def worker_replay(stored: Stored, name: str) -> float:
     conversation = stored.decode()
     cold_caches()
     start = cpu()
-    reference = stored_counts.seeded(conversation, stored.columns)
-    job = Replay(conversation, name, reference=reference)
-    # In the executor's order (runs.executor._execute): the replay is made, then CoPaw's
-    # Qwen2.5 counts seeded, so a strategy reading them at construction is caught here.
-    if stored.qwen is not None and copaw_stored.wants_stored_counts(job.strategy):
-        copaw_stored.seed_stored_counts(conversation.messages, stored.qwen)
-    result = job.finish()
+    with existing_heap_frozen():  # as the executor: one pause from its decode to the end
+        reference = stored_counts.seeded(conversation, stored.columns)
+        job = Replay(conversation, name, reference=reference)
+        # In the executor's order (runs.executor._execute): the replay is made, then CoPaw's
+        # Qwen2.5 counts seeded, so a strategy reading them at construction is caught here.
+        if stored.qwen is not None and copaw_stored.wants_stored_counts(job.strategy):
+            copaw_stored.seed_stored_counts(conversation.messages, stored.qwen)
+        result = job.finish()
     elapsed = cpu() - start
     del result, job, reference, conversation
     reference_mod._CACHE.clear()  # seeding kept the conversation for later readers

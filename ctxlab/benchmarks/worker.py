@@ -281,18 +281,22 @@ def _span(readings: list[float]) -> str:
 def _worker_replay(transcript: Any, preset: str) -> float:
     """The replay as the worker replays it (``executor._execute`` up to its loop): the
     conversation decoded from the rows, the stored counts read and seeded, the replay."""
+    from ctxlab.engine.core.heap import existing_heap_frozen
     from ctxlab.engine.replay import run as replay_run
     from ctxlab.engine.strategies import _copaw_stored as copaw_stored
     from ctxlab.engine.strategies import make_strategy, stored_counts
 
     start = time.process_time()
-    conversation = transcript.to_conversation()
-    rows = transcript.messages.order_by("index").values_list(*stored_counts.COLUMNS, "qwen_counts")
-    reference = stored_counts.seeded(conversation, stored_counts.from_rows([r[:-1] for r in rows]))
-    qwen = [r[-1] for r in rows]
-    if copaw_stored.wants_stored_counts(make_strategy(preset)):
-        copaw_stored.seed_stored_counts(conversation.messages, list(qwen))
-    replay_run(conversation, preset, reference=reference)
+    with existing_heap_frozen():  # as the executor: one pause from the decode to the end
+        conversation = transcript.to_conversation()
+        columns = (*stored_counts.COLUMNS, "qwen_counts")
+        rows = transcript.messages.order_by("index").values_list(*columns)
+        counts = stored_counts.from_rows([r[:-1] for r in rows])
+        reference = stored_counts.seeded(conversation, counts)
+        qwen = [r[-1] for r in rows]
+        if copaw_stored.wants_stored_counts(make_strategy(preset)):
+            copaw_stored.seed_stored_counts(conversation.messages, list(qwen))
+        replay_run(conversation, preset, reference=reference)
     return time.process_time() - start
 
 
