@@ -146,7 +146,8 @@ def framed(
         return render_template(request, template, {**context, **slots, **extra})
     runs = list(runs) if isinstance(runs, list | tuple) else [runs]
     names = tuple(sorted(slots))
-    key = f"frame-{name}:{','.join(names)}@{get_script_prefix()}{request.path}#{_viewer(request)}"
+    where = f"{template}:{','.join(names)}@{get_script_prefix()}{request.path}"
+    key = f"frame-{name}:{where}#{_viewer(request)}"
 
     def build() -> tuple[str, tuple[bytes | str, ...]]:
         marks = {secrets.token_hex(16): slot for slot in (*names, "csrf_token")}
