@@ -286,6 +286,10 @@ class Message(models.Model):
     # QwenPaw's estimate of the message (default divisor), computed at import (None:
     # imported before): ctxlab.engine.strategies.qwenpaw.stored_counts
     qwenpaw_tokens = models.PositiveIntegerField(null=True, blank=True, default=None)
+    # QwenPaw's UTF-8 size of the message formatted for its summariser (borrowed tool names
+    # left out), computed at import (None: imported before):
+    # ctxlab.engine.strategies.qwenpaw.stored_formatted
+    qwenpaw_formatted = models.PositiveIntegerField(null=True, blank=True, default=None)
 
     class Meta:
         ordering = ["transcript", "index"]

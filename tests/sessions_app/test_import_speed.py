@@ -58,6 +58,7 @@ def _expected_rows(transcript: Transcript, conversation: Conversation) -> list[d
     aider_tokens = aider.stored_counts(conversation.messages)
     cowagent_tokens = cowagent_rules.stored_counts(conversation.messages)
     qwenpaw_tokens = qwenpaw.stored_counts(conversation.messages)
+    qwenpaw_formatted = qwenpaw.stored_formatted(conversation.messages)
     return [
         {
             "transcript_id": transcript.pk,
@@ -70,6 +71,7 @@ def _expected_rows(transcript: Transcript, conversation: Conversation) -> list[d
             "aider_tokens": aider_tokens[index],
             "cowagent_tokens": cowagent_tokens[index],
             "qwenpaw_tokens": qwenpaw_tokens[index],
+            "qwenpaw_formatted": qwenpaw_formatted[index],
             **message_fields(message, default_file=transcript.source_file),
         }
         for index, message in enumerate(conversation.messages)

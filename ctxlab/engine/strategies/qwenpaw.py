@@ -465,11 +465,18 @@ class QwenPaw(Strategy):
         sizes: list[int] = []  # UTF-8 sizes of the shown messages formatted, newest first
         shown: list[int] = []
         used = 0
+        # an original's size stored at import (``stored_formatted``), with thinking shown
+        stored = ctx.reference.rule_reader(FORMATTED_RULE) if thinking else None
         for pos in range(len(to_compact) - 1, -1, -1):
             i = to_compact[pos]
-            size = agentscope.formatted_size(
-                ctx.message(i), style="qwenpaw", include_thinking=thinking, tool_names=st.tool_names
-            )
+            msg = ctx.message(i)
+            known = stored(msg) if stored is not None else None
+            if known is None:
+                size = agentscope.formatted_size(
+                    msg, style="qwenpaw", include_thinking=thinking, tool_names=st.tool_names
+                )
+            else:
+                size = known + _borrowed_names_size(msg, st.tool_names)
             n = self._size_tokens(size)  # ``count_text`` of the formatted message
             if pos != len(to_compact) - 1 and used + n > cap:
                 break
@@ -556,6 +563,39 @@ def stored_counts(messages: Sequence[Message]) -> list[int]:
     makes no original's tool input JSON again for its estimate."""
     count = QwenPaw({"token_count_estimate_divisor": STORED_DIVISOR}).count_message
     return [count(m) for m in messages]
+
+
+# Each message's ``agentscope.formatted_size`` as ``_compact`` shows it (thinking shown, the
+# default), its tool results' borrowed names left out (``_borrowed_names_size``), in
+# ``ReferenceTokens`` (stored at import, ``stored_counts``)
+FORMATTED_RULE = "qwenpaw_formatted"
+
+
+def stored_formatted(messages: Sequence[Message]) -> list[int]:
+    """Each message's UTF-8 size formatted for QwenPaw's summariser, computed once at import
+    and seeded as ``FORMATTED_RULE``: the summariser's input cap sizes every compacted
+    message (about a tenth of a replay at 20,000 messages, each message once). A tool
+    result naming its tool by the call it answers is stored without that name (the calls
+    a replay has seen then decide it): the replay adds it (``_borrowed_names_size``)."""
+    size = agentscope.formatted_size
+    return [size(m, style="qwenpaw", include_thinking=True, tool_names={}) for m in messages]
+
+
+def _borrowed_names_size(message: Message, tool_names: dict[str, str]) -> int:
+    """UTF-8 bytes of the tool names ``message``'s formatted lines borrow from the calls
+    (a tool result without its own name and with a line: some output before any
+    truncation notice): ``formatted_size`` with ``tool_names`` less with none."""
+    total = 0
+    for b in message.blocks:
+        if b.kind is not BlockKind.TOOL_RESULT or b.tool_name:
+            continue
+        name = tool_names.get(b.tool_id, "")
+        if not name:
+            continue
+        output = agentscope.tool_output_text(b, with_files=False) if b.parts else b.text
+        if output and not output.startswith(QWENPAW_MARKER):
+            total += _utf8_len(name)
+    return total
 
 
 def _over_limit(msg: Message, limit: int, recent_limit: int, exempt: set[str]) -> bool:

@@ -1,10 +1,11 @@
 """The per-message counts an import stores so that no replay tokenizes an unmodified
 original again: the reference counts (and the long texts' running counts) every strategy
 reads, and the strategies' own estimates, each under the ``ReferenceTokens`` rule its
-strategy reads it back by. One list (``ESTIMATES``) for the import, the worker and the
-benchmarks: a strategy whose estimate is worth storing is added here once, with its
-``Message`` column. (CoPaw's Qwen2.5 entries are apart, ``_copaw_stored``: they depend on
-the calls of earlier import batches and are seeded into the Qwen counter, not a rule.)"""
+strategy reads it back by. One list (``ESTIMATES``; ``MEASURES`` for other per-message
+values, e.g. QwenPaw's formatted sizes) for the import, the worker and the benchmarks: a
+strategy whose estimate is worth storing is added here once, with its ``Message`` column.
+(CoPaw's Qwen2.5 entries are apart, ``_copaw_stored``: they depend on the calls of earlier
+import batches and are seeded into the Qwen counter, not a rule.)"""
 
 from __future__ import annotations
 
@@ -34,11 +35,17 @@ ESTIMATES: tuple[Estimate, ...] = (
     Estimate("qwenpaw_tokens", qwenpaw.STORED_RULE, qwenpaw.stored_counts),
 )
 
+# Other per-message values a strategy reads besides its count, stored and seeded the same
+# way: QwenPaw's size of each message formatted for its summariser (its input cap).
+MEASURES: tuple[Estimate, ...] = (
+    Estimate("qwenpaw_formatted", qwenpaw.FORMATTED_RULE, qwenpaw.stored_formatted),
+)
+
 # Every column ``seeded`` reads, in the order a row query should name them.
 COLUMNS: tuple[str, ...] = (
     "reference_tokens",
     "reference_tables",
-    *(e.column for e in ESTIMATES),
+    *(e.column for e in ESTIMATES + MEASURES),
 )
 
 
@@ -46,7 +53,7 @@ def counted(messages: Sequence[Message]) -> dict[str, list[Any]]:
     """Each of ``COLUMNS`` for ``messages`` (a list per column, one value per message)."""
     tokens, tables = reference_stored.stored_counts(messages)
     columns: dict[str, list[Any]] = {"reference_tokens": list(tokens), "reference_tables": tables}
-    columns.update((e.column, e.counts(messages)) for e in ESTIMATES)
+    columns.update((e.column, e.counts(messages)) for e in ESTIMATES + MEASURES)
     return columns
 
 
@@ -58,8 +65,10 @@ def seeded(conversation: Conversation, columns: Mapping[str, Sequence[Any]]) -> 
     reference = seed_reference_tokens(
         conversation, list(columns["reference_tokens"]), columns["reference_tables"]
     )
-    for estimate in ESTIMATES:
-        reference.seed_rule(estimate.rule, columns[estimate.column])
+    for estimate in ESTIMATES + MEASURES:
+        values = columns.get(estimate.column)  # (absent: columns read before it was stored)
+        if values is not None:
+            reference.seed_rule(estimate.rule, values)
     return reference
 
 

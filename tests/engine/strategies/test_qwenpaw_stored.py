@@ -101,3 +101,59 @@ def test_the_rule_reader_reads_originals_only() -> None:
     changed = [c + 7 for c in counts]
     counted = strategy.message_counter(_seeded(conversation, changed), None)
     assert counted(first) == changed[0] and counted(copy) == strategy.count_message(first)
+
+
+def test_the_stored_formatted_sizes_are_the_summarisers_own() -> None:
+    """``stored_formatted`` plus the borrowed names is ``formatted_size`` with the names a
+    replay has seen (the tool results naming their tool by its call included)."""
+    from ctxlab.engine.core.model import BlockKind
+    from ctxlab.engine.stages import agentscope
+
+    for conversation in _conversations():
+        sizes = qwenpaw.stored_formatted(conversation.messages)
+        names = {
+            b.tool_id: b.tool_name + "é"  # (a name's bytes, not its characters)
+            for m in conversation.messages
+            for b in m.blocks
+            if b.kind is BlockKind.TOOL_USE
+        }
+        for message, size in zip(conversation.messages, sizes, strict=True):
+            whole = agentscope.formatted_size(
+                message, style="qwenpaw", include_thinking=True, tool_names=names
+            )
+            assert size + qwenpaw._borrowed_names_size(message, names) == whole
+
+
+def test_a_replay_from_stored_formatted_sizes_equals_one_that_formats(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Seeded, no original is formatted again for the summariser's cap; the replay is the
+    same (and without thinking shown the stored sizes are not read)."""
+    from ctxlab.engine.stages import agentscope
+
+    conversation = synth_realistic.realistic_bench_conversation(CORPUS, messages=600, seed=3)
+    counts = qwenpaw.stored_counts(conversation.messages)
+    sizes = qwenpaw.stored_formatted(conversation.messages)
+    formatted: list[Message] = []
+    real = agentscope.formatted_size
+
+    def spy(message: Message, **kwargs: object) -> int:
+        formatted.append(message)
+        return real(message, **kwargs)  # type: ignore[arg-type]
+
+    for params in (PARAMS, {**PARAMS, "compact_with_thinking_block": False}):
+        counted = replay_run(conversation, "qwenpaw", params=params)
+        reference = _seeded(conversation, counts)
+        assert reference.seed_rule(qwenpaw.FORMATTED_RULE, sizes)
+        monkeypatch.setattr(agentscope, "formatted_size", spy)
+        formatted.clear()
+        seeded = replay_run(conversation, "qwenpaw", params=params, reference=reference)
+        monkeypatch.setattr(agentscope, "formatted_size", real)
+        assert plain(seeded) == plain(counted), params
+        originals = {id(m) for m in conversation.messages}
+        again = [m for m in formatted if id(m) in originals]
+        if params.get("compact_with_thinking_block", True):
+            assert formatted and not again  # (truncated copies are still formatted)
+        else:
+            assert again
+    assert {"summarise", "offload"} <= {e.kind for e in counted.events}
