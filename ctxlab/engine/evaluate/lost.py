@@ -347,6 +347,7 @@ def analyse_parts(
         # have a few holders, looked up one by one instead of bisected range by range
         live = bytearray(max([size, *(end for _, end in ranges)]))
         for start, end in ranges:
+            start = max(start, 0)  # (a slice from a negative start would count from the end)
             if end > start:
                 live[start:end] = b"\x01" * (end - start)
 
@@ -390,7 +391,10 @@ def analyse_parts(
             return LOST
 
         def in_context(i: int) -> bool:
-            return 0 <= i < len(live) and live[i] == 1 and i not in current
+            if i in current:
+                return False
+            pos = bisect_left(ranges, (i + 1,)) - 1
+            return pos >= 0 and ranges[pos][0] <= i < ranges[pos][1]
 
         for event, risk in pending:
             gone: list[tuple[Fact, int]] = []
