@@ -39,19 +39,27 @@ def _git(repo: str, *args: str, data: bytes | None = None) -> bytes:
 
 
 def _read_all(repo: str, paths: list[str]) -> dict[str, bytes]:
-    out = _git(repo, "cat-file", "--batch", data="".join(f"HEAD:{p}\n" for p in paths).encode())
-    blobs: dict[str, bytes] = {}
+    """Each path's file at HEAD (a dangling link left out)."""
+    return _cat(repo, {f"HEAD:{p}": p for p in paths})
+
+
+def _cat(repo: str, names: dict[str, str]) -> dict[str, bytes]:
+    """``git cat-file --batch`` of each object name, keyed by ``names[name]`` (the missing
+    left out)."""
+    order = list(names)
+    out = _git(repo, "cat-file", "--batch", data="".join(f"{n}\n" for n in order).encode())
+    found: dict[str, bytes] = {}
     pos = 0
-    for path in paths:
+    for name in order:
         end = out.index(b"\n", pos)
         header = out[pos:end].split()
-        if header[-1] == b"missing":  # a dangling link
+        if header[-1] == b"missing":
             pos = end + 1
             continue
         size = int(header[2])
-        blobs[path] = out[end + 1 : end + 1 + size]
+        found[names[name]] = out[end + 1 : end + 1 + size]
         pos = end + 1 + size + 1
-    return blobs
+    return found
 
 
 def _documents(repo: str, paths: list[str], links: set[str]) -> dict[str, dict[str, Any]]:
@@ -158,20 +166,7 @@ def history(repo: str) -> dict[str, dict[str, list[list[int]]]]:
 
 
 def _blobs(repo: str, ids: set[str]) -> dict[str, bytes]:
-    order = sorted(ids)
-    out = _git(repo, "cat-file", "--batch", data="".join(f"{b}\n" for b in order).encode())
-    found: dict[str, bytes] = {}
-    pos = 0
-    for blob in order:
-        end = out.index(b"\n", pos)
-        header = out[pos:end].split()
-        if header[-1] == b"missing":
-            pos = end + 1
-            continue
-        size = int(header[2])
-        found[blob] = out[end + 1 : end + 1 + size]
-        pos = end + 1 + size + 1
-    return found
+    return _cat(repo, {b: b for b in sorted(ids)})
 
 
 def _target(path: str, files: dict[str, tuple[str, str]], blobs: dict[str, bytes]) -> str:
