@@ -80,6 +80,7 @@ class PagePool:
         self.relay_path = self.directory / task_relay.SOCKET_NAME if relay_to is not None else None
         self._relay: task_relay.Relay | None = None
         self.busy = [0] * count
+        self._next = 0  # where a tie between equally busy processes starts (``choose``)
         self._processes: list[subprocess.Popen[bytes] | None] = [None] * count
         self._stopping = threading.Event()
         self._watcher: threading.Thread | None = None
@@ -138,9 +139,18 @@ class PagePool:
         shutil.rmtree(self.directory, ignore_errors=True)
 
     def choose(self) -> int | None:
-        """The least busy page process that is listening, or None."""
+        """The least busy page process that is listening, or None. Ties go round, starting
+        after the last one chosen: with the first index always winning, one after another
+        requests all went to the first process, and the others met their first views of a
+        run (loading its steps) only under concurrent load, where they held up each
+        request queued behind them."""
         ready = [i for i, path in enumerate(self.sockets) if path.exists()]
-        return min(ready, key=lambda i: self.busy[i]) if ready else None
+        if not ready:
+            return None
+        count = len(self.sockets)
+        chosen = min(ready, key=lambda i: (self.busy[i], (i - self._next) % count))
+        self._next = (chosen + 1) % count
+        return chosen
 
 
 class PageProxy:
