@@ -75,6 +75,19 @@ def executed_group(
     return done
 
 
+def afresh_step_tokens(
+    transcript: Any, strategy: str, params: dict[str, Any], field: str
+) -> list[int]:
+    """``field`` of every step's tokens of ``strategy`` replayed here, counted afresh (not
+    from the counts stored at import): what ``worker_step_column`` must equal."""
+    from ctxlab.engine.replay import run
+    from ctxlab.engine.tokens.reference import ReferenceTokens
+
+    conversation = transcript.to_conversation()
+    result = run(conversation, strategy, params=params, reference=ReferenceTokens(conversation))
+    return [getattr(s.tokens, field) for s in result.steps]
+
+
 def worker_step_column(
     user: Any, transcript: Any, strategy: str, params: dict[str, Any], column: str
 ) -> list[int]:

@@ -10,12 +10,15 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from replay_testdata import FULL_SESSION_FOUR, import_transcript, worker_step_column
+from replay_testdata import (
+    FULL_SESSION_FOUR,
+    afresh_step_tokens,
+    import_transcript,
+    worker_step_column,
+)
 
 from ctxlab.engine import importers
-from ctxlab.engine.replay import run as replay_run
 from ctxlab.engine.strategies import make_strategy, stored_counts
-from ctxlab.engine.tokens.reference import ReferenceTokens
 
 pytestmark = pytest.mark.django_db
 
@@ -47,9 +50,7 @@ def _counted(transcript: Any, column: str) -> list[int]:
     """Counted afresh (not the counts the worker seeded, which the process keeps for the
     same conversation)."""
     name, params = CASES[column]
-    conversation = transcript.to_conversation()
-    result = replay_run(conversation, name, params=params, reference=ReferenceTokens(conversation))
-    return [s.tokens.strategy for s in result.steps]
+    return afresh_step_tokens(transcript, name, params, "strategy")
 
 
 def test_the_import_stores_the_count_of_every_message(

@@ -9,12 +9,15 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from replay_testdata import FULL_SESSION_FOUR, import_transcript, worker_step_column
+from replay_testdata import (
+    FULL_SESSION_FOUR,
+    afresh_step_tokens,
+    import_transcript,
+    worker_step_column,
+)
 
 from ctxlab.engine import importers
-from ctxlab.engine.replay import run as replay_run
 from ctxlab.engine.strategies import qwenpaw, stored_counts
-from ctxlab.engine.tokens.reference import ReferenceTokens
 
 pytestmark = pytest.mark.django_db
 
@@ -29,11 +32,7 @@ def _worker(user: Any, transcript: Any) -> list[int]:
 
 
 def _formatted_afresh(transcript: Any) -> list[int]:
-    conversation = transcript.to_conversation()
-    result = replay_run(
-        conversation, "qwenpaw", params=PARAMS, reference=ReferenceTokens(conversation)
-    )
-    return [s.tokens.strategy for s in result.steps]
+    return afresh_step_tokens(transcript, "qwenpaw", PARAMS, "strategy")
 
 
 def test_the_import_stores_every_messages_formatted_size(user: Any) -> None:

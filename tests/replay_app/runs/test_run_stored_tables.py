@@ -8,10 +8,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from replay_testdata import FULL_SESSION_FOUR, import_transcript, worker_step_column
+from replay_testdata import (
+    FULL_SESSION_FOUR,
+    afresh_step_tokens,
+    import_transcript,
+    worker_step_column,
+)
 
-from ctxlab.engine.replay import run as replay_run
-from ctxlab.engine.tokens.reference import ReferenceTokens
 from ctxlab.engine.tokens.reference_stored import stored_counts
 
 pytestmark = pytest.mark.django_db
@@ -25,11 +28,7 @@ def _reference_tokens(user: Any, transcript: Any) -> list[int]:
 
 
 def _counted(transcript: Any) -> list[int]:
-    conversation = transcript.to_conversation()
-    result = replay_run(
-        conversation, "qwenpaw", params=PARAMS, reference=ReferenceTokens(conversation)
-    )
-    return [s.tokens.reference for s in result.steps]
+    return afresh_step_tokens(transcript, "qwenpaw", PARAMS, "reference")
 
 
 def test_the_import_stores_the_running_counts(user: Any) -> None:
