@@ -144,3 +144,20 @@ def test_a_pause_collects_less_often_and_gives_the_thresholds_back():
         assert gc.get_threshold() == own
     finally:
         gc.set_threshold(*before)
+
+
+def test_what_a_pause_made_joins_the_oldest_generation_at_its_end():
+    """Untraversed: left young, the first middle collection after the pause traversed all
+    of a replay's survivors and found nothing (0.18 s at the end of a 40,000-message
+    replay)."""
+    with heap.existing_heap_frozen():
+        made = [_Node() for _ in range(10)]
+        young_inside = {id(o) for o in gc.get_objects(generation=0)}
+        assert all(id(n) in young_inside for n in made)
+    young = {id(o) for g in (0, 1) for o in gc.get_objects(generation=g)}
+    oldest = {id(o) for o in gc.get_objects(generation=2)}
+    assert not any(id(n) in young for n in made)
+    assert all(id(n) in oldest for n in made)
+    ref = _cycle()  # and cyclic garbage is still found by the next full collection
+    gc.collect()
+    assert ref() is None
