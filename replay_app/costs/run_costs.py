@@ -215,7 +215,7 @@ def ledger_json(
         model=model,
         summary_model=summary_model,
     )
-    full = led.as_dict()
+    full = led.as_dict(steps=False)  # the steps are stored as parallel arrays, below
     compactions = full["compactions"]
     totals = full["totals"]
     totals["invalidated_tokens"] = sum(c["invalidated_tokens"] for c in compactions)

@@ -129,8 +129,9 @@ class Ledger:
     def total_cost(self) -> Decimal:
         return self.request_cost + self.summary_cost
 
-    def as_dict(self) -> dict[str, Any]:
-        """JSON-ready (USD as floats)."""
+    def as_dict(self, *, steps: bool = True) -> dict[str, Any]:
+        """JSON-ready (USD as floats). ``steps=False``: without the per-step dicts (a
+        reader that stores the steps its own way skips one dict per step)."""
 
         def plain(obj: Any) -> dict[str, Any]:
             return {
@@ -151,7 +152,7 @@ class Ledger:
                 "total_cost": float(self.total_cost),
                 "uncached_cost": float(self.uncached_cost),
             },
-            "steps": [plain(s) for s in self.steps],
+            "steps": [plain(s) for s in self.steps] if steps else [],
             "compactions": [plain(c) for c in self.compactions],
         }
 

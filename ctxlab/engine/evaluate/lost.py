@@ -148,6 +148,15 @@ class Settled:
     # every fact of ``risk`` -> ``KEPT_BY_SUMMARY``, ``IN_CONTEXT`` or ``LOST`` (``stayed``'s
     # verdict, and whether the summary is what kept it), settled once for every reader
     verdicts: Mapping[Fact, int]
+    # the facts of ``risk`` whose verdict is ``LOST`` (with their message) and those
+    # ``KEPT_BY_SUMMARY``, in ``risk``'s order: gathered while settling, so that a reader
+    # counts by category without another pass over every fact at risk
+    lost: Sequence[tuple[Fact, int]]
+    kept_by_summary: Sequence[Fact]
+    # the facts and content words of the summary in force (``summary_id``'s; empty without
+    # one), as settling read them: a reader need not hash the summary's text again
+    summary_facts: frozenset[Fact]
+    summary_words: frozenset[str]
 
 
 LOST, IN_CONTEXT, KEPT_BY_SUMMARY = 0, 1, 2  # ``Settled.verdicts``
@@ -398,15 +407,23 @@ def analyse_parts(
 
         for event, risk in pending:
             gone: list[tuple[Fact, int]] = []
+            kept: list[Fact] = []
             for f, src in risk.items():
                 verdict = answers.get(f)
                 if verdict is None:
                     answers[f] = verdict = _verdict(f)
                 if verdict == LOST:
                     gone.append((f, src))
+                elif verdict == KEPT_BY_SUMMARY:
+                    kept.append(f)
             if observe is not None:
                 in_force = record.summary_id if record is not None else None
-                observe(Settled(event, risk, stayed, in_context, in_force, answers))
+                observe(
+                    Settled(
+                        event, risk, stayed, in_context, in_force, answers, gone, kept,
+                        sfacts, swords,
+                    )
+                )  # fmt: skip
             # the first ``limit`` in (kind, message, value) order: only they are listed
             head = (
                 heapq.nsmallest(limit, gone, key=_lost_order)

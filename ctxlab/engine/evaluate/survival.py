@@ -39,8 +39,10 @@ from __future__ import annotations
 
 import heapq
 import re
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any
 
 from ..core.catalogue import is_compaction
@@ -347,10 +349,11 @@ class _ReplayObserver:
         summary = (
             self.summaries.get(settled.summary_id, "") if settled.summary_id is not None else ""
         )
-        sfacts = extract.fact_set(summary) if summary else frozenset()
-        swords = content_words(summary) if summary else frozenset()
+        # (the summary's facts and words as lost settled them: the same ``fact_set`` and
+        # ``content_words`` of the same text, without hashing it again per compaction)
+        sfacts, swords = settled.summary_facts, settled.summary_words
         comp = CompactionSurvival(event.kind, event.step, None, len(touched))
-        _count_risk(comp, settled.risk, settled.verdicts)
+        _count_risk(comp, settled.risk, settled.lost, settled.kept_by_summary)
         for fact in sorted(self._extras(touched)):
             in_context = any(settled.in_context(j) for j in self.extra_holders(fact))
             by_summary = lost.kept_by_summary(fact, sfacts, swords)
@@ -377,27 +380,30 @@ class _ReplayObserver:
 
 
 def _count_risk(
-    comp: CompactionSurvival, risk: Iterable[Fact], verdicts: Mapping[Fact, int]
+    comp: CompactionSurvival,
+    risk: Iterable[Fact],
+    lost_facts: Iterable[tuple[Fact, int]],
+    kept: Iterable[Fact],
 ) -> None:
     """``comp.count(fact, stayed, kept by the summary)`` for every fact of ``risk`` in
-    sorted order, from lost's verdicts (``lost.Settled.verdicts``: one rule for both),
-    without sorting them all: counts do not depend on the order, and the lost examples
-    kept per category are the first ``LOST_EXAMPLES`` values in sorted order, categories
-    in sorted order."""
+    sorted order, from lost's verdicts (``lost.Settled``: its facts ``LOST`` and
+    ``KEPT_BY_SUMMARY``, in ``risk``'s order; one rule for both), without sorting them all
+    or visiting each fact in Python: counts do not depend on the order, and the lost
+    examples kept per category are the first ``LOST_EXAMPLES`` values in sorted order,
+    categories in sorted order."""
     counts = comp.counts
+    for kind, n in Counter(map(itemgetter(0), risk)).items():
+        counts[kind][0] += n
+        counts[kind][1] += n  # less the lost ones, below
+    for kind, n in Counter(map(itemgetter(0), kept)).items():
+        counts[kind][2] += n
     lost_values: dict[str, list[str]] = {}
-    for fact in risk:
-        row = counts[fact[0]]
-        row[0] += 1
-        verdict = verdicts[fact]
-        if verdict == lost.LOST:
-            lost_values.setdefault(fact[0], []).append(fact[1])
-        else:
-            row[1] += 1
-            row[2] += verdict == lost.KEPT_BY_SUMMARY
+    for (kind, value), _ in lost_facts:
+        lost_values.setdefault(kind, []).append(value)
     for kind in sorted(lost_values):
-        examples = comp.lost.setdefault(kind, [])
         values = lost_values[kind]
+        counts[kind][1] -= len(values)
+        examples = comp.lost.setdefault(kind, [])
         room = LOST_EXAMPLES - len(examples)
         examples.extend(heapq.nsmallest(room, values) if len(values) > room else sorted(values))
 

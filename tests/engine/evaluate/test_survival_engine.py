@@ -317,7 +317,9 @@ def test_risk_counted_without_sorting_every_fact_as_the_sorted_rule_counts() -> 
         else lost.LOST
         for f in risk
     }  # lost's verdicts (``Settled.verdicts``)
-    survival._count_risk(got, risk, verdicts)
+    gone = [(f, src) for f, src in risk.items() if verdicts[f] == lost.LOST]
+    kept = [f for f in risk if verdicts[f] == lost.KEPT_BY_SUMMARY]
+    survival._count_risk(got, risk, gone, kept)  # as ``Settled.lost``, ``.kept_by_summary``
     assert got.as_dict() == expected.as_dict()
     assert list(got.lost) == list(expected.lost) == sorted(expected.lost)
     assert max(len(v) for v in got.lost.values()) == survival.LOST_EXAMPLES
