@@ -268,15 +268,21 @@ class _Drift:
         self.summaries = 0
 
     def step(
-        self, comp: CompactionSurvival, summary: str | None, available: Callable[[Fact], bool]
+        self,
+        comp: CompactionSurvival,
+        summary: str | None,
+        available: Callable[[Fact], bool],
+        facts: frozenset[Fact] | None = None,
     ) -> None:
+        """``facts``: ``extract.fact_set(summary)`` when the caller has it already."""
         if self.previous is not None:
             gone = sorted(f for f in self.previous if not available(f))
             comp.drift, comp.drift_count = gone[:DRIFT_EXAMPLES], len(gone)
         if self.first is not None and self.summaries >= 1:
             self.run.still_present = sum(1 for f in self.first if available(f))
         if summary:
-            facts = extract.fact_set(summary)
+            if facts is None:
+                facts = extract.fact_set(summary)
             if self.first is None:
                 self.first = facts
                 self.run.first_summary = len(facts)
@@ -366,7 +372,7 @@ class _ReplayObserver:
             settled.summary_id is not None and settled.summary_id != self._summary_in_force
         )
         self._summary_in_force = settled.summary_id
-        self.drift.step(comp, summary if new_summary else None, settled.stayed)
+        self.drift.step(comp, summary if new_summary else None, settled.stayed, sfacts)
         self.run.compactions.append(comp)
 
     def _extras(self, touched: Sequence[int]) -> set[Fact]:
