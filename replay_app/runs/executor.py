@@ -198,7 +198,9 @@ def _execute(
                 flushes += 1
                 if flushes >= 2:
                     limit = min(limit * 2, batch_steps * BATCH_GROWTH)
-    writer.flush(job.result.offloads)
+        # The last batch (often the largest) inside the pause too: after it, the young
+        # collections of its rows came every 700 allocations again (10-30 ms of them).
+        writer.flush(job.result.offloads)
     _emit(on_progress, run, writer.latest)  # 100 %: pages say it is finishing (metrics)
     result = job.result
     metrics = compute_metrics(

@@ -20,7 +20,9 @@ quoting of every parameter (a summary's inline input is megabytes).
 
 from __future__ import annotations
 
+import base64
 import json
+import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields
 from operator import attrgetter
@@ -31,7 +33,8 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 
 from ctxlab.engine.core.records import Event, Finding, StepRecord, SummaryRecord, Zones
 from replay_app.models import Run, RunEvent, RunFinding, RunOffload, RunStep, RunSummary
-from replay_app.models.fields import ZONE_KEYS, pack_zones
+from replay_app.models.fields import PACK_OVER, ZONE_KEYS, PackedJSONField, pack_zones
+from replay_app.models.fields import PREFIX as PACK_PREFIX
 from replay_app.models.rows import event_values, finding_values, summary_values
 
 Row = tuple[Any, ...]
@@ -46,24 +49,36 @@ _FIELDS = ("run", "index", "source_index", "tokens_strategy", "tokens_reference"
 _ZONES = attrgetter(*ZONE_KEYS) if {f.name for f in fields(Zones)} == set(ZONE_KEYS) else None
 
 
-def _compact_json() -> Callable[[Any], str]:
-    """``json.JSONEncoder(separators=(",", ":")).encode`` for a step row's lists of ints,
-    None and strings, its C encoder made once (``encode`` makes one per call: half the
-    time of a short list)."""
-    encoder = json.JSONEncoder(separators=(",", ":"))
+def _json_encoder(*, ascii_only: bool = True, compact: bool = True) -> Callable[[Any], str]:
+    """``json.dumps(value, ensure_ascii=ascii_only, separators=...)`` (compact: ",", ":";
+    else the default ", ", ": ") for the values of these rows (lists, dicts, str, int,
+    float, bool, None), its C encoder made once: ``json.dumps`` makes an encoder object
+    and a C encoder per call, about half the time of a short list."""
+    item, key = (",", ":") if compact else (", ", ": ")
+    encoder = json.JSONEncoder(ensure_ascii=ascii_only, separators=(item, key))
     make = getattr(json.encoder, "c_make_encoder", None)
     if make is None:
         return encoder.encode
+    as_string = (
+        json.encoder.encode_basestring_ascii if ascii_only else json.encoder.encode_basestring
+    )
     # (markers, default, encoder, indent, key and item separators, sort_keys, skipkeys,
     # allow_nan): JSONEncoder.iterencode's call, without the circular check (no value of
-    # a step row holds itself)
-    chunks = make(None, encoder.default, json.encoder.encode_basestring_ascii, None, ":", ",",
-                  False, False, True)  # fmt: skip
+    # these rows holds itself)
+    chunks = make(None, encoder.default, as_string, None, key, item, False, False, True)
 
     def encode(value: Any) -> str:
+        if isinstance(value, str):  # as ``JSONEncoder.encode``: the string alone
+            return as_string(value)
         return "".join(chunks(value, 0))
 
     return encode
+
+
+def _compact_json() -> Callable[[Any], str]:
+    """``json.JSONEncoder(separators=(",", ":")).encode`` for a step row's lists of ints,
+    None and strings."""
+    return _json_encoder()
 
 
 def _json_writer(field_name: str) -> Callable[[Any], Any]:
@@ -214,15 +229,45 @@ _AS_IS: dict[str, tuple[type, ...]] = {
 def _preparer(column: models.Field[Any, Any], db: BaseDatabaseWrapper) -> Callable[[Any], Any]:
     """The value ``bulk_create`` would send for ``column`` (``pre_save`` of these fields
     is the attribute itself): ``get_db_prep_save``, or what it comes to for the values
-    met here (a plain ``JSONField``: the backend's JSON adapter, None as NULL)."""
+    met here (a plain ``JSONField``: the backend's JSON adapter, None as NULL; on SQLite
+    a ``PackedJSONField``: ``fields.pack`` then that adapter, ``_packed_json``)."""
     prepare = column.get_db_prep_save
+    plain_json = db.vendor == "sqlite" and getattr(column, "encoder", None) is None
     if type(column) is models.JSONField:
+        if plain_json:  # SQLite's adapter is ``json.dumps(value, cls=None)``: the same text
+            dumps = _json_encoder(compact=False)
+            return lambda value: None if value is None else dumps(value)
         adapt, encoder = db.ops.adapt_json_value, column.encoder
         return lambda value: None if value is None else adapt(value, encoder)
+    if type(column) is PackedJSONField and plain_json:
+        return _packed_json()
     plain = _AS_IS.get(column.get_internal_type()) if db.vendor == "sqlite" else None
     if plain is None:
         return lambda value: prepare(value, db)
     return lambda value: value if type(value) in plain else prepare(value, db)
+
+
+def _packed_json() -> Callable[[Any], Any]:
+    """``PackedJSONField.get_db_prep_save`` on SQLite (no encoder, no key order kept):
+    ``fields.pack``'s compact text, packed when longer than ``PACK_OVER`` and smaller so,
+    then ``json.dumps`` of what is stored, with the C encoders made once. A packed string
+    is ``PREFIX`` and base64, which JSON writes as it is between quotes (no escapes)."""
+    text_of = _json_encoder(ascii_only=False)
+    dumps = _json_encoder(compact=False)
+
+    def prepare(value: Any) -> Any:
+        if value is None:
+            return None
+        if isinstance(value, str):  # stored as it is (a packed or ordered value already)
+            return dumps(value)
+        text = text_of(value)
+        if len(text) > PACK_OVER:
+            packed = base64.b64encode(zlib.compress(text.encode("utf-8"), 6)).decode("ascii")
+            if len(packed) + len(PACK_PREFIX) < len(text):
+                return f'"{PACK_PREFIX}{packed}"'
+        return dumps(value)
+
+    return prepare
 
 
 class _Table:

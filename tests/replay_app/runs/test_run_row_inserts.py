@@ -124,3 +124,34 @@ def test_batches_grow_after_the_first_two(user: Any) -> None:
     assert run.steps_total > 8 + 2 * cap
     assert batches[: len(expected)] == expected
     assert done[-1] == run.steps_total
+
+
+# JSON values as a run's rows hold them: short and long (packed), non-ASCII, floats,
+# strings alone (an already packed value), nested, empty, None.
+_JSON_VALUES: list[Any] = [
+    None, [], {}, "", "packed:abc", "ünï \"q\" \n", 0, 1.5, -2, True, [1, 2.25, None, False],
+    {"index": 3, "fate": "kept", "reason": "ü"},
+    [{"index": i, "fate": "summarised", "reason": "compacted into the summary"} for i in range(40)],
+    [{"message@": {"blocks": [{"text": "ünïcode ✓ " * 60, "n": 1e-7}]}}],
+    [{"k": "x" * 380}], [{"k": "\u2028" * 500}],
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("model", "name"),
+    [(RunEvent, "changes"), (RunEvent, "detail"), (RunEvent, "messages"),
+     (RunSummary, "input_parts"), (RunSummary, "usage"), (RunOffload, "text_parts")],
+)  # fmt: skip
+def test_json_columns_are_prepared_as_their_fields_prepare_them(
+    model: type[Model], name: str
+) -> None:
+    """The writer's JSON preparers (C encoders made once, ``_packed_json``) send the same
+    text as the field's ``get_db_prep_save`` (``PackedJSONField``: packed or not)."""
+    from django.db import connection
+
+    from replay_app.runs.step_rows import _preparer
+
+    column = model._meta.get_field(name)
+    prepare = _preparer(column, connection)  # type: ignore[arg-type]
+    for value in _JSON_VALUES:
+        assert prepare(value) == column.get_db_prep_save(value, connection), value
