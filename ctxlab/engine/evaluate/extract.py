@@ -30,7 +30,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
-from collections.abc import Iterable, Iterator
+from collections.abc import Container, Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -407,32 +407,51 @@ def _normalise(text: str) -> str:
     return text
 
 
-def facts(text: str, *, limit: int | None = None, error_width: int = 200) -> Facts:
+def facts(
+    text: str,
+    *,
+    limit: int | None = None,
+    error_width: int = 200,
+    kinds: Container[str] | None = None,
+) -> Facts:
     """The distinct facts of plain ``text`` in first-seen order (at most ``limit`` per
-    kind). No instructions: who wrote a text is not known here (``message_facts``)."""
+    kind). No instructions: who wrote a text is not known here (``message_facts``).
+    ``kinds``: scan for these kinds only (the others come back empty) — for a text known
+    to hold no fact of the others (``cut_version_facts``)."""
+    wanted = kinds if kinds is not None else _ALL_KINDS
     text = _normalise(text)
-    urls, errors, rest = _urls_and_errors(text, error_width)
-    commands = [c.strip()[:error_width] for c in PROMPT_RE.findall(rest)]
-    # an inline command with only flags ("running `cat -n` on a snippet") names a tool,
-    # it is no command anyone ran
-    commands += [
-        c.strip()[:error_width]
-        for c in INLINE_COMMAND_RE.findall(rest)
-        if not all(arg.startswith("-") for arg in c.split()[1:])
-    ]
-    # one scan gives the matches and ``PATH_RE.sub(" ", rest)`` (the same matches, cut out)
-    found, cut = _path_scan(rest)
-    paths = [p for p in map(_path, found) if p and not _is_product_name(p)]
-    # names inside a path or URL are part of that fact, not facts of their own
-    words = _outside_paths(rest, found, cut, len(paths))
+    urls, errors, rest = _urls_and_errors(text, error_width, errors="errors" in wanted)
+    commands: list[str] = []
+    if "commands" in wanted:
+        commands = [c.strip()[:error_width] for c in PROMPT_RE.findall(rest)]
+        # an inline command with only flags ("running `cat -n` on a snippet") names a tool,
+        # it is no command anyone ran
+        commands += [
+            c.strip()[:error_width]
+            for c in INLINE_COMMAND_RE.findall(rest)
+            if not all(arg.startswith("-") for arg in c.split()[1:])
+        ]
+    paths: list[str] = []
+    words = rest  # (without a path fact, ``_outside_paths`` gives ``rest`` back)
+    if "paths" in wanted:
+        # one scan gives the matches and ``PATH_RE.sub(" ", rest)`` (the same matches, cut out)
+        found, cut = _path_scan(rest)
+        paths = [p for p in map(_path, found) if p and not _is_product_name(p)]
+        # names inside a path or URL are part of that fact, not facts of their own
+        words = _outside_paths(rest, found, cut, len(paths))
     return Facts(
         paths=_unique(paths, limit),
         commands=_unique([c for c in commands if c], limit),
         errors=_unique([e for e in errors if e], limit),
-        identifiers=_unique((w for w in identifiers_found(words) if _is_identifier(w)), limit),
-        numbers=_unique(NUMBER_RE.findall(words), limit),
-        urls=_unique(urls, limit),
+        identifiers=_unique((w for w in identifiers_found(words) if _is_identifier(w)), limit)
+        if "identifiers" in wanted
+        else (),
+        numbers=_unique(NUMBER_RE.findall(words), limit) if "numbers" in wanted else (),
+        urls=_unique(urls, limit) if "urls" in wanted else (),
     )
+
+
+_ALL_KINDS = frozenset(KINDS)
 
 
 def error_facts(text: str, *, error_width: int = 200) -> tuple[str, ...]:
@@ -442,9 +461,11 @@ def error_facts(text: str, *, error_width: int = 200) -> tuple[str, ...]:
     return _unique([e for e in errors if e], None)
 
 
-def _urls_and_errors(text: str, error_width: int) -> tuple[list[str], list[str], str]:
-    """A normalised text's URLs and error lines, and the text without the URLs (what the
-    other patterns scan)."""
+def _urls_and_errors(
+    text: str, error_width: int, *, errors: bool = True
+) -> tuple[list[str], list[str], str]:
+    """A normalised text's URLs and error lines (none when not ``errors``), and the text
+    without the URLs (what the other patterns scan)."""
     # a URL cut off by an ellipsis is not an address anyone can use
     found_urls, rest = _scan(URL_RE, text) if "http" in text else ([], text)
     urls = [
@@ -452,10 +473,12 @@ def _urls_and_errors(text: str, error_width: int) -> tuple[list[str], list[str],
         for u in found_urls
         if not u.endswith(("...", "…")) and not BOILERPLATE_URL_RE.match(u)
     ]
-    errors = [
+    if not errors:
+        return urls, [], rest
+    lines = [
         line.strip()[:error_width] for line in _error_lines(rest) if not CODE_LINE_RE.search(line)
     ]
-    return urls, errors, rest
+    return urls, lines, rest
 
 
 def _scan(pattern: re.Pattern[str], text: str) -> tuple[list[str], str]:
@@ -778,6 +801,52 @@ def message_facts(message: Message, *, local: LocalMemo | None = None) -> frozen
     for block in blocks:
         found.update(block_facts(block, user_typed=user_typed, local=local))
     return frozenset(found)
+
+
+def cut_version_facts(
+    original: Message, version: Message, original_facts: frozenset[FactPair]
+) -> frozenset[FactPair] | None:
+    """``message_facts(version)`` for a tool output cut from ``original`` (a truncation
+    keeps its head and appends a notice) whose facts are ``original_facts``; None when
+    ``version`` is not such a cut (the caller scans it in full).
+
+    Facts are found line by line (``facts_of_parts``: no pattern crosses a newline, no
+    substitution leaves a line, every whole-text test only skips a scan that would find
+    nothing), so the facts of the whole lines the version shares with its original are
+    among the original's: a kind the original has none of is not scanned for there. The
+    rest (the line cut short, the notice) is scanned in full."""
+    if len(original.blocks) != 1 or len(version.blocks) != 1:
+        return None
+    before, after = original.blocks[0], version.blocks[0]
+    if before.kind is not BlockKind.TOOL_RESULT or after.kind is not BlockKind.TOOL_RESULT:
+        return None
+    old, text = before.text, after.text
+    # (an output that reads as JSON has the facts of its values: not line by line)
+    if not old or not text or old.lstrip()[:1] in ("{", "[") or text.lstrip()[:1] in ("{", "["):
+        return None
+    head = text.rfind("\n", 0, _common_prefix(old, text)) + 1  # whole lines of both
+    if not head:
+        return None
+    key = text_key(text)  # the memo ``block_facts`` reads and fills for this text
+    found = _FACT_SETS.get(key)
+    if found is None:
+        kinds = {kind for kind, _ in original_facts}
+        found = frozenset((*facts(text[:head], kinds=kinds).items(), *facts(text[head:]).items()))
+        _FACT_SETS.set(key, found, weight=len(text))
+    return found
+
+
+def _common_prefix(a: str, b: str) -> int:
+    """The length of the longest common prefix of ``a`` and ``b`` (halving: C-level
+    compares of slices, no Python loop over characters)."""
+    low, high = 0, min(len(a), len(b))
+    while low < high:
+        mid = (low + high + 1) // 2
+        if a[low:mid] == b[low:mid]:
+            low = mid
+        else:
+            high = mid - 1
+    return low
 
 
 def clear_caches() -> None:

@@ -237,6 +237,22 @@ class FactIndex:
             entry = self._versions[id(message)] = (message, message_facts(message))
         return entry[1]
 
+    def version_of(self, index: int, message: Message) -> frozenset[Fact]:
+        """``version(message)`` for a modified version of original ``index``: a cut of a
+        tool output from the facts its original is known to have (``extract``'s
+        ``cut_version_facts``: the same facts, most lines scanned for fewer kinds)."""
+        entry = self._versions.get(id(message))
+        if entry is None or entry[0] is not message:
+            found = None
+            if 0 <= index < len(self.originals):
+                found = extract.cut_version_facts(
+                    self.originals[index], message, self.original(index)
+                )
+            if found is None:
+                found = message_facts(message)
+            entry = self._versions[id(message)] = (message, found)
+        return entry[1]
+
     def holders(self, fact: Fact) -> list[int]:
         """Source indexes whose original holds ``fact`` (built on first use)."""
         by_fact = self._by_fact
@@ -325,7 +341,7 @@ def analyse_parts(
                         del holders[pos]
         if message is not None:
             current[i] = message
-            for f in index.version(message):
+            for f in index.version_of(i, message):
                 insort(mod_holders.setdefault(f, []), i)
 
     def facts_now(i: int) -> frozenset[Fact]:
