@@ -13,24 +13,29 @@ garbage older than the pause waits for the pause to end. Nested and concurrent p
 embedded worker's threads) share one freeze: the first to enter freezes, the last to leave
 unfreezes. A freeze made by someone else (a pre-forking server) is left alone.
 
-While a pause lasts, each full collection's survivors are frozen too (``_refreeze``): the
-replay's own records and state grow with it, and a full collection comes every ten
-middle ones, so each traversed everything the replay had made so far (quadratic: at 40,000
-messages 4-5 full collections took ~0.25-0.3 s, 2 at 20,000 took 0.06 s).
+While a pause lasts, the survivors of every collection are frozen too (``_refreeze``), so
+each object the replay keeps is traversed once, by the young collection that first meets
+it, and never again. Before, a full collection came every ten middle ones and traversed
+everything the replay had made so far (quadratic: at 40,000 messages 4-5 of them took
+~0.25-0.3 s), and middle ones traversed the young survivors again.
 
 When the last pause ends, what it made joins the oldest generation with the rest
 (``gc.freeze()`` then ``gc.unfreeze()``: two list splices, no traversal). Left young, it
 would be traversed by the first middle collection after the thresholds come back, which
 finds nothing: at 40,000 messages that was one 0.18 s collection right at the pause's end,
-at 20,000 it fell later, so the replay's 2x-messages time read 2.22 where its work is 2.0.
+at 20,000 it fell later, so langchain_trim's 2x-messages time read 2.22 where its work is 2.
 
 A pause also collects less often (``PAUSED_THRESHOLD`` for the collector's thresholds,
 restored at its end): a replay's garbage is freed by reference counting, so the young
 collections every 700 allocations only cost (about 5 % of the five presets' replays on
-the realistic 20,000-message transcript). At 500,000 a replay of 20,000 or 40,000 messages
-makes no young collection at all (at 50,000 it made 7 and 15, each traversing the replay's
-newest records: 0.09 and 0.21 s of vercel_prune_messages'); cyclic garbage made inside
-waits at most that many allocations.
+the realistic 20,000-message transcript). A young collection inside costs what it
+traverses and finds nothing, so the threshold sits above what a replay of a long session
+keeps: at 40,000 messages the most any strategy kept was ~573,000 new objects
+(autogen_head_and_tail), so none collects at 20,000 or 40,000 (at 50,000, 7-19 young
+collections took 0.07-0.19 s of each replay; at 500,000 a few strategies made none at
+20,000 and one of 0.17 s at 40,000, a step in their 2x-messages time). A longer replay
+collects every million net allocations, each traversing only what came since the last;
+cyclic garbage made inside, by the replay or another thread, waits at most that long.
 """
 
 from __future__ import annotations
@@ -43,7 +48,7 @@ from contextlib import contextmanager
 _lock = threading.Lock()
 _depth = 0  # pauses in progress; the freeze is ours while it is > 0
 _foreign = False  # the heap was already frozen by someone else when our first pause began
-PAUSED_THRESHOLD = (500_000, 50, 100)  # gc thresholds while a pause lasts (see above)
+PAUSED_THRESHOLD = (1_000_000, 50, 100)  # gc thresholds while a pause lasts (see above)
 _threshold: tuple[int, int, int] = gc.get_threshold()  # restored when the last pause ends
 
 
@@ -74,6 +79,6 @@ def existing_heap_frozen() -> Iterator[None]:
 
 
 def _refreeze(phase: str, info: dict[str, int]) -> None:
-    """After a full collection inside a pause, its survivors join the frozen heap."""
-    if phase == "stop" and info["generation"] == 2:
+    """After any collection inside a pause, its survivors join the frozen heap."""
+    if phase == "stop":
         gc.freeze()

@@ -161,3 +161,13 @@ def test_what_a_pause_made_joins_the_oldest_generation_at_its_end():
     ref = _cycle()  # and cyclic garbage is still found by the next full collection
     gc.collect()
     assert ref() is None
+
+
+def test_survivors_of_a_young_collection_inside_join_the_frozen_heap():
+    """Each object a replay keeps is traversed once, by the first collection that meets it."""
+    with heap.existing_heap_frozen():
+        kept = [_Node() for _ in range(10)]
+        before = gc.get_freeze_count()
+        gc.collect(0)
+        assert gc.get_freeze_count() >= before + len(kept)
+        assert not {id(o) for o in gc.get_objects(generation=1)} & {id(n) for n in kept}
