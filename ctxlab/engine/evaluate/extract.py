@@ -806,31 +806,42 @@ def message_facts(message: Message, *, local: LocalMemo | None = None) -> frozen
 def cut_version_facts(
     original: Message, version: Message, original_facts: frozenset[FactPair]
 ) -> frozenset[FactPair] | None:
-    """``message_facts(version)`` for a tool output cut from ``original`` (a truncation
-    keeps its head and appends a notice) whose facts are ``original_facts``; None when
-    ``version`` is not such a cut (the caller scans it in full).
+    """``message_facts(version)`` for tool outputs cut from ``original``'s (a truncation
+    keeps each output's head and appends a notice) whose facts are ``original_facts``;
+    None when ``version`` is not such a cut (the caller scans it in full).
 
     Facts are found line by line (``facts_of_parts``: no pattern crosses a newline, no
     substitution leaves a line, every whole-text test only skips a scan that would find
-    nothing), so the facts of the whole lines the version shares with its original are
+    nothing), so the facts of the whole lines an output shares with its original are
     among the original's: a kind the original has none of is not scanned for there. The
     rest (the line cut short, the notice) is scanned in full."""
-    if len(original.blocks) != 1 or len(version.blocks) != 1:
+    if len(original.blocks) != len(version.blocks):
         return None
-    before, after = original.blocks[0], version.blocks[0]
-    if before.kind is not BlockKind.TOOL_RESULT or after.kind is not BlockKind.TOOL_RESULT:
-        return None
-    old, text = before.text, after.text
-    # (an output that reads as JSON has the facts of its values: not line by line)
-    if not old or not text or old.lstrip()[:1] in ("{", "[") or text.lstrip()[:1] in ("{", "["):
-        return None
-    head = text.rfind("\n", 0, _common_prefix(old, text)) + 1  # whole lines of both
-    if not head:
-        return None
-    key = text_key(text)  # the memo ``block_facts`` reads and fills for this text
+    cuts: list[tuple[str, int]] = []
+    for before, after in zip(original.blocks, version.blocks, strict=True):
+        if before.kind is not BlockKind.TOOL_RESULT or after.kind is not BlockKind.TOOL_RESULT:
+            return None
+        old, text = before.text, after.text
+        # (an output that reads as JSON has the facts of its values: not line by line)
+        if old.lstrip()[:1] in ("{", "[") or text.lstrip()[:1] in ("{", "["):
+            return None
+        cuts.append((text, text.rfind("\n", 0, _common_prefix(old, text)) + 1))
+    if not any(head for _, head in cuts):
+        return None  # no whole line kept: nothing to gain
+    kinds = {kind for kind, _ in original_facts}
+    found: set[FactPair] = set()
+    for text, head in cuts:
+        if text:  # (an empty output has no facts: ``block_facts``)
+            found.update(_cut_facts(text, head, kinds))
+    return frozenset(found)
+
+
+def _cut_facts(text: str, head: int, kinds: set[str]) -> frozenset[FactPair]:
+    """``fact_set(text)`` when ``text[:head]`` is whole lines holding only facts of
+    ``kinds`` (memoised as ``fact_set``: ``block_facts`` reads the same memo)."""
+    key = text_key(text)
     found = _FACT_SETS.get(key)
     if found is None:
-        kinds = {kind for kind, _ in original_facts}
         found = frozenset((*facts(text[:head], kinds=kinds).items(), *facts(text[head:]).items()))
         _FACT_SETS.set(key, found, weight=len(text))
     return found

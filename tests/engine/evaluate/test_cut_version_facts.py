@@ -10,7 +10,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctxlab.engine.core.model import BlockKind
+from ctxlab.engine.core.model import BlockKind, Message
 from ctxlab.engine.evaluate import extract
 from ctxlab.engine.synth import realistic as synth_realistic
 from tests.engine.builders import results, tool_result
@@ -54,6 +54,11 @@ ALPHABET = st.sampled_from(
 def _full(text: str) -> frozenset[tuple[str, str]]:
     extract.clear_caches()  # no memo: a scan of the text itself
     return extract.message_facts(tool_result("t", text))
+
+
+def _full_message(message: Message) -> frozenset[tuple[str, str]]:
+    extract.clear_caches()
+    return extract.message_facts(message)
 
 
 def _check(original: str, cut_at: int, notice: str) -> bool:
@@ -100,15 +105,20 @@ def test_generated_texts_cut_anywhere(text: str, cut_at: int, notice: str) -> No
 
 
 def test_not_a_cut_of_a_plain_output() -> None:
-    """JSON outputs (facts of their values), several blocks, no whole line kept: None."""
+    """JSON outputs (facts of their values), other blocks, no whole line kept: None; a
+    message of several outputs: each one's facts."""
     plain = "line one /a/b.py\nline two foo_bar\n"
     facts = _full(plain)
     json_text = '[{"a": "/x/y.py"}]\n' + plain
     assert extract.cut_version_facts(
         tool_result("t", json_text), tool_result("t", json_text[:25]), _full(json_text)
     ) is None  # fmt: skip
-    two = results(("a", plain), ("b", plain))
-    assert extract.cut_version_facts(two, two, facts) is None
+    two = results(("a", plain), ("b", "x.py\n" + plain))
+    cut = results(("a", plain[:20] + "<<<TRUNCATED>>>"), ("b", "x.py\n" + plain))
+    extract.clear_caches()
+    got = extract.cut_version_facts(two, cut, extract.message_facts(two))
+    assert got == _full_message(cut)  # each output read from the kinds of the message's
+    assert extract.cut_version_facts(two, results(("a", plain)), facts) is None  # not a cut
     assert extract.cut_version_facts(
         tool_result("t", plain), tool_result("t", "line on<<<TRUNCATED>>>"), facts
     ) is None  # fmt: skip
@@ -116,3 +126,29 @@ def test_not_a_cut_of_a_plain_output() -> None:
         tool_result("t", plain), tool_result("t", plain[:20] + "<<<TRUNCATED>>>"), facts
     )
     assert got == _full(plain[:20] + "<<<TRUNCATED>>>")
+
+
+_TEXTS = st.lists(ALPHABET, min_size=1, max_size=60).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(_TEXTS, st.integers(min_value=0, max_value=300), _TEXTS),
+        min_size=1,
+        max_size=3,
+    )
+)
+def test_generated_messages_of_several_outputs(items: list[tuple[str, int, str]]) -> None:
+    original = results(*[(f"t{i}", text) for i, (text, _, _) in enumerate(items)])
+    version = results(
+        *[
+            (f"t{i}", text[: min(at, len(text))] + notice)
+            for i, (text, at, notice) in enumerate(items)
+        ]
+    )
+    facts = _full_message(original)
+    extract.clear_caches()
+    got = extract.cut_version_facts(original, version, facts)
+    if got is not None:
+        assert got == _full_message(version)
