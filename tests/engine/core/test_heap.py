@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import functools
 import gc
 import threading
+import types
 import weakref
+from pathlib import Path
 
 import pytest
 from builders import conv, cycle
 
 from ctxlab.engine.core import heap
 from ctxlab.engine.replay import Replay, run
+from ctxlab.engine.strategies import LIBRARY, STRATEGIES
+from ctxlab.engine.synth import realistic as synth_realistic
+
+CORPUS = Path(__file__).resolve().parents[2] / "data" / "corpus"
 
 
 class _Node:
@@ -171,3 +178,40 @@ def test_survivors_of_a_young_collection_inside_join_the_frozen_heap():
         gc.collect(0)
         assert gc.get_freeze_count() >= before + len(kept)
         assert not {id(o) for o in gc.get_objects(generation=1)} & {id(n) for n in kept}
+
+
+@functools.cache
+def _realistic():
+    return synth_realistic.realistic_bench_conversation(CORPUS, messages=1_500, seed=3)
+
+
+def _ours(obj: object) -> bool:
+    """Made by ctxlab: an instance of its types, or its functions' frames and closures."""
+    if isinstance(obj, types.FrameType):
+        return "/ctxlab/" in obj.f_code.co_filename
+    if isinstance(obj, types.FunctionType):
+        return "/ctxlab/" in obj.__code__.co_filename
+    return type(obj).__module__.startswith("ctxlab.")
+
+
+@pytest.mark.parametrize("name", [n for n in LIBRARY if n in STRATEGIES])
+def test_a_replay_makes_no_cyclic_garbage_while_it_runs(name):
+    """Why a pause may collect so rarely (``PAUSED_THRESHOLD``): while a replay runs, the
+    collector finds nothing of it (its structures become cyclic garbage only when the
+    caller drops them, after the pause)."""
+    conversation = _realistic()
+    gc.collect()
+    flags = gc.get_debug()
+    gc.disable()
+    try:
+        job = Replay(conversation, name)  # (kept: dropped, the replay's structures are cyclic)
+        result = job.finish()
+        gc.set_debug(gc.DEBUG_SAVEALL)
+        gc.collect()
+        ours = [o for o in gc.garbage if _ours(o)]
+    finally:
+        gc.set_debug(flags)
+        gc.garbage.clear()
+        gc.enable()
+    assert result.steps
+    assert not ours, ours[:5]
