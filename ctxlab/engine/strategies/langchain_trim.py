@@ -35,7 +35,7 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ..core.model import Block, BlockKind, Message, ToolDef
+from ..core.model import Block, BlockKind, Message, Role, ToolDef
 from ..core.params import Param
 from ..core.records import Fate
 from ..core.strategy import Strategy
@@ -72,6 +72,7 @@ class _State:
     prefix: list[int] = field(default_factory=lambda: [0])
     start_of: dict[int, int] = field(default_factory=dict)
     last: tuple[int, int, int] = (0, 0, 0)
+    counted: tuple[Message | None, Sequence[int]] = (None, ())  # the counter's last message
 
 
 class LangChainTrimStrategy(Strategy):
@@ -204,10 +205,18 @@ class LangChainTrimStrategy(Strategy):
         return sum(self.lc_tokens(m) for m in self.lc_messages(message, -1, {}))
 
     def message_counter(self, reference: ReferenceTokens, state: Any) -> Callable[[Message], int]:
-        # Tool results are named from the calls this replay has seen so far.
+        # Tool results are named from the calls this replay has seen so far. The counts of
+        # the message just counted are kept: the context counts each message as it is
+        # appended, right before ``after_append`` needs the same counts.
         tool_names = state.tool_names
         lc_tokens, lc_messages = self.lc_tokens, self.lc_messages
-        return lambda message: sum(lc_tokens(m) for m in lc_messages(message, -1, tool_names))
+
+        def count(message: Message) -> int:
+            counts = [lc_tokens(m) for m in lc_messages(message, -1, tool_names)]
+            state.counted = (message, counts)
+            return sum(counts)
+
+        return count
 
     def count_system(self, text: str, message: Message | None) -> int:
         return self.lc_tokens(lc.LcMessage(lc.SYSTEM, text)) if message is not None else 0
@@ -249,16 +258,22 @@ class LangChainTrimStrategy(Strategy):
     def after_append(self, ctx: ContextView, index: int) -> None:
         st: _State = ctx.state
         msg = ctx.original(index)
+        calls = False
         for block in msg.blocks:
             if block.kind is BlockKind.TOOL_USE and block.tool_id:
                 st.tool_names[block.tool_id] = block.tool_name
+                calls = True
         items = self.lc_messages(msg, index, st.tool_names)
         st.by_source[index] = items
         st.start_of[index] = len(st.history)
         st.history.extend(items)
+        # The counter's counts of this message, unless its own calls just named its results.
+        counted, counts = st.counted
+        if counted is not msg or (calls and msg.role is not Role.ASSISTANT):
+            counts = [self.lc_tokens(item) for item in items]
         prefix = st.prefix
-        for item in items:
-            prefix.append(prefix[-1] + self._count(st, [item]))
+        for value in counts:
+            prefix.append(prefix[-1] + value)
 
     def trimmed(self, st: _State) -> list[lc.LcMessage]:
         p = self.params
