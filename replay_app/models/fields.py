@@ -53,8 +53,16 @@ def pack(
     text = json.dumps(value, cls=encoder, ensure_ascii=False, separators=(",", ":"))
     if len(text) <= PACK_OVER:
         return ORDERED + text if keep_order and _has_keys_to_order(value) else value
+    return packed_text(text) or value
+
+
+def packed_text(text: str) -> str | None:
+    """The packed string of a value's compact JSON ``text`` (``PREFIX``, base64 of its
+    zlib), when it is longer than ``PACK_OVER`` and the packed string is shorter; else None."""
+    if len(text) <= PACK_OVER:
+        return None
     packed = PREFIX + base64.b64encode(zlib.compress(text.encode("utf-8"), 6)).decode("ascii")
-    return packed if len(packed) < len(text) else value
+    return packed if len(packed) < len(text) else None
 
 
 def unpack(value: Any) -> Any:

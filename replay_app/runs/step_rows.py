@@ -20,9 +20,7 @@ quoting of every parameter (a summary's inline input is megabytes).
 
 from __future__ import annotations
 
-import base64
 import json
-import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields
 from operator import attrgetter
@@ -33,8 +31,7 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 
 from ctxlab.engine.core.records import Event, Finding, StepRecord, SummaryRecord, Zones
 from replay_app.models import Run, RunEvent, RunFinding, RunOffload, RunStep, RunSummary
-from replay_app.models.fields import PACK_OVER, ZONE_KEYS, PackedJSONField, pack_zones
-from replay_app.models.fields import PREFIX as PACK_PREFIX
+from replay_app.models.fields import ZONE_KEYS, PackedJSONField, pack_zones, packed_text
 from replay_app.models.rows import event_values, finding_values, summary_values
 
 Row = tuple[Any, ...]
@@ -249,9 +246,9 @@ def _preparer(column: models.Field[Any, Any], db: BaseDatabaseWrapper) -> Callab
 
 def _packed_json() -> Callable[[Any], Any]:
     """``PackedJSONField.get_db_prep_save`` on SQLite (no encoder, no key order kept):
-    ``fields.pack``'s compact text, packed when longer than ``PACK_OVER`` and smaller so,
-    then ``json.dumps`` of what is stored, with the C encoders made once. A packed string
-    is ``PREFIX`` and base64, which JSON writes as it is between quotes (no escapes)."""
+    ``fields.pack``'s compact text, packed as it packs (``packed_text``), then
+    ``json.dumps`` of what is stored, with the C encoders made once. A packed string is
+    ``PREFIX`` and base64, which JSON writes as it is between quotes (no escapes)."""
     text_of = _json_encoder(ascii_only=False)
     dumps = _json_encoder(compact=False)
 
@@ -260,12 +257,8 @@ def _packed_json() -> Callable[[Any], Any]:
             return None
         if isinstance(value, str):  # stored as it is (a packed or ordered value already)
             return dumps(value)
-        text = text_of(value)
-        if len(text) > PACK_OVER:
-            packed = base64.b64encode(zlib.compress(text.encode("utf-8"), 6)).decode("ascii")
-            if len(packed) + len(PACK_PREFIX) < len(text):
-                return f'"{PACK_PREFIX}{packed}"'
-        return dumps(value)
+        packed = packed_text(text_of(value))
+        return dumps(value) if packed is None else f'"{packed}"'
 
     return prepare
 
