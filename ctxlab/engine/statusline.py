@@ -10,7 +10,7 @@ line it prints. This prints::
 - *context used*: the count Claude Code's auto-compact compares with its threshold after the
   last response (``_claude_code_versions.count_after_response``, the rule of the
   ``claude_code`` strategy and of the session page: the reported usage, prompt + output,
-  plus the final output a stream-start usage line does not hold and, from 2.1.43, the
+  plus the final output a stream-start usage line does not hold and, in 2.1.64 and 2.1.69+, the
   response's own later lines), of the window (the JSON's ``context_window_size``, else
   200,000, or 1,000,000 for a ``[1m]`` model);
 - *turns to auto-compact*: ``evaluate.forecast.turns_to_trigger`` (the rule the session page

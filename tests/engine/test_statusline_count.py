@@ -1,6 +1,6 @@
 """``ctxlab statusline`` counts a Claude Code response as the ``claude_code`` strategy and
-the session page do (``_claude_code_versions.count_after_response``): from 2.1.43 the
-response's own later lines are counted on top of its usage, and a usage line written when
+the session page do (``_claude_code_versions.count_after_response``): in 2.1.64 and 2.1.69+
+the response's own later lines are counted on top of its usage, and a usage line written when
 the stream started leaves the final output to the response's own estimate. Real 2.1.49
 lines: tests/data/claude-code-2.1.49 (FSM1/cipher-box, MIT)."""
 
@@ -43,16 +43,19 @@ def _before_boundary(tmp_path: Path, name: str) -> Path:
     return path
 
 
-def test_a_2_1_49_response_s_later_line_is_counted(tmp_path: Path) -> None:
-    """The last response is two lines (a text, then a ``Read`` call): the agent's count is
-    its usage (166,519) + the call's line (29), the count the strategy had at the
-    boundary (166,548); the usage alone read 166,519."""
+def test_a_2_1_49_response_s_later_line_is_counted_where_the_version_walks_back(
+    tmp_path: Path,
+) -> None:
+    """The last response is two lines (a text, then a ``Read`` call): 2.1.49 counts its usage
+    alone (166,519), the count the strategy had at the boundary; a version whose count walks
+    back to the response's first line (2.1.69, named by the statusline JSON) adds the call's
+    line (29): 166,548."""
     path = _before_boundary(tmp_path, "unwritten-result.jsonl")
     now = session_now(cli.load_file(path, format="claude-code"), "claude-code")
     page = now.steps[-1].count
     for status in (statusline.status_of(path, {}), statusline.cached_status_of(path, {})):
-        assert status.used == page == 166_548
-    # the statusline JSON names the version: 2.1.42 counts the usage alone
+        assert status.used == page == 166_519
+    assert statusline.status_of(path, {"version": "2.1.69"}).used == 166_548
     assert statusline.status_of(path, {"version": "2.1.42"}).used == 166_519
 
 

@@ -200,7 +200,7 @@ class _Counts:
     by the rule its replay strategy uses (imported, never restated here):
 
     - Claude Code: ``_claude_code_versions.count_after_response`` (the usage, the final
-      output the file does not hold, from 2.1.43 the response's own later lines);
+      output the file does not hold, in 2.1.64 and 2.1.69+ the response's own later lines);
     - Codex 0.118+: the usage (``total_token_usage``) plus the encrypted reasoning of the
       replies before the turn's user message since the last compaction
       (``codex.reasoning_tokens`` at the version's own factor: the count's next check, mid

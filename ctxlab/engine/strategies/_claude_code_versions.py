@@ -17,10 +17,12 @@ what it writes, and where each value comes from:
   (``src/services/compact/autoCompact.ts``: ``MAX_OUTPUT_TOKENS_FOR_SUMMARY = 20_000``,
   ``AUTOCOMPACT_BUFFER_TOKENS = 13_000``; ``microCompact.ts``).
 
-The count compared with the threshold (``tokenCountWithEstimation``) is the same rule in
-every range: [data] the last response's usage plus the rough estimate of the messages after
-that response's first record (interleaved tool results), not of the response's own later
-blocks, matches ``preTokens`` exactly at 55 of 131 automatic boundaries.
+The count compared with the threshold (``tokenCountWithEstimation``): [data] the last
+response's usage plus the rough estimate of the messages after it matches ``preTokens``
+exactly at 55 of 131 automatic boundaries (2.0.76-2.1.42). [code] In 2.1.64 and from 2.1.69
+the function walks back to the response's first record before estimating, so a response
+written as several lines has its later lines counted again (``later_blocks``); 2.1.43-2.1.63
+and 2.1.67-2.1.68 do not (each published cli.js read).
 """
 
 from __future__ import annotations
@@ -69,6 +71,23 @@ class VersionRules(NamedTuple):
 _REPLAYED = (
     "replayed where the transcript names the cleared results (microcompact_boundary); "
     "its trigger is not modelled (no published source for these versions)"
+)
+
+# Whether ``tokenCountWithEstimation`` walks back to the response's first record, read in
+# each published cli.js (npm @anthropic-ai/claude-code): 2.1.47, 2.1.49 and 2.1.63 count
+# from the last record with usage; 2.1.64 walks back; 2.1.67 and 2.1.68 do not again (2.1.65
+# and 2.1.66 were never published); 2.1.69, 2.1.72, 2.1.75, 2.1.78, 2.1.81 and 2.1.88 do.
+_NO_WALK_BACK = (
+    "code: cli.js 2.1.47/2.1.49/2.1.63/2.1.67/2.1.68 tokenCountWithEstimation: usage of the "
+    "last record that has one + the estimate of the records after it (no walk back); data: "
+    "a 2.1.47 session did not compact where the walk back counts 168,178 (ElixirTrials/"
+    "medgemma-hackathon) and did one call later at preTokens 168,672"
+)
+_WALK_BACK = (
+    "code: cli.js 2.1.64 and 2.1.69-2.1.81 walk back past the response's earlier records "
+    "(2.1.88 tokens.ts: 'Walk back past any earlier sibling records split from the same API "
+    "response'); data: a 2.1.81 boundary's preTokens (167,753) is the last usage line plus "
+    "the estimate of the response's own later line exactly (ShamsiievDmytro/entire-bmad)"
 )
 
 RANGES: tuple[VersionRules, ...] = (
@@ -158,30 +177,33 @@ RANGES: tuple[VersionRules, ...] = (
             "data: summary message as 2.1.7 (analysis kept, 'Please continue…')",
         ),
     ),
-    VersionRules(
-        "2.1.43",
-        "",
-        20_000,
-        13_000,
-        "2.1.88",
-        True,
-        True,
-        "legacy microcompact removed (2.1.88): replayed where the transcript names it; the "
-        "time-based one is set by a remote flag and cached microcompact is internal, so "
-        "neither trigger is modelled",
-        (
-            "code: 2.1.88 autoCompact.ts MAX_OUTPUT_TOKENS_FOR_SUMMARY 20,000, "
-            "AUTOCOMPACT_BUFFER_TOKENS 13,000; tokens.ts tokenCountWithEstimation; "
-            "prompt.ts (analysis stripped); microCompact.ts",
-            "no real boundaries seen after 2.1.42: where between 2.1.43 and 2.1.88 the "
-            "summary message changed is not known",
-            "data: the count walks back to the response's first line (tokens.ts): a 2.1.81 "
-            "boundary's preTokens (167,753) is the last usage line plus the estimate of "
-            "the response's own later line exactly (ShamsiievDmytro/entire-bmad); 2.1.25-"
-            "2.1.42 boundaries match without it (entireio/cli, Beep206/CyberVPN); first "
-            "version with it not pinned (none seen 2.1.43-2.1.48)",
-        ),
-        later_blocks=True,
+    *(
+        VersionRules(
+            first,
+            last,
+            20_000,
+            13_000,
+            "2.1.88",
+            True,
+            True,
+            "legacy microcompact removed (2.1.88): replayed where the transcript names it; the "
+            "time-based one is set by a remote flag and cached microcompact is internal, so "
+            "neither trigger is modelled",
+            (
+                "code: 2.1.88 autoCompact.ts MAX_OUTPUT_TOKENS_FOR_SUMMARY 20,000, "
+                "AUTOCOMPACT_BUFFER_TOKENS 13,000; tokens.ts tokenCountWithEstimation; "
+                "prompt.ts (analysis stripped); microCompact.ts",
+                "where between 2.1.43 and 2.1.88 the summary message changed is not known",
+                walk,
+            ),
+            later_blocks=later,
+        )
+        for first, last, later, walk in (
+            ("2.1.43", "2.1.63", False, _NO_WALK_BACK),
+            ("2.1.64", "2.1.66", True, _WALK_BACK),
+            ("2.1.67", "2.1.68", False, _NO_WALK_BACK),
+            ("2.1.69", "", True, _WALK_BACK),
+        )
     ),
 )
 

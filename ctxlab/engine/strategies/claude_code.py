@@ -42,8 +42,9 @@ https://github.com/WoodsCumming/claude-code-source-code).
   its lines and everything later (the 2.1.88 walk back to the response's first line);
   up to 2.1.42 the response's own later blocks are not added again (its output counts
   them: 55 of 131 real 2.0.76-2.1.42 boundaries match ``preTokens`` exactly this way, none
-  when they are added); from 2.1.43 (``later_blocks`` in the version table) they are, as
-  the 2.1.88 code does (a 2.1.81 boundary matches exactly). A tool call of the last
+  when they are added), nor up to 2.1.63 or in 2.1.67-2.1.68 (their cli.js); in 2.1.64 and
+  from 2.1.69 (``later_blocks`` in the version table) they are, as the 2.1.88 code does (a
+  2.1.81 boundary matches exactly). A tool call of the last
   response whose result the file never writes before the original's compaction (2.1.49:
   only its hook lines remain) was counted too: its size is unknown. The
   transcript's usage line may be the one written when the stream started (output 1-25):
@@ -194,7 +195,7 @@ def rough_tokens(text: str) -> int:
 
 def later_tokens(message: Message) -> int:
     """The estimate of a response's lines after its first (one block each), which
-    ``tokenCountWithEstimation`` counts on top of its usage from 2.1.43
+    ``tokenCountWithEstimation`` counts on top of its usage in 2.1.64 and from 2.1.69
     (``versions.count_after_response``)."""
     return sum(block_tokens(b) for b in message.blocks[1:])
 
@@ -572,7 +573,7 @@ class ClaudeCodeStrategy(Strategy):
             total = usage.context_tokens
             # The count after the response (``versions.count_after_response``, the rule
             # ``evaluate.session_now`` reads too): the usage, the final output the file
-            # does not hold, and from 2.1.43 (``later_blocks``) the response's own later
+            # does not hold, and where ``later_blocks`` (2.1.64, 2.1.69+) the response's own later
             # lines (one block each), counted again as ``tokenCountWithEstimation``'s walk
             # back does; the later lines start the tail that later messages extend.
             missing = versions.missing_output(st.rules, usage.output, tokens)

@@ -6,9 +6,10 @@ rule"), read from the strategy's own functions.
   (``codex.reasoning_tokens``). On every vendored rollout with an automatic compaction the
   step count before it, plus the items Codex estimates after that reply, is exactly the
   total the ``codex`` strategy compared with its limit there.
-- Claude Code 2.1.43+: the usage plus the response's own later lines
+- Claude Code 2.1.64 and 2.1.69+: the usage plus the response's own later lines
   (``_claude_code_versions.count_after_response``), exactly the ``claude_code`` strategy's
-  count on a real 2.1.49 boundary (tests/data/claude-code-2.1.49, FSM1/cipher-box, MIT).
+  count on a real 2.1.49 boundary read under those rules (tests/data/claude-code-2.1.49,
+  FSM1/cipher-box, MIT); 2.1.49 itself counts the usage alone.
 
 Each test fails on the count session-now used before (the response's reported usage)."""
 
@@ -88,11 +89,19 @@ def test_codex_forecast_sees_the_reasoning() -> None:
     assert hit.actual == 10 and hit.predicted == 25
 
 
-def test_claude_code_2_1_49_step_count_is_the_strategy_s_count() -> None:
+@pytest.mark.parametrize(("version", "later"), [("", 0), ("2.1.69", 29)])
+def test_claude_code_2_1_49_step_count_is_the_strategy_s_count(version: str, later: int) -> None:
     """The last response before the boundary is two lines (a text, then a ``Read`` call):
-    from 2.1.43 the agent counts the call's line (29 tokens) on top of the usage, and the
-    strategy's count at the boundary (166,548) is that step's count."""
+    2.1.49 counts the usage alone (166,519); read as 2.1.69, whose count walks back to the
+    response's first line, the call's line (29 tokens) is on top. Either way the step's count
+    is the strategy's count at the boundary."""
     conversation, fmt = _main(DATA / "claude-code-2.1.49" / "unwritten-result.jsonl")
+    if version:
+        meta = tuple(
+            (k, version if k in ("version", "first_version") else v)
+            for k, v in conversation.metadata
+        )
+        conversation = replace(conversation, metadata=meta)
     (boundary,) = conversation.compactions
     now = session_now(conversation, fmt)
     last = [s for s in now.steps if s.message < boundary.before_index][-1]
@@ -100,10 +109,10 @@ def test_claude_code_2_1_49_step_count_is_the_strategy_s_count() -> None:
     assert usage is not None
     result = run(conversation, "claude_code", summarizer=RecordedSummarizer())
     (detail,) = _details(result, ("compact", "compact_skipped"))
-    assert last.count == detail["tokens"] == 166_548
-    assert last.count == usage.context_tokens + 29
+    assert last.count == detail["tokens"] == 166_519 + later
+    assert last.count == usage.context_tokens + later
     # the JSON twin's forecast starts from the same count
-    assert now.counts_before(last)[-1] == 166_548
+    assert now.counts_before(last)[-1] == 166_519 + later
 
 
 def test_claude_code_before_2_1_43_counts_the_usage_alone() -> None:

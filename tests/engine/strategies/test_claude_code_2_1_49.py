@@ -9,8 +9,10 @@ at a count the file does not show, so the original's own compaction settles it.
   there) but its result was never written before the boundary: the file shows 166,548, the
   agent counted 167,332.
 
-Both excerpts also pin the 2.1.43+ count (``later_blocks``): the estimate starts after the
-response's first line, so a response's later lines are counted on top of its usage."""
+Both excerpts also pin which versions count a response's later lines again on top of its
+usage (``later_blocks``: ``tokenCountWithEstimation`` walking back to the response's first
+line): 2.1.49 does not (its cli.js counts from the last line with usage), 2.1.64 and 2.1.69+
+do, 2.1.67-2.1.68 do not."""
 
 from __future__ import annotations
 
@@ -36,7 +38,7 @@ def _main(name: str) -> Conversation:
     ("name", "pre_tokens", "shown", "why"),
     [
         ("stream-start-output.jsonl", 167_457, 166_012, "unrecorded output"),
-        ("unwritten-result.jsonl", 167_332, 166_548, "1 tool result counted but not written"),
+        ("unwritten-result.jsonl", 167_332, 166_519, "1 tool result counted but not written"),
     ],
 )
 def test_the_original_settles_a_count_the_file_cannot_show(
@@ -68,14 +70,26 @@ def test_a_call_whose_result_is_written_leaves_no_result_open() -> None:
     assert detail["decided_by"].endswith("(the boundary's logical parent)")
 
 
-def test_from_2_1_43_the_response_s_later_lines_are_counted_again() -> None:
-    """The last response before the boundary is two lines (a text, then the ``Read`` call):
-    2.1.43+ estimates the call's line on top of the usage (round((4 + 110) / 4) = 29, its
-    name and JSON input); the 2.1.42 rules stop at the usage."""
+@pytest.mark.parametrize(
+    ("version", "rules_range", "later"),
+    [
+        ("", "2.1.43-2.1.63", 0),  # the file's own 2.1.49
+        ("2.1.64", "2.1.64-2.1.66", 29),
+        ("2.1.67", "2.1.67-2.1.68", 0),
+        ("2.1.69", "2.1.69 and later", 29),
+    ],
+)
+def test_which_versions_count_the_response_s_later_lines_again(
+    version: str, rules_range: str, later: int
+) -> None:
+    """The last response before the boundary is two lines (a text, then the ``Read`` call).
+    Where ``tokenCountWithEstimation`` walks back to the response's first line (2.1.64,
+    2.1.69+) the call's line is estimated on top of the usage (round((4 + 110) / 4) = 29,
+    its name and JSON input); 2.1.49, like 2.1.42 and 2.1.67-2.1.68, stops at the usage."""
     conversation = _main("unwritten-result.jsonl")
     last = conversation.messages[conversation.compactions[0].before_index - 1]
     assert [b.kind.value for b in last.blocks] == ["text", "tool_use"]
-    _, _, newer = decision(replay(conversation))
+    _, _, read = decision(replay(conversation, **({"agent_version": version} if version else {})))
     _, _, older = decision(replay(conversation, agent_version="2.1.42"))
-    assert newer["estimated_tail"] == 29 and newer["rules_range"] == "2.1.43 and later"
-    assert older["estimated_tail"] == 0 and older["tokens"] == newer["tokens"] - 29
+    assert read["estimated_tail"] == later and read["rules_range"] == rules_range
+    assert older["estimated_tail"] == 0 and older["tokens"] == read["tokens"] - later
