@@ -109,11 +109,13 @@ def event_values(event: Event) -> dict[str, Any]:
     return row
 
 
-def summary_values(record: SummaryRecord) -> dict[str, Any]:
+def summary_values(record: SummaryRecord, *, with_input: bool = True) -> dict[str, Any]:
+    """``with_input=False``: the input left empty, unread (a rendered input is made when
+    read: the worker stores it after the run is done, ``executor._analyse``)."""
     return {
         "seq": record.id,
         "step": record.step,
-        "input": record.input,
+        "input": record.input if with_input else "",
         "output": record.output,
         "input_tokens": record.input_tokens,
         "output_tokens": record.output_tokens,

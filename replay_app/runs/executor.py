@@ -63,6 +63,12 @@ BATCH_SECONDS = 0.5
 # rewrites the last pages of every table and index it touched, a fixed cost that 20
 # batches of a fast 10,000-step replay paid every 70 ms of replay.
 BATCH_GROWTH = 8
+# Summarisers run in this process: their run is done seconds after it starts, and its
+# summary inputs, made when read (``records._RenderedWhenRead``: formatting the compacted
+# messages, ~0.2 s of a 20,000-message QwenPaw run), are rendered and stored after done
+# (``_analyse``, as pieces) instead of inline while replaying; the summary page says
+# "analysing" meanwhile. A run calling an API keeps them inline: it is watched for minutes.
+INPUTS_AFTER_DONE = ("offline", "recorded")
 
 # ---------------------------------------------------------------------------------------
 # Execution
@@ -158,73 +164,80 @@ def _execute(
     # end: the decode makes millions of objects and none is garbage; paused only while
     # replaying, the first full collection after the decode traversed them all (seeding
     # the counts set it off: 0.5-1 s of CPU at 20,000 messages).
-    with existing_heap_frozen():
-        conversation = run.transcript.to_conversation()
-        # The per-message counts stored at import: the replay tokenizes no message again (and
-        # counts copies of long texts from their stored running counts).
-        rows = run.transcript.messages.order_by("index").values_list(*stored_counts.COLUMNS)
-        reference = stored_counts.seeded(conversation, stored_counts.from_rows(list(rows)))
-        summarizer = make_summarizer(run)
-        metered = summarizer if isinstance(summarizer, llm.MeteredSummarizer) else None
-        # A prompt editor version's request edit (prompts_app), when the run has one.
-        summarizer = prompt_edit.wrap(summarizer, (run.llm or {}).get("prompt_edit"))
-        job = Replay(
-            conversation,
-            run.strategy,
-            params=run.params,
-            summarizer=summarizer,
-            reference=reference,
-        )
-        if copaw_stored.wants_stored_counts(job.strategy):  # its Qwen2.5 pass, done at import
-            entries = run.transcript.messages.order_by("index").values_list(
-                "qwen_counts", flat=True
+    writer: _BatchWriter | None = None
+    try:
+        with existing_heap_frozen():
+            conversation = run.transcript.to_conversation()
+            # The per-message counts stored at import: the replay tokenizes no message again (and
+            # counts copies of long texts from their stored running counts).
+            rows = run.transcript.messages.order_by("index").values_list(*stored_counts.COLUMNS)
+            reference = stored_counts.seeded(conversation, stored_counts.from_rows(list(rows)))
+            summarizer = make_summarizer(run)
+            metered = summarizer if isinstance(summarizer, llm.MeteredSummarizer) else None
+            # A prompt editor version's request edit (prompts_app), when the run has one.
+            summarizer = prompt_edit.wrap(summarizer, (run.llm or {}).get("prompt_edit"))
+            job = Replay(
+                conversation,
+                run.strategy,
+                params=run.params,
+                summarizer=summarizer,
+                reference=reference,
             )
-            copaw_stored.seed_stored_counts(conversation.messages, list(entries))
-        total = len(call_starts(conversation.messages))
-        Run.objects.filter(pk=run.pk).update(steps_total=total)
-        run.steps_total = total
-        writer = _BatchWriter(run, attempt)
-        writer.texts = textstore.TextWriter(run, conversation.messages)
-        writer.texts.later = []  # summary inputs inline until done, then as pieces (_analyse)
-        writer.metered = metered
-        last_flush = time.monotonic()
-        limit, flushes = batch_steps, 0
-        for record in job:
-            writer.add(record)
-            if writer.pending >= limit or time.monotonic() - last_flush >= batch_seconds:
-                writer.flush(job.result.offloads)
-                last_flush = time.monotonic()
-                _emit(on_progress, run, writer.latest)
-                flushes += 1
-                if flushes >= 2:
-                    limit = min(limit * 2, batch_steps * BATCH_GROWTH)
-        # The last batch (often the largest) inside the pause too: after it, the young
-        # collections of its rows came every 700 allocations again (10-30 ms of them).
-        writer.flush(job.result.offloads)
-    _emit(on_progress, run, writer.latest)  # 100 %: pages say it is finishing (metrics)
-    result = job.result
-    metrics = compute_metrics(
-        result, threshold=job.strategy.threshold(job.ctx.view), reference=job.ctx.reference
-    )
-    counter = llm.make_counter(model=run.summarizer_model or None) if run.exact_counts else None
-    extra = run_costs.finish(run, job, metered=writer.metered, exact_counter=counter)
-    metrics = {**metrics, **extra.pop("metrics")}
-    if conversation.compactions:  # the original's own compactions next to the replay's
-        metrics["original_compactions"] = agreement_rows(conversation, result)
-    run.metrics = _jsonable(metrics)
-    done_at = timezone.now()
-    # Done: its rows and metrics are there. The ledger and ``finished_at`` follow with the
-    # analysis (``analysis_state``: meanwhile the pages say it is analysing, memoise nothing).
-    done = Run.objects.filter(pk=run.pk, attempts=attempt, status=RunStatus.RUNNING).update(
-        status=RunStatus.DONE,
-        heartbeat_at=done_at,
-        metrics=run.metrics,
-        **_jsonable(extra),
-        steps_done=len(result.steps),
-        steps_total=len(result.steps),
-    )
-    if not done:
-        raise _Stop(cancelled=False)
+            if copaw_stored.wants_stored_counts(job.strategy):  # its Qwen2.5 pass, done at import
+                entries = run.transcript.messages.order_by("index").values_list(
+                    "qwen_counts", flat=True
+                )
+                copaw_stored.seed_stored_counts(conversation.messages, list(entries))
+            total = len(call_starts(conversation.messages))
+            Run.objects.filter(pk=run.pk).update(steps_total=total)
+            run.steps_total = total
+            writer = _BatchWriter(run, attempt)
+            writer.texts = textstore.TextWriter(run, conversation.messages)
+            writer.texts.later = []  # summary inputs inline until done, then as pieces (_analyse)
+            writer.inputs_later = run.summarizer in INPUTS_AFTER_DONE  # ... or unread until then
+            writer.metered = metered
+            last_flush = time.monotonic()
+            limit, flushes = batch_steps, 0
+            for record in job:
+                writer.add(record)
+                if writer.pending >= limit or time.monotonic() - last_flush >= batch_seconds:
+                    writer.flush(job.result.offloads)
+                    last_flush = time.monotonic()
+                    _emit(on_progress, run, writer.latest)
+                    flushes += 1
+                    if flushes >= 2:
+                        limit = min(limit * 2, batch_steps * BATCH_GROWTH)
+            # The last batch (often the largest) inside the pause too: after it, the young
+            # collections of its rows came every 700 allocations again (10-30 ms of them).
+            writer.flush(job.result.offloads)
+        _emit(on_progress, run, writer.latest)  # 100 %: pages say it is finishing (metrics)
+        result = job.result
+        metrics = compute_metrics(
+            result, threshold=job.strategy.threshold(job.ctx.view), reference=job.ctx.reference
+        )
+        counter = llm.make_counter(model=run.summarizer_model or None) if run.exact_counts else None
+        extra = run_costs.finish(run, job, metered=writer.metered, exact_counter=counter)
+        metrics = {**metrics, **extra.pop("metrics")}
+        if conversation.compactions:  # the original's own compactions next to the replay's
+            metrics["original_compactions"] = agreement_rows(conversation, result)
+        run.metrics = _jsonable(metrics)
+        done_at = timezone.now()
+        # Done: its rows and metrics are there. The ledger and ``finished_at`` follow with the
+        # analysis (``analysis_state``: meanwhile the pages say it is analysing, memoise nothing).
+        done = Run.objects.filter(pk=run.pk, attempts=attempt, status=RunStatus.RUNNING).update(
+            status=RunStatus.DONE,
+            heartbeat_at=done_at,
+            metrics=run.metrics,
+            **_jsonable(extra),
+            steps_done=len(result.steps),
+            steps_total=len(result.steps),
+        )
+        if not done:
+            raise _Stop(cancelled=False)
+    except BaseException:  # stopped before done: the summary rows get their inputs inline
+        if writer is not None:
+            writer.store_inputs_inline()
+        raise
     run.status, run.heartbeat_at = RunStatus.DONE, done_at
     run.steps_done = run.steps_total = len(result.steps)
     _emit(on_progress, run, writer.latest)
@@ -237,32 +250,29 @@ def _analyse(
 ) -> None:
     """After the run is done, from the replay still in memory: its cost ledger, what each
     compaction lost and which facts survived, by category (one pass: ``runs.survival``),
-    what the compare page derives from this run alone (built once, not per view), and the
-    summary inputs as pieces (``textstore``: written inline until then, which every reader
-    reads), stored with the run's ``finished_at``. A failure leaves the run done without
-    them (logged): the pages compute the analysis from the stored rows on first view."""
+    what the compare page derives from this run alone (built once, not per view), stored
+    with the run's ``finished_at``; before them, the summary inputs as pieces
+    (``textstore``: until then inline, or for an in-process run not stored, the summary
+    page saying it is analysing). A failure leaves the run done without the analysis
+    (logged): the pages compute it from the stored rows on first view."""
     retention = survival = pieces = None
-    inputs: list[tuple[int, list[textstore.Piece]]] = []
     ledger: dict[str, Any] = {}
     # As while replaying: full collections skip the heap that exists now (the conversation,
     # the replay's records: millions of objects, none of them garbage). Each part allocates
     # enough to set off several, which traversed it all every time (the ledger took twice
     # as long, the compare inputs a third longer).
     with existing_heap_frozen():
+        _store_inputs(run, attempt, texts)  # first: the summary pages wait for them
         try:
             ledger = run_costs.finish_ledger(run, job)
             retention, survival = run_survival.finished(run, job.result, job.conversation.messages)
             pieces = compare_inputs.finished(run, retention, survival, job)
-            inputs = texts.summaries_later()
         finally:
             with transaction.atomic():  # the analysis and finished_at become visible together
                 # fenced (and, on PostgreSQL, the run's row locked against a retry meanwhile)
-                ours = Run.objects.filter(
+                Run.objects.filter(
                     pk=run.pk, attempts=attempt, status=RunStatus.DONE, finished_at=None
                 ).update(heartbeat_at=timezone.now())
-                if ours and inputs:
-                    texts.write()
-                    store_summary_inputs(run.pk, inputs)
                 if retention is not None:
                     lost_analysis.store_retention(run, attempt, retention)
                 if survival is not None:
@@ -278,6 +288,37 @@ def _analyse(
                 Run.objects.filter(
                     pk=run.pk, attempts=attempt, status=RunStatus.DONE, finished_at=None
                 ).update(finished_at=done_at, **costs)
+
+
+def _store_inputs(run: Run, attempt: int, texts: textstore.TextWriter) -> None:
+    """The summary inputs as pieces (``TextWriter.summaries_later``), in a fenced
+    transaction of their own before the analysis: a run whose analysis or last writes fail
+    keeps them. When the pieces could not be made or written, the inputs the rows do not
+    hold yet (``INPUTS_AFTER_DONE``) are stored inline instead. Never raises (logged)."""
+
+    def store(rows: list[tuple[int, Any]], *, inline: bool) -> None:
+        with transaction.atomic():  # fenced as the analysis's writes
+            ours = Run.objects.filter(
+                pk=run.pk, attempts=attempt, status=RunStatus.DONE, finished_at=None
+            ).update(heartbeat_at=timezone.now())
+            if ours and not inline:
+                texts.write()
+            if ours:
+                store_summary_inputs(run.pk, rows, inline=inline)
+
+    try:
+        try:
+            inputs = texts.summaries_later()
+            if inputs:
+                store(inputs, inline=False)
+            return
+        except Exception:
+            log.exception("run %s: summary inputs not stored as pieces", run.pk)
+        unstored = texts.summaries_unstored()
+        if unstored:
+            store(unstored, inline=True)
+    except Exception:
+        log.exception("run %s: summary inputs not stored", run.pk)
 
 
 class _BatchWriter:
@@ -299,6 +340,9 @@ class _BatchWriter:
         self.latest: list[EventRow] = []
         self.metered: llm.MeteredSummarizer | None = None
         self.texts: textstore.TextWriter | None = None  # long texts by reference (set by _execute)
+        # Summary rows written without their input, the texts kept the records to store
+        # it after done (``INPUTS_AFTER_DONE``; only with ``texts``).
+        self.inputs_later = False
 
     @property
     def pending(self) -> int:
@@ -308,18 +352,36 @@ class _BatchWriter:
         self.steps.append(self.step_rows.row(record))
         if record.events or record.summaries:
             events = [NewEvent.of(e) for e in record.events]
-            summaries = [NewSummary.of(s) for s in record.summaries]
+            later = self.inputs_later and self.texts is not None
+            summaries = [NewSummary.of(s, with_input=not later) for s in record.summaries]
             if summaries:
                 run_costs.annotate(record, summaries, events, self.metered)
             if self.texts is not None:
                 for event in events:
                     self.texts.event(event)
-                for summary in summaries:
-                    self.texts.summary(summary)
+                for summary, source in zip(summaries, record.summaries, strict=True):
+                    self.texts.summary(summary, source if later else None)
             self.events.extend(events)
             self.summaries.extend(summaries)
         if record.findings:
             self.findings.extend(map(finding_row, record.findings))
+
+    def store_inputs_inline(self) -> None:
+        """The inputs of the summary rows written without them (``inputs_later``), inline,
+        while the run is still ours: a run stopped before done (failed, cancelled) keeps
+        them as before. Never raises (logged): the stop's own error is what the run shows."""
+        if self.texts is None or not self.inputs_later:
+            return
+        try:
+            unstored = self.texts.summaries_unstored()
+            with transaction.atomic():
+                fenced = Run.objects.filter(
+                    pk=self.run.pk, attempts=self.attempt, status=RunStatus.RUNNING
+                )
+                if fenced.update(heartbeat_at=timezone.now()):
+                    store_summary_inputs(self.run.pk, unstored, inline=True)
+        except Exception:
+            log.exception("run %s: summary inputs not stored", self.run.pk)
 
     def flush(self, offloads: Mapping[str, str]) -> None:
         new_offloads: list[Row]

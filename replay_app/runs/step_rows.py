@@ -189,8 +189,9 @@ class NewSummary:
     usage: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, record: SummaryRecord) -> NewSummary:
-        return cls(**summary_values(record))
+    def of(cls, record: SummaryRecord, *, with_input: bool = True) -> NewSummary:
+        """``with_input=False``: ``input`` empty, the record's not read (stored later)."""
+        return cls(**summary_values(record, with_input=with_input))
 
 
 def finding_row(record: Finding) -> Row:
@@ -280,10 +281,14 @@ class _Table:
             cursor.executemany(self.sql, params)
 
 
-def store_summary_inputs(run_id: int, inputs: Sequence[tuple[int, Any]]) -> None:
+def store_summary_inputs(
+    run_id: int, inputs: Sequence[tuple[int, Any]], *, inline: bool = False
+) -> None:
     """Each summary's input as its pieces, its inline text emptied: one prepared UPDATE
     run by ``executemany``, as ``_Table`` inserts (an ``update()`` per row built a query
-    per summary: 1,676 of them took 0.6 s after a 20,000-message picoclaw run)."""
+    per summary: 1,676 of them took 0.6 s after a 20,000-message picoclaw run).
+    ``inline``: ``inputs`` are (seq, text), stored inline with no pieces (as a summary row
+    is inserted with its input)."""
     if not inputs:
         return
     db = connections[DEFAULT_DB_ALIAS]  # the thread's own (``connection`` is a proxy)
@@ -296,8 +301,12 @@ def store_summary_inputs(run_id: int, inputs: Sequence[tuple[int, Any]]) -> None
         f"WHERE {run} = %s AND {seq} = %s"
     )
     prepare = _preparer(by_name["input_parts"], db)
+    if inline:
+        rows = [(text, prepare([]), run_id, s) for s, text in inputs]
+    else:
+        rows = [("", prepare(p), run_id, s) for s, p in inputs]
     with db.cursor() as cursor:
-        cursor.executemany(sql, [("", prepare(p), run_id, s) for s, p in inputs])
+        cursor.executemany(sql, rows)
 
 
 class Inserts:

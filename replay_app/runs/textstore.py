@@ -141,6 +141,10 @@ def _common_prefix(text: str, at: int, source: str, known: int) -> int:
 # ---------------------------------------------------------------------------------------
 
 
+def _text(source: str | SummaryRecord) -> str:
+    return source if isinstance(source, str) else source.input
+
+
 class TextWriter:
     """Turns a run's rows into pieces before they are written; ``write()`` stores the new
     texts and links (inside the writer's transaction, before the rows)."""
@@ -155,9 +159,11 @@ class TextWriter:
         # with several outputs offloaded names one path in its change, the others in text.
         self.offloaded: list[tuple[int, str]] = []
         self._prefixes: textstore_candidates.SourcePrefixes | None = None  # on first use
-        # Summary inputs written inline for now, stored as pieces later (``summaries_later``):
-        # (seq, input, messages); None: each is stored as pieces as it comes.
-        self.later: list[tuple[int, str, Any]] | None = None
+        # Summary inputs stored as pieces later (``summaries_later``): (seq, input,
+        # messages), the input its text (written inline for now) or the record whose
+        # input is made when read (its row has none yet); None: each is stored as pieces
+        # as it comes.
+        self.later: list[tuple[int, str | SummaryRecord, Any]] | None = None
 
     def literal(self, pieces: list[Piece], text: str) -> None:
         if not text:
@@ -252,18 +258,28 @@ class TextWriter:
                 hint = end
         return spans
 
-    def summary(self, row: NewSummary) -> None:
-        if self.later is not None:  # written inline (a reader reads it as it is), encoded later
-            self.later.append((row.seq, row.input, row.messages))
+    def summary(self, row: NewSummary, record: SummaryRecord | None = None) -> None:
+        """``record``: the row's engine record, when the row was made without its input
+        (``NewSummary.of(..., with_input=False)``): read when stored (``summaries_later``)."""
+        if self.later is not None:  # inline (a reader reads it as it is) or unread, encoded later
+            self.later.append((row.seq, row.input if record is None else record, row.messages))
             return
-        row.input_parts = self.encode(row.input, row.messages)
+        text = row.input if record is None else record.input
+        row.input_parts = self.encode(text, row.messages)
         row.input = ""
 
     def summaries_later(self) -> list[tuple[int, list[Piece]]]:
         """The inputs kept for later as pieces, by summary ``seq``: the rows to update
-        (with ``write()`` for their texts, in one transaction)."""
+        (with ``write()`` for their texts, in one transaction). They stay kept, for
+        ``summaries_unstored`` should the rows not be written."""
+        later = self.later or []
+        return [(seq, self.encode(_text(source), messages)) for seq, source, messages in later]
+
+    def summaries_unstored(self) -> list[tuple[int, str]]:
+        """The inputs kept for later whose rows hold no text yet, as (seq, text): what to
+        store inline when they could not be stored as pieces (made or written)."""
         later, self.later = self.later or [], []
-        return [(seq, self.encode(text, messages)) for seq, text, messages in later]
+        return [(seq, source.input) for seq, source, _ in later if not isinstance(source, str)]
 
     def event(self, row: NewEvent) -> None:
         for change in row.changes:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from replay_app.models import Run, RunSummary
-from replay_app.runs import textstore
+from replay_app.runs import analysis_state, textstore
 from replay_app.runs.ordinals import compaction_ordinals
 
 
@@ -17,6 +17,8 @@ class SummaryPage:
     run: Run
     summary: RunSummary
     compaction: int | None = None  # the K of the event that wrote it (``runs.ordinals``)
+    # Its input not stored yet: an in-process run stores them after done (``executor``).
+    input_pending: bool = False
 
     def as_json(self) -> dict[str, Any]:
         summary = self.summary
@@ -26,6 +28,7 @@ class SummaryPage:
             "step": summary.step,
             "compaction": self.compaction,
             "input": summary.input,
+            "input_pending": self.input_pending,
             "output": summary.output,
             "input_tokens": summary.input_tokens,
             "output_tokens": summary.output_tokens,
@@ -35,7 +38,12 @@ class SummaryPage:
         }
 
     def context(self) -> dict[str, Any]:
-        return {"run": self.run, "summary": self.summary, "compaction": self.compaction}
+        return {
+            "run": self.run,
+            "summary": self.summary,
+            "compaction": self.compaction,
+            "input_pending": self.input_pending,
+        }
 
 
 def summary_page(run: Run, seq: int) -> SummaryPage:
@@ -44,7 +52,8 @@ def summary_page(run: Run, seq: int) -> SummaryPage:
     if summary is None:
         raise LookupError("no such summary")
     summary.input = textstore.summary_input(summary)  # stored by reference: read back once
+    pending = not summary.input and (run.is_active or analysis_state.pending(run))
     event = run.events.filter(summary_seq=seq).order_by("seq").values_list("seq", flat=True)
     first = event.first()
     compaction = None if first is None else compaction_ordinals(run).get(first)
-    return SummaryPage(run=run, summary=summary, compaction=compaction)
+    return SummaryPage(run=run, summary=summary, compaction=compaction, input_pending=pending)

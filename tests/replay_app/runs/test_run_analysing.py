@@ -74,10 +74,18 @@ def test_a_run_is_done_before_its_analysis_and_the_pages_say_analysing(
         seen["lost_html"] = client.get(f"/runs/{pk}/lost/").content.decode()
         seen["stored"] = RunAnalysis.objects.filter(run_id=pk).exists()
         seen["memo"] = memo.MEMO.chars
-        rows = list(RunSummary.objects.filter(run_id=pk).order_by("seq"))
-        seen["inline"] = all(r.input and not r.input_parts for r in rows) and bool(rows)
-        seen["inputs"] = textstore.summary_inputs(run.transcript_id, rows)
 
+    def inputs_not_stored(run: Run, *args: Any) -> None:
+        # (an in-process run's summary inputs are stored after done, first thing: executor)
+        rows = list(RunSummary.objects.filter(run_id=run.pk).order_by("seq"))
+        seen["unstored"] = all(not r.input and not r.input_parts for r in rows) and bool(rows)
+        page = f"/runs/{run.pk}/summaries/{rows[0].seq}/"
+        seen["summary"] = client.get(f"{page}?format=json").json()
+        seen["summary_html"] = client.get(page).content.decode()
+        real_store(run, *args)
+
+    real_store = executor._store_inputs
+    monkeypatch.setattr(executor, "_store_inputs", inputs_not_stored)
     in_the_window(monkeypatch, look)
     run = make_run(user, session, "qwenpaw", **SMALL["qwenpaw"])
     assert seen["status"] == RunStatus.DONE and seen["finished_at"] is None
@@ -104,11 +112,17 @@ def test_a_run_is_done_before_its_analysis_and_the_pages_say_analysing(
         assert list(data["metrics"])[-1] == "original_compactions"
     assert "Analysing…" not in client.get(f"/runs/{run.pk}/").content.decode()
     assert computed == []
-    # The summary inputs: inline while it was analysed, as pieces after, the same texts.
+    # The summary inputs: not stored while it was analysed (the summary page said so), as
+    # pieces after, the texts the replay made.
+    assert seen["unstored"] and seen["summary"]["input_pending"] is True
+    assert seen["summary"]["input"] == "" and "Analysing…" in seen["summary_html"]
     rows = list(RunSummary.objects.filter(run=run).order_by("seq"))
-    assert seen["inline"] and all(r.input == "" and r.input_parts for r in rows)
-    assert textstore.summary_inputs(run.transcript_id, rows) == seen["inputs"]
-    assert seen["inputs"] == {s.id: s.input for s in rows_of(run)}
+    assert all(r.input == "" and r.input_parts for r in rows)
+    assert textstore.summary_inputs(run.transcript_id, rows) == {
+        s.id: s.input for s in rows_of(run)
+    }
+    summary = client.get(f"/runs/{run.pk}/summaries/{rows[0].seq}/?format=json").json()
+    assert summary["input_pending"] is False and summary["input"] == rows_of(run)[0].input
 
 
 def rows_of(run: Run) -> list[Any]:
