@@ -16,7 +16,8 @@ from the same cold caches (the process's decoded-conversation cache emptied too)
   ``done`` at its end (its pages show every row and metric).
 - After done, the same task analyses the replay still in memory (``executor._analyse``:
   the prompt-caching ledger, retention and survival, the compare page's inputs with the offline probe set, the
-  summary inputs as textstore pieces, their writes and ``finished_at``); the run's pages
+  summary inputs as textstore pieces (rendered only then: an offline run's rows are written
+  without them, ``executor.INPUTS_AFTER_DONE``), their writes and ``finished_at``); the run's pages
   say "analysing…" meanwhile (``replay_app.runs.analysis_state``). Timed apart (``after
   done``, with its parts), not in the ratio.
 
