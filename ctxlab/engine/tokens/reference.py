@@ -553,13 +553,16 @@ def safe_bounds(text: str, step: int) -> list[int]:
 
 
 def common_prefix(a: str, b: str) -> int:
-    """Length of the longest common prefix (binary search over C-level comparisons)."""
+    """Length of the longest common prefix (binary search over C-level comparisons). Each
+    test compares only the part past the prefix already known to be shared, so the copies
+    made for it add up to twice the shorter length (whole prefixes made 16 copies of up to
+    the shorter length: a truncated copy and its original, for every copy counted)."""
     lo, hi = 0, min(len(a), len(b))
     if a[:hi] == b[:hi]:
         return hi
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        if a[:mid] == b[:mid]:
+        if a[lo:mid] == b[lo:mid]:  # a[:lo] == b[:lo] already
             lo = mid
         else:
             hi = mid - 1
@@ -567,11 +570,13 @@ def common_prefix(a: str, b: str) -> int:
 
 
 def common_suffix(a: str, b: str, limit: int) -> int:
-    """Length of the longest common suffix, at most ``limit``."""
+    """Length of the longest common suffix, at most ``limit`` (as ``common_prefix``: each
+    test compares only the part before the suffix already known to be shared)."""
     lo, hi = 0, min(len(a), len(b), limit)
+    na, nb = len(a), len(b)
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        if a[len(a) - mid :] == b[len(b) - mid :]:
+        if a[na - mid : na - lo] == b[nb - mid : nb - lo]:
             lo = mid
         else:
             hi = mid - 1
