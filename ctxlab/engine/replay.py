@@ -11,6 +11,7 @@ several records).
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -63,6 +64,7 @@ class Replay:
             reference=reference or reference_tokens(conversation),
             summarizer=summarizer or OfflineSummarizer(),
         )
+        weakref.finalize(self, self.ctx.close)  # dropped: its context's cycle is broken
 
     def __iter__(self) -> Iterator[StepRecord]:
         context, strategy = self.ctx, self.strategy

@@ -36,8 +36,9 @@ collections took 0.07-0.19 s of each replay; at 500,000 a few strategies made no
 20,000 and one of 0.17 s at 40,000, a step in their 2x-messages time). A longer replay
 collects every million net allocations, each traversing only what came since the last.
 A replay makes no cyclic garbage while it runs (a collection with its result alive finds
-none for any library strategy: tests/engine/core/test_heap.py); what another thread
-makes inside a pause waits at most that long.
+none for any library strategy: tests/engine/core/test_heap.py), nor when it is dropped
+(``ReplayContext.close``); what another thread makes inside a pause waits at most that
+long.
 """
 
 from __future__ import annotations

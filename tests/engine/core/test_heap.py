@@ -197,14 +197,13 @@ def _ours(obj: object) -> bool:
 @pytest.mark.parametrize("name", [n for n in LIBRARY if n in STRATEGIES])
 def test_a_replay_makes_no_cyclic_garbage_while_it_runs(name):
     """Why a pause may collect so rarely (``PAUSED_THRESHOLD``): while a replay runs, the
-    collector finds nothing of it (its structures become cyclic garbage only when the
-    caller drops them, after the pause)."""
+    collector finds nothing of it."""
     conversation = _realistic()
     gc.collect()
     flags = gc.get_debug()
     gc.disable()
     try:
-        job = Replay(conversation, name)  # (kept: dropped, the replay's structures are cyclic)
+        job = Replay(conversation, name)
         result = job.finish()
         gc.set_debug(gc.DEBUG_SAVEALL)
         gc.collect()
@@ -214,4 +213,31 @@ def test_a_replay_makes_no_cyclic_garbage_while_it_runs(name):
         gc.garbage.clear()
         gc.enable()
     assert result.steps
+    assert not ours, ours[:5]
+
+
+@pytest.mark.parametrize("name", [n for n in LIBRARY if n in STRATEGIES])
+def test_a_dropped_replay_is_freed_by_reference_counting(name):
+    """Dropped, a replay leaves no cyclic garbage (``ReplayContext.close``): its records are
+    freed at once, not by the next full collection."""
+    conversation = _realistic()
+    gc.collect()
+    flags = gc.get_debug()
+    gc.disable()
+    try:
+        job = Replay(conversation, name)
+        result = job.finish()
+        steps = len(result.steps)
+        context = weakref.ref(job.ctx)
+        del job, result
+        alive = context() is not None
+        gc.set_debug(gc.DEBUG_SAVEALL)
+        gc.collect()
+        ours = [o for o in gc.garbage if _ours(o)]
+    finally:
+        gc.set_debug(flags)
+        gc.garbage.clear()
+        gc.enable()
+    assert steps
+    assert not alive
     assert not ours, ours[:5]
