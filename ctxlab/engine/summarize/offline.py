@@ -213,10 +213,22 @@ def _reads_back(value: Any, depth: int) -> bool:
         return math.isfinite(value)  # repr "inf"/"nan" is no literal
     if depth >= 50:  # the parser refuses deep nesting
         return False
+    # Plain loops, leaves tested inline (BaseAgent renders every tool input): no generator
+    # nor call per string or number, which read back at any depth.
     if kind is dict:
-        return all(type(k) is str and _reads_back(v, depth + 1) for k, v in value.items())
+        for k, v in value.items():
+            if type(k) is not str:
+                return False
+            t = type(v)
+            if not (t is str or t is int or t is bool or v is None or _reads_back(v, depth + 1)):
+                return False
+        return True
     if kind is list:
-        return all(_reads_back(v, depth + 1) for v in value)
+        for v in value:
+            t = type(v)
+            if not (t is str or t is int or t is bool or v is None or _reads_back(v, depth + 1)):
+                return False
+        return True
     return False
 
 
