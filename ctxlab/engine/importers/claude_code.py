@@ -377,12 +377,14 @@ def _threads(
         responses = {_response_id(nodes[u].rec) for u in path} - {""}
         calls = {c for u in path for c in _call_ids(nodes[u].rec)}
         members = list(path)
-        for uuid in path:
+        for at, uuid in enumerate(path):
             for kid in children.get(uuid, ()):
                 if kid in on_path:
                     continue
                 subtree = _subtree(kid, children)
-                if _turn_mates(subtree, nodes, responses, calls):
+                if _turn_mates(subtree, nodes, responses, calls) or _before_late_hooks(
+                    subtree, path[at + 1 :], nodes
+                ):
                     members += subtree
                 elif newest_real[kid] >= 0:
                     pending.append((kid, nodes[uuid], index))
@@ -412,6 +414,21 @@ def _threads(
             count=unreached,
         )
     return threads
+
+
+def _before_late_hooks(subtree: list[str], rest: list[str], nodes: dict[str, _Node]) -> bool:
+    """Whether a branch off the thread is the thread's own next lines, cut off by hook
+    lines written late: 2.1.72-2.1.78 write a call's ``hook_progress`` lines (and the
+    ``stop_hook_summary``) after the turn's later lines, parented to the call's line, and
+    the next prompt chains from them. The thread goes on through those hook lines; the
+    branch was written before them (its first line before the thread's next one) and ends
+    before the thread's next real line, so it is the turn the hooks ran beside."""
+    if not rest or _is_real(nodes[rest[0]]):
+        return False
+    after = next((nodes[u].line for u in rest if _is_real(nodes[u])), None)
+    first = min(nodes[u].line for u in subtree)
+    last = max(nodes[u].line for u in subtree)
+    return after is not None and first < nodes[rest[0]].line and last < after
 
 
 def _subtree(start: str, children: dict[str, list[str]]) -> list[str]:
