@@ -25,9 +25,9 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..core.findings import check_summary_size
-from ..core.model import BlockKind, Message
+from ..core.model import Block, BlockKind, Message
 from ..core.params import Param
-from ..core.records import Fate
+from ..core.records import Fate, _positional_builder
 from ..core.strategy import Strategy
 from ..stages import agentscope, prompts
 from ..stages.markers import QWENPAW_MARKER, qwenpaw_retruncate, qwenpaw_truncate_fresh
@@ -279,14 +279,15 @@ class QwenPaw(Strategy):
         msg = ctx.message(index)
         has_result = False
         for b in msg.blocks:
-            if b.kind is BlockKind.TOOL_USE:
+            kind = b.kind
+            if kind is _USE:
                 st.tool_names[b.tool_id] = b.tool_name
                 names, exts = self._exempt_rule
                 if b.tool_name.lower() in names or (
                     b.tool_name == "read_file" and any(e in b.input_json.lower() for e in exts)
                 ):
                     st.exempt.add(b.tool_id)
-            elif b.kind is BlockKind.TOOL_RESULT:
+            elif kind is _RESULT:
                 has_result = True
         st.trailing = st.trailing + 1 if has_result else 0
         if has_result and self.params["tool_result_pruning_enabled"]:
@@ -353,13 +354,17 @@ class QwenPaw(Strategy):
                 elif b.text:
                     new, path = self._truncate(b.text, lim, index, bi, -1)
                     if new != b.text:
-                        blocks[bi] = replace(b, text=new)
+                        blocks[bi] = _with_text(b, new)
                         changed = True
                         if path:
                             paths.append(path)
                             fulls.append(b.text)
             if changed:
-                new_msg = replace(msg, blocks=tuple(blocks))
+                m = msg  # ``replace(msg, blocks=...)``, every field positionally
+                new_msg = _new_message(
+                    m.role, tuple(blocks), m.source, m.timestamp, m.model, m.usage, m.id,
+                    m.name, m.flags,
+                )  # fmt: skip
                 if paths:
                     extra_files.extend(zip(paths[1:], fulls[1:], strict=True))
                     offloaded.append((index, new_msg, paths[0], fulls[0]))
@@ -603,13 +608,13 @@ def _over_limit(msg: Message, limit: int, recent_limit: int, exempt: set[str]) -
     texts ``_truncate`` may change: a text within them is left alone, and so is one
     truncated before, whose part before the marker is shorter still)."""
     for b in msg.blocks:
-        if b.kind is not BlockKind.TOOL_RESULT:
+        if b.kind is not _RESULT:
             continue
         room = (recent_limit if b.tool_id in exempt else limit) + SLACK
         if b.parts:
             for part in b.parts:
                 text = part.text
-                if part.kind is BlockKind.TEXT and _over(text, room):
+                if part.kind is _TEXT and _over(text, room):
                     return True
         elif _over(b.text, room):
             return True
@@ -621,6 +626,26 @@ def _over(text: str, room: int) -> bool:
     character is 1 to 4 bytes)."""
     size = len(text)
     return size > room or (size * 4 > room and _utf8_len(text) > room)
+
+
+def _with_text(b: Block, text: str) -> Block:
+    """``replace(b, text=text)`` through the positional builder (a truncated output:
+    ``dataclasses.replace`` reads every field by name and routes each through
+    ``object.__setattr__``)."""
+    return _new_block(
+        b.kind, text, b.tool_id, b.tool_name, b.tool_input, b.is_error, b.media_type, b.size,
+        b.raw_type, b.parts, b.data,
+    )  # fmt: skip
+
+
+# Every field in order (tests/engine/strategies/test_qwenpaw_builders.py compares with replace()).
+_new_block = _positional_builder(Block)
+_new_message = _positional_builder(Message)
+
+# Enum members read once: on Python 3.11 ``BlockKind.TOOL_RESULT`` is a descriptor call
+# (~0.2 us), and every appended message's blocks are tested (``after_append``, and
+# ``_over_limit`` for each message the pruning looks at).
+_USE, _RESULT, _TEXT = BlockKind.TOOL_USE, BlockKind.TOOL_RESULT, BlockKind.TEXT
 
 
 STRATEGY = QwenPaw
