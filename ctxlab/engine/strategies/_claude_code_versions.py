@@ -54,6 +54,10 @@ class VersionRules(NamedTuple):
     # back past any earlier sibling records split from the same API response"), so the
     # estimate adds the response's own later lines (one block each) on top of its usage.
     later_blocks: bool = False
+    # The auto-compact check counts the messages after the last response too (their rough
+    # estimate, ``tokenCountWithEstimation``); up to 2.1.1 it read the last response's usage
+    # alone (cli.js 2.0.76, 2.1.1: ``tokenCountFromLastAPIResponse``), from 2.1.2 both.
+    estimate_after: bool = True
 
     @property
     def label(self) -> str:
@@ -73,6 +77,12 @@ _REPLAYED = (
     "its trigger is not modelled (no published source for these versions)"
 )
 
+_USAGE_ALONE = (
+    "code: cli.js 2.0.76 and 2.1.1 check the threshold with the last response's usage alone "
+    "(tokenCountFromLastAPIResponse), 2.1.2 on with the estimate of the messages after it "
+    "too; data: a 2.0.76 Sonnet 4.5 session went past usage 154,619 + a 3,573-character "
+    "result without compacting and compacted one call later (xiaomoziyi/session-logs)"
+)
 # Whether ``tokenCountWithEstimation`` walks back to the response's first record, read in
 # each published cli.js (npm @anthropic-ai/claude-code): 2.1.47, 2.1.49 and 2.1.63 count
 # from the last record with usage; 2.1.64 walks back; 2.1.67 and 2.1.68 do not again (2.1.65
@@ -105,10 +115,31 @@ RANGES: tuple[VersionRules, ...] = (
             "data: summary message 'The conversation is summarized below:', analysis kept, "
             "no transcript path",
             "notes: CHANGELOG 2.1.21 (the reserve was the model's max output, 32,000)",
+            _USAGE_ALONE,
         ),
+        estimate_after=False,
     ),
     VersionRules(
         "2.1.0",
+        "2.1.1",
+        32_000,
+        13_000,
+        "2.0",
+        True,
+        True,
+        _REPLAYED,
+        (
+            "data: auto boundaries at preTokens 155,109-158,105 (2.1.1-2.1.5)",
+            "data: summary message as 2.0.76 plus the transcript path",
+            "data: where a 2.1.5 line holds the response's final usage, it is the count "
+            "exactly; where it holds the stream's first (output 3), the count is higher",
+            "notes: CHANGELOG 2.1.21 (the reserve was the model's max output, 32,000)",
+            _USAGE_ALONE,
+        ),
+        estimate_after=False,
+    ),
+    VersionRules(
+        "2.1.2",
         "2.1.6",
         32_000,
         13_000,

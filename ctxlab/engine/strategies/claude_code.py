@@ -620,16 +620,18 @@ class ClaudeCodeStrategy(Strategy):
         st: _State = ctx.state
         if st.reported is not None and not st.diverged:
             reported, at = st.reported
+            # up to 2.1.1 the check read the usage alone (``estimate_after``)
+            tail = st.tail if st.rules.estimate_after else 0
             detail: dict[str, Any] = {
                 "usage_source": "reported",
                 "reported": reported,
                 "usage_message": at,
-                "estimated_tail": st.tail,
+                "estimated_tail": tail,
             }
             if st.correction:
                 detail["summary_correction"] = st.correction
             if st.unrecorded_output:
-                low = reported + st.tail + st.correction - st.estimated_output
+                low = reported + tail + st.correction - st.estimated_output
                 detail["count_range"] = [low, low + MAX_OUTPUT_TOKENS]
                 detail["output_estimated"] = (
                     "the usage line holds the stream's first output: the response's final "
@@ -637,7 +639,7 @@ class ClaudeCodeStrategy(Strategy):
                 )
             if st.not_in_file and not st.compacted:
                 detail.update(_outside_detail(st))
-            return reported + st.tail + st.correction, detail
+            return reported + tail + st.correction, detail
         # (``hold``: the original's summary, appended but not counted while deciding; the
         # reported path never counted it: it only joins ``tail`` after the decision)
         messages = ctx.summary_tokens + ctx.history_tokens - st.hold

@@ -297,13 +297,14 @@ def test_golden_claude_code_session_compacts_twice() -> None:
     result = run(conversation, "claude_code", params={"context_window": 60_000})
     first, second = events(result, "compact")
     # threshold 60 000 - 20 000 - 13 000 = 27 000. Before message 10: the usage reported by
-    # message 8 (5 + 17 896 + 14 182 + 1 = 32 084) + round(534 / 4) = 134 for the Grep result
-    # 9 = 32 218 >= 27 000 (before 8: 17 926 + 940 = 18 866 < 27 000). Its output (1) is the
-    # stream's first line: CLI 2.0.27 counted the final output, estimated as message 8's own
-    # 42 tokens: 32 259, known to lie in 32 218 .. 32 218 + 32 000.
+    # message 8 (5 + 17 896 + 14 182 + 1 = 32 084) >= 27 000; CLI 2.0.x checks the usage alone
+    # (``estimate_after``: the Grep result 9 is not added). Its output (1) is the stream's
+    # first line: CLI 2.0.27 counted the final output, estimated as message 8's own 42
+    # tokens: 32 125, known to lie in 32 084 .. 32 084 + 32 000.
     assert result.steps[first.step].source_index == 10
-    assert first.detail["usage_source"] == "reported" and first.detail["tokens"] == 32_259
-    assert first.detail["count_range"] == [32_218, 64_218]
+    assert first.detail["usage_source"] == "reported" and first.detail["tokens"] == 32_125
+    assert first.detail["estimated_tail"] == 0
+    assert first.detail["count_range"] == [32_084, 64_084]
     assert sorted(c.index for c in first.changes) == list(range(10))
     # Then the estimate: overhead = 17 751 (first usage) - 172 (messages 0-4) = 17 579, plus
     # the (offline) summary in the 2.0 summary message (the transcript is CLI 2.0.27) and
