@@ -353,24 +353,34 @@ class ReplayContext:
             text, usage, error = response.text, response.usage, response.error
         except SummarizerError as exc:
             error = str(exc) or type(exc).__name__
+        # (chained runs stay runs: ``SourceIndexes``)
+        messages = messages if isinstance(messages, SourceIndexes) else tuple(messages)
         record = SummaryRecord(
             id=len(self.result.summaries),
             step=self.step,
             # Rendered when read, from the parts only (not the material nor the
-            # conversation), the long ones compressed (``summary_input``).
-            input=PackedInput(request) if input_text is None else input_text,
+            # conversation), the long ones compressed unless the replay keeps them anyway
+            # (``summary_input``).
+            input=input_text or PackedInput(request, self._held_texts(messages)),
             output=text,
             input_tokens=usage.input_tokens if usage else 0,
             output_tokens=usage.output_tokens if usage else 0,
             usage_estimated=usage.estimated if usage else True,
             error=error,
             summarizer=self.result.summarizer,
-            # (chained runs stay runs: ``SourceIndexes``)
-            messages=messages if isinstance(messages, SourceIndexes) else tuple(messages),
+            messages=messages,
         )
         self.result.summaries.append(record)
         self._new_summaries.append(record)
         return record
+
+    def _held_texts(self, indexes: Iterable[int]) -> set[int]:
+        """The ``id`` of every block text of these messages, current and original: texts the
+        replay keeps anyway."""
+        current, originals = self.message, self.originals
+        held = {id(b.text) for i in indexes for b in current(i).blocks}
+        held.update(id(b.text) for i in indexes for b in originals[i].blocks)
+        return held
 
     # --- changing -----------------------------------------------------------------------
     def action(

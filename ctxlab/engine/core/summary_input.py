@@ -8,6 +8,8 @@ byte what ``SummaryRequest.input_text`` makes:
 
 - a part shorter than ``PACK_CHARS`` is kept as it is (a short turn, often a text the
   replay holds anyway);
+- a text the replay keeps anyway (a summarised message's own block text, which
+  ``message.text`` of a one-block message is) is kept as it is;
 - a longer one is mostly made for this call alone (the history rendered into one user
   message, or one message rendered as the original sends it: codex, claude_code): it is
   kept as zlib-compressed UTF-8 (``surrogatepass``: a lone surrogate from a transcript's
@@ -17,6 +19,8 @@ byte what ``SummaryRequest.input_text`` makes:
 """
 
 from __future__ import annotations
+
+from collections.abc import Container
 
 from .packed import pack as _pack
 from .packed import unpack as _unpack
@@ -28,10 +32,16 @@ class PackedInput:
 
     __slots__ = ("_messages", "_strategy", "_system")
 
-    def __init__(self, request: SummaryRequest) -> None:
+    def __init__(self, request: SummaryRequest, held: Container[int] = ()) -> None:
+        """``held``: the ``id`` of each text the replay keeps anyway (the summarised messages'
+        block texts); a part that is one of them is kept as it is: packing it saves no
+        memory, and compressing every message a whole-history summariser sends (crush) was a
+        third of its replay."""
         self._strategy = request.strategy
         self._system = _pack(request.system)
-        self._messages = tuple((m.role, _pack(m.text)) for m in request.messages)
+        self._messages = tuple(
+            (m.role, m.text if id(m.text) in held else _pack(m.text)) for m in request.messages
+        )
 
     def __call__(self) -> str:
         messages = tuple(PromptMessage(role, _unpack(text)) for role, text in self._messages)

@@ -24,7 +24,8 @@ CORPUS = Path(__file__).resolve().parents[2] / "data" / "corpus"
 # Every strategy of the library that calls a summariser with its defaults on these.
 SUMMARISING = ("qwenpaw", "copaw", "cowagent", "picoclaw", "baseagent", "codex", "opencode",
                "claude_code", "complexity_trap_summary", "aider", "gemini_cli", "cline",
-               "openhands_condenser", "anthropic_server_compaction")  # fmt: skip
+               "openhands_condenser", "anthropic_server_compaction", "crush",
+               "deepagents_summarization")  # fmt: skip
 
 
 class EagerCapture:
@@ -85,3 +86,31 @@ def test_packed_input_renders_the_request_exactly(text: str) -> None:
     if len(text) >= PACK_CHARS:  # kept compressed, several times smaller than the text
         kept = packed.__getstate__()[2][0][1]
         assert isinstance(kept, bytes) and len(kept) * 3 < len(text)
+
+
+def test_a_text_the_replay_keeps_is_kept_as_it_is() -> None:
+    """A part that is one of the texts the replay holds anyway (``held``: a summarised
+    message's block text) is not compressed again; the rendering is the same."""
+    long = "tool output line\n" * 1_000
+    made = "made for the call " + long
+    request = SummaryRequest("s", "system", (PromptMessage("user", long),
+                                             PromptMessage("user", made)))  # fmt: skip
+    packed = PackedInput(request, {id(long)})
+    parts = packed.__getstate__()[2]
+    assert parts[0][1] is long
+    assert isinstance(parts[1][1], bytes)
+    assert packed() == request.input_text()
+
+
+def test_crush_keeps_its_summarised_messages_texts_by_reference() -> None:
+    result = run(_conversation("realistic"), "crush")
+    conversation = _conversation("realistic")
+    originals = {id(b.text) for m in conversation.messages for b in m.blocks}
+    kept = [
+        part
+        for record in result.summaries
+        for _, part in record.__dict__["_input"].__getstate__()[2]  # (the PackedInput)
+        if isinstance(part, str) and len(part) >= PACK_CHARS
+    ]
+    assert result.summaries and kept
+    assert all(id(part) in originals for part in kept)
