@@ -20,6 +20,11 @@ class SummaryPage:
     # Its input not stored yet: an in-process run stores them after done (``executor``).
     input_pending: bool = False
 
+    @property
+    def input_missing(self) -> bool:
+        """No input and none coming: the worker stopped between done and storing them."""
+        return not self.summary.input and not self.input_pending
+
     def as_json(self) -> dict[str, Any]:
         summary = self.summary
         return {
@@ -29,6 +34,7 @@ class SummaryPage:
             "compaction": self.compaction,
             "input": summary.input,
             "input_pending": self.input_pending,
+            "input_missing": self.input_missing,
             "output": summary.output,
             "input_tokens": summary.input_tokens,
             "output_tokens": summary.output_tokens,
@@ -43,6 +49,7 @@ class SummaryPage:
             "summary": self.summary,
             "compaction": self.compaction,
             "input_pending": self.input_pending,
+            "input_missing": self.input_missing,
         }
 
 

@@ -169,6 +169,25 @@ def test_a_done_run_whose_worker_stopped_while_analysing_reads_as_analysis_missi
     assert RunAnalysis.objects.get(run=run).retention == expected
 
 
+def test_a_summary_input_lost_with_a_stopped_worker_says_so(
+    client: Any, user: Any, session: Transcript
+) -> None:
+    """Inputs are stored after done: a worker stopped in between leaves none, and the page
+    says so instead of an empty input or "analysing" forever."""
+    run = make_run(user, session, "qwenpaw", **SMALL["qwenpaw"])
+    seq = RunSummary.objects.filter(run=run).order_by("seq").values_list("seq", flat=True)[0]
+    page = f"/runs/{run.pk}/summaries/{seq}/"
+    client.force_login(user)
+    assert client.get(f"{page}?format=json").json()["input_missing"] is False
+    RunSummary.objects.filter(run=run).update(input="", input_parts=[])
+    stopped = timezone.now() - timedelta(minutes=10)
+    Run.objects.filter(pk=run.pk).update(finished_at=None, heartbeat_at=stopped)
+    data = client.get(f"{page}?format=json").json()
+    assert data["input"] == "" and data["input_pending"] is False and data["input_missing"]
+    html = client.get(page).content.decode()
+    assert "was not stored" in html and "Analysing…" not in html
+
+
 @pytest.mark.django_db(transaction=True)
 @override_settings(CTXLAB_RUN_HEARTBEAT_SECONDS=0.05)
 def test_the_heartbeat_pulses_while_a_done_run_is_analysed_and_stops_after(
