@@ -7,7 +7,9 @@ import gc
 import threading
 import types
 import weakref
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 from builders import conv, cycle
@@ -18,6 +20,7 @@ from ctxlab.engine.strategies import LIBRARY, STRATEGIES
 from ctxlab.engine.synth import realistic as synth_realistic
 
 CORPUS = Path(__file__).resolve().parents[2] / "data" / "corpus"
+T = TypeVar("T")
 
 
 class _Node:
@@ -194,24 +197,28 @@ def _ours(obj: object) -> bool:
     return type(obj).__module__.startswith("ctxlab.")
 
 
-@pytest.mark.parametrize("name", [n for n in LIBRARY if n in STRATEGIES])
-def test_a_replay_makes_no_cyclic_garbage_while_it_runs(name):
-    """Why a pause may collect so rarely (``PAUSED_THRESHOLD``): while a replay runs, the
-    collector finds nothing of it."""
-    conversation = _realistic()
+def _garbage_after(act: Callable[[], T]) -> tuple[T, list[object]]:
+    """``act()`` with the collector off, then one collection: what it returned and the
+    objects of ctxlab among the garbage that collection found."""
     gc.collect()
     flags = gc.get_debug()
     gc.disable()
     try:
-        job = Replay(conversation, name)
-        result = job.finish()
+        value = act()
         gc.set_debug(gc.DEBUG_SAVEALL)
         gc.collect()
-        ours = [o for o in gc.garbage if _ours(o)]
+        return value, [o for o in gc.garbage if _ours(o)]
     finally:
         gc.set_debug(flags)
         gc.garbage.clear()
         gc.enable()
+
+
+@pytest.mark.parametrize("name", [n for n in LIBRARY if n in STRATEGIES])
+def test_a_replay_makes_no_cyclic_garbage_while_it_runs(name):
+    """Why a pause may collect so rarely (``PAUSED_THRESHOLD``): while a replay runs, the
+    collector finds nothing of it."""
+    result, ours = _garbage_after(Replay(_realistic(), name).finish)
     assert result.steps
     assert not ours, ours[:5]
 
@@ -220,24 +227,15 @@ def test_a_replay_makes_no_cyclic_garbage_while_it_runs(name):
 def test_a_dropped_replay_is_freed_by_reference_counting(name):
     """Dropped, a replay leaves no cyclic garbage (``ReplayContext.close``): its records are
     freed at once, not by the next full collection."""
-    conversation = _realistic()
-    gc.collect()
-    flags = gc.get_debug()
-    gc.disable()
-    try:
-        job = Replay(conversation, name)
-        result = job.finish()
-        steps = len(result.steps)
+
+    def replay_and_drop() -> tuple[int, bool]:
+        job = Replay(_realistic(), name)
+        steps = len(job.finish().steps)
         context = weakref.ref(job.ctx)
-        del job, result
-        alive = context() is not None
-        gc.set_debug(gc.DEBUG_SAVEALL)
-        gc.collect()
-        ours = [o for o in gc.garbage if _ours(o)]
-    finally:
-        gc.set_debug(flags)
-        gc.garbage.clear()
-        gc.enable()
+        del job
+        return steps, context() is not None
+
+    (steps, alive), ours = _garbage_after(replay_and_drop)
     assert steps
     assert not alive
     assert not ours, ours[:5]
