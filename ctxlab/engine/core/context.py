@@ -361,7 +361,7 @@ class ReplayContext:
             # Rendered when read, from the parts only (not the material nor the
             # conversation), the long ones compressed unless the replay keeps them anyway
             # (``summary_input``).
-            input=input_text or PackedInput(request, self._held_texts(messages)),
+            input=input_text or PackedInput(request, self._held_texts(request)),
             output=text,
             input_tokens=usage.input_tokens if usage else 0,
             output_tokens=usage.output_tokens if usage else 0,
@@ -374,10 +374,13 @@ class ReplayContext:
         self._new_summaries.append(record)
         return record
 
-    def _held_texts(self, indexes: Iterable[int]) -> set[int]:
-        """The ``id`` of every block text of these messages, current and original: texts the
+    def _held_texts(self, request: SummaryRequest) -> set[int]:
+        """The ``id`` of every block text, current and original, of the messages the request
+        reads (its material: not the summarised ``messages``, which for a summary of
+        summaries lists every source behind them again, millions for Aider's): texts the
         replay keeps anyway."""
         current, originals = self.message, self.originals
+        indexes = {m.index for m in request.material if m.index >= 0}
         held = {id(b.text) for i in indexes for b in current(i).blocks}
         held.update(id(b.text) for i in indexes for b in originals[i].blocks)
         return held
