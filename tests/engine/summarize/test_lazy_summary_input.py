@@ -14,8 +14,13 @@ from ctxlab.engine import synth
 from ctxlab.engine.core.model import Conversation
 from ctxlab.engine.core.packed import PACK_CHARS
 from ctxlab.engine.core.summary_input import PackedInput
-from ctxlab.engine.core.summary_request import PromptMessage, SummaryRequest, SummaryResponse
-from ctxlab.engine.replay import run
+from ctxlab.engine.core.summary_request import (
+    MaterialItem,
+    PromptMessage,
+    SummaryRequest,
+    SummaryResponse,
+)
+from ctxlab.engine.replay import Replay, run
 from ctxlab.engine.strategies import LIBRARY, STRATEGIES
 from ctxlab.engine.summarize.offline import OfflineSummarizer
 from ctxlab.engine.synth import realistic as synth_realistic
@@ -114,3 +119,15 @@ def test_crush_keeps_its_summarised_messages_texts_by_reference() -> None:
     ]
     assert result.summaries and kept
     assert all(id(part) in originals for part in kept)
+
+
+def test_the_texts_held_are_read_from_the_material_not_the_summarised_messages() -> None:
+    """A summary of summaries names every source behind it (Aider: millions): the texts
+    kept as they are come from the messages the call reads, its material."""
+    conversation = _conversation("corpus")
+    ctx = Replay(conversation, "crush").ctx
+    read = [i for i, m in enumerate(conversation.messages) if m.text][:3]
+    material = tuple(MaterialItem("user", conversation.messages[i].text, i) for i in read)
+    request = SummaryRequest("s", "system", (), material=material)
+    expected = {id(b.text) for i in read for b in conversation.messages[i].blocks}
+    assert ctx._held_texts(request) == expected
