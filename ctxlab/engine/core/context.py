@@ -361,7 +361,9 @@ class ReplayContext:
             # Rendered when read, from the parts only (not the material nor the
             # conversation), the long ones compressed unless the replay keeps them anyway
             # (``summary_input``).
-            input=input_text or PackedInput(request, self._held_texts(request)),
+            input=PackedInput(request, self._held_texts(request))
+            if input_text is None
+            else input_text,
             output=text,
             input_tokens=usage.input_tokens if usage else 0,
             output_tokens=usage.output_tokens if usage else 0,

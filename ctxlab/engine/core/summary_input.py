@@ -8,7 +8,7 @@ byte what ``SummaryRequest.input_text`` makes:
 
 - a part shorter than ``PACK_CHARS`` is kept as it is (a short turn, often a text the
   replay holds anyway);
-- a text the replay keeps anyway (a summarised message's own block text, which
+- a text the replay keeps anyway (a block text of a message the call reads, which
   ``message.text`` of a one-block message is) is kept as it is;
 - a longer one is mostly made for this call alone (the history rendered into one user
   message, or one message rendered as the original sends it: codex, claude_code): it is
@@ -33,8 +33,8 @@ class PackedInput:
     __slots__ = ("_messages", "_strategy", "_system")
 
     def __init__(self, request: SummaryRequest, held: Container[int] = ()) -> None:
-        """``held``: the ``id`` of each text the replay keeps anyway (the summarised messages'
-        block texts); a part that is one of them is kept as it is: packing it saves no
+        """``held``: the ``id`` of each text the replay keeps anyway (the block texts of the
+        messages the call reads); a part that is one of them is kept as it is: packing it saves no
         memory, and compressing every message a whole-history summariser sends (crush) was a
         third of its replay."""
         self._strategy = request.strategy
