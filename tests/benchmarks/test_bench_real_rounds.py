@@ -154,7 +154,7 @@ def test_rounds_measure_every_strategy_at_both_sizes_alternating_which_goes_firs
     )
 
 
-def test_strategies_near_the_scaling_goal_get_more_paired_rounds(
+def test_strategies_near_the_scaling_goal_are_judged_by_their_confirmation_rounds(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     one, two = _conversation(200), _conversation(400)
@@ -179,14 +179,16 @@ def test_strategies_near_the_scaling_goal_get_more_paired_rounds(
     # both sizes back to back, which goes first alternating (round 4 is the 4th in a row)
     lt = "langchain_trim"
     assert extra == [(lt, 400), (lt, 200), (lt, 200), (lt, 400)] * 2
-    spread = got.scaling("langchain_trim")
-    assert len(spread.samples) == 7 and spread.value == 2.0  # 3 x 2.3, then 4 x 2.0
+    # judged by the rounds after the choice alone: the first ones were chosen for reading high
+    assert got.scaling("langchain_trim").samples == [2.0] * 4
+    assert got.first_scaling("langchain_trim").samples == [2.3] * 3
     assert got.scaling_of_fastest("langchain_trim") == 2.0
-    assert len(got.scaling("observation_masking").samples) == 3  # far from the line
+    assert got.scaling("observation_masking").samples == [1.9] * 3  # far from the line
     assert got.floor_ratio("langchain_trim").samples == pytest.approx(
         [1.0 / got.floor_of("langchain_trim", r)[0] for r in range(3)]
     )  # the floor ratios keep their own rounds
-    assert "4 more paired rounds of the 1 strategies near the scaling goal" in out.getvalue()
+    assert "4 confirmation rounds of the 1 strategies near the scaling goal" in out.getvalue()
+    assert "langchain_trim x2.000 min=2.000 max=2.000 (first 2.300)" in out.getvalue()
 
 
 def test_the_worker_path_replays_a_fresh_decode_of_the_stored_conversation() -> None:
