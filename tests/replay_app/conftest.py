@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from replay_testdata import agent_chat, import_transcript
+from replay_testdata import FULL_SESSION_FOUR, agent_chat, import_transcript
 
 from replay_app import memo
 from sessions_app.models import Transcript
@@ -25,6 +25,13 @@ def small_transcript(user: Any) -> Transcript:
 def llm_transcript(user: Any) -> Transcript:
     """A short transcript for the runs against the fake Claude API."""
     return import_transcript(user, agent_chat(turns=8, size=3000), name="llm.json")
+
+
+@pytest.fixture
+def session_four(user: Any) -> Transcript:
+    """A real Claude Code session (82 messages, long tool outputs) every preset compacts at
+    ``SMALL_WINDOWS``."""
+    return import_transcript(user, FULL_SESSION_FOUR.read_bytes(), name=FULL_SESSION_FOUR.name)
 
 
 @pytest.fixture

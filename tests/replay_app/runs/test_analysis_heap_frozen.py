@@ -7,12 +7,10 @@ conversation and the replay's records each time. The heap is its own again after
 from __future__ import annotations
 
 import gc
-from pathlib import Path
 from typing import Any
 
 import pytest
 from inspect_helpers import make_run
-from replay_testdata import import_transcript
 
 from replay_app.compare import inputs as compare_inputs
 from replay_app.costs import run_costs
@@ -24,18 +22,9 @@ from tests.engine.builders import SMALL_WINDOWS as SMALL
 
 pytestmark = [pytest.mark.django_db]
 
-CORPUS = Path(__file__).resolve().parents[2] / "data" / "corpus"
-SESSION = "claude-code/agentcmd-full-session-four.jsonl"
-
-
-@pytest.fixture
-def session(user: Any) -> Transcript:
-    data = (CORPUS / SESSION).read_bytes()
-    return import_transcript(user, data, name=Path(SESSION).name)
-
 
 def test_every_part_of_the_analysis_runs_with_the_heap_frozen(
-    monkeypatch: pytest.MonkeyPatch, user: Any, session: Transcript
+    monkeypatch: pytest.MonkeyPatch, user: Any, session_four: Transcript
 ) -> None:
     frozen: dict[str, bool] = {}
 
@@ -54,7 +43,7 @@ def test_every_part_of_the_analysis_runs_with_the_heap_frozen(
     watched(textstore.TextWriter, "summaries_later", "summary inputs")
     watched(lost_analysis, "store_retention", "writes")
     assert gc.get_freeze_count() == 0
-    run = make_run(user, session, "qwenpaw", **SMALL["qwenpaw"])
+    run = make_run(user, session_four, "qwenpaw", **SMALL["qwenpaw"])
     assert run.finished_at is not None
     assert RunAnalysis.objects.filter(run=run).exclude(compare={}).exists()
     assert frozen == {

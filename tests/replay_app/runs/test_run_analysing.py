@@ -7,14 +7,12 @@ attempt; a run whose worker stopped in between reads like a run whose analysis f
 from __future__ import annotations
 
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
 from django.test import override_settings
 from django.utils import timezone
 from inspect_helpers import make_run
-from replay_testdata import import_transcript
 from waiting import wait_until
 
 from replay_app import memo
@@ -27,15 +25,6 @@ from sessions_app.models import Transcript
 from tests.engine.builders import SMALL_WINDOWS as SMALL
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_memo")]
-
-CORPUS = Path(__file__).resolve().parents[2] / "data" / "corpus"
-SESSION = "claude-code/agentcmd-full-session-four.jsonl"
-
-
-@pytest.fixture
-def session(user: Any) -> Transcript:
-    data = (CORPUS / SESSION).read_bytes()
-    return import_transcript(user, data, name=Path(SESSION).name)
 
 
 def in_the_window(monkeypatch: pytest.MonkeyPatch, look: Any) -> None:
@@ -50,7 +39,7 @@ def in_the_window(monkeypatch: pytest.MonkeyPatch, look: Any) -> None:
 
 
 def test_a_run_is_done_before_its_analysis_and_the_pages_say_analysing(
-    monkeypatch: pytest.MonkeyPatch, client: Any, user: Any, session: Transcript
+    monkeypatch: pytest.MonkeyPatch, client: Any, user: Any, session_four: Transcript
 ) -> None:
     client.force_login(user)
     seen: dict[str, Any] = {}
@@ -87,7 +76,7 @@ def test_a_run_is_done_before_its_analysis_and_the_pages_say_analysing(
     real_store = executor._store_inputs
     monkeypatch.setattr(executor, "_store_inputs", inputs_not_stored)
     in_the_window(monkeypatch, look)
-    run = make_run(user, session, "qwenpaw", **SMALL["qwenpaw"])
+    run = make_run(user, session_four, "qwenpaw", **SMALL["qwenpaw"])
     assert seen["status"] == RunStatus.DONE and seen["finished_at"] is None
     assert seen["pending"] and not seen["keeps"]
     assert seen["metrics"] == (True, False) and seen["ledger"] == {}, "the ledger comes after"
@@ -134,7 +123,7 @@ def rows_of(run: Run) -> list[Any]:
 
 
 def test_a_run_retried_while_analysed_is_never_written_by_the_stale_attempt(
-    monkeypatch: pytest.MonkeyPatch, user: Any, session: Transcript
+    monkeypatch: pytest.MonkeyPatch, user: Any, session_four: Transcript
 ) -> None:
     def retried(pk: int) -> None:  # what services.run_retry does to the row
         Run.objects.filter(pk=pk).update(status=RunStatus.QUEUED, attempts=2)
@@ -143,7 +132,7 @@ def test_a_run_retried_while_analysed_is_never_written_by_the_stale_attempt(
     from replay_app.runs import services
 
     run = services.run_create(
-        owner=user, transcript=session,
+        owner=user, transcript=session_four,
         spec=services.RunSpec(strategy="cowagent", params=SMALL["cowagent"]), enqueue=False,
     )  # fmt: skip
     run = executor.run_execute(run=run)
@@ -153,9 +142,9 @@ def test_a_run_retried_while_analysed_is_never_written_by_the_stale_attempt(
 
 
 def test_a_done_run_whose_worker_stopped_while_analysing_reads_as_analysis_missing(
-    client: Any, user: Any, session: Transcript
+    client: Any, user: Any, session_four: Transcript
 ) -> None:
-    run = make_run(user, session, "cowagent", **SMALL["cowagent"])
+    run = make_run(user, session_four, "cowagent", **SMALL["cowagent"])
     expected = RunAnalysis.objects.get(run=run).retention
     RunAnalysis.objects.filter(run=run).delete()
     stopped = timezone.now() - timedelta(minutes=10)
@@ -170,11 +159,11 @@ def test_a_done_run_whose_worker_stopped_while_analysing_reads_as_analysis_missi
 
 
 def test_a_summary_input_lost_with_a_stopped_worker_says_so(
-    client: Any, user: Any, session: Transcript
+    client: Any, user: Any, session_four: Transcript
 ) -> None:
     """Inputs are stored after done: a worker stopped in between leaves none, and the page
     says so instead of an empty input or "analysing" forever."""
-    run = make_run(user, session, "qwenpaw", **SMALL["qwenpaw"])
+    run = make_run(user, session_four, "qwenpaw", **SMALL["qwenpaw"])
     seq = RunSummary.objects.filter(run=run).order_by("seq").values_list("seq", flat=True)[0]
     page = f"/runs/{run.pk}/summaries/{seq}/"
     client.force_login(user)
@@ -191,9 +180,9 @@ def test_a_summary_input_lost_with_a_stopped_worker_says_so(
 @pytest.mark.django_db(transaction=True)
 @override_settings(CTXLAB_RUN_HEARTBEAT_SECONDS=0.05)
 def test_the_heartbeat_pulses_while_a_done_run_is_analysed_and_stops_after(
-    user: Any, session: Transcript
+    user: Any, session_four: Transcript
 ) -> None:
-    run = make_run(user, session, "cowagent", **SMALL["cowagent"])
+    run = make_run(user, session_four, "cowagent", **SMALL["cowagent"])
     old = timezone.now() - timedelta(minutes=5)
     Run.objects.filter(pk=run.pk).update(finished_at=None, heartbeat_at=old)
     with pulse(run.pk, run.attempts):
@@ -223,12 +212,12 @@ def _second_still_analysing(group: Any) -> tuple[list[Run], Any]:
 
 
 def test_a_comparison_waits_for_its_runs_analysis_before_its_table_and_csv(
-    client: Any, user: Any, session: Transcript
+    client: Any, user: Any, session_four: Transcript
 ) -> None:
     from replay_app.runs import services
 
     group = services.group_create(
-        owner=user, transcript=session, specs=services.preset_specs()[:2], enqueue=False
+        owner=user, transcript=session_four, specs=services.preset_specs()[:2], enqueue=False
     )
     runs, finished = _second_still_analysing(group)
     client.force_login(user)
@@ -246,13 +235,13 @@ def test_a_comparison_waits_for_its_runs_analysis_before_its_table_and_csv(
 
 
 def test_a_sweep_keeps_polling_until_its_runs_are_analysed(
-    client: Any, user: Any, session: Transcript
+    client: Any, user: Any, session_four: Transcript
 ) -> None:
     from replay_app.runs import services
     from replay_app.sweeps import sweep
 
     group = services.group_create(
-        owner=user, transcript=session, enqueue=False,
+        owner=user, transcript=session_four, enqueue=False,
         specs=sweep.specs(sweep.Base(strategy="qwenpaw"), "max_input_length", ["4096", "8192"]),
     )  # fmt: skip
     runs, finished = _second_still_analysing(group)
@@ -267,7 +256,7 @@ def test_a_sweep_keeps_polling_until_its_runs_are_analysed(
 
 
 def test_a_run_whose_analysis_writes_fail_is_still_done_and_finished(
-    monkeypatch: pytest.MonkeyPatch, client: Any, user: Any, session: Transcript
+    monkeypatch: pytest.MonkeyPatch, client: Any, user: Any, session_four: Transcript
 ) -> None:
     from django.db import DatabaseError
 
@@ -276,7 +265,7 @@ def test_a_run_whose_analysis_writes_fail_is_still_done_and_finished(
 
     # Fault injection: the analysis's last writes fail (no real input does that).
     monkeypatch.setattr(executor.compare_inputs, "store", locked)
-    run = make_run(user, session, "cowagent", **SMALL["cowagent"])
+    run = make_run(user, session_four, "cowagent", **SMALL["cowagent"])
     assert run.status == RunStatus.DONE and run.finished_at is not None
     assert not analysis_state.pending(run)
     monkeypatch.undo()

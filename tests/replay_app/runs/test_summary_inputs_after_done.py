@@ -5,12 +5,10 @@ that no path leaves a summary without the input the replay gave it."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
 from inspect_helpers import make_run
-from replay_testdata import import_transcript
 
 from ctxlab.engine.replay import run as replay_run
 from replay_app.models import Run, RunStatus, RunSummary
@@ -20,15 +18,6 @@ from tests.engine.builders import SMALL_WINDOWS as SMALL
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_memo")]
 
-CORPUS = Path(__file__).resolve().parents[2] / "data" / "corpus"
-SESSION = "claude-code/agentcmd-full-session-four.jsonl"
-
-
-@pytest.fixture
-def session(user: Any) -> Transcript:
-    data = (CORPUS / SESSION).read_bytes()
-    return import_transcript(user, data, name=Path(SESSION).name)
-
 
 def replayed_inputs(run: Run) -> list[str]:
     result = replay_run(run.transcript.to_conversation(), run.strategy, params=run.params)
@@ -36,13 +25,13 @@ def replayed_inputs(run: Run) -> list[str]:
 
 
 def test_inputs_go_inline_when_their_pieces_cannot_be_made(
-    monkeypatch: pytest.MonkeyPatch, user: Any, session: Transcript
+    monkeypatch: pytest.MonkeyPatch, user: Any, session_four: Transcript
 ) -> None:
     def broken(self: textstore.TextWriter) -> list[Any]:
         raise ValueError("no pieces")
 
     monkeypatch.setattr(textstore.TextWriter, "summaries_later", broken)
-    run = make_run(user, session, "qwenpaw", **SMALL["qwenpaw"])
+    run = make_run(user, session_four, "qwenpaw", **SMALL["qwenpaw"])
     assert run.finished_at is not None
     rows = list(RunSummary.objects.filter(run=run).order_by("seq"))
     assert rows and all(not r.input_parts for r in rows)
@@ -50,14 +39,14 @@ def test_inputs_go_inline_when_their_pieces_cannot_be_made(
 
 
 def test_a_run_failing_before_done_keeps_its_summary_inputs_inline(
-    monkeypatch: pytest.MonkeyPatch, user: Any, session: Transcript
+    monkeypatch: pytest.MonkeyPatch, user: Any, session_four: Transcript
 ) -> None:
     def failing(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("metrics failed")
 
     monkeypatch.setattr(executor, "compute_metrics", failing)
     run = services.run_create(
-        owner=user, transcript=session, enqueue=False,
+        owner=user, transcript=session_four, enqueue=False,
         spec=services.RunSpec(strategy="qwenpaw", params=SMALL["qwenpaw"]),
     )  # fmt: skip
     run = executor.run_execute(run=run)

@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import logging
 import re
-from pathlib import Path
 from typing import Any
 
 import pytest
 from inspect_helpers import make_run
-from replay_testdata import import_transcript
 
 from ctxlab.engine.strategies import PRESETS
 from replay_app import memo
@@ -19,19 +17,11 @@ from replay_app.runs import executor, services
 from replay_app.runs import survival as run_survival
 from replay_app.steps import lost_analysis
 from sessions_app.models import Transcript
-from tests.engine.builders import SMALL_WINDOWS as SMALL  # every preset compacts SESSION
+from tests.engine.builders import SMALL_WINDOWS as SMALL  # every preset compacts session_four
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("fresh_memo")]
 
-CORPUS = Path(__file__).resolve().parents[2] / "data" / "corpus"
-SESSION = "claude-code/agentcmd-full-session-four.jsonl"
 CSRF_TOKEN = re.compile(r'("X-CSRFToken": "|name="csrfmiddlewaretoken" value=")[^"]*')
-
-
-@pytest.fixture
-def session(user: Any) -> Transcript:
-    data = (CORPUS / SESSION).read_bytes()
-    return import_transcript(user, data, name=Path(SESSION).name)
 
 
 def small_run(user: Any, transcript: Transcript, preset: str) -> Run:
@@ -74,9 +64,9 @@ def forget_analyses(runs: list[Run]) -> None:
 
 @pytest.mark.parametrize("preset", list(PRESETS))
 def test_worker_analysis_equals_the_analysis_of_the_stored_rows(
-    user: Any, session: Transcript, preset: str
+    user: Any, session_four: Transcript, preset: str
 ) -> None:
-    run = small_run(user, session, preset)
+    run = small_run(user, session_four, preset)
     assert run.events.exists(), f"{preset} compacts with a small window"
     stored = analysis_of(run)
     assert stored.attempts == run.attempts
@@ -85,9 +75,9 @@ def test_worker_analysis_equals_the_analysis_of_the_stored_rows(
 
 
 def test_pages_show_the_same_with_and_without_a_stored_analysis(
-    client: Any, user: Any, session: Transcript
+    client: Any, user: Any, session_four: Transcript
 ) -> None:
-    runs = [small_run(user, session, p) for p in ("qwenpaw", "cowagent", "baseagent")]
+    runs = [small_run(user, session_four, p) for p in ("qwenpaw", "cowagent", "baseagent")]
     client.force_login(user)
     urls = [f"/compare/?runs={ids(runs)}", f"/compare/?runs={ids(runs)}&format=json"]
     urls += [f"/runs/{runs[0].pk}/lost/", f"/runs/{runs[0].pk}/lost/?format=json"]
@@ -100,9 +90,9 @@ def test_pages_show_the_same_with_and_without_a_stored_analysis(
 
 
 def test_older_run_gets_its_analysis_stored_on_first_view(
-    client: Any, user: Any, session: Transcript
+    client: Any, user: Any, session_four: Transcript
 ) -> None:
-    run = small_run(user, session, "qwenpaw")
+    run = small_run(user, session_four, "qwenpaw")
     expected = analysis_of(run).retention
     forget_analyses([run])
     client.force_login(user)
@@ -113,11 +103,11 @@ def test_older_run_gets_its_analysis_stored_on_first_view(
 
 
 def test_compare_uses_stored_analyses_without_loading_the_transcript(
-    django_assert_max_num_queries: Any, user: Any, session: Transcript
+    django_assert_max_num_queries: Any, user: Any, session_four: Transcript
 ) -> None:
     from replay_app.compare import overview
 
-    runs = [small_run(user, session, p) for p in ("qwenpaw", "copaw")]
+    runs = [small_run(user, session_four, p) for p in ("qwenpaw", "copaw")]
     runs = overview.load_runs(user, ids(runs))
     memo.MEMO.clear()
     # one RunAnalysis read per run, and one read of the runs' event kinds for the
@@ -128,9 +118,9 @@ def test_compare_uses_stored_analyses_without_loading_the_transcript(
 
 
 def test_retried_run_never_shows_the_previous_attempts_analysis(
-    user: Any, session: Transcript
+    user: Any, session_four: Transcript
 ) -> None:
-    run = small_run(user, session, "qwenpaw")
+    run = small_run(user, session_four, "qwenpaw")
     first = analysis_of(run)
     # A finished run that later counts as failed (the only way a run with an analysis can
     # be retried); its retry is a new attempt with its own rows.
@@ -149,9 +139,9 @@ def test_retried_run_never_shows_the_previous_attempts_analysis(
 
 
 def test_analysis_is_not_stored_for_an_attempt_that_is_not_the_finished_one(
-    user: Any, session: Transcript
+    user: Any, session_four: Transcript
 ) -> None:
-    run = small_run(user, session, "cowagent")
+    run = small_run(user, session_four, "cowagent")
     data = analysis_of(run).retention
     assert not lost_analysis.store_retention(run, run.attempts + 1, {"stale": True})
     Run.objects.filter(pk=run.pk).update(status=RunStatus.RUNNING)
@@ -164,7 +154,7 @@ def test_a_failing_analysis_never_fails_the_run(
     caplog: pytest.LogCaptureFixture,
     client: Any,
     user: Any,
-    session: Transcript,
+    session_four: Transcript,
 ) -> None:
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("analysis bug")
@@ -173,7 +163,7 @@ def test_a_failing_analysis_never_fails_the_run(
     # retention and survival (replay_app.runs.survival.finished).
     monkeypatch.setattr(run_survival.survival, "analyse_replay", broken)
     with caplog.at_level(logging.ERROR, logger="replay_app.runs.survival"):
-        run = small_run(user, session, "qwenpaw")
+        run = small_run(user, session_four, "qwenpaw")
     assert run.status == RunStatus.DONE
     assert "survival analysis failed" in caplog.text
     assert not RunAnalysis.objects.filter(run=run).exists()
@@ -184,8 +174,8 @@ def test_a_failing_analysis_never_fails_the_run(
     assert analysis_of(run).retention == without_links(data)
 
 
-def test_display_order_restores_as_dict_key_order(user: Any, session: Transcript) -> None:
-    run = small_run(user, session, "qwenpaw")
+def test_display_order_restores_as_dict_key_order(user: Any, session_four: Transcript) -> None:
+    run = small_run(user, session_four, "qwenpaw")
     data = analysis_of(run).retention
 
     def reversed_keys(value: Any) -> Any:  # what a store that reorders keys could return
@@ -212,11 +202,11 @@ def test_display_order_restores_as_dict_key_order(user: Any, session: Transcript
 
 
 def test_an_analysis_stored_by_an_older_extractor_is_computed_again(
-    client: Any, user: Any, session: Transcript
+    client: Any, user: Any, session_four: Transcript
 ) -> None:
     """Stored analyses carry the extractor version; one from an older version (e.g. with
     nReport-style identifiers) is neither shown nor kept."""
-    run = small_run(user, session, "qwenpaw")
+    run = small_run(user, session_four, "qwenpaw")
     current = analysis_of(run).retention
     assert current["extractor"] == lost_analysis.EXTRACTOR_VERSION
     stale = {**current, "extractor": lost_analysis.EXTRACTOR_VERSION - 1, "retention": 0.123}
