@@ -56,7 +56,7 @@ from .evaluate.forecast import (
     reattached,
     turns_to_trigger,
 )
-from .evaluate.instruction_marks import may_hold_source
+from .evaluate.instruction_marks import constraint_sources, injected_sources, may_hold_source
 from .stages.own_counts import RawBlock, block_tokens
 
 Buffer = bytes | mmap.mmap  # a file's bytes read, or mapped
@@ -543,17 +543,18 @@ def _user_sources(index: int, raw: bytes) -> list[str]:
     texts = _user_texts(record) if record is not None else []
     if not any(may_hold_source(text) for text in texts):
         return []  # (most lines: the rule's machinery is not even imported)
-    from .core.model import Block, BlockKind, Message, Role
-    from .evaluate import instructions
+    # ``instructions.message_sources``' rule on the texts (``instruction_marks``), with the
+    # ``instructions`` facts alone: neither the engine's values nor the fact extraction
+    from .core.harness import is_preamble
+    from .evaluate.instruction_sentences import instruction_sentences
 
-    blocks = tuple(Block(BlockKind.TEXT, text) for text in texts)
-    meta = frozenset({"meta"}) if record and record.get("isMeta") is True else frozenset()
-    user = Message(Role.USER, blocks, flags=meta)
-    return [
-        s.label
-        for s in instructions.message_sources(index, user)
-        if not reattached("claude_code", s.kind)
-    ]
+    texts = [text for text in texts if text]  # (the message's text blocks)
+    found = injected_sources(texts)
+    meta = record is not None and record.get("isMeta") is True
+    if not found and not meta and not is_preamble("\n".join(texts)):  # typed_by_a_person
+        typed = {s for text in texts for s in instruction_sentences(text)}
+        found = constraint_sources(typed)
+    return [label for kind, label, _ in found if not reattached("claude_code", kind)]
 
 
 def _kept_head(boundary: bytes) -> str:

@@ -312,7 +312,8 @@ def test_a_warm_call_loads_the_instruction_machinery_only_for_a_constraint(
 ) -> None:
     """What Claude Code runs after each assistant message, a fresh interpreter with the
     cache warm: after a typed request and responses it imports neither the engine's values
-    nor the fact extraction; after a typed constraint it runs the rule and counts it."""
+    nor the fact extraction; after a typed constraint it runs the rule (on the texts: still
+    neither of them) and counts it."""
     every = FULL.read_bytes().splitlines(keepends=True)
     path = tmp_path / "s.jsonl"
     path.write_bytes(b"".join(every[:100]))
@@ -352,7 +353,9 @@ def test_a_warm_call_loads_the_instruction_machinery_only_for_a_constraint(
     with path.open("ab") as out:
         out.write(typed("Never touch the migrations.") + gained[-1])
     figures, loaded = call()
-    assert "ctxlab.engine.evaluate.extract" in loaded
+    assert "ctxlab.engine.evaluate.instruction_sentences" in loaded  # the rule ran ...
+    assert "ctxlab.engine.evaluate.extract" not in loaded  # ... on the texts alone
+    assert "ctxlab.engine.core.model" not in loaded
     assert figures["instructions_at_risk"][-1] == "Never touch the migrations."
     assert figures == statusline.status_of(path, {}).as_dict()
 

@@ -23,8 +23,10 @@ other engine module: importers (titles), evaluation and summarisers use it.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
-from .model import Message, Role
+if TYPE_CHECKING:  # (not at run time: ``ctxlab statusline`` reads the text rules alone)
+    from .model import Message
 
 # Tags the harnesses wrap their own text in (Claude Code, Codex, Codex desktop).
 HARNESS_TAGS = (
@@ -147,7 +149,7 @@ def typed_by_a_person(message: Message) -> bool:
     the importer marked it injected (``meta``) or a summary (``compact_summary``), or it is
     a harness preamble. The summariser's goal and next step, the facts' instructions and
     the probes' typed requests all read it."""
-    if message.role is not Role.USER or message.tool_results:
+    if message.role != "user" or message.tool_results:  # (``Role`` is a ``StrEnum``)
         return False
     if message.flags & {"meta", "compact_summary"}:
         return False

@@ -40,6 +40,10 @@ from ..core.lru import BoundedLRU
 from ..core.model import Block, BlockKind, Message
 from ..core.textkeys import clear_caches as clear_word_sets
 from ..core.textkeys import text_key
+from .instruction_sentences import INSTRUCTION_RE as INSTRUCTION_RE
+from .instruction_sentences import META_LINE_RE as META_LINE_RE
+from .instruction_sentences import SENTENCE_RE as SENTENCE_RE
+from .instruction_sentences import instruction_sentences
 
 # Entries of each memo of the summariser's and fact scans (keyed by texts, often rendered
 # for one summary and dead but for the memo): 8,192 held up to ~20 MiB apiece after a long
@@ -306,24 +310,6 @@ SKIP_INPUT_KEYS = frozenset(
 )
 COMMAND_KEYS = frozenset({"command", "cmd", "commands", "shell_command", "script"})
 SUBCOMMAND_SIBLINGS = frozenset({"path", "file_path", "file"})  # str_replace_editor view ...
-
-INSTRUCTION_RE = re.compile(
-    r"\b(?:must|mustn't|never|always|don't|do not|dont|make sure|ensure|avoid|should"
-    r"|shouldn't|need to|needs to|please|without|instead of|i want|i'd like|i would like"
-    r"|i need|can you|could you|let's|we can|you can|we need|we should|it'd be nice"
-    r"|would be nice|would require)\b"
-    r"|^(?:add|fix|create|make|use|change|remove|delete|update|write|implement|run|build"
-    r"|keep|check|move|rename|refactor|install|test|set|put|show|find|replace|convert|look"
-    r"|read|explain|try|stop|go|commit|push|deploy|help|book|cancel)(?=\s)"
-    r"|必须|不要|请|务必|避免|需要",
-    re.IGNORECASE,
-)
-SENTENCE_RE = re.compile(r"(?<=[.!?。！？])\s+")
-# Lines of user text that the harness wrote, not the person
-META_LINE_RE = re.compile(
-    r"^\s*(?:<[/\w-]+>|Caveat:|\[Request interrupted|This session is being continued"
-    r"|<system-reminder>)",
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -612,18 +598,10 @@ def critical_facts_of_parts(parts: Iterable[str], *, limit: int, error_width: in
 
 def instructions(text: str, *, width: int = 200) -> tuple[str, ...]:
     """Sentences of user-typed ``text`` that ask for something or constrain it (harness
-    lines such as ``<command-name>`` markup and caveats are skipped)."""
-    out: list[str] = []
-    for line in text.splitlines():
-        line = line.strip().lstrip("-*>#0123456789.) ").strip()
-        if not line or META_LINE_RE.match(line) or line.startswith("```"):
-            continue
-        for sentence in SENTENCE_RE.split(line):
-            sentence = sentence.strip()
-            sentence = sentence.rstrip("\\").rstrip()  # a typed line break: "foo:\\"
-            if len(sentence) >= 8 and INSTRUCTION_RE.search(sentence):
-                out.append(sentence[:width])
-    return _unique(out, None)
+    lines such as ``<command-name>`` markup and caveats are skipped): the rule lives in
+    ``instruction_sentences``, which ``ctxlab statusline`` reads without this module's
+    patterns."""
+    return instruction_sentences(text, width=width)
 
 
 def _strings(value: Any, key: str = "") -> Iterator[tuple[str, str]]:

@@ -1,10 +1,12 @@
 """What marks an instruction source in a text: the patterns of ``evaluate.instructions``,
 alone (the standard library only), so that ``ctxlab statusline`` can tell that a user line
-holds no source without loading the engine's values and the fact extraction."""
+holds no source, and which sources it holds, without loading the engine's values and the
+fact extraction."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 # CLAUDE.md / AGENTS.md contents injected into the conversation
 RULES_RE = re.compile(
@@ -33,3 +35,45 @@ def may_hold_source(text: str) -> bool:
         or SKILL_RE.search(text) is not None
         or CONSTRAINT_WORDS_RE.search(text) is not None
     )
+
+
+# --- the rule on a user message's texts (``instructions.message_sources`` reads it too) ---
+
+
+def rules_label(text: str) -> str | None:
+    found = RULES_RE.search(text)
+    if found is None:
+        return None
+    return found.group("path") or found.group("agents") or "user instructions"
+
+
+def skill_label(text: str) -> str | None:
+    found = SKILL_RE.search(text)
+    if found is None:
+        return None
+    directory = found.group("dir")
+    return f"skill {directory.rstrip('/').rsplit('/', 1)[-1]}" if directory else "skill"
+
+
+Found = tuple[str, str, str]  # (kind, label, text) of a source
+
+
+def injected_sources(texts: Iterable[str]) -> list[Found]:
+    """The project rules and skills among a user message's (non-empty) text blocks: when
+    there is one, its sentences are that source, not the user's constraints."""
+    found: list[Found] = []
+    for text in texts:
+        label = rules_label(text)
+        if label is not None:
+            found.append(("project_rules", label, text))
+            continue
+        label = skill_label(text)
+        if label is not None:
+            found.append(("skill", label, text))
+    return found
+
+
+def constraint_sources(sentences: Iterable[str]) -> list[Found]:
+    """The user's constraints among the distinct instruction sentences of a message a person
+    typed (``extract``'s ``instructions`` facts), in sorted order."""
+    return [("user_constraint", s[:80], s) for s in sorted(sentences) if CONSTRAINT_RE.search(s)]

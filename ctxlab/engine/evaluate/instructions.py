@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from ..core.model import BlockKind, Message, Role
 from ..core.textkeys import content_words, text_key
 from . import extract
-from .instruction_marks import CONSTRAINT_RE, RULES_RE, SKILL_RE
+from .instruction_marks import constraint_sources, injected_sources
 
 KINDS = ("system_prompt", "project_rules", "skill", "user_constraint")
 LOST_STATUSES = frozenset({"summarised", "dropped"})
@@ -46,26 +46,12 @@ class Source:
     text: str
 
 
-def _rules_label(text: str) -> str | None:
-    found = RULES_RE.search(text)
-    if found is None:
-        return None
-    return found.group("path") or found.group("agents") or "user instructions"
-
-
-def _skill_label(text: str) -> str | None:
-    found = SKILL_RE.search(text)
-    if found is None:
-        return None
-    directory = found.group("dir")
-    return f"skill {directory.rstrip('/').rsplit('/', 1)[-1]}" if directory else "skill"
-
-
 def message_sources(
     index: int, message: Message, facts: frozenset[tuple[str, str]] | None = None
 ) -> Iterator[Source]:
     """The instruction sources of one message (usually none); ``facts``: its
-    ``extract.message_facts`` when they are known already."""
+    ``extract.message_facts`` when they are known already. A user message's rule reads its
+    texts alone (``instruction_marks``: ``ctxlab statusline`` reads the same one)."""
     if message.role is Role.SYSTEM:
         text = message.text
         if text.strip():
@@ -73,25 +59,13 @@ def message_sources(
         return
     if message.role is not Role.USER:
         return
-    injected = False  # rules or a skill: their sentences are that source, not the user's
-    for block in message.blocks:
-        if block.kind is not BlockKind.TEXT or not block.text:
-            continue
-        text = block.text
-        label = _rules_label(text)
-        if label is not None:
-            injected = True
-            yield Source("project_rules", label, index, text_key(text), text)
-            continue
-        label = _skill_label(text)
-        if label is not None:
-            injected = True
-            yield Source("skill", label, index, text_key(text), text)
-    if injected:
-        return
-    for kind, value in sorted(extract.message_facts(message) if facts is None else facts):
-        if kind == "instructions" and CONSTRAINT_RE.search(value):
-            yield Source("user_constraint", value[:80], index, text_key(value), value)
+    texts = [b.text for b in message.blocks if b.kind is BlockKind.TEXT and b.text]
+    found = injected_sources(texts)  # rules or a skill: their sentences are not the user's
+    if not found:
+        pairs = extract.message_facts(message) if facts is None else facts
+        found = constraint_sources(value for kind, value in pairs if kind == "instructions")
+    for kind, label, text in found:
+        yield Source(kind, label, index, text_key(text), text)
 
 
 def sources(
