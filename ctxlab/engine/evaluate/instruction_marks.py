@@ -26,13 +26,26 @@ CONSTRAINT_RE = re.compile(
 CONSTRAINT_WORDS_RE = re.compile(CONSTRAINT_RE.pattern.replace(r"\b", ""), CONSTRAINT_RE.flags)
 
 
+# The literal each alternative of RULES_RE / SKILL_RE opens with (case-sensitive patterns):
+# a text without any has no match, found by ``in`` (the regexes scan at every position)
+RULES_NEEDLES = ("Contents of ", "# AGENTS.md instructions for", "<user_instructions>")
+SKILL_NEEDLES = ("Base directory for this skill: ", "<skill")
+
+
+def _holds(text: str, needles: tuple[str, ...]) -> bool:
+    for needle in needles:  # noqa: SIM110 (a loop, no generator: runs for every text)
+        if needle in text:
+            return True
+    return False
+
+
 def may_hold_source(text: str) -> bool:
     """False when ``instructions.message_sources`` can find no source in a user text block
     ``text``: no CLAUDE.md / AGENTS.md or skill mark, no constraint word (a necessary test,
     not the rule: True says only that the rule must be run)."""
     return (
-        RULES_RE.search(text) is not None
-        or SKILL_RE.search(text) is not None
+        (_holds(text, RULES_NEEDLES) and RULES_RE.search(text) is not None)
+        or (_holds(text, SKILL_NEEDLES) and SKILL_RE.search(text) is not None)
         or CONSTRAINT_WORDS_RE.search(text) is not None
     )
 

@@ -80,3 +80,30 @@ def test_texts_with_a_source_pass(text: str) -> None:
 def test_requests_without_a_constraint_are_turned_away(text: str) -> None:
     assert not list(instructions.message_sources(0, user(text)))
     assert not may_hold_source(text)
+
+
+def test_the_needles_change_no_answer() -> None:
+    """``may_hold_source`` tries RULES_RE / SKILL_RE only where an opening literal of theirs
+    is: the same answers as the three searches, on every user text of the sessions."""
+    from ctxlab.engine.evaluate.instruction_marks import CONSTRAINT_WORDS_RE, RULES_RE, SKILL_RE
+
+    texts = [
+        b.text
+        for path in SESSIONS
+        for conversation in importers.parse(path.read_bytes(), name=path.name).conversations
+        for message in conversation.messages
+        if message.role is Role.USER
+        for b in message.blocks
+        if b.text
+    ]
+    texts += [
+        "Contents of CLAUDE.md",
+        "contents of /r/CLAUDE.md",
+        "<skill>",
+        "<skills>",
+        "<user_instructions>",
+    ]
+    assert len(texts) > 400
+    for text in texts:
+        searched = any(p.search(text) for p in (RULES_RE, SKILL_RE, CONSTRAINT_WORDS_RE))
+        assert may_hold_source(text) is searched, text[:200]
