@@ -420,7 +420,8 @@ class Span:
             stop = data.find(b"\n", at, end)
             index = span.lines
             span.lines += 1
-            if data.find(b'"tool_result"', at, stop) < 0 and _first_type(data, at, stop) == b"user":
+            # the first "type" first: near the line's start, the other test reads all of it
+            if _first_type(data, at, stop) == b"user" and data.find(b'"tool_result"', at, stop) < 0:
                 span.instructions.extend(_user_sources(index, data[at:stop]))
             last_at, at = at, stop + 1
         if span.lines:
