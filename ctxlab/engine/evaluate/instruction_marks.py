@@ -54,14 +54,14 @@ def may_hold_source(text: str) -> bool:
 
 
 def rules_label(text: str) -> str | None:
-    found = RULES_RE.search(text)
+    found = RULES_RE.search(text) if _holds(text, RULES_NEEDLES) else None
     if found is None:
         return None
     return found.group("path") or found.group("agents") or "user instructions"
 
 
 def skill_label(text: str) -> str | None:
-    found = SKILL_RE.search(text)
+    found = SKILL_RE.search(text) if _holds(text, SKILL_NEEDLES) else None
     if found is None:
         return None
     directory = found.group("dir")
