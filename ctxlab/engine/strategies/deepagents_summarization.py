@@ -465,8 +465,8 @@ class DeepAgentsSummarizationStrategy(LangChainSummarizationStrategy):
         return min(limits) if limits else None
 
     # --- state --------------------------------------------------------------------------
-    def _push(self, st: _State, item: lc.LcMessage) -> None:
-        super()._push(st, item)
+    def _push(self, st: _State, item: lc.LcMessage, tokens: float | None = None) -> None:
+        super()._push(st, item, tokens)
         assert isinstance(st, _DeepState)
         if item.type == lc.AI and item.total_tokens is not None:
             st.scale_pos = len(st.messages) - 1

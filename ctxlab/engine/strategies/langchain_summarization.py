@@ -60,7 +60,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..core.findings import check_summary_size
-from ..core.model import BlockKind, Message, ToolDef
+from ..core.model import BlockKind, Message, Role, ToolDef
 from ..core.params import Param
 from ..core.records import Fate
 from ..core.strategy import Strategy
@@ -196,6 +196,10 @@ class _State:
     last_ai: lc.LcMessage | None = None
     scale_at: tuple[int, float] | None = None  # (last reported total, approx there)
     skipped: bool = False
+    # The counter's last message, as (message, source, its LangChain messages, their
+    # tokens): ``after_append`` takes them instead of converting and counting again.
+    counted: tuple[Message, int, list[lc.LcMessage], list[float]] | None = None
+    next_source: int = 0  # the index the next appended message will have
 
 
 class LangChainSummarizationStrategy(Strategy):
@@ -333,10 +337,21 @@ class LangChainSummarizationStrategy(Strategy):
         return int(sum(self.lc_tokens(m) for m in self.lc_messages(message, -1, {})))
 
     def message_counter(self, reference: ReferenceTokens, state: Any) -> Callable[[Message], int]:
-        # Tool results are named from the calls this replay has seen so far.
+        # Tool results are named from the calls this replay has seen so far. The context
+        # counts each message as it is appended, right before ``after_append`` needs the
+        # same LangChain messages and counts: they are kept, made with the index the next
+        # appended message will have (the counts never depend on it).
         tool_names = state.tool_names
         lc_tokens, lc_messages = self.lc_tokens, self.lc_messages
-        return lambda message: int(sum(lc_tokens(m) for m in lc_messages(message, -1, tool_names)))
+
+        def count(message: Message) -> int:
+            source = state.next_source
+            items = lc_messages(message, source, tool_names)
+            counts = [lc_tokens(m) for m in items]
+            state.counted = (message, source, items, counts)
+            return int(sum(counts))
+
+        return count
 
     def count_tools(self, tools: Sequence[ToolDef]) -> int:
         return lc.tools_tokens(tools, chars_per_token=self._cpt)  # sent, never counted
@@ -368,15 +383,30 @@ class LangChainSummarizationStrategy(Strategy):
     def after_append(self, ctx: ContextView, index: int) -> None:
         st: _State = ctx.state
         msg = ctx.message(index)
+        calls = False
         for block in msg.blocks:
             if block.kind is BlockKind.TOOL_USE and block.tool_id:
                 st.tool_names[block.tool_id] = block.tool_name
+                calls = True
+        # The counter's conversion of this message, made since the last append (so with
+        # these tool names), unless it guessed another index or the message's own calls
+        # just named its results.
+        counted, st.counted, st.next_source = st.counted, None, index + 1
+        if (
+            counted is not None
+            and counted[0] is msg
+            and counted[1] == index
+            and not (calls and msg.role is not Role.ASSISTANT)
+        ):
+            for item, tokens in zip(counted[2], counted[3], strict=True):
+                self._push(st, item, tokens)
+            return
         for item in self.lc_messages(msg, index, st.tool_names):
             self._push(st, item)
 
-    def _push(self, st: _State, item: lc.LcMessage) -> None:
+    def _push(self, st: _State, item: lc.LcMessage, tokens: float | None = None) -> None:
         st.messages.append(item)
-        st.sum += self.lc_tokens(item)
+        st.sum += self.lc_tokens(item) if tokens is None else tokens
         if item.type == lc.AI:
             st.last_ai = item
             if item.total_tokens is not None:
