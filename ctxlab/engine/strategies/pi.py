@@ -393,7 +393,9 @@ class PiStrategy(Strategy):
         st: _State = ctx.state
         msg = ctx.original(index)
         role = pi_role(msg)
-        tokens = self.count_message(msg)
+        # The context has just counted this message with ``count_message`` (the default
+        # message counter): its count is read back, not estimated again.
+        tokens = ctx.tokens(index) if ctx.message(index) is msg else self.count_message(msg)
         if role == "compactionSummary" and "compact_summary" in msg.flags:
             original = st.originals.at(index) if st.originals is not None else None
             kept_from = first_kept(original) if original is not None else None
