@@ -451,7 +451,9 @@ class CodexStrategy(Strategy):
         self._truncate_tool_output(ctx, index, msg)
         if st.pending is not None:
             return  # the original's replacement history: counted when it is decided
-        st.original_live += self.count_message(ctx.message(index))
+        # The context counted this version with ``count_message`` (the default message
+        # counter) on appending it, or counts a truncated one once: read back, not again.
+        st.original_live += ctx.tokens(index)
         if msg.role is Role.ASSISTANT:
             st.reasoning.reply(self._reasoning_tokens(msg, st.rules), self._guessed_reasoning(msg))
         elif is_real_user_message(msg):
