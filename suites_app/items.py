@@ -8,6 +8,7 @@ import logging
 import time
 from typing import Any
 
+from django.db.models import F
 from django.utils import timezone
 
 from ctxlab.engine.core.catalogue import METRICS
@@ -92,6 +93,22 @@ def _record(item: SuiteItem, run: glue.Run) -> None:
     item.save(update_fields=["status", "summary", "seconds", "finished_at"])
 
 
+def record_ended(suite: Suite) -> None:
+    """Record every item whose run has ended but whose task has not recorded it: a worker
+    killed after its run's last write landed (the database commits a statement whose
+    client died) takes the task with it, and the broker redelivers that task only after
+    its visibility timeout, so the finished suite's item rows would say running until
+    then. A task still recording its own item writes the same row after this."""
+    ended = (
+        suite.items.select_related("run")
+        .filter(run__status__in=glue.TERMINAL)
+        .exclude(status=F("run__status"))
+    )
+    for item in ended:
+        assert item.run is not None
+        _record(item, item.run)
+
+
 def sync_statuses(suite: Suite) -> None:
     for item in suite.items.select_related("run").exclude(run=None):
         assert item.run is not None
@@ -100,9 +117,11 @@ def sync_statuses(suite: Suite) -> None:
 
 
 def maybe_finish(suite: Suite) -> bool:
-    """Mark the suite finished when no run is left to execute; whether none is."""
+    """Mark the suite finished when no run is left to execute, its ended runs' items
+    recorded first (``record_ended``); whether none is left."""
     active = suite.items.exclude(run__status__in=glue.TERMINAL).exclude(run=None).exists()
     if not active:
+        record_ended(suite)
         updated = Suite.objects.filter(pk=suite.pk, finished_at=None).update(
             finished_at=timezone.now()
         )

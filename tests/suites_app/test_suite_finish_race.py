@@ -63,6 +63,26 @@ def test_results_show_a_done_run_whose_item_is_not_recorded_yet(user: Any) -> No
     assert early[0]["steps"]["median"] == first.summary["steps"]
 
 
+def test_a_suite_finishes_with_the_item_of_a_task_that_died_after_its_run_was_done(
+    user: Any,
+) -> None:
+    # The first item's worker was killed after its run's done write landed: its task is
+    # redelivered only after the broker's visibility timeout. The suite finishing meanwhile
+    # (the second item) records it, so no finished suite keeps an item that says running.
+    suite = _suite(user)
+    first, second = suite.items.order_by("config_index")
+    _run_without_recording(first)
+    item_execute(second.pk)
+    suite.refresh_from_db()
+    first.refresh_from_db()
+    assert suite.finished_at is not None
+    assert first.status == RunStatus.DONE and first.summary["steps"] >= 1
+    recorded = first.summary
+    item_execute(first.pk)  # the redelivered task, later: the same row
+    first.refresh_from_db()
+    assert first.status == RunStatus.DONE and first.summary == recorded
+
+
 def test_the_item_recorded_last_is_pushed_even_right_after_another_finished_the_suite(
     user: Any, monkeypatch: Any
 ) -> None:
