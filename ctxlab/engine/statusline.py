@@ -546,13 +546,13 @@ def _user_sources(index: int, raw: bytes) -> list[str]:
         return []  # (most lines: the rule's machinery is not even imported)
     # ``instructions.message_sources``' rule on the texts (``instruction_marks``), with the
     # ``instructions`` facts alone: neither the engine's values nor the fact extraction
-    from .core.harness import is_preamble
+    from .core.harness import typed_text
     from .evaluate.instruction_sentences import instruction_sentences
 
     texts = [text for text in texts if text]  # (the message's text blocks)
     found = injected_sources(texts)
     meta = record is not None and record.get("isMeta") is True
-    if not found and not meta and not is_preamble("\n".join(texts)):  # typed_by_a_person
+    if not found and typed_text("\n".join(texts), {"meta"} if meta else frozenset()):
         typed = {s for text in texts for s in instruction_sentences(text)}
         found = constraint_sources(typed)
     return [label for kind, label, _ in found if not reattached("claude_code", kind)]

@@ -13,7 +13,8 @@ extractor's instructions and the probes' typed requests all ask the same two que
   from ``importers/_kit`` so that the summariser and the evaluation read the same rule).
 - ``is_harness_line(line)``: is this line of a user's turn the harness's?
 - ``typed_by_a_person(message)``: is this user message a person's (no tool result, not
-  injected, not a summary, not a preamble)?
+  injected, not a summary, not a preamble)? ``typed_text(text, flags)``: the same from a
+  message's text and flags (``ctxlab statusline``, which makes no ``Message``).
 
 ``is_preamble(text)`` is ``not request_text(text)``; ``without_harness(text)`` is the
 request with the harness's tag blocks and lines inside it taken out too. Plain regexes, no
@@ -26,6 +27,8 @@ import re
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # (not at run time: ``ctxlab statusline`` reads the text rules alone)
+    from collections.abc import Set as AbstractSet
+
     from .model import Message
 
 # Tags the harnesses wrap their own text in (Claude Code, Codex, Codex desktop).
@@ -151,6 +154,13 @@ def typed_by_a_person(message: Message) -> bool:
     the probes' typed requests all read it."""
     if message.role != "user" or message.tool_results:  # (``Role`` is a ``StrEnum``)
         return False
-    if message.flags & {"meta", "compact_summary"}:
+    return typed_text(message.text, message.flags)
+
+
+def typed_text(text: str, flags: AbstractSet[str] = frozenset()) -> bool:
+    """``typed_by_a_person`` for a user message without a tool result, from its text (its
+    text blocks joined, as ``Message.text``) and flags: ``ctxlab statusline`` reads a line's
+    texts without making a ``Message``."""
+    if flags & {"meta", "compact_summary"}:
         return False
-    return not is_preamble(message.text)
+    return not is_preamble(text)
