@@ -11,24 +11,26 @@ import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from . import importers
-from .budget import SentSize, sent_size, window_advice, window_params
-from .core.catalogue import event_category
-from .core.model import Conversation
-from .core.params import parse_assignments
-from .core.records import Change, Fate, ReplayResult, apply_change, event_json, expand
-from .core.summary_request import Summarizer
-from .replay import run
 from .strategies import LIBRARY, STRATEGIES
-from .summarize.summarizers import get_summarizer
+
+# The importers, the budget and the replay load inside the functions that use them: the
+# parser (``add_replay_arguments``) needs only the strategies' names, and ``replay --help``
+# should not pay for the rest (tests/engine/test_engine_main.py pins what it loads).
+if TYPE_CHECKING:
+    from .budget import SentSize
+    from .core.model import Conversation
+    from .core.records import Change, ReplayResult
+    from .core.summary_request import Summarizer
 
 
 def load_file(
     path: str | Path, *, format: str | None = None, conversation: int = 0
 ) -> Conversation:
     """The ``conversation``-th conversation of a transcript file (TranscriptError if bad)."""
+    from . import importers
+
     p = Path(path)
     parsed = importers.parse(p.read_bytes(), name=p.name, format=format)
     if not parsed.conversations:
@@ -53,6 +55,11 @@ def replay_conversation(
     """``summarizer``: a registered name, or a ready instance (e.g. the web app's Claude
     summariser with its database cache). ``window``: one model context window set through
     the strategy's own window parameter(s); ``params`` / ``assignments`` still win."""
+    from .budget import window_params
+    from .core.params import parse_assignments
+    from .replay import run
+    from .summarize.summarizers import get_summarizer
+
     overrides = {**dict(params or {}), **parse_assignments(assignments)}
     merged = window_params(strategy, window, overrides)
     summ = get_summarizer(summarizer) if isinstance(summarizer, str) else summarizer
@@ -65,6 +72,8 @@ def window_warning(conversation: Conversation | SentSize, window: int | None) ->
     (``budget.window_advice``, as the run form); "" when the window is fine or not given."""
     if window is None:
         return ""
+    from .budget import SentSize, sent_size, window_advice
+
     size = conversation if isinstance(conversation, SentSize) else sent_size(conversation)
     advice = window_advice(size, window=window)
     if not advice.below_fixed:
@@ -91,6 +100,8 @@ def result_to_json(result: ReplayResult, *, detail: bool = False) -> dict[str, A
     """The issue's JSON: strategy, params, estimator, steps (context expanded), events,
     summaries, findings, metrics. ``detail`` adds ``fates`` (one per context index, in
     order), each event's ``changes`` with modified texts, and the offloaded files."""
+    from .core.records import Fate, apply_change, event_json, expand
+
     steps: list[dict[str, Any]] = []
     fates: dict[int, tuple[Fate, int]] = {}
     events = result.events
@@ -162,6 +173,8 @@ def result_to_json(result: ReplayResult, *, detail: bool = False) -> dict[str, A
 
 def format_table(result: ReplayResult) -> str:
     """A readable summary: steps, events by kind, peak tokens, findings."""
+    from .core.catalogue import event_category
+
     m = result.metrics
     lines = [
         f"strategy   {result.strategy}  (estimator: {result.estimator}; "
