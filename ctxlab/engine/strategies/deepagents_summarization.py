@@ -71,7 +71,6 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, ClassVar
-from xml.sax.saxutils import escape, quoteattr
 
 from ..core.findings import check_summary_size
 from ..core.model import BlockKind, Message, ToolDef
@@ -232,6 +231,10 @@ def xml_buffer(messages: Sequence[lc.LcMessage]) -> str:
 
 def xml_message(m: lc.LcMessage) -> str:
     """One message of the XML buffer."""
+    # xml.sax.saxutils loads urllib.request (http, email, ssl): here only when a summary
+    # is built, not whenever the strategy registry loads (``replay --help``).
+    from xml.sax.saxutils import escape, quoteattr
+
     kind = quoteattr(m.type)
     parts = _xml_content(m.content)
     if not (m.type == lc.AI and m.tool_calls):
@@ -251,6 +254,8 @@ def xml_message(m: lc.LcMessage) -> str:
 
 
 def _xml_content(content: lc.Content) -> list[str]:
+    from xml.sax.saxutils import escape
+
     if isinstance(content, str):
         return [escape(content)] if content else []
     parts: list[str] = []
@@ -268,6 +273,8 @@ def _xml_content(content: lc.Content) -> list[str]:
 def _xml_block(block: dict[str, Any]) -> str | None:
     """``_format_content_block_xml``: text and reasoning; media only by URL (a replay's
     media blocks carry none, and base64 is skipped upstream); unknown types skipped."""
+    from xml.sax.saxutils import escape, quoteattr
+
     kind = block.get("type", "")
     if kind == "text":
         text = str(block.get("text", ""))

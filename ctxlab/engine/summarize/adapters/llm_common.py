@@ -22,12 +22,14 @@ import threading
 import time
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 
 from ...core.model import Usage
 from ...core.summary_request import SummarizerError, SummaryRequest, SummaryResponse, SummaryUsage
-from ...cost.pricing import ModelInfo, cost
+
+if TYPE_CHECKING:
+    from ...cost.pricing import ModelInfo
 
 
 class SummaryCache(Protocol):
@@ -204,6 +206,10 @@ class ProviderSummarizer:
         raise NotImplementedError
 
     def _price(self, usage: Usage) -> Decimal:
+        # pricing loads genai-prices' metadata: only once a call has a usage to price,
+        # not whenever the summariser registry loads (``replay --help``)
+        from ...cost.pricing import cost
+
         return cost(usage, self.info) if self.info is not None else Decimal(0)
 
     # -- the seam ----------------------------------------------------------------------------

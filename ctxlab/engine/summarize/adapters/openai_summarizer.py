@@ -34,7 +34,6 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ...core.model import Usage
 from ...core.summary_request import SummarizerError, SummaryRequest, approx_tokens
-from ...cost.pricing import find_priced_model
 from .llm_common import (
     Answer,
     MalformedAnswer,
@@ -177,6 +176,8 @@ class OpenAISummarizer(ProviderSummarizer):
             local = os.environ[LOCAL_ENV] == "1"
         self.local = is_local_endpoint(self.base_url) if local is None else local
         self.endpoint = public_url(self.base_url)  # what may be stored and shown
+        from ...cost.pricing import find_priced_model  # not for the registry alone
+
         super().__init__(
             model=model, info=None if self.local else find_priced_model(model), cache=cache
         )
