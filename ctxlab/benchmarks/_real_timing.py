@@ -6,13 +6,14 @@ in a process runs 20-25% slower than later ones (lazy imports, regexes compiled,
 grown). A ratio of two single readings doubles that noise. So:
 
 - warm-up: every strategy is replayed once, untimed, before any timer;
-- rounds: ``ROUNDS`` times, every quantity of every ratio is measured once: the tiktoken
-  floor pass, the shared reference count, then for each strategy (the five presets
-  among them) its worker-path replay at 20,000 and at 40,000 messages back to
-  back (which goes first alternates from round to round and strategy to strategy), its
-  in-memory replay at 20,000 and one pass of its own estimator. Numerator and denominator
-  of each ratio are thus measured the same way, close together in time, so a change of
-  load hits both;
+- rounds: ``ROUNDS`` times, every quantity of every ratio is measured once: for each
+  strategy (the five presets among them) its worker-path replay at 20,000 and at 40,000
+  messages back to back (which goes first alternates from round to round and strategy to
+  strategy), then, over the 20,000 messages decoded once for them, the tiktoken floor
+  pass, the shared reference count, and each strategy's in-memory replay and one pass of
+  its own estimator. Numerator and denominator of each ratio are thus measured the same
+  way, in the same round, so a change of load hits both. No decoded conversation but the
+  one replayed is held while a worker-path replay is timed (``measure`` says why);
 - each round gives each ratio one paired value; the median over the rounds is reported,
   with the lowest and highest beside it so a reader sees the noise (``Spread``);
 - the scaling near its goal (2x messages <= 2.1x time) is measured again, apart: every
@@ -321,39 +322,37 @@ class Rounds:
 
 
 def measure(
-    one: Conversation,
-    two: Conversation,
+    stored: tuple[Stored, Stored],
     names: list[str],
     out: TextIO,
     rounds: int = ROUNDS,
-    stored: tuple[Stored, Stored] | None = None,
     extra_rounds: int = EXTRA_ROUNDS,
 ) -> Rounds:
-    """Warm up, then ``rounds`` interleaved rounds over ``one`` (20,000 messages) and
-    ``two`` (40,000), then ``extra_rounds`` paired readings of the strategies near
-    the scaling goal (confirmation rounds). ``stored``: the two as the worker finds them
-    (made here if None)."""
-    stored_one, stored_two = stored or (Stored.of(one), Stored.of(two))
+    """Warm up, then ``rounds`` interleaved rounds over the stored 20,000 and 40,000
+    messages, then ``extra_rounds`` paired readings of the strategies near the scaling goal
+    (confirmation rounds).
+
+    While a worker-path replay is timed, this process holds no decoded conversation but the
+    one replayed, as a worker holds none but its run's: a heap holding another 20,000 or
+    40,000 decoded messages made every function of a 40,000-message replay 10-15 % slower
+    (opencode's scaling 1.68x alone, 2.12x beside them), which is the host's memory system,
+    not the replay. So each round replays every strategy on the worker's path first, then
+    decodes the 20,000 messages once for the passes that read a conversation held in memory
+    (the floor, the reference count, the in-memory replays, the estimator passes) and drops
+    it before the next round."""
+    stored_one = stored[0]
     for name in names:  # warm-up, untimed
         worker_replay(stored_one, name)
     got = Rounds()
     got.own_tokenizer = {n: not isinstance(make_strategy(n), ReferenceEstimator) for n in names}
     for r in range(rounds):
         start = time.perf_counter()
-        got.floor.append(floor_pass(one)[0])
-        seconds, reference_one = counted_reference(one)
-        got.reference.append(seconds)
         for i, name in enumerate(names):
-            sizes: list[tuple[Stored, dict[str, list[float]]]] = [
-                (stored_one, got.at_20k),
-                (stored_two, got.at_40k),
-            ]
-            if (r + i) % 2:
-                sizes.reverse()
-            for conversation, readings in sizes:
-                readings.setdefault(name, []).append(worker_replay(conversation, name))
-            got.memory.setdefault(name, []).append(timed_replay(one, name, reference_one))
-            got.own.setdefault(name, []).append(estimator_pass(one, name))
+            _paired(stored, name, (got.at_20k, got.at_40k), first_small=(r + i) % 2 == 0)
+        one = stored_one.decode()
+        _in_memory_passes(one, names, got)
+        del one
+        gc.collect()  # the next round's worker-path replays start without it
         out.write(f"real: round {r + 1}/{rounds} done ({time.perf_counter() - start:.0f} s wall): "
                   f"{_round_worst(got, names, r)}\n")  # fmt: skip
         out.flush()
@@ -361,14 +360,7 @@ def measure(
     start = time.perf_counter()
     for r in range(extra_rounds if near else 0):
         for i, name in enumerate(near):
-            more: list[tuple[Stored, dict[str, list[float]]]] = [
-                (stored_one, got.more_20k),
-                (stored_two, got.more_40k),
-            ]
-            if (rounds + r + i) % 2:
-                more.reverse()
-            for conversation, readings in more:
-                readings.setdefault(name, []).append(worker_replay(conversation, name))
+            _paired(stored, name, (got.more_20k, got.more_40k), (rounds + r + i) % 2 == 0)
     if near and extra_rounds:
         out.write(f"real: {extra_rounds} confirmation rounds of the {len(near)} strategies near "
                   f"the scaling goal ({time.perf_counter() - start:.0f} s wall): "
@@ -377,6 +369,32 @@ def measure(
                   + "\n")  # fmt: skip
         out.flush()
     return got
+
+
+Readings = dict[str, list[float]]
+
+
+def _paired(
+    stored: tuple[Stored, Stored], name: str, into: tuple[Readings, Readings], first_small: bool
+) -> None:
+    """One worker-path reading of ``name`` at each size, back to back (which goes first
+    alternates between calls, so neither size always runs after the other)."""
+    sizes = list(zip(stored, into, strict=True))
+    if not first_small:
+        sizes.reverse()
+    for conversation, readings in sizes:
+        readings.setdefault(name, []).append(worker_replay(conversation, name))
+
+
+def _in_memory_passes(one: Conversation, names: list[str], got: Rounds) -> None:
+    """This round's readings over ``one`` held in memory: the tiktoken floor, the shared
+    reference count, each strategy's in-memory replay and its estimator pass."""
+    got.floor.append(floor_pass(one)[0])
+    seconds, reference_one = counted_reference(one)
+    got.reference.append(seconds)
+    for name in names:
+        got.memory.setdefault(name, []).append(timed_replay(one, name, reference_one))
+        got.own.setdefault(name, []).append(estimator_pass(one, name))
 
 
 def _round_worst(got: Rounds, names: list[str], r: int) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import gc
 import io
 import sys
 from pathlib import Path
@@ -110,7 +111,7 @@ def test_cold_caches_empties_every_per_text_cache_a_replay_fills() -> None:
 def test_rounds_measure_every_strategy_at_both_sizes_alternating_which_goes_first(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    one, two = _conversation(200), _conversation(400)
+    stored = timing.Stored.of(_conversation(200)), timing.Stored.of(_conversation(400))
     order: list[tuple[str, int]] = []
     real_worker = timing.worker_replay
 
@@ -121,7 +122,7 @@ def test_rounds_measure_every_strategy_at_both_sizes_alternating_which_goes_firs
     monkeypatch.setattr(timing, "worker_replay", spy)
     names = ["observation_masking", "langchain_trim"]
     out = io.StringIO()
-    got = timing.measure(one, two, names, out, rounds=2, extra_rounds=0)
+    got = timing.measure(stored, names, out, rounds=2, extra_rounds=0)
     assert order[2:] == [
         ("observation_masking", 200), ("observation_masking", 400),
         ("langchain_trim", 400), ("langchain_trim", 200),
@@ -154,10 +155,34 @@ def test_rounds_measure_every_strategy_at_both_sizes_alternating_which_goes_firs
     )
 
 
+def test_no_decoded_conversation_is_held_while_a_worker_path_replay_is_timed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A heap holding other decoded conversations slowed the larger replays by 10-15 % (the
+    # host's memory system), so the timing holds none, as a worker holds none but its run's.
+    stored = (
+        timing.Stored.of(synth.bench_conversation(CORPUS, messages=250, seed=2)),
+        timing.Stored.of(synth.bench_conversation(CORPUS, messages=500, seed=2)),
+    )
+    held: list[int] = []
+
+    def spy(s: timing.Stored, name: str) -> float:
+        sizes = (250, 500)
+        held.append(sum(1 for o in gc.get_objects()
+                        if isinstance(o, Conversation) and len(o.messages) in sizes))  # fmt: skip
+        return 1.0
+
+    monkeypatch.setattr(timing, "worker_replay", spy)
+    got = timing.measure(stored, ["observation_masking"], io.StringIO(), rounds=3, extra_rounds=0)
+    assert len(held) == 1 + 3 * 2  # the warm-up, then both sizes in each round
+    assert held == [0] * len(held)
+    assert len(got.floor) == len(got.memory["observation_masking"]) == 3  # read in between
+
+
 def test_strategies_near_the_scaling_goal_are_judged_by_their_confirmation_rounds(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    one, two = _conversation(200), _conversation(400)
+    stored = timing.Stored.of(_conversation(200)), timing.Stored.of(_conversation(400))
     # langchain_trim reads 2.3x in its first rounds, observation_masking 1.9x
     seconds = {("langchain_trim", 200): 1.0, ("langchain_trim", 400): 2.3,
                ("observation_masking", 200): 1.0, ("observation_masking", 400): 1.9}  # fmt: skip
@@ -173,7 +198,7 @@ def test_strategies_near_the_scaling_goal_are_judged_by_their_confirmation_round
     monkeypatch.setattr(timing, "worker_replay", fake)
     names = ["observation_masking", "langchain_trim"]
     out = io.StringIO()
-    got = timing.measure(one, two, names, out, rounds=3, extra_rounds=4)
+    got = timing.measure(stored, names, out, rounds=3, extra_rounds=4)
     assert got.near_goal(names) == ["langchain_trim"]
     extra = order[2 + 3 * 4 :]
     # both sizes back to back, which goes first alternating (round 4 is the 4th in a row)
