@@ -13,16 +13,20 @@ The texts are read from the originals' own files, shipped unmodified in
 
 The user messages are assembled as the originals' code does (``qwenpaw_user`` after
 ``light_context_manager.py``, ``reme_user`` after ``reme/.../components/compactor.py``).
+
+The prompt constants (``QWENPAW_SYSTEM``, ``REME_SYSTEM``, ...) are read on first use
+(PEP 562 ``__getattr__``), not when the strategy registry loads: reading and checking the
+files and loading yaml cost every ``python -m ctxlab.engine`` start (``replay --help``).
 """
 
 from __future__ import annotations
 
 import ast
 import hashlib
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
-
-import yaml
+from typing import TYPE_CHECKING, Any
 
 from ..core.summary_request import Section
 
@@ -60,6 +64,8 @@ def qwenpaw_constants() -> dict[str, str]:
 
 @cache
 def reme_yaml() -> dict[str, str]:
+    import yaml
+
     loaded = yaml.safe_load(_read(REME_FILE, REME_SHA256))
     return {k: v for k, v in loaded.items() if isinstance(v, str)}
 
@@ -78,34 +84,60 @@ def _qwenpaw(name: str) -> dict[str, str]:
     return {"en": q[f"{name}_EN"], "zh": q[f"{name}_ZH"]}
 
 
-# --- QwenPaw 1.1.9 ------------------------------------------------------------------------
-QWENPAW_SYSTEM = _qwenpaw("SYSTEM_PROMPT")
-QWENPAW_INITIAL = _qwenpaw("INITIAL_USER_MESSAGE")
-QWENPAW_UPDATE = _qwenpaw("UPDATE_USER_MESSAGE")
-# Always English in QwenPaw (agent_context.py uses SUMMARY_PROMPT_EN): how the summary
-# re-enters the prompt. Its dialog path is literal text ("dialog/YYYY-MM-DD.jsonl").
-QWENPAW_SUMMARY_TEMPLATE = qwenpaw_constants()["SUMMARY_PROMPT_EN"]
-COMPACTOR_SYSTEM = QWENPAW_SYSTEM  # the custom strategy's summarise stage uses QwenPaw's
+def _reme(name: str) -> dict[str, str]:
+    return {lang: reme_prompt(name, lang) for lang in ("en", "zh")}
+
+
+# Each constant: the function that reads it, once (``__getattr__`` stores the value).
+_READ: dict[str, Callable[[], object]] = {
+    # --- QwenPaw 1.1.9 --------------------------------------------------------------------
+    "QWENPAW_SYSTEM": lambda: _qwenpaw("SYSTEM_PROMPT"),
+    "QWENPAW_INITIAL": lambda: _qwenpaw("INITIAL_USER_MESSAGE"),
+    "QWENPAW_UPDATE": lambda: _qwenpaw("UPDATE_USER_MESSAGE"),
+    # Always English in QwenPaw (agent_context.py uses SUMMARY_PROMPT_EN): how the summary
+    # re-enters the prompt. Its dialog path is literal text ("dialog/YYYY-MM-DD.jsonl").
+    "QWENPAW_SUMMARY_TEMPLATE": lambda: qwenpaw_constants()["SUMMARY_PROMPT_EN"],
+    # the custom strategy's summarise stage uses QwenPaw's
+    "COMPACTOR_SYSTEM": lambda: _constant("QWENPAW_SYSTEM"),
+    # --- ReMe 0.3.0.6b3 -------------------------------------------------------------------
+    "REME_SYSTEM": lambda: _reme("system_prompt"),
+    "REME_INITIAL": lambda: _reme("initial_user_message"),
+    "REME_UPDATE_PREFIX": lambda: _reme("update_user_message_prefix"),
+    "REME_UPDATE_SUFFIX": lambda: _reme("update_user_message_suffix"),
+}
+
+if TYPE_CHECKING:
+    QWENPAW_SYSTEM: dict[str, str]
+    QWENPAW_INITIAL: dict[str, str]
+    QWENPAW_UPDATE: dict[str, str]
+    QWENPAW_SUMMARY_TEMPLATE: str
+    COMPACTOR_SYSTEM: dict[str, str]
+    REME_SYSTEM: dict[str, str]
+    REME_INITIAL: dict[str, str]
+    REME_UPDATE_PREFIX: dict[str, str]
+    REME_UPDATE_SUFFIX: dict[str, str]
+
+
+def __getattr__(name: str) -> object:
+    read = _READ.get(name)
+    if read is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = globals()[name] = read()
+    return value
+
+
+def _constant(name: str) -> Any:
+    """A prompt constant for this module's own functions (a global name skips ``__getattr__``)."""
+    return globals()[name] if name in globals() else __getattr__(name)
 
 
 def qwenpaw_user(history: str, previous: str, lang: str) -> str:
     """``LightContextManager``'s compactor user message (no extra instruction)."""
     if previous:
-        return (
-            f"# conversation\n{history}\n\n# previous-summary\n{previous}\n\n{QWENPAW_UPDATE[lang]}"
-        )
-    return f"# conversation\n{history}\n\n{QWENPAW_INITIAL[lang]}"
+        return f"# conversation\n{history}\n\n# previous-summary\n{previous}\n\n{_constant('QWENPAW_UPDATE')[lang]}"
+    return f"# conversation\n{history}\n\n{_constant('QWENPAW_INITIAL')[lang]}"
 
 
-# --- ReMe 0.3.0.6b3 -----------------------------------------------------------------------
-REME_SYSTEM = {lang: reme_prompt("system_prompt", lang) for lang in ("en", "zh")}
-REME_INITIAL = {lang: reme_prompt("initial_user_message", lang) for lang in ("en", "zh")}
-REME_UPDATE_PREFIX = {
-    lang: reme_prompt("update_user_message_prefix", lang) for lang in ("en", "zh")
-}
-REME_UPDATE_SUFFIX = {
-    lang: reme_prompt("update_user_message_suffix", lang) for lang in ("en", "zh")
-}
 # reme_in_memory_memory.get_memory: the summary message (stripped as a whole).
 REME_SUMMARY_TEMPLATE = (
     "<previous-summary>\n{summary}\n</previous-summary>\n"
@@ -119,11 +151,11 @@ def reme_user(history: str, previous: str, lang: str) -> str:
     if previous:
         return (
             f"<conversation>\n{history}\n</conversation>\n\n"
-            f"{REME_UPDATE_PREFIX[lang]}\n\n"
+            f"{_constant('REME_UPDATE_PREFIX')[lang]}\n\n"
             f"<previous-summary>\n{previous}\n</previous-summary>\n\n"
-            f"{REME_UPDATE_SUFFIX[lang]}"
+            f"{_constant('REME_UPDATE_SUFFIX')[lang]}"
         )
-    return f"<conversation>\n{history}\n</conversation>\n\n" + REME_INITIAL[lang]
+    return f"<conversation>\n{history}\n</conversation>\n\n" + _constant("REME_INITIAL")[lang]
 
 
 # Section headers of the originals' output format (the offline summariser writes them).
