@@ -93,35 +93,31 @@ def _record(item: SuiteItem, run: glue.Run) -> None:
     item.save(update_fields=["status", "summary", "seconds", "finished_at"])
 
 
-def record_ended(suite: Suite) -> None:
-    """Record every item whose run has ended but whose task has not recorded it: a worker
-    killed after its run's last write landed (the database commits a statement whose
-    client died) takes the task with it, and the broker redelivers that task only after
-    its visibility timeout, so the finished suite's item rows would say running until
-    then. A task still recording its own item writes the same row after this."""
-    ended = (
-        suite.items.select_related("run")
-        .filter(run__status__in=glue.TERMINAL)
-        .exclude(status=F("run__status"))
-    )
-    for item in ended:
-        assert item.run is not None
-        _record(item, item.run)
-
-
 def sync_statuses(suite: Suite) -> None:
-    for item in suite.items.select_related("run").exclude(run=None):
+    """Each item's row to its run's status: an ended run's item recorded in full (its
+    summary row, as its task records it), a queued or running one's status alone.
+
+    An ended run whose item says otherwise is a task that has not recorded it: a worker
+    killed after its run's last write landed (the database commits a statement whose client
+    died) takes the task with it, and the broker redelivers that task only after its
+    visibility timeout, so a finished or cancelled suite's item rows would say running, or
+    done without its numbers, until then. A task still recording its own item writes the
+    same row after this."""
+    behind = suite.items.select_related("run").exclude(run=None).exclude(status=F("run__status"))
+    for item in behind:
         assert item.run is not None
-        if item.status != item.run.status:
+        if item.run.status in glue.TERMINAL:
+            _record(item, item.run)
+        else:
             SuiteItem.objects.filter(pk=item.pk).update(status=item.run.status)
 
 
 def maybe_finish(suite: Suite) -> bool:
     """Mark the suite finished when no run is left to execute, its ended runs' items
-    recorded first (``record_ended``); whether none is left."""
+    recorded first (``sync_statuses``); whether none is left."""
     active = suite.items.exclude(run__status__in=glue.TERMINAL).exclude(run=None).exists()
     if not active:
-        record_ended(suite)
+        sync_statuses(suite)
         updated = Suite.objects.filter(pk=suite.pk, finished_at=None).update(
             finished_at=timezone.now()
         )

@@ -161,3 +161,20 @@ def test_pushed_progress_carries_the_actions_of_its_state(user: Any, client: Cli
     assert again.status == RunStatus.DONE and again.attempts == 2
     plain = client.post(f"/suites/{suite.pk}/cancel/")
     assert plain.status_code == 302 and plain["Location"] == f"/suites/{suite.pk}/"
+
+
+def test_a_cancel_records_the_item_of_a_run_done_before_it_in_full(user: Any) -> None:
+    # Cancelling brings each item's status to its run's: a run that committed done before
+    # the cancel, its task not having recorded it yet, keeps its numbers (not "done" alone).
+    suite = _suite(user)
+    first, second = suite.items.order_by("config_index")
+    _run_without_recording(first)
+    services.suite_cancel(suite=suite)
+    first.refresh_from_db()
+    second.refresh_from_db()
+    assert first.status == RunStatus.DONE and first.summary["steps"] >= 1
+    assert first.finished_at is not None
+    assert second.status == RunStatus.CANCELLED and second.summary == {}
+    suite.refresh_from_db()
+    assert suite.finished_at is not None
+    assert _stats(suite)[0]["steps"]["n"] == 1
