@@ -26,7 +26,7 @@ import hashlib
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, cast
 
 from ..core.summary_request import Section
 
@@ -126,9 +126,10 @@ def __getattr__(name: str) -> object:
     return value
 
 
-def _constant(name: str) -> Any:
-    """A prompt constant for this module's own functions (a global name skips ``__getattr__``)."""
-    return globals()[name] if name in globals() else __getattr__(name)
+def _constant(name: str) -> dict[str, str]:
+    """A per-language prompt for this module's own functions (a global name skips
+    ``__getattr__``)."""
+    return cast(dict[str, str], globals()[name] if name in globals() else __getattr__(name))
 
 
 def qwenpaw_user(history: str, previous: str, lang: str) -> str:
