@@ -43,7 +43,7 @@ from typing import Any
 from ..core.model import BlockKind, Message, Role
 from ..core.records import SummaryRecord
 from ..core.textkeys import content_words
-from ..evaluate import extract, lost, survival
+from ..evaluate import extract
 
 # Kinds asked in turn, most telling first (zeph's probe asks for paths and names, decisions,
 # values and errors, action items; not for raw tool output).
@@ -159,6 +159,8 @@ def _probe_view(message: Message) -> Message:
 
 
 def _has_todo(message: Message) -> bool:
+    from ..evaluate import survival
+
     return any(
         b.kind is BlockKind.TOOL_USE and b.tool_name in survival.TODO_TOOLS for b in message.blocks
     )
@@ -167,6 +169,10 @@ def _has_todo(message: Message) -> bool:
 def span_facts(span: Sequence[tuple[int, Message]]) -> dict[Fact, tuple[int, int]]:
     """Every fact of the span -> (messages holding it, the newest of them)."""
     found: dict[Fact, tuple[int, int]] = {}
+    # Imported here, as ``lost`` in ``judge``: with what they import they cost ~10 ms at
+    # every engine start (the CLI's --help included) for a gate the custom strategy may not use.
+    from ..evaluate import survival
+
     last_todo = next((i for i, m in reversed(span) if _has_todo(m)), None)
     for index, message in span:
         facts = set(extract.message_facts(_probe_view(message)))
@@ -216,6 +222,8 @@ def ask(
 def judge(questions: Sequence[Question], summary: str, min_score: float) -> Verdict:
     """The summary's answers: a question is answered when ``lost.kept_by_summary`` keeps
     its fact."""
+    from ..evaluate import lost
+
     facts = extract.fact_set(summary) if summary else frozenset()
     words = content_words(summary) if summary else frozenset()
     missed = tuple(
