@@ -1,8 +1,8 @@
 """``python -m ctxlab.engine replay --help`` loads only what its parser needs: the strategies'
 and summarisers' names. What a replay needs (importers, the replay, the budget, pricing) and
-the heavy libraries that only some paths use (yaml, xml.sax.saxutils's urllib.request) load
-in the functions that use them; each start of the CLI paid for them (issue 33's
-``engine_cli_start_s``)."""
+what only some paths use (yaml, xml.sax.saxutils's urllib.request, the summary gate's
+evaluation) load in the functions that use them: each start of the CLI paid for them
+(issue 33's ``engine_cli_start_s``)."""
 
 from __future__ import annotations
 
@@ -30,6 +30,8 @@ NOT_FOR_HELP = (
     "ctxlab.engine.replay",
     "ctxlab.engine.budget",
     "ctxlab.engine.cost.pricing",
+    "ctxlab.engine.evaluate.lost",
+    "ctxlab.engine.evaluate.survival",
     "yaml",
     "urllib.request",
     "xml.sax.saxutils",
