@@ -106,15 +106,13 @@ _READ: dict[str, Callable[[], object]] = {
     "REME_UPDATE_SUFFIX": lambda: _reme("update_user_message_suffix"),
 }
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the types of the constants other modules read
     QWENPAW_SYSTEM: dict[str, str]
     QWENPAW_INITIAL: dict[str, str]
     QWENPAW_UPDATE: dict[str, str]
     QWENPAW_SUMMARY_TEMPLATE: str
     COMPACTOR_SYSTEM: dict[str, str]
     REME_SYSTEM: dict[str, str]
-    REME_INITIAL: dict[str, str]
-    REME_UPDATE_PREFIX: dict[str, str]
     REME_UPDATE_SUFFIX: dict[str, str]
 
 
