@@ -38,6 +38,8 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
+from ._child import installed_env
+
 ROOT = Path(__file__).resolve().parents[2]
 SOURCE = ROOT / "tests" / "data" / "agreement" / "entireio-cli" / "76" / "62d755ef9f" / "2"
 SIZE = 5 * 1024 * 1024
@@ -103,11 +105,9 @@ def run(out: TextIO) -> list[dict[str, Any]]:
     with tempfile.TemporaryDirectory() as tmp:
         session = big_session(Path(tmp) / "session.jsonl")
         data = json.dumps(payload(session)).encode()
-        # bytecode written and read as an installed ctxlab has it (PYTHONDONTWRITEBYTECODE
-        # would compile every changed module at every run: ~7 ms for statusline.py alone)
-        base = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-        cold_env = {**base, "CTXLAB_STATUSLINE_CACHE": "0"}
-        warm_env = {**base, "XDG_CACHE_HOME": str(Path(tmp) / "cache")}
+        # bytecode written and read as an installed ctxlab has it (``_child``)
+        cold_env = installed_env(CTXLAB_STATUSLINE_CACHE="0")
+        warm_env = installed_env(XDG_CACHE_HOME=str(Path(tmp) / "cache"))
         warm_env.pop("CTXLAB_STATUSLINE_CACHE", None)
         _timed(command, data, warm_env)  # the cache of the session as it is, the bytecode
         appended = responses()
