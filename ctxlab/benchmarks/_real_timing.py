@@ -6,6 +6,13 @@ in a process runs 20-25% slower than later ones (lazy imports, regexes compiled,
 grown). A ratio of two single readings doubles that noise. So:
 
 - warm-up: every strategy is replayed once, untimed, before any timer;
+- readings long enough: a worker-path reading of a strategy whose 20,000-message replay is
+  short (0.2-0.6 s for a third of the library) is the mean of ``repeats`` replays at each
+  size, as many as bring the 20,000-message reading to ``MIN_READING_S`` (its count from the
+  warm-up, the same at both sizes). A single short replay's ratio moved 1.2-2.8x within
+  one quiet run (pi, 0.26 s) while the 2-2.5 s strategies' stayed within 1.95-2.19: a
+  disturbance of the host (another tenant's burst, counted as this process's CPU time in
+  the VM) is a larger share of a short reading;
 - rounds: ``ROUNDS`` times, every quantity of every ratio is measured once: for each
   strategy (the five presets among them) its worker-path replay at 20,000 and at 40,000
   messages back to back (which goes first alternates from round to round and strategy to
@@ -56,6 +63,7 @@ from __future__ import annotations
 import copy
 import gc
 import json
+import math
 import statistics
 import time
 from dataclasses import dataclass, field
@@ -83,6 +91,10 @@ ROUNDS = 3  # ~3 minutes of CPU each on this machine: the section stays near 12 
 # or above this gets ``EXTRA_ROUNDS`` confirmation rounds.
 NEAR_GOAL = 2.0
 EXTRA_ROUNDS = 9  # confirmation rounds: paired 20,000 / 40,000 readings, an odd count
+# A worker-path reading is the mean of as many replays as bring the 20,000-message one to
+# this much CPU (both sizes the same count, at most ``MAX_REPEATS``): see the docstring.
+MIN_READING_S = 1.5
+MAX_REPEATS = 8
 
 
 def cpu() -> float:
@@ -247,6 +259,7 @@ class Rounds:
     # the confirmation rounds of the strategies near the scaling goal (``near_goal``)
     more_20k: dict[str, list[float]] = field(default_factory=dict)
     more_40k: dict[str, list[float]] = field(default_factory=dict)
+    repeats: dict[str, int] = field(default_factory=dict)  # replays per reading (``repeats_for``)
 
     def floor_of(self, name: str, r: int) -> tuple[float, str]:
         """Strategy ``name``'s floor in round ``r`` and its name: the tiktoken pass, or
@@ -327,6 +340,7 @@ def measure(
     out: TextIO,
     rounds: int = ROUNDS,
     extra_rounds: int = EXTRA_ROUNDS,
+    min_reading: float = MIN_READING_S,
 ) -> Rounds:
     """Warm up, then ``rounds`` interleaved rounds over the stored 20,000 and 40,000
     messages, then ``extra_rounds`` paired readings of the strategies near the scaling goal
@@ -341,14 +355,15 @@ def measure(
     (the floor, the reference count, the in-memory replays, the estimator passes) and drops
     it before the next round."""
     stored_one = stored[0]
-    for name in names:  # warm-up, untimed
-        worker_replay(stored_one, name)
     got = Rounds()
+    for name in names:  # warm-up, untimed but for choosing each strategy's repeats
+        got.repeats[name] = repeats_for(worker_replay(stored_one, name), min_reading)
     got.own_tokenizer = {n: not isinstance(make_strategy(n), ReferenceEstimator) for n in names}
     for r in range(rounds):
         start = time.perf_counter()
         for i, name in enumerate(names):
-            _paired(stored, name, (got.at_20k, got.at_40k), first_small=(r + i) % 2 == 0)
+            into = (got.at_20k, got.at_40k)
+            _paired(stored, name, into, got.repeats[name], first_small=(r + i) % 2 == 0)
         one = stored_one.decode()
         _in_memory_passes(one, names, got)
         del one
@@ -360,7 +375,8 @@ def measure(
     start = time.perf_counter()
     for r in range(extra_rounds if near else 0):
         for i, name in enumerate(near):
-            _paired(stored, name, (got.more_20k, got.more_40k), (rounds + r + i) % 2 == 0)
+            into = (got.more_20k, got.more_40k)
+            _paired(stored, name, into, got.repeats[name], (rounds + r + i) % 2 == 0)
     if near and extra_rounds:
         out.write(f"real: {extra_rounds} confirmation rounds of the {len(near)} strategies near "
                   f"the scaling goal ({time.perf_counter() - start:.0f} s wall): "
@@ -374,16 +390,33 @@ def measure(
 Readings = dict[str, list[float]]
 
 
+def repeats_for(seconds: float, min_reading: float = MIN_READING_S) -> int:
+    """How many replays a reading of a strategy whose one replay took ``seconds`` averages
+    (``MIN_READING_S``)."""
+    if seconds <= 0 or min_reading <= 0:
+        return 1
+    return max(1, min(MAX_REPEATS, math.ceil(min_reading / seconds)))
+
+
 def _paired(
-    stored: tuple[Stored, Stored], name: str, into: tuple[Readings, Readings], first_small: bool
+    stored: tuple[Stored, Stored],
+    name: str,
+    into: tuple[Readings, Readings],
+    repeats: int,
+    first_small: bool,
 ) -> None:
-    """One worker-path reading of ``name`` at each size, back to back (which goes first
-    alternates between calls, so neither size always runs after the other)."""
+    """One worker-path reading of ``name`` at each size, each the mean of ``repeats``
+    replays, the sizes taking turns (which goes first alternates between calls, so neither
+    size always runs after the other)."""
     sizes = list(zip(stored, into, strict=True))
     if not first_small:
         sizes.reverse()
-    for conversation, readings in sizes:
-        readings.setdefault(name, []).append(worker_replay(conversation, name))
+    totals = [0.0, 0.0]
+    for _ in range(repeats):
+        for k, (conversation, _readings) in enumerate(sizes):
+            totals[k] += worker_replay(conversation, name)
+    for total, (_conversation, readings) in zip(totals, sizes, strict=True):
+        readings.setdefault(name, []).append(total / repeats)
 
 
 def _in_memory_passes(one: Conversation, names: list[str], got: Rounds) -> None:

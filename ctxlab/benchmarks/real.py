@@ -23,7 +23,8 @@ Definitions (result lines at the end of ``manage.py bench``):
   every message when that costs more (named ``own estimator``).
 - ``real_scaling_2x_max <strategy>``: the worst over the library of a strategy's
   worker-path replay at 40,000 messages / at 20,000 (built the same way), the median of
-  its paired rounds: a strategy near the goal (first rounds' median >= 2.0) is measured in
+  its paired rounds (a reading of a short replay is the mean of enough replays to last
+  ``MIN_READING_S``, the row's ``replays_per_reading``): a strategy near the goal (first rounds' median >= 2.0) is measured in
   ``EXTRA_ROUNDS`` confirmation rounds and its scaling is their median alone, free of the
   upward bias of the rounds that chose it (``rounds=`` on the line is the worst strategy's
   count, the row's ``scaling_2x_first`` the first rounds' median; see ``_real_timing``).
@@ -181,13 +182,15 @@ def run(out: TextIO) -> list[dict[str, Any]]:
               f"{_span(got.reference)} (median [min-max] of {len(got.floor)} rounds)\n")  # fmt: skip
     for name in names:
         out.write(f"real {name:<24} worker path {_span(got.at_20k[name])}  40k "
-                  f"{_span(got.at_40k[name])}  x{scaling[name].text()}  own estimator "
+                  f"{_span(got.at_40k[name])}  (mean of {got.repeats[name]})  "
+                  f"x{scaling[name].text()}  own estimator "
                   f"{_span(got.own[name])}  floor ({got.floor_name(name)}) ratio "
                   f"{ratios[name].text()}\n"
                   f"real {name:<24} in memory   {_span(got.memory[name])}  (reference count + "
                   f"replay) / (tiktoken + own estimator) {memory[name].text()}\n")  # fmt: skip
         rows.append({"section": "real", "name": name, **row_spread(got.at_20k[name]),
                      "seconds_40k": row_spread(got.at_40k[name])["median_s"],
+                     "replays_per_reading": got.repeats[name],
                      "in_memory_s": row_spread(got.memory[name])["median_s"],
                      "estimator_s": row_spread(got.own[name])["median_s"],
                      "floor": got.floor_name(name),

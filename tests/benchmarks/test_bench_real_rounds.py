@@ -122,7 +122,7 @@ def test_rounds_measure_every_strategy_at_both_sizes_alternating_which_goes_firs
     monkeypatch.setattr(timing, "worker_replay", spy)
     names = ["observation_masking", "langchain_trim"]
     out = io.StringIO()
-    got = timing.measure(stored, names, out, rounds=2, extra_rounds=0)
+    got = timing.measure(stored, names, out, rounds=2, extra_rounds=0, min_reading=0)
     assert order[2:] == [
         ("observation_masking", 200), ("observation_masking", 400),
         ("langchain_trim", 400), ("langchain_trim", 200),
@@ -173,7 +173,9 @@ def test_no_decoded_conversation_is_held_while_a_worker_path_replay_is_timed(
         return 1.0
 
     monkeypatch.setattr(timing, "worker_replay", spy)
-    got = timing.measure(stored, ["observation_masking"], io.StringIO(), rounds=3, extra_rounds=0)
+    got = timing.measure(
+        stored, ["observation_masking"], io.StringIO(), rounds=3, extra_rounds=0, min_reading=0
+    )
     assert len(held) == 1 + 3 * 2  # the warm-up, then both sizes in each round
     assert held == [0] * len(held)
     assert len(got.floor) == len(got.memory["observation_masking"]) == 3  # read in between
@@ -198,7 +200,7 @@ def test_strategies_near_the_scaling_goal_are_judged_by_their_confirmation_round
     monkeypatch.setattr(timing, "worker_replay", fake)
     names = ["observation_masking", "langchain_trim"]
     out = io.StringIO()
-    got = timing.measure(stored, names, out, rounds=3, extra_rounds=4)
+    got = timing.measure(stored, names, out, rounds=3, extra_rounds=4, min_reading=0)
     assert got.near_goal(names) == ["langchain_trim"]
     extra = order[2 + 3 * 4 :]
     # both sizes back to back, which goes first alternating (round 4 is the 4th in a row)
@@ -214,6 +216,42 @@ def test_strategies_near_the_scaling_goal_are_judged_by_their_confirmation_round
     )  # the floor ratios keep their own rounds
     assert "4 confirmation rounds of the 1 strategies near the scaling goal" in out.getvalue()
     assert "langchain_trim x2.000 min=2.000 max=2.000 (first 2.300)" in out.getvalue()
+
+
+def test_a_short_replay_is_read_as_the_mean_of_enough_replays(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A 0.4 s replay is read as the mean of 4 (>= 1.5 s), the same count at both sizes and
+    # in the confirmation rounds; a 2 s one once.
+    stored = timing.Stored.of(_conversation(200)), timing.Stored.of(_conversation(400))
+    base = {("short", 200): 0.4, ("short", 400): 0.9, ("long", 200): 2.0, ("long", 400): 4.4}
+    calls: dict[tuple[str, int], int] = {}
+
+    def fake(s: timing.Stored, name: str) -> float:
+        key = (name, len(s.columns["reference_tokens"]))
+        calls[key] = calls.get(key, 0) + 1
+        # every other call of a size reads 0.1 s more: a reading averages them
+        return base[key] + (0.1 if calls[key] % 2 else 0.0)
+
+    monkeypatch.setattr(timing, "worker_replay", fake)
+    monkeypatch.setattr(timing, "make_strategy", lambda name: object())
+    monkeypatch.setattr(timing, "_in_memory_passes", lambda one, names, got: _fill(got, names))
+    got = timing.measure(stored, ["short", "long"], io.StringIO(), rounds=3, extra_rounds=2)
+    assert got.repeats == {"short": 3, "long": 1}  # warm-up 0.5 s: ceil(1.5 / 0.5)
+    assert calls[("short", 400)] == 3 * 3 + 2 * 3 and calls[("short", 200)] == 1 + 3 * 3 + 2 * 3
+    assert calls[("long", 400)] == 3 + 2 and calls[("long", 200)] == 1 + 3 + 2
+    assert got.at_20k["short"] == pytest.approx([0.4 + 0.1 / 3, 0.4 + 0.2 / 3, 0.4 + 0.1 / 3])
+    assert got.near_goal(["short", "long"]) == ["short", "long"]
+    assert len(got.more_40k["short"]) == 2
+    assert [timing.repeats_for(t) for t in (0.0, 0.2, 0.75, 1.5, 9.0)] == [1, 8, 2, 1, 1]
+
+
+def _fill(got: timing.Rounds, names: list[str]) -> None:
+    got.floor.append(1.0)
+    got.reference.append(1.0)
+    for name in names:
+        got.memory.setdefault(name, []).append(1.0)
+        got.own.setdefault(name, []).append(1.0)
 
 
 def test_the_worker_path_replays_a_fresh_decode_of_the_stored_conversation() -> None:
