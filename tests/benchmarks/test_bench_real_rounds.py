@@ -164,12 +164,16 @@ def test_no_decoded_conversation_is_held_while_a_worker_path_replay_is_timed(
         timing.Stored.of(synth.bench_conversation(CORPUS, messages=250, seed=2)),
         timing.Stored.of(synth.bench_conversation(CORPUS, messages=500, seed=2)),
     )
+    gc.collect()
+    # other tests' conversations (cached, any size) stay alive: only new ones count, and
+    # those are held here so no new one can take an old one's id
+    before = [o for o in gc.get_objects() if isinstance(o, Conversation)]
+    old = {id(o) for o in before}
     held: list[int] = []
 
     def spy(s: timing.Stored, name: str) -> float:
-        sizes = (250, 500)
         held.append(sum(1 for o in gc.get_objects()
-                        if isinstance(o, Conversation) and len(o.messages) in sizes))  # fmt: skip
+                        if isinstance(o, Conversation) and id(o) not in old))  # fmt: skip
         return 1.0
 
     monkeypatch.setattr(timing, "worker_replay", spy)
