@@ -145,7 +145,8 @@ def extra_facts(message: Message) -> frozenset[Fact]:
     return frozenset(found)
 
 
-def _has_todo(message: Message) -> bool:
+def has_todo(message: Message) -> bool:
+    """Does ``message`` call a to-do tool (``TODO_TOOLS``)?"""
     return any(b.kind is BlockKind.TOOL_USE and b.tool_name in TODO_TOOLS for b in message.blocks)
 
 
@@ -377,7 +378,7 @@ class _ReplayObserver:
 
     def _extras(self, touched: Sequence[int]) -> set[Fact]:
         found: set[Fact] = set()
-        last_todo = next((i for i in reversed(touched) if _has_todo(self.originals[i])), None)
+        last_todo = next((i for i in reversed(touched) if has_todo(self.originals[i])), None)
         for i in touched:
             for f in self._extra(i):
                 if f[0] != "open_tasks" or i == last_todo:
@@ -473,7 +474,7 @@ def facts_at_risk(messages: Sequence[Message], replaced: Sequence[int]) -> set[F
     to-do list among them. The agent's own compactions (``analyse_original``) and the
     forecast of its next one (``session_now.forecast``) read this one rule."""
     risk: set[Fact] = set()
-    last_todo = next((i for i in reversed(replaced) if _has_todo(messages[i])), None)
+    last_todo = next((i for i in reversed(replaced) if has_todo(messages[i])), None)
     for i in replaced:
         risk |= extract.message_facts(messages[i])
         risk |= {f for f in extra_facts(messages[i]) if f[0] != "open_tasks" or i == last_todo}

@@ -158,14 +158,6 @@ def _probe_view(message: Message) -> Message:
     return replace(message, blocks=blocks)
 
 
-def _has_todo(message: Message) -> bool:
-    from ..evaluate import survival
-
-    return any(
-        b.kind is BlockKind.TOOL_USE and b.tool_name in survival.TODO_TOOLS for b in message.blocks
-    )
-
-
 def span_facts(span: Sequence[tuple[int, Message]]) -> dict[Fact, tuple[int, int]]:
     """Every fact of the span -> (messages holding it, the newest of them)."""
     found: dict[Fact, tuple[int, int]] = {}
@@ -173,7 +165,7 @@ def span_facts(span: Sequence[tuple[int, Message]]) -> dict[Fact, tuple[int, int
     # every engine start (the CLI's --help included) for a gate the custom strategy may not use.
     from ..evaluate import survival
 
-    last_todo = next((i for i, m in reversed(span) if _has_todo(m)), None)
+    last_todo = next((i for i, m in reversed(span) if survival.has_todo(m)), None)
     for index, message in span:
         facts = set(extract.message_facts(_probe_view(message)))
         # decisions of the assistant's text; open items of the span's latest to-do only
